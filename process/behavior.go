@@ -1,0 +1,171 @@
+package process
+
+import (
+	"fmt"
+	"runtime"
+	"runtime/debug"
+)
+
+// Behavior is a process driven by its messages: Receive is called once per
+// message, one at a time, on a goroutine that exists only while the
+// process has mail.
+type Behavior interface {
+	Receive(c Context, m Message)
+}
+
+// Initializer is implemented by a Behavior that must run code before its
+// first message. An error from Init is the process's exit reason.
+type Initializer interface {
+	Init(c Context) error
+}
+
+// EventReceiver is implemented by a Behavior that wants system events
+// (EXIT from monitors, LINK_DOWN from trapped links). Others drop them.
+type EventReceiver interface {
+	ReceiveEvent(c Context, e Event)
+}
+
+// Terminator is implemented by a Behavior that must run code when it exits,
+// whatever the reason; it runs on the process's goroutine, last.
+type Terminator interface {
+	Terminate(c Context, e Exit)
+}
+
+// Context is what a Behavior gets with every call: its identity and the
+// means to end itself.
+type Context struct{ p *process }
+
+// Self returns the process's PID.
+func (c Context) Self() PID { return c.p.pid }
+
+// Node returns the node the process runs on.
+func (c Context) Node() *Node { return c.p.node }
+
+// Stop ends the process after the current call, with result v (err nil) or
+// abnormally with err.
+func (c Context) Stop(v any, err error) {
+	c.p.mu.Lock()
+	x := c.p.extLocked()
+	x.exit = Exit{Value: v, Err: err}
+	c.p.mu.Unlock()
+	c.p.selfStop = true
+}
+
+// Reply answers m on behalf of this process.
+func (c Context) Reply(m *Message, v any, err error) (bool, error) {
+	return m.Reply(c.p.pid, v, err)
+}
+
+// spinTurns is how many times an emptied dispatcher yields before it lets
+// its goroutine go: a sender that is about to send again (a request/reply
+// loop) then finds it still running and no goroutine is started.
+const spinTurns = 2
+
+func (p *process) dispatchInit(i Initializer) {
+	c := Context{p}
+	if exit, ok := p.guard(func() {
+		if err := i.Init(c); err != nil {
+			c.Stop(nil, fmt.Errorf("init: %w", err))
+		}
+	}); !ok {
+		p.end(exit)
+		return
+	}
+	if p.selfStop {
+		p.end(p.ext.Load().exit)
+		return
+	}
+	p.dispatch()
+}
+
+// dispatch runs the Behavior until its mailbox and event queue are empty.
+func (p *process) dispatch() {
+	c := Context{p}
+	b := p.behavior
+	idle := 0
+	for {
+		if p.dead.Load() {
+			return
+		}
+		if p.stopReq.Load() {
+			p.end(p.exitReason(Exit{}))
+			return
+		}
+		worked := false
+		if p.ext.Load() != nil && p.ext.Load().events.len() > 0 {
+			if exit, ok := p.guard(func() { p.drainEvents(c) }); !ok {
+				p.end(exit)
+				return
+			}
+			worked = true
+		}
+		for {
+			m, ok := p.mb.pop()
+			if !ok {
+				break
+			}
+			worked = true
+			if exit, ok := p.guard(func() { b.Receive(c, m) }); !ok {
+				p.end(exit)
+				return
+			}
+			if p.selfStop {
+				p.end(p.ext.Load().exit)
+				return
+			}
+			if p.stopReq.Load() || p.dead.Load() {
+				break
+			}
+		}
+		if worked {
+			idle = 0
+			continue
+		}
+		if idle < spinTurns {
+			idle++
+			runtime.Gosched()
+			continue
+		}
+		p.sched.Store(0)
+		// A sender that saw sched==1 did not start a goroutine: look again.
+		if p.mb.len() == 0 && (p.ext.Load() == nil || p.ext.Load().events.len() == 0) && !p.stopReq.Load() {
+			return
+		}
+		if !p.sched.CompareAndSwap(0, 1) {
+			return
+		}
+	}
+}
+
+func (p *process) drainEvents(c Context) {
+	er, _ := p.behavior.(EventReceiver)
+	for {
+		e, ok := p.ext.Load().events.pop()
+		if !ok {
+			return
+		}
+		if er != nil {
+			er.ReceiveEvent(c, e)
+		}
+	}
+}
+
+// guard runs f, turning a panic into an abnormal exit.
+func (p *process) guard(f func()) (exit Exit, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.node.log.Error("process panicked", "pid", p.pid.String(), "panic", r, "stack", string(debug.Stack()))
+			exit, ok = Exit{Err: fmt.Errorf("panic: %v", r)}, false
+		}
+	}()
+	f()
+	return Exit{}, true
+}
+
+// end finishes a Behavior, running its Terminator first.
+func (p *process) end(e Exit) {
+	if t, ok := p.behavior.(Terminator); ok {
+		p.guard(func() { t.Terminate(Context{p}, e) })
+	}
+	p.finish(e)
+}

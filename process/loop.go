@@ -1,0 +1,140 @@
+package process
+
+import (
+	"context"
+	"sync/atomic"
+)
+
+// LoopOptions configure a Loop. The zero value is an unbounded queue with
+// no warning.
+type LoopOptions struct {
+	// MaxQueue refuses commands past this many waiting (ErrQueueFull).
+	// 0 means unbounded.
+	MaxQueue int
+	// WarnQueue calls OnWarn when a command is queued with this many
+	// already waiting. 0 disables the warning.
+	WarnQueue int
+	// OnWarn is called, off the loop, at most once per crossing of
+	// WarnQueue (the depth must fall below it before it fires again).
+	OnWarn func(depth int)
+}
+
+// Loop is the single-writer event loop that kinds are built on: commands
+// arrive through Submit, one goroutine runs them in order and owns every
+// piece of state they touch, and readers use snapshots the commands publish
+// through atomic pointers. Submit never blocks: a full queue is an error
+// the caller sees.
+type Loop struct {
+	q       queue[func()]
+	wake    chan struct{}
+	waiting atomic.Bool
+	warnAt  atomic.Int64
+	warned  atomic.Bool
+	onWarn  func(int)
+	stopped atomic.Bool
+	done    chan struct{}
+}
+
+// NewLoop returns a loop; call Run to start it.
+func NewLoop(opts LoopOptions) *Loop {
+	l := &Loop{wake: make(chan struct{}, 1), onWarn: opts.OnWarn, done: make(chan struct{})}
+	l.q.limit = opts.MaxQueue
+	l.warnAt.Store(int64(opts.WarnQueue))
+	return l
+}
+
+// SetLimits changes the queue limits of a running loop.
+func (l *Loop) SetLimits(maxQueue, warnQueue int) {
+	l.q.setLimit(maxQueue)
+	l.warnAt.Store(int64(warnQueue))
+}
+
+// Len returns how many commands wait.
+func (l *Loop) Len() int { return l.q.len() }
+
+// Done is closed when Run has returned.
+func (l *Loop) Done() <-chan struct{} { return l.done }
+
+// Submit queues fn to run on the loop.
+func (l *Loop) Submit(fn func()) error {
+	if l.stopped.Load() {
+		return ErrLoopStopped
+	}
+	ok, full := l.q.push(fn)
+	if !ok {
+		if full {
+			return ErrQueueFull
+		}
+		return ErrLoopStopped
+	}
+	if w := l.warnAt.Load(); w > 0 && l.onWarn != nil {
+		depth := l.q.len()
+		if int64(depth) >= w {
+			if l.warned.CompareAndSwap(false, true) {
+				l.onWarn(depth)
+			}
+		} else if l.warned.Load() {
+			l.warned.Store(false)
+		}
+	}
+	if l.waiting.Load() && l.waiting.CompareAndSwap(true, false) {
+		select {
+		case l.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// Call runs fn on the loop and waits for it, or for ctx.
+func (l *Loop) Call(ctx context.Context, fn func()) error {
+	done := make(chan struct{})
+	if err := l.Submit(func() { fn(); close(done) }); err != nil {
+		return err
+	}
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-l.done:
+		select {
+		case <-done:
+			return nil
+		default:
+			return ErrLoopStopped
+		}
+	}
+}
+
+// Run runs commands until ctx is done. Commands still queued then are
+// dropped; Submit fails from then on.
+func (l *Loop) Run(ctx context.Context) {
+	defer close(l.done)
+	defer func() {
+		l.stopped.Store(true)
+		l.q.close()
+	}()
+	for {
+		for {
+			if ctx.Err() != nil {
+				return
+			}
+			fn, ok := l.q.pop()
+			if !ok {
+				break
+			}
+			fn()
+		}
+		l.waiting.Store(true)
+		if l.q.len() > 0 {
+			l.waiting.Store(false)
+			continue
+		}
+		select {
+		case <-l.wake:
+		case <-ctx.Done():
+			return
+		}
+	}
+}

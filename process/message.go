@@ -1,0 +1,87 @@
+package process
+
+import "time"
+
+// Message is what a mailbox holds: who sent it, a topic, a payload and, for
+// an ask, where the reply goes.
+type Message struct {
+	From    PID
+	Topic   string
+	Payload any
+
+	reply ReplyTarget
+	token uint64
+}
+
+// ReplyTarget settles an ask. Settle reports whether this reply was the one
+// that settled it: once settled, later replies are dropped silently, as are
+// replies that arrive after the ask timed out. A transport implements it to
+// carry replies back to a remote asker.
+type ReplyTarget interface {
+	Settle(token uint64, from PID, value any, err error) bool
+}
+
+// WithReply returns m addressed to reply through t with token.
+func (m Message) WithReply(t ReplyTarget, token uint64) Message {
+	m.reply, m.token = t, token
+	return m
+}
+
+// CanReply reports whether m has a reply target (it came from an ask, or a
+// tell that named one).
+func (m *Message) CanReply() bool { return m.reply != nil }
+
+// Reply answers the ask m came from, attributed to from (the replying
+// process). A non-nil err rejects the ask with that error. It returns
+// ErrNoReplyTarget when m was a plain tell, and false with a nil error when
+// the ask had already been settled (the reply was dropped).
+func (m *Message) Reply(from PID, v any, err error) (bool, error) {
+	if m.reply == nil {
+		return false, ErrNoReplyTarget
+	}
+	return m.reply.Settle(m.token, from, v, err), nil
+}
+
+// Forward returns the reply target of m so a router can hand it on.
+func (m *Message) ReplyTarget() (ReplyTarget, uint64) { return m.reply, m.token }
+
+// Exit is how a process ended: Err is nil for a normal exit, and Value is
+// what it returned.
+type Exit struct {
+	Value any
+	Err   error
+}
+
+// Normal reports whether the exit was normal.
+func (e Exit) Normal() bool { return e.Err == nil }
+
+// EventKind tells what an Event reports.
+type EventKind uint8
+
+const (
+	// EventExit: a monitored process exited.
+	EventExit EventKind = iota + 1
+	// EventLinkDown: a linked process exited abnormally while the receiver
+	// traps links.
+	EventLinkDown
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventExit:
+		return "EXIT"
+	case EventLinkDown:
+		return "LINK_DOWN"
+	}
+	return "UNKNOWN"
+}
+
+// Event is a system notification delivered apart from ordinary messages.
+type Event struct {
+	Kind EventKind
+	From PID
+	Exit Exit
+}
+
+// DefaultAskTimeout is the deadline of an ask that names none.
+const DefaultAskTimeout = 5 * time.Second

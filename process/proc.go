@@ -1,0 +1,103 @@
+package process
+
+import (
+	"context"
+	"fmt"
+	"runtime/debug"
+)
+
+// ProcFunc is the body of a goroutine process. What it returns is the
+// process's exit: a nil error is a normal exit with the returned value.
+type ProcFunc func(p *Proc) (any, error)
+
+// Proc is the handle a goroutine process uses to receive. Its methods that
+// receive may only be called from the process's own goroutine; Self, Node
+// and Context may be used anywhere.
+type Proc struct{ p *process }
+
+// Self returns the process's PID.
+func (h *Proc) Self() PID { return h.p.pid }
+
+// Node returns the node the process runs on.
+func (h *Proc) Node() *Node { return h.p.node }
+
+// Context is cancelled when the process is asked to stop (Terminate, a link,
+// Kill). Blocking code in the process must select on it.
+func (h *Proc) Context() context.Context { return h.p.ext.Load().ctx }
+
+// TryReceive returns the next message without blocking.
+func (h *Proc) TryReceive() (Message, bool) { return h.p.mb.pop() }
+
+// TryEvent returns the next system event without blocking.
+func (h *Proc) TryEvent() (Event, bool) { return h.p.ext.Load().events.pop() }
+
+// Pending reports how many messages wait in the mailbox.
+func (h *Proc) Pending() int { return h.p.mb.len() }
+
+// Wake returns a channel that receives a value after Arm when a message or
+// event may have arrived. The pattern for a select over several sources is:
+//
+//	for {
+//		if m, ok := h.TryReceive(); ok { ... }
+//		h.Arm()
+//		if m, ok := h.TryReceive(); ok { h.Disarm(); ... }
+//		select { case <-h.Wake(): case <-other: ...; case <-h.Context().Done(): ... }
+//	}
+func (h *Proc) Wake() <-chan struct{} { return h.p.wake }
+
+// Arm declares that the process is about to wait on Wake.
+func (h *Proc) Arm() { h.p.waiting.Store(true) }
+
+// Disarm withdraws Arm when the process found work after all.
+func (h *Proc) Disarm() { h.p.waiting.Store(false) }
+
+// Receive blocks until a message arrives or ctx (or the process's own
+// context) is done.
+func (h *Proc) Receive(ctx context.Context) (Message, error) {
+	own := h.Context()
+	for {
+		if m, ok := h.p.mb.pop(); ok {
+			return m, nil
+		}
+		h.Arm()
+		if m, ok := h.p.mb.pop(); ok {
+			h.Disarm()
+			return m, nil
+		}
+		select {
+		case <-h.p.wake:
+		case <-ctx.Done():
+			h.Disarm()
+			return Message{}, ctx.Err()
+		case <-own.Done():
+			h.Disarm()
+			return Message{}, own.Err()
+		}
+	}
+}
+
+// SetTrapLinks changes whether the process traps links.
+func (h *Proc) SetTrapLinks(trap bool) {
+	h.p.mu.Lock()
+	h.p.extLocked().trapLinks = trap
+	h.p.mu.Unlock()
+}
+
+// Stopping reports whether the process was asked to stop.
+func (h *Proc) Stopping() bool { return h.p.stopReq.Load() }
+
+func (p *process) runFunc(fn ProcFunc) {
+	h := &Proc{p}
+	var e Exit
+	func() {
+		defer func() {
+			if r := recover(); r != nil {
+				p.node.log.Error("process panicked", "pid", p.pid.String(), "panic", r, "stack", string(debug.Stack()))
+				e = Exit{Err: fmt.Errorf("panic: %v", r)}
+			}
+		}()
+		v, err := fn(h)
+		e = Exit{Value: v, Err: err}
+	}()
+	p.finish(p.exitReason(e))
+}

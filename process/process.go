@@ -1,0 +1,182 @@
+package process
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// process is one live process. Its hot fields (the mailbox and the wake-up
+// state) sit in the struct; everything used rarely — monitors, links,
+// names, the context of a goroutine process — lives in ext, allocated on
+// first use, so an idle Behavior stays small.
+type process struct {
+	pid  PID
+	node *Node
+	mb   queue[Message]
+
+	behavior Behavior      // nil for a goroutine process
+	sched    atomic.Int32  // Behavior: 1 while a dispatcher goroutine owns it
+	wake     chan struct{} // goroutine process: signalled when mail or an event arrives
+	waiting  atomic.Bool   // goroutine process: parked on wake
+
+	stopReq atomic.Bool // a stop was requested; see ext.stopReason
+	dead    atomic.Bool
+
+	selfStop bool // Behavior: Context.Stop was called; owned by the dispatcher
+
+	mu  sync.Mutex                // guards the fields of ext and the transition to dead
+	ext atomic.Pointer[procExt] // allocated on first use, never replaced
+}
+
+type procExt struct {
+	ctx    context.Context // goroutine process only
+	cancel context.CancelFunc
+
+	events queue[Event]
+
+	monitors   map[PID]struct{} // processes that monitor this one
+	watching   map[PID]struct{} // processes this one monitors
+	links      map[PID]struct{}
+	names      []string
+	trapLinks  bool
+	stopReason error
+	exit       Exit
+}
+
+// extLocked returns p.ext.Load(), allocating it; p.mu must be held.
+func (p *process) extLocked() *procExt {
+	x := p.ext.Load()
+	if x == nil {
+		x = &procExt{}
+		p.ext.Store(x)
+	}
+	return x
+}
+
+// deliver puts m in the mailbox and wakes the process.
+func (p *process) deliver(m Message) error {
+	ok, full := p.mb.push(m)
+	if !ok {
+		if full {
+			return ErrMailboxFull
+		}
+		return ErrNoProcess
+	}
+	p.notify()
+	return nil
+}
+
+// deliverEvent queues a system event and wakes the process.
+func (p *process) deliverEvent(e Event) {
+	p.mu.Lock()
+	if p.dead.Load() {
+		p.mu.Unlock()
+		return
+	}
+	x := p.extLocked()
+	p.mu.Unlock()
+	x.events.push(e)
+	p.notify()
+}
+
+// notify wakes whoever consumes p's mail.
+func (p *process) notify() {
+	if p.behavior != nil {
+		if p.sched.Load() == 0 && p.sched.CompareAndSwap(0, 1) {
+			go p.dispatch()
+		}
+		return
+	}
+	if p.waiting.Load() && p.waiting.CompareAndSwap(true, false) {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// events returns the event queue if one was ever created.
+func (p *process) eventQueue() *queue[Event] {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ext.Load() == nil {
+		return nil
+	}
+	return &p.ext.Load().events
+}
+
+// requestStop asks p to stop with reason (ErrShutdown for a plain
+// terminate). The first request wins; p exits when its code returns.
+func (p *process) requestStop(reason error) {
+	p.mu.Lock()
+	if p.dead.Load() || p.stopReq.Load() {
+		p.mu.Unlock()
+		return
+	}
+	x := p.extLocked()
+	x.stopReason = reason
+	p.stopReq.Store(true)
+	cancel := x.cancel
+	p.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+	if p.behavior != nil {
+		p.notify()
+	}
+}
+
+// exitReason replaces what the process's code returned with the reason of a
+// requested stop, if there was one.
+func (p *process) exitReason(e Exit) Exit {
+	if !p.stopReq.Load() {
+		return e
+	}
+	p.mu.Lock()
+	r := p.ext.Load().stopReason
+	p.mu.Unlock()
+	return Exit{Value: e.Value, Err: r}
+}
+
+// finish tears p down: it is removed from the node, its names released,
+// its monitors told and its links signalled. Only the first call counts.
+func (p *process) finish(e Exit) {
+	p.mu.Lock()
+	if p.dead.Load() {
+		p.mu.Unlock()
+		return
+	}
+	p.dead.Store(true)
+	x := p.ext.Load()
+	if x != nil {
+		x.exit = e
+	}
+	p.mu.Unlock()
+
+	n := p.node
+	n.procs.Delete(p.pid.ID)
+	n.live.Add(-1)
+	p.mb.close()
+	if x == nil {
+		n.exited(p.pid, e)
+		return
+	}
+	if x.cancel != nil {
+		x.cancel()
+	}
+	x.events.close()
+	for _, name := range x.names {
+		n.names.CompareAndDelete(name, p.pid)
+	}
+	for t := range x.watching {
+		n.dropMonitor(t, p.pid)
+	}
+	for w := range x.monitors {
+		n.sendEvent(w, Event{Kind: EventExit, From: p.pid, Exit: e})
+	}
+	for l := range x.links {
+		n.linkExit(l, p.pid, e)
+	}
+	n.exited(p.pid, e)
+}

@@ -1,0 +1,104 @@
+package process
+
+import (
+	"context"
+	"fmt"
+)
+
+// SpawnOptions configure a new process. The zero value spawns an unnamed,
+// unlinked process with an unbounded mailbox.
+type SpawnOptions struct {
+	// MailboxSize bounds the mailbox; 0 means unbounded. Senders to a full
+	// mailbox get ErrMailboxFull.
+	MailboxSize int
+	// Name registers the process under this name before it runs.
+	Name string
+	// LinkTo links the new process to this one before it runs.
+	LinkTo PID
+	// MonitorBy makes this process monitor the new one before it runs.
+	MonitorBy PID
+	// TrapLinks starts the process trapping links.
+	TrapLinks bool
+	// Context is the parent of a goroutine process's context. Default:
+	// context.Background().
+	Context context.Context
+}
+
+// Spawn starts a Behavior process.
+func (n *Node) Spawn(b Behavior, opts SpawnOptions) (PID, error) {
+	if b == nil {
+		return PID{}, fmt.Errorf("spawn: %w: nil behavior", ErrInvalidName)
+	}
+	p := n.newProcess(opts)
+	p.behavior = b
+	if err := n.install(p, opts); err != nil {
+		return PID{}, err
+	}
+	if i, ok := b.(Initializer); ok {
+		// Init runs as the process's first turn, before any message.
+		p.sched.Store(1)
+		go p.dispatchInit(i)
+	} else if p.mb.len() > 0 {
+		p.notify()
+	}
+	return p.pid, nil
+}
+
+// SpawnFunc starts a goroutine process running fn. The process exits when fn
+// returns: normally with its value when err is nil, abnormally otherwise.
+// A panic in fn is an abnormal exit.
+func (n *Node) SpawnFunc(fn ProcFunc, opts SpawnOptions) (PID, error) {
+	if fn == nil {
+		return PID{}, fmt.Errorf("spawn: %w: nil function", ErrInvalidName)
+	}
+	p := n.newProcess(opts)
+	p.wake = make(chan struct{}, 1)
+	parent := opts.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	x := p.extLocked()
+	x.ctx, x.cancel = context.WithCancel(parent)
+	if err := n.install(p, opts); err != nil {
+		x.cancel()
+		return PID{}, err
+	}
+	go p.runFunc(fn)
+	return p.pid, nil
+}
+
+func (n *Node) newProcess(opts SpawnOptions) *process {
+	p := &process{node: n}
+	p.pid = PID{Node: n.name, ID: n.nextID.Add(1), Creation: n.creation}
+	p.mb.limit = opts.MailboxSize
+	if opts.TrapLinks {
+		p.extLocked().trapLinks = true
+	}
+	return p
+}
+
+// install publishes p and applies the options that must hold before it runs.
+func (n *Node) install(p *process, opts SpawnOptions) error {
+	n.procs.Store(p.pid.ID, p)
+	n.live.Add(1)
+	fail := func(err error) error {
+		p.finish(Exit{Err: err})
+		return err
+	}
+	if opts.Name != "" {
+		if err := n.Register(opts.Name, p.pid); err != nil {
+			return fail(fmt.Errorf("spawn: %w", err))
+		}
+	}
+	if !opts.LinkTo.IsZero() {
+		if err := n.Link(opts.LinkTo, p.pid); err != nil {
+			return fail(fmt.Errorf("spawn linked: %w", err))
+		}
+	}
+	if !opts.MonitorBy.IsZero() {
+		if err := n.Monitor(opts.MonitorBy, p.pid); err != nil {
+			return fail(fmt.Errorf("spawn monitored: %w", err))
+		}
+	}
+	return nil
+}

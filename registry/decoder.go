@@ -1,0 +1,490 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// FieldError is one validation error: FILE:LINE:COL: ENTRY_ID: FIELD: message.
+type FieldError struct {
+	Pos   Pos
+	Entry ID     // empty for errors outside an entry
+	Field string // empty for errors about the entry or the file as a whole
+	Msg   string
+}
+
+func (e *FieldError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Pos.String())
+	if e.Entry != "" {
+		b.WriteString(": ")
+		b.WriteString(string(e.Entry))
+	}
+	if e.Field != "" {
+		b.WriteString(": ")
+		b.WriteString(e.Field)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Msg)
+	return b.String()
+}
+
+// Decoder reads the fields of one YAML mapping (an entry, or an object
+// nested in one) and records every problem with its position. It remembers
+// which fields were asked for, so the rest can be reported as unknown, with
+// a suggestion when one of the known names is close.
+type Decoder struct {
+	entry  *Entry
+	file   string
+	node   *yaml.Node // a mapping, or nil when the object is absent
+	at     Pos        // position of the mapping (or of its parent entry)
+	prefix string     // field path of this mapping within the entry
+	known  map[string]bool
+	errs   *[]error
+	kids   []*Decoder
+}
+
+// NewDecoder returns a decoder over the mapping node of entry e, read from
+// file. Errors are appended to errs.
+func NewDecoder(e *Entry, file string, node *yaml.Node, errs *[]error) *Decoder {
+	return &Decoder{entry: e, file: file, node: node, at: posOf(file, node), known: map[string]bool{}, errs: errs}
+}
+
+// Entry returns the entry being decoded (its ID, position and lifecycle
+// are already set).
+func (d *Decoder) Entry() *Entry { return d.entry }
+
+// Dir returns the directory of the file being decoded; sources are relative
+// to it.
+func (d *Decoder) Dir() string { return filepath.Dir(d.file) }
+
+func posOf(file string, n *yaml.Node) Pos {
+	if n == nil {
+		return Pos{File: file}
+	}
+	return Pos{File: file, Line: n.Line, Col: n.Column}
+}
+
+// lookup returns the key and value nodes of field, marking it known.
+func (d *Decoder) lookup(field string) (key, val *yaml.Node) {
+	d.known[field] = true
+	if d.node == nil {
+		return nil, nil
+	}
+	for i := 0; i+1 < len(d.node.Content); i += 2 {
+		if d.node.Content[i].Value == field {
+			return d.node.Content[i], d.node.Content[i+1]
+		}
+	}
+	return nil, nil
+}
+
+// Has reports whether field is present (and marks it known).
+func (d *Decoder) Has(field string) bool {
+	_, v := d.lookup(field)
+	return v != nil && !isNull(v)
+}
+
+func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+
+// Pos returns the position of field's value, or of the mapping when absent.
+func (d *Decoder) Pos(field string) Pos {
+	_, v := d.lookup(field)
+	if v == nil {
+		return d.at
+	}
+	return posOf(d.file, v)
+}
+
+// Path returns field's path within the entry, as errors name it.
+func (d *Decoder) Path(field string) string { return d.prefix + field }
+
+// Errorf records an error about field (its value's position, or the
+// mapping's when absent). An empty field records an error about the mapping.
+func (d *Decoder) Errorf(field, format string, args ...any) {
+	pos := d.at
+	path := strings.TrimSuffix(d.prefix, ".")
+	if field != "" {
+		pos = d.Pos(field)
+		path = d.prefix + field
+	}
+	d.add(pos, path, fmt.Sprintf(format, args...))
+}
+
+func (d *Decoder) add(pos Pos, field, msg string) {
+	var id ID
+	if d.entry != nil {
+		id = d.entry.ID
+	}
+	*d.errs = append(*d.errs, &FieldError{Pos: pos, Entry: id, Field: field, Msg: msg})
+}
+
+// scalar returns field's scalar node, or nil when absent; a non-scalar is
+// an error.
+func (d *Decoder) scalar(field, want string) *yaml.Node {
+	_, v := d.lookup(field)
+	if v == nil || isNull(v) {
+		return nil
+	}
+	if v.Kind != yaml.ScalarNode {
+		d.Errorf(field, "must be %s", want)
+		return nil
+	}
+	return v
+}
+
+// String returns field as a string, or def when absent.
+func (d *Decoder) String(field, def string) string {
+	v := d.scalar(field, "a string")
+	if v == nil {
+		return def
+	}
+	return v.Value
+}
+
+// Int returns field as an integer, or def when absent.
+func (d *Decoder) Int(field string, def int) int {
+	v := d.scalar(field, "an integer")
+	if v == nil {
+		return def
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(v.Value, "_", ""), 0, 64)
+	if err != nil || v.Tag == "!!str" || n > math.MaxInt32 || n < math.MinInt32 {
+		d.Errorf(field, "must be an integer, got %q", v.Value)
+		return def
+	}
+	return int(n)
+}
+
+// Float returns field as a number, or def when absent.
+func (d *Decoder) Float(field string, def float64) float64 {
+	v := d.scalar(field, "a number")
+	if v == nil {
+		return def
+	}
+	f, err := strconv.ParseFloat(strings.ReplaceAll(v.Value, "_", ""), 64)
+	if err != nil || v.Tag == "!!str" || math.IsNaN(f) || math.IsInf(f, 0) {
+		d.Errorf(field, "must be a finite number, got %q", v.Value)
+		return def
+	}
+	return f
+}
+
+// Bool returns field as a boolean, or def when absent.
+func (d *Decoder) Bool(field string, def bool) bool {
+	v := d.scalar(field, "true or false")
+	if v == nil {
+		return def
+	}
+	switch v.Value {
+	case "true", "True", "TRUE", "yes", "on":
+		return true
+	case "false", "False", "FALSE", "no", "off":
+		return false
+	}
+	d.Errorf(field, "must be true or false, got %q", v.Value)
+	return def
+}
+
+// Duration returns field as a Go duration ("250ms", "5s"), or def when
+// absent. A bare 0 is accepted as zero.
+func (d *Decoder) Duration(field string, def time.Duration) time.Duration {
+	v := d.scalar(field, "a duration")
+	if v == nil {
+		return def
+	}
+	if v.Value == "0" {
+		return 0
+	}
+	t, err := time.ParseDuration(v.Value)
+	if err != nil {
+		d.Errorf(field, "must be a duration such as 250ms or 5s, got %q", v.Value)
+		return def
+	}
+	return t
+}
+
+// Enum returns field, which must be one of allowed, or def when absent.
+func (d *Decoder) Enum(field, def string, allowed ...string) string {
+	s := d.String(field, def)
+	for _, a := range allowed {
+		if s == a {
+			return s
+		}
+	}
+	if s == def && !d.Has(field) {
+		return s
+	}
+	msg := fmt.Sprintf("unknown value %q; one of %s", s, strings.Join(allowed, ", "))
+	if sug := suggest(s, allowed); sug != "" {
+		msg = fmt.Sprintf("unknown value %q (did you mean %q?); one of %s", s, sug, strings.Join(allowed, ", "))
+	}
+	d.Errorf(field, "%s", msg)
+	return def
+}
+
+// StringList returns field as a list of strings (a single string counts as
+// a list of one).
+func (d *Decoder) StringList(field string) []string {
+	_, v := d.lookup(field)
+	if v == nil || isNull(v) {
+		return nil
+	}
+	if v.Kind == yaml.ScalarNode {
+		return []string{v.Value}
+	}
+	if v.Kind != yaml.SequenceNode {
+		d.Errorf(field, "must be a list of strings")
+		return nil
+	}
+	out := make([]string, 0, len(v.Content))
+	for i, c := range v.Content {
+		if c.Kind != yaml.ScalarNode {
+			d.add(posOf(d.file, c), fmt.Sprintf("%s%s[%d]", d.prefix, field, i), "must be a string")
+			continue
+		}
+		out = append(out, c.Value)
+	}
+	return out
+}
+
+// Ref reads field as a reference to another entry ("ns:name", or "name" in
+// the entry's own namespace) and records it on the entry. kinds restrict
+// the kinds the referenced entry may have; the registry checks them once
+// every entry is known. Empty when absent.
+func (d *Decoder) Ref(field string, mode RefMode, kinds ...string) ID {
+	s := d.String(field, "")
+	if s == "" {
+		return ""
+	}
+	id := d.qualify(s)
+	d.entry.Refs = append(d.entry.Refs, Ref{Field: d.prefix + field, Pos: d.Pos(field), To: id, Kinds: kinds, Mode: mode})
+	return id
+}
+
+func (d *Decoder) qualify(s string) ID {
+	if strings.Contains(s, ":") || d.entry == nil {
+		return ID(s)
+	}
+	return ID(d.entry.ID.Namespace() + ":" + s)
+}
+
+// Source reads field as a Lua source ("file://path", relative to the YAML
+// file), loads its bytes and records it on the entry.
+func (d *Decoder) Source(field string) *Source {
+	s := d.String(field, "")
+	if s == "" {
+		return nil
+	}
+	rel, ok := strings.CutPrefix(s, "file://")
+	if !ok || rel == "" {
+		d.Errorf(field, "must be file://PATH, got %q", s)
+		return nil
+	}
+	return d.LoadSource(field, rel)
+}
+
+// LoadSource loads a source file named relative to the YAML file and records
+// it on the entry (for kinds with lists of modules).
+func (d *Decoder) LoadSource(field, rel string) *Source {
+	path := rel
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(d.Dir(), rel)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			err = pe.Err
+		}
+		d.Errorf(field, "source %s: %v", rel, err)
+		return nil
+	}
+	src := &Source{Field: d.prefix + field, Pos: d.Pos(field), Path: path, Bytes: b}
+	d.entry.Sources = append(d.entry.Sources, src)
+	return src
+}
+
+// Value returns field as a value of the value model (maps, lists, strings,
+// numbers, booleans, nil).
+func (d *Decoder) Value(field string) (any, bool) {
+	_, v := d.lookup(field)
+	if v == nil {
+		return nil, false
+	}
+	out, err := nodeValue(v)
+	if err != nil {
+		d.Errorf(field, "%v", err)
+		return nil, false
+	}
+	return out, true
+}
+
+// Object returns a decoder for the mapping in field, or nil when absent.
+// Its unknown fields are reported like the entry's.
+func (d *Decoder) Object(field string) *Decoder {
+	_, v := d.lookup(field)
+	if v == nil || isNull(v) {
+		return nil
+	}
+	if v.Kind != yaml.MappingNode {
+		d.Errorf(field, "must be a mapping")
+		return nil
+	}
+	return d.child(v, d.prefix+field+".")
+}
+
+// List returns one decoder per element of the list of mappings in field.
+func (d *Decoder) List(field string) []*Decoder {
+	_, v := d.lookup(field)
+	if v == nil || isNull(v) {
+		return nil
+	}
+	if v.Kind != yaml.SequenceNode {
+		d.Errorf(field, "must be a list")
+		return nil
+	}
+	out := make([]*Decoder, 0, len(v.Content))
+	for i, c := range v.Content {
+		path := fmt.Sprintf("%s%s[%d]", d.prefix, field, i)
+		if c.Kind != yaml.MappingNode {
+			d.add(posOf(d.file, c), path, "must be a mapping")
+			continue
+		}
+		out = append(out, d.child(c, path+"."))
+	}
+	return out
+}
+
+func (d *Decoder) child(n *yaml.Node, prefix string) *Decoder {
+	c := &Decoder{entry: d.entry, file: d.file, node: n, at: posOf(d.file, n), prefix: prefix, known: map[string]bool{}, errs: d.errs}
+	d.kids = append(d.kids, c)
+	return c
+}
+
+// Finish reports every field of the mapping (and of its nested objects)
+// that nobody asked for, suggesting a known name when one is close.
+func (d *Decoder) Finish() {
+	if d.node != nil {
+		known := make([]string, 0, len(d.known))
+		for k := range d.known {
+			known = append(known, k)
+		}
+		sort.Strings(known)
+		for i := 0; i+1 < len(d.node.Content); i += 2 {
+			k := d.node.Content[i]
+			if d.known[k.Value] {
+				continue
+			}
+			msg := "unknown field"
+			if s := suggest(k.Value, known); s != "" {
+				msg = fmt.Sprintf("unknown field (did you mean %q?)", s)
+			}
+			d.add(posOf(d.file, k), d.prefix+k.Value, msg)
+		}
+	}
+	for _, c := range d.kids {
+		c.Finish()
+	}
+}
+
+// suggest returns the candidate closest to s when it is close enough to be
+// a likely typo.
+func suggest(s string, candidates []string) string {
+	best, bestD := "", 1<<30
+	for _, c := range candidates {
+		if dd := levenshtein(s, c); dd < bestD {
+			best, bestD = c, dd
+		}
+	}
+	limit := 2
+	if len(s) > 8 {
+		limit = 3
+	}
+	if bestD <= limit && bestD < len(s) {
+		return best
+	}
+	return ""
+}
+
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
+}
+
+// nodeValue converts a YAML node to the value model.
+func nodeValue(n *yaml.Node) (any, error) {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		if len(n.Content) == 0 {
+			return nil, nil
+		}
+		return nodeValue(n.Content[0])
+	case yaml.AliasNode:
+		return nodeValue(n.Alias)
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!null":
+			return nil, nil
+		case "!!bool":
+			var b bool
+			if err := n.Decode(&b); err != nil {
+				return nil, fmt.Errorf("line %d: %v", n.Line, err)
+			}
+			return b, nil
+		case "!!int", "!!float":
+			var f float64
+			if err := n.Decode(&f); err != nil {
+				return nil, fmt.Errorf("line %d: %v", n.Line, err)
+			}
+			return f, nil
+		default:
+			return n.Value, nil
+		}
+	case yaml.SequenceNode:
+		out := make([]any, 0, len(n.Content))
+		for _, c := range n.Content {
+			v, err := nodeValue(c)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, v)
+		}
+		return out, nil
+	case yaml.MappingNode:
+		out := make(map[string]any, len(n.Content)/2)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			v, err := nodeValue(n.Content[i+1])
+			if err != nil {
+				return nil, err
+			}
+			out[n.Content[i].Value] = v
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("line %d: unsupported YAML node", n.Line)
+}

@@ -1,0 +1,101 @@
+package registry
+
+import (
+	"context"
+	"log/slog"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// Kind is implemented once per entry kind ("pg.scope", "router.pool", ...)
+// and registered with a Registry. The registry knows kinds only through
+// this interface and the optional ones below.
+type Kind interface {
+	// Name is the value of the entry's kind field.
+	Name() string
+	// Decode reads the kind-specific fields through d and returns the
+	// entry's spec. Problems are reported with d.Errorf (all of them, not
+	// just the first); fields the kind never asked d for are reported as
+	// unknown after Decode returns. A spec must be immutable once returned.
+	Decode(d *Decoder) any
+}
+
+// Starter is implemented by kinds whose entries run as services (anything
+// with lifecycle.auto_start, and what they depend on).
+type Starter interface {
+	// Start brings e up and returns once it is running. The instance's
+	// process stands for the entry: its exit is the entry's failure.
+	Start(ctx context.Context, env *Env, e *Entry) (Instance, error)
+}
+
+// Instance is a running entry.
+type Instance interface {
+	// PID is the process whose exit means the entry stopped.
+	PID() process.PID
+}
+
+// Stopper is implemented by instances that stop in their own way. Without
+// it the registry terminates the instance's PID and, past the deadline of
+// ctx, kills it.
+type Stopper interface {
+	Stop(ctx context.Context) error
+}
+
+// Updater is implemented by instances that can apply a changed spec in
+// place. Update returns false when the change needs a restart, and the
+// registry then stops and starts the entry.
+type Updater interface {
+	Update(ctx context.Context, e *Entry) (applied bool, err error)
+}
+
+// Template is implemented by kinds whose entries are definitions that
+// others instantiate: a pool spawns its routees, a supervisor its
+// children, process.spawn a process.lua entry.
+type Template interface {
+	Spawn(env *Env, e *Entry, opts SpawnOptions) (process.PID, error)
+}
+
+// SpawnOptions configure one instance of a Template.
+type SpawnOptions struct {
+	process.SpawnOptions
+	// Args are passed to the instance (a Lua process's method arguments).
+	// nil means the entry's own args.
+	Args []any
+}
+
+// Env is what kinds get from the runtime: the node, logging, metrics, health
+// checks, and access to other entries. It is shared by every entry.
+type Env struct {
+	Node    *process.Node
+	Logger  *slog.Logger
+	Metrics *prometheus.Registry
+	Health  HealthRegistry
+	// Entries resolves entry IDs against the configuration in force (after
+	// a reload, the new one).
+	Entries Lookup
+}
+
+// HealthRegistry holds named health checks for /healthz.
+type HealthRegistry interface {
+	// SetCheck registers or replaces a check; a nil error is healthy.
+	SetCheck(name string, check func() error)
+	RemoveCheck(name string)
+}
+
+// Lookup gives access to other entries.
+type Lookup interface {
+	// Entry returns the entry with id in the configuration in force.
+	Entry(id ID) (*Entry, bool)
+	// Instance returns the running instance of id, if it runs.
+	Instance(id ID) (Instance, bool)
+	// Spawn instantiates a Template entry.
+	Spawn(id ID, opts SpawnOptions) (process.PID, error)
+}
+
+// EntryLogger returns env's logger tagged with the entry ID, the way every
+// log line of an entry must be.
+func (env *Env) EntryLogger(id ID) *slog.Logger {
+	return env.Logger.With("entry", string(id))
+}

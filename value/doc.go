@@ -1,0 +1,17 @@
+// Package value defines Proctor's value model: the values that may cross a
+// process boundary (and, later, a node boundary), and the error values that
+// carry a kind callers can branch on.
+//
+// A Value is one of:
+//
+//	nil, bool, float64, string,
+//	[]any              an array (a Lua sequence 1..n),
+//	map[string]any     a map with string keys,
+//	map[any]any        a map with mixed keys (string, float64 or bool),
+//	*Error             an error value.
+//
+// Integers of any Go integer type are accepted by Check and Copy and are
+// normalised to float64, the number type of Lua. Values built by Go code
+// that stay within one node are passed by reference; the Lua host copies at
+// every process boundary, so no two Lua states ever share a table.
+package value
