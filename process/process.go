@@ -42,6 +42,7 @@ type procExt struct {
 	trapLinks  bool
 	stopReason error
 	exit       Exit
+	done       chan struct{} // closed at teardown; created by the first waiter
 }
 
 // extLocked returns p.ext.Load(), allocating it; p.mu must be held.
@@ -155,6 +156,9 @@ func (p *process) finish(e Exit) {
 	p.mu.Unlock()
 
 	n := p.node
+	if x != nil && x.done != nil {
+		defer close(x.done)
+	}
 	n.procs.Delete(p.pid.ID)
 	n.live.Add(-1)
 	p.mb.close()

@@ -99,3 +99,10 @@ type Lookup interface {
 func (env *Env) EntryLogger(id ID) *slog.Logger {
 	return env.Logger.With("entry", string(id))
 }
+
+// Viewer is implemented by instances that expose their state as JSON under
+// /v1 (GET /v1/entries/{id}, and the per-kind views: pg groups, pools,
+// supervision trees). View must read a snapshot, never wait on a loop.
+type Viewer interface {
+	View() any
+}
