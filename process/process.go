@@ -25,7 +25,7 @@ type process struct {
 
 	selfStop bool // Behavior: Context.Stop was called; owned by the dispatcher
 
-	mu  sync.Mutex                // guards the fields of ext and the transition to dead
+	mu  sync.Mutex              // guards the fields of ext and the transition to dead
 	ext atomic.Pointer[procExt] // allocated on first use, never replaced
 }
 
