@@ -77,7 +77,7 @@ func (n *Node) Ask(to PID, m Message, timeout time.Duration) (any, PID, error) {
 // funcRef settles an asynchronous ask by calling its callback once.
 type funcRef struct {
 	done  atomic.Bool
-	timer *time.Timer
+	timer atomic.Pointer[time.Timer]
 	fn    func(v any, from PID, err error)
 }
 
@@ -85,8 +85,8 @@ func (r *funcRef) Settle(_ uint64, from PID, v any, err error) bool {
 	if !r.done.CompareAndSwap(false, true) {
 		return false
 	}
-	if r.timer != nil {
-		r.timer.Stop()
+	if t := r.timer.Load(); t != nil {
+		t.Stop()
 	}
 	r.fn(v, from, err)
 	return true
@@ -101,9 +101,9 @@ func (n *Node) AskFunc(to PID, m Message, timeout time.Duration, fn func(v any, 
 		timeout = DefaultAskTimeout
 	}
 	r := &funcRef{fn: fn}
-	r.timer = time.AfterFunc(timeout, func() {
+	r.timer.Store(time.AfterFunc(timeout, func() {
 		r.Settle(0, PID{}, nil, fmt.Errorf("ask %s after %s: %w", to, timeout, ErrTimeout))
-	})
+	}))
 	if err := n.Send(to, m.WithReply(r, 0)); err != nil {
 		r.Settle(0, PID{}, nil, err)
 	}

@@ -34,15 +34,21 @@ func (h *Proc) TryEvent() (Event, bool) { return h.p.ext.Load().events.pop() }
 // Pending reports how many messages wait in the mailbox.
 func (h *Proc) Pending() int { return h.p.mb.len() }
 
+// PendingEvents reports how many system events wait.
+func (h *Proc) PendingEvents() int { return h.p.ext.Load().events.len() }
+
 // Wake returns a channel that receives a value after Arm when a message or
 // event may have arrived. The pattern for a select over several sources is:
 //
 //	for {
-//		if m, ok := h.TryReceive(); ok { ... }
+//		if m, ok := h.TryReceive(); ok { ...; continue }
 //		h.Arm()
-//		if m, ok := h.TryReceive(); ok { h.Disarm(); ... }
+//		if h.Pending() > 0 || h.PendingEvents() > 0 { h.Disarm(); continue }
 //		select { case <-h.Wake(): case <-other: ...; case <-h.Context().Done(): ... }
 //	}
+//
+// Arm before the second look, so a sender that comes in between sees the
+// process waiting and signals Wake.
 func (h *Proc) Wake() <-chan struct{} { return h.p.wake }
 
 // Arm declares that the process is about to wait on Wake.

@@ -1,0 +1,79 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestLoopRunsInOrderOnOneGoroutine(t *testing.T) {
+	l := NewLoop(LoopOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go l.Run(ctx)
+	defer func() { cancel(); <-l.Done() }()
+	var state []int // owned by the loop: no lock
+	for i := 0; i < 1000; i++ {
+		if err := l.Submit(func() { state = append(state, i) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []int
+	if err := l.Call(context.Background(), func() { got = append([]int(nil), state...) }); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range got {
+		if v != i {
+			t.Fatalf("state[%d] = %d", i, v)
+		}
+	}
+	if len(got) != 1000 {
+		t.Fatalf("ran %d commands", len(got))
+	}
+}
+
+func TestLoopLimits(t *testing.T) {
+	var warned atomic.Int32
+	l := NewLoop(LoopOptions{MaxQueue: 4, WarnQueue: 3, OnWarn: func(int) { warned.Add(1) }})
+	// Not running yet: commands queue up to the limit, then are refused.
+	for i := 0; i < 4; i++ {
+		if err := l.Submit(func() {}); err != nil {
+			t.Fatalf("submit %d: %v", i, err)
+		}
+	}
+	if err := l.Submit(func() {}); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("submit past the limit: %v", err)
+	}
+	if warned.Load() != 1 {
+		t.Fatalf("warned %d times; want once per crossing", warned.Load())
+	}
+	l.SetLimits(6, 0)
+	if err := l.Submit(func() {}); err != nil {
+		t.Fatalf("after raising the limit: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go l.Run(ctx)
+	deadline := time.Now().Add(5 * time.Second)
+	for l.Len() > 0 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	cancel()
+	<-l.Done()
+	if err := l.Submit(func() {}); !errors.Is(err, ErrLoopStopped) {
+		t.Fatalf("submit after stop: %v", err)
+	}
+	if err := l.Call(context.Background(), func() {}); !errors.Is(err, ErrLoopStopped) {
+		t.Fatalf("call after stop: %v", err)
+	}
+}
+
+func TestLoopCallHonoursContext(t *testing.T) {
+	l := NewLoop(LoopOptions{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
+	defer cancel()
+	// The loop is not running, so the call cannot complete.
+	if err := l.Call(ctx, func() {}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("call = %v", err)
+	}
+}
