@@ -1,0 +1,19 @@
+// Package registry loads and validates configurations and runs them.
+//
+// A Loader reads YAML files and directories into a Config: every entry is
+// decoded through one Decoder (the common fields here, the kind-specific
+// ones by its Kind), so unknown fields are caught everywhere, and every
+// problem of every file is reported in one pass as a FieldError
+// (FILE:LINE:COL: ENTRY_ID: FIELD: message), sorted by position.
+//
+// A Runtime puts a Config in force: it starts the auto_start entries and
+// what they need running in dependency order, stops them in reverse, and
+// resolves entry IDs for the kinds (Lookup). One loop goroutine makes every
+// change; readers see atomically published snapshots. The root supervisor
+// (kinds/supervisor) owns the running entries through the Owner interface
+// and reports their exits back, so the runtime stays the one authority on
+// which instance is current.
+//
+// The package imports no kind: kinds register themselves through the Kind
+// interface and the optional Starter, Stopper, Updater and Template.
+package registry

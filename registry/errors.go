@@ -1,0 +1,57 @@
+package registry
+
+import (
+	"cmp"
+	"slices"
+	"strings"
+
+	"github.com/proctor-run/proctor/value"
+)
+
+// Errors is every problem a load found, sorted by file, line and column.
+// Its Error text is one FieldError per line, the format `runner validate`
+// prints.
+type Errors []*FieldError
+
+func (es Errors) Error() string {
+	var b strings.Builder
+	for i, e := range es {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(e.Error())
+	}
+	return b.String()
+}
+
+// ErrorKind makes a rejected config an "invalid" error for callers that
+// branch on value kinds.
+func (es Errors) ErrorKind() value.Kind { return value.KindInvalid }
+
+func sortErrors(es []*FieldError) {
+	slices.SortStableFunc(es, func(a, b *FieldError) int {
+		return cmp.Or(
+			cmp.Compare(a.Pos.File, b.Pos.File),
+			cmp.Compare(a.Pos.Line, b.Pos.Line),
+			cmp.Compare(a.Pos.Col, b.Pos.Col),
+			cmp.Compare(a.Entry, b.Entry),
+			cmp.Compare(a.Field, b.Field),
+			cmp.Compare(a.Msg, b.Msg),
+		)
+	})
+}
+
+// Sentinel errors of the runtime, *value.Error so Lua sees their kind.
+var (
+	// ErrNoEntry: no entry with that ID in the configuration in force.
+	ErrNoEntry = value.NewError(value.KindNotFound, "no such entry")
+	// ErrNotTemplate: the entry's kind cannot be instantiated.
+	ErrNotTemplate = value.NewError(value.KindInvalid, "entry cannot be spawned")
+	// ErrNotStarter: the entry's kind does not run as a service.
+	ErrNotStarter = value.NewError(value.KindInvalid, "entry does not run as a service")
+	// ErrNotCurrent: a supervisor acted on an instance the runtime has
+	// since stopped or replaced.
+	ErrNotCurrent = value.NewError(value.KindStopped, "instance is no longer current")
+	// ErrRuntimeStopped: the runtime has been stopped.
+	ErrRuntimeStopped = value.NewError(value.KindStopped, "runtime stopped")
+)

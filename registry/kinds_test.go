@@ -1,0 +1,125 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// svcSpec is what the test service kind decodes.
+type svcSpec struct {
+	Size     int
+	Timeout  time.Duration
+	Strategy string
+	Peer     ID
+	Routee   ID
+	Source   *Source
+}
+
+// svcKind is a test kind that runs as a service and can be spawned. Its
+// instance is a goroutine process that exits normally on "return" and
+// abnormally on "crash"; failStarts makes the next Starts fail.
+type svcKind struct {
+	mu         sync.Mutex
+	starts     map[ID]int
+	failStarts atomic.Int32
+	order      chan ID // started IDs, in order, when non-nil
+	stopped    chan ID // stopped IDs, in order, when non-nil
+}
+
+func newSvcKind() *svcKind { return &svcKind{starts: map[ID]int{}} }
+
+func (k *svcKind) Name() string { return "test.svc" }
+
+func (k *svcKind) Decode(d *Decoder) any {
+	s := &svcSpec{}
+	s.Size = d.Int("size", 1)
+	if s.Size < 0 {
+		d.Errorf("size", "must not be negative, got %d", s.Size)
+	}
+	s.Timeout = d.Duration("timeout", time.Second)
+	if s.Timeout <= 0 {
+		d.Errorf("timeout", "must be positive")
+	}
+	s.Strategy = d.Enum("strategy", "round_robin", "round_robin", "random", "broadcast")
+	s.Peer = d.Ref("peer", RefRunning)
+	s.Routee = d.Ref("routee", RefDefinition, "test.def")
+	s.Source = d.Source("source")
+	return s
+}
+
+type svcInstance struct {
+	pid  process.PID
+	node *process.Node
+	id   ID
+	k    *svcKind
+}
+
+func (i *svcInstance) PID() process.PID { return i.pid }
+
+func (i *svcInstance) View() any { return map[string]any{"pid": i.pid.String()} }
+
+func (k *svcKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, error) {
+	if k.failStarts.Load() > 0 {
+		k.failStarts.Add(-1)
+		return nil, errors.New("refusing to start")
+	}
+	k.mu.Lock()
+	k.starts[e.ID]++
+	k.mu.Unlock()
+	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		for {
+			m, err := p.Receive(context.Background())
+			if err != nil {
+				if k.stopped != nil {
+					k.stopped <- e.ID
+				}
+				return nil, err
+			}
+			switch m.Topic {
+			case "crash":
+				return nil, errors.New("crashed on purpose")
+			case "return":
+				return "done", nil
+			}
+		}
+	}, process.SpawnOptions{Name: string(e.ID)})
+	if err != nil {
+		return nil, err
+	}
+	if k.order != nil {
+		k.order <- e.ID
+	}
+	return &svcInstance{pid: pid, node: env.Node, id: e.ID, k: k}, nil
+}
+
+func (k *svcKind) Spawn(env *Env, e *Entry, opts SpawnOptions) (process.PID, error) {
+	return env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		return opts.Args, nil
+	}, opts.SpawnOptions)
+}
+
+func (k *svcKind) startCount(id ID) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.starts[id]
+}
+
+// defKind is a definition-only test kind.
+type defKind struct{}
+
+func (defKind) Name() string { return "test.def" }
+
+func (defKind) Decode(d *Decoder) any { return d.Int("size", 0) }
+
+func testKinds() (*Registry, *svcKind) {
+	r := NewRegistry()
+	svc := newSvcKind()
+	r.Register(svc)
+	r.Register(defKind{})
+	return r, svc
+}

@@ -1,0 +1,756 @@
+package registry
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is a loaded, validated configuration.
+type Config struct {
+	// Entries by ID.
+	Entries map[ID]*Entry
+	// Order lists every entry after everything it depends on (explicitly
+	// or through a reference); stopping goes the other way.
+	Order []ID
+	// Deps are each entry's direct dependencies, sorted.
+	Deps map[ID][]ID
+	// Files are the YAML files read (absolute paths).
+	Files []string
+	// Dirs are the directories given on the command line (absolute): new
+	// files in them join the configuration on reload.
+	Dirs []string
+}
+
+// Sources returns the absolute paths of every source any entry uses.
+func (c *Config) Sources() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, e := range c.Entries {
+		for _, s := range e.Sources {
+			if !seen[s.Path] {
+				seen[s.Path] = true
+				out = append(out, s.Path)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Loader reads configuration files and directories.
+type Loader struct {
+	// Kinds are the kinds entries may have.
+	Kinds *Registry
+}
+
+var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)
+
+// maxNodes bounds how many YAML nodes one document may expand to through
+// aliases, so a "billion laughs" file is an error, not an out-of-memory.
+const maxNodes = 1 << 20
+
+// Load reads every path (files, or directories read recursively for
+// *.yaml and *.yml), decodes and validates every entry. When anything is
+// wrong it returns Errors holding every problem, sorted by position.
+func (l *Loader) Load(paths ...string) (*Config, error) {
+	ld := &load{kinds: l.Kinds, display: map[string]string{}}
+	if ld.kinds == nil {
+		ld.kinds = NewRegistry()
+	}
+	cfg := &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}
+	files := ld.collect(paths, cfg)
+	cfg.Files = files
+	for _, f := range files {
+		ld.file(f, cfg)
+	}
+	ld.checkRefs(cfg)
+	if !ld.checkCycles(cfg) {
+		cfg.Order = order(cfg)
+	}
+	if len(ld.errs) > 0 {
+		return nil, ld.errors()
+	}
+	return cfg, nil
+}
+
+type load struct {
+	kinds   *Registry
+	errs    []error
+	display map[string]string // absolute file -> the name errors show
+	first   map[ID]*Entry
+}
+
+func (ld *load) fail(pos Pos, entry ID, field, format string, args ...any) {
+	ld.errs = append(ld.errs, &FieldError{Pos: pos, Entry: entry, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// errors sorts the collected errors and shows files the way they were named
+// on the command line rather than as the absolute paths used inside.
+func (ld *load) errors() Errors {
+	out := make(Errors, 0, len(ld.errs))
+	for _, e := range ld.errs {
+		var fe *FieldError
+		if !errors.As(e, &fe) {
+			fe = &FieldError{Msg: e.Error()}
+		}
+		if d, ok := ld.display[fe.Pos.File]; ok {
+			fe.Pos.File = d
+		}
+		out = append(out, fe)
+	}
+	sortErrors(out)
+	return out
+}
+
+func isConfigName(name string) bool {
+	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
+}
+
+// collect expands paths into YAML files, in a stable order.
+func (ld *load) collect(paths []string, cfg *Config) []string {
+	var files []string
+	seen := map[string]bool{}
+	add := func(abs, shown string) {
+		if !seen[abs] {
+			seen[abs] = true
+			files = append(files, abs)
+			ld.display[abs] = shown
+		}
+	}
+	if len(paths) == 0 {
+		ld.fail(Pos{}, "", "", "no configuration paths given")
+	}
+	for _, p := range paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			ld.fail(Pos{File: p}, "", "", "cannot resolve path: %v", err)
+			continue
+		}
+		fi, err := os.Stat(abs)
+		if err != nil {
+			ld.fail(Pos{File: p}, "", "", "cannot read: %v", unwrapPath(err))
+			continue
+		}
+		if !fi.IsDir() {
+			add(abs, p)
+			continue
+		}
+		cfg.Dirs = append(cfg.Dirs, abs)
+		n := 0
+		err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
+			rel, _ := filepath.Rel(abs, path)
+			shown := filepath.Join(p, rel)
+			if err != nil {
+				ld.fail(Pos{File: shown}, "", "", "cannot read: %v", unwrapPath(err))
+				if d != nil && d.IsDir() && path != abs {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			name := d.Name()
+			if path != abs && strings.HasPrefix(name, ".") {
+				// Editors and tools keep their own files in dot-files and
+				// dot-directories; they are never configuration.
+				if d.IsDir() {
+					return fs.SkipDir
+				}
+				return nil
+			}
+			if d.IsDir() || !isConfigName(name) {
+				return nil
+			}
+			n++
+			add(path, shown)
+			return nil
+		})
+		if err != nil {
+			ld.fail(Pos{File: p}, "", "", "cannot read: %v", unwrapPath(err))
+		}
+		if n == 0 {
+			ld.fail(Pos{File: p}, "", "", "directory holds no configuration (*.yaml or *.yml files)")
+		}
+	}
+	return files
+}
+
+func unwrapPath(err error) error {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// file reads one YAML file: one or more documents, each a namespace with
+// its entries.
+func (ld *load) file(file string, cfg *Config) {
+	b, err := os.ReadFile(file)
+	if err != nil {
+		ld.fail(Pos{File: file}, "", "", "cannot read: %v", unwrapPath(err))
+		return
+	}
+	if len(bytes.TrimSpace(b)) == 0 {
+		ld.fail(Pos{File: file, Line: 1, Col: 1}, "", "", "empty file: want a mapping with namespace and entries")
+		return
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(b))
+	docs := 0
+	for {
+		var doc yaml.Node
+		err := decodeDoc(dec, &doc)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			pos := Pos{File: file, Line: 1, Col: 1}
+			msg := err.Error()
+			if m := yamlLine.FindStringSubmatch(msg); m != nil {
+				pos.Line, _ = strconv.Atoi(m[1])
+				msg = m[2]
+			} else {
+				msg = strings.TrimPrefix(msg, "yaml: ")
+			}
+			ld.fail(pos, "", "", "not valid YAML: %s", msg)
+			return
+		}
+		docs++
+		ld.document(file, &doc, cfg)
+	}
+	if docs == 0 {
+		ld.fail(Pos{File: file, Line: 1, Col: 1}, "", "", "empty file: want a mapping with namespace and entries")
+	}
+}
+
+// decodeDoc parses the next document; the YAML parser has panicked on
+// hostile input before, and bad input must never crash a load.
+func decodeDoc(dec *yaml.Decoder, doc *yaml.Node) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("yaml: %v", r)
+		}
+	}()
+	return dec.Decode(doc)
+}
+
+func (ld *load) document(file string, doc *yaml.Node, cfg *Config) {
+	root := doc
+	if root.Kind == yaml.DocumentNode {
+		if len(root.Content) == 0 {
+			ld.fail(posOf(file, doc), "", "", "empty document: want a mapping with namespace and entries")
+			return
+		}
+		root = root.Content[0]
+	}
+	if isNull(root) {
+		ld.fail(posOf(file, root), "", "", "empty document: want a mapping with namespace and entries")
+		return
+	}
+	if root.Kind != yaml.MappingNode {
+		ld.fail(posOf(file, root), "", "", "the file must be a mapping with namespace and entries, not %s", describe(root))
+		return
+	}
+	if n := size(root, maxNodes); n > maxNodes {
+		ld.fail(posOf(file, root), "", "", "document expands to more than %d nodes through aliases", maxNodes)
+		return
+	}
+	ld.dupKeys(file, "", "", root)
+	top := NewDecoder(nil, file, root, &ld.errs)
+	if v := top.String("version", "1"); v != "1" {
+		top.Errorf("version", "unsupported version %q; want \"1\"", v)
+	}
+	ns := top.String("namespace", "")
+	nsOK := true
+	switch {
+	case ns == "" && !top.Has("namespace"):
+		top.Errorf("namespace", "required: every file names its namespace")
+		nsOK = false
+	case !namePattern.MatchString(ns):
+		top.Errorf("namespace", "invalid namespace %q: want [a-z][a-z0-9_.-]*", ns)
+		nsOK = false
+	}
+	_, list := top.lookup("entries")
+	top.Finish()
+	if list == nil || isNull(list) {
+		return
+	}
+	if list.Kind != yaml.SequenceNode {
+		top.Errorf("entries", "must be a list of entries")
+		return
+	}
+	if !nsOK {
+		ns = "?"
+	}
+	for i, n := range list.Content {
+		if n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		if n.Kind != yaml.MappingNode {
+			ld.fail(posOf(file, n), "", fmt.Sprintf("entries[%d]", i), "an entry must be a mapping, not %s", describe(n))
+			continue
+		}
+		e := ld.entry(file, ns, i, n)
+		if !nsOK || e == nil {
+			continue
+		}
+		if prev, dup := cfg.Entries[e.ID]; dup {
+			ld.fail(e.Pos, e.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(prev.Pos))
+			ld.fail(prev.Pos, prev.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(e.Pos))
+			continue
+		}
+		cfg.Entries[e.ID] = e
+	}
+}
+
+func (ld *load) shown(p Pos) string {
+	if d, ok := ld.display[p.File]; ok {
+		p.File = d
+	}
+	return p.String()
+}
+
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.AliasNode:
+		return "an alias"
+	case yaml.ScalarNode:
+		if isNull(n) {
+			return "empty"
+		}
+		return fmt.Sprintf("the scalar %q", n.Value)
+	}
+	return "an unknown node"
+}
+
+// size counts the nodes n expands to, stopping past limit.
+func size(n *yaml.Node, limit int) int {
+	count := 0
+	var walk func(*yaml.Node, int)
+	walk = func(n *yaml.Node, depth int) {
+		if n == nil || count > limit {
+			return
+		}
+		count++
+		if depth > 1000 {
+			count = limit + 1
+			return
+		}
+		if n.Kind == yaml.AliasNode {
+			walk(n.Alias, depth+1)
+			return
+		}
+		for _, c := range n.Content {
+			walk(c, depth+1)
+		}
+	}
+	walk(n, 0)
+	return count
+}
+
+// dupKeys reports keys written twice in one mapping: YAML parsers keep one
+// of them silently, and the user meant something by both.
+func (ld *load) dupKeys(file string, entry ID, prefix string, n *yaml.Node) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		seen := map[string]bool{}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if seen[k.Value] {
+				ld.fail(posOf(file, k), entry, prefix+k.Value, "field written twice")
+			}
+			seen[k.Value] = true
+			if prefix == "" && entry == "" && k.Value == "entries" {
+				continue // entries check their own keys, with their IDs
+			}
+			ld.dupKeys(file, entry, prefix+k.Value+".", n.Content[i+1])
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			ld.dupKeys(file, entry, fmt.Sprintf("%s[%d].", strings.TrimSuffix(prefix, "."), i), c)
+		}
+	}
+}
+
+// entry decodes one entry: the common fields here, the rest by its kind,
+// all through one Decoder so every field nobody read is reported.
+func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
+	e = &Entry{Pos: posOf(file, n), Node: n, Lifecycle: Lifecycle{Restart: DefaultRestartPolicy}}
+	d := NewDecoder(e, file, n, &ld.errs)
+	name := d.String("name", "")
+	switch {
+	case name == "":
+		e.ID = ID(fmt.Sprintf("%s:entries[%d]", ns, idx))
+		d.Errorf("name", "required")
+	case !namePattern.MatchString(name):
+		e.ID = ID(ns + ":" + name)
+		d.Errorf("name", "invalid name %q: want [a-z][a-z0-9_.-]*", name)
+	default:
+		e.ID = ID(ns + ":" + name)
+	}
+	ld.dupKeys(file, e.ID, "", n)
+	kindName := d.String("kind", "")
+	e.Kind = kindName
+	var kind Kind
+	if kindName == "" {
+		d.Errorf("kind", "required; one of %s", strings.Join(ld.kinds.Names(), ", "))
+	} else if k, ok := ld.kinds.Kind(kindName); ok {
+		kind = k
+	} else {
+		msg := fmt.Sprintf("unknown kind %q", kindName)
+		if s := suggest(kindName, ld.kinds.Names()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		d.Errorf("kind", "%s; known kinds: %s", msg, strings.Join(ld.kinds.Names(), ", "))
+	}
+	if d.Has("meta") {
+		if v, ok := d.Value("meta"); ok {
+			if m, isMap := v.(map[string]any); isMap {
+				e.Meta = m
+			} else {
+				d.Errorf("meta", "must be a mapping")
+			}
+		}
+	}
+	ld.lifecycle(d, e)
+	if kind != nil {
+		if e.Lifecycle.AutoStart {
+			if _, ok := kind.(Starter); !ok {
+				d.Errorf("lifecycle.auto_start", "kind %s does not run as a service; only others can use it", kindName)
+			}
+		}
+		ld.decodeKind(kind, d, e)
+	} else {
+		// Without its kind nobody can tell which fields are right: report
+		// only the kind, not every field as unknown.
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			d.known[n.Content[i].Value] = true
+		}
+	}
+	d.Finish()
+	e.Digest = digest(e)
+	return e
+}
+
+func (ld *load) decodeKind(k Kind, d *Decoder, e *Entry) {
+	defer func() {
+		if r := recover(); r != nil {
+			d.Errorf("", "kind %s failed to decode the entry: %v", k.Name(), r)
+		}
+	}()
+	e.Spec = k.Decode(d)
+}
+
+func (ld *load) lifecycle(d *Decoder, e *Entry) {
+	lc := d.Object("lifecycle")
+	if lc == nil {
+		return
+	}
+	e.Lifecycle.AutoStart = lc.Bool("auto_start", false)
+	if _, v := lc.lookup("depends_on"); v != nil && !isNull(v) {
+		items := []*yaml.Node{v}
+		if v.Kind == yaml.SequenceNode {
+			items = v.Content
+		} else if v.Kind != yaml.ScalarNode {
+			lc.Errorf("depends_on", "must be a list of entry IDs")
+			items = nil
+		}
+		for i, c := range items {
+			field := fmt.Sprintf("lifecycle.depends_on[%d]", i)
+			if v.Kind == yaml.ScalarNode {
+				field = "lifecycle.depends_on"
+			}
+			pos := posOf(lc.file, c)
+			if c.Kind != yaml.ScalarNode || c.Value == "" {
+				lc.add(pos, field, "must be an entry ID (namespace:name)")
+				continue
+			}
+			id := lc.qualify(c.Value)
+			if !validID(id) {
+				lc.add(pos, field, fmt.Sprintf("%q is not an entry ID (namespace:name)", c.Value))
+				continue
+			}
+			if id == e.ID {
+				lc.add(pos, field, "an entry cannot depend on itself")
+				continue
+			}
+			e.Lifecycle.DependsOn = append(e.Lifecycle.DependsOn, id)
+			e.Refs = append(e.Refs, Ref{Field: field, Pos: pos, To: id, Mode: RefRunning})
+		}
+	}
+	r := lc.Object("restart")
+	if r == nil {
+		return
+	}
+	p := &e.Lifecycle.Restart
+	p.InitialDelay = r.Duration("initial_delay", p.InitialDelay)
+	if p.InitialDelay <= 0 {
+		r.Errorf("initial_delay", "must be positive")
+		p.InitialDelay = DefaultRestartPolicy.InitialDelay
+	}
+	p.MaxDelay = r.Duration("max_delay", p.MaxDelay)
+	if p.MaxDelay <= 0 {
+		r.Errorf("max_delay", "must be positive")
+		p.MaxDelay = DefaultRestartPolicy.MaxDelay
+	} else if p.MaxDelay < p.InitialDelay {
+		r.Errorf("max_delay", "must not be below initial_delay (%s)", p.InitialDelay)
+	}
+	p.BackoffFactor = r.Float("backoff_factor", p.BackoffFactor)
+	if p.BackoffFactor < 1 || p.BackoffFactor > 100 {
+		r.Errorf("backoff_factor", "must be between 1 and 100, got %g", p.BackoffFactor)
+		p.BackoffFactor = DefaultRestartPolicy.BackoffFactor
+	}
+	p.MaxAttempts = r.Int("max_attempts", p.MaxAttempts)
+	if p.MaxAttempts < 0 {
+		r.Errorf("max_attempts", "must be 0 (unlimited) or more, got %d", p.MaxAttempts)
+		p.MaxAttempts = 0
+	}
+}
+
+func validID(id ID) bool {
+	ns, name, ok := strings.Cut(string(id), ":")
+	return ok && namePattern.MatchString(ns) && namePattern.MatchString(name)
+}
+
+// checkRefs checks that every reference names a declared entry of an
+// allowed kind, and records the dependencies.
+func (ld *load) checkRefs(cfg *Config) {
+	ids := make([]string, 0, len(cfg.Entries))
+	for id := range cfg.Entries {
+		ids = append(ids, string(id))
+	}
+	sort.Strings(ids)
+	for _, sid := range ids {
+		e := cfg.Entries[ID(sid)]
+		seen := map[ID]bool{}
+		var deps []ID
+		for _, r := range e.Refs {
+			t, ok := cfg.Entries[r.To]
+			if !ok {
+				msg := fmt.Sprintf("references %s, which is not declared", r.To)
+				if s := suggest(string(r.To), ids); s != "" {
+					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				ld.fail(r.Pos, e.ID, r.Field, "%s", msg)
+				continue
+			}
+			if len(r.Kinds) > 0 && !contains(r.Kinds, t.Kind) {
+				ld.fail(r.Pos, e.ID, r.Field, "references %s, a %s; must be %s", r.To, t.Kind, strings.Join(r.Kinds, " or "))
+				continue
+			}
+			if r.To != e.ID && !seen[r.To] {
+				seen[r.To] = true
+				deps = append(deps, r.To)
+			}
+		}
+		sort.Slice(deps, func(i, j int) bool { return deps[i] < deps[j] })
+		cfg.Deps[e.ID] = deps
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// checkCycles reports every dependency cycle (one error per strongly
+// connected component, listing one cycle through it). It reports whether
+// any was found.
+func (ld *load) checkCycles(cfg *Config) bool {
+	found := false
+	for _, comp := range sccs(cfg) {
+		if len(comp) == 1 {
+			continue
+		}
+		found = true
+		in := map[ID]bool{}
+		for _, id := range comp {
+			in[id] = true
+		}
+		start := comp[0]
+		for _, id := range comp {
+			if id < start {
+				start = id
+			}
+		}
+		cycle := findCycle(cfg, start, in)
+		e := cfg.Entries[start]
+		field := ""
+		pos := e.Pos
+		for _, r := range e.Refs {
+			if len(cycle) > 1 && r.To == cycle[1] {
+				field, pos = r.Field, r.Pos
+				break
+			}
+		}
+		parts := make([]string, len(cycle))
+		for i, id := range cycle {
+			parts[i] = string(id)
+		}
+		ld.fail(pos, start, field, "dependency cycle: %s", strings.Join(parts, " -> "))
+	}
+	return found
+}
+
+// findCycle returns a path start -> ... -> start within the component in.
+func findCycle(cfg *Config, start ID, in map[ID]bool) []ID {
+	prev := map[ID]ID{}
+	queue := []ID{start}
+	visited := map[ID]bool{start: true}
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, next := range cfg.Deps[cur] {
+			if !in[next] {
+				continue
+			}
+			if next == start {
+				path := []ID{start}
+				for at := cur; at != start; at = prev[at] {
+					path = append(path, at)
+				}
+				path = append(path[:1], reverse(path[1:])...)
+				return append(path, start)
+			}
+			if !visited[next] {
+				visited[next] = true
+				prev[next] = cur
+				queue = append(queue, next)
+			}
+		}
+	}
+	return []ID{start}
+}
+
+func reverse(ids []ID) []ID {
+	out := make([]ID, len(ids))
+	for i, id := range ids {
+		out[len(ids)-1-i] = id
+	}
+	return out
+}
+
+// sccs returns the strongly connected components of the dependency graph
+// (Tarjan's algorithm, iterative so a long chain cannot overflow the stack).
+func sccs(cfg *Config) [][]ID {
+	ids := make([]ID, 0, len(cfg.Entries))
+	for id := range cfg.Entries {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	index := map[ID]int{}
+	low := map[ID]int{}
+	onStack := map[ID]bool{}
+	var stack []ID
+	var out [][]ID
+	next := 0
+	type frame struct {
+		id ID
+		i  int
+	}
+	for _, root := range ids {
+		if _, done := index[root]; done {
+			continue
+		}
+		work := []frame{{id: root}}
+		index[root], low[root] = next, next
+		next++
+		stack = append(stack, root)
+		onStack[root] = true
+		for len(work) > 0 {
+			f := &work[len(work)-1]
+			deps := cfg.Deps[f.id]
+			if f.i < len(deps) {
+				w := deps[f.i]
+				f.i++
+				if _, seen := index[w]; !seen {
+					index[w], low[w] = next, next
+					next++
+					stack = append(stack, w)
+					onStack[w] = true
+					work = append(work, frame{id: w})
+				} else if onStack[w] {
+					low[f.id] = min(low[f.id], index[w])
+				}
+				continue
+			}
+			v := f.id
+			work = work[:len(work)-1]
+			if len(work) > 0 {
+				p := work[len(work)-1].id
+				low[p] = min(low[p], low[v])
+			}
+			if low[v] == index[v] {
+				var comp []ID
+				for {
+					w := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					onStack[w] = false
+					comp = append(comp, w)
+					if w == v {
+						break
+					}
+				}
+				out = append(out, comp)
+			}
+		}
+	}
+	return out
+}
+
+// order returns the entries in dependency order (Kahn's algorithm, ties
+// broken by ID so the order is stable from one load to the next).
+func order(cfg *Config) []ID {
+	pending := map[ID]int{}
+	users := map[ID][]ID{}
+	for id := range cfg.Entries {
+		pending[id] = len(cfg.Deps[id])
+		for _, dep := range cfg.Deps[id] {
+			users[dep] = append(users[dep], id)
+		}
+	}
+	var ready []ID
+	for id, n := range pending {
+		if n == 0 {
+			ready = append(ready, id)
+		}
+	}
+	sort.Slice(ready, func(i, j int) bool { return ready[i] < ready[j] })
+	out := make([]ID, 0, len(cfg.Entries))
+	for len(ready) > 0 {
+		id := ready[0]
+		ready = ready[1:]
+		out = append(out, id)
+		var freed []ID
+		for _, u := range users[id] {
+			pending[u]--
+			if pending[u] == 0 {
+				freed = append(freed, u)
+			}
+		}
+		if len(freed) > 0 {
+			ready = append(ready, freed...)
+			sort.Slice(ready, func(i, j int) bool { return ready[i] < ready[j] })
+		}
+	}
+	return out
+}

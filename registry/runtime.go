@@ -1,0 +1,604 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// Status is where an entry is in its life.
+type Status string
+
+const (
+	// StatusDefined: declared; not running (a definition, or not started yet).
+	StatusDefined Status = "defined"
+	// StatusStarting: being started, or waiting for a restart after a failure.
+	StatusStarting Status = "starting"
+	// StatusRunning: its instance runs.
+	StatusRunning Status = "running"
+	// StatusStopping: being stopped.
+	StatusStopping Status = "stopping"
+	// StatusStopped: it ran and stopped (shut down, or its service returned normally).
+	StatusStopped Status = "stopped"
+	// StatusFailed: it failed more often than its restart policy allows.
+	StatusFailed Status = "failed"
+)
+
+// Owner supervises the entries a Runtime starts: the root supervisor. The
+// runtime stays the authority on what is current; the owner reports exits
+// through Exited and restarts through Restart, and the runtime turns away
+// any instance it has meanwhile stopped or replaced (ErrNotCurrent).
+type Owner interface {
+	// Watch is told of every instance the runtime started. It is called
+	// on the runtime's loop and must not block.
+	Watch(id ID, inst Instance)
+}
+
+// RuntimeOptions configure a Runtime. Node is required; the zero value of
+// every other field is a usable default.
+type RuntimeOptions struct {
+	Node *process.Node
+	// Kinds resolve entries' kinds. Default: an empty registry.
+	Kinds *Registry
+	// Logger for the runtime and, through Env, every entry. Default: slog.Default().
+	Logger *slog.Logger
+	// Metrics is the registry /metrics serves. Default: a new one.
+	Metrics *prometheus.Registry
+	// Health receives the runtime's checks. Default: checks are dropped.
+	Health HealthRegistry
+	// StartTimeout bounds one entry's Start. Default: 30s.
+	StartTimeout time.Duration
+	// StopTimeout bounds one entry's stop, after which its process is
+	// killed. Default: 5s.
+	StopTimeout time.Duration
+}
+
+// EntryState is an entry's published state: immutable, replaced whole.
+type EntryState struct {
+	Status   Status
+	Instance Instance // the current (or last) instance; nil when never started
+	Err      error    // the last failure, nil when none
+	Restarts int      // restarts by the owner since the entry was (re)configured
+	Since    time.Time
+}
+
+// EntryInfo is one entry as the runtime sees it: its declaration and state.
+type EntryInfo struct {
+	Entry *Entry
+	EntryState
+}
+
+type slot struct {
+	entry *Entry
+	state atomic.Pointer[EntryState]
+}
+
+func (s *slot) set(st EntryState) {
+	if st.Since.IsZero() {
+		st.Since = time.Now()
+	}
+	s.state.Store(&st)
+}
+
+// snapshot is the configuration in force with each entry's state. The map
+// is replaced only when the configuration changes; states change through
+// their own atomic pointers.
+type snapshot struct {
+	cfg   *Config
+	slots map[ID]*slot
+}
+
+// Runtime runs a configuration: it starts entries in dependency order,
+// stops them in reverse, serves Lookup to the kinds and tells its Owner of
+// every instance. All changes go through one loop goroutine; readers
+// (Lookup, Entries, the HTTP views) read snapshots and never wait on it.
+type Runtime struct {
+	opts    RuntimeOptions
+	log     *slog.Logger
+	env     *Env
+	owner   atomic.Pointer[ownerBox]
+	loop    *process.Loop
+	cancel  context.CancelFunc
+	snap    atomic.Pointer[snapshot]
+	stopped atomic.Bool
+
+	restarts *prometheus.CounterVec
+	reloads  *prometheus.CounterVec
+	failedHC map[ID]bool // loop-owned: which entries have a failure health check
+}
+
+type ownerBox struct{ o Owner }
+
+type nopHealth struct{}
+
+func (nopHealth) SetCheck(string, func() error) {}
+func (nopHealth) RemoveCheck(string)            {}
+
+// NewRuntime returns a runtime with an empty configuration. Its loop runs
+// until Stop.
+func NewRuntime(opts RuntimeOptions) *Runtime {
+	if opts.Node == nil {
+		panic("registry: RuntimeOptions.Node is required")
+	}
+	if opts.Kinds == nil {
+		opts.Kinds = NewRegistry()
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Metrics == nil {
+		opts.Metrics = prometheus.NewRegistry()
+	}
+	if opts.Health == nil {
+		opts.Health = nopHealth{}
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 30 * time.Second
+	}
+	if opts.StopTimeout <= 0 {
+		opts.StopTimeout = 5 * time.Second
+	}
+	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}}
+	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt}
+	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
+	rt.restarts = registerCounter(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "runner_entry_restarts_total",
+		Help: "Restarts of entries by the root supervisor.",
+	}, []string{"entry"}))
+	rt.reloads = registerCounter(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "runner_reload_total",
+		Help: "Configuration reloads, by result (applied or rejected).",
+	}, []string{"result"}))
+	registerCollector(opts.Metrics, &statusCollector{rt: rt, desc: prometheus.NewDesc(
+		"runner_entries", "Entries of the configuration in force, by status.", []string{"status"}, nil)})
+	rt.loop = process.NewLoop(process.LoopOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	rt.cancel = cancel
+	go rt.loop.Run(ctx)
+	return rt
+}
+
+// registerCounter registers c, or returns the one already registered under
+// its name, so two runtimes on one registry (tests, an embedder) share it.
+func registerCounter(r *prometheus.Registry, c *prometheus.CounterVec) *prometheus.CounterVec {
+	if err := r.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if prev, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
+				return prev
+			}
+		}
+	}
+	return c
+}
+
+func registerCollector(r *prometheus.Registry, c prometheus.Collector) {
+	// A second runtime on the same registry reports through the first's
+	// collector; dropping the duplicate is what we want.
+	_ = r.Register(c)
+}
+
+type statusCollector struct {
+	rt   *Runtime
+	desc *prometheus.Desc
+}
+
+func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
+	counts := map[Status]int{}
+	for _, s := range c.rt.snap.Load().slots {
+		counts[s.state.Load().Status]++
+	}
+	for _, st := range []Status{StatusDefined, StatusStarting, StatusRunning, StatusStopping, StatusStopped, StatusFailed} {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[st]), string(st))
+	}
+}
+
+// Env returns the environment kinds get.
+func (rt *Runtime) Env() *Env { return rt.env }
+
+// SetOwner installs the supervisor of the entries; call it before Start.
+func (rt *Runtime) SetOwner(o Owner) { rt.owner.Store(&ownerBox{o}) }
+
+// Config returns the configuration in force.
+func (rt *Runtime) Config() *Config { return rt.snap.Load().cfg }
+
+// do runs fn on the loop and waits for it.
+func (rt *Runtime) do(ctx context.Context, fn func()) error {
+	if rt.stopped.Load() {
+		return ErrRuntimeStopped
+	}
+	err := rt.loop.Call(ctx, fn)
+	if errors.Is(err, process.ErrLoopStopped) {
+		return ErrRuntimeStopped
+	}
+	return err
+}
+
+// Start puts cfg in force and starts what must run: every auto_start entry
+// and what it needs running, dependencies first. When an entry fails to
+// start, everything already started is stopped again and the error is
+// returned: a configuration that cannot come up does not half-run.
+func (rt *Runtime) Start(ctx context.Context, cfg *Config) error {
+	var err error
+	if derr := rt.do(ctx, func() { err = rt.start(ctx, cfg) }); derr != nil {
+		return derr
+	}
+	return err
+}
+
+func newSlots(cfg *Config) map[ID]*slot {
+	slots := make(map[ID]*slot, len(cfg.Entries))
+	for id, e := range cfg.Entries {
+		s := &slot{entry: e}
+		s.set(EntryState{Status: StatusDefined})
+		slots[id] = s
+	}
+	return slots
+}
+
+func (rt *Runtime) start(ctx context.Context, cfg *Config) error {
+	rt.snap.Store(&snapshot{cfg: cfg, slots: newSlots(cfg)})
+	run := RunSet(cfg, rt.opts.Kinds)
+	var started []ID
+	for _, id := range cfg.Order {
+		if !run[id] {
+			continue
+		}
+		if err := rt.startEntry(ctx, id); err != nil {
+			slices.Reverse(started)
+			rt.stopEntries(started)
+			return err
+		}
+		started = append(started, id)
+	}
+	return nil
+}
+
+// RunSet returns the entries that must run for cfg: every auto_start entry
+// and, transitively, what they reference with RefRunning — also through
+// definitions they instantiate (a pool's routee may depend on a scope).
+// Entries whose kind is not a Starter never run; they only exist.
+func RunSet(cfg *Config, kinds *Registry) map[ID]bool {
+	run := map[ID]bool{}
+	visited := map[ID]bool{}
+	var visit func(id ID, running bool)
+	visit = func(id ID, running bool) {
+		e, ok := cfg.Entries[id]
+		if !ok {
+			return
+		}
+		if running {
+			k, _ := kinds.Kind(e.Kind)
+			if _, ok := k.(Starter); !ok {
+				running = false
+			}
+		}
+		if running {
+			if run[id] {
+				return
+			}
+			run[id] = true
+		} else {
+			if visited[id] {
+				return
+			}
+			visited[id] = true
+		}
+		for _, r := range e.Refs {
+			visit(r.To, r.Mode == RefRunning)
+		}
+	}
+	for _, id := range cfg.Order {
+		if cfg.Entries[id].Lifecycle.AutoStart {
+			visit(id, true)
+		}
+	}
+	return run
+}
+
+// startEntry starts id; on the loop.
+func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
+	s := rt.snap.Load().slots[id]
+	e := s.entry
+	k, _ := rt.opts.Kinds.Kind(e.Kind)
+	st, ok := k.(Starter)
+	if !ok {
+		return fmt.Errorf("start %s: %w", id, ErrNotStarter)
+	}
+	prev := s.state.Load()
+	s.set(EntryState{Status: StatusStarting, Restarts: prev.Restarts})
+	inst, err := rt.callStart(ctx, st, e)
+	if err != nil {
+		s.set(EntryState{Status: StatusFailed, Err: err, Restarts: prev.Restarts})
+		rt.setFailedCheck(id, err)
+		rt.log.Error("entry failed to start", "entry", string(id), "error", err)
+		return fmt.Errorf("start %s: %w", id, err)
+	}
+	s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: prev.Restarts})
+	rt.clearFailedCheck(id)
+	rt.log.Debug("entry started", "entry", string(id), "pid", inst.PID().String())
+	if ob := rt.owner.Load(); ob != nil {
+		ob.o.Watch(id, inst)
+	}
+	return nil
+}
+
+func (rt *Runtime) callStart(ctx context.Context, st Starter, e *Entry) (inst Instance, err error) {
+	ctx, cancel := context.WithTimeout(ctx, rt.opts.StartTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("kind %s panicked while starting: %v", e.Kind, r)
+		}
+	}()
+	inst, err = st.Start(ctx, rt.env, e)
+	if err == nil && inst == nil {
+		err = fmt.Errorf("kind %s returned no instance", e.Kind)
+	}
+	return inst, err
+}
+
+func (rt *Runtime) setFailedCheck(id ID, err error) {
+	rt.failedHC[id] = true
+	msg := err.Error()
+	rt.opts.Health.SetCheck("entry."+string(id), func() error { return fmt.Errorf("entry failed: %s", msg) })
+}
+
+func (rt *Runtime) clearFailedCheck(id ID) {
+	if rt.failedHC[id] {
+		delete(rt.failedHC, id)
+		rt.opts.Health.RemoveCheck("entry." + string(id))
+	}
+}
+
+// stopEntries stops ids in the given order, each within StopTimeout; on
+// the loop.
+func (rt *Runtime) stopEntries(ids []ID) {
+	for _, id := range ids {
+		rt.stopEntry(id)
+	}
+}
+
+func (rt *Runtime) stopEntry(id ID) {
+	s := rt.snap.Load().slots[id]
+	if s == nil {
+		return
+	}
+	cur := s.state.Load()
+	if cur.Instance == nil || (cur.Status != StatusRunning && cur.Status != StatusStarting) {
+		if cur.Status == StatusStarting {
+			// Waiting for a restart: there is nothing to stop, and the
+			// owner's pending restart will find it no longer current.
+			s.set(EntryState{Status: StatusStopped, Err: cur.Err, Restarts: cur.Restarts})
+		}
+		return
+	}
+	s.set(EntryState{Status: StatusStopping, Instance: cur.Instance, Err: cur.Err, Restarts: cur.Restarts})
+	err := rt.stopInstance(id, cur.Instance)
+	if err != nil {
+		rt.log.Warn("entry did not stop cleanly", "entry", string(id), "error", err)
+	} else {
+		rt.log.Debug("entry stopped", "entry", string(id))
+	}
+	s.set(EntryState{Status: StatusStopped, Instance: cur.Instance, Restarts: cur.Restarts})
+	rt.clearFailedCheck(id)
+}
+
+func (rt *Runtime) stopInstance(id ID, inst Instance) (err error) {
+	ctx, cancel := context.WithTimeout(context.Background(), rt.opts.StopTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("stop %s panicked: %v", id, r)
+		}
+	}()
+	if st, ok := inst.(Stopper); ok {
+		err = st.Stop(ctx)
+		if ctx.Err() != nil {
+			// The kind overran its deadline: make sure its process is gone.
+			_ = rt.opts.Node.Kill(inst.PID())
+		}
+		return err
+	}
+	if _, err := rt.opts.Node.Stop(ctx, inst.PID()); err != nil && !errors.Is(err, process.ErrNoProcess) {
+		return err
+	}
+	return nil
+}
+
+// Stop stops every running entry in reverse dependency order, each within
+// StopTimeout, then ends the runtime: it cannot be started again. ctx
+// bounds the whole shutdown.
+func (rt *Runtime) Stop(ctx context.Context) error {
+	if rt.stopped.Load() {
+		return nil
+	}
+	err := rt.do(ctx, func() {
+		snap := rt.snap.Load()
+		ids := slices.Clone(snap.cfg.Order)
+		slices.Reverse(ids)
+		rt.stopEntries(ids)
+		rt.stopped.Store(true)
+	})
+	rt.stopped.Store(true)
+	rt.cancel()
+	<-rt.loop.Done()
+	return err
+}
+
+// Entry implements Lookup.
+func (rt *Runtime) Entry(id ID) (*Entry, bool) {
+	s, ok := rt.snap.Load().slots[id]
+	if !ok {
+		return nil, false
+	}
+	return s.entry, true
+}
+
+// Instance implements Lookup: the running instance of id.
+func (rt *Runtime) Instance(id ID) (Instance, bool) {
+	s, ok := rt.snap.Load().slots[id]
+	if !ok {
+		return nil, false
+	}
+	st := s.state.Load()
+	if st.Status != StatusRunning || st.Instance == nil {
+		return nil, false
+	}
+	return st.Instance, true
+}
+
+// Spawn implements Lookup: it instantiates a Template entry.
+func (rt *Runtime) Spawn(id ID, opts SpawnOptions) (process.PID, error) {
+	s, ok := rt.snap.Load().slots[id]
+	if !ok {
+		return process.PID{}, fmt.Errorf("spawn %s: %w", id, ErrNoEntry)
+	}
+	k, _ := rt.opts.Kinds.Kind(s.entry.Kind)
+	t, ok := k.(Template)
+	if !ok {
+		return process.PID{}, fmt.Errorf("spawn %s: %w: kind %s", id, ErrNotTemplate, s.entry.Kind)
+	}
+	return t.Spawn(rt.env, s.entry, opts)
+}
+
+// Info returns the entry id with its state.
+func (rt *Runtime) Info(id ID) (EntryInfo, bool) {
+	s, ok := rt.snap.Load().slots[id]
+	if !ok {
+		return EntryInfo{}, false
+	}
+	return EntryInfo{Entry: s.entry, EntryState: *s.state.Load()}, true
+}
+
+// Entries returns every entry with its state, in dependency order.
+func (rt *Runtime) Entries() []EntryInfo {
+	snap := rt.snap.Load()
+	out := make([]EntryInfo, 0, len(snap.cfg.Order))
+	for _, id := range snap.cfg.Order {
+		s := snap.slots[id]
+		out = append(out, EntryInfo{Entry: s.entry, EntryState: *s.state.Load()})
+	}
+	return out
+}
+
+// NotReady returns the auto_start entries that are not running.
+func (rt *Runtime) NotReady() []ID {
+	snap := rt.snap.Load()
+	var out []ID
+	for _, id := range snap.cfg.Order {
+		s := snap.slots[id]
+		if s.entry.Lifecycle.AutoStart && s.state.Load().Status != StatusRunning {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Exited is how the owner reports that inst, an instance of id, exited.
+// A normal exit marks the entry stopped (a service that returns is done,
+// not failed) and returns false. An abnormal one marks it starting again
+// and returns true: the owner should restart it after its backoff. When
+// the runtime stopped or replaced inst itself, it returns ErrNotCurrent.
+func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit process.Exit) (restart bool, err error) {
+	derr := rt.do(ctx, func() {
+		s, cur, ok := rt.current(id, inst, StatusRunning)
+		if !ok {
+			err = ErrNotCurrent
+			return
+		}
+		if exit.Normal() {
+			rt.log.Info("entry returned; marked stopped", "entry", string(id))
+			s.set(EntryState{Status: StatusStopped, Instance: cur.Instance, Restarts: cur.Restarts})
+			return
+		}
+		rt.log.Warn("entry failed", "entry", string(id), "error", exit.Err)
+		s.set(EntryState{Status: StatusStarting, Instance: cur.Instance, Err: exit.Err, Restarts: cur.Restarts})
+		restart = true
+	})
+	if derr != nil {
+		return false, derr
+	}
+	return restart, err
+}
+
+func (rt *Runtime) current(id ID, pid process.PID, want Status) (*slot, *EntryState, bool) {
+	s, ok := rt.snap.Load().slots[id]
+	if !ok {
+		return nil, nil, false
+	}
+	cur := s.state.Load()
+	if cur.Status != want || cur.Instance == nil || cur.Instance.PID() != pid {
+		return nil, nil, false
+	}
+	return s, cur, true
+}
+
+// Restart starts a new instance of id in place of old, which failed and
+// was reported through Exited. It returns ErrNotCurrent when the runtime
+// has since stopped, removed or replaced the entry. The owner watches the
+// returned instance itself (Watch is not called).
+func (rt *Runtime) Restart(ctx context.Context, id ID, old process.PID) (Instance, error) {
+	var inst Instance
+	var err error
+	derr := rt.do(ctx, func() {
+		s, cur, ok := rt.current(id, old, StatusStarting)
+		if !ok {
+			err = ErrNotCurrent
+			return
+		}
+		k, _ := rt.opts.Kinds.Kind(s.entry.Kind)
+		st, isStarter := k.(Starter)
+		if !isStarter {
+			err = fmt.Errorf("restart %s: %w", id, ErrNotStarter)
+			return
+		}
+		var serr error
+		inst, serr = rt.callStart(ctx, st, s.entry)
+		if serr != nil {
+			// Keep the old (dead) instance so the owner's next attempt
+			// still names what it is replacing.
+			s.set(EntryState{Status: StatusStarting, Instance: cur.Instance, Err: serr, Restarts: cur.Restarts + 1})
+			err = fmt.Errorf("restart %s: %w", id, serr)
+			return
+		}
+		rt.restarts.WithLabelValues(string(id)).Inc()
+		s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: cur.Restarts + 1})
+		rt.clearFailedCheck(id)
+		rt.log.Info("entry restarted", "entry", string(id), "pid", inst.PID().String(), "restarts", cur.Restarts+1)
+	})
+	if derr != nil {
+		return nil, derr
+	}
+	return inst, err
+}
+
+// Fail marks id failed: its owner gave up restarting old. Failed entries
+// show in /v1/entries and as a failing health check.
+func (rt *Runtime) Fail(ctx context.Context, id ID, old process.PID, reason error) error {
+	var err error
+	derr := rt.do(ctx, func() {
+		s, cur, ok := rt.current(id, old, StatusStarting)
+		if !ok {
+			err = ErrNotCurrent
+			return
+		}
+		s.set(EntryState{Status: StatusFailed, Instance: cur.Instance, Err: reason, Restarts: cur.Restarts})
+		rt.setFailedCheck(id, reason)
+		rt.log.Error("entry failed for good; not restarting it", "entry", string(id), "error", reason, "restarts", cur.Restarts)
+	})
+	if derr != nil {
+		return derr
+	}
+	return err
+}
