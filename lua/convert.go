@@ -1,0 +1,263 @@
+package lua
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
+)
+
+// ToGo copies a Lua value into the value model (see package value): nil,
+// bool, float64, string, []any for a sequence 1..n, map[string]any for a
+// table with only string keys (and for an empty table), map[any]any for
+// mixed keys, *value.Error for an error value. Functions, userdata,
+// channels, cycles and tables nested deeper than value.MaxDepth are an
+// invalid error naming where they sit. The result shares nothing with L.
+func ToGo(lv lua.LValue) (any, error) {
+	c := toGo{}
+	return c.conv(lv, 0, "value")
+}
+
+// ToGoAt is ToGo with the name of the value for error messages ("payload",
+// "args[2]").
+func ToGoAt(lv lua.LValue, what string) (any, error) {
+	c := toGo{}
+	return c.conv(lv, 0, what)
+}
+
+type toGo struct {
+	seen map[*lua.LTable]struct{} // tables on the current path
+}
+
+func (c *toGo) conv(lv lua.LValue, depth int, path string) (any, error) {
+	switch v := lv.(type) {
+	case *lua.LNilType:
+		return nil, nil
+	case lua.LBool:
+		return bool(v), nil
+	case lua.LNumber:
+		return float64(v), nil
+	case lua.LString:
+		return string(v), nil
+	case *lua.LTable:
+		return c.table(v, depth, path)
+	case *lua.LUserData:
+		if e, ok := v.Value.(*value.Error); ok {
+			cp, err := value.Copy(e)
+			if err != nil {
+				return nil, err
+			}
+			return cp, nil
+		}
+		if _, ok := v.Value.(*Channel); ok {
+			return nil, value.NewError(value.KindInvalid, "%s: a channel cannot cross a process boundary", path)
+		}
+		return nil, value.NewError(value.KindInvalid, "%s: userdata cannot cross a process boundary", path)
+	case *lua.LFunction:
+		return nil, value.NewError(value.KindInvalid, "%s: a function cannot cross a process boundary", path)
+	case *lua.LState:
+		return nil, value.NewError(value.KindInvalid, "%s: a coroutine cannot cross a process boundary", path)
+	}
+	return nil, value.NewError(value.KindInvalid, "%s: a %s cannot cross a process boundary", path, lv.Type())
+}
+
+func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
+	if depth >= value.MaxDepth {
+		return nil, value.NewError(value.KindInvalid, "%s: nested deeper than %d levels", path, value.MaxDepth)
+	}
+	if _, loop := c.seen[t]; loop {
+		return nil, value.NewError(value.KindInvalid, "%s: cycle: a table contains itself", path)
+	}
+	if c.seen == nil {
+		c.seen = make(map[*lua.LTable]struct{}, 4)
+	}
+	c.seen[t] = struct{}{}
+	defer delete(c.seen, t)
+
+	n := t.Len()
+	count, strKeys := 0, 0
+	t.ForEach(func(k, _ lua.LValue) {
+		count++
+		if _, ok := k.(lua.LString); ok {
+			strKeys++
+		}
+	})
+	if count == 0 {
+		return map[string]any{}, nil
+	}
+	if n == count {
+		out := make([]any, n)
+		for i := 1; i <= n; i++ {
+			v, err := c.conv(t.RawGetInt(i), depth+1, path+"["+strconv.Itoa(i)+"]")
+			if err != nil {
+				return nil, err
+			}
+			out[i-1] = v
+		}
+		return out, nil
+	}
+	var err error
+	if strKeys == count {
+		out := make(map[string]any, count)
+		t.ForEach(func(k, lv lua.LValue) {
+			if err != nil {
+				return
+			}
+			var v any
+			v, err = c.conv(lv, depth+1, path+"."+string(k.(lua.LString)))
+			out[string(k.(lua.LString))] = v
+		})
+		if err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	out := make(map[any]any, count)
+	t.ForEach(func(k, lv lua.LValue) {
+		if err != nil {
+			return
+		}
+		var gk any
+		switch kk := k.(type) {
+		case lua.LString:
+			gk = string(kk)
+		case lua.LNumber:
+			gk = float64(kk)
+		case lua.LBool:
+			gk = bool(kk)
+		default:
+			err = value.NewError(value.KindInvalid, "%s: a %s cannot be a table key across a process boundary", path, k.Type())
+			return
+		}
+		var v any
+		v, err = c.conv(lv, depth+1, fmt.Sprintf("%s[%s]", path, k.String()))
+		out[gk] = v
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ToLua builds a Lua value from a Go value of the value model (and a few
+// convenient Go types: integers, []string, map[string]string, PIDs as their
+// strings, durations as milliseconds, any error as an error value). The
+// result is fresh: it shares no table with anything.
+func ToLua(L *lua.LState, v any) (lua.LValue, error) {
+	return toLua(L, v, 0)
+}
+
+func toLua(L *lua.LState, v any, depth int) (lua.LValue, error) {
+	if depth > value.MaxDepth {
+		return lua.LNil, value.NewError(value.KindInvalid, "value nested deeper than %d levels", value.MaxDepth)
+	}
+	switch x := v.(type) {
+	case nil:
+		return lua.LNil, nil
+	case bool:
+		return lua.LBool(x), nil
+	case string:
+		return lua.LString(x), nil
+	case []byte:
+		return lua.LString(x), nil
+	case float64:
+		return lua.LNumber(x), nil
+	case float32:
+		return lua.LNumber(x), nil
+	case int:
+		return lua.LNumber(x), nil
+	case int8:
+		return lua.LNumber(x), nil
+	case int16:
+		return lua.LNumber(x), nil
+	case int32:
+		return lua.LNumber(x), nil
+	case int64:
+		return lua.LNumber(x), nil
+	case uint:
+		return lua.LNumber(x), nil
+	case uint8:
+		return lua.LNumber(x), nil
+	case uint16:
+		return lua.LNumber(x), nil
+	case uint32:
+		return lua.LNumber(x), nil
+	case uint64:
+		return lua.LNumber(x), nil
+	case time.Duration:
+		return lua.LNumber(float64(x) / float64(time.Millisecond)), nil
+	case process.PID:
+		return PIDValue(x), nil
+	case *value.Error:
+		if x == nil {
+			return lua.LNil, nil
+		}
+		return ErrorValue(L, x), nil
+	case error:
+		return ErrorValue(L, value.FromError(x)), nil
+	case []any:
+		t := L.CreateTable(len(x), 0)
+		for _, e := range x {
+			lv, err := toLua(L, e, depth+1)
+			if err != nil {
+				return lua.LNil, err
+			}
+			t.Append(lv)
+		}
+		return t, nil
+	case []string:
+		t := L.CreateTable(len(x), 0)
+		for _, e := range x {
+			t.Append(lua.LString(e))
+		}
+		return t, nil
+	case []process.PID:
+		t := L.CreateTable(len(x), 0)
+		for _, e := range x {
+			t.Append(PIDValue(e))
+		}
+		return t, nil
+	case map[string]any:
+		t := L.CreateTable(0, len(x))
+		for k, e := range x {
+			lv, err := toLua(L, e, depth+1)
+			if err != nil {
+				return lua.LNil, err
+			}
+			t.RawSetString(k, lv)
+		}
+		return t, nil
+	case map[string]string:
+		t := L.CreateTable(0, len(x))
+		for k, e := range x {
+			t.RawSetString(k, lua.LString(e))
+		}
+		return t, nil
+	case map[any]any:
+		t := L.CreateTable(0, len(x))
+		for k, e := range x {
+			lk, err := toLua(L, k, depth+1)
+			if err != nil {
+				return lua.LNil, err
+			}
+			if lk == lua.LNil {
+				return lua.LNil, value.NewError(value.KindInvalid, "nil cannot be a table key")
+			}
+			if n, ok := lk.(lua.LNumber); ok && math.IsNaN(float64(n)) {
+				return lua.LNil, value.NewError(value.KindInvalid, "NaN cannot be a table key")
+			}
+			lv, err := toLua(L, e, depth+1)
+			if err != nil {
+				return lua.LNil, err
+			}
+			t.RawSet(lk, lv)
+		}
+		return t, nil
+	}
+	return lua.LNil, value.NewError(value.KindInvalid, "a Go %T cannot be given to Lua", v)
+}

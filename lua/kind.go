@@ -1,0 +1,187 @@
+package lua
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"sort"
+	"sync"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// KindName is the kind of Lua process entries.
+const KindName = "process.lua"
+
+// Options configure the process.lua kind. The zero value is usable.
+type Options struct {
+	// Stdout receives what scripts print. Default: os.Stdout.
+	Stdout io.Writer
+}
+
+// Host is the process.lua kind: it decodes entries, and spawns and starts
+// their processes. It implements registry.Kind, registry.Template and
+// registry.Starter.
+type Host struct {
+	stdout io.Writer
+	outMu  sync.Mutex // one print is one write, whole lines never interleave
+}
+
+// NewKind returns the process.lua kind, for cmd/runner to register.
+func NewKind(opts Options) *Host {
+	h := &Host{stdout: opts.Stdout}
+	if h.stdout == nil {
+		h.stdout = os.Stdout
+	}
+	return h
+}
+
+var (
+	_ registry.Kind     = (*Host)(nil)
+	_ registry.Template = (*Host)(nil)
+	_ registry.Starter  = (*Host)(nil)
+)
+
+// Spec is a decoded process.lua entry. It is immutable: its compiled
+// sources are shared by every process of the entry.
+type Spec struct {
+	Source      *registry.Source
+	Method      string
+	Args        []any
+	MailboxSize int
+	// Modules are the entry's own modules, by the name require uses.
+	Modules map[string]*registry.Source
+
+	main    *Compiled
+	modules map[string]*Compiled
+}
+
+// Name implements registry.Kind.
+func (h *Host) Name() string { return KindName }
+
+var moduleNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
+
+// Decode implements registry.Kind.
+//
+//	source: file://worker.lua      required
+//	method: main                   default "main"
+//	args: [1, "x"]                 passed to method when started as a service
+//	mailbox_size: 0                0 = unbounded
+//	modules:                       the entry's own modules for require
+//	  util: file://lib/util.lua
+func (h *Host) Decode(d *registry.Decoder) any {
+	s := &Spec{Method: d.String("method", "main")}
+	if !d.Has("source") {
+		d.Errorf("source", "required (file://PATH of the Lua script)")
+	} else {
+		s.Source = d.Source("source")
+	}
+	if s.Method == "" {
+		d.Errorf("method", "must not be empty")
+	}
+	if v, ok := d.Value("args"); ok && v != nil {
+		list, isList := v.([]any)
+		if !isList {
+			d.Errorf("args", "must be a list")
+		} else {
+			s.Args = list
+		}
+	}
+	s.MailboxSize = d.Int("mailbox_size", 0)
+	if s.MailboxSize < 0 {
+		d.Errorf("mailbox_size", "must be 0 (unbounded) or positive, got %d", s.MailboxSize)
+		s.MailboxSize = 0
+	}
+	if v, ok := d.Value("modules"); ok && v != nil {
+		m, isMap := v.(map[string]any)
+		md := d.Object("modules")
+		if !isMap || md == nil {
+			d.Errorf("modules", "must be a mapping of module name to file://PATH")
+		} else {
+			names := make([]string, 0, len(m))
+			for name := range m {
+				names = append(names, name)
+			}
+			sort.Strings(names)
+			s.Modules = map[string]*registry.Source{}
+			s.modules = map[string]*Compiled{}
+			for _, name := range names {
+				if !moduleNameRE.MatchString(name) {
+					md.Errorf(name, "invalid module name %q (letters, digits, _ and dots)", name)
+					continue
+				}
+				if _, runtime := moduleLoader(name); runtime {
+					md.Errorf(name, "module %q is a runtime module and cannot be replaced", name)
+					continue
+				}
+				src := md.Source(name)
+				if src == nil {
+					continue
+				}
+				c, err := Compile(displayPath(src.Path), src.Bytes)
+				if err != nil {
+					md.Errorf(name, "syntax error: %v", err)
+					continue
+				}
+				s.Modules[name] = src
+				s.modules[name] = c
+			}
+		}
+	}
+	if s.Source != nil {
+		c, err := Compile(displayPath(s.Source.Path), s.Source.Bytes)
+		if err != nil {
+			d.Errorf("source", "syntax error: %v", err)
+		} else {
+			s.main = c
+			if has, known := c.HasMethod(s.Method); known && !has {
+				field := "method"
+				if !d.Has("method") {
+					field = "source"
+				}
+				d.Errorf(field, "%s defines no function %q (return a table with it, or define a global function)", c.Name, s.Method)
+			}
+		}
+	}
+	return s
+}
+
+// Spawn implements registry.Template: one process per call, running the
+// entry's method with opts.Args (the entry's args when nil).
+func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOptions) (process.PID, error) {
+	spec, ok := e.Spec.(*Spec)
+	if !ok || spec.main == nil {
+		return process.PID{}, fmt.Errorf("spawn %s: not a valid process.lua entry", e.ID)
+	}
+	args := opts.Args
+	if args == nil {
+		args = spec.Args
+	}
+	so := opts.SpawnOptions
+	if so.MailboxSize == 0 {
+		so.MailboxSize = spec.MailboxSize
+	}
+	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args), so)
+	if err != nil {
+		return process.PID{}, fmt.Errorf("spawn %s: %w", e.ID, err)
+	}
+	return pid, nil
+}
+
+// instance is a process.lua entry running as a service.
+type instance struct{ pid process.PID }
+
+func (i instance) PID() process.PID { return i.pid }
+
+// Start implements registry.Starter: one instance, registered under the
+// entry's ID so process.send("app:worker", ...) reaches it.
+func (h *Host) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	pid, err := h.Spawn(env, e, registry.SpawnOptions{SpawnOptions: process.SpawnOptions{Name: string(e.ID)}})
+	if err != nil {
+		return nil, err
+	}
+	return instance{pid}, nil
+}

@@ -1,0 +1,251 @@
+package lua
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// ModuleLoader builds the value require(name) returns, for one process. It
+// runs on the process's own goroutine the first time the script requires
+// the module; the result is cached per process. It pushes exactly one
+// value (usually a table of functions closing over p) and returns 1.
+type ModuleLoader func(p *Process, L *lua.LState) int
+
+var modules = struct {
+	sync.RWMutex
+	m map[string]ModuleLoader
+}{m: map[string]ModuleLoader{}}
+
+// registerModule makes name loadable with require. Call it from an init
+// function; registering a name twice panics, since two files would then
+// fight over one module.
+func registerModule(name string, loader ModuleLoader) {
+	modules.Lock()
+	defer modules.Unlock()
+	if _, dup := modules.m[name]; dup {
+		panic(fmt.Sprintf("lua: module %q registered twice", name))
+	}
+	modules.m[name] = loader
+}
+
+func moduleLoader(name string) (ModuleLoader, bool) {
+	modules.RLock()
+	defer modules.RUnlock()
+	l, ok := modules.m[name]
+	return l, ok
+}
+
+// ModuleNames returns the names of the runtime modules, sorted.
+func ModuleNames() []string {
+	modules.RLock()
+	defer modules.RUnlock()
+	out := make([]string, 0, len(modules.m))
+	for n := range modules.m {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Process is one running Lua process: its state, its goroutine's handle in
+// the process core, and the runtime it lives in. Everything on it except
+// PID, Node, Env, Entry and Context must be used only from the
+// process's own goroutine, which is the goroutine every Lua function runs on.
+type Process struct {
+	L     *lua.LState
+	proc  *process.Proc
+	host  *Host
+	env   *registry.Env
+	entry *registry.Entry
+	spec  *Spec
+	log   *slog.Logger
+	ctx   *procContext
+
+	self    process.PID
+	selfStr lua.LString
+
+	wake  chan struct{} // signalled by Go-fed channels while armed
+	armed atomic.Bool   // the process is parked, or about to be
+	mbox  mailbox       // inbox, listen and events routing
+
+	loaded  map[string]lua.LValue // require cache
+	loading map[string]bool       // entry modules being required (cycle check)
+
+	destStr string // last destination string resolved, and its PID
+	destPID process.PID
+
+	ask      *askRef
+	askTimer *time.Timer
+}
+
+// PID returns the process's PID.
+func (p *Process) PID() process.PID { return p.self }
+
+// Node returns the node the process runs on.
+func (p *Process) Node() *process.Node { return p.proc.Node() }
+
+// Env returns the runtime environment (node, logger, metrics, entries).
+func (p *Process) Env() *registry.Env { return p.env }
+
+// Entry returns the process.lua entry this process is an instance of.
+func (p *Process) Entry() *registry.Entry { return p.entry }
+
+// Logger returns the process's logger, tagged with its entry ID and PID.
+func (p *Process) Logger() *slog.Logger {
+	p.logger()
+	return p.log
+}
+
+var discardLogger = slog.New(slog.DiscardHandler)
+
+// Context is cancelled when the process is asked to stop. Blocking Go code
+// called from Lua must select on it (see Await).
+func (p *Process) Context() context.Context { return p.proc.Context() }
+
+// procContext is the context installed on the LState: the process's own
+// context, carrying the *Process so that a Go function shared by every
+// state finds its caller's process without a map lookup.
+type procContext struct {
+	context.Context
+	p *Process
+}
+
+type procKey struct{}
+
+func (c *procContext) Value(k any) any {
+	if _, ok := k.(procKey); ok {
+		return c.p
+	}
+	return c.Context.Value(k)
+}
+
+// ProcessOf returns the process that runs L (also from a coroutine of it).
+// It panics when L is not a process's state, which is a programming error.
+func ProcessOf(L *lua.LState) *Process {
+	if c, ok := L.Context().(*procContext); ok {
+		return c.p
+	}
+	if ctx := L.Context(); ctx != nil {
+		if p, ok := ctx.Value(procKey{}).(*Process); ok {
+			return p
+		}
+	}
+	panic("lua: state does not belong to a process")
+}
+
+// Await blocks until ch yields a value or the process is asked to stop, in
+// which case it returns the context's error; the caller should then return
+// it (as nil, err) or raise, and the script ends as the process stops. ok
+// is false when ch was closed.
+func Await[T any](p *Process, ch <-chan T) (v T, ok bool, err error) {
+	select {
+	case v, ok = <-ch:
+		return v, ok, nil
+	case <-p.Context().Done():
+		return v, false, value.NewError(value.KindStopped, "process stopping")
+	}
+}
+
+// AwaitTimeout is Await with a deadline; past it, err is a timeout error.
+func AwaitTimeout[T any](p *Process, ch <-chan T, d time.Duration) (v T, ok bool, err error) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case v, ok = <-ch:
+		return v, ok, nil
+	case <-t.C:
+		return v, false, value.NewError(value.KindTimeout, "timed out after %s", d)
+	case <-p.Context().Done():
+		return v, false, value.NewError(value.KindStopped, "process stopping")
+	}
+}
+
+// ReturnError pushes nil and err as an error value (err.kind, err.message,
+// err.errors, tostring(err)) and returns 2: the Lua convention for an
+// operational failure. Use it as `return ReturnError(L, err)`.
+func ReturnError(L *lua.LState, err error) int {
+	L.Push(lua.LNil)
+	L.Push(ErrorValue(L, value.FromError(err)))
+	return 2
+}
+
+// ReturnValue converts v with ToLua and pushes it; when v cannot be
+// converted it returns nil, err instead.
+func ReturnValue(L *lua.LState, v any) int {
+	lv, err := ToLua(L, v)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lv)
+	return 1
+}
+
+// CheckDuration reads argument n as a duration: a number of milliseconds
+// or a Go duration string ("250ms", "5s"). Anything else raises.
+func CheckDuration(L *lua.LState, n int) time.Duration {
+	switch v := L.Get(n).(type) {
+	case lua.LNumber:
+		if v < 0 {
+			L.ArgError(n, "duration must not be negative")
+		}
+		return time.Duration(float64(v) * float64(time.Millisecond))
+	case lua.LString:
+		d, err := time.ParseDuration(string(v))
+		if err != nil {
+			L.ArgError(n, fmt.Sprintf("invalid duration %q (use a number of milliseconds or a string like \"250ms\")", string(v)))
+		}
+		if d < 0 {
+			L.ArgError(n, "duration must not be negative")
+		}
+		return d
+	default:
+		L.ArgError(n, "duration expected (milliseconds or a string like \"250ms\"), got "+L.Get(n).Type().String())
+	}
+	return 0
+}
+
+// OptDuration is CheckDuration with def when argument n is nil or absent.
+func OptDuration(L *lua.LState, n int, def time.Duration) time.Duration {
+	if L.Get(n) == lua.LNil {
+		return def
+	}
+	return CheckDuration(L, n)
+}
+
+// CheckPID reads argument n as a destination (a PID string or a registered
+// name) and resolves it. A string that is not a PID or a known name returns
+// the resolution error, which the caller hands back as nil, err; a
+// non-string argument raises.
+func CheckPID(L *lua.LState, n int) (process.PID, error) {
+	p := ProcessOf(L)
+	return p.resolve(string(L.CheckString(n)))
+}
+
+func (p *Process) resolve(dest string) (process.PID, error) {
+	if dest == p.destStr && dest != "" && process.IsPIDString(dest) {
+		return p.destPID, nil
+	}
+	pid, err := p.Node().Resolve(dest)
+	if err != nil {
+		return pid, err
+	}
+	if process.IsPIDString(dest) {
+		// Names can move to another process; only PID strings are cached.
+		p.destStr, p.destPID = dest, pid
+	}
+	return pid, nil
+}
+
+// PIDValue renders a PID as scripts see it: its string form.
+func PIDValue(pid process.PID) lua.LString { return lua.LString(pid.String()) }

@@ -1,0 +1,289 @@
+package lua
+
+import (
+	"sync"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/value"
+)
+
+// Memory per process is dominated by what every state would build for
+// itself: the standard library tables, the globals process/channel/time/
+// log, the metatables of channels, messages and errors. They are built once
+// here, in a template state, and shared by reference. Stock gopher-lua has
+// no immutable tables, so sharing is guarded: a script never holds a
+// shared table. It sees a per-state proxy (an empty table whose protected
+// metatable indexes the shared one, created on first use of the global),
+// getmetatable honours __metatable, and writes land in the proxy. Shared
+// tables are only ever read after init, so concurrent states may read them.
+
+// Library is a set of Go functions that becomes a global table or a
+// module. Its functions are shared by every state: they must find their
+// process with ProcessOf(L), never close over one.
+type Library struct {
+	funcs map[string]lua.LGFunction
+	once  sync.Once
+	table *lua.LTable // shared; never handed to a script
+	meta  *lua.LTable // {__index = table, __metatable = false}
+}
+
+// NewLibrary returns a library of funcs. Build it once (a package variable)
+// and hand each process a Proxy.
+func NewLibrary(funcs map[string]lua.LGFunction) *Library {
+	return &Library{funcs: funcs}
+}
+
+func (lib *Library) build() { lib.buildWith(template()) }
+
+// Proxy returns a fresh table for one state that reads through to the
+// library: what a module loader pushes.
+func (lib *Library) Proxy(L *lua.LState) *lua.LTable {
+	lib.build()
+	t := L.CreateTable(0, 0)
+	t.Metatable = lib.meta
+	return t
+}
+
+// protectedMeta returns {__index = index, __metatable = false}: the
+// metatable of a proxy, which a script can neither read nor replace.
+func protectedMeta(L *lua.LState, index lua.LValue) *lua.LTable {
+	m := L.CreateTable(0, 2)
+	m.RawSetString("__index", index)
+	m.RawSetString("__metatable", lua.LFalse)
+	return m
+}
+
+// templateState holds what every process state shares.
+type templateState struct {
+	L *lua.LState // only used to build shared values, never run
+
+	globals     *lua.LTable // shared index of every state's _G
+	globalsMeta *lua.LTable
+	stringMeta  *lua.LTable
+	errMeta     *lua.LTable
+	chanMeta    *lua.LTable
+	caseMeta    *lua.LTable
+	msgMeta     *lua.LTable
+	libs        map[string]*lua.LTable // name -> proxy metatable of a standard or global library
+}
+
+var (
+	templateOnce sync.Once
+	templateVal  *templateState
+	tmplMu       sync.Mutex // serialises builds that use the template state
+)
+
+// globalLibs are the tables that appear as globals (process, channel, time,
+// log), filled by init functions of this package.
+var globalLibs = map[string]*Library{}
+
+// baseRemoved are base functions a sandboxed script must not have: they
+// load code from files or strings, reach the environment of functions, or
+// act on the whole Go process.
+var baseRemoved = []string{
+	"dofile", "loadfile", "load", "loadstring", "module", "getfenv", "setfenv",
+	"collectgarbage", "newproxy", "_printregs", "require", "print", "getmetatable",
+	"_GOPHER_LUA_VERSION", "_G",
+}
+
+func template() *templateState {
+	templateOnce.Do(func() {
+		L := lua.NewState(lua.Options{SkipOpenLibs: true, CallStackSize: 64, RegistrySize: 256})
+		for _, lib := range []struct {
+			name string
+			fn   lua.LGFunction
+		}{
+			{lua.BaseLibName, lua.OpenBase},
+			{lua.TabLibName, lua.OpenTable},
+			{lua.StringLibName, lua.OpenString},
+			{lua.MathLibName, lua.OpenMath},
+			{lua.CoroutineLibName, lua.OpenCoroutine},
+		} {
+			L.Push(L.NewFunction(lib.fn))
+			L.Push(lua.LString(lib.name))
+			L.Call(1, 0)
+		}
+		t := &templateState{L: L, libs: map[string]*lua.LTable{}}
+		g := L.G.Global
+		t.globals = L.CreateTable(0, 64)
+		g.ForEach(func(k, v lua.LValue) {
+			if _, ok := v.(*lua.LFunction); ok {
+				t.globals.RawSet(k, v)
+			}
+		})
+		for _, name := range baseRemoved {
+			t.globals.RawSetString(name, lua.LNil)
+		}
+		t.globals.RawSetString("_VERSION", g.RawGetString("_VERSION"))
+		t.globals.RawSetString("print", L.NewFunction(luaPrint))
+		t.globals.RawSetString("require", L.NewFunction(luaRequire))
+		t.globals.RawSetString("getmetatable", L.NewFunction(luaGetMetatable))
+		for _, name := range []string{lua.TabLibName, lua.StringLibName, lua.MathLibName, lua.CoroutineLibName} {
+			lib := g.RawGetString(name).(*lua.LTable)
+			if name == lua.StringLibName {
+				// gopher-lua's string table is also the string metatable.
+				lib.RawSetString("__index", lua.LNil)
+				lib.RawSetString("dump", lua.LNil)
+			}
+			t.libs[name] = protectedMeta(L, lib)
+		}
+		t.stringMeta = protectedMeta(L, g.RawGetString(lua.StringLibName))
+		// Globals absent from a state's own _G are looked up here; the
+		// libraries (string, process, ...) are not in the shared table
+		// itself but created per state on first use, as proxies.
+		gm := L.CreateTable(0, 2)
+		gm.RawSetString("__index", L.NewFunction(globalIndex))
+		gm.RawSetString("__metatable", lua.LFalse)
+		t.globals.Metatable = gm
+		t.globalsMeta = protectedMeta(L, t.globals)
+
+		t.errMeta = L.CreateTable(0, 4)
+		t.errMeta.RawSetString("__index", L.NewFunction(errorIndex))
+		t.errMeta.RawSetString("__tostring", L.NewFunction(errorToString))
+		t.errMeta.RawSetString("__metatable", lua.LFalse)
+		templateVal = t
+		// Libraries are built after templateVal is set: building uses it.
+		for name, lib := range globalLibs {
+			lib.buildWith(t)
+			t.libs[name] = lib.meta
+		}
+		t.chanMeta = protectedMeta(L, channelMethods.shared(t))
+		t.chanMeta.RawSetString("__tostring", L.NewFunction(channelToString))
+		t.caseMeta = protectedMeta(L, L.CreateTable(0, 0))
+		t.msgMeta = protectedMeta(L, messageMethods.shared(t))
+		t.msgMeta.RawSetString("__tostring", L.NewFunction(messageToString))
+	})
+	return templateVal
+}
+
+func (lib *Library) buildWith(t *templateState) {
+	lib.once.Do(func() {
+		lib.table = t.L.CreateTable(0, len(lib.funcs))
+		for name, fn := range lib.funcs {
+			lib.table.RawSetString(name, t.L.NewFunction(fn))
+		}
+		lib.meta = protectedMeta(t.L, lib.table)
+	})
+}
+
+func (lib *Library) shared(t *templateState) *lua.LTable {
+	lib.buildWith(t)
+	return lib.table
+}
+
+// globalIndex creates the calling state's proxy of a library on first use
+// and stores it in the state's own globals, so later lookups are direct.
+func globalIndex(L *lua.LState) int {
+	key, ok := L.Get(2).(lua.LString)
+	if !ok {
+		return 0
+	}
+	meta, ok := templateVal.libs[string(key)]
+	if !ok {
+		return 0
+	}
+	proxy := L.CreateTable(0, 0)
+	proxy.Metatable = meta
+	L.G.Global.RawSetString(string(key), proxy)
+	L.Push(proxy)
+	return 1
+}
+
+// luaGetMetatable is getmetatable honouring __metatable, so shared
+// metatables cannot be reached (gopher-lua's own ignores it).
+func luaGetMetatable(L *lua.LState) int {
+	obj := L.CheckAny(1)
+	mt := L.GetMetatable(obj)
+	if t, ok := mt.(*lua.LTable); ok {
+		if protected := t.RawGetString("__metatable"); protected != lua.LNil {
+			L.Push(protected)
+			return 1
+		}
+	}
+	L.Push(mt)
+	return 1
+}
+
+// ErrorValue returns e as a Lua error value: err.kind, err.message,
+// err.errors (a list of error values, for aggregates) and tostring(err).
+func ErrorValue(L *lua.LState, e *value.Error) lua.LValue {
+	if e == nil {
+		return lua.LNil
+	}
+	ud := L.NewUserData()
+	ud.Value = e
+	ud.Metatable = template().errMeta
+	return ud
+}
+
+// AsError returns the *value.Error inside an error value, if lv is one.
+func AsError(lv lua.LValue) (*value.Error, bool) {
+	if ud, ok := lv.(*lua.LUserData); ok {
+		e, ok := ud.Value.(*value.Error)
+		return e, ok && e != nil
+	}
+	return nil, false
+}
+
+// ErrorFromLua turns what a script hands over as an error (an error
+// value, a string, or a table {kind=, message=}) into a *value.Error.
+func ErrorFromLua(lv lua.LValue) *value.Error {
+	if e, ok := AsError(lv); ok {
+		return e
+	}
+	switch v := lv.(type) {
+	case lua.LString:
+		return value.NewError(value.KindInternal, "%s", string(v))
+	case *lua.LTable:
+		kind := value.Kind(lua.LVAsString(v.RawGetString("kind")))
+		switch kind {
+		case value.KindInvalid, value.KindNotFound, value.KindTimeout, value.KindNotJoined,
+			value.KindLimit, value.KindAggregate, value.KindStopped, value.KindInternal:
+		default:
+			kind = value.KindInternal
+		}
+		msg := lua.LVAsString(v.RawGetString("message"))
+		if msg == "" {
+			msg = string(kind)
+		}
+		return value.NewError(kind, "%s", msg)
+	}
+	return value.NewError(value.KindInternal, "%s", lv.String())
+}
+
+func errorIndex(L *lua.LState) int {
+	e, _ := AsError(L.Get(1))
+	if e == nil {
+		return 0
+	}
+	switch L.CheckString(2) {
+	case "kind":
+		L.Push(lua.LString(e.Kind))
+	case "message":
+		L.Push(lua.LString(e.Message))
+	case "errors":
+		if e.Errors == nil {
+			L.Push(lua.LNil)
+			return 1
+		}
+		t := L.CreateTable(len(e.Errors), 0)
+		for _, m := range e.Errors {
+			t.Append(ErrorValue(L, m))
+		}
+		L.Push(t)
+	default:
+		L.Push(lua.LNil)
+	}
+	return 1
+}
+
+func errorToString(L *lua.LState) int {
+	e, _ := AsError(L.Get(1))
+	if e == nil {
+		L.Push(lua.LString("error"))
+		return 1
+	}
+	L.Push(lua.LString(e.Message))
+	return 1
+}
