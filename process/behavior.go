@@ -81,7 +81,6 @@ func (p *process) dispatchInit(i Initializer) {
 // dispatch runs the Behavior until its mailbox and event queue are empty.
 func (p *process) dispatch() {
 	c := Context{p}
-	b := p.behavior
 	idle := 0
 	for {
 		if p.dead.Load() {
@@ -92,20 +91,16 @@ func (p *process) dispatch() {
 			return
 		}
 		worked := false
-		if p.ext.Load() != nil && p.ext.Load().events.len() > 0 {
+		if x := p.ext.Load(); x != nil && x.events.len() > 0 {
 			if exit, ok := p.guard(func() { p.drainEvents(c) }); !ok {
 				p.end(exit)
 				return
 			}
 			worked = true
 		}
-		for {
-			m, ok := p.mb.pop()
+		if p.mb.len() > 0 {
+			exit, ok := p.receiveBatch(c)
 			if !ok {
-				break
-			}
-			worked = true
-			if exit, ok := p.guard(func() { b.Receive(c, m) }); !ok {
 				p.end(exit)
 				return
 			}
@@ -113,9 +108,7 @@ func (p *process) dispatch() {
 				p.end(p.ext.Load().exit)
 				return
 			}
-			if p.stopReq.Load() || p.dead.Load() {
-				break
-			}
+			worked = true
 		}
 		if worked {
 			idle = 0
@@ -126,6 +119,7 @@ func (p *process) dispatch() {
 			runtime.Gosched()
 			continue
 		}
+		p.mb.trim()
 		p.sched.Store(0)
 		// A sender that saw sched==1 did not start a goroutine: look again.
 		if p.mb.len() == 0 && (p.ext.Load() == nil || p.ext.Load().events.len() == 0) && !p.stopReq.Load() {
@@ -133,6 +127,28 @@ func (p *process) dispatch() {
 		}
 		if !p.sched.CompareAndSwap(0, 1) {
 			return
+		}
+	}
+}
+
+// receiveBatch hands queued messages to Receive until the mailbox is empty
+// or the process must stop. One deferred recover covers the whole batch.
+func (p *process) receiveBatch(c Context) (exit Exit, ok bool) {
+	defer func() {
+		if r := recover(); r != nil {
+			p.node.log.Error("process panicked", "pid", p.pid.String(), "panic", r, "stack", string(debug.Stack()))
+			exit, ok = Exit{Err: fmt.Errorf("panic: %v", r)}, false
+		}
+	}()
+	b := p.behavior
+	for {
+		m, more := p.mb.pop()
+		if !more {
+			return Exit{}, true
+		}
+		b.Receive(c, m)
+		if p.selfStop || p.stopReq.Load() || p.dead.Load() {
+			return Exit{}, true
 		}
 	}
 }

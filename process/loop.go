@@ -38,7 +38,7 @@ type Loop struct {
 // NewLoop returns a loop; call Run to start it.
 func NewLoop(opts LoopOptions) *Loop {
 	l := &Loop{wake: make(chan struct{}, 1), onWarn: opts.OnWarn, done: make(chan struct{})}
-	l.q.limit = opts.MaxQueue
+	l.q.setLimit(opts.MaxQueue)
 	l.warnAt.Store(int64(opts.WarnQueue))
 	return l
 }

@@ -9,8 +9,14 @@ type Message struct {
 	Topic   string
 	Payload any
 
-	reply ReplyTarget
-	token uint64
+	// reply is nil for a tell; one pointer keeps the message small, since
+	// every message crosses cores by value.
+	reply *replyTo
+}
+
+type replyTo struct {
+	target ReplyTarget
+	token  uint64
 }
 
 // ReplyTarget settles an ask. Settle reports whether this reply was the one
@@ -23,7 +29,11 @@ type ReplyTarget interface {
 
 // WithReply returns m addressed to reply through t with token.
 func (m Message) WithReply(t ReplyTarget, token uint64) Message {
-	m.reply, m.token = t, token
+	if t == nil {
+		m.reply = nil
+		return m
+	}
+	m.reply = &replyTo{target: t, token: token}
 	return m
 }
 
@@ -39,11 +49,16 @@ func (m *Message) Reply(from PID, v any, err error) (bool, error) {
 	if m.reply == nil {
 		return false, ErrNoReplyTarget
 	}
-	return m.reply.Settle(m.token, from, v, err), nil
+	return m.reply.target.Settle(m.reply.token, from, v, err), nil
 }
 
-// Forward returns the reply target of m so a router can hand it on.
-func (m *Message) ReplyTarget() (ReplyTarget, uint64) { return m.reply, m.token }
+// ReplyTarget returns where m's reply goes, so a router can hand it on.
+func (m *Message) ReplyTarget() (ReplyTarget, uint64) {
+	if m.reply == nil {
+		return nil, 0
+	}
+	return m.reply.target, m.reply.token
+}
 
 // Exit is how a process ended: Err is nil for a normal exit, and Value is
 // what it returned.

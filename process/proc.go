@@ -52,7 +52,11 @@ func (h *Proc) PendingEvents() int { return h.p.ext.Load().events.len() }
 func (h *Proc) Wake() <-chan struct{} { return h.p.wake }
 
 // Arm declares that the process is about to wait on Wake.
-func (h *Proc) Arm() { h.p.waiting.Store(true) }
+func (h *Proc) Arm() {
+	// About to wait: hand back an emptied mailbox buffer first.
+	h.p.mb.trim()
+	h.p.waiting.Store(true)
+}
 
 // Disarm withdraws Arm when the process found work after all.
 func (h *Proc) Disarm() { h.p.waiting.Store(false) }

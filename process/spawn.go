@@ -70,7 +70,7 @@ func (n *Node) SpawnFunc(fn ProcFunc, opts SpawnOptions) (PID, error) {
 func (n *Node) newProcess(opts SpawnOptions) *process {
 	p := &process{node: n}
 	p.pid = PID{Node: n.name, ID: n.nextID.Add(1), Creation: n.creation}
-	p.mb.limit = opts.MailboxSize
+	p.mb.setLimit(opts.MailboxSize)
 	if opts.TrapLinks {
 		p.extLocked().trapLinks = true
 	}

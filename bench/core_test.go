@@ -1,0 +1,242 @@
+package bench
+
+import (
+	"io"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/asynkron/protoactor-go/actor"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// Sizes of the scenarios, as NOTES.md measured the peers.
+const (
+	tellMessages = 2_000_000
+	askRounds    = 200_000
+	spawnCount   = 100_000
+)
+
+func quietNode() *process.Node {
+	return process.NewNode(process.Options{Name: "bench", Logger: slog.New(slog.DiscardHandler)})
+}
+
+func quietSystem() *actor.ActorSystem {
+	return actor.NewActorSystem(actor.WithLoggerFactory(func(*actor.ActorSystem) *slog.Logger {
+		return slog.New(slog.NewTextHandler(io.Discard, nil))
+	}))
+}
+
+// counter counts messages and closes done at the target.
+type counter struct {
+	n      int64
+	target int64
+	done   chan struct{}
+}
+
+func (c *counter) Receive(_ process.Context, _ process.Message) {
+	c.n++
+	if c.n == c.target {
+		close(c.done)
+	}
+}
+
+// BenchmarkTell: one goroutine sends tellMessages to one process; the
+// clock stops when the process has seen them all.
+func BenchmarkTell(b *testing.B) {
+	b.Run("proctor", func(b *testing.B) {
+		n := quietNode()
+		var total time.Duration
+		for i := 0; i < b.N; i++ {
+			c := &counter{target: tellMessages, done: make(chan struct{})}
+			pid, _ := n.Spawn(c, process.SpawnOptions{})
+			m := process.Message{Topic: "t", Payload: 1}
+			start := time.Now()
+			for j := 0; j < tellMessages; j++ {
+				if err := n.Send(pid, m); err != nil {
+					b.Fatal(err)
+				}
+			}
+			<-c.done
+			total += time.Since(start)
+			n.Kill(pid)
+		}
+		b.ReportMetric(float64(tellMessages)*float64(b.N)/total.Seconds(), "msgs/s")
+	})
+	b.Run("protoactor", func(b *testing.B) {
+		sys := quietSystem()
+		defer sys.Shutdown()
+		var total time.Duration
+		for i := 0; i < b.N; i++ {
+			var seen int64
+			done := make(chan struct{})
+			pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+				if _, ok := ctx.Message().(int); ok {
+					seen++
+					if seen == tellMessages {
+						close(done)
+					}
+				}
+			}))
+			start := time.Now()
+			for j := 0; j < tellMessages; j++ {
+				sys.Root.Send(pid, 1)
+			}
+			<-done
+			total += time.Since(start)
+			sys.Root.Stop(pid)
+		}
+		b.ReportMetric(float64(tellMessages)*float64(b.N)/total.Seconds(), "msgs/s")
+	})
+}
+
+// BenchmarkAsk: askRounds sequential request/replies from one goroutine.
+func BenchmarkAsk(b *testing.B) {
+	report := func(b *testing.B, lat []time.Duration) {
+		slices.Sort(lat)
+		b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+		b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	}
+	b.Run("proctor", func(b *testing.B) {
+		n := quietNode()
+		pid, _ := n.Spawn(echo{}, process.SpawnOptions{})
+		defer n.Kill(pid)
+		lat := make([]time.Duration, 0, askRounds*b.N)
+		m := process.Message{Topic: "ping", Payload: 1}
+		for i := 0; i < b.N; i++ {
+			for j := 0; j < askRounds; j++ {
+				start := time.Now()
+				if _, _, err := n.Ask(pid, m, time.Second); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+		}
+		report(b, lat)
+	})
+	b.Run("protoactor", func(b *testing.B) {
+		sys := quietSystem()
+		defer sys.Shutdown()
+		pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+			if _, ok := ctx.Message().(int); ok {
+				ctx.Respond(1)
+			}
+		}))
+		lat := make([]time.Duration, 0, askRounds*b.N)
+		for i := 0; i < b.N; i++ {
+			for j := 0; j < askRounds; j++ {
+				start := time.Now()
+				if _, err := sys.Root.RequestFuture(pid, 1, time.Second).Result(); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+		}
+		report(b, lat)
+	})
+}
+
+type echo struct{}
+
+func (echo) Receive(c process.Context, m process.Message) { c.Reply(&m, m.Payload, nil) }
+
+type idle struct{}
+
+func (idle) Receive(process.Context, process.Message) {}
+
+func liveHeap() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapAlloc
+}
+
+// BenchmarkSpawn: spawnCount idle processes; spawns/s and the live-heap
+// growth per process after GC, with the system kept alive.
+func BenchmarkSpawn(b *testing.B) {
+	b.Run("proctor", func(b *testing.B) {
+		var rate, per float64
+		for i := 0; i < b.N; i++ {
+			n := quietNode()
+			pids := make([]process.PID, spawnCount)
+			before := liveHeap()
+			start := time.Now()
+			for j := range pids {
+				pid, err := n.Spawn(idle{}, process.SpawnOptions{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				pids[j] = pid
+			}
+			el := time.Since(start)
+			after := liveHeap()
+			rate += spawnCount / el.Seconds()
+			// The PID slice is the benchmark's, not the runtime's.
+			per += (float64(after-before) - float64(cap(pids))*float64(unsafeSizeofPID)) / spawnCount
+			runtime.KeepAlive(n)
+			for _, p := range pids {
+				n.Kill(p)
+			}
+		}
+		b.ReportMetric(rate/float64(b.N), "spawns/s")
+		b.ReportMetric(per/float64(b.N), "B/process")
+	})
+	b.Run("protoactor", func(b *testing.B) {
+		var rate, per float64
+		for i := 0; i < b.N; i++ {
+			sys := quietSystem()
+			props := actor.PropsFromFunc(func(actor.Context) {})
+			pids := make([]*actor.PID, spawnCount)
+			before := liveHeap()
+			start := time.Now()
+			for j := range pids {
+				pids[j] = sys.Root.Spawn(props)
+			}
+			el := time.Since(start)
+			after := liveHeap()
+			rate += spawnCount / el.Seconds()
+			per += (float64(after-before) - float64(cap(pids))*8) / spawnCount
+			runtime.KeepAlive(sys)
+			sys.Shutdown()
+		}
+		b.ReportMetric(rate/float64(b.N), "spawns/s")
+		b.ReportMetric(per/float64(b.N), "B/process")
+	})
+}
+
+const unsafeSizeofPID = 32
+
+// BenchmarkTellParallel: several senders to one process, for contention.
+func BenchmarkTellParallel(b *testing.B) {
+	n := quietNode()
+	var seen atomic.Int64
+	pid, _ := n.Spawn(process.Behavior(countAll{&seen}), process.SpawnOptions{})
+	defer n.Kill(pid)
+	m := process.Message{Topic: "t"}
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if err := n.Send(pid, m); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
+	wg.Wait()
+	for seen.Load() < int64(b.N) {
+		runtime.Gosched()
+	}
+	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
+}
+
+type countAll struct{ n *atomic.Int64 }
+
+func (c countAll) Receive(process.Context, process.Message) { c.n.Add(1) }
