@@ -67,6 +67,7 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 		L := newState(p)
 		p.L = L
 		defer L.Close()
+		defer p.stopTimers()
 		return p.run(args)
 	}
 }

@@ -87,6 +87,7 @@ type Process struct {
 
 	ask      *askRef
 	askTimer *time.Timer
+	timers   []*afterTimer // pending time.after timers
 }
 
 // PID returns the process's PID.

@@ -1,0 +1,282 @@
+package lua
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+var processLib = NewLibrary(map[string]lua.LGFunction{
+	"pid":             procPID,
+	"send":            procSend,
+	"ask":             procAsk,
+	"spawn":           procSpawn,
+	"spawn_monitored": procSpawnMonitored,
+	"spawn_linked":    procSpawnLinked,
+	"monitor":         procMonitor,
+	"unmonitor":       procUnmonitor,
+	"link":            procLink,
+	"unlink":          procUnlink,
+	"terminate":       procTerminate,
+	"register":        procRegister,
+	"lookup":          procLookup,
+	"set_options":     procSetOptions,
+	"inbox":           procInbox,
+	"listen":          procListen,
+	"events":          procEvents,
+})
+
+func init() { globalLibs["process"] = processLib }
+
+func procPID(L *lua.LState) int {
+	L.Push(ProcessOf(L).selfStr)
+	return 1
+}
+
+// payloadArg copies argument n for another process.
+func payloadArg(L *lua.LState, n int) (any, error) {
+	if L.GetTop() < n {
+		return nil, nil
+	}
+	switch v := L.Get(n).(type) {
+	case lua.LString:
+		return string(v), nil
+	case lua.LNumber:
+		return float64(v), nil
+	case lua.LBool:
+		return bool(v), nil
+	}
+	return ToGoAt(L.Get(n), "payload")
+}
+
+func procSend(L *lua.LState) int {
+	p := ProcessOf(L)
+	dest := L.CheckString(1)
+	topic := L.CheckString(2)
+	payload, err := payloadArg(L, 3)
+	if err != nil {
+		return ReturnError(L, fmt.Errorf("send %q to %s: %w", topic, dest, err))
+	}
+	to, err := p.resolve(dest)
+	if err != nil {
+		return ReturnError(L, fmt.Errorf("send %q: %w", topic, err))
+	}
+	if err := p.Node().Send(to, process.Message{From: p.self, Topic: topic, Payload: payload}); err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+// procAsk sends an ask and waits for its reply, its deadline or the
+// process's stop, whichever is first. The reply reference is the process's
+// own, reused ask after ask; a reply that comes after the ask settled fails
+// its token check and is dropped.
+func procAsk(L *lua.LState) int {
+	p := ProcessOf(L)
+	dest := L.CheckString(1)
+	topic := L.CheckString(2)
+	timeout := OptDuration(L, 4, process.DefaultAskTimeout)
+	if timeout <= 0 {
+		L.ArgError(4, "timeout must be positive")
+	}
+	payload, err := payloadArg(L, 3)
+	if err != nil {
+		return ReturnError(L, fmt.Errorf("ask %q of %s: %w", topic, dest, err))
+	}
+	to, err := p.resolve(dest)
+	if err != nil {
+		return ReturnError(L, fmt.Errorf("ask %q: %w", topic, err))
+	}
+	r := p.ask
+	if r == nil {
+		r = &askRef{ch: make(chan askResult, 1)}
+		p.ask = r
+		p.askTimer = time.NewTimer(time.Hour)
+		p.askTimer.Stop()
+	}
+	token := (r.state.Load() + 2) &^ 1
+	r.state.Store(token)
+	m := process.Message{From: p.self, Topic: topic, Payload: payload}.WithReply(r, token)
+	if err := p.Node().Send(to, m); err != nil {
+		r.state.Store(token + 1)
+		return ReturnError(L, err)
+	}
+	var res askResult
+	p.askTimer.Reset(timeout)
+	select {
+	case res = <-r.ch:
+		p.askTimer.Stop()
+	case <-p.askTimer.C:
+		if r.state.CompareAndSwap(token, token+1) {
+			return ReturnError(L, fmt.Errorf("ask %q of %s after %s: %w", topic, dest, timeout, process.ErrTimeout))
+		}
+		res = <-r.ch // a reply won the race with the clock
+	case <-p.proc.Context().Done():
+		p.askTimer.Stop()
+		if r.state.CompareAndSwap(token, token+1) {
+			return ReturnError(L, errStopping)
+		}
+		res = <-r.ch
+	}
+	if res.err != nil {
+		return ReturnError(L, res.err)
+	}
+	lv, err := ToLua(L, res.v)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lv)
+	L.Push(PIDValue(res.from))
+	return 2
+}
+
+type spawnMode int
+
+const (
+	spawnPlain spawnMode = iota
+	spawnMonitored
+	spawnLinked
+)
+
+func procSpawn(L *lua.LState) int          { return spawnWith(L, spawnPlain) }
+func procSpawnMonitored(L *lua.LState) int { return spawnWith(L, spawnMonitored) }
+func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, spawnLinked) }
+
+func spawnWith(L *lua.LState, mode spawnMode) int {
+	p := ProcessOf(L)
+	id := L.CheckString(1)
+	if !strings.Contains(id, ":") {
+		id = p.entry.ID.Namespace() + ":" + id
+	}
+	var args []any
+	if n := L.GetTop(); n > 1 {
+		args = make([]any, 0, n-1)
+		for i := 2; i <= n; i++ {
+			a, err := ToGoAt(L.Get(i), fmt.Sprintf("args[%d]", i-1))
+			if err != nil {
+				return ReturnError(L, fmt.Errorf("spawn %s: %w", id, err))
+			}
+			args = append(args, a)
+		}
+	}
+	if p.env == nil || p.env.Entries == nil {
+		return ReturnError(L, value.NewError(value.KindNotFound, "spawn %s: no entries are known to this runtime", id))
+	}
+	opts := registry.SpawnOptions{Args: args}
+	switch mode {
+	case spawnMonitored:
+		opts.MonitorBy = p.self
+	case spawnLinked:
+		opts.LinkTo = p.self
+	}
+	pid, err := p.env.Entries.Spawn(registry.ID(id), opts)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(PIDValue(pid))
+	return 1
+}
+
+// pidOp runs op on the destination in argument 1 and returns true or
+// nil, err.
+func pidOp(L *lua.LState, op func(p *Process, pid process.PID) error) int {
+	p := ProcessOf(L)
+	pid, err := p.resolve(L.CheckString(1))
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	if err := op(p, pid); err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+func procMonitor(L *lua.LState) int {
+	return pidOp(L, func(p *Process, pid process.PID) error { return p.Node().Monitor(p.self, pid) })
+}
+
+func procUnmonitor(L *lua.LState) int {
+	return pidOp(L, func(p *Process, pid process.PID) error { p.Node().Demonitor(p.self, pid); return nil })
+}
+
+func procLink(L *lua.LState) int {
+	return pidOp(L, func(p *Process, pid process.PID) error { return p.Node().Link(p.self, pid) })
+}
+
+func procUnlink(L *lua.LState) int {
+	return pidOp(L, func(p *Process, pid process.PID) error { p.Node().Unlink(p.self, pid); return nil })
+}
+
+func procTerminate(L *lua.LState) int {
+	return pidOp(L, func(p *Process, pid process.PID) error { return p.Node().Terminate(pid) })
+}
+
+func procRegister(L *lua.LState) int {
+	p := ProcessOf(L)
+	name := L.CheckString(1)
+	if err := p.Node().Register(name, p.self); err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+func procLookup(L *lua.LState) int {
+	p := ProcessOf(L)
+	name := L.CheckString(1)
+	pid, ok := p.Node().Whereis(name)
+	if !ok || !p.Node().Alive(pid) && p.Node().IsLocal(pid) {
+		return ReturnError(L, fmt.Errorf("lookup %q: %w", name, process.ErrNameNotFound))
+	}
+	L.Push(PIDValue(pid))
+	return 1
+}
+
+func procSetOptions(L *lua.LState) int {
+	p := ProcessOf(L)
+	t := L.CheckTable(1)
+	var bad []string
+	t.ForEach(func(k, v lua.LValue) {
+		switch k.String() {
+		case "trap_links":
+			if _, ok := v.(lua.LBool); !ok {
+				L.ArgError(1, "trap_links must be a boolean")
+			}
+			p.proc.SetTrapLinks(lua.LVAsBool(v))
+		default:
+			bad = append(bad, k.String())
+		}
+	})
+	if len(bad) > 0 {
+		L.ArgError(1, fmt.Sprintf("unknown option(s) %s (known: trap_links)", strings.Join(bad, ", ")))
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+func procInbox(L *lua.LState) int {
+	p := ProcessOf(L)
+	L.Push(p.mbox.inboxChannel().Value(L))
+	return 1
+}
+
+func procListen(L *lua.LState) int {
+	p := ProcessOf(L)
+	topic := L.CheckString(1)
+	L.Push(p.mbox.listenChannel(topic).Value(L))
+	return 1
+}
+
+func procEvents(L *lua.LState) int {
+	p := ProcessOf(L)
+	L.Push(p.mbox.eventsChannel().Value(L))
+	return 1
+}

@@ -1,0 +1,260 @@
+package lua
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent writers.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// fakeLookup resolves entries the harness decoded and spawns them with the
+// host, as the registry would.
+type fakeLookup struct {
+	h  *harness
+	mu sync.Mutex
+	m  map[registry.ID]*registry.Entry
+}
+
+func (f *fakeLookup) Entry(id registry.ID) (*registry.Entry, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	e, ok := f.m[id]
+	return e, ok
+}
+
+func (f *fakeLookup) Instance(registry.ID) (registry.Instance, bool) { return nil, false }
+
+func (f *fakeLookup) Spawn(id registry.ID, opts registry.SpawnOptions) (process.PID, error) {
+	e, ok := f.Entry(id)
+	if !ok {
+		return process.PID{}, fmt.Errorf("spawn %s: %w", id, process.ErrNoProcess)
+	}
+	pid, err := f.h.host.Spawn(f.h.env, e, opts)
+	if err == nil {
+		f.h.track(pid)
+	}
+	return pid, err
+}
+
+type harness struct {
+	t    testing.TB
+	dir  string
+	node *process.Node
+	env  *registry.Env
+	host *Host
+	out  *syncBuffer
+	logs *syncBuffer
+	look *fakeLookup
+	pids []process.PID // guarded by look.mu
+}
+
+func newHarness(t testing.TB) *harness {
+	h := &harness{t: t, dir: t.TempDir(), out: &syncBuffer{}, logs: &syncBuffer{}}
+	h.node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.DiscardHandler)})
+	h.look = &fakeLookup{h: h, m: map[registry.ID]*registry.Entry{}}
+	h.env = &registry.Env{
+		Node:    h.node,
+		Logger:  slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Entries: h.look,
+	}
+	h.host = NewKind(Options{Stdout: h.out})
+	t.Cleanup(h.stopAll)
+	return h
+}
+
+// stopAll terminates every process the harness spawned and waits until
+// the node has none, so goleak sees no goroutine of ours.
+func (h *harness) stopAll() {
+	h.look.mu.Lock()
+	pids := append([]process.PID(nil), h.pids...)
+	h.look.mu.Unlock()
+	for _, pid := range pids {
+		_ = h.node.Terminate(pid)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for h.node.Count() > 0 {
+		if time.Now().After(deadline) {
+			h.t.Errorf("%d processes still alive after the test", h.node.Count())
+			return
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
+
+func (h *harness) track(pid process.PID) {
+	h.look.mu.Lock()
+	h.pids = append(h.pids, pid)
+	h.look.mu.Unlock()
+}
+
+// write puts a file in the harness directory.
+func (h *harness) write(name, content string) {
+	h.t.Helper()
+	p := filepath.Join(h.dir, name)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		h.t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		h.t.Fatal(err)
+	}
+}
+
+// decode decodes an entry "test:<name>" whose YAML fields are given, and
+// returns it with the validation errors.
+func (h *harness) decode(name, fields string) (*registry.Entry, []error) {
+	h.t.Helper()
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(fields), &doc); err != nil {
+		h.t.Fatalf("yaml: %v", err)
+	}
+	node := doc.Content[0]
+	e := &registry.Entry{ID: registry.ID("test:" + name), Kind: KindName, Node: node}
+	var errs []error
+	d := registry.NewDecoder(e, filepath.Join(h.dir, "config.yaml"), node, &errs)
+	e.Spec = h.host.Decode(d)
+	d.Finish()
+	return e, errs
+}
+
+// entry decodes a valid entry with script src (written as <name>.lua) and
+// extra YAML fields, and makes it known to process.spawn.
+func (h *harness) entry(name, src string, extra ...string) *registry.Entry {
+	h.t.Helper()
+	h.write(name+".lua", src)
+	fields := "source: file://" + name + ".lua\n" + strings.Join(extra, "\n")
+	e, errs := h.decode(name, fields)
+	if len(errs) > 0 {
+		h.t.Fatalf("decode %s: %v", name, errs)
+	}
+	h.look.mu.Lock()
+	h.look.m[e.ID] = e
+	h.look.mu.Unlock()
+	return e
+}
+
+func (h *harness) spawn(e *registry.Entry, args ...any) process.PID {
+	h.t.Helper()
+	var a []any
+	if len(args) > 0 {
+		a = args
+	}
+	pid, err := h.host.Spawn(h.env, e, registry.SpawnOptions{Args: a})
+	if err != nil {
+		h.t.Fatalf("spawn: %v", err)
+	}
+	h.track(pid)
+	return pid
+}
+
+// wait waits for pid to exit and returns its exit.
+func (h *harness) wait(pid process.PID, d time.Duration) process.Exit {
+	h.t.Helper()
+	done, exit, ok := h.node.Done(pid)
+	if !ok {
+		h.t.Fatalf("process %s is already gone", pid)
+	}
+	select {
+	case <-done:
+		return exit()
+	case <-time.After(d):
+		h.t.Fatalf("process %s did not exit within %s", pid, d)
+	}
+	return process.Exit{}
+}
+
+// run spawns e and waits for its exit.
+func (h *harness) run(e *registry.Entry, args ...any) process.Exit {
+	h.t.Helper()
+	done := make(chan process.Exit, 1)
+	var pid process.PID
+	// Watch from a Go process so a fast exit is not missed.
+	watcher, err := h.node.SpawnFunc(func(p *process.Proc) (any, error) {
+		for {
+			if e, ok := p.TryEvent(); ok {
+				done <- e.Exit
+				return nil, nil
+			}
+			p.Arm()
+			if e, ok := p.TryEvent(); ok {
+				p.Disarm()
+				done <- e.Exit
+				return nil, nil
+			}
+			select {
+			case <-p.Wake():
+			case <-p.Context().Done():
+				return nil, nil
+			}
+		}
+	}, process.SpawnOptions{})
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	var a []any
+	if len(args) > 0 {
+		a = args
+	}
+	pid, err = h.host.Spawn(h.env, e, registry.SpawnOptions{Args: a, SpawnOptions: process.SpawnOptions{MonitorBy: watcher}})
+	h.track(watcher)
+	if err == nil {
+		h.track(pid)
+	}
+	if err != nil {
+		_ = h.node.Terminate(watcher)
+		h.t.Fatalf("spawn: %v", err)
+	}
+	select {
+	case ex := <-done:
+		return ex
+	case <-time.After(10 * time.Second):
+		_ = h.node.Terminate(pid)
+		_ = h.node.Terminate(watcher)
+		h.t.Fatalf("process %s did not exit within 10s", pid)
+	}
+	return process.Exit{}
+}
+
+// eventually polls cond until it holds or the deadline passes.
+func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+}
