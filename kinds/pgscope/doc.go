@@ -1,0 +1,22 @@
+// Package pgscope implements the pg.scope entry kind: process groups with
+// Erlang/OTP pg semantics. Processes join named groups (a process may join
+// a group many times and must leave it as many times), groups exist while
+// they have members, a member that exits is removed from every group once
+// per join, and subscribers see member.joined / member.left events.
+//
+// Each scope runs a single-writer loop (process.Loop): joins, leaves,
+// subscriptions and the member snapshot of a broadcast are commands it runs
+// in order. Reads come from an immutable index the loop publishes through an
+// atomic pointer after every change (a persistent hash trie, so a change
+// costs O(log n) whatever the number of groups), so GetMembers and friends
+// never lock and never wait on the loop.
+//
+// The scope's own process monitors member and subscriber processes through
+// the process core; their EXIT events reach the loop through a small side
+// queue that a full action queue cannot refuse.
+//
+// State is kept per node and every change is diffed, so the cluster protocol
+// only has to add peers: it feeds a peer's joins, leaves and full syncs to
+// that node's share (remoteJoin, remoteLeave, syncNode, nodeDown) and only
+// real changes raise events.
+package pgscope

@@ -1,0 +1,116 @@
+package pgscope
+
+import (
+	"sync"
+	"sync/atomic"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// EventKind tells whether members joined or left.
+type EventKind uint8
+
+const (
+	// MemberJoined: PIDs joined Group (a PID repeated once per join).
+	MemberJoined EventKind = iota + 1
+	// MemberLeft: PIDs left Group (a PID repeated once per copy that left).
+	MemberLeft
+)
+
+// String returns "member.joined" or "member.left", the kind Lua sees.
+func (k EventKind) String() string {
+	switch k {
+	case MemberJoined:
+		return "member.joined"
+	case MemberLeft:
+		return "member.left"
+	}
+	return "unknown"
+}
+
+// Event is one membership change. PIDs is shared by every subscriber that
+// receives the event: read it, never modify it.
+type Event struct {
+	Kind  EventKind
+	Group string
+	PIDs  []process.PID
+}
+
+// Subscription receives the membership events of one group (Monitor) or of
+// every group (Events). Its channel holds up to monitor_buffer events; when
+// it is full, further events are dropped for this subscriber alone and
+// counted. The channel is closed when the subscription ends: Close, the
+// owner's exit, or the scope stopping.
+type Subscription struct {
+	scope *Scope
+	owner process.PID
+	group string
+	all   bool
+	ch    chan Event
+
+	// mu orders the loop's sends against Close, so Close can close the
+	// channel (and flush it) without the loop ever sending on a closed
+	// channel and without a round trip through a possibly full loop queue.
+	mu      sync.Mutex
+	closed  bool
+	dropped atomic.Uint64
+}
+
+// C returns the event channel.
+func (sub *Subscription) C() <-chan Event { return sub.ch }
+
+// Owner returns the process whose exit ends the subscription (zero for a
+// subscription owned by Go code).
+func (sub *Subscription) Owner() process.PID { return sub.owner }
+
+// Group returns the monitored group, or "" and false for a scope-wide
+// subscription.
+func (sub *Subscription) Group() (string, bool) { return sub.group, !sub.all }
+
+// Dropped returns how many events this subscriber lost to a full buffer.
+func (sub *Subscription) Dropped() uint64 { return sub.dropped.Load() }
+
+// Close ends the subscription. Events already buffered stay readable until
+// the channel reports closed, unless flush is set, in which case they are
+// discarded (OTP's demonitor flushes the same way). Closing twice is a no-op.
+func (sub *Subscription) Close(flush bool) {
+	if !sub.end(flush) {
+		return
+	}
+	s := sub.scope
+	s.urgentDo(func() { s.st.removeSub(sub) })
+}
+
+// end closes the channel once; it reports whether this call did.
+func (sub *Subscription) end(flush bool) bool {
+	sub.mu.Lock()
+	defer sub.mu.Unlock()
+	if sub.closed {
+		return false
+	}
+	sub.closed = true
+	if flush {
+		for len(sub.ch) > 0 {
+			<-sub.ch
+		}
+	}
+	close(sub.ch)
+	return true
+}
+
+// offer hands ev to the subscriber without ever blocking the loop.
+func (sub *Subscription) offer(ev Event) {
+	sub.mu.Lock()
+	if sub.closed {
+		sub.mu.Unlock()
+		return
+	}
+	select {
+	case sub.ch <- ev:
+		sub.mu.Unlock()
+	default:
+		sub.mu.Unlock()
+		sub.dropped.Add(1)
+		sub.scope.m.dropped.Inc()
+	}
+}

@@ -1,0 +1,480 @@
+package pgscope
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// Scope is a running pg.scope: an isolated namespace of process groups.
+// Other packages reach it with env.Entries.Instance(id) and a type
+// assertion to *Scope.
+//
+// Mutations (Join, Leave, Monitor, Events, and the member snapshot of a
+// broadcast) are commands run in order by the scope's loop; the reads
+// (GetMembers, GetLocalMembers, WhichGroups, WhichLocalGroups) load the
+// index the loop last published and never wait on it.
+type Scope struct {
+	id   registry.ID
+	node *process.Node
+	log  *slog.Logger
+	env  *registry.Env
+	spec atomic.Pointer[Spec]
+
+	loop   *process.Loop
+	cancel context.CancelFunc
+	pid    process.PID
+
+	root atomic.Pointer[hnode]
+	st   state // owned by the loop; by halt once the loop has stopped
+
+	// urgent holds work that must never be refused by a full queue (a
+	// member's EXIT, a closed subscription). Every loop command drains it
+	// first, and urgentDo also submits a drain of its own, so it runs
+	// promptly whether or not the queue has room.
+	urgentMu      sync.Mutex
+	urgent        []func()
+	urgentPending atomic.Bool
+
+	m           *scopeMetrics
+	healthName  string
+	lastTraffic atomic.Int64 // unix nanoseconds of the last broadcast traffic
+	peers       atomic.Int64 // remote peers known; always 0 on a single node
+
+	stopped  atomic.Bool
+	haltOnce sync.Once
+	halted   chan struct{}
+}
+
+var (
+	_ registry.Instance = (*Scope)(nil)
+	_ registry.Stopper  = (*Scope)(nil)
+	_ registry.Updater  = (*Scope)(nil)
+	_ registry.Viewer   = (*Scope)(nil)
+)
+
+// Start implements registry.Starter.
+func (Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	spec, ok := e.Spec.(*Spec)
+	if !ok || spec == nil {
+		return nil, fmt.Errorf("pg scope %s: spec is %T, not *pgscope.Spec", e.ID, e.Spec)
+	}
+	s, err := New(env, e.ID, *spec)
+	if err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New starts a scope outside the registry (for Go embedders and tests).
+// env needs a Node; Logger, Metrics, Health and Entries may be nil.
+func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
+	if env == nil || env.Node == nil {
+		return nil, fmt.Errorf("pg scope %s: env has no node", id)
+	}
+	s := &Scope{id: id, node: env.Node, env: env, halted: make(chan struct{})}
+	if env.Logger != nil {
+		s.log = env.EntryLogger(id)
+	} else {
+		s.log = slog.Default().With("entry", string(id))
+	}
+	sp := spec
+	s.spec.Store(&sp)
+	s.m = newScopeMetrics(env.Metrics, string(id))
+	s.st = newState(s)
+	s.loop = process.NewLoop(process.LoopOptions{
+		MaxQueue:  spec.ActionQueueMaxSize,
+		WarnQueue: spec.ActionQueueSize,
+		OnWarn:    s.warnQueue,
+	})
+	pid, err := env.Node.Spawn(scopeProc{s}, process.SpawnOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("pg scope %s: spawn scope process: %w", id, err)
+	}
+	s.pid = pid
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
+	go s.loop.Run(ctx)
+	// The scope process stands for the entry: however it ends (terminate,
+	// kill, a link), the scope stops with it.
+	if done, _, ok := env.Node.Done(pid); ok {
+		go func() {
+			select {
+			case <-done:
+				s.halt()
+			case <-s.halted:
+			}
+		}()
+	} else {
+		s.halt()
+		return nil, fmt.Errorf("pg scope %s: scope process exited at start: %w", id, ErrStopped)
+	}
+	s.lastTraffic.Store(time.Now().UnixNano())
+	if env.Health != nil {
+		s.healthName = "pg.broadcast_recent." + string(id)
+		env.Health.SetCheck(s.healthName, s.checkBroadcastRecent)
+	}
+	s.log.Debug("pg scope started", "pid", pid.String())
+	return s, nil
+}
+
+// ID returns the scope's entry ID.
+func (s *Scope) ID() registry.ID { return s.id }
+
+// PID returns the scope's own process; its exit means the scope stopped.
+func (s *Scope) PID() process.PID { return s.pid }
+
+// Spec returns the configuration in force.
+func (s *Scope) Spec() Spec { return *s.spec.Load() }
+
+// Stopped reports whether the scope has stopped (a handle to a stopped
+// scope should look the entry up again: it may have been restarted).
+func (s *Scope) Stopped() bool { return s.stopped.Load() }
+
+// Stop implements registry.Stopper: the loop stops (queued commands fail
+// with ErrStopped), every subscription's channel is closed, and the scope
+// process exits.
+func (s *Scope) Stop(ctx context.Context) error {
+	s.halt()
+	if _, err := s.node.Stop(ctx, s.pid); err != nil && !errors.Is(err, process.ErrNoProcess) {
+		return fmt.Errorf("pg scope %s: stop: %w", s.id, err)
+	}
+	return nil
+}
+
+// halt stops the loop and releases what the scope holds. It never waits on
+// the scope process, so that process's Terminate may call it.
+func (s *Scope) halt() {
+	s.haltOnce.Do(func() {
+		s.stopped.Store(true)
+		s.cancel()
+		<-s.loop.Done()
+		// The loop is gone: this goroutine owns the state now.
+		s.urgentMu.Lock()
+		s.urgent = nil
+		s.urgentMu.Unlock()
+		s.st.closeAll()
+		s.root.Store(nil)
+		s.m.reset()
+		if s.healthName != "" {
+			s.env.Health.RemoveCheck(s.healthName)
+		}
+		close(s.halted)
+		s.log.Debug("pg scope stopped")
+	})
+}
+
+// Update implements registry.Updater: every field applies in place.
+// Timeouts and limits hold from the next operation; monitor_buffer sizes
+// subscriptions opened from now on. Lowered limits refuse new joins but
+// never evict members.
+func (s *Scope) Update(_ context.Context, e *registry.Entry) (bool, error) {
+	spec, ok := e.Spec.(*Spec)
+	if !ok || spec == nil {
+		return false, fmt.Errorf("pg scope %s: spec is %T, not *pgscope.Spec", s.id, e.Spec)
+	}
+	sp := *spec
+	s.spec.Store(&sp)
+	s.loop.SetLimits(sp.ActionQueueMaxSize, sp.ActionQueueSize)
+	s.log.Info("pg scope updated in place")
+	return true, nil
+}
+
+func (s *Scope) warnQueue(depth int) {
+	sp := s.spec.Load()
+	s.log.Warn("pg scope action queue is nearing capacity",
+		"depth", depth, "action_queue_size", sp.ActionQueueSize, "action_queue_max_size", sp.ActionQueueMaxSize)
+}
+
+// urgentDo runs fn on the loop as soon as possible, bypassing the queue
+// limit. See Scope.urgent.
+func (s *Scope) urgentDo(fn func()) {
+	if s.stopped.Load() {
+		return
+	}
+	s.urgentMu.Lock()
+	s.urgent = append(s.urgent, fn)
+	s.urgentMu.Unlock()
+	if s.urgentPending.CompareAndSwap(false, true) {
+		// When the queue is full the submit fails, but then commands are
+		// queued, and each drains urgent work before its own.
+		_ = s.loop.Submit(s.drainUrgent)
+	}
+}
+
+// drainUrgent runs on the loop, at the start of every command.
+func (s *Scope) drainUrgent() {
+	if !s.urgentPending.Load() {
+		return
+	}
+	s.urgentPending.Store(false)
+	s.urgentMu.Lock()
+	work := s.urgent
+	s.urgent = nil
+	s.urgentMu.Unlock()
+	for _, fn := range work {
+		fn()
+	}
+}
+
+// call is a reusable wait for one loop command.
+type call struct {
+	done  chan struct{}
+	err   error
+	timer *time.Timer
+	fn    func() error
+	s     *Scope
+}
+
+var callPool = sync.Pool{New: func() any {
+	c := &call{done: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	c.timer.Stop()
+	return c
+}}
+
+// run is the command; a method value bound once per pooled call would
+// still allocate, so the closure lives on the call itself.
+func (c *call) run() {
+	c.s.drainUrgent()
+	c.err = c.fn()
+	c.s.m.queue.Set(float64(c.s.loop.Len()))
+	c.done <- struct{}{}
+}
+
+// do runs fn on the loop and waits for its result, at most
+// protocol_timeout. A full queue is refused at once with a limit error.
+func (s *Scope) do(op string, fn func() error) error {
+	if s.stopped.Load() {
+		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
+	}
+	c := callPool.Get().(*call)
+	c.fn, c.s = fn, s
+	if err := s.loop.Submit(c.run); err != nil {
+		c.fn, c.s = nil, nil
+		callPool.Put(c)
+		if errors.Is(err, process.ErrQueueFull) {
+			s.m.refused.Inc()
+			return fmt.Errorf("pg scope %s: %s: %w (action_queue_max_size %d)", s.id, op, err, s.spec.Load().ActionQueueMaxSize)
+		}
+		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
+	}
+	timeout := s.spec.Load().ProtocolTimeout
+	c.timer.Reset(timeout)
+	select {
+	case <-c.done:
+	case <-c.timer.C:
+		// The command may still run later; the call is abandoned, not
+		// reused, so its late completion touches nobody.
+		return fmt.Errorf("pg scope %s: %s: %w after %s", s.id, op, ErrTimeout, timeout)
+	case <-s.loop.Done():
+		select {
+		case <-c.done:
+		default:
+			return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
+		}
+	}
+	c.timer.Stop()
+	err := c.err
+	c.err, c.fn, c.s = nil, nil, nil
+	callPool.Put(c)
+	if err != nil {
+		return fmt.Errorf("pg scope %s: %w", s.id, err)
+	}
+	return nil
+}
+
+func (s *Scope) checkGroups(groups []string) error {
+	if len(groups) == 0 {
+		return fmt.Errorf("pg scope %s: %w: no group named", s.id, ErrInvalidGroup)
+	}
+	for _, g := range groups {
+		if g == "" {
+			return fmt.Errorf("pg scope %s: %w: empty name", s.id, ErrInvalidGroup)
+		}
+	}
+	return nil
+}
+
+func (s *Scope) checkLocal(pid process.PID) error {
+	if pid.IsZero() || !s.node.IsLocal(pid) {
+		return fmt.Errorf("pg scope %s: %s: %w", s.id, pid, ErrNotLocal)
+	}
+	return nil
+}
+
+// Join adds pid to each of groups, once per naming: a process may join a
+// group many times and must leave it as many times. pid must be a local
+// process; it is removed from every group when it exits. The whole batch
+// is refused with a limit error (ErrTooManyGroups, ErrGroupFull, or a full
+// queue) when any part of it would pass a limit.
+func (s *Scope) Join(pid process.PID, groups ...string) error {
+	if err := s.checkGroups(groups); err != nil {
+		return err
+	}
+	if err := s.checkLocal(pid); err != nil {
+		return err
+	}
+	return s.do("join", func() error { return s.st.join(pid, groups) })
+}
+
+// Leave removes one membership of pid per naming of each group, as far as
+// it has them. It fails with ErrNotJoined when pid is in none of them.
+func (s *Scope) Leave(pid process.PID, groups ...string) error {
+	if err := s.checkGroups(groups); err != nil {
+		return err
+	}
+	if err := s.checkLocal(pid); err != nil {
+		return err
+	}
+	return s.do("leave", func() error { return s.st.leave(pid, groups) })
+}
+
+// GetMembers returns every member of group on every node, a process
+// repeated once per join; an empty or unknown group gives nil. It reads the
+// published index: no lock, no wait on the loop, and no allocation but the
+// returned slice.
+func (s *Scope) GetMembers(group string) []process.PID {
+	v := s.root.Load().get(hashGroup(group), group)
+	if v == nil {
+		return nil
+	}
+	return slices.Clone(v.all)
+}
+
+// GetLocalMembers is GetMembers restricted to processes of this node.
+func (s *Scope) GetLocalMembers(group string) []process.PID {
+	v := s.root.Load().get(hashGroup(group), group)
+	if v == nil || len(v.local) == 0 {
+		return nil
+	}
+	return slices.Clone(v.local)
+}
+
+// WhichGroups returns every group with a member on any node, sorted.
+func (s *Scope) WhichGroups() []string {
+	var out []string
+	s.root.Load().each(func(v *groupView) { out = append(out, v.name) })
+	sort.Strings(out)
+	return out
+}
+
+// WhichLocalGroups returns every group with a member on this node, sorted.
+func (s *Scope) WhichLocalGroups() []string {
+	var out []string
+	s.root.Load().each(func(v *groupView) {
+		if len(v.local) > 0 {
+			out = append(out, v.name)
+		}
+	})
+	sort.Strings(out)
+	return out
+}
+
+func (s *Scope) newSub(owner process.PID, group string, all bool) *Subscription {
+	return &Subscription{scope: s, owner: owner, group: group, all: all, ch: make(chan Event, s.spec.Load().MonitorBuffer)}
+}
+
+// Monitor subscribes owner to the joins and leaves of group and returns the
+// group's members at that moment; both are taken in one loop command, so
+// no change is missed or seen twice. owner is a local process whose exit
+// ends the subscription, or the zero PID for Go code that closes it itself.
+func (s *Scope) Monitor(owner process.PID, group string) (*Subscription, []process.PID, error) {
+	if group == "" {
+		return nil, nil, fmt.Errorf("pg scope %s: monitor: %w: empty name", s.id, ErrInvalidGroup)
+	}
+	if !owner.IsZero() {
+		if err := s.checkLocal(owner); err != nil {
+			return nil, nil, err
+		}
+	}
+	sub := s.newSub(owner, group, false)
+	var members []process.PID
+	err := s.do("monitor", func() error {
+		if err := s.st.subscribe(sub); err != nil {
+			return err
+		}
+		members = s.st.membersOf(group)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sub, members, nil
+}
+
+// Events subscribes owner to the changes of every group and returns the
+// whole scope (group to members) as of the same loop command.
+func (s *Scope) Events(owner process.PID) (*Subscription, map[string][]process.PID, error) {
+	if !owner.IsZero() {
+		if err := s.checkLocal(owner); err != nil {
+			return nil, nil, err
+		}
+	}
+	sub := s.newSub(owner, "", true)
+	var snap map[string][]process.PID
+	err := s.do("events", func() error {
+		if err := s.st.subscribe(sub); err != nil {
+			return err
+		}
+		snap = s.st.snapshotAll()
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return sub, snap, nil
+}
+
+// checkBroadcastRecent is the pg.broadcast_recent health check: a scope
+// with peers that has seen no broadcast traffic for three anti-entropy
+// periods (or three protocol timeouts when anti-entropy is off) has a stuck
+// loop or a lasting partition. Without peers there is nothing to hear, and
+// the scope is healthy.
+func (s *Scope) checkBroadcastRecent() error {
+	if s.stopped.Load() {
+		return fmt.Errorf("pg scope %s: %w", s.id, ErrStopped)
+	}
+	if s.peers.Load() == 0 {
+		return nil
+	}
+	sp := s.spec.Load()
+	limit := 3 * sp.AntiEntropyInterval
+	if limit == 0 {
+		limit = 3 * sp.ProtocolTimeout
+	}
+	quiet := time.Since(time.Unix(0, s.lastTraffic.Load()))
+	if quiet > limit {
+		return fmt.Errorf("pg scope %s: no broadcast traffic for %s with %d peers", s.id, quiet.Round(time.Second), s.peers.Load())
+	}
+	return nil
+}
+
+// scopeProc is the scope's own process: the PID that stands for the entry,
+// and the watcher of member and subscriber processes, whose EXIT events it
+// hands to the loop.
+type scopeProc struct{ s *Scope }
+
+func (p scopeProc) Receive(c process.Context, m process.Message) {
+	// Nothing is addressed to a single-node scope; the cluster protocol
+	// will speak to it here.
+	p.s.log.Debug("pg scope process ignored a message", "topic", m.Topic, "from", m.From.String())
+}
+
+func (p scopeProc) ReceiveEvent(_ process.Context, e process.Event) {
+	if e.Kind != process.EventExit {
+		return
+	}
+	s, pid := p.s, e.From
+	s.urgentDo(func() { s.st.processDown(pid) })
+}
+
+func (p scopeProc) Terminate(process.Context, process.Exit) { p.s.halt() }

@@ -1,0 +1,512 @@
+package pgscope
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// state is everything the scope's loop owns. Only loop commands touch it;
+// readers use the views it publishes.
+//
+// Membership is kept per node: the local node's members of a group in
+// groupState.local, every other node's in groupState.remote[node]. The
+// cluster protocol applies a peer's joins, leaves and full syncs to its own
+// node's slice (remoteJoin, remoteLeave, syncNode, nodeDown) and every
+// change is diffed, so only real changes raise events.
+type state struct {
+	s *Scope
+
+	groups map[string]*groupState
+	procs  map[process.PID]*procState
+	// nodes maps a remote node to the groups it has members in.
+	nodes map[string]map[string]struct{}
+
+	groupSubs map[string]map[*Subscription]struct{}
+	scopeSubs map[*Subscription]struct{}
+
+	members int // memberships over every group and node, with multiplicity
+}
+
+type groupState struct {
+	hash   uint64
+	local  []process.PID
+	remote map[string][]process.PID
+	count  int
+}
+
+// procState is a local process the scope monitors: because it joined
+// groups, owns subscriptions, or both. The monitor is dropped when neither
+// is left.
+type procState struct {
+	groups map[string]int
+	subs   map[*Subscription]struct{}
+}
+
+func newState(s *Scope) state {
+	return state{
+		s:         s,
+		groups:    make(map[string]*groupState),
+		procs:     make(map[process.PID]*procState),
+		nodes:     make(map[string]map[string]struct{}),
+		groupSubs: make(map[string]map[*Subscription]struct{}),
+		scopeSubs: make(map[*Subscription]struct{}),
+	}
+}
+
+// counted is a group named in a batch with how often it was named.
+type counted struct {
+	group string
+	n     int
+}
+
+// tally folds a list of groups into distinct groups with counts, in order
+// of first appearance. Batches are short, so a linear scan beats a map.
+func tally(groups []string) []counted {
+	out := make([]counted, 0, len(groups))
+next:
+	for _, g := range groups {
+		for i := range out {
+			if out[i].group == g {
+				out[i].n++
+				continue next
+			}
+		}
+		out = append(out, counted{g, 1})
+	}
+	return out
+}
+
+func repeat(pid process.PID, n int) []process.PID {
+	out := make([]process.PID, n)
+	for i := range out {
+		out[i] = pid
+	}
+	return out
+}
+
+// track returns the procState of a local process, monitoring it first when
+// it is new to the scope.
+func (st *state) track(pid process.PID) (*procState, error) {
+	if ps := st.procs[pid]; ps != nil {
+		return ps, nil
+	}
+	// A process that is already gone gets its EXIT at once; it is removed
+	// when that event is handled, as OTP does with an immediate DOWN.
+	if err := st.s.node.Monitor(st.s.pid, pid); err != nil {
+		return nil, fmt.Errorf("monitor %s: %w", pid, err)
+	}
+	ps := &procState{}
+	st.procs[pid] = ps
+	return ps, nil
+}
+
+// untrack drops the monitor of a process that has no groups and no
+// subscriptions left.
+func (st *state) untrack(pid process.PID, ps *procState) {
+	if len(ps.groups) == 0 && len(ps.subs) == 0 {
+		delete(st.procs, pid)
+		st.s.node.Demonitor(st.s.pid, pid)
+	}
+}
+
+// join adds one membership of pid per naming of each group, all or nothing.
+func (st *state) join(pid process.PID, groups []string) error {
+	spec := st.s.spec.Load()
+	batch := tally(groups)
+	if spec.MaxGroups > 0 {
+		fresh := 0
+		for _, c := range batch {
+			if st.groups[c.group] == nil {
+				fresh++
+			}
+		}
+		if fresh > 0 && len(st.groups)+fresh > spec.MaxGroups {
+			return fmt.Errorf("join %s: %w: max_groups is %d, %d exist", pid, ErrTooManyGroups, spec.MaxGroups, len(st.groups))
+		}
+	}
+	if spec.MaxMembersPerGroup > 0 {
+		for _, c := range batch {
+			have := 0
+			if gs := st.groups[c.group]; gs != nil {
+				have = gs.count
+			}
+			if have+c.n > spec.MaxMembersPerGroup {
+				return fmt.Errorf("join %s to %q: %w: max_members_per_group is %d, it has %d", pid, c.group, ErrGroupFull, spec.MaxMembersPerGroup, have)
+			}
+		}
+	}
+	ps, err := st.track(pid)
+	if err != nil {
+		return err
+	}
+	if ps.groups == nil {
+		ps.groups = make(map[string]int, len(batch))
+	}
+	for _, c := range batch {
+		gs := st.group(c.group)
+		for range c.n {
+			gs.local = append(gs.local, pid)
+		}
+		gs.count += c.n
+		st.members += c.n
+		ps.groups[c.group] += c.n
+		st.publish(c.group, gs)
+		st.s.m.joins.Add(float64(c.n))
+		st.notify(MemberJoined, c.group, repeat(pid, c.n))
+	}
+	return nil
+}
+
+// leave removes as many memberships of pid as each group is named, as far
+// as it has them. It fails with ErrNotJoined only when it removed nothing.
+func (st *state) leave(pid process.PID, groups []string) error {
+	ps := st.procs[pid]
+	if ps == nil || len(ps.groups) == 0 {
+		return fmt.Errorf("leave %s: %w", pid, ErrNotJoined)
+	}
+	removed := 0
+	for _, c := range tally(groups) {
+		k := min(c.n, ps.groups[c.group])
+		if k == 0 {
+			continue
+		}
+		st.dropLocal(pid, ps, c.group, k)
+		removed += k
+		st.notify(MemberLeft, c.group, repeat(pid, k))
+	}
+	if removed == 0 {
+		return fmt.Errorf("leave %s: %w", pid, ErrNotJoined)
+	}
+	st.untrack(pid, ps)
+	return nil
+}
+
+// dropLocal removes k memberships of pid from group and publishes it.
+func (st *state) dropLocal(pid process.PID, ps *procState, group string, k int) {
+	gs := st.groups[group]
+	left := k
+	// The most recent copies go first, as OTP's list deletion does.
+	for i := len(gs.local) - 1; i >= 0 && left > 0; i-- {
+		if gs.local[i] == pid {
+			gs.local = slices.Delete(gs.local, i, i+1)
+			left--
+		}
+	}
+	gs.count -= k
+	st.members -= k
+	if ps.groups[group] -= k; ps.groups[group] <= 0 {
+		delete(ps.groups, group)
+	}
+	st.publish(group, gs)
+	st.s.m.leaves.Add(float64(k))
+}
+
+// processDown handles the EXIT of a monitored local process: every copy of
+// every membership leaves, one event per copy as OTP sends one per group
+// entry of the process, and its subscriptions end.
+func (st *state) processDown(pid process.PID) {
+	ps := st.procs[pid]
+	if ps == nil {
+		// A late EXIT: the process had already left everything.
+		return
+	}
+	delete(st.procs, pid)
+	names := make([]string, 0, len(ps.groups))
+	for g := range ps.groups {
+		names = append(names, g)
+	}
+	sort.Strings(names)
+	for _, g := range names {
+		n := ps.groups[g]
+		st.dropLocal(pid, ps, g, n)
+		one := []process.PID{pid}
+		for range n {
+			st.notify(MemberLeft, g, one)
+		}
+	}
+	for sub := range ps.subs {
+		sub.end(false)
+		st.unregisterSub(sub)
+	}
+}
+
+func (st *state) group(name string) *groupState {
+	gs := st.groups[name]
+	if gs == nil {
+		gs = &groupState{hash: hashGroup(name)}
+		st.groups[name] = gs
+	}
+	return gs
+}
+
+// publish makes the current membership of group visible to readers: a
+// fresh immutable view in a new version of the index, or its removal when
+// the group emptied (groups exist only while they have members).
+func (st *state) publish(name string, gs *groupState) {
+	s := st.s
+	root := s.root.Load()
+	if gs.count == 0 {
+		delete(st.groups, name)
+		root, _ = root.without(gs.hash, name, 0)
+	} else {
+		all := make([]process.PID, 0, gs.count)
+		all = append(all, gs.local...)
+		if len(gs.remote) > 0 {
+			nodes := make([]string, 0, len(gs.remote))
+			for n := range gs.remote {
+				nodes = append(nodes, n)
+			}
+			sort.Strings(nodes)
+			for _, n := range nodes {
+				all = append(all, gs.remote[n]...)
+			}
+		}
+		v := &groupView{name: name, all: all, local: all[:len(gs.local):len(gs.local)]}
+		root, _ = root.with(gs.hash, v, 0)
+	}
+	s.root.Store(root)
+	s.m.groups.Set(float64(len(st.groups)))
+	s.m.members.Set(float64(st.members))
+}
+
+// notify offers an event to the group's monitors and the scope's.
+func (st *state) notify(kind EventKind, group string, pids []process.PID) {
+	subs := st.groupSubs[group]
+	if len(subs) == 0 && len(st.scopeSubs) == 0 {
+		return
+	}
+	ev := Event{Kind: kind, Group: group, PIDs: pids}
+	for sub := range subs {
+		sub.offer(ev)
+	}
+	for sub := range st.scopeSubs {
+		sub.offer(ev)
+	}
+}
+
+// members returns a copy of group's members, for a monitor's snapshot.
+func (st *state) membersOf(group string) []process.PID {
+	v := st.s.root.Load().get(hashGroup(group), group)
+	if v == nil {
+		return []process.PID{}
+	}
+	return slices.Clone(v.all)
+}
+
+// subscribe registers sub, owned by a local process (or by nobody).
+func (st *state) subscribe(sub *Subscription) error {
+	if !sub.owner.IsZero() {
+		ps, err := st.track(sub.owner)
+		if err != nil {
+			return err
+		}
+		if ps.subs == nil {
+			ps.subs = make(map[*Subscription]struct{})
+		}
+		ps.subs[sub] = struct{}{}
+	}
+	if sub.all {
+		st.scopeSubs[sub] = struct{}{}
+	} else {
+		m := st.groupSubs[sub.group]
+		if m == nil {
+			m = make(map[*Subscription]struct{})
+			st.groupSubs[sub.group] = m
+		}
+		m[sub] = struct{}{}
+	}
+	st.s.m.subscribers.Inc()
+	return nil
+}
+
+// unregisterSub forgets sub in the scope's maps; it reports whether it was
+// registered.
+func (st *state) unregisterSub(sub *Subscription) bool {
+	if sub.all {
+		if _, ok := st.scopeSubs[sub]; !ok {
+			return false
+		}
+		delete(st.scopeSubs, sub)
+	} else {
+		m := st.groupSubs[sub.group]
+		if _, ok := m[sub]; !ok {
+			return false
+		}
+		delete(m, sub)
+		if len(m) == 0 {
+			delete(st.groupSubs, sub.group)
+		}
+	}
+	st.s.m.subscribers.Dec()
+	return true
+}
+
+// removeSub handles a closed subscription: it is forgotten, and its owner
+// is no longer monitored on its account.
+func (st *state) removeSub(sub *Subscription) {
+	if !st.unregisterSub(sub) || sub.owner.IsZero() {
+		return
+	}
+	if ps := st.procs[sub.owner]; ps != nil {
+		delete(ps.subs, sub)
+		st.untrack(sub.owner, ps)
+	}
+}
+
+// snapshotAll returns every group's members, for a scope subscription.
+func (st *state) snapshotAll() map[string][]process.PID {
+	out := make(map[string][]process.PID, len(st.groups))
+	st.s.root.Load().each(func(v *groupView) { out[v.name] = slices.Clone(v.all) })
+	return out
+}
+
+// closeAll ends every subscription; it runs once the loop has stopped.
+func (st *state) closeAll() {
+	for sub := range st.scopeSubs {
+		sub.end(false)
+	}
+	for _, m := range st.groupSubs {
+		for sub := range m {
+			sub.end(false)
+		}
+	}
+	st.s.m.subscribers.Set(0)
+	st.scopeSubs = map[*Subscription]struct{}{}
+	st.groupSubs = map[string]map[*Subscription]struct{}{}
+}
+
+// The methods below are the seam of the cluster protocol: it applies what a
+// peer node reports to that node's share of the state, and each change is
+// diffed against what was known so only real changes raise events.
+
+// remoteJoin records that pids of node joined group.
+func (st *state) remoteJoin(node, group string, pids []process.PID) {
+	if len(pids) == 0 {
+		return
+	}
+	gs := st.group(group)
+	if gs.remote == nil {
+		gs.remote = make(map[string][]process.PID)
+	}
+	gs.remote[node] = append(gs.remote[node], pids...)
+	gs.count += len(pids)
+	st.members += len(pids)
+	st.nodeGroups(node)[group] = struct{}{}
+	st.publish(group, gs)
+	st.notify(MemberJoined, group, slices.Clone(pids))
+}
+
+// remoteLeave records that pids of node left each of groups; copies that
+// were never known are ignored and raise no event.
+func (st *state) remoteLeave(node string, pids []process.PID, groups []string) {
+	for _, g := range groups {
+		gs := st.groups[g]
+		if gs == nil || len(gs.remote[node]) == 0 {
+			continue
+		}
+		kept, gone := multisetMinus(gs.remote[node], pids)
+		if len(gone) == 0 {
+			continue
+		}
+		st.setRemote(node, g, gs, kept)
+		st.notify(MemberLeft, g, gone)
+	}
+}
+
+// syncNode replaces everything known of node by groups (a full sync) and
+// raises events only for the difference.
+func (st *state) syncNode(node string, groups map[string][]process.PID) {
+	names := make([]string, 0, len(groups))
+	for g := range groups {
+		names = append(names, g)
+	}
+	for g := range st.nodes[node] {
+		if _, ok := groups[g]; !ok {
+			names = append(names, g)
+		}
+	}
+	sort.Strings(names)
+	for _, g := range names {
+		want := groups[g]
+		var have []process.PID
+		gs := st.groups[g]
+		if gs != nil {
+			have = gs.remote[node]
+		}
+		added, _ := multisetMinus(want, have)
+		removed, _ := multisetMinus(have, want)
+		if len(added) == 0 && len(removed) == 0 {
+			continue
+		}
+		if gs == nil {
+			gs = st.group(g)
+		}
+		st.setRemote(node, g, gs, slices.Clone(want))
+		if len(removed) > 0 {
+			st.notify(MemberLeft, g, removed)
+		}
+		if len(added) > 0 {
+			st.notify(MemberJoined, g, added)
+		}
+	}
+}
+
+// nodeDown removes every member of node, as when it leaves the cluster.
+func (st *state) nodeDown(node string) {
+	st.syncNode(node, nil)
+	delete(st.nodes, node)
+}
+
+func (st *state) nodeGroups(node string) map[string]struct{} {
+	m := st.nodes[node]
+	if m == nil {
+		m = make(map[string]struct{})
+		st.nodes[node] = m
+	}
+	return m
+}
+
+// setRemote stores node's members of group and publishes the group.
+func (st *state) setRemote(node, group string, gs *groupState, pids []process.PID) {
+	old := len(gs.remote[node])
+	if len(pids) == 0 {
+		delete(gs.remote, node)
+		if m := st.nodes[node]; m != nil {
+			delete(m, group)
+		}
+	} else {
+		if gs.remote == nil {
+			gs.remote = make(map[string][]process.PID)
+		}
+		gs.remote[node] = pids
+		st.nodeGroups(node)[group] = struct{}{}
+	}
+	gs.count += len(pids) - old
+	st.members += len(pids) - old
+	st.publish(group, gs)
+}
+
+// multisetMinus returns a minus b (kept) and the copies of b's elements it
+// removed from a (gone), each respecting multiplicity.
+func multisetMinus(a, b []process.PID) (kept, gone []process.PID) {
+	if len(b) == 0 {
+		return slices.Clone(a), nil
+	}
+	want := make(map[process.PID]int, len(b))
+	for _, p := range b {
+		want[p]++
+	}
+	kept = make([]process.PID, 0, len(a))
+	for _, p := range a {
+		if want[p] > 0 {
+			want[p]--
+			gone = append(gone, p)
+			continue
+		}
+		kept = append(kept, p)
+	}
+	return kept, gone
+}

@@ -1,0 +1,58 @@
+package pgscope
+
+import "sort"
+
+// GroupView is one group in the scope's JSON view.
+type GroupView struct {
+	Name    string   `json:"name"`
+	Members []string `json:"members"`
+	Local   int      `json:"local"`
+}
+
+// ScopeView is what GET /v1 shows of a scope.
+type ScopeView struct {
+	ID      string      `json:"id"`
+	PID     string      `json:"pid"`
+	Running bool        `json:"running"`
+	Groups  []GroupView `json:"groups"`
+	Limits  LimitsView  `json:"limits"`
+}
+
+// LimitsView shows the limits in force.
+type LimitsView struct {
+	MaxGroups          int `json:"max_groups"`
+	MaxMembersPerGroup int `json:"max_members_per_group"`
+	ActionQueueSize    int `json:"action_queue_size"`
+	ActionQueueMaxSize int `json:"action_queue_max_size"`
+	MonitorBuffer      int `json:"monitor_buffer"`
+	QueueDepth         int `json:"queue_depth"`
+}
+
+// View implements registry.Viewer from the published index; it never waits
+// on the loop.
+func (s *Scope) View() any {
+	sp := s.spec.Load()
+	out := ScopeView{
+		ID:      string(s.id),
+		PID:     s.pid.String(),
+		Running: !s.stopped.Load(),
+		Groups:  []GroupView{},
+		Limits: LimitsView{
+			MaxGroups:          sp.MaxGroups,
+			MaxMembersPerGroup: sp.MaxMembersPerGroup,
+			ActionQueueSize:    sp.ActionQueueSize,
+			ActionQueueMaxSize: sp.ActionQueueMaxSize,
+			MonitorBuffer:      sp.MonitorBuffer,
+			QueueDepth:         s.loop.Len(),
+		},
+	}
+	s.root.Load().each(func(v *groupView) {
+		g := GroupView{Name: v.name, Members: make([]string, len(v.all)), Local: len(v.local)}
+		for i, p := range v.all {
+			g.Members[i] = p.String()
+		}
+		out.Groups = append(out.Groups, g)
+	})
+	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].Name < out.Groups[j].Name })
+	return out
+}
