@@ -99,6 +99,9 @@ func (k *svcKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, erro
 
 func (k *svcKind) Spawn(env *Env, e *Entry, opts SpawnOptions) (process.PID, error) {
 	return env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		if _, err := p.Receive(context.Background()); err != nil {
+			return nil, err
+		}
 		return opts.Args, nil
 	}, opts.SpawnOptions)
 }

@@ -1,0 +1,256 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"math/rand/v2"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// RootRuntime is what the root supervisor needs from the runtime whose
+// entries it owns; *registry.Runtime implements it. The runtime stays the
+// authority on which instance is current: every call names the instance it
+// is about, and one the runtime has stopped or replaced is refused with
+// registry.ErrNotCurrent.
+type RootRuntime interface {
+	Entry(id registry.ID) (*registry.Entry, bool)
+	Exited(ctx context.Context, id registry.ID, pid process.PID, exit process.Exit) (restart bool, err error)
+	Restart(ctx context.Context, id registry.ID, old process.PID) (registry.Instance, error)
+	Fail(ctx context.Context, id registry.ID, old process.PID, reason error) error
+}
+
+// RootOptions configure the root supervisor. Node and Runtime are required.
+type RootOptions struct {
+	Node    *process.Node
+	Runtime RootRuntime
+	// Logger for restarts and give-ups. Default: slog.Default().
+	Logger *slog.Logger
+	// Jitter returns a number in [0, 1) that spreads restart delays by
+	// ±20% so entries that failed together do not restart in lockstep.
+	// Default: math/rand/v2.Float64.
+	Jitter func() float64
+}
+
+// Root is the root supervisor: a process that monitors every running
+// entry's instance and restarts a failed one after its lifecycle.restart
+// backoff (initial_delay, growing by backoff_factor up to max_delay, with
+// jitter). Past max_attempts it gives up and the runtime marks the entry
+// failed. Unlike an ordinary supervisor it never escalates: there is
+// nobody above it, and one broken entry must not take the others down. A
+// service that returns normally is done: it is marked stopped, not
+// restarted.
+//
+// An instance that stays up for at least max_delay counts as recovered: its
+// attempt count and delay start over.
+type Root struct {
+	node   *process.Node
+	rt     RootRuntime
+	log    *slog.Logger
+	jitter func() float64
+	pid    process.PID
+}
+
+type rootWatch struct {
+	id   registry.ID
+	inst registry.Instance
+}
+
+type rootRestart struct {
+	id  registry.ID
+	old process.PID
+}
+
+// StartRoot spawns the root supervisor's process.
+func StartRoot(opts RootOptions) (*Root, error) {
+	if opts.Node == nil || opts.Runtime == nil {
+		return nil, errors.New("root supervisor: Node and Runtime are required")
+	}
+	r := &Root{node: opts.Node, rt: opts.Runtime, log: opts.Logger, jitter: opts.Jitter}
+	if r.log == nil {
+		r.log = slog.Default()
+	}
+	if r.jitter == nil {
+		r.jitter = rand.Float64
+	}
+	pid, err := r.node.SpawnFunc(r.run, process.SpawnOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("root supervisor: %w", err)
+	}
+	r.pid = pid
+	return r, nil
+}
+
+// PID returns the root supervisor's process.
+func (r *Root) PID() process.PID { return r.pid }
+
+// Watch implements registry.Owner: the root starts monitoring inst. It
+// never blocks (the runtime calls it from its loop).
+func (r *Root) Watch(id registry.ID, inst registry.Instance) {
+	if err := r.node.Send(r.pid, process.Message{Topic: "watch", Payload: rootWatch{id: id, inst: inst}}); err != nil {
+		r.log.Error("root supervisor cannot watch entry", "entry", string(id), "error", err)
+	}
+}
+
+// Stop ends the root supervisor; pending restarts are dropped.
+func (r *Root) Stop(ctx context.Context) error {
+	_, err := r.node.Stop(ctx, r.pid)
+	if errors.Is(err, process.ErrNoProcess) {
+		return nil
+	}
+	return err
+}
+
+// rootState is owned by the root's goroutine.
+type rootState struct {
+	r        *Root
+	p        *process.Proc
+	byPID    map[process.PID]rootRunning
+	attempts map[registry.ID]int
+	timers   map[registry.ID]*time.Timer
+}
+
+type rootRunning struct {
+	id    registry.ID
+	since time.Time
+}
+
+func (r *Root) run(p *process.Proc) (any, error) {
+	s := &rootState{r: r, p: p, byPID: map[process.PID]rootRunning{}, attempts: map[registry.ID]int{}, timers: map[registry.ID]*time.Timer{}}
+	defer func() {
+		for _, t := range s.timers {
+			t.Stop()
+		}
+	}()
+	ctx := p.Context()
+	for {
+		worked := false
+		if m, ok := p.TryReceive(); ok {
+			s.message(m)
+			worked = true
+		}
+		if e, ok := p.TryEvent(); ok {
+			s.event(e)
+			worked = true
+		}
+		if worked {
+			continue
+		}
+		p.Arm()
+		if p.Pending() > 0 {
+			p.Disarm()
+			continue
+		}
+		if e, ok := p.TryEvent(); ok {
+			p.Disarm()
+			s.event(e)
+			continue
+		}
+		select {
+		case <-p.Wake():
+		case <-ctx.Done():
+			return nil, nil
+		}
+	}
+}
+
+func (s *rootState) message(m process.Message) {
+	switch v := m.Payload.(type) {
+	case rootWatch:
+		s.watch(v.id, v.inst)
+	case rootRestart:
+		delete(s.timers, v.id)
+		s.restart(v.id, v.old)
+	}
+}
+
+func (s *rootState) watch(id registry.ID, inst registry.Instance) {
+	pid := inst.PID()
+	s.byPID[pid] = rootRunning{id: id, since: time.Now()}
+	// Monitoring a process that is already gone delivers its EXIT at once
+	// (with ErrNoProcess), so an instance that died before this point is
+	// still seen as failed.
+	if err := s.r.node.Monitor(s.p.Self(), pid); err != nil {
+		s.r.log.Error("root supervisor cannot monitor entry", "entry", string(id), "error", err)
+	}
+}
+
+func (s *rootState) event(e process.Event) {
+	if e.Kind != process.EventExit {
+		return
+	}
+	w, ok := s.byPID[e.From]
+	if !ok {
+		return
+	}
+	delete(s.byPID, e.From)
+	restart, err := s.r.rt.Exited(s.p.Context(), w.id, e.From, e.Exit)
+	if err != nil || !restart {
+		// Not current: the runtime stopped or replaced it on purpose.
+		delete(s.attempts, w.id)
+		return
+	}
+	entry, ok := s.r.rt.Entry(w.id)
+	if !ok {
+		return
+	}
+	if time.Since(w.since) >= entry.Lifecycle.Restart.MaxDelay {
+		s.attempts[w.id] = 0
+	}
+	s.failed(w.id, e.From, e.Exit.Err)
+}
+
+// failed decides what follows a failure of id's instance old: a restart
+// after the backoff, or giving up.
+func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
+	entry, ok := s.r.rt.Entry(id)
+	if !ok {
+		return
+	}
+	pol := entry.Lifecycle.Restart
+	n := s.attempts[id]
+	if pol.MaxAttempts > 0 && n >= pol.MaxAttempts {
+		delete(s.attempts, id)
+		err := fmt.Errorf("gave up after %d restart attempts: %w", n, reason)
+		if ferr := s.r.rt.Fail(s.p.Context(), id, old, err); ferr != nil && !errors.Is(ferr, registry.ErrNotCurrent) {
+			s.r.log.Error("root supervisor cannot mark entry failed", "entry", string(id), "error", ferr)
+		}
+		return
+	}
+	n++
+	s.attempts[id] = n
+	d := s.r.backoff(pol, n)
+	s.r.log.Info("restarting entry", "entry", string(id), "attempt", n, "delay", d, "error", reason)
+	self, node := s.p.Self(), s.r.node
+	s.timers[id] = time.AfterFunc(d, func() {
+		// The root may be gone by now; then the restart is moot.
+		_ = node.Send(self, process.Message{Topic: "restart", Payload: rootRestart{id: id, old: old}})
+	})
+}
+
+func (s *rootState) restart(id registry.ID, old process.PID) {
+	inst, err := s.r.rt.Restart(s.p.Context(), id, old)
+	switch {
+	case err == nil:
+		s.watch(id, inst)
+	case errors.Is(err, registry.ErrNotCurrent), errors.Is(err, registry.ErrRuntimeStopped), s.p.Context().Err() != nil:
+		delete(s.attempts, id)
+	default:
+		s.failed(id, old, err)
+	}
+}
+
+// backoff returns the delay before restart attempt n (1-based).
+func (r *Root) backoff(p registry.RestartPolicy, n int) time.Duration {
+	d := float64(p.InitialDelay) * math.Pow(p.BackoffFactor, float64(n-1))
+	d *= 0.8 + 0.4*r.jitter()
+	if max := float64(p.MaxDelay); d > max {
+		d = max
+	}
+	return time.Duration(d)
+}

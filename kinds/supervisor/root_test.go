@@ -1,0 +1,219 @@
+package supervisor
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// rootTestKind runs a process that exits abnormally on "crash" and
+// normally on "return".
+type rootTestKind struct{}
+
+func (rootTestKind) Name() string                { return "roottest.svc" }
+func (rootTestKind) Decode(*registry.Decoder) any { return nil }
+
+type rootTestInstance struct{ pid process.PID }
+
+func (i rootTestInstance) PID() process.PID { return i.pid }
+
+func (rootTestKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		for {
+			m, err := p.Receive(context.Background())
+			if err != nil {
+				return nil, err
+			}
+			switch m.Topic {
+			case "crash":
+				return nil, errors.New("crashed on purpose")
+			case "return":
+				return "done", nil
+			}
+		}
+	}, process.SpawnOptions{})
+	return rootTestInstance{pid}, err
+}
+
+func rootSetup(t *testing.T, yaml string) (*registry.Runtime, *Root) {
+	t.Helper()
+	kinds := registry.NewRegistry()
+	kinds.Register(rootTestKind{})
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := process.NewNode(process.Options{Name: "root-test"})
+	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
+	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.SetOwner(root)
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		rt.Stop(context.Background())
+		root.Stop(context.Background())
+		goleak.VerifyNone(t)
+	})
+	return rt, root
+}
+
+// waitFor polls cond with a generous deadline.
+func rootWaitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func rootCrash(t *testing.T, rt *registry.Runtime, id registry.ID, topic string) process.PID {
+	t.Helper()
+	var inst registry.Instance
+	rootWaitFor(t, string(id)+" running", func() bool {
+		var ok bool
+		inst, ok = rt.Instance(id)
+		return ok
+	})
+	if err := rt.Env().Node.Send(inst.PID(), process.Message{Topic: topic}); err != nil {
+		t.Fatal(err)
+	}
+	return inst.PID()
+}
+
+func TestRootRestartsWithBackoff(t *testing.T) {
+	rt, _ := rootSetup(t, `namespace: a
+entries:
+  - name: s
+    kind: roottest.svc
+    lifecycle:
+      auto_start: true
+      restart: {initial_delay: 20ms, max_delay: 1s}
+  - name: other
+    kind: roottest.svc
+    lifecycle: {auto_start: true}
+`)
+	otherBefore, _ := rt.Instance("a:other")
+	for round := 1; round <= 3; round++ {
+		old := rootCrash(t, rt, "a:s", "crash")
+		rootWaitFor(t, "restart", func() bool {
+			info, _ := rt.Info("a:s")
+			return info.Status == registry.StatusRunning && info.Instance.PID() != old
+		})
+		if info, _ := rt.Info("a:s"); info.Restarts != round {
+			t.Fatalf("restarts %d, want %d", info.Restarts, round)
+		}
+	}
+	// One entry's failures never touch another (no escalation).
+	if otherNow, _ := rt.Instance("a:other"); otherNow.PID() != otherBefore.PID() {
+		t.Fatal("a:other was restarted")
+	}
+}
+
+func TestRootGivesUpAfterMaxAttempts(t *testing.T) {
+	rt, _ := rootSetup(t, `namespace: a
+entries:
+  - name: s
+    kind: roottest.svc
+    lifecycle:
+      auto_start: true
+      restart: {initial_delay: 5ms, max_delay: 1s, max_attempts: 2}
+`)
+	for range 2 {
+		old := rootCrash(t, rt, "a:s", "crash")
+		rootWaitFor(t, "restart", func() bool {
+			info, _ := rt.Info("a:s")
+			return info.Status == registry.StatusRunning && info.Instance.PID() != old
+		})
+	}
+	rootCrash(t, rt, "a:s", "crash")
+	rootWaitFor(t, "failed", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusFailed
+	})
+	info, _ := rt.Info("a:s")
+	if info.Err == nil || info.Restarts != 2 {
+		t.Fatalf("failed entry %+v", info)
+	}
+	if got := rt.NotReady(); len(got) != 1 || got[0] != "a:s" {
+		t.Fatalf("not ready %v", got)
+	}
+}
+
+func TestRootNormalReturnIsStopped(t *testing.T) {
+	rt, _ := rootSetup(t, `namespace: a
+entries:
+  - {name: s, kind: roottest.svc, lifecycle: {auto_start: true, restart: {initial_delay: 5ms}}}
+`)
+	rootCrash(t, rt, "a:s", "return")
+	rootWaitFor(t, "stopped", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusStopped
+	})
+	time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing may come back
+	if info, _ := rt.Info("a:s"); info.Status != registry.StatusStopped || info.Restarts != 0 {
+		t.Fatalf("restarted after a normal return: %+v", info)
+	}
+}
+
+func TestRootDoesNotRestartWhatTheRuntimeStopped(t *testing.T) {
+	rt, root := rootSetup(t, `namespace: a
+entries:
+  - {name: s, kind: roottest.svc, lifecycle: {auto_start: true, restart: {initial_delay: 5ms}}}
+`)
+	inst, _ := rt.Instance("a:s")
+	if err := rt.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if rt.Env().Node.Alive(inst.PID()) {
+		t.Fatal("still alive")
+	}
+	time.Sleep(50 * time.Millisecond)
+	if info, _ := rt.Info("a:s"); info.Status != registry.StatusStopped {
+		t.Fatalf("status %s", info.Status)
+	}
+	if !rt.Env().Node.Alive(root.PID()) {
+		t.Fatal("root died")
+	}
+}
+
+func TestRootBackoff(t *testing.T) {
+	p := registry.RestartPolicy{InitialDelay: 100 * time.Millisecond, MaxDelay: time.Second, BackoffFactor: 2}
+	tests := []struct {
+		jitter float64
+		n      int
+		want   time.Duration
+	}{
+		{0.5, 1, 100 * time.Millisecond},
+		{0.5, 2, 200 * time.Millisecond},
+		{0.5, 3, 400 * time.Millisecond},
+		{0.5, 5, time.Second},
+		{0, 1, 80 * time.Millisecond},
+		{0.999999, 2, 240 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		r := &Root{jitter: func() float64 { return tt.jitter }}
+		got := r.backoff(p, tt.n)
+		if d := got - tt.want; d < -time.Millisecond || d > time.Millisecond {
+			t.Errorf("jitter %v attempt %d: %v, want %v", tt.jitter, tt.n, got, tt.want)
+		}
+	}
+}

@@ -1,0 +1,319 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+type fakeOwner struct {
+	mu      sync.Mutex
+	watched []ID
+}
+
+func (o *fakeOwner) Watch(id ID, inst Instance) {
+	o.mu.Lock()
+	o.watched = append(o.watched, id)
+	o.mu.Unlock()
+}
+
+type fakeHealth struct {
+	mu     sync.Mutex
+	checks map[string]func() error
+}
+
+func (h *fakeHealth) SetCheck(name string, c func() error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.checks[name] = c
+}
+
+func (h *fakeHealth) RemoveCheck(name string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	delete(h.checks, name)
+}
+
+func (h *fakeHealth) has(name string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	_, ok := h.checks[name]
+	return ok
+}
+
+func newTestRuntime(t *testing.T) (*Runtime, *Config, *svcKind, *fakeHealth) {
+	t.Helper()
+	kinds, svc := testKinds()
+	cfg, err := (&Loader{Kinds: kinds}).Load("testdata/good")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &fakeHealth{checks: map[string]func() error{}}
+	rt := NewRuntime(RuntimeOptions{Node: process.NewNode(process.Options{Name: "t"}), Kinds: kinds, Health: h, StopTimeout: time.Second})
+	t.Cleanup(func() { rt.Stop(context.Background()) })
+	return rt, cfg, svc, h
+}
+
+func statusOf(rt *Runtime, id ID) Status {
+	info, ok := rt.Info(id)
+	if !ok {
+		return ""
+	}
+	return info.Status
+}
+
+func TestRuntimeStartStopOrder(t *testing.T) {
+	rt, cfg, svc, _ := newTestRuntime(t)
+	svc.order = make(chan ID, 10)
+	svc.stopped = make(chan ID, 10)
+	owner := &fakeOwner{}
+	rt.SetOwner(owner)
+	if got := rt.NotReady(); len(got) != 0 {
+		t.Fatalf("not ready before start: %v", got)
+	}
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	close(svc.order)
+	var order []ID
+	for id := range svc.order {
+		order = append(order, id)
+	}
+	// app:db has no auto_start but app:api needs it running; app:def is a
+	// definition and only has to exist.
+	if fmt.Sprint(order) != "[app:db app:api other:worker]" {
+		t.Fatalf("start order %v", order)
+	}
+	if fmt.Sprint(owner.watched) != fmt.Sprint(order) {
+		t.Fatalf("owner watched %v", owner.watched)
+	}
+	want := map[ID]Status{"app:db": StatusRunning, "app:api": StatusRunning, "other:worker": StatusRunning, "app:def": StatusDefined}
+	for id, st := range want {
+		if got := statusOf(rt, id); got != st {
+			t.Errorf("%s: %s, want %s", id, got, st)
+		}
+	}
+	if len(rt.NotReady()) != 0 {
+		t.Fatalf("not ready: %v", rt.NotReady())
+	}
+	if _, ok := rt.Instance("app:def"); ok {
+		t.Fatal("a definition has an instance")
+	}
+	inst, ok := rt.Instance("app:api")
+	if !ok || !rt.Env().Node.Alive(inst.PID()) {
+		t.Fatal("app:api has no live instance")
+	}
+	if pid, ok := rt.Env().Node.Whereis("app:api"); !ok || pid != inst.PID() {
+		t.Fatal("app:api not registered under its ID")
+	}
+	if err := rt.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	close(svc.stopped)
+	var stopped []ID
+	for id := range svc.stopped {
+		stopped = append(stopped, id)
+	}
+	if fmt.Sprint(stopped) != "[other:worker app:api app:db]" {
+		t.Fatalf("stop order %v", stopped)
+	}
+	if statusOf(rt, "app:api") != StatusStopped || statusOf(rt, "app:def") != StatusDefined {
+		t.Fatal("statuses after stop", rt.Entries())
+	}
+	if err := rt.Start(context.Background(), cfg); !errors.Is(err, ErrRuntimeStopped) {
+		t.Fatalf("start after stop: %v", err)
+	}
+}
+
+func TestRuntimeStartFailureUndoes(t *testing.T) {
+	rt, cfg, svc, h := newTestRuntime(t)
+	// app:db starts, app:api fails: app:db must be stopped again.
+	svc.order = make(chan ID, 10)
+	k := &failAfter{svcKind: svc, ok: 1}
+	kinds := NewRegistry()
+	kinds.Register(k)
+	kinds.Register(defKind{})
+	rt.opts.Kinds = kinds
+	err := rt.Start(context.Background(), cfg)
+	if err == nil || !strings.Contains(err.Error(), "start app:api: refusing to start") {
+		t.Fatalf("err %v", err)
+	}
+	if statusOf(rt, "app:db") != StatusStopped || statusOf(rt, "app:api") != StatusFailed || statusOf(rt, "other:worker") != StatusDefined {
+		t.Fatalf("statuses %+v", rt.Entries())
+	}
+	if !h.has("entry.app:api") {
+		t.Fatal("no failing health check for app:api")
+	}
+	if got := fmt.Sprint(rt.NotReady()); got != "[app:api other:worker]" {
+		t.Fatalf("not ready %s", got)
+	}
+}
+
+// failAfter lets ok Starts through, then fails.
+type failAfter struct {
+	*svcKind
+	ok int
+}
+
+func (f *failAfter) Start(ctx context.Context, env *Env, e *Entry) (Instance, error) {
+	if f.ok == 0 {
+		return nil, errors.New("refusing to start")
+	}
+	f.ok--
+	return f.svcKind.Start(ctx, env, e)
+}
+
+func TestRuntimeOwnerProtocol(t *testing.T) {
+	rt, cfg, svc, h := newTestRuntime(t)
+	ctx := context.Background()
+	if err := rt.Start(ctx, cfg); err != nil {
+		t.Fatal(err)
+	}
+	node := rt.Env().Node
+	inst, _ := rt.Instance("other:worker")
+	old := inst.PID()
+	done, exit, _ := node.Done(old)
+	node.Send(old, process.Message{Topic: "crash"})
+	<-done
+	if _, err := rt.Exited(ctx, "other:worker", process.PID{Node: "t", ID: 999}, exit()); !errors.Is(err, ErrNotCurrent) {
+		t.Fatalf("stale pid: %v", err)
+	}
+	restart, err := rt.Exited(ctx, "other:worker", old, exit())
+	if err != nil || !restart {
+		t.Fatalf("exited: %v %v", restart, err)
+	}
+	if info, _ := rt.Info("other:worker"); info.Status != StatusStarting || info.Err == nil {
+		t.Fatalf("after failure %+v", info)
+	}
+	svc.failStarts.Store(1)
+	if _, err := rt.Restart(ctx, "other:worker", old); err == nil {
+		t.Fatal("restart should have failed")
+	}
+	nw, err := rt.Restart(ctx, "other:worker", old)
+	if err != nil || nw.PID() == old {
+		t.Fatalf("restart: %v", err)
+	}
+	if info, _ := rt.Info("other:worker"); info.Status != StatusRunning || info.Restarts != 2 {
+		t.Fatalf("after restart %+v", info)
+	}
+	if _, err := rt.Restart(ctx, "other:worker", old); !errors.Is(err, ErrNotCurrent) {
+		t.Fatalf("second restart of the same instance: %v", err)
+	}
+	// A service that returns normally is stopped, not restarted.
+	done, exit, _ = node.Done(nw.PID())
+	node.Send(nw.PID(), process.Message{Topic: "return"})
+	<-done
+	if restart, err := rt.Exited(ctx, "other:worker", nw.PID(), exit()); err != nil || restart {
+		t.Fatalf("normal exit: %v %v", restart, err)
+	}
+	if statusOf(rt, "other:worker") != StatusStopped {
+		t.Fatal("not stopped after a normal return")
+	}
+	// Giving up marks the entry failed, with a failing health check.
+	inst, _ = rt.Instance("app:api")
+	done, exit, _ = node.Done(inst.PID())
+	node.Send(inst.PID(), process.Message{Topic: "crash"})
+	<-done
+	rt.Exited(ctx, "app:api", inst.PID(), exit())
+	if err := rt.Fail(ctx, "app:api", inst.PID(), errors.New("gave up")); err != nil {
+		t.Fatal(err)
+	}
+	if statusOf(rt, "app:api") != StatusFailed || !h.has("entry.app:api") {
+		t.Fatal("app:api not failed")
+	}
+	if got := fmt.Sprint(rt.NotReady()); got != "[app:api other:worker]" {
+		t.Fatalf("not ready %s", got)
+	}
+	if svc.startCount("other:worker") != 2 {
+		t.Fatalf("worker started %d times", svc.startCount("other:worker"))
+	}
+}
+
+func TestRuntimeLookupSpawn(t *testing.T) {
+	rt, cfg, _, _ := newTestRuntime(t)
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rt.Spawn("app:nope", SpawnOptions{}); !errors.Is(err, ErrNoEntry) {
+		t.Fatalf("missing: %v", err)
+	}
+	if _, err := rt.Spawn("app:def", SpawnOptions{}); !errors.Is(err, ErrNotTemplate) {
+		t.Fatalf("not a template: %v", err)
+	}
+	pid, err := rt.Spawn("app:db", SpawnOptions{Args: []any{"x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if e, ok := rt.Entry("app:db"); !ok || e.Kind != "test.svc" {
+		t.Fatal("Entry lookup")
+	}
+	done, exit, ok := rt.Env().Node.Done(pid)
+	if !ok {
+		t.Fatal("spawned process is gone")
+	}
+	rt.Env().Node.Send(pid, process.Message{Topic: "go"})
+	<-done
+	if fmt.Sprint(exit().Value) != "[x]" {
+		t.Fatalf("spawned with %v", exit().Value)
+	}
+}
+
+func TestRuntimeStopKillsPastDeadline(t *testing.T) {
+	kinds := NewRegistry()
+	kinds.Register(stubbornKind{})
+	dir := t.TempDir()
+	os.WriteFile(dir+"/c.yaml", []byte("namespace: a\nentries:\n  - {name: s, kind: test.stubborn, lifecycle: {auto_start: true}}\n"), 0o644)
+	cfg, err := (&Loader{Kinds: kinds}).Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := process.NewNode(process.Options{Name: "t"})
+	rt := NewRuntime(RuntimeOptions{Node: node, Kinds: kinds, StopTimeout: 50 * time.Millisecond})
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	inst, _ := rt.Instance("a:s")
+	start := time.Now()
+	rt.Stop(context.Background())
+	if node.Alive(inst.PID()) {
+		t.Fatal("stubborn process still alive")
+	}
+	if el := time.Since(start); el > 5*time.Second {
+		t.Fatalf("stop took %v", el)
+	}
+	inst.(*stubbornInstance).release()
+}
+
+// stubbornKind's process ignores its stop request until released.
+type stubbornKind struct{}
+
+func (stubbornKind) Name() string       { return "test.stubborn" }
+func (stubbornKind) Decode(*Decoder) any { return nil }
+
+type stubbornInstance struct {
+	pid  process.PID
+	gate chan struct{}
+}
+
+func (s *stubbornInstance) PID() process.PID { return s.pid }
+func (s *stubbornInstance) release()         { close(s.gate) }
+
+func (stubbornKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, error) {
+	gate := make(chan struct{})
+	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		<-gate
+		return nil, nil
+	}, process.SpawnOptions{})
+	return &stubbornInstance{pid: pid, gate: gate}, err
+}
