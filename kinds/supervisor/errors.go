@@ -1,0 +1,37 @@
+package supervisor
+
+import "github.com/proctor-run/proctor/value"
+
+// Errors callers branch on (err.kind in Lua). Each is wrapped with the
+// supervisor's ID and the child or key concerned; match with errors.Is.
+var (
+	// ErrNotSupervisor: the reference names no running supervisor.
+	ErrNotSupervisor = value.NewError(value.KindNotFound, "no running supervisor")
+	// ErrNoChild: no child has that id.
+	ErrNoChild = value.NewError(value.KindNotFound, "no such child")
+	// ErrDuplicateChild: a child with that id already exists (or runs).
+	ErrDuplicateChild = value.NewError(value.KindInvalid, "child id already in use")
+	// ErrMaxChildren: a dynamic supervisor is at max_children.
+	ErrMaxChildren = value.NewError(value.KindLimit, "max_children reached")
+	// ErrFixedChildren: the supervisor's children are fixed (a static
+	// supervisor accepts no new ids; a partition supervisor no changes).
+	ErrFixedChildren = value.NewError(value.KindInvalid, "children of this supervisor are fixed")
+	// ErrNotPartition: routing asked of a supervisor that is not a partition.
+	ErrNotPartition = value.NewError(value.KindInvalid, "not a partition supervisor")
+	// ErrNoWorker: the worker that owns the key is being restarted.
+	ErrNoWorker = value.NewError(value.KindStopped, "the worker for that key is restarting")
+	// ErrBadKey: a key that cannot be hashed.
+	ErrBadKey = value.NewError(value.KindInvalid, "partition key must be a string, a number, or a table with a key field")
+	// ErrStopped: the supervisor is no longer running.
+	ErrStopped = value.NewError(value.KindStopped, "supervisor stopped")
+	// ErrIntensity is the exit reason of a supervisor that saw more than
+	// max_restarts restarts within restart_window.
+	ErrIntensity = value.NewError(value.KindLimit, "reached maximum restart intensity")
+	// ErrEscalated is the exit reason of a supervisor whose child's failure
+	// action is escalate.
+	ErrEscalated = value.NewError(value.KindInternal, "child failure escalated")
+	// ErrCycle: a supervisor would become its own descendant.
+	ErrCycle = value.NewError(value.KindInvalid, "supervision cycle")
+	// ErrInvalidChild: a child spec given at run time is malformed.
+	ErrInvalidChild = value.NewError(value.KindInvalid, "invalid child spec")
+)

@@ -1,0 +1,76 @@
+package supervisor
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// SupervisorKind is the registry kind of supervisor, supervisor.dynamic or
+// supervisor.partition.
+type SupervisorKind struct{ name string }
+
+var (
+	_ registry.Kind     = (*SupervisorKind)(nil)
+	_ registry.Starter  = (*SupervisorKind)(nil)
+	_ registry.Template = (*SupervisorKind)(nil)
+)
+
+// NewStaticKind returns the kind "supervisor".
+func NewStaticKind() *SupervisorKind { return &SupervisorKind{name: KindStatic} }
+
+// NewDynamicKind returns the kind "supervisor.dynamic".
+func NewDynamicKind() *SupervisorKind { return &SupervisorKind{name: KindDynamic} }
+
+// NewPartitionKind returns the kind "supervisor.partition".
+func NewPartitionKind() *SupervisorKind { return &SupervisorKind{name: KindPartition} }
+
+// SupervisorKinds returns the three kinds, for registering with a registry.
+func SupervisorKinds() []registry.Kind {
+	return []registry.Kind{NewStaticKind(), NewDynamicKind(), NewPartitionKind()}
+}
+
+// Name implements registry.Kind.
+func (k *SupervisorKind) Name() string { return k.name }
+
+// Decode implements registry.Kind; it returns a *Spec.
+func (k *SupervisorKind) Decode(d *registry.Decoder) any { return decodeSpec(k.name, d) }
+
+func specOf(e *registry.Entry) (*Spec, error) {
+	s, ok := e.Spec.(*Spec)
+	if !ok || s == nil {
+		return nil, fmt.Errorf("supervisor %s: spec is %T, not *supervisor.Spec", e.ID, e.Spec)
+	}
+	return s, nil
+}
+
+// Start implements registry.Starter: the entry's tree runs under the root
+// supervisor, and the returned *Supervisor is its instance.
+func (k *SupervisorKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	spec, err := specOf(e)
+	if err != nil {
+		return nil, err
+	}
+	return Start(ctx, env, e.ID, spec, process.SpawnOptions{})
+}
+
+// Spawn implements registry.Template: a fresh tree with its own children,
+// linked and monitored as opts say (a parent supervisor's options). Args
+// are ignored: a supervisor's children take theirs from its spec.
+func (k *SupervisorKind) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOptions) (process.PID, error) {
+	spec, err := specOf(e)
+	if err != nil {
+		return process.PID{}, err
+	}
+	ctx := opts.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	s, err := Start(ctx, env, e.ID, spec, opts.SpawnOptions)
+	if err != nil {
+		return process.PID{}, err
+	}
+	return s.pid, nil
+}
