@@ -1,0 +1,134 @@
+package lua
+
+import (
+	"testing"
+	"time"
+)
+
+func TestChannels(t *testing.T) {
+	h := newHarness(t)
+	e := h.entry("main", `
+return { main = function()
+  local ch = channel.new()
+  assert(ch:send(1)); assert(ch:send({x = 2})); assert(ch:send(nil))
+  local v, ok = ch:receive()
+  assert(v == 1 and ok)
+  v = ch:receive()
+  assert(v.x == 2)
+  v, ok = ch:receive()
+  assert(v == nil and ok, "nil is a value")
+
+  local b = channel.new(1)
+  assert(b:send("a"))
+  local sent, err = b:send("b")
+  assert(sent == nil and err.kind == "limit", "full: " .. tostring(err))
+
+  -- select: first ready case in order, default when none
+  local c1, c2 = channel.new(), channel.new()
+  c2:send("two")
+  local r = channel.select{ c1:case_receive(), c2:case_receive() }
+  assert(r.channel == c2 and r.value == "two" and r.ok)
+  r = channel.select{ c1:case_receive(), default = true }
+  assert(r.default)
+  r = channel.select{ b:case_send("x"), c1:case_send("y") }
+  assert(r.channel == c1 and r.ok, "b is full, c1 takes the send")
+  assert(c1:receive() == "y")
+
+  -- close: drain, then nil, false
+  c1:send("last")
+  c1:close()
+  v, ok = c1:receive()
+  assert(v == "last" and ok)
+  v, ok = c1:receive()
+  assert(v == nil and not ok)
+  r = channel.select{ c1:case_receive() }
+  assert(r.channel == c1 and not r.ok)
+  assert(not pcall(c1.send, c1, 1), "send on closed raises")
+
+  -- waiting on a channel nothing else can fill raises instead of hanging
+  local empty = channel.new()
+  local good, msg = pcall(empty.receive, empty)
+  assert(not good and tostring(msg):find("forever"), tostring(msg))
+  good, msg = pcall(channel.select, { empty:case_receive() })
+  assert(not good and tostring(msg):find("forever"), tostring(msg))
+  assert(not pcall(channel.select, {}), "empty select raises")
+  assert(not pcall(channel.select, { 42 }), "bad case raises")
+  assert(not pcall(process.inbox().close, process.inbox()), "inbox cannot be closed")
+  assert(tostring(process.inbox()) == "channel(inbox)")
+  return "ok"
+end }`)
+	check(t, h, e)
+}
+
+func TestSelectAcrossSources(t *testing.T) {
+	h := newHarness(t)
+	h.entry("sender", `return { main = function(to, topic, delay) time.sleep(delay) process.send(to, topic, topic .. "!") end }`)
+	e := h.entry("main", `
+return { main = function()
+  local inbox = process.inbox()
+  local orders = process.listen("order")
+  local events = process.events()
+  local me = process.pid()
+  local a = process.spawn_monitored("sender", me, "order", 10)
+  local b = process.spawn("sender", me, "other", 30)
+  local timer = time.after(2000)
+  local got = {}
+  while #got < 3 do
+    local r = channel.select{ orders:case_receive(), inbox:case_receive(), events:case_receive(), timer:case_receive() }
+    assert(r.channel ~= timer, "timed out with " .. table.concat(got, ","))
+    if r.channel == orders then table.insert(got, "order:" .. r.value:payload())
+    elseif r.channel == inbox then table.insert(got, "inbox:" .. r.value:payload())
+    elseif r.channel == events then table.insert(got, "event:" .. r.value.kind) end
+  end
+  table.sort(got)
+  local s = table.concat(got, ",")
+  assert(s == "event:EXIT,inbox:other!,order:order!", s)
+  return "ok"
+end }`)
+	check(t, h, e)
+}
+
+func TestListenKeepsOtherTopicsInInbox(t *testing.T) {
+	h := newHarness(t)
+	e := h.entry("main", `
+return { main = function()
+  local me = process.pid()
+  process.send(me, "a", 1)
+  process.send(me, "b", 2)
+  process.send(me, "a", 3)
+  local b = process.listen("b")
+  local m = b:receive()
+  assert(m:topic() == "b" and m:payload() == 2)
+  local inbox = process.inbox()
+  assert(inbox:receive():payload() == 1)
+  assert(inbox:receive():payload() == 3)
+  process.send(me, "b", 4)
+  process.send(me, "c", 5)
+  m = inbox:receive()
+  assert(m:topic() == "c", "listened topics skip the inbox, got " .. m:topic())
+  assert(b:receive():payload() == 4)
+  return "ok"
+end }`)
+	check(t, h, e)
+}
+
+func TestTime(t *testing.T) {
+	h := newHarness(t)
+	e := h.entry("main", `
+return { main = function(go_now)
+  local t0 = time.now()
+  assert(math.abs(t0 - go_now) < 5000, "now is epoch milliseconds")
+  assert(time.sleep("20ms"))
+  local t1 = time.now()
+  assert(t1 - t0 >= 19, "slept " .. (t1 - t0))
+  local after = time.after(10)
+  local v, ok = after:receive()
+  assert(ok and v >= t1, "after yields the time it fired")
+  for i = 1, 200 do time.after(100000) end
+  assert(not pcall(time.sleep, "soon"), "bad duration raises")
+  assert(not pcall(time.sleep, -1), "negative raises")
+  assert(not pcall(time.after, {}), "table raises")
+  return "ok"
+end }`)
+	check(t, h, e, float64(time.Now().UnixMilli()))
+}

@@ -1,0 +1,182 @@
+package lua
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestSandbox(t *testing.T) {
+	h := newHarness(t)
+	e := h.entry("main", `
+return { main = function()
+  for _, name in ipairs{"os", "io", "debug", "load", "loadstring", "loadfile", "dofile",
+      "module", "getfenv", "setfenv", "collectgarbage", "newproxy", "_printregs", "package", "channel_lib"} do
+    assert(_G[name] == nil or name == "channel_lib", name .. " must not exist")
+  end
+  assert(string.dump == nil, "string.dump")
+  for _, name in ipairs{"string", "table", "math", "coroutine", "process", "channel", "time", "log",
+      "print", "pairs", "ipairs", "pcall", "error", "tostring", "type", "select", "unpack", "require"} do
+    assert(_G[name] ~= nil, name .. " must exist")
+  end
+  assert(("abc"):upper() == "ABC", "string methods")
+  assert(string.format("%d-%s", 3, "x") == "3-x")
+  assert(#table.concat({"a", "b"}) == 2)
+  assert(math.floor(2.5) == 2)
+  local co = coroutine.wrap(function() coroutine.yield(1) return 2 end)
+  assert(co() == 1 and co() == 2, "coroutines")
+  assert(getmetatable("") == false, "string metatable is protected")
+  assert(getmetatable(process) == false, "library metatable is protected")
+  assert(not pcall(setmetatable, process, {}), "cannot replace it")
+  local ok, err = pcall(require, "os")
+  assert(not ok and tostring(err):find("no such module"), tostring(err))
+  -- writes to a library stay in this process
+  string.shout = function(s) return s:upper() .. "!" end
+  process.extra = 1
+  assert(string.shout("a") == "A!")
+  return "ok"
+end }`)
+	check(t, h, e)
+	other := h.entry("other", `
+return { main = function()
+  assert(string.shout == nil, "another process's library write leaked")
+  assert(process.extra == nil, "another process's library write leaked")
+  return "ok"
+end }`)
+	check(t, h, other)
+}
+
+func TestRequireEntryModules(t *testing.T) {
+	h := newHarness(t)
+	h.write("lib/util.lua", `
+local M = {}
+local count = 0
+function M.twice(x) count = count + 1 return x * 2, count end
+return M
+`)
+	h.write("lib/circ.lua", `return require("circ")`)
+	e := h.entry("main", `
+local util = require("util")
+return { main = function()
+  local u2 = require("util")
+  assert(u2 == util, "a module loads once per process")
+  local v, n = util.twice(21)
+  assert(v == 42 and n == 1)
+  local json = require("json")
+  assert(json.encode({1}) == "[1]")
+  local ok, err = pcall(require, "circ")
+  assert(not ok and tostring(err):find("circular"), tostring(err))
+  return "ok"
+end }`, "modules:\n  util: file://lib/util.lua\n  circ: file://lib/circ.lua")
+	check(t, h, e)
+	found := 0
+	for _, s := range e.Sources {
+		if strings.HasSuffix(s.Path, "util.lua") || strings.HasSuffix(s.Path, "main.lua") {
+			found++
+		}
+	}
+	if found != 2 {
+		t.Fatalf("sources recorded on the entry: %d of 2 (reload must see module bytes)", found)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	h := newHarness(t)
+	h.write("ok.lua", "return { main = function() end, other = function() end }")
+	h.write("global.lua", "function main() end")
+	h.write("syntax.lua", "local x = 1\nlocal function f(\n  return 1\nend\n")
+	h.write("nomain.lua", "local M = {}\nfunction M.run() end\nreturn M\n")
+	h.write("dynamic.lua", "return setmetatable({}, {__index = function() return function() end end})")
+	h.write("badmod.lua", "return {")
+	for _, tc := range []struct {
+		name, fields string
+		want         []string // substrings of the errors, one per error
+	}{
+		{"ok", "source: file://ok.lua\nmethod: other\nargs: [1, x]\nmailbox_size: 10", nil},
+		{"global", "source: file://global.lua", nil},
+		{"dynamic", "source: file://dynamic.lua\nmethod: anything", nil},
+		{"missing_source", "method: main", []string{"source: required"}},
+		{"bad_scheme", "source: ok.lua", []string{"must be file://PATH"}},
+		{"no_file", "source: file://nope.lua", []string{"source nope.lua"}},
+		{"syntax", "source: file://syntax.lua", []string{"syntax.lua:3:"}},
+		{"no_method", "source: file://nomain.lua", []string{`no function "main"`}},
+		{"wrong_method", "source: file://ok.lua\nmethod: nope", []string{`method: `, `no function "nope"`}},
+		{"negative_mailbox", "source: file://ok.lua\nmailbox_size: -1", []string{"mailbox_size: must be 0"}},
+		{"args_not_list", "source: file://ok.lua\nargs: {a: 1}", []string{"args: must be a list"}},
+		{"unknown_field", "source: file://ok.lua\nmetod: main", []string{`metod: unknown field (did you mean "method"?)`}},
+		{"module_syntax", "source: file://ok.lua\nmodules:\n  bad: file://badmod.lua", []string{"modules.bad: syntax error", "badmod.lua"}},
+		{"module_runtime_name", "source: file://ok.lua\nmodules:\n  json: file://ok.lua", []string{"runtime module"}},
+		{"module_bad_name", "source: file://ok.lua\nmodules:\n  \"a-b\": file://ok.lua", []string{"invalid module name"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, errs := h.decode(tc.name, tc.fields)
+			if len(tc.want) == 0 {
+				if len(errs) > 0 {
+					t.Fatalf("unexpected errors: %v", errs)
+				}
+				return
+			}
+			if len(errs) != 1 {
+				t.Fatalf("want one error, got %d: %v", len(errs), errs)
+			}
+			msg := errs[0].Error()
+			if !strings.Contains(msg, "test:"+tc.name) || !strings.Contains(msg, "config.yaml:") {
+				t.Errorf("error does not name the file and entry: %s", msg)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q does not contain %q", msg, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLogAndPrint(t *testing.T) {
+	h := newHarness(t)
+	e := h.entry("logger", `
+return { main = function()
+  log.info("hello from lua", {user = "ann", n = 3, nested = {a = 1}})
+  log.debug("dbg")
+  log.warn("careful")
+  log.error("bad", {err = select(2, process.send("nobody", "x"))})
+  print("a", 1, nil, true, {} ~= nil)
+  return "ok"
+end }`)
+	check(t, h, e)
+	logs := h.logs.String()
+	for _, want := range []string{
+		`level=INFO msg="hello from lua" entry=test:logger`, "n=3", "user=ann", "nested=map[a:1]",
+		"level=DEBUG msg=dbg", "level=WARN msg=careful", `level=ERROR msg=bad`, "nobody",
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q:\n%s", want, logs)
+		}
+	}
+	if got := h.out.String(); got != "a\t1\tnil\ttrue\ttrue\n" {
+		t.Fatalf("stdout = %q", got)
+	}
+}
+
+func TestJSON(t *testing.T) {
+	h := newHarness(t)
+	e := h.entry("j", `
+local json = require("json")
+return { main = function()
+  assert(json.encode({b = 1, a = {1, 2, "x"}, c = true}) == '{"a":[1,2,"x"],"b":1,"c":true}')
+  assert(json.encode({}) == "{}")
+  assert(json.encode("a<b") == '"a<b"')
+  assert(json.encode({[1] = "a", x = "b"}) == '{"1":"a","x":"b"}')
+  local v = assert(json.decode('{"list":[1,2,{"k":null}],"s":"hi","f":1.5}'))
+  assert(v.list[2] == 2 and v.s == "hi" and v.f == 1.5)
+  local bad, err = json.decode("{nope")
+  assert(bad == nil and err.kind == "invalid" and err.message:find("offset"), tostring(err))
+  bad, err = json.encode({f = function() end})
+  assert(bad == nil and err.kind == "invalid", tostring(err))
+  bad, err = json.encode(0/0)
+  assert(bad == nil and err.kind == "invalid", tostring(err))
+  local _, e2 = process.send("nobody", "x")
+  assert(json.decode(json.encode(e2)).kind == "not_found")
+  return "ok"
+end }`)
+	check(t, h, e)
+}
