@@ -298,7 +298,7 @@ func TestRuntimeStopKillsPastDeadline(t *testing.T) {
 // stubbornKind's process ignores its stop request until released.
 type stubbornKind struct{}
 
-func (stubbornKind) Name() string       { return "test.stubborn" }
+func (stubbornKind) Name() string        { return "test.stubborn" }
 func (stubbornKind) Decode(*Decoder) any { return nil }
 
 type stubbornInstance struct {

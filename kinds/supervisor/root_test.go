@@ -18,7 +18,7 @@ import (
 // normally on "return".
 type rootTestKind struct{}
 
-func (rootTestKind) Name() string                { return "roottest.svc" }
+func (rootTestKind) Name() string                 { return "roottest.svc" }
 func (rootTestKind) Decode(*registry.Decoder) any { return nil }
 
 type rootTestInstance struct{ pid process.PID }

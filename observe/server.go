@@ -1,0 +1,276 @@
+package observe
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sort"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/proctor-run/proctor/registry"
+)
+
+// Source is what the endpoint reads from the runtime; *registry.Runtime
+// implements it.
+type Source interface {
+	Entries() []registry.EntryInfo
+	Info(id registry.ID) (registry.EntryInfo, bool)
+	NotReady() []registry.ID
+}
+
+// Options configure Handler. Runtime, Health and Metrics are required.
+type Options struct {
+	Runtime Source
+	Health  *Health
+	Metrics *prometheus.Registry
+	// Logger receives errors while serving. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// Kinds listed by the per-kind views.
+var (
+	pgKinds         = []string{"pg.scope"}
+	poolKinds       = []string{"router.pool", "router.group"}
+	supervisorKinds = []string{"supervisor", "supervisor.dynamic", "supervisor.partition"}
+)
+
+// RegisterStandardCollectors adds the Go runtime and process collectors to
+// reg (once; a second call is a no-op).
+func RegisterStandardCollectors(reg *prometheus.Registry) {
+	for _, c := range []prometheus.Collector{
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+	} {
+		if err := reg.Register(c); err != nil {
+			var are prometheus.AlreadyRegisteredError
+			if !errors.As(err, &are) {
+				panic(err)
+			}
+		}
+	}
+}
+
+// Handler returns the endpoint's routes.
+func Handler(opts Options) http.Handler {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	s := &server{opts: opts}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{
+		ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
+	}))
+	mux.HandleFunc("GET /healthz", s.healthz)
+	mux.HandleFunc("GET /readyz", s.readyz)
+	mux.HandleFunc("GET /v1/entries", s.entries)
+	mux.HandleFunc("GET /v1/entries/{id}", s.entry)
+	mux.HandleFunc("GET /v1/pg", s.views(pgKinds))
+	mux.HandleFunc("GET /v1/pools", s.views(poolKinds))
+	mux.HandleFunc("GET /v1/supervisors", s.views(supervisorKinds))
+	return mux
+}
+
+type server struct{ opts Options }
+
+func (s *server) json(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		s.opts.Logger.Warn("http: cannot encode response", "error", err)
+	}
+}
+
+func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
+	checks := map[string]string{}
+	failing := map[string]string{}
+	for _, c := range s.opts.Health.Run() {
+		if c.Error != nil {
+			checks[c.Name] = c.Error.Error()
+			failing[c.Name] = c.Error.Error()
+		} else {
+			checks[c.Name] = "ok"
+		}
+	}
+	if len(failing) > 0 {
+		s.json(w, http.StatusServiceUnavailable, map[string]any{"status": "failing", "checks": checks, "failing": failing})
+		return
+	}
+	s.json(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
+}
+
+func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
+	if nr := s.opts.Runtime.NotReady(); len(nr) > 0 {
+		s.json(w, http.StatusServiceUnavailable, map[string]any{"status": "not ready", "not_running": nr})
+		return
+	}
+	s.json(w, http.StatusOK, map[string]any{"status": "ready"})
+}
+
+// entrySummary is one element of GET /v1/entries, exactly as SPEC §5 shows.
+type entrySummary struct {
+	ID     registry.ID     `json:"id"`
+	Kind   string          `json:"kind"`
+	Status registry.Status `json:"status"`
+}
+
+func sortedInfos(src Source) []registry.EntryInfo {
+	infos := src.Entries()
+	sort.Slice(infos, func(i, j int) bool { return infos[i].Entry.ID < infos[j].Entry.ID })
+	return infos
+}
+
+func (s *server) entries(w http.ResponseWriter, r *http.Request) {
+	infos := sortedInfos(s.opts.Runtime)
+	out := make([]entrySummary, 0, len(infos))
+	for _, in := range infos {
+		out = append(out, entrySummary{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status})
+	}
+	s.json(w, http.StatusOK, out)
+}
+
+type entryDetail struct {
+	ID        registry.ID     `json:"id"`
+	Kind      string          `json:"kind"`
+	Status    registry.Status `json:"status"`
+	Since     time.Time       `json:"since"`
+	Error     string          `json:"error,omitempty"`
+	Restarts  int             `json:"restarts"`
+	PID       string          `json:"pid,omitempty"`
+	Declared  string          `json:"declared"`
+	AutoStart bool            `json:"auto_start"`
+	DependsOn []registry.ID   `json:"depends_on"`
+	Meta      map[string]any  `json:"meta,omitempty"`
+	Digest    string          `json:"digest"`
+	View      any             `json:"view,omitempty"`
+}
+
+func detail(in registry.EntryInfo) entryDetail {
+	d := entryDetail{
+		ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status, Since: in.Since, Restarts: in.Restarts,
+		Declared: in.Entry.Pos.String(), AutoStart: in.Entry.Lifecycle.AutoStart,
+		DependsOn: in.Entry.Lifecycle.DependsOn, Meta: in.Entry.Meta, Digest: in.Entry.Digest,
+	}
+	if d.DependsOn == nil {
+		d.DependsOn = []registry.ID{}
+	}
+	if in.Err != nil {
+		d.Error = in.Err.Error()
+	}
+	if in.Instance != nil {
+		if in.Status == registry.StatusRunning {
+			d.PID = in.Instance.PID().String()
+		}
+		if v, ok := in.Instance.(registry.Viewer); ok && in.Status == registry.StatusRunning {
+			d.View = safeView(v)
+		}
+	}
+	return d
+}
+
+// safeView keeps a kind's broken View from taking the endpoint down.
+func safeView(v registry.Viewer) (out any) {
+	defer func() {
+		if r := recover(); r != nil {
+			out = map[string]string{"error": fmt.Sprintf("view panicked: %v", r)}
+		}
+	}()
+	return v.View()
+}
+
+func (s *server) entry(w http.ResponseWriter, r *http.Request) {
+	id := registry.ID(r.PathValue("id"))
+	in, ok := s.opts.Runtime.Info(id)
+	if !ok {
+		s.json(w, http.StatusNotFound, map[string]string{"error": fmt.Sprintf("no entry %q", id)})
+		return
+	}
+	s.json(w, http.StatusOK, detail(in))
+}
+
+type kindView struct {
+	ID     registry.ID     `json:"id"`
+	Kind   string          `json:"kind"`
+	Status registry.Status `json:"status"`
+	View   any             `json:"view"`
+}
+
+func (s *server) views(kinds []string) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		out := []kindView{}
+		for _, in := range sortedInfos(s.opts.Runtime) {
+			if in.Status != registry.StatusRunning || !contains(kinds, in.Entry.Kind) {
+				continue
+			}
+			kv := kindView{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status}
+			if v, ok := in.Instance.(registry.Viewer); ok {
+				kv.View = safeView(v)
+			}
+			out = append(out, kv)
+		}
+		s.json(w, http.StatusOK, out)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Server is a running endpoint.
+type Server struct {
+	srv  *http.Server
+	addr net.Addr
+	done chan error
+}
+
+// Listen binds addr (host:port; port 0 picks a free one) and serves h.
+func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("http: %w", err)
+	}
+	s := &Server{
+		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
+		addr: ln.Addr(),
+		done: make(chan error, 1),
+	}
+	go func() {
+		err := s.srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		s.done <- err
+	}()
+	return s, nil
+}
+
+// Addr is the address the server listens on.
+func (s *Server) Addr() net.Addr { return s.addr }
+
+// Shutdown stops accepting, waits for requests in flight until ctx ends,
+// then closes what is left.
+func (s *Server) Shutdown(ctx context.Context) error {
+	err := s.srv.Shutdown(ctx)
+	if err != nil {
+		s.srv.Close()
+	}
+	if serr := <-s.done; serr != nil && err == nil {
+		err = serr
+	}
+	return err
+}
