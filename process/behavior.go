@@ -98,8 +98,8 @@ func (p *process) dispatch() {
 			}
 			worked = true
 		}
-		if p.mb.len() > 0 {
-			exit, ok := p.receiveBatch(c)
+		{
+			n, exit, ok := p.receiveBatch(c)
 			if !ok {
 				p.end(exit)
 				return
@@ -108,7 +108,7 @@ func (p *process) dispatch() {
 				p.end(p.ext.Load().exit)
 				return
 			}
-			worked = true
+			worked = worked || n > 0
 		}
 		if worked {
 			idle = 0
@@ -133,7 +133,7 @@ func (p *process) dispatch() {
 
 // receiveBatch hands queued messages to Receive until the mailbox is empty
 // or the process must stop. One deferred recover covers the whole batch.
-func (p *process) receiveBatch(c Context) (exit Exit, ok bool) {
+func (p *process) receiveBatch(c Context) (n int, exit Exit, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.node.log.Error("process panicked", "pid", p.pid.String(), "panic", r, "stack", string(debug.Stack()))
@@ -144,11 +144,12 @@ func (p *process) receiveBatch(c Context) (exit Exit, ok bool) {
 	for {
 		m, more := p.mb.pop()
 		if !more {
-			return Exit{}, true
+			return n, Exit{}, true
 		}
+		n++
 		b.Receive(c, m)
 		if p.selfStop || p.stopReq.Load() || p.dead.Load() {
-			return Exit{}, true
+			return n, Exit{}, true
 		}
 	}
 }
