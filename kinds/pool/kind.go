@@ -1,0 +1,120 @@
+package pool
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// KindName is the kind field of a pool entry.
+const KindName = "router.pool"
+
+// Kind is the router.pool kind. The zero value is ready to register.
+type Kind struct{}
+
+var (
+	_ registry.Kind    = Kind{}
+	_ registry.Starter = Kind{}
+	_ registry.Stopper = (*Pool)(nil)
+	_ registry.Updater = (*Pool)(nil)
+	_ registry.Viewer  = (*Pool)(nil)
+)
+
+// Name implements registry.Kind.
+func (Kind) Name() string { return KindName }
+
+// Decode implements registry.Kind: it returns a *Spec.
+func (Kind) Decode(d *registry.Decoder) any { return decodeSpec(d) }
+
+// Start implements registry.Starter.
+func (Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	spec, ok := e.Spec.(*Spec)
+	if !ok {
+		return nil, value.NewError(value.KindInvalid, "pool %s: spec is a %T, not a *pool.Spec", e.ID, e.Spec)
+	}
+	return Start(ctx, env, e.ID, spec)
+}
+
+// Update applies a changed spec in place: size, timeout, interval and the
+// resizer. A new routee entry or strategy needs a restart (false).
+func (p *Pool) Update(ctx context.Context, e *registry.Entry) (bool, error) {
+	ns, ok := e.Spec.(*Spec)
+	if !ok {
+		return false, value.NewError(value.KindInvalid, "pool %s: spec is a %T, not a *pool.Spec", e.ID, e.Spec)
+	}
+	if err := ns.validate(); err != nil {
+		return false, value.NewError(value.KindInvalid, "pool %s: %v", p.id, err)
+	}
+	var applied bool
+	err := p.call(ctx, func() { applied = p.apply(ns) })
+	if err != nil {
+		return false, err
+	}
+	return applied, nil
+}
+
+// apply runs on the pool's loop.
+func (p *Pool) apply(ns *Spec) bool {
+	old := p.spec
+	if ns.Routee != old.Routee || ns.Strategy != old.Strategy {
+		return false
+	}
+	p.spec = ns
+	switch {
+	case ns.Resizer == nil:
+		p.rz = nil
+		if p.tick != nil {
+			p.tick.Stop()
+			p.tick = nil
+		}
+	case p.rz == nil || !reflect.DeepEqual(p.rz.spec(), *ns.Resizer):
+		nr := newResizer(*ns.Resizer, nil)
+		// The performance log stays valid across a change of parameters:
+		// it measures the routees, not the resizer.
+		if prev, ok := p.rz.(*optimalResizer); ok {
+			if next, ok := nr.(*optimalResizer); ok {
+				next.perfLog = prev.perfLog
+				next.setRecord(prev.rec)
+			}
+		}
+		hadTick := p.rz != nil
+		p.rz = nr
+		if !hadTick {
+			p.armTick()
+		}
+	}
+	p.cfg.Store(&config{strategy: ns.Strategy, timeout: ns.Timeout, interval: ns.Interval, rz: p.rz})
+	if p.rz == nil {
+		p.applyDelta(ns.Size-len(p.slots), "update")
+	} else if p.resizing.CompareAndSwap(false, true) {
+		p.resizeNow()
+	}
+	p.publishView()
+	p.log.Info("pool updated in place", "size", len(p.slots), "timeout", ns.Timeout)
+	return true
+}
+
+// Find returns the running pool with entry ID id.
+func Find(env *registry.Env, id registry.ID) (*Pool, error) {
+	if env == nil || env.Entries == nil {
+		return nil, value.NewError(value.KindNotFound, "pool %s: no registry", id)
+	}
+	inst, ok := env.Entries.Instance(id)
+	if !ok {
+		if e, ok := env.Entries.Entry(id); ok {
+			if e.Kind != KindName {
+				return nil, value.NewError(value.KindInvalid, "%s is a %s entry, not a %s", id, e.Kind, KindName)
+			}
+			return nil, value.NewError(value.KindNotFound, "pool %s is not running", id)
+		}
+		return nil, value.NewError(value.KindNotFound, "no entry %s", id)
+	}
+	p, ok := inst.(*Pool)
+	if !ok {
+		return nil, value.NewError(value.KindInvalid, "%s is not a %s (its instance is a %s)", id, KindName, fmt.Sprintf("%T", inst))
+	}
+	return p, nil
+}

@@ -1,0 +1,568 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// Topic is the topic of the messages Tell and Ask route (router.tell and
+// router.ask in Lua). Messages sent to the pool's PID keep their own topic.
+const Topic = "message"
+
+// Errors callers branch on (err.kind in Lua).
+var (
+	// ErrNoRoutees: the pool has no live routee to route to.
+	ErrNoRoutees = value.NewError(value.KindNotFound, "no routees to route to")
+	// ErrStopped: the pool is stopping or stopped.
+	ErrStopped = value.NewError(value.KindStopped, "pool stopped")
+	// ErrNoKey: consistent_hash got a message without a key.
+	ErrNoKey = value.NewError(value.KindInvalid, "consistent_hash: the message has no key (the key field of a table, or a string or number payload)")
+)
+
+const (
+	// idleResizeInterval is how often an idle pool with a default resizer
+	// checks its size: Akka only resizes when messages arrive, so an idle
+	// pool would never shrink.
+	idleResizeInterval = time.Second
+	// drainTick is how often retiring routees are checked for idleness.
+	drainTick = 5 * time.Millisecond
+	// minDrainTimeout bounds how long a retiring routee may take to finish
+	// what it holds before it is terminated anyway.
+	minDrainTimeout = 30 * time.Second
+	// restartBackoffMax caps the delay between restarts of a routee that
+	// keeps exiting.
+	restartBackoffMax = 5 * time.Second
+)
+
+// config is what senders read on every message; replaced whole on update.
+type config struct {
+	strategy Strategy
+	timeout  time.Duration
+	interval time.Duration
+	rz       resizer // nil without a resizer; only isTimeForResize is called off the loop
+}
+
+// snapshot is the immutable routing view senders use. readers counts the
+// senders using it, so a routee removed by a resize is stopped only once no
+// sender can still be handing it a message.
+type snapshot struct {
+	pids    []process.PID
+	slots   []int // slot number of each pid, for the ring
+	ring    *ring
+	size    int // slots, including those waiting for a restart
+	readers atomic.Int64
+}
+
+func (s *snapshot) has(pid process.PID) bool {
+	for _, p := range s.pids {
+		if p == pid {
+			return true
+		}
+	}
+	return false
+}
+
+// slot is one position in the pool: a routee restarted in place keeps its
+// slot (and its consistent-hash keys).
+type slot struct {
+	n        int
+	pid      process.PID // zero while waiting for a restart
+	removed  bool
+	lastExit time.Time
+	backoff  time.Duration
+}
+
+type retiree struct {
+	deadline   time.Time
+	terminated bool
+}
+
+// Pool is a running router.pool. Its exported methods may be called from
+// any goroutine.
+type Pool struct {
+	id     registry.ID
+	env    *registry.Env
+	node   *process.Node
+	log    *slog.Logger
+	met    *metrics
+	routed prometheus.Counter
+	gauge  prometheus.Gauge
+
+	pid  process.PID // set by init before Start returns
+	cfg  atomic.Pointer[config]
+	snap atomic.Pointer[snapshot]
+	view atomic.Pointer[View]
+
+	rr       atomic.Uint64
+	counter  atomic.Uint64 // messages routed, the resizer's message counter
+	resizing atomic.Bool
+	stopping atomic.Bool
+	warned   atomic.Bool
+	open     sync.Map // *race -> struct{}: scatters and tail chops not yet resolved
+	nOpen    atomic.Int64
+	dropped  atomic.Int64 // plain sends dropped by a racing strategy since the last warning
+	warnAt   atomic.Int64 // unix nanos of the last such warning
+	final    atomic.Pointer[[]process.PID]
+	ready    chan error
+
+	// owned by the pool's process
+	spec      *Spec
+	rz        resizer
+	slots     []*slot
+	byPID     map[process.PID]*slot
+	retiring  map[process.PID]*retiree
+	old       []*snapshot
+	nextSlot  int
+	draining  bool
+	tick      *time.Timer
+	lastCount uint64
+}
+
+// ctl is a command for the pool's own process; only this package can make one.
+type ctl struct{ fn func() }
+
+// behavior is the pool's process: the single writer of its state.
+type behavior struct{ p *Pool }
+
+func (b behavior) Init(c process.Context) error { return b.p.init(c.Self()) }
+
+func (b behavior) Receive(_ process.Context, m process.Message) {
+	if x, ok := m.Payload.(*ctl); ok {
+		x.fn()
+		return
+	}
+	b.p.receive(m)
+}
+
+func (b behavior) ReceiveEvent(_ process.Context, e process.Event) {
+	if e.Kind == process.EventExit {
+		b.p.routeeExited(e.From, e.Exit)
+	}
+}
+
+func (b behavior) Terminate(process.Context, process.Exit) { b.p.teardown() }
+
+// Start runs a pool for spec under entry ID id, and returns once its
+// initial routees run.
+func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (*Pool, error) {
+	if err := spec.validate(); err != nil {
+		return nil, value.NewError(value.KindInvalid, "pool %s: %v", id, err)
+	}
+	met := newMetrics(env.Metrics)
+	p := &Pool{
+		id: id, env: env, node: env.Node, log: env.EntryLogger(id), met: met,
+		routed:   met.routed.WithLabelValues(string(id), string(spec.Strategy)),
+		gauge:    met.routees.WithLabelValues(string(id)),
+		ready:    make(chan error, 1),
+		spec:     spec,
+		byPID:    map[process.PID]*slot{},
+		retiring: map[process.PID]*retiree{},
+	}
+	if spec.Resizer != nil {
+		p.rz = newResizer(*spec.Resizer, nil)
+	}
+	p.cfg.Store(&config{strategy: spec.Strategy, timeout: spec.Timeout, interval: spec.Interval, rz: p.rz})
+	p.snap.Store(&snapshot{})
+	p.publishView()
+	pid, err := env.Node.Spawn(behavior{p}, process.SpawnOptions{TrapLinks: true})
+	if err != nil {
+		return nil, fmt.Errorf("pool %s: %w", id, err)
+	}
+	select {
+	case err := <-p.ready:
+		if err != nil {
+			return nil, fmt.Errorf("pool %s: %w", id, err)
+		}
+		return p, nil
+	case <-ctx.Done():
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		p.stopping.Store(true)
+		_, _ = env.Node.Stop(sctx, pid)
+		return nil, fmt.Errorf("pool %s: start: %w", id, ctx.Err())
+	}
+}
+
+// PID is the pool's process: messages sent (or asks made) to it are routed.
+func (p *Pool) PID() process.PID { return p.pid }
+
+// ID is the pool's entry ID.
+func (p *Pool) ID() registry.ID { return p.id }
+
+func (p *Pool) init(self process.PID) error {
+	p.pid = self
+	for i := 0; i < p.spec.Size; i++ {
+		if err := p.addSlot(); err != nil {
+			p.teardown()
+			p.ready <- err
+			return err
+		}
+	}
+	if p.rz != nil {
+		// The initial resize runs before the first message (counter 0),
+		// so a pool declared with size 0 starts at its lower bound.
+		p.resizing.Store(true)
+		p.resizeNow()
+		p.armTick()
+	}
+	p.publish()
+	p.log.Debug("pool started", "routee", string(p.spec.Routee), "strategy", string(p.spec.Strategy), "size", len(p.slots))
+	p.ready <- nil
+	return nil
+}
+
+// control runs fn on the pool's process.
+func (p *Pool) control(fn func()) error {
+	return p.node.Send(p.pid, process.Message{Payload: &ctl{fn}})
+}
+
+// call runs fn on the pool's process and waits for it.
+func (p *Pool) call(ctx context.Context, fn func()) error {
+	done := make(chan struct{})
+	exited, _, ok := p.node.Done(p.pid)
+	if !ok {
+		return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
+	}
+	if err := p.control(func() { fn(); close(done) }); err != nil {
+		return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
+	}
+	select {
+	case <-done:
+		return nil
+	case <-exited:
+		select {
+		case <-done:
+			return nil
+		default:
+			return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
+		}
+	case <-ctx.Done():
+		return fmt.Errorf("pool %s: %w", p.id, ctx.Err())
+	}
+}
+
+// spawn starts one routee, linked to and monitored by the pool: the link
+// takes routees down with the pool however it ends (even killed), the
+// monitor tells the pool when a routee exits, normally or not.
+func (p *Pool) spawn() (process.PID, error) {
+	pid, err := p.env.Entries.Spawn(p.spec.Routee, registry.SpawnOptions{
+		SpawnOptions: process.SpawnOptions{LinkTo: p.pid, MonitorBy: p.pid},
+	})
+	if err != nil {
+		return process.PID{}, fmt.Errorf("spawn routee %s: %w", p.spec.Routee, err)
+	}
+	// A Template that ignores the options still ends up linked and
+	// monitored; both are idempotent, and a routee already gone yields an
+	// EXIT event at once, which restarts its slot.
+	_ = p.node.Link(p.pid, pid)
+	_ = p.node.Monitor(p.pid, pid)
+	return pid, nil
+}
+
+func (p *Pool) addSlot() error {
+	pid, err := p.spawn()
+	if err != nil {
+		return err
+	}
+	s := &slot{n: p.nextSlot, pid: pid}
+	p.nextSlot++
+	p.slots = append(p.slots, s)
+	p.byPID[pid] = s
+	return nil
+}
+
+// publish replaces the routing snapshot with the current live routees.
+func (p *Pool) publish() {
+	s := &snapshot{size: len(p.slots)}
+	for _, sl := range p.slots {
+		if !sl.pid.IsZero() {
+			s.pids = append(s.pids, sl.pid)
+			s.slots = append(s.slots, sl.n)
+		}
+	}
+	if p.cfg.Load().strategy == ConsistentHash {
+		s.ring = newRing(s.slots)
+	}
+	prev := p.snap.Swap(s)
+	if prev != nil && len(prev.pids) > 0 {
+		p.old = append(p.old, prev)
+	}
+	p.pruneOld()
+	p.gauge.Set(float64(len(s.pids)))
+	p.publishView()
+}
+
+// pruneOld forgets replaced snapshots no sender uses any more. A replaced
+// snapshot's reader count only goes down: route re-checks that its
+// snapshot is current after counting itself in.
+func (p *Pool) pruneOld() {
+	keep := p.old[:0]
+	for _, s := range p.old {
+		if s.readers.Load() > 0 {
+			keep = append(keep, s)
+		}
+	}
+	clear(p.old[len(keep):])
+	p.old = keep
+}
+
+// routeeExited handles the EXIT event of a routee (or of a retiring one).
+func (p *Pool) routeeExited(pid process.PID, exit process.Exit) {
+	if _, ok := p.retiring[pid]; ok {
+		delete(p.retiring, pid)
+		return
+	}
+	s := p.byPID[pid]
+	if s == nil {
+		return
+	}
+	delete(p.byPID, pid)
+	if p.stopping.Load() {
+		return
+	}
+	s.pid = process.PID{}
+	p.met.restarts.WithLabelValues(string(p.id)).Inc()
+	now := time.Now()
+	if !s.lastExit.IsZero() && now.Sub(s.lastExit) < time.Second {
+		s.backoff = min(max(2*s.backoff, 10*time.Millisecond), restartBackoffMax)
+	} else {
+		s.backoff = 0
+	}
+	s.lastExit = now
+	if exit.Err != nil {
+		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", exit.Err, "delay", s.backoff)
+	} else {
+		p.log.Info("routee returned; restarting it in place", "routee", pid.String(), "slot", s.n, "delay", s.backoff)
+	}
+	p.publish()
+	p.scheduleRestart(s)
+}
+
+func (p *Pool) scheduleRestart(s *slot) {
+	if s.backoff == 0 {
+		p.restart(s)
+		return
+	}
+	time.AfterFunc(s.backoff, func() { _ = p.control(func() { p.restart(s) }) })
+}
+
+func (p *Pool) restart(s *slot) {
+	if s.removed || !s.pid.IsZero() || p.stopping.Load() {
+		return
+	}
+	pid, err := p.spawn()
+	if err != nil {
+		s.backoff = min(max(2*s.backoff, 10*time.Millisecond), restartBackoffMax)
+		p.log.Error("restarting routee failed; retrying", "slot", s.n, "error", err, "delay", s.backoff)
+		p.scheduleRestart(s)
+		return
+	}
+	s.pid = pid
+	p.byPID[pid] = s
+	p.publish()
+}
+
+// loads reads what the resizer needs of every slot.
+func (p *Pool) loads() []load {
+	out := make([]load, len(p.slots))
+	for i, s := range p.slots {
+		if s.pid.IsZero() {
+			continue
+		}
+		q := p.node.MailboxLen(s.pid)
+		out[i] = load{queued: max(q, 0), busy: q > 0 || !p.node.Idle(s.pid)}
+	}
+	return out
+}
+
+// resizeNow runs the resizer once; resizing must be set.
+func (p *Pool) resizeNow() {
+	defer p.resizing.Store(false)
+	if p.rz == nil || p.stopping.Load() {
+		return
+	}
+	loads := p.loads()
+	now := time.Now()
+	p.rz.report(loads, p.counter.Load(), now)
+	p.applyDelta(p.rz.resize(loads, now), "resizer")
+}
+
+// applyDelta grows or shrinks the pool by d routees.
+func (p *Pool) applyDelta(d int, why string) {
+	from := len(p.slots)
+	switch {
+	case d > 0:
+		for i := 0; i < d; i++ {
+			if err := p.addSlot(); err != nil {
+				p.log.Error("growing the pool failed", "error", err)
+				break
+			}
+		}
+		p.met.resizes.WithLabelValues(string(p.id), "up").Inc()
+	case d < 0:
+		p.shrink(-d)
+		p.met.resizes.WithLabelValues(string(p.id), "down").Inc()
+	default:
+		return
+	}
+	p.publish()
+	p.log.Info("pool resized", "from", from, "to", len(p.slots), "by", why)
+}
+
+// shrink removes the last k slots. Their routees leave the routing
+// snapshot now and are stopped once idle (see drain).
+func (p *Pool) shrink(k int) {
+	k = min(k, len(p.slots))
+	cut := len(p.slots) - k
+	deadline := time.Now().Add(max(minDrainTimeout, 2*p.cfg.Load().timeout))
+	for _, s := range p.slots[cut:] {
+		s.removed = true
+		if !s.pid.IsZero() {
+			delete(p.byPID, s.pid)
+			p.retiring[s.pid] = &retiree{deadline: deadline}
+		}
+	}
+	clear(p.slots[cut:])
+	p.slots = p.slots[:cut]
+	p.armDrain()
+}
+
+func (p *Pool) armDrain() {
+	if p.draining || len(p.retiring) == 0 {
+		return
+	}
+	p.draining = true
+	time.AfterFunc(drainTick, func() { _ = p.control(p.drain) })
+}
+
+// drain stops each retiring routee once no sender can still reach it
+// through an old snapshot and it has finished what it holds.
+func (p *Pool) drain() {
+	p.draining = false
+	if p.stopping.Load() {
+		return
+	}
+	p.pruneOld()
+	now := time.Now()
+	for pid, r := range p.retiring {
+		if r.terminated {
+			continue
+		}
+		if !p.node.Alive(pid) {
+			delete(p.retiring, pid)
+			continue
+		}
+		reachable := false
+		for _, s := range p.old {
+			if s.has(pid) {
+				reachable = true
+				break
+			}
+		}
+		switch {
+		case !reachable && p.node.Idle(pid):
+		case now.After(r.deadline):
+			p.log.Warn("retiring routee did not finish in time; terminating it", "routee", pid.String())
+		default:
+			continue
+		}
+		r.terminated = true
+		_ = p.node.Terminate(pid)
+	}
+	waiting := false
+	for _, r := range p.retiring {
+		waiting = waiting || !r.terminated
+	}
+	if waiting {
+		p.armDrain()
+	}
+}
+
+// armTick schedules the idle check of a pool with a resizer.
+func (p *Pool) armTick() {
+	if p.rz == nil || p.stopping.Load() {
+		return
+	}
+	every := idleResizeInterval
+	if s := p.rz.spec(); s.Type == OptimalResizerType {
+		every = s.ActionInterval
+	}
+	p.tick = time.AfterFunc(every, func() { _ = p.control(p.onTick) })
+}
+
+// onTick resizes a pool that routed nothing since the last tick: Akka
+// resizes only when messages arrive, which would leave an idle pool at its
+// busiest size forever.
+func (p *Pool) onTick() {
+	n := p.counter.Load()
+	if p.rz != nil && n == p.lastCount && p.resizing.CompareAndSwap(false, true) {
+		p.resizeNow()
+	}
+	p.lastCount = n
+	p.armTick()
+}
+
+// teardown ends the pool: every open scatter fails, every routee is told to
+// stop. It runs on the pool's process as it exits.
+func (p *Pool) teardown() {
+	p.stopping.Store(true)
+	p.failOpen()
+	if p.tick != nil {
+		p.tick.Stop()
+	}
+	var pids []process.PID
+	for _, s := range p.slots {
+		if !s.pid.IsZero() {
+			pids = append(pids, s.pid)
+		}
+	}
+	for pid := range p.retiring {
+		pids = append(pids, pid)
+	}
+	for _, pid := range pids {
+		// Cut the link and the monitor first: the routees are stopped
+		// explicitly here, and a pool and its routees tearing down their
+		// links to each other at the same moment race in the process core.
+		p.node.Demonitor(p.pid, pid)
+		p.node.Unlink(p.pid, pid)
+		_ = p.node.Terminate(pid)
+	}
+	p.final.Store(&pids)
+	p.snap.Store(&snapshot{})
+	p.met.routees.DeleteLabelValues(string(p.id))
+	p.publishView()
+}
+
+// Stop stops the pool: open scatters fail at once with "stopped while the
+// scatter was still open", then the pool and its routees stop. Past ctx's
+// deadline they are killed.
+func (p *Pool) Stop(ctx context.Context) error {
+	p.stopping.Store(true)
+	p.failOpen()
+	if _, err := p.node.Stop(ctx, p.pid); err != nil && !errors.Is(err, process.ErrNoProcess) {
+		return fmt.Errorf("pool %s: stop: %w", p.id, err)
+	}
+	var pids []process.PID
+	if f := p.final.Load(); f != nil {
+		pids = *f
+	} else {
+		pids = p.snap.Load().pids
+	}
+	for _, pid := range pids {
+		if _, err := p.node.Stop(ctx, pid); err != nil && !errors.Is(err, process.ErrNoProcess) {
+			return fmt.Errorf("pool %s: stop routee %s: %w", p.id, pid, err)
+		}
+	}
+	return nil
+}

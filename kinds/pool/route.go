@@ -1,0 +1,257 @@
+package pool
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
+)
+
+// acquire returns the current snapshot, counted as in use until release.
+func (p *Pool) acquire() *snapshot {
+	for {
+		s := p.snap.Load()
+		s.readers.Add(1)
+		if p.snap.Load() == s {
+			return s
+		}
+		s.readers.Add(-1)
+	}
+}
+
+// Route routes m as the pool's PID would: to one routee, to all, or as a
+// scatter/tail chop when the strategy races and m has a reply target. A
+// reply target on m is handed on, so the routee's reply settles the
+// original ask, attributed to that routee.
+func (p *Pool) Route(m process.Message) error {
+	if p.stopping.Load() {
+		return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
+	}
+	c := p.cfg.Load()
+	if c.rz != nil {
+		n := p.counter.Add(1)
+		if c.rz.isTimeForResize(n) && p.resizing.CompareAndSwap(false, true) {
+			if p.control(func() { p.resizeNow() }) != nil {
+				p.resizing.Store(false)
+			}
+		}
+	}
+	s := p.acquire()
+	defer s.readers.Add(-1)
+	switch c.strategy {
+	case ScatterGather, TailChopping:
+		t, tok := m.ReplyTarget()
+		if t == nil {
+			p.noReplyTarget()
+			return nil
+		}
+		p.routed.Inc()
+		p.startRace(c, s, m, t, tok)
+		return nil
+	case Broadcast:
+		if len(s.pids) == 0 {
+			return fmt.Errorf("pool %s: %w", p.id, ErrNoRoutees)
+		}
+		var first error
+		sent := 0
+		for _, pid := range s.pids {
+			if err := p.node.Send(pid, m); err != nil {
+				first = cmpErr(first, err)
+				continue
+			}
+			sent++
+		}
+		if sent == 0 {
+			return fmt.Errorf("pool %s: broadcast: %w", p.id, first)
+		}
+		p.routed.Inc()
+		return nil
+	}
+	n := len(s.pids)
+	if n == 0 {
+		return fmt.Errorf("pool %s: %w", p.id, ErrNoRoutees)
+	}
+	i, err := p.pick(c.strategy, s, m)
+	if err != nil {
+		return fmt.Errorf("pool %s: %w", p.id, err)
+	}
+	var last error
+	for try := 0; try < n; try++ {
+		err := p.node.Send(s.pids[i], m)
+		if err == nil {
+			p.routed.Inc()
+			return nil
+		}
+		last = err
+		// A routee that just exited is being restarted; the next one
+		// takes the message. A full mailbox is the caller's to see.
+		if !errors.Is(err, process.ErrNoProcess) {
+			break
+		}
+		i = (i + 1) % n
+	}
+	return fmt.Errorf("pool %s: %w", p.id, last)
+}
+
+func cmpErr(first, err error) error {
+	if first == nil {
+		return err
+	}
+	return first
+}
+
+// pick chooses a routee index for the single-routee strategies.
+func (p *Pool) pick(st Strategy, s *snapshot, m process.Message) (int, error) {
+	n := len(s.pids)
+	switch st {
+	case Random:
+		return rand.IntN(n), nil
+	case SmallestMailbox:
+		// Idle first; else the fewest queued messages. The start rotates
+		// so that ties spread over the routees.
+		start := int(p.rr.Add(1) % uint64(n))
+		best, bestLen := start, int(^uint(0)>>1)
+		for k := 0; k < n; k++ {
+			i := (start + k) % n
+			if p.node.Idle(s.pids[i]) {
+				return i, nil
+			}
+			if l := p.node.MailboxLen(s.pids[i]); l >= 0 && l < bestLen {
+				best, bestLen = i, l
+			}
+		}
+		return best, nil
+	case ConsistentHash:
+		key, ok := HashKey(m.Payload)
+		if !ok {
+			return 0, ErrNoKey
+		}
+		return s.ring.lookup(key), nil
+	}
+	return int((p.rr.Add(1) - 1) % uint64(n)), nil
+}
+
+// receive routes a message that arrived at the pool's PID.
+func (p *Pool) receive(m process.Message) {
+	if err := p.Route(m); err != nil {
+		if m.CanReply() {
+			_, _ = m.Reply(p.pid, nil, value.FromError(err))
+			return
+		}
+		p.log.Warn("message dropped", "topic", m.Topic, "error", err)
+	}
+}
+
+// noReplyTarget drops a plain send to a racing pool: fanning out N times
+// for an answer nobody takes is the waste the pattern exists to buy
+// something with. The warning is logged at most once a second, with the
+// count, so a misbehaving sender cannot flood the log.
+func (p *Pool) noReplyTarget() {
+	p.met.resolved.WithLabelValues(OutcomeNoReplyTarget).Inc()
+	n := p.dropped.Add(1)
+	now := time.Now().UnixNano()
+	last := p.warnAt.Load()
+	if now-last >= int64(time.Second) && p.warnAt.CompareAndSwap(last, now) {
+		p.dropped.Add(-n)
+		p.log.Warn("message without a reply target dropped: a scatter needs an ask (router.ask, process.ask) to answer",
+			"strategy", string(p.cfg.Load().strategy), "dropped", n)
+	}
+}
+
+// Send routes m (see Route).
+func (p *Pool) Send(m process.Message) error { return p.Route(m) }
+
+// Tell routes payload with topic Topic and no reply target.
+func (p *Pool) Tell(payload any) error {
+	return p.Route(process.Message{Topic: Topic, Payload: payload})
+}
+
+// Ask routes payload as an ask and waits for the reply: it returns the
+// reply and the PID of the routee that produced it. timeout 0 waits the
+// caller's default (see CallerTimeout).
+func (p *Pool) Ask(payload any, timeout time.Duration) (any, process.PID, error) {
+	return p.AskMessage(process.Message{Topic: Topic, Payload: payload}, timeout)
+}
+
+// CallerTimeout is how long a caller waits for the pool: an explicit
+// timeout as given (warned about once when a racing pool's own deadline is
+// not shorter, since the caller would then hear its own timeout instead of
+// the pool's aggregate error), or, for 0, the larger of the default ask
+// timeout and the pool's timeout plus 500ms.
+func (p *Pool) CallerTimeout(t time.Duration) time.Duration {
+	c := p.cfg.Load()
+	if t <= 0 {
+		return max(process.DefaultAskTimeout, c.timeout+500*time.Millisecond)
+	}
+	if c.strategy.racing() && t <= c.timeout && p.warned.CompareAndSwap(false, true) {
+		p.log.Warn("caller timeout is not above the pool's timeout: the caller gives up before the pool can report which routees failed",
+			"caller_timeout", t, "pool_timeout", c.timeout)
+	}
+	return t
+}
+
+// AskMessage routes m as an ask and waits at most timeout (see Ask).
+func (p *Pool) AskMessage(m process.Message, timeout time.Duration) (any, process.PID, error) {
+	timeout = p.CallerTimeout(timeout)
+	w := waiters.Get().(*waiter)
+	token := (w.state.Load() + 2) &^ 1
+	w.state.Store(token)
+	if err := p.Route(m.WithReply(w, token)); err != nil {
+		if w.state.CompareAndSwap(token, token+1) {
+			waiters.Put(w)
+			return nil, process.PID{}, err
+		}
+		res := <-w.ch // a routee answered before the error (a partial broadcast)
+		waiters.Put(w)
+		return res.value, res.from, res.err
+	}
+	w.timer.Reset(timeout)
+	select {
+	case res := <-w.ch:
+		w.timer.Stop()
+		waiters.Put(w)
+		return res.value, res.from, res.err
+	case <-w.timer.C:
+		if !w.state.CompareAndSwap(token, token+1) {
+			res := <-w.ch
+			waiters.Put(w)
+			return res.value, res.from, res.err
+		}
+		waiters.Put(w)
+		return nil, process.PID{}, fmt.Errorf("pool %s: ask after %s: %w", p.id, timeout, process.ErrTimeout)
+	}
+}
+
+type result struct {
+	value any
+	from  process.PID
+	err   error
+}
+
+// waiter is the one-shot reply target of a blocking Ask. state holds the
+// current ask's token (even), token+1 once settled, so a late reply to an
+// earlier ask on a reused waiter is dropped.
+type waiter struct {
+	state atomic.Uint64
+	ch    chan result
+	timer *time.Timer
+}
+
+var waiters = sync.Pool{New: func() any {
+	w := &waiter{ch: make(chan result, 1), timer: time.NewTimer(time.Hour)}
+	w.timer.Stop()
+	return w
+}}
+
+func (w *waiter) Settle(token uint64, from process.PID, v any, err error) bool {
+	if !w.state.CompareAndSwap(token, token+1) {
+		return false
+	}
+	w.ch <- result{value: v, from: from, err: err}
+	return true
+}

@@ -1,0 +1,150 @@
+package pool
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/registry"
+)
+
+func decode(t *testing.T, src string) (*Spec, *registry.Entry, []error) {
+	t.Helper()
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
+		t.Fatal(err)
+	}
+	e := &registry.Entry{ID: "app:pool", Kind: KindName}
+	var errs []error
+	d := registry.NewDecoder(e, "pools.yaml", doc.Content[0], &errs)
+	s := Kind{}.Decode(d).(*Spec)
+	d.Finish()
+	return s, e, errs
+}
+
+func TestDecodeDefaults(t *testing.T) {
+	s, e, errs := decode(t, "routee: replica\nsize: 3\n")
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if s.Routee != "app:replica" || s.Size != 3 || s.Strategy != RoundRobin || s.Timeout != 4500*time.Millisecond || s.Resizer != nil {
+		t.Fatalf("%+v", s)
+	}
+	if len(e.Refs) != 1 || e.Refs[0].To != "app:replica" || e.Refs[0].Mode != registry.RefDefinition || e.Refs[0].Kinds[0] != "process.lua" {
+		t.Fatalf("refs: %+v", e.Refs)
+	}
+
+	s, _, errs = decode(t, "routee: app:r\nresizer: {type: default}\n")
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if *s.Resizer != DefaultResizerSpec() {
+		t.Fatalf("default resizer: %+v", *s.Resizer)
+	}
+	want := ResizerSpec{Type: DefaultResizerType, LowerBound: 1, UpperBound: 10, PressureThreshold: 1, RampupRate: 0.2,
+		BackoffThreshold: 0.3, BackoffRate: 0.1, MessagesPerResize: 10}
+	if *s.Resizer != want {
+		t.Fatalf("Akka's DefaultResizer defaults: %+v", *s.Resizer)
+	}
+
+	s, _, errs = decode(t, "routee: app:r\nresizer: {type: optimal_size_exploring, upper_bound: 12}\n")
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	wantOpt := ResizerSpec{Type: OptimalResizerType, LowerBound: 1, UpperBound: 12, ActionInterval: 5 * time.Second,
+		DownsizeAfterUnderutilizedFor: 72 * time.Hour, ExploreStepSize: 0.1, ChanceOfExploration: 0.4, DownsizeRatio: 0.8,
+		OptimizationRange: 16, WeightOfLatestMetric: 0.5, ChanceOfRampingDownWhenFull: 0.2}
+	if *s.Resizer != wantOpt {
+		t.Fatalf("Akka's optimal-size-exploring defaults: %+v", *s.Resizer)
+	}
+
+	s, _, errs = decode(t, `
+routee: app:r
+strategy: tail_chopping
+timeout: 250ms
+interval: 20ms
+resizer:
+  type: default
+  lower_bound: 2
+  upper_bound: 4
+  pressure_threshold: 3
+  rampup_rate: 0.5
+  backoff_threshold: 0.2
+  backoff_rate: 0.25
+  messages_per_resize: 5
+`)
+	if len(errs) != 0 {
+		t.Fatal(errs)
+	}
+	if s.Strategy != TailChopping || s.Timeout != 250*time.Millisecond || s.Interval != 20*time.Millisecond ||
+		*s.Resizer != (ResizerSpec{Type: DefaultResizerType, LowerBound: 2, UpperBound: 4, PressureThreshold: 3, RampupRate: 0.5,
+			BackoffThreshold: 0.2, BackoffRate: 0.25, MessagesPerResize: 5}) {
+		t.Fatalf("%+v %+v", s, s.Resizer)
+	}
+}
+
+func TestDecodeErrors(t *testing.T) {
+	cases := []struct {
+		name, src string
+		want      []string // each must appear in one error, with its field
+	}{
+		{"routee missing", "size: 1", []string{"routee: required"}},
+		{"size missing", "routee: r", []string{"size: required for a pool without a resizer"}},
+		{"size zero", "routee: r\nsize: 0", []string{"size: must be >= 1"}},
+		{"size negative", "routee: r\nsize: -2", []string{"size: must be >= 0"}},
+		{"timeout zero", "routee: r\nsize: 1\ntimeout: 0", []string{"timeout: must be a positive, finite duration"}},
+		{"timeout negative", "routee: r\nsize: 1\ntimeout: -5ms", []string{"timeout: must be a positive"}},
+		{"timeout not a duration", "routee: r\nsize: 1\ntimeout: soon", []string{"timeout: must be a duration"}},
+		{"unknown strategy", "routee: r\nsize: 1\nstrategy: round_robbin", []string{`strategy: unknown value "round_robbin" (did you mean "round_robin"?)`}},
+		{"interval without tail chopping", "routee: r\nsize: 1\ninterval: 5ms", []string{"interval: only tail_chopping uses interval"}},
+		{"interval zero", "routee: r\nsize: 1\nstrategy: tail_chopping\ninterval: 0", []string{"interval: must be a positive duration"}},
+		{"unknown field", "routee: r\nsize: 1\nsise: 2", []string{`sise: unknown field (did you mean "size"?)`}},
+		{"unknown resizer type", "routee: r\nresizer: {type: clever}", []string{"resizer.type: unknown value"}},
+		{"both resizers", "routee: r\nresizer: {type: default, action_interval: 1s, rampup_rate: 0.3}",
+			[]string{"resizer.action_interval: belongs to the optimal_size_exploring resizer, but this resizer is type default"}},
+		{"both resizers, other way", "routee: r\nresizer: {type: optimal_size_exploring, messages_per_resize: 3}",
+			[]string{"resizer.messages_per_resize: belongs to the default resizer"}},
+		{"bounds out of order", "routee: r\nresizer: {lower_bound: 5, upper_bound: 2}", []string{"resizer.upper_bound: must be >= lower_bound, got 2 < 5"}},
+		{"negative lower bound", "routee: r\nresizer: {lower_bound: -1}", []string{"resizer.lower_bound: must be >= 0"}},
+		{"zero upper bound", "routee: r\nresizer: {lower_bound: 0, upper_bound: 0}", []string{"resizer.upper_bound: must be >= 1"}},
+		{"rates out of range", "routee: r\nresizer: {rampup_rate: -0.1, backoff_threshold: 1.5, backoff_rate: -1, messages_per_resize: 0, pressure_threshold: -1}",
+			[]string{"resizer.rampup_rate: must be >= 0", "resizer.backoff_threshold: must be between 0 and 1", "resizer.backoff_rate: must be >= 0",
+				"resizer.messages_per_resize: must be > 0", "resizer.pressure_threshold: must be >= 0"}},
+		{"optimal rates out of range", `routee: r
+resizer:
+  type: optimal_size_exploring
+  chance_of_exploration: 1.2
+  weight_of_latest_metric: -0.5
+  chance_of_ramping_down_when_full: 2
+  downsize_ratio: 1.5
+  explore_step_size: -1
+  optimization_range: 1
+  action_interval: 0
+  downsize_after_underutilized_for: -1h`,
+			[]string{"resizer.chance_of_exploration: must be between 0 and 1", "resizer.weight_of_latest_metric: must be between 0 and 1",
+				"resizer.chance_of_ramping_down_when_full: must be between 0 and 1", "resizer.downsize_ratio: must be between 0 and 1",
+				"resizer.explore_step_size: must be >= 0", "resizer.optimization_range: must be >= 2",
+				"resizer.action_interval: must be a positive duration", "resizer.downsize_after_underutilized_for: must be a positive duration"}},
+		{"unknown resizer field", "routee: r\nresizer: {type: default, lowerbound: 1}", []string{`resizer.lowerbound: unknown field (did you mean "lower_bound"?)`}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, _, errs := decode(t, c.src)
+			if len(errs) < len(c.want) {
+				t.Fatalf("want %d errors, got %v", len(c.want), errs)
+			}
+			for _, w := range c.want {
+				found := false
+				for _, e := range errs {
+					s := e.Error()
+					found = found || (strings.Contains(s, w) && strings.HasPrefix(s, "pools.yaml:") && strings.Contains(s, "app:pool"))
+				}
+				if !found {
+					t.Errorf("no error %q (with file:line:col and entry ID) in %v", w, errs)
+				}
+			}
+		})
+	}
+}
