@@ -1,0 +1,179 @@
+package lua
+
+import (
+	"context"
+	"runtime"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// benchprobe is a test-only module: ready() counts processes that reached
+// their idle point, and start()/stop() time one operation in nanoseconds.
+var (
+	probeReady atomic.Int64
+	probeMu    sync.Mutex
+	probeLat   []time.Duration
+)
+
+func init() {
+	var starts []time.Time
+	lib := NewLibrary(map[string]lua.LGFunction{
+		"ready": func(L *lua.LState) int { probeReady.Add(1); return 0 },
+		"start": func(L *lua.LState) int { starts = append(starts[:0], time.Now()); return 0 },
+		"stop": func(L *lua.LState) int {
+			d := time.Since(starts[0])
+			probeMu.Lock()
+			probeLat = append(probeLat, d)
+			probeMu.Unlock()
+			return 0
+		},
+	})
+	registerModule("benchprobe", func(_ *Process, L *lua.LState) int {
+		L.Push(lib.Proxy(L))
+		return 1
+	})
+}
+
+func BenchmarkLuaTell(b *testing.B) {
+	h := newHarness(b)
+	recv := h.entry("recv", `
+return { main = function(n)
+  local inbox = process.inbox()
+  for i = 1, n do inbox:receive() end
+  return n
+end }`)
+	send := h.entry("send", `
+return { main = function(dest, n)
+  local send = process.send
+  for i = 1, n do
+    while not send(dest, "m", i) do end
+  end
+end }`)
+	n := b.N
+	b.ResetTimer()
+	start := time.Now()
+	r := h.spawn(recv, float64(n))
+	h.spawn(send, r.String(), float64(n))
+	ex := h.wait(r, 5*time.Minute)
+	el := time.Since(start)
+	b.StopTimer()
+	if ex.Err != nil {
+		b.Fatal(ex.Err)
+	}
+	b.ReportMetric(float64(n)/el.Seconds(), "msgs/s")
+}
+
+func BenchmarkLuaAsk(b *testing.B) {
+	h := newHarness(b)
+	srv := h.entry("srv", `
+return { main = function()
+  local inbox = process.inbox()
+  while true do
+    local m = inbox:receive()
+    m:reply(m:payload())
+  end
+end }`)
+	asker := h.entry("asker", `
+local probe = require("benchprobe")
+return { main = function(dest, n)
+  local ask, start, stop = process.ask, probe.start, probe.stop
+  for i = 1, n do
+    start()
+    local v = ask(dest, "q", i)
+    stop()
+    if v ~= i then error("bad reply") end
+  end
+end }`)
+	probeMu.Lock()
+	probeLat = make([]time.Duration, 0, b.N)
+	probeMu.Unlock()
+	s := h.spawn(srv)
+	b.ResetTimer()
+	ex := h.run(asker, s.String(), float64(b.N))
+	b.StopTimer()
+	if ex.Err != nil {
+		b.Fatal(ex.Err)
+	}
+	_ = h.node.Terminate(s)
+	probeMu.Lock()
+	lat := slices.Clone(probeLat)
+	probeMu.Unlock()
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+}
+
+func BenchmarkLuaSpawn(b *testing.B) {
+	h := newHarness(b)
+	e := h.entry("idle", `return { main = function(x) return x end }`)
+	b.ResetTimer()
+	start := time.Now()
+	for i := 0; i < b.N; i++ {
+		if _, err := h.host.Spawn(h.env, e, registry.SpawnOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for h.node.Count() > 0 {
+		time.Sleep(100 * time.Microsecond)
+	}
+	el := time.Since(start)
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/el.Seconds(), "spawns/s")
+}
+
+// BenchmarkLuaIdleMemory spawns b.N processes that wait on their inbox
+// (run it with -benchtime=100000x for the 100k figure) and reports the live
+// heap per process after GC, while they are all alive.
+func BenchmarkLuaIdleMemory(b *testing.B) {
+	h := newHarness(b)
+	e := h.entry("idle", `
+local probe = require("benchprobe")
+return { main = function()
+  probe.ready()
+  process.inbox():receive()
+end }`)
+	n := b.N
+	probeReady.Store(0)
+	runtime.GC()
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	pids := make([]process.PID, 0, n)
+	for i := 0; i < n; i++ {
+		pid, err := h.host.Spawn(h.env, e, registry.SpawnOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pids = append(pids, pid)
+	}
+	for probeReady.Load() < int64(n) {
+		time.Sleep(time.Millisecond)
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	perProc := float64(int64(after.HeapAlloc)-int64(before.HeapAlloc)) / float64(n)
+	b.ReportMetric(perProc, "B/process")
+	// Goroutine stacks are not heap; reported apart so the total is visible.
+	b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/float64(n), "stack-B/process")
+	b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines")
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	for _, pid := range pids {
+		_ = h.node.Terminate(pid)
+	}
+	for h.node.Count() > 0 && ctx.Err() == nil {
+		time.Sleep(time.Millisecond)
+	}
+	runtime.KeepAlive(pids)
+}

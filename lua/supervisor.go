@@ -1,0 +1,246 @@
+package lua
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/kinds/supervisor"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// The supervisor module: thin bindings over kinds/supervisor's Go API.
+// Every function takes the supervisor first, as an entry ID ("app:core",
+// or "core" in the caller's namespace) or a PID string (a nested tree).
+var supervisorLib = NewLibrary(map[string]lua.LGFunction{
+	"start_child":     supStartChild,
+	"terminate_child": supTerminateChild,
+	"which_children":  supWhichChildren,
+	"count_children":  supCountChildren,
+	"route":           supRoute,
+	"send":            supSend,
+})
+
+func init() {
+	registerModule("supervisor", func(p *Process, L *lua.LState) int {
+		L.Push(supervisorLib.Proxy(L))
+		return 1
+	})
+}
+
+// qualifyID puts a bare name in the caller's namespace.
+func qualifyID(p *Process, s string) string {
+	if s == "" || strings.Contains(s, ":") || strings.HasPrefix(s, "<") || p.Entry() == nil {
+		return s
+	}
+	return p.Entry().ID.Namespace() + ":" + s
+}
+
+func checkSupervisor(L *lua.LState) (*Process, *supervisor.Supervisor, error) {
+	p := ProcessOf(L)
+	ref := qualifyID(p, L.CheckString(1))
+	s, err := supervisor.Find(p.Env(), ref)
+	return p, s, err
+}
+
+// supervisor.start_child(sup, {id=, process=, restart=, args={…},
+// shutdown=, on_failure=}) --> pid | nil, err
+func supStartChild(L *lua.LState) int {
+	p := ProcessOf(L)
+	ref := qualifyID(p, L.CheckString(1))
+	spec := childSpecArg(L, p, 2)
+	s, err := supervisor.Find(p.Env(), ref)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	pid, err := s.StartChild(p.Context(), spec)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(PIDValue(pid))
+	return 1
+}
+
+// childSpecArg reads a child spec table; fields of the wrong type raise,
+// unknown values of the right type are the supervisor's invalid error.
+func childSpecArg(L *lua.LState, p *Process, n int) supervisor.ChildSpec {
+	t := L.CheckTable(n)
+	var c supervisor.ChildSpec
+	str := func(field string) string {
+		switch v := t.RawGetString(field).(type) {
+		case *lua.LNilType:
+			return ""
+		case lua.LString:
+			return string(v)
+		default:
+			L.ArgError(n, fmt.Sprintf("field %s must be a string, got %s", field, v.Type()))
+		}
+		return ""
+	}
+	c.ID = str("id")
+	if c.ID == "" {
+		if num, ok := t.RawGetString("id").(lua.LNumber); ok {
+			c.ID = num.String()
+		}
+	}
+	c.Process = registry.ID(qualifyID(p, str("process")))
+	c.Restart = supervisor.RestartType(str("restart"))
+	c.OnFailure = supervisor.FailureAction(str("on_failure"))
+	switch v := t.RawGetString("args").(type) {
+	case *lua.LNilType:
+	case *lua.LTable:
+		args, err := ToGoAt(v, "args")
+		if err != nil {
+			L.ArgError(n, err.Error())
+		}
+		switch a := args.(type) {
+		case []any:
+			c.Args = a
+		case map[string]any:
+			if len(a) != 0 {
+				L.ArgError(n, "field args must be a list")
+			}
+			c.Args = []any{}
+		default:
+			c.Args = []any{}
+		}
+	default:
+		L.ArgError(n, "field args must be a list, got "+v.Type().String())
+	}
+	switch v := t.RawGetString("shutdown").(type) {
+	case *lua.LNilType:
+	case lua.LNumber:
+		if v <= 0 {
+			L.ArgError(n, "field shutdown must be positive")
+		}
+		c.Shutdown = time.Duration(float64(v) * float64(time.Millisecond))
+	case lua.LString:
+		switch string(v) {
+		case "brutal_kill":
+			c.Shutdown = supervisor.BrutalKill
+		case "infinity":
+			c.Shutdown = supervisor.Infinity
+		default:
+			d, err := time.ParseDuration(string(v))
+			if err != nil || d <= 0 {
+				L.ArgError(n, fmt.Sprintf("field shutdown: %q is not a positive duration, \"brutal_kill\" or \"infinity\"", string(v)))
+			}
+			c.Shutdown = d
+		}
+	default:
+		L.ArgError(n, "field shutdown must be milliseconds or a string, got "+v.Type().String())
+	}
+	return c
+}
+
+// supervisor.terminate_child(sup, child_id) --> true | nil, err
+func supTerminateChild(L *lua.LState) int {
+	p, s, err := checkSupervisor(L)
+	id := L.CheckString(2)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	if err := s.TerminateChild(p.Context(), id); err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+// supervisor.which_children(sup) --> {{id=, pid=|nil, restart=, type=,
+// status=, restarts=}, …} in start order
+func supWhichChildren(L *lua.LState) int {
+	_, s, err := checkSupervisor(L)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	kids := s.WhichChildren()
+	out := L.CreateTable(len(kids), 0)
+	for _, c := range kids {
+		row := L.CreateTable(0, 7)
+		row.RawSetString("id", lua.LString(c.ID))
+		if !c.PID.IsZero() {
+			row.RawSetString("pid", PIDValue(c.PID))
+		}
+		row.RawSetString("process", lua.LString(c.Process))
+		row.RawSetString("restart", lua.LString(c.Restart))
+		row.RawSetString("type", lua.LString(c.Type))
+		row.RawSetString("status", lua.LString(c.Status))
+		row.RawSetString("restarts", lua.LNumber(c.Restarts))
+		out.Append(row)
+	}
+	L.Push(out)
+	return 1
+}
+
+// supervisor.count_children(sup) --> {specs=, active=, supervisors=, workers=}
+func supCountChildren(L *lua.LState) int {
+	_, s, err := checkSupervisor(L)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	c := s.CountChildren()
+	out := L.CreateTable(0, 4)
+	out.RawSetString("specs", lua.LNumber(c.Specs))
+	out.RawSetString("active", lua.LNumber(c.Active))
+	out.RawSetString("supervisors", lua.LNumber(c.Supervisors))
+	out.RawSetString("workers", lua.LNumber(c.Workers))
+	L.Push(out)
+	return 1
+}
+
+// keyArg reads argument n as a partition key without copying strings and
+// numbers; tables are copied (their key field decides).
+func keyArg(L *lua.LState, n int) (any, error) {
+	switch v := L.CheckAny(n).(type) {
+	case lua.LString:
+		return string(v), nil
+	case lua.LNumber:
+		return float64(v), nil
+	case *lua.LTable:
+		return ToGoAt(v, "key")
+	default:
+		return nil, value.NewError(value.KindInvalid, "partition key must be a string, a number or a table with a key field, got %s", v.Type())
+	}
+}
+
+// supervisor.route(sup, key) --> pid of the worker that owns key | nil, err
+func supRoute(L *lua.LState) int {
+	_, s, err := checkSupervisor(L)
+	key, kerr := keyArg(L, 2)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	if kerr != nil {
+		return ReturnError(L, kerr)
+	}
+	pid, err := s.Route(key)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(PIDValue(pid))
+	return 1
+}
+
+// supervisor.send(sup, topic, payload) --> true | nil, err: to the worker
+// that owns the payload's key (its key field, or the payload itself when
+// it is a string or a number).
+func supSend(L *lua.LState) int {
+	p, s, err := checkSupervisor(L)
+	topic := L.CheckString(2)
+	payload, perr := payloadArg(L, 3)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	if perr != nil {
+		return ReturnError(L, perr)
+	}
+	if err := s.Send(p.PID(), topic, payload); err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
