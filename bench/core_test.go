@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"runtime"
 	"slices"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -211,32 +209,3 @@ func BenchmarkSpawn(b *testing.B) {
 }
 
 const unsafeSizeofPID = 32
-
-// BenchmarkTellParallel: several senders to one process, for contention.
-func BenchmarkTellParallel(b *testing.B) {
-	n := quietNode()
-	var seen atomic.Int64
-	pid, _ := n.Spawn(process.Behavior(countAll{&seen}), process.SpawnOptions{})
-	defer n.Kill(pid)
-	m := process.Message{Topic: "t"}
-	var wg sync.WaitGroup
-	b.ResetTimer()
-	start := time.Now()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if err := n.Send(pid, m); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	wg.Wait()
-	for seen.Load() < int64(b.N) {
-		runtime.Gosched()
-	}
-	b.ReportMetric(float64(b.N)/time.Since(start).Seconds(), "msgs/s")
-}
-
-type countAll struct{ n *atomic.Int64 }
-
-func (c countAll) Receive(process.Context, process.Message) { c.n.Add(1) }

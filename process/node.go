@@ -31,7 +31,7 @@ type Node struct {
 
 	nextID atomic.Uint64
 	live   atomic.Int64
-	procs  sync.Map // uint64 -> *process
+	procs  table
 	names  sync.Map // string -> PID
 
 	transport atomic.Pointer[transportBox]
@@ -87,11 +87,7 @@ func (n *Node) lookup(pid PID) *process {
 	if !n.IsLocal(pid) {
 		return nil
 	}
-	v, ok := n.procs.Load(pid.ID)
-	if !ok {
-		return nil
-	}
-	return v.(*process)
+	return n.procs.load(pid.ID)
 }
 
 // Alive reports whether pid names a live local process. For a remote PID it
@@ -119,11 +115,11 @@ func (n *Node) Send(to PID, m Message) error {
 		if to.Creation != n.creation {
 			return fmt.Errorf("send to %s: %w", to, ErrNoProcess)
 		}
-		v, ok := n.procs.Load(to.ID)
-		if !ok {
+		p := n.procs.load(to.ID)
+		if p == nil {
 			return fmt.Errorf("send to %s: %w", to, ErrNoProcess)
 		}
-		if err := v.(*process).deliver(m); err != nil {
+		if err := p.deliver(m); err != nil {
 			return fmt.Errorf("send to %s: %w", to, err)
 		}
 		return nil

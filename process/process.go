@@ -159,7 +159,7 @@ func (p *process) finish(e Exit) {
 	if x != nil && x.done != nil {
 		defer close(x.done)
 	}
-	n.procs.Delete(p.pid.ID)
+	n.procs.delete(p.pid.ID, n.nextID.Load())
 	n.live.Add(-1)
 	p.mb.close()
 	if x == nil {

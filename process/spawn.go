@@ -79,7 +79,7 @@ func (n *Node) newProcess(opts SpawnOptions) *process {
 
 // install publishes p and applies the options that must hold before it runs.
 func (n *Node) install(p *process, opts SpawnOptions) error {
-	n.procs.Store(p.pid.ID, p)
+	n.procs.store(p.pid.ID, p)
 	n.live.Add(1)
 	fail := func(err error) error {
 		p.finish(Exit{Err: err})
