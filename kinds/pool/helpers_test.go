@@ -168,9 +168,9 @@ func eventually(t testing.TB, what string, cond func() bool) {
 type replica struct {
 	name  string
 	delay func() time.Duration
-	fail  error             // reply with this error
-	crash func(any) bool    // panic on this payload
-	seen  *atomic.Int64     // counts messages received
+	fail  error              // reply with this error
+	crash func(any) bool     // panic on this payload
+	seen  *atomic.Int64      // counts messages received
 	log   chan<- process.PID // reports who got a message, when set
 }
 

@@ -30,11 +30,12 @@ var (
 	ErrNoKey = value.NewError(value.KindInvalid, "consistent_hash: the message has no key (the key field of a table, or a string or number payload)")
 )
 
+// idleResizeInterval is how often an idle pool with a default resizer
+// checks its size: Akka only resizes when messages arrive, so an idle pool
+// would never shrink. A variable so tests can shorten it.
+var idleResizeInterval = time.Second
+
 const (
-	// idleResizeInterval is how often an idle pool with a default resizer
-	// checks its size: Akka only resizes when messages arrive, so an idle
-	// pool would never shrink.
-	idleResizeInterval = time.Second
 	// drainTick is how often retiring routees are checked for idleness.
 	drainTick = 5 * time.Millisecond
 	// minDrainTimeout bounds how long a retiring routee may take to finish
