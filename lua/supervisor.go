@@ -80,11 +80,10 @@ func childSpecArg(L *lua.LState, p *Process, n int) supervisor.ChildSpec {
 		}
 		return ""
 	}
-	c.ID = str("id")
-	if c.ID == "" {
-		if num, ok := t.RawGetString("id").(lua.LNumber); ok {
-			c.ID = num.String()
-		}
+	if num, ok := t.RawGetString("id").(lua.LNumber); ok {
+		c.ID = num.String()
+	} else {
+		c.ID = str("id")
 	}
 	c.Process = registry.ID(qualifyID(p, str("process")))
 	c.Restart = supervisor.RestartType(str("restart"))
