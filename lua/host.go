@@ -68,6 +68,7 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 		p.L = L
 		defer L.Close()
 		defer p.stopTimers()
+		defer p.runExitHooks()
 		return p.run(args)
 	}
 }

@@ -88,6 +88,27 @@ type Process struct {
 	ask      *askRef
 	askTimer *time.Timer
 	timers   []*afterTimer // pending time.after timers
+	onExit   []func()
+}
+
+// OnExit registers fn to run on the process's goroutine when its script
+// has ended (returned, raised or was stopped), before its state is closed;
+// hooks run in reverse order of registration. Modules use it to release
+// what a process held (subscriptions, group memberships).
+func (p *Process) OnExit(fn func()) { p.onExit = append(p.onExit, fn) }
+
+func (p *Process) runExitHooks() {
+	for i := len(p.onExit) - 1; i >= 0; i-- {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					p.Logger().Error("exit hook panicked", "panic", r)
+				}
+			}()
+			p.onExit[i]()
+		}()
+	}
+	p.onExit = nil
 }
 
 // PID returns the process's PID.

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	lua "github.com/yuin/gopher-lua"
+
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -267,5 +269,24 @@ end }`)
 	ex := h.run(e)
 	if value.KindOf(ex.Err) != value.KindNotFound {
 		t.Fatalf("exit = %v (kind %s), want not_found", ex.Err, value.KindOf(ex.Err))
+	}
+}
+
+func TestOnExitHooks(t *testing.T) {
+	var order []string
+	done := make(chan struct{})
+	registerModule("exithook_test", func(p *Process, L *lua.LState) int {
+		p.OnExit(func() { order = append(order, "first"); close(done) })
+		p.OnExit(func() { order = append(order, "second") })
+		p.OnExit(func() { panic("a broken hook does not stop the others") })
+		L.Push(lua.LTrue)
+		return 1
+	})
+	h := newHarness(t)
+	e := h.entry("hooks", `require("exithook_test") return { main = function() error("raised") end }`)
+	_ = h.run(e)
+	<-done
+	if strings.Join(order, ",") != "second,first" {
+		t.Fatalf("hooks ran as %v", order)
 	}
 }

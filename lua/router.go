@@ -1,0 +1,115 @@
+package lua
+
+import (
+	"fmt"
+	"strings"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/kinds/pool"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// The router module: thin bindings over kinds/pool's Go API. Every
+// function takes the pool's entry ID first ("app:replicas", or "replicas"
+// in the caller's namespace).
+var routerLib = NewLibrary(map[string]lua.LGFunction{
+	"ask":     routerAsk,
+	"tell":    routerTell,
+	"size":    routerSize,
+	"routees": routerRoutees,
+})
+
+func init() {
+	registerModule("router", func(p *Process, L *lua.LState) int {
+		L.Push(routerLib.Proxy(L))
+		return 1
+	})
+}
+
+// checkPool resolves argument 1 to a running pool. A non-string raises; an
+// unknown or stopped pool is returned as an error for nil, err.
+func checkPool(L *lua.LState) (*Process, *pool.Pool, error) {
+	p := ProcessOf(L)
+	ref := L.CheckString(1)
+	if !strings.Contains(ref, ":") && p.Entry() != nil {
+		ref = p.Entry().ID.Namespace() + ":" + ref
+	}
+	pl, err := pool.Find(p.Env(), registry.ID(ref))
+	return p, pl, err
+}
+
+// router.ask(pool_id, payload [, timeout]) --> reply, sender_pid | nil, err
+//
+// Without a timeout the caller waits the larger of 5s and the pool's
+// timeout plus 500ms, so it still listens when a scatter reports which
+// routees failed. The sender is the routee that answered.
+func routerAsk(L *lua.LState) int {
+	p, pl, err := checkPool(L)
+	timeout := OptDuration(L, 3, 0)
+	if L.Get(3) != lua.LNil && timeout <= 0 {
+		L.ArgError(3, "timeout must be positive")
+	}
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	payload, err := payloadArg(L, 2)
+	if err != nil {
+		return ReturnError(L, fmt.Errorf("router.ask %s: %w", pl.ID(), err))
+	}
+	m := process.Message{From: p.PID(), Topic: pool.Topic, Payload: payload}
+	v, from, err := pl.AskContext(p.Context(), m, timeout)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	lv, err := ToLua(L, v)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lv)
+	L.Push(PIDValue(from))
+	return 2
+}
+
+// router.tell(pool_id, payload) --> true | nil, err
+func routerTell(L *lua.LState) int {
+	p, pl, err := checkPool(L)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	payload, err := payloadArg(L, 2)
+	if err != nil {
+		return ReturnError(L, fmt.Errorf("router.tell %s: %w", pl.ID(), err))
+	}
+	if err := pl.Send(process.Message{From: p.PID(), Topic: pool.Topic, Payload: payload}); err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lua.LTrue)
+	return 1
+}
+
+// router.size(pool_id) --> n | nil, err
+func routerSize(L *lua.LState) int {
+	_, pl, err := checkPool(L)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(lua.LNumber(pl.Size()))
+	return 1
+}
+
+// router.routees(pool_id) --> {pid, …} | nil, err
+func routerRoutees(L *lua.LState) int {
+	_, pl, err := checkPool(L)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	pids := pl.Routees()
+	t := L.CreateTable(len(pids), 0)
+	for _, s := range pids {
+		t.Append(lua.LString(s))
+	}
+	L.Push(t)
+	return 1
+}
