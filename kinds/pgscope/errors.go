@@ -18,6 +18,10 @@ var (
 	ErrInvalidGroup = value.NewError(value.KindInvalid, "invalid group name")
 	// ErrTimeout: the scope's loop did not answer within protocol_timeout.
 	ErrTimeout = value.NewError(value.KindTimeout, "pg scope did not answer in time")
+	// ErrNotRunning: no running scope has that entry ID.
+	ErrNotRunning = value.NewError(value.KindNotFound, "pg scope not running")
+	// ErrNotScope: the entry is not a pg.scope.
+	ErrNotScope = value.NewError(value.KindInvalid, "not a pg.scope entry")
 	// ErrStopped: the scope is not running.
 	ErrStopped = value.NewError(value.KindStopped, "pg scope stopped")
 )

@@ -46,7 +46,8 @@ type Subscription struct {
 	owner process.PID
 	group string
 	all   bool
-	ch    chan Event
+	ch    chan Event // nil when sink is set
+	sink  Sink
 
 	// mu orders the loop's sends against Close, so Close can close the
 	// channel (and flush it) without the loop ever sending on a closed
@@ -56,7 +57,28 @@ type Subscription struct {
 	dropped atomic.Uint64
 }
 
-// C returns the event channel.
+// Sink receives a subscription's events in place of its channel, for a
+// consumer with its own queue (the Lua host hands a script's channel).
+type Sink interface {
+	// Offer queues ev without blocking; false means the subscriber's
+	// buffer is full, and the event is dropped and counted.
+	Offer(ev Event) bool
+	// Close is called once, when the subscription ends.
+	Close()
+}
+
+// SubscribeOptions configure Subscribe and SubscribeAll. The zero value is
+// a subscription owned by Go code that delivers to its own channel of
+// monitor_buffer events.
+type SubscribeOptions struct {
+	// Owner is a local process whose exit ends the subscription; zero
+	// means the caller closes it.
+	Owner process.PID
+	// Sink replaces the channel when set (C then returns nil).
+	Sink Sink
+}
+
+// C returns the event channel (nil for a subscription with a Sink).
 func (sub *Subscription) C() <-chan Event { return sub.ch }
 
 // Owner returns the process whose exit ends the subscription (zero for a
@@ -72,7 +94,8 @@ func (sub *Subscription) Dropped() uint64 { return sub.dropped.Load() }
 
 // Close ends the subscription. Events already buffered stay readable until
 // the channel reports closed, unless flush is set, in which case they are
-// discarded (OTP's demonitor flushes the same way). Closing twice is a no-op.
+// discarded (OTP's demonitor flushes the same way; a Sink flushes its own
+// queue). Closing twice is a no-op.
 func (sub *Subscription) Close(flush bool) {
 	if !sub.end(flush) {
 		return
@@ -89,6 +112,10 @@ func (sub *Subscription) end(flush bool) bool {
 		return false
 	}
 	sub.closed = true
+	if sub.sink != nil {
+		sub.sink.Close()
+		return true
+	}
 	if flush {
 		for len(sub.ch) > 0 {
 			<-sub.ch
@@ -105,11 +132,18 @@ func (sub *Subscription) offer(ev Event) {
 		sub.mu.Unlock()
 		return
 	}
-	select {
-	case sub.ch <- ev:
-		sub.mu.Unlock()
-	default:
-		sub.mu.Unlock()
+	var ok bool
+	if sub.sink != nil {
+		ok = sub.sink.Offer(ev)
+	} else {
+		select {
+		case sub.ch <- ev:
+			ok = true
+		default:
+		}
+	}
+	sub.mu.Unlock()
+	if !ok {
 		sub.dropped.Add(1)
 		sub.scope.m.dropped.Inc()
 	}

@@ -127,6 +127,26 @@ func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
 	return s, nil
 }
 
+// Find returns the running scope of entry id, for other kinds and the Lua
+// module: not_found when it is not running (or not a scope).
+func Find(env *registry.Env, id registry.ID) (*Scope, error) {
+	if env == nil || env.Entries == nil {
+		return nil, fmt.Errorf("pg scope %s: %w", id, ErrNotRunning)
+	}
+	inst, ok := env.Entries.Instance(id)
+	if !ok {
+		if e, known := env.Entries.Entry(id); known && e.Kind != KindName {
+			return nil, fmt.Errorf("pg scope %s: %w: it is a %s", id, ErrNotScope, e.Kind)
+		}
+		return nil, fmt.Errorf("pg scope %s: %w", id, ErrNotRunning)
+	}
+	s, ok := inst.(*Scope)
+	if !ok {
+		return nil, fmt.Errorf("pg scope %s: %w: instance is a %T", id, ErrNotScope, inst)
+	}
+	return s, nil
+}
+
 // ID returns the scope's entry ID.
 func (s *Scope) ID() registry.ID { return s.id }
 
@@ -379,8 +399,17 @@ func (s *Scope) WhichLocalGroups() []string {
 	return out
 }
 
-func (s *Scope) newSub(owner process.PID, group string, all bool) *Subscription {
-	return &Subscription{scope: s, owner: owner, group: group, all: all, ch: make(chan Event, s.spec.Load().MonitorBuffer)}
+func (s *Scope) newSub(opts SubscribeOptions, group string, all bool) (*Subscription, error) {
+	if !opts.Owner.IsZero() {
+		if err := s.checkLocal(opts.Owner); err != nil {
+			return nil, err
+		}
+	}
+	sub := &Subscription{scope: s, owner: opts.Owner, group: group, all: all, sink: opts.Sink}
+	if opts.Sink == nil {
+		sub.ch = make(chan Event, s.spec.Load().MonitorBuffer)
+	}
+	return sub, nil
 }
 
 // Monitor subscribes owner to the joins and leaves of group and returns the
@@ -388,17 +417,20 @@ func (s *Scope) newSub(owner process.PID, group string, all bool) *Subscription 
 // no change is missed or seen twice. owner is a local process whose exit
 // ends the subscription, or the zero PID for Go code that closes it itself.
 func (s *Scope) Monitor(owner process.PID, group string) (*Subscription, []process.PID, error) {
+	return s.Subscribe(group, SubscribeOptions{Owner: owner})
+}
+
+// Subscribe is Monitor with options (a Sink in place of the channel).
+func (s *Scope) Subscribe(group string, opts SubscribeOptions) (*Subscription, []process.PID, error) {
 	if group == "" {
 		return nil, nil, fmt.Errorf("pg scope %s: monitor: %w: empty name", s.id, ErrInvalidGroup)
 	}
-	if !owner.IsZero() {
-		if err := s.checkLocal(owner); err != nil {
-			return nil, nil, err
-		}
+	sub, err := s.newSub(opts, group, false)
+	if err != nil {
+		return nil, nil, err
 	}
-	sub := s.newSub(owner, group, false)
 	var members []process.PID
-	err := s.do("monitor", func() error {
+	err = s.do("monitor", func() error {
 		if err := s.st.subscribe(sub); err != nil {
 			return err
 		}
@@ -414,14 +446,17 @@ func (s *Scope) Monitor(owner process.PID, group string) (*Subscription, []proce
 // Events subscribes owner to the changes of every group and returns the
 // whole scope (group to members) as of the same loop command.
 func (s *Scope) Events(owner process.PID) (*Subscription, map[string][]process.PID, error) {
-	if !owner.IsZero() {
-		if err := s.checkLocal(owner); err != nil {
-			return nil, nil, err
-		}
+	return s.SubscribeAll(SubscribeOptions{Owner: owner})
+}
+
+// SubscribeAll is Events with options (a Sink in place of the channel).
+func (s *Scope) SubscribeAll(opts SubscribeOptions) (*Subscription, map[string][]process.PID, error) {
+	sub, err := s.newSub(opts, "", true)
+	if err != nil {
+		return nil, nil, err
 	}
-	sub := s.newSub(owner, "", true)
 	var snap map[string][]process.PID
-	err := s.do("events", func() error {
+	err = s.do("events", func() error {
 		if err := s.st.subscribe(sub); err != nil {
 			return err
 		}

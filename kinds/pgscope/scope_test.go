@@ -116,9 +116,7 @@ func TestLeaveExitRace(t *testing.T) {
 	}
 	h.sync()
 	eventually(t, "group to empty", func() bool { return len(h.s.GetMembers("test")) == 0 })
-	h.sync()
-	if n := len(h.s.st.procs); n != 0 {
-		// Read after sync: the loop is idle and wrote procs before it.
+	if n := h.tracked(); n != 0 {
 		t.Fatalf("%d processes still tracked", n)
 	}
 }
@@ -418,8 +416,8 @@ func TestMonitorSelf(t *testing.T) {
 	if n := h.subCount(); n != 0 {
 		t.Fatalf("%d subscriptions left", n)
 	}
-	if len(h.s.st.procs) != 0 {
-		t.Fatalf("processes still tracked: %v", h.s.st.procs)
+	if n := h.tracked(); n != 0 {
+		t.Fatalf("%d processes still tracked", n)
 	}
 	if _, ok := <-sub.C(); ok {
 		// The joined event may still be buffered; drain it to the close.
@@ -599,5 +597,12 @@ func (h *harness) subCount() int {
 			n += len(m)
 		}
 	})
+	return n
+}
+
+// tracked counts monitored local processes, read on the loop.
+func (h *harness) tracked() int {
+	n := 0
+	h.onLoop(func() { n = len(h.s.st.procs) })
 	return n
 }
