@@ -176,7 +176,9 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 	p.cfg.Store(&config{strategy: spec.Strategy, timeout: spec.Timeout, interval: spec.Interval, rz: p.rz})
 	p.snap.Store(&snapshot{})
 	p.publishView()
-	pid, err := env.Node.Spawn(behavior{p}, process.SpawnOptions{TrapLinks: true})
+	// Registered under its entry ID, like a process.lua service, so
+	// process.send("app:pool", ...) routes too.
+	pid, err := env.Node.Spawn(behavior{p}, process.SpawnOptions{TrapLinks: true, Name: string(id)})
 	if err != nil {
 		return nil, fmt.Errorf("pool %s: %w", id, err)
 	}

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -197,18 +198,29 @@ func (p *Pool) CallerTimeout(t time.Duration) time.Duration {
 
 // AskMessage routes m as an ask and waits at most timeout (see Ask).
 func (p *Pool) AskMessage(m process.Message, timeout time.Duration) (any, process.PID, error) {
+	return p.AskContext(context.Background(), m, timeout)
+}
+
+// AskContext is AskMessage that also gives up when ctx is done (a Lua
+// process asked to stop while it waits).
+func (p *Pool) AskContext(ctx context.Context, m process.Message, timeout time.Duration) (any, process.PID, error) {
 	timeout = p.CallerTimeout(timeout)
 	w := waiters.Get().(*waiter)
 	token := (w.state.Load() + 2) &^ 1
 	w.state.Store(token)
+	// take returns the settled result; the waiter goes back to the pool
+	// only once nothing can write to it any more.
+	take := func() (any, process.PID, error) {
+		res := <-w.ch
+		waiters.Put(w)
+		return res.value, res.from, res.err
+	}
 	if err := p.Route(m.WithReply(w, token)); err != nil {
 		if w.state.CompareAndSwap(token, token+1) {
 			waiters.Put(w)
 			return nil, process.PID{}, err
 		}
-		res := <-w.ch // a routee answered before the error (a partial broadcast)
-		waiters.Put(w)
-		return res.value, res.from, res.err
+		return take() // a routee answered before the error (a partial broadcast)
 	}
 	w.timer.Reset(timeout)
 	select {
@@ -218,12 +230,17 @@ func (p *Pool) AskMessage(m process.Message, timeout time.Duration) (any, proces
 		return res.value, res.from, res.err
 	case <-w.timer.C:
 		if !w.state.CompareAndSwap(token, token+1) {
-			res := <-w.ch
-			waiters.Put(w)
-			return res.value, res.from, res.err
+			return take()
 		}
 		waiters.Put(w)
 		return nil, process.PID{}, fmt.Errorf("pool %s: ask after %s: %w", p.id, timeout, process.ErrTimeout)
+	case <-ctx.Done():
+		w.timer.Stop()
+		if !w.state.CompareAndSwap(token, token+1) {
+			return take()
+		}
+		waiters.Put(w)
+		return nil, process.PID{}, value.NewError(value.KindStopped, "pool %s: ask abandoned: %v", p.id, ctx.Err())
 	}
 }
 
