@@ -201,6 +201,22 @@ return { main = function()
   end)
   local gone, gerr = supervisor.which_children(inner)
   assert(gone == nil and gerr.kind == "not_found", "old inner supervisor still answers")
+
+  -- escalation to the root: the auto_start fragile gives up, and the root
+  -- supervisor restarts the entry after its backoff (initial_delay 10ms).
+  local first = supervisor.which_children("app:fragile")[1].pid
+  process.send(first, "crash")
+  local second
+  wait_until("fragile restarted its child", function()
+    local c = supervisor.which_children("app:fragile")
+    second = c and c[1].pid
+    return second and second ~= first
+  end)
+  process.send(second, "crash")
+  wait_until("root restarted fragile", function()
+    local c = supervisor.which_children("app:fragile")
+    return c and c[1].pid and c[1].pid ~= second and c[1].restarts == 0
+  end)
   return "ok"
 end }
 `
