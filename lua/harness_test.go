@@ -19,7 +19,17 @@ import (
 )
 
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m)
+	code := m.Run()
+	if runnerBin != "" {
+		_ = os.RemoveAll(filepath.Dir(runnerBin))
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "goleak: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent writers.
