@@ -659,8 +659,7 @@ func (s *Supervisor) onChildExit(c *child, idx int, e process.Exit) error {
 		return nil
 	case Transient:
 		if shutdownExit(e) {
-			c.status = StatusTerminated
-			s.publish()
+			s.terminated(c)
 			return nil
 		}
 	}
@@ -670,8 +669,7 @@ func (s *Supervisor) onChildExit(c *child, idx int, e process.Exit) error {
 	}
 	switch c.spec.OnFailure {
 	case ActionStop:
-		c.status = StatusTerminated
-		s.publish()
+		s.terminated(c)
 		return nil
 	case ActionEscalate:
 		return s.escalate(fmt.Errorf("supervisor %s: child %q (%s): %w", s.id, c.spec.ID, reason, ErrEscalated))
@@ -690,6 +688,18 @@ func (s *Supervisor) onChildExit(c *child, idx int, e process.Exit) error {
 		set = slices.Clone(s.children[idx:])
 	}
 	return s.restartSet(c, set)
+}
+
+// terminated settles a child that stopped for good: a static supervisor
+// keeps its spec; a dynamic one forgets it, as Elixir's DynamicSupervisor
+// does, so its ID is free again.
+func (s *Supervisor) terminated(c *child) {
+	if s.kind == KindDynamic {
+		s.remove(c)
+	} else {
+		c.status = StatusTerminated
+	}
+	s.publish()
 }
 
 // addRestart records a restart and reports whether it is within the

@@ -473,6 +473,23 @@ func TestDynamicChildren(t *testing.T) {
 	if _, err := s.StartChild(ctx, ChildSpec{ID: "one", Process: "t:w"}); err != nil {
 		t.Fatal(err)
 	}
+	// A transient dynamic child that exits normally is forgotten.
+	two := infoOf(t, s, "two").PID
+	if err := s.TerminateChild(ctx, "two"); err != nil {
+		t.Fatal(err)
+	}
+	if f.env.Node.Alive(two) {
+		t.Fatal("two still alive")
+	}
+	tr, err := s.StartChild(ctx, ChildSpec{ID: "tr", Process: "t:w", Restart: Transient})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, f.env.Node, tr, "exit")
+	waitFor(t, "tr forgotten", func() bool { return !hasChild(s, "tr") })
+	if _, err := s.StartChild(ctx, ChildSpec{ID: "two", Process: "t:w"}); err != nil {
+		t.Fatal(err)
+	}
 	// A crashed permanent dynamic child restarts in place.
 	old := infoOf(t, s, "one").PID
 	send(t, f.env.Node, old, "crash")
