@@ -36,3 +36,12 @@ func TestRaiseHasFileLine(t *testing.T) {
 		t.Fatalf("exit error = %v", ex.Err)
 	}
 }
+
+func TestMissingMethodAtRunTime(t *testing.T) {
+	h := newHarness(t)
+	e := h.entry("dyn", `return setmetatable({}, {})`)
+	ex := h.run(e)
+	if ex.Err == nil || !strings.Contains(ex.Err.Error(), `method "main" is not a function`) {
+		t.Fatalf("exit = %v", ex.Err)
+	}
+}

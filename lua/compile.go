@@ -60,30 +60,51 @@ func (c *Compiled) HasMethod(name string) (has, known bool) {
 // definedMethods finds the callable names a chunk defines, reading the
 // shapes scripts use: `function main()`, `main = function`, and a returned
 // table, either a constructor or a local M filled by `function M.main()`,
-// `M.main = ...` or `local M = {main = ...}`.
-func definedMethods(chunk []ast.Stmt) (map[string]bool, bool) {
+// `M.main = ...` or `local M = {main = ...}`. When the chunk builds its
+// result in a way this cannot follow (a table from a call, keys computed at
+// run time, top-level blocks), known is false and the method is only
+// checked when the process starts.
+func definedMethods(chunk []ast.Stmt) (methods map[string]bool, known bool) {
 	out := map[string]bool{}
-	fields := map[string]map[string]bool{} // local table name -> fields
+	fields := map[string]map[string]bool{} // table variable -> static fields
+	tables := map[string]bool{}            // variables bound to a table constructor
+	opaque := map[string]bool{}            // variables whose fields cannot be known
 	addField := func(tbl, f string) {
 		if fields[tbl] == nil {
 			fields[tbl] = map[string]bool{}
 		}
 		fields[tbl][f] = true
 	}
-	ctorKeys := func(e ast.Expr, into func(string)) {
+	bind := func(name string, e ast.Expr) {
 		t, ok := e.(*ast.TableExpr)
 		if !ok {
+			opaque[name] = true
 			return
 		}
+		tables[name] = true
 		for _, f := range t.Fields {
-			if s, ok := f.Key.(*ast.StringExpr); ok {
-				into(s.Value)
+			switch k := f.Key.(type) {
+			case *ast.StringExpr:
+				addField(name, k.Value)
+			case nil:
+			default:
+				opaque[name] = true
 			}
 		}
 	}
-	known := true
+	field := func(lhs *ast.AttrGetExpr) {
+		obj, ok := lhs.Object.(*ast.IdentExpr)
+		if !ok {
+			return
+		}
+		if key, ok := lhs.Key.(*ast.StringExpr); ok {
+			addField(obj.Value, key.Value)
+		} else {
+			opaque[obj.Value] = true
+		}
+	}
+	known = true
 	returned := ""
-	hasReturn := false
 	for _, st := range chunk {
 		switch s := st.(type) {
 		case *ast.FuncDefStmt:
@@ -91,60 +112,68 @@ func definedMethods(chunk []ast.Stmt) (map[string]bool, bool) {
 			case *ast.IdentExpr:
 				out[n.Value] = true
 			case *ast.AttrGetExpr:
-				obj, ok1 := n.Object.(*ast.IdentExpr)
-				key, ok2 := n.Key.(*ast.StringExpr)
-				if ok1 && ok2 {
-					addField(obj.Value, key.Value)
-				}
+				field(n)
 			}
-			if s.Name.Receiver != nil {
-				if obj, ok := s.Name.Receiver.(*ast.IdentExpr); ok {
-					addField(obj.Value, s.Name.Method)
-				}
+			if obj, ok := s.Name.Receiver.(*ast.IdentExpr); ok {
+				addField(obj.Value, s.Name.Method)
 			}
 		case *ast.AssignStmt:
 			for i, lhs := range s.Lhs {
 				switch n := lhs.(type) {
 				case *ast.IdentExpr:
+					out[n.Value] = true
 					if i < len(s.Rhs) {
-						out[n.Value] = true
-						ctorKeys(s.Rhs[i], func(k string) { addField(n.Value, k) })
+						bind(n.Value, s.Rhs[i])
+					} else {
+						opaque[n.Value] = true
 					}
 				case *ast.AttrGetExpr:
-					obj, ok1 := n.Object.(*ast.IdentExpr)
-					key, ok2 := n.Key.(*ast.StringExpr)
-					if ok1 && ok2 {
-						addField(obj.Value, key.Value)
-					}
+					field(n)
 				}
 			}
 		case *ast.LocalAssignStmt:
 			for i, name := range s.Names {
 				if i < len(s.Exprs) {
-					ctorKeys(s.Exprs[i], func(k string) { addField(name, k) })
+					bind(name, s.Exprs[i])
+				} else {
+					opaque[name] = true
 				}
 			}
 		case *ast.ReturnStmt:
-			hasReturn = true
 			if len(s.Exprs) == 0 {
 				continue
 			}
 			switch e := s.Exprs[0].(type) {
 			case *ast.TableExpr:
-				ctorKeys(e, func(k string) { out[k] = true })
+				for _, f := range e.Fields {
+					switch k := f.Key.(type) {
+					case *ast.StringExpr:
+						out[k.Value] = true
+					case nil:
+					default:
+						known = false
+					}
+				}
 			case *ast.IdentExpr:
 				returned = e.Value
 			default:
 				known = false
 			}
+		case *ast.FuncCallStmt:
+		default:
+			// Blocks and loops at the top level may fill tables in ways
+			// not followed here.
+			known = false
 		}
 	}
 	if returned != "" {
+		if !tables[returned] || opaque[returned] {
+			known = false
+		}
 		for f := range fields[returned] {
 			out[f] = true
 		}
 	}
-	_ = hasReturn
 	return out, known
 }
 

@@ -183,3 +183,37 @@ return { main = function()
 end }`)
 	check(t, h, e)
 }
+
+func TestDefinedMethods(t *testing.T) {
+	for _, tc := range []struct {
+		src        string
+		has, known bool
+	}{
+		{"return { main = function() end }", true, true},
+		{"local function main() end\nreturn { main = main }", true, true},
+		{"function main() end", true, true},
+		{"main = function() end", true, true},
+		{"local M = {}\nfunction M.main() end\nreturn M", true, true},
+		{"local M = {}\nM.main = function() end\nreturn M", true, true},
+		{"local M = {}\nfunction M:main() end\nreturn M", true, true},
+		{"local M = { main = print }\nreturn M", true, true},
+		{"local M = {}\nfunction M.run() end\nreturn M", false, true},
+		{"return { run = function() end }", false, true},
+		{"local x = 1", false, true},
+		{"local M = require('other')\nreturn M", false, false},
+		{"local M = {}\nM[name] = print\nreturn M", false, false},
+		{"local M = {}\nfor _, n in ipairs{'main'} do M[n] = print end\nreturn M", false, false},
+		{"return setmetatable({}, {})", false, false},
+		{"return { [k] = print }", false, false},
+		{"return N", false, false},
+	} {
+		c, err := Compile("t.lua", []byte(tc.src))
+		if err != nil {
+			t.Fatalf("%q: %v", tc.src, err)
+		}
+		has, known := c.HasMethod("main")
+		if has != tc.has || known != tc.known {
+			t.Errorf("%q: has=%v known=%v, want %v %v", tc.src, has, known, tc.has, tc.known)
+		}
+	}
+}
