@@ -45,3 +45,26 @@ func TestMissingMethodAtRunTime(t *testing.T) {
 		t.Fatalf("exit = %v", ex.Err)
 	}
 }
+
+func TestResourceLimitsAreErrors(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct{ name, body, want string }{
+		{"recursion", `local function f(n) return 1 + f(n + 1) end return f(1)`, "stack overflow"},
+		{"deep_pcall", `local function f() return 1 + f() end local ok, err = pcall(f) assert(not ok) return "ok"`, ""},
+		{"big_table", `local t = {} for i = 1, 100000 do t[i] = {i} end return #t == 100000 and "ok"`, ""},
+		{"many_args", `return select("#", unpack((function() local t = {} for i = 1, 10000 do t[i] = i end return t end)())) == 10000 and "ok"`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := h.run(h.entry(tc.name, "return { main = function() "+tc.body+" end }"))
+			if tc.want == "" {
+				if ex.Err != nil || ex.Value != "ok" {
+					t.Fatalf("exit = %v, %v", ex.Value, ex.Err)
+				}
+				return
+			}
+			if ex.Err == nil || !strings.Contains(ex.Err.Error(), tc.want) {
+				t.Fatalf("exit = %v, want an error with %q", ex.Err, tc.want)
+			}
+		})
+	}
+}
