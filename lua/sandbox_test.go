@@ -217,3 +217,41 @@ func TestDefinedMethods(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedLibrariesUnderConcurrency has many processes use the shared
+// libraries at once; run with -race it proves they only read them.
+func TestSharedLibrariesUnderConcurrency(t *testing.T) {
+	h := newHarness(t)
+	h.entry("user", `
+local json = require("json")
+return { main = function(i)
+  for n = 1, 200 do
+    local s = string.format("%d:%s", n, ("x"):rep(3)):gsub("x", "y")
+    assert(s:upper():find("YYY"))
+    local t = {5, 3, 1, 4}
+    table.sort(t, function(a, b) return a > b end)
+    assert(t[1] == 5 and math.max(unpack(t)) == 5)
+    for k, v in pairs({a = 1}) do assert(k == "a") end
+    for _, v in ipairs(t) do assert(type(v) == "number") end
+    assert(json.decode(json.encode({n = n})).n == n)
+    local _, err = process.send("nobody", "x")
+    assert(err.kind == "not_found" and tostring(err) ~= "")
+    string["mine" .. i] = n
+    assert(getmetatable("") == false)
+    local co = coroutine.wrap(function() coroutine.yield(tostring(process)) end)
+    assert(co())
+  end
+  return "ok"
+end }`)
+	e := h.entry("main", `
+return { main = function()
+  local events = process.events()
+  for i = 1, 20 do assert(process.spawn_monitored("user", i)) end
+  for i = 1, 20 do
+    local ev = events:receive()
+    assert(ev.result.value == "ok", tostring(ev.result.error))
+  end
+  return "ok"
+end }`)
+	check(t, h, e)
+}
