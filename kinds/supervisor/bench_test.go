@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"context"
 	"fmt"
+	"strconv"
 	"runtime"
 	"testing"
 	"time"
@@ -21,13 +23,13 @@ func BenchmarkRestart(b *testing.B) {
 	b.ResetTimer()
 	start := time.Now()
 	for range b.N {
-		old := s.snap.Load().children[0].PID
+		old := s.snap.Load().slots[0].info.Load().PID
 		if err := n.Send(old, process.Message{Topic: "crash"}); err != nil {
 			b.Fatal(err)
 		}
 		var pid process.PID
 		for {
-			c := s.snap.Load().children[0]
+			c := s.snap.Load().slots[0].info.Load()
 			if c.Status == StatusRunning && !c.PID.IsZero() && c.PID != old {
 				pid = c.PID
 				break
@@ -64,4 +66,25 @@ func BenchmarkPartitionRoute(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N), "ns/key")
+}
+
+// BenchmarkDynamicStartChild: start_child on a dynamic supervisor that
+// already holds many children (publishing must not copy them all).
+func BenchmarkDynamicStartChild(b *testing.B) {
+	f := newFake(b)
+	f.addWorker("t:w")
+	s := f.start("t:dyn", &Spec{Kind: KindDynamic, MaxRestarts: 3})
+	ctx := context.Background()
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := s.StartChild(ctx, ChildSpec{ID: strconv.Itoa(i), Process: "t:w"}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if s.CountChildren().Active != b.N {
+		b.Fatalf("counts %+v", s.CountChildren())
+	}
+	f.events()
 }

@@ -104,7 +104,7 @@ func (s *Supervisor) Partitions() int {
 	if s.kind != KindPartition {
 		return 0
 	}
-	return len(s.snap.Load().children)
+	return len(s.snap.Load().slots)
 }
 
 // Route returns the worker that owns key (a string, a number, or a table
@@ -119,11 +119,11 @@ func (s *Supervisor) Route(key any) (process.PID, error) {
 	if !ok {
 		return process.PID{}, fmt.Errorf("supervisor %s: route %T: %w", s.id, key, ErrBadKey)
 	}
-	kids := s.snap.Load().children
-	if len(kids) == 0 {
+	slots := s.snap.Load().slots
+	if len(slots) == 0 {
 		return process.PID{}, fmt.Errorf("supervisor %s: route: %w", s.id, ErrStopped)
 	}
-	c := &kids[h%uint64(len(kids))]
+	c := slots[h%uint64(len(slots))].info.Load()
 	if c.PID.IsZero() {
 		return process.PID{}, fmt.Errorf("supervisor %s: route to worker %s: %w", s.id, c.ID, ErrNoWorker)
 	}

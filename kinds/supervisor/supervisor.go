@@ -49,11 +49,18 @@ type Counts struct {
 	Workers     int
 }
 
+// snapshot is what readers see. The list of slots is replaced only when
+// children are added, removed or reordered (an append reuses spare
+// capacity, which no reader can see); a child's own changes are one store
+// into its slot. A supervisor with many children thus publishes a restart
+// or a start_child in O(1).
 type snapshot struct {
-	spec     *Spec
-	status   Status
-	children []ChildInfo
+	spec   *Spec
+	status Status
+	slots  []*childSlot
 }
+
+type childSlot struct{ info atomic.Pointer[ChildInfo] }
 
 // child is loop-owned state of one child.
 type child struct {
@@ -64,6 +71,11 @@ type child struct {
 	restarts int
 	digest   string // the child entry's digest when it was spawned
 	declared bool   // from the entry's children (not started at run time)
+	slot     *childSlot
+}
+
+func newChild(spec ChildSpec, typ ChildType, declared bool) *child {
+	return &child{spec: spec, typ: typ, status: StatusStarting, declared: declared, slot: &childSlot{}}
 }
 
 // Supervisor is a running supervisor of any of the three kinds. It is the
@@ -85,8 +97,12 @@ type Supervisor struct {
 	// Owned by the loop goroutine.
 	state    Status
 	spec     *Spec
-	children []*child
+	children []*child // start order
+	slots    []*childSlot
+	byID     map[string]*child
+	byPID    map[process.PID]*child
 	restarts []time.Time
+	retry    bool // a restart failed to spawn; retried on the next turn
 }
 
 var _ interface {
@@ -155,6 +171,8 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 		parent: opts.LinkTo,
 		exited: make(chan struct{}),
 		spec:   spec.withDefaults(),
+		byID:   map[string]*child{},
+		byPID:  map[process.PID]*child{},
 	}
 	s.kind = s.spec.Kind
 	if env.Logger != nil {
@@ -169,7 +187,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 		}
 	}
 	for _, c := range s.spec.Children {
-		s.children = append(s.children, &child{spec: c, typ: s.typeOf(c.Process), status: StatusStarting, declared: true})
+		s.appendChild(newChild(c, s.typeOf(c.Process), true))
 	}
 	s.publishStatus(StatusStarting)
 	opts.TrapLinks = true
@@ -239,7 +257,7 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 // killTree kills every process of the tree below s, deepest first, so a
 // child that ignores shutdown cannot outlive its supervisor's deadline.
 func (s *Supervisor) killTree() {
-	for _, c := range s.snap.Load().children {
+	for _, c := range s.snap.Load().infos() {
 		if c.PID.IsZero() {
 			continue
 		}
@@ -253,13 +271,22 @@ func (s *Supervisor) killTree() {
 
 // WhichChildren lists the children in start order, from a snapshot.
 func (s *Supervisor) WhichChildren() []ChildInfo {
-	return slices.Clone(s.snap.Load().children)
+	return s.snap.Load().infos()
+}
+
+func (sn *snapshot) infos() []ChildInfo {
+	out := make([]ChildInfo, len(sn.slots))
+	for i, sl := range sn.slots {
+		out[i] = *sl.info.Load()
+	}
+	return out
 }
 
 // CountChildren counts the children, from a snapshot.
 func (s *Supervisor) CountChildren() Counts {
 	var c Counts
-	for _, ch := range s.snap.Load().children {
+	for _, sl := range s.snap.Load().slots {
+		ch := sl.info.Load()
 		c.Specs++
 		if !ch.PID.IsZero() && ch.Status == StatusRunning {
 			c.Active++
@@ -352,16 +379,15 @@ func validateChild(c ChildSpec) error {
 
 // startChild runs on the loop.
 func (s *Supervisor) startChild(spec ChildSpec) (process.PID, error) {
-	if i := s.indexOfID(spec.ID); i >= 0 {
-		c := s.children[i]
+	if c, ok := s.byID[spec.ID]; ok {
 		if s.kind == KindDynamic || c.status != StatusTerminated {
 			return process.PID{}, fmt.Errorf("supervisor %s: start child %q: %w (status %s)", s.id, spec.ID, ErrDuplicateChild, c.status)
 		}
 		if err := s.spawnChild(c); err != nil {
-			s.publish()
+			// Still terminated: start_child failing is no restart.
+			s.set(c, StatusTerminated)
 			return process.PID{}, err
 		}
-		s.publish()
 		return c.pid, nil
 	}
 	if s.kind != KindDynamic {
@@ -370,12 +396,11 @@ func (s *Supervisor) startChild(spec ChildSpec) (process.PID, error) {
 	if m := s.spec.MaxChildren; m > 0 && len(s.children) >= m {
 		return process.PID{}, fmt.Errorf("supervisor %s: start child %q: %w (%d)", s.id, spec.ID, ErrMaxChildren, m)
 	}
-	c := &child{spec: spec, typ: s.typeOf(spec.Process), status: StatusStarting}
+	c := newChild(spec, s.typeOf(spec.Process), false)
 	if err := s.spawnChild(c); err != nil {
 		return process.PID{}, err
 	}
-	s.children = append(s.children, c)
-	s.publish()
+	s.appendChild(c)
 	return c.pid, nil
 }
 
@@ -387,44 +412,94 @@ func (s *Supervisor) TerminateChild(ctx context.Context, id string) error {
 		return fmt.Errorf("supervisor %s: terminate child %q: %w", s.id, id, ErrFixedChildren)
 	}
 	return s.call(ctx, func() error {
-		i := s.indexOfID(id)
-		if i < 0 {
+		c, ok := s.byID[id]
+		if !ok {
 			return fmt.Errorf("supervisor %s: terminate child %q: %w", s.id, id, ErrNoChild)
 		}
-		c := s.children[i]
 		s.stopChild(c)
 		if s.kind == KindDynamic || c.spec.Restart == Temporary {
 			s.remove(c)
 		} else {
-			c.status = StatusTerminated
+			s.set(c, StatusTerminated)
 		}
-		s.publish()
 		return nil
 	})
 }
 
-func (s *Supervisor) indexOfID(id string) int {
-	for i, c := range s.children {
-		if c.spec.ID == id {
-			return i
-		}
+// appendChild adds c after the others and publishes it.
+func (s *Supervisor) appendChild(c *child) {
+	s.children = append(s.children, c)
+	s.byID[c.spec.ID] = c
+	if !c.pid.IsZero() {
+		s.byPID[c.pid] = c
 	}
-	return -1
+	s.show(c)
+	s.slots = append(s.slots, c.slot)
+	s.storeSnapshot()
 }
 
-func (s *Supervisor) indexOfPID(pid process.PID) int {
-	for i, c := range s.children {
-		if c.pid == pid {
-			return i
-		}
-	}
-	return -1
-}
-
+// remove drops c (whose process is gone) and publishes the new list.
 func (s *Supervisor) remove(c *child) {
-	if i := slices.Index(s.children, c); i >= 0 {
-		s.children = slices.Delete(s.children, i, i+1)
+	i := slices.Index(s.children, c)
+	if i < 0 {
+		return
 	}
+	s.children = slices.Delete(s.children, i, i+1)
+	if s.byID[c.spec.ID] == c {
+		delete(s.byID, c.spec.ID)
+	}
+	s.setPID(c, process.PID{})
+	s.relist()
+}
+
+// setChildren replaces the list (a reload) and publishes it.
+func (s *Supervisor) setChildren(cs []*child) {
+	s.children = cs
+	clear(s.byID)
+	clear(s.byPID)
+	for _, c := range cs {
+		s.byID[c.spec.ID] = c
+		if !c.pid.IsZero() {
+			s.byPID[c.pid] = c
+		}
+		s.show(c)
+	}
+	s.relist()
+}
+
+// relist publishes a fresh slot list: readers may hold the old one, so it
+// is never modified in place.
+func (s *Supervisor) relist() {
+	slots := make([]*childSlot, len(s.children))
+	for i, c := range s.children {
+		slots[i] = c.slot
+	}
+	s.slots = slots
+	s.storeSnapshot()
+}
+
+func (s *Supervisor) setPID(c *child, pid process.PID) {
+	if !c.pid.IsZero() && s.byPID[c.pid] == c {
+		delete(s.byPID, c.pid)
+	}
+	c.pid = pid
+	if !pid.IsZero() {
+		s.byPID[pid] = c
+	}
+}
+
+// set changes c's status and publishes it.
+func (s *Supervisor) set(c *child, st Status) {
+	c.status = st
+	s.show(c)
+}
+
+// show publishes c's current state in its slot.
+func (s *Supervisor) show(c *child) {
+	c.slot.info.Store(&ChildInfo{
+		ID: c.spec.ID, Process: c.spec.Process, PID: c.pid, Restart: c.spec.Restart,
+		Type: c.typ, Status: c.status, Restarts: c.restarts,
+	})
 }
 
 func (s *Supervisor) typeOf(id registry.ID) ChildType {
@@ -440,20 +515,14 @@ func isSupervisorKind(k string) bool {
 	return k == KindStatic || k == KindDynamic || k == KindPartition
 }
 
-// publish stores a fresh snapshot for readers; it runs on the loop after
-// every change of the children.
-func (s *Supervisor) publish() { s.publishStatus(s.state) }
-
+// publishStatus publishes the supervisor's own status.
 func (s *Supervisor) publishStatus(st Status) {
 	s.state = st
-	infos := make([]ChildInfo, len(s.children))
-	for i, c := range s.children {
-		infos[i] = ChildInfo{
-			ID: c.spec.ID, Process: c.spec.Process, PID: c.pid, Restart: c.spec.Restart,
-			Type: c.typ, Status: c.status, Restarts: c.restarts,
-		}
-	}
-	s.snap.Store(&snapshot{spec: s.spec, status: st, children: infos})
+	s.storeSnapshot()
+}
+
+func (s *Supervisor) storeSnapshot() {
+	s.snap.Store(&snapshot{spec: s.spec, status: s.state, slots: s.slots})
 }
 
 // spawnChild instantiates c's entry, linked to and monitored by the
@@ -464,7 +533,6 @@ func (s *Supervisor) spawnChild(c *child) error {
 	}
 	e, ok := s.env.Entries.Entry(c.spec.Process)
 	if !ok {
-		c.status = StatusRestarting
 		return fmt.Errorf("supervisor %s: child %q: entry %s: %w", s.id, c.spec.ID, c.spec.Process, ErrNoChild)
 	}
 	if isSupervisorKind(e.Kind) {
@@ -477,10 +545,11 @@ func (s *Supervisor) spawnChild(c *child) error {
 		Args:         c.spec.Args,
 	})
 	if err != nil {
-		c.status = StatusRestarting
 		return fmt.Errorf("supervisor %s: child %q: spawn %s: %w", s.id, c.spec.ID, c.spec.Process, err)
 	}
-	c.pid, c.status, c.digest = pid, StatusRunning, e.Digest
+	s.setPID(c, pid)
+	c.digest = e.Digest
+	s.set(c, StatusRunning)
 	return nil
 }
 
@@ -491,8 +560,7 @@ func (s *Supervisor) stopChild(c *child) {
 		return
 	}
 	pid := c.pid
-	c.status = StatusStopping
-	s.publish()
+	s.set(c, StatusStopping)
 	switch d := c.spec.shutdownFor(c.typ); d {
 	case BrutalKill:
 		if done, _, ok := s.node.Done(pid); ok {
@@ -506,7 +574,7 @@ func (s *Supervisor) stopChild(c *child) {
 		_, _ = s.node.Stop(ctx, pid)
 		cancel()
 	}
-	c.pid = process.PID{}
+	s.setPID(c, process.PID{})
 }
 
 // stopAll stops every child in reverse start order.
@@ -514,7 +582,7 @@ func (s *Supervisor) stopAll() {
 	for i := len(s.children) - 1; i >= 0; i-- {
 		c := s.children[i]
 		s.stopChild(c)
-		c.status = StatusTerminated
+		s.set(c, StatusTerminated)
 	}
 }
 
@@ -551,12 +619,11 @@ func (s *Supervisor) startInitial() error {
 		if err := s.spawnChild(c); err != nil {
 			for j := i - 1; j >= 0; j-- {
 				s.stopChild(s.children[j])
-				s.children[j].status = StatusTerminated
+				s.set(s.children[j], StatusTerminated)
 			}
-			c.status = StatusTerminated
+			s.set(c, StatusTerminated)
 			return err
 		}
-		s.publishStatus(StatusStarting)
 	}
 	return nil
 }
@@ -622,11 +689,11 @@ func (s *Supervisor) onMessage(m process.Message) {
 func (s *Supervisor) onEvent(ev process.Event) error {
 	switch ev.Kind {
 	case process.EventExit:
-		i := s.indexOfPID(ev.From)
-		if i < 0 {
+		c, ok := s.byPID[ev.From]
+		if !ok {
 			return nil // an old child we stopped ourselves
 		}
-		return s.onChildExit(s.children[i], i, ev.Exit)
+		return s.onChildExit(c, ev.Exit)
 	case process.EventLinkDown:
 		if ev.From == s.parent && !s.parent.IsZero() {
 			// The parent is gone: stop the tree, as an OTP supervisor
@@ -645,8 +712,8 @@ func shutdownExit(e process.Exit) bool {
 	return e.Err == nil || errors.Is(e.Err, process.ErrShutdown)
 }
 
-func (s *Supervisor) onChildExit(c *child, idx int, e process.Exit) error {
-	c.pid = process.PID{}
+func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
+	s.setPID(c, process.PID{})
 	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
 		s.log.Warn("child exited", "child", c.spec.ID, "error", e.Err)
 	} else {
@@ -655,7 +722,6 @@ func (s *Supervisor) onChildExit(c *child, idx int, e process.Exit) error {
 	switch c.spec.Restart {
 	case Temporary:
 		s.remove(c)
-		s.publish()
 		return nil
 	case Transient:
 		if shutdownExit(e) {
@@ -685,7 +751,7 @@ func (s *Supervisor) onChildExit(c *child, idx int, e process.Exit) error {
 	case s.spec.Strategy == AllForOne:
 		set = slices.Clone(s.children)
 	case s.spec.Strategy == RestForOne:
-		set = slices.Clone(s.children[idx:])
+		set = slices.Clone(s.children[slices.Index(s.children, c):])
 	}
 	return s.restartSet(c, set)
 }
@@ -697,9 +763,8 @@ func (s *Supervisor) terminated(c *child) {
 	if s.kind == KindDynamic {
 		s.remove(c)
 	} else {
-		c.status = StatusTerminated
+		s.set(c, StatusTerminated)
 	}
-	s.publish()
 }
 
 // addRestart records a restart and reports whether it is within the
@@ -720,13 +785,12 @@ func (s *Supervisor) addRestart() bool {
 // temporary ones), then starts set in order.
 func (s *Supervisor) restartSet(failed *child, set []*child) error {
 	for _, c := range set {
-		c.status = StatusRestarting
+		s.set(c, StatusRestarting)
 	}
-	s.publish()
 	for i := len(set) - 1; i >= 0; i-- {
 		if c := set[i]; c != failed {
 			s.stopChild(c)
-			c.status = StatusRestarting
+			s.set(c, StatusRestarting)
 		}
 	}
 	live := set[:0]
@@ -746,32 +810,29 @@ func (s *Supervisor) restartSet(failed *child, set []*child) error {
 // retry counts toward the intensity, as OTP's try_again does).
 func (s *Supervisor) startInOrder(cs []*child) {
 	for _, c := range cs {
+		c.restarts++ // shown by spawnChild's publication
 		if err := s.spawnChild(c); err != nil {
+			c.restarts--
 			s.log.Error("child restart failed", "child", c.spec.ID, "error", err)
-			s.publish()
+			s.retry = true
 			return
 		}
-		c.restarts++
 		s.met.restarts.WithLabelValues(string(s.id), c.spec.ID).Inc()
-		s.publish()
 	}
 }
 
-func (s *Supervisor) pendingRestarts() bool {
-	for _, c := range s.children {
-		if c.status == StatusRestarting && c.pid.IsZero() {
-			return true
-		}
-	}
-	return false
-}
+func (s *Supervisor) pendingRestarts() bool { return s.retry }
 
 func (s *Supervisor) retryRestarts() error {
+	s.retry = false
 	var cs []*child
 	for _, c := range s.children {
 		if c.status == StatusRestarting && c.pid.IsZero() {
 			cs = append(cs, c)
 		}
+	}
+	if len(cs) == 0 {
+		return nil // terminated or removed meanwhile
 	}
 	if !s.addRestart() {
 		return s.escalate(fmt.Errorf("supervisor %s: %w: more than %d restarts within %s; child %q could not be restarted",

@@ -55,7 +55,7 @@ func (s *Supervisor) applyUpdate(ns *Spec) bool {
 			}
 		}
 		s.spec = ns
-		s.publish()
+		s.storeSnapshot()
 		return true
 	}
 	old := map[string]*child{}
@@ -77,7 +77,7 @@ func (s *Supervisor) applyUpdate(ns *Spec) bool {
 			}
 			stop[c] = true
 		}
-		next = append(next, &child{spec: cs, typ: s.typeOf(cs.Process), status: StatusStarting, declared: true})
+		next = append(next, newChild(cs, s.typeOf(cs.Process), true))
 	}
 	for _, c := range old {
 		stop[c] = true
@@ -97,7 +97,7 @@ func (s *Supervisor) applyUpdate(ns *Spec) bool {
 		}
 	}
 	s.spec = ns
-	s.children = slices.Clip(next)
+	s.setChildren(slices.Clip(next))
 	for _, c := range s.children {
 		if c.status != StatusStarting {
 			continue
@@ -105,9 +105,10 @@ func (s *Supervisor) applyUpdate(ns *Spec) bool {
 		if err := s.spawnChild(c); err != nil {
 			// Retried on the loop like any failed restart.
 			s.log.Error("child start after reload failed", "child", c.spec.ID, "error", err)
+			s.set(c, StatusRestarting)
+			s.retry = true
 		}
 	}
-	s.publish()
 	s.log.Info("supervisor updated in place", "children", len(s.children), "stopped", len(stop))
 	return true
 }

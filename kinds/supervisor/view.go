@@ -41,17 +41,18 @@ func (s *Supervisor) Tree() *TreeView { return s.tree(0) }
 
 func (s *Supervisor) tree(depth int) *TreeView {
 	sn := s.snap.Load()
+	kids := sn.infos()
 	v := &TreeView{
 		ID: string(s.id), Kind: s.kind, PID: s.pid.String(), Status: sn.status,
 		Strategy: sn.spec.Strategy, MaxRestarts: sn.spec.MaxRestarts,
 		RestartWindow: sn.spec.RestartWindow.Round(time.Millisecond).String(),
 		MaxChildren:   sn.spec.MaxChildren,
-		Children:      make([]ChildView, 0, len(sn.children)),
+		Children:      make([]ChildView, 0, len(kids)),
 	}
 	if s.kind == KindPartition {
-		v.Partitions = len(sn.children)
+		v.Partitions = len(kids)
 	}
-	for _, c := range sn.children {
+	for _, c := range kids {
 		cv := ChildView{ID: c.ID, Process: string(c.Process), Restart: c.Restart, Type: c.Type, Status: c.Status, Restarts: c.Restarts}
 		if !c.PID.IsZero() {
 			p := c.PID.String()
