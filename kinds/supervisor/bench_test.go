@@ -3,8 +3,8 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"runtime"
+	"strconv"
 	"testing"
 	"time"
 
