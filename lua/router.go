@@ -13,7 +13,7 @@ import (
 
 // The router module: thin bindings over kinds/pool's Go API. Every
 // function takes the pool's entry ID first ("app:replicas", or "replicas"
-// in the caller's namespace).
+// in the caller's namespace); a router.group's ID works the same way.
 var routerLib = NewLibrary(map[string]lua.LGFunction{
 	"ask":     routerAsk,
 	"tell":    routerTell,
@@ -28,15 +28,16 @@ func init() {
 	})
 }
 
-// checkPool resolves argument 1 to a running pool. A non-string raises; an
-// unknown or stopped pool is returned as an error for nil, err.
-func checkPool(L *lua.LState) (*Process, *pool.Pool, error) {
+// checkPool resolves argument 1 to a running router (a router.pool or a
+// router.group). A non-string raises; an unknown or stopped router, or an
+// entry of another kind, is returned as an error for nil, err.
+func checkPool(L *lua.LState) (*Process, pool.Router, error) {
 	p := ProcessOf(L)
 	ref := L.CheckString(1)
 	if !strings.Contains(ref, ":") && p.Entry() != nil {
 		ref = p.Entry().ID.Namespace() + ":" + ref
 	}
-	pl, err := pool.Find(p.Env(), registry.ID(ref))
+	pl, err := pool.FindRouter(p.Env(), registry.ID(ref))
 	return p, pl, err
 }
 

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"time"
 
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
 )
@@ -95,6 +97,42 @@ func (p *Pool) apply(ns *Spec) bool {
 	p.publishView()
 	p.log.Info("pool updated in place", "size", len(p.slots), "timeout", ns.Timeout)
 	return true
+}
+
+// Router is what the Lua module (and other Go code) needs of a pool or a
+// group router.
+type Router interface {
+	ID() registry.ID
+	PID() process.PID
+	Send(m process.Message) error
+	AskContext(ctx context.Context, m process.Message, timeout time.Duration) (any, process.PID, error)
+	Size() int
+	Routees() []string
+}
+
+var (
+	_ Router = (*Pool)(nil)
+	_ Router = (*Group)(nil)
+)
+
+// FindRouter returns the running pool or group router with entry ID id.
+func FindRouter(env *registry.Env, id registry.ID) (Router, error) {
+	if env == nil || env.Entries == nil {
+		return nil, value.NewError(value.KindNotFound, "router %s: no registry", id)
+	}
+	if inst, ok := env.Entries.Instance(id); ok {
+		if r, ok := inst.(Router); ok {
+			return r, nil
+		}
+		return nil, value.NewError(value.KindInvalid, "%s is not a router (its instance is a %T)", id, inst)
+	}
+	if e, ok := env.Entries.Entry(id); ok {
+		if e.Kind != KindName && e.Kind != GroupKindName {
+			return nil, value.NewError(value.KindInvalid, "%s is a %s entry, not a router", id, e.Kind)
+		}
+		return nil, value.NewError(value.KindNotFound, "router %s is not running", id)
+	}
+	return nil, value.NewError(value.KindNotFound, "no entry %s", id)
 }
 
 // Find returns the running pool with entry ID id.

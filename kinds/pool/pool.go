@@ -4,8 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
-	"sync"
+	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -92,15 +91,10 @@ type retiree struct {
 // Pool is a running router.pool. Its exported methods may be called from
 // any goroutine.
 type Pool struct {
-	id     registry.ID
-	env    *registry.Env
-	node   *process.Node
-	log    *slog.Logger
-	met    *metrics
-	routed prometheus.Counter
-	gauge  prometheus.Gauge
+	core
+	env   *registry.Env
+	gauge prometheus.Gauge
 
-	pid  process.PID // set by init before Start returns
 	cfg  atomic.Pointer[config]
 	snap atomic.Pointer[snapshot]
 	view atomic.Pointer[View]
@@ -108,12 +102,6 @@ type Pool struct {
 	rr       atomic.Uint64
 	counter  atomic.Uint64 // messages routed, the resizer's message counter
 	resizing atomic.Bool
-	stopping atomic.Bool
-	warned   atomic.Bool
-	open     sync.Map // *race -> struct{}: scatters and tail chops not yet resolved
-	nOpen    atomic.Int64
-	dropped  atomic.Int64 // plain sends dropped by a racing strategy since the last warning
-	warnAt   atomic.Int64 // unix nanos of the last such warning
 	final    atomic.Pointer[[]process.PID]
 	ready    chan error
 
@@ -162,8 +150,11 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 	}
 	met := newMetrics(env.Metrics)
 	p := &Pool{
-		id: id, env: env, node: env.Node, log: env.EntryLogger(id), met: met,
-		routed:   met.routed.WithLabelValues(string(id), string(spec.Strategy)),
+		core: core{
+			id: id, node: env.Node, log: env.EntryLogger(id), met: met,
+			routed: met.routed.WithLabelValues(string(id), string(spec.Strategy)),
+		},
+		env:      env,
 		gauge:    met.routees.WithLabelValues(string(id)),
 		ready:    make(chan error, 1),
 		spec:     spec,
@@ -196,12 +187,6 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 		return nil, fmt.Errorf("pool %s: start: %w", id, ctx.Err())
 	}
 }
-
-// PID is the pool's process: messages sent (or asks made) to it are routed.
-func (p *Pool) PID() process.PID { return p.pid }
-
-// ID is the pool's entry ID.
-func (p *Pool) ID() registry.ID { return p.id }
 
 func (p *Pool) init(self process.PID) error {
 	p.pid = self
@@ -295,7 +280,11 @@ func (p *Pool) publish() {
 		}
 	}
 	if p.cfg.Load().strategy == ConsistentHash {
-		s.ring = newRing(s.slots)
+		names := make([]string, len(s.slots))
+		for i, n := range s.slots {
+			names[i] = strconv.Itoa(n)
+		}
+		s.ring = newRing(names)
 	}
 	prev := p.snap.Swap(s)
 	if prev != nil && len(prev.pids) > 0 {

@@ -172,8 +172,14 @@ func TestConsistentHash(t *testing.T) {
 
 func TestRingMovesFewKeysOnResize(t *testing.T) {
 	const keys = 10000
-	r10 := newRing([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9})
-	r11 := newRing([]int{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10})
+	names := func(n int) []string {
+		out := make([]string, n)
+		for i := range out {
+			out[i] = fmt.Sprint(i)
+		}
+		return out
+	}
+	r10, r11 := newRing(names(10)), newRing(names(11))
 	moved, per := 0, make([]int, 10)
 	for i := 0; i < keys; i++ {
 		k := fmt.Sprintf("key-%d", i)

@@ -23,7 +23,7 @@ const (
 // first reply wins. It lives on AskFunc callbacks and timers, never on the
 // pool's loop; mu guards the per-routee bookkeeping shared by them.
 type race struct {
-	p      *Pool
+	p      *core
 	target process.ReplyTarget
 	token  uint64
 	msg    process.Message
@@ -43,10 +43,10 @@ type race struct {
 	deadline *time.Timer // tail: the whole chop's deadline
 }
 
-func (p *Pool) startRace(c *config, s *snapshot, m process.Message, t process.ReplyTarget, tok uint64) {
+func (p *core) startRace(st Strategy, timeout, interval time.Duration, s *snapshot, m process.Message, t process.ReplyTarget, tok uint64) {
 	r := &race{
-		p: p, target: t, token: tok, start: time.Now(), tmo: c.timeout,
-		tail: c.strategy == TailChopping, every: c.interval,
+		p: p, target: t, token: tok, start: time.Now(), tmo: timeout,
+		tail: st == TailChopping, every: interval,
 		msg: process.Message{From: m.From, Topic: m.Topic, Payload: m.Payload},
 	}
 	p.open.Store(r, struct{}{})
@@ -207,7 +207,7 @@ func (r *race) resolved(outcome string) {
 // failOpen fails every open race at once: the routees are being stopped,
 // so no reply can come, and waiting out the deadlines would only make a
 // shutdown as slow as the longest one.
-func (p *Pool) failOpen() {
+func (p *core) failOpen() {
 	p.open.Range(func(k, _ any) bool {
 		k.(*race).stop()
 		return true

@@ -64,15 +64,17 @@ func hash64(s string) uint64 {
 	return x
 }
 
-// ring maps hashes to routees. Points are derived from each routee's slot
-// number, not its PID, so a routee restarted in place keeps its keys and a
-// resize moves only the keys of the slots added or removed.
+// ring maps hashes to routees. Points are derived from a stable name per
+// routee (a pool's slot number, not its PID, so a routee restarted in place
+// keeps its keys and a resize moves only the keys of the slots added or
+// removed; a group member's PID string).
 type ring struct {
 	points []uint64
-	owner  []int // index into the snapshot's pids, parallel to points
+	owner  []int // index into the names given to newRing, parallel to points
 }
 
-func newRing(slots []int) *ring {
+func newRing(names []string) *ring {
+	slots := names
 	r := &ring{points: make([]uint64, 0, len(slots)*VirtualNodes), owner: make([]int, 0, len(slots)*VirtualNodes)}
 	type pt struct {
 		h uint64
@@ -80,7 +82,7 @@ func newRing(slots []int) *ring {
 	}
 	pts := make([]pt, 0, len(slots)*VirtualNodes)
 	for i, s := range slots {
-		base := strconv.Itoa(s) + "#"
+		base := s + "#"
 		for v := 0; v < VirtualNodes; v++ {
 			pts = append(pts, pt{hash64(base + strconv.Itoa(v)), i})
 		}

@@ -48,11 +48,11 @@ func (p *Pool) Route(m process.Message) error {
 	case ScatterGather, TailChopping:
 		t, tok := m.ReplyTarget()
 		if t == nil {
-			p.noReplyTarget()
+			p.noReplyTarget(c.strategy)
 			return nil
 		}
 		p.routed.Inc()
-		p.startRace(c, s, m, t, tok)
+		p.startRace(c.strategy, c.timeout, c.interval, s, m, t, tok)
 		return nil
 	case Broadcast:
 		if len(s.pids) == 0 {
@@ -152,7 +152,7 @@ func (p *Pool) receive(m process.Message) {
 // for an answer nobody takes is the waste the pattern exists to buy
 // something with. The warning is logged at most once a second, with the
 // count, so a misbehaving sender cannot flood the log.
-func (p *Pool) noReplyTarget() {
+func (p *core) noReplyTarget(st Strategy) {
 	p.met.resolved.WithLabelValues(OutcomeNoReplyTarget).Inc()
 	n := p.dropped.Add(1)
 	now := time.Now().UnixNano()
@@ -160,7 +160,7 @@ func (p *Pool) noReplyTarget() {
 	if now-last >= int64(time.Second) && p.warnAt.CompareAndSwap(last, now) {
 		p.dropped.Add(-n)
 		p.log.Warn("message without a reply target dropped: a scatter needs an ask (router.ask, process.ask) to answer",
-			"strategy", string(p.cfg.Load().strategy), "dropped", n)
+			"strategy", string(st), "dropped", n)
 	}
 }
 
@@ -186,12 +186,16 @@ func (p *Pool) Ask(payload any, timeout time.Duration) (any, process.PID, error)
 // timeout and the pool's timeout plus 500ms.
 func (p *Pool) CallerTimeout(t time.Duration) time.Duration {
 	c := p.cfg.Load()
+	return p.callerTimeout(t, c.strategy, c.timeout)
+}
+
+func (p *core) callerTimeout(t time.Duration, st Strategy, own time.Duration) time.Duration {
 	if t <= 0 {
-		return max(process.DefaultAskTimeout, c.timeout+500*time.Millisecond)
+		return max(process.DefaultAskTimeout, own+500*time.Millisecond)
 	}
-	if c.strategy.racing() && t <= c.timeout && p.warned.CompareAndSwap(false, true) {
-		p.log.Warn("caller timeout is not above the pool's timeout: the caller gives up before the pool can report which routees failed",
-			"caller_timeout", t, "pool_timeout", c.timeout)
+	if st.racing() && t <= own && p.warned.CompareAndSwap(false, true) {
+		p.log.Warn("caller timeout is not above the router's timeout: the caller gives up before the router can report which routees failed",
+			"caller_timeout", t, "router_timeout", own)
 	}
 	return t
 }
@@ -204,7 +208,12 @@ func (p *Pool) AskMessage(m process.Message, timeout time.Duration) (any, proces
 // AskContext is AskMessage that also gives up when ctx is done (a Lua
 // process asked to stop while it waits).
 func (p *Pool) AskContext(ctx context.Context, m process.Message, timeout time.Duration) (any, process.PID, error) {
-	timeout = p.CallerTimeout(timeout)
+	return p.ask(ctx, p.Route, m, p.CallerTimeout(timeout))
+}
+
+// ask routes m with a one-shot reply target and waits for the reply, the
+// deadline or ctx.
+func (p *core) ask(ctx context.Context, route func(process.Message) error, m process.Message, timeout time.Duration) (any, process.PID, error) {
 	w := waiters.Get().(*waiter)
 	token := (w.state.Load() + 2) &^ 1
 	w.state.Store(token)
@@ -215,7 +224,7 @@ func (p *Pool) AskContext(ctx context.Context, m process.Message, timeout time.D
 		waiters.Put(w)
 		return res.value, res.from, res.err
 	}
-	if err := p.Route(m.WithReply(w, token)); err != nil {
+	if err := route(m.WithReply(w, token)); err != nil {
 		if w.state.CompareAndSwap(token, token+1) {
 			waiters.Put(w)
 			return nil, process.PID{}, err
@@ -233,14 +242,14 @@ func (p *Pool) AskContext(ctx context.Context, m process.Message, timeout time.D
 			return take()
 		}
 		waiters.Put(w)
-		return nil, process.PID{}, fmt.Errorf("pool %s: ask after %s: %w", p.id, timeout, process.ErrTimeout)
+		return nil, process.PID{}, fmt.Errorf("%s: ask after %s: %w", p.id, timeout, process.ErrTimeout)
 	case <-ctx.Done():
 		w.timer.Stop()
 		if !w.state.CompareAndSwap(token, token+1) {
 			return take()
 		}
 		waiters.Put(w)
-		return nil, process.PID{}, value.NewError(value.KindStopped, "pool %s: ask abandoned: %v", p.id, ctx.Err())
+		return nil, process.PID{}, value.NewError(value.KindStopped, "%s: ask abandoned: %v", p.id, ctx.Err())
 	}
 }
 

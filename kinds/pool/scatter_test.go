@@ -331,7 +331,7 @@ func TestCallerTimeoutRule(t *testing.T) {
 			t.Errorf("an explicit timeout is kept: %s", got)
 		}
 	}
-	if c := countOf(h.logs.String(), "caller timeout is not above the pool's timeout"); c != 1 {
+	if c := countOf(h.logs.String(), "caller timeout is not above the router's timeout"); c != 1 {
 		t.Errorf("warned %d times, want once", c)
 	}
 }

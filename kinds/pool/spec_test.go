@@ -12,16 +12,27 @@ import (
 
 func decode(t *testing.T, src string) (*Spec, *registry.Entry, []error) {
 	t.Helper()
+	e := &registry.Entry{ID: "app:pool", Kind: KindName}
+	s, errs := decodeEntry(t, Kind{}, e, src)
+	return s.(*Spec), e, errs
+}
+
+func decodeWith(t *testing.T, k registry.Kind, src string) (any, []error) {
+	t.Helper()
+	return decodeEntry(t, k, &registry.Entry{ID: "app:pool", Kind: k.Name()}, src)
+}
+
+func decodeEntry(t *testing.T, k registry.Kind, e *registry.Entry, src string) (any, []error) {
+	t.Helper()
 	var doc yaml.Node
 	if err := yaml.Unmarshal([]byte(src), &doc); err != nil {
 		t.Fatal(err)
 	}
-	e := &registry.Entry{ID: "app:pool", Kind: KindName}
 	var errs []error
 	d := registry.NewDecoder(e, "pools.yaml", doc.Content[0], &errs)
-	s := Kind{}.Decode(d).(*Spec)
+	s := k.Decode(d)
 	d.Finish()
-	return s, e, errs
+	return s, errs
 }
 
 func TestDecodeDefaults(t *testing.T) {

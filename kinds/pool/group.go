@@ -1,0 +1,383 @@
+package pool
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync/atomic"
+	"time"
+
+	"github.com/proctor-run/proctor/kinds/pgscope"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// GroupKindName is the kind field of a group router entry.
+const GroupKindName = "router.group"
+
+var groupStrategies = []string{
+	string(RoundRobin), string(Random), string(Broadcast), string(ConsistentHash), string(ScatterGather),
+}
+
+// GroupSpec is a decoded router.group entry: route to the current members
+// of a pg group, on any node.
+type GroupSpec struct {
+	Scope    registry.ID
+	Group    string
+	Strategy Strategy
+	Timeout  time.Duration
+}
+
+// GroupKind is the router.group kind. The zero value is ready to register.
+type GroupKind struct{}
+
+var (
+	_ registry.Kind    = GroupKind{}
+	_ registry.Starter = GroupKind{}
+	_ registry.Stopper = (*Group)(nil)
+	_ registry.Updater = (*Group)(nil)
+	_ registry.Viewer  = (*Group)(nil)
+)
+
+// Name implements registry.Kind.
+func (GroupKind) Name() string { return GroupKindName }
+
+// Decode implements registry.Kind: it returns a *GroupSpec.
+func (GroupKind) Decode(d *registry.Decoder) any {
+	s := &GroupSpec{}
+	s.Scope = d.Ref("scope", registry.RefRunning, pgscope.KindName)
+	if s.Scope == "" && !d.Has("scope") {
+		d.Errorf("scope", "required: the pg.scope entry whose group this router routes to")
+	}
+	s.Group = d.String("group", "")
+	if s.Group == "" {
+		d.Errorf("group", "required: the pg group whose members are the routees")
+	}
+	s.Strategy = Strategy(d.Enum("strategy", string(RoundRobin), groupStrategies...))
+	s.Timeout = d.Duration("timeout", DefaultTimeout)
+	if s.Timeout <= 0 {
+		d.Errorf("timeout", "must be a positive, finite duration, got %s", s.Timeout)
+	}
+	return s
+}
+
+// Start implements registry.Starter.
+func (GroupKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	spec, ok := e.Spec.(*GroupSpec)
+	if !ok {
+		return nil, value.NewError(value.KindInvalid, "group %s: spec is a %T, not a *pool.GroupSpec", e.ID, e.Spec)
+	}
+	return StartGroup(ctx, env, e.ID, spec)
+}
+
+func (s *GroupSpec) validate() error {
+	switch {
+	case s.Scope == "":
+		return fmt.Errorf("scope: required")
+	case s.Group == "":
+		return fmt.Errorf("group: required")
+	case s.Timeout <= 0:
+		return fmt.Errorf("timeout: must be positive, got %s", s.Timeout)
+	case !slices.Contains(groupStrategies, string(s.Strategy)):
+		return fmt.Errorf("strategy: %q is not a group strategy", s.Strategy)
+	}
+	return nil
+}
+
+// Group is a running router.group. It owns no routees and keeps no state
+// but caches, so it has no loop: every message is routed on the sender's
+// goroutine against the scope's published membership snapshot.
+type Group struct {
+	core
+	env    *registry.Env
+	spec   atomic.Pointer[GroupSpec]
+	scope  atomic.Pointer[pgscope.Scope]
+	rr     atomic.Uint64
+	hashed atomic.Pointer[memberRing]
+	ready  chan struct{}
+}
+
+// memberRing caches the consistent-hash ring of one membership.
+type memberRing struct {
+	pids []process.PID
+	ring *ring
+}
+
+type groupBehavior struct{ g *Group }
+
+func (b groupBehavior) Init(c process.Context) error {
+	b.g.pid = c.Self()
+	close(b.g.ready)
+	return nil
+}
+
+func (b groupBehavior) Receive(_ process.Context, m process.Message) {
+	if err := b.g.Route(m); err != nil {
+		if m.CanReply() {
+			_, _ = m.Reply(b.g.pid, nil, value.FromError(err))
+			return
+		}
+		b.g.log.Warn("message dropped", "topic", m.Topic, "error", err)
+	}
+}
+
+func (b groupBehavior) Terminate(process.Context, process.Exit) {
+	b.g.stopping.Store(true)
+	b.g.failOpen()
+}
+
+// StartGroup runs a group router; the scope must be running.
+func StartGroup(ctx context.Context, env *registry.Env, id registry.ID, spec *GroupSpec) (*Group, error) {
+	if err := spec.validate(); err != nil {
+		return nil, value.NewError(value.KindInvalid, "group %s: %v", id, err)
+	}
+	met := newMetrics(env.Metrics)
+	g := &Group{
+		core: core{
+			id: id, node: env.Node, log: env.EntryLogger(id), met: met,
+			routed: met.routed.WithLabelValues(string(id), string(spec.Strategy)),
+		},
+		env: env, ready: make(chan struct{}),
+	}
+	g.spec.Store(spec)
+	s, err := pgscope.Find(env, spec.Scope)
+	if err != nil {
+		return nil, fmt.Errorf("group %s: %w", id, err)
+	}
+	g.scope.Store(s)
+	pid, err := env.Node.Spawn(groupBehavior{g}, process.SpawnOptions{Name: string(id)})
+	if err != nil {
+		return nil, fmt.Errorf("group %s: %w", id, err)
+	}
+	select {
+	case <-g.ready:
+		return g, nil
+	case <-ctx.Done():
+		_ = env.Node.Kill(pid)
+		return nil, fmt.Errorf("group %s: start: %w", id, ctx.Err())
+	}
+}
+
+// members returns the group's distinct members, looking the scope up again
+// when it was restarted.
+func (g *Group) members(sp *GroupSpec) ([]process.PID, error) {
+	s := g.scope.Load()
+	if s == nil || s.Stopped() {
+		ns, err := pgscope.Find(g.env, sp.Scope)
+		if err != nil {
+			return nil, fmt.Errorf("group %s: %w", g.id, err)
+		}
+		g.scope.Store(ns)
+		s = ns
+	}
+	return distinct(s.GetMembers(sp.Group)), nil
+}
+
+// distinct drops repeated joins in place, keeping the first of each: a
+// process joined twice is one routee.
+func distinct(pids []process.PID) []process.PID {
+	if len(pids) < 2 {
+		return pids
+	}
+	out := pids[:0]
+	if len(pids) <= 32 {
+		for _, p := range pids {
+			if !slices.Contains(out, p) {
+				out = append(out, p)
+			}
+		}
+		return out
+	}
+	seen := make(map[process.PID]struct{}, len(pids))
+	for _, p := range pids {
+		if _, dup := seen[p]; !dup {
+			seen[p] = struct{}{}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Route routes m to the group's current members by the strategy.
+func (g *Group) Route(m process.Message) error {
+	if g.stopping.Load() {
+		return fmt.Errorf("group %s: %w", g.id, ErrStopped)
+	}
+	sp := g.spec.Load()
+	pids, err := g.members(sp)
+	if err != nil {
+		return err
+	}
+	switch sp.Strategy {
+	case ScatterGather:
+		t, tok := m.ReplyTarget()
+		if t == nil {
+			g.noReplyTarget(sp.Strategy)
+			return nil
+		}
+		g.routed.Inc()
+		g.startRace(ScatterGather, sp.Timeout, 0, &snapshot{pids: pids}, m, t, tok)
+		return nil
+	case Broadcast:
+		sent := 0
+		var first error
+		for _, pid := range pids {
+			if err := g.node.Send(pid, m); err != nil {
+				first = cmpErr(first, err)
+				continue
+			}
+			sent++
+		}
+		if len(pids) == 0 {
+			return fmt.Errorf("group %s: %w", g.id, ErrNoRoutees)
+		}
+		if sent == 0 {
+			return fmt.Errorf("group %s: broadcast: %w", g.id, first)
+		}
+		g.routed.Inc()
+		return nil
+	}
+	n := len(pids)
+	if n == 0 {
+		return fmt.Errorf("group %s: %w", g.id, ErrNoRoutees)
+	}
+	var i int
+	switch sp.Strategy {
+	case Random:
+		i = rand.IntN(n)
+	case ConsistentHash:
+		key, ok := HashKey(m.Payload)
+		if !ok {
+			return fmt.Errorf("group %s: %w", g.id, ErrNoKey)
+		}
+		i = g.ring(pids).lookup(key)
+	default:
+		i = int((g.rr.Add(1) - 1) % uint64(n))
+	}
+	var last error
+	for try := 0; try < n; try++ {
+		err := g.node.Send(pids[i], m)
+		if err == nil {
+			g.routed.Inc()
+			return nil
+		}
+		last = err
+		// A member that just exited leaves the group shortly; the next
+		// one takes the message meanwhile.
+		if !errors.Is(err, process.ErrNoProcess) && !errors.Is(err, process.ErrUnreachable) {
+			break
+		}
+		i = (i + 1) % n
+	}
+	return fmt.Errorf("group %s: %w", g.id, last)
+}
+
+// ring returns the ring of this membership, rebuilt only when it changed.
+// Points come from member PIDs, so every node routes a key to the same
+// member.
+func (g *Group) ring(pids []process.PID) *ring {
+	if c := g.hashed.Load(); c != nil && slices.Equal(c.pids, pids) {
+		return c.ring
+	}
+	names := make([]string, len(pids))
+	for i, p := range pids {
+		names[i] = p.String()
+	}
+	r := newRing(names)
+	g.hashed.Store(&memberRing{pids: slices.Clone(pids), ring: r})
+	return r
+}
+
+// Send routes m (see Route).
+func (g *Group) Send(m process.Message) error { return g.Route(m) }
+
+// Tell routes payload with topic Topic and no reply target.
+func (g *Group) Tell(payload any) error {
+	return g.Route(process.Message{Topic: Topic, Payload: payload})
+}
+
+// Ask routes payload as an ask and waits for the reply and its sender.
+func (g *Group) Ask(payload any, timeout time.Duration) (any, process.PID, error) {
+	return g.AskContext(context.Background(), process.Message{Topic: Topic, Payload: payload}, timeout)
+}
+
+// CallerTimeout follows the pool's rule (see Pool.CallerTimeout).
+func (g *Group) CallerTimeout(t time.Duration) time.Duration {
+	sp := g.spec.Load()
+	return g.callerTimeout(t, sp.Strategy, sp.Timeout)
+}
+
+// AskContext routes m as an ask and waits for the reply, the timeout or ctx.
+func (g *Group) AskContext(ctx context.Context, m process.Message, timeout time.Duration) (any, process.PID, error) {
+	return g.ask(ctx, g.Route, m, g.CallerTimeout(timeout))
+}
+
+// Size returns the number of distinct members.
+func (g *Group) Size() int {
+	pids, err := g.members(g.spec.Load())
+	if err != nil {
+		return 0
+	}
+	return len(pids)
+}
+
+// Routees returns the distinct members' PIDs.
+func (g *Group) Routees() []string {
+	pids, _ := g.members(g.spec.Load())
+	out := make([]string, len(pids))
+	for i, p := range pids {
+		out[i] = p.String()
+	}
+	return out
+}
+
+// Stop fails every open scatter and stops the group's process.
+func (g *Group) Stop(ctx context.Context) error {
+	g.stopping.Store(true)
+	g.failOpen()
+	if _, err := g.node.Stop(ctx, g.pid); err != nil && !errors.Is(err, process.ErrNoProcess) {
+		return fmt.Errorf("group %s: stop: %w", g.id, err)
+	}
+	return nil
+}
+
+// Update applies a new group or timeout in place; another scope or
+// strategy needs a restart.
+func (g *Group) Update(_ context.Context, e *registry.Entry) (bool, error) {
+	ns, ok := e.Spec.(*GroupSpec)
+	if !ok {
+		return false, value.NewError(value.KindInvalid, "group %s: spec is a %T, not a *pool.GroupSpec", e.ID, e.Spec)
+	}
+	if err := ns.validate(); err != nil {
+		return false, value.NewError(value.KindInvalid, "group %s: %v", g.id, err)
+	}
+	old := g.spec.Load()
+	if ns.Scope != old.Scope || ns.Strategy != old.Strategy {
+		return false, nil
+	}
+	g.spec.Store(ns)
+	return true, nil
+}
+
+// GroupView is the JSON view of a group router.
+type GroupView struct {
+	ID           string   `json:"id"`
+	Scope        string   `json:"scope"`
+	Group        string   `json:"group"`
+	Strategy     string   `json:"strategy"`
+	Timeout      string   `json:"timeout"`
+	Members      []string `json:"members"`
+	OpenScatters int64    `json:"open_scatters"`
+}
+
+// View implements registry.Viewer; it reads snapshots only.
+func (g *Group) View() any {
+	sp := g.spec.Load()
+	return GroupView{
+		ID: string(g.id), Scope: string(sp.Scope), Group: sp.Group, Strategy: string(sp.Strategy),
+		Timeout: sp.Timeout.String(), Members: g.Routees(), OpenScatters: g.nOpen.Load(),
+	}
+}
