@@ -49,6 +49,11 @@ func (n *Node) addMonitor(tp *process, watcher PID) bool {
 
 func (n *Node) addWatching(w *process, target PID) {
 	w.mu.Lock()
+	if w.dead.Load() {
+		// Its teardown already ran (or runs now, iterating without the lock).
+		w.mu.Unlock()
+		return
+	}
 	x := w.extLocked()
 	if x.watching == nil {
 		x.watching = make(map[PID]struct{})
@@ -61,7 +66,8 @@ func (n *Node) addWatching(w *process, target PID) {
 func (n *Node) Demonitor(watcher, target PID) {
 	if w := n.lookup(watcher); w != nil {
 		w.mu.Lock()
-		if w.ext.Load() != nil {
+		// A dead process's teardown iterates its maps without the lock.
+		if w.ext.Load() != nil && !w.dead.Load() {
 			delete(w.ext.Load().watching, target)
 		}
 		w.mu.Unlock()
@@ -84,7 +90,8 @@ func (n *Node) dropMonitor(target, watcher PID) {
 	}
 	if tp := n.lookup(target); tp != nil {
 		tp.mu.Lock()
-		if tp.ext.Load() != nil {
+		// A dead process's teardown iterates its maps without the lock.
+		if tp.ext.Load() != nil && !tp.dead.Load() {
 			delete(tp.ext.Load().monitors, watcher)
 		}
 		tp.mu.Unlock()
