@@ -2,6 +2,7 @@ package pgscope
 
 import (
 	"fmt"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -30,20 +31,14 @@ func (s *Scope) broadcast(from process.PID, group, topic string, payload any, lo
 	if group == "" {
 		return 0, fmt.Errorf("pg scope %s: broadcast: %w: empty name", s.id, ErrInvalidGroup)
 	}
-	var members []process.PID
+	var view *groupView
 	op := "broadcast"
 	if local {
 		op = "broadcast_local"
 	}
 	err := s.do(op, func() error {
 		// The view is immutable, so handing it out is the snapshot.
-		if v := s.root.Load().get(hashGroup(group), group); v != nil {
-			if local {
-				members = v.local
-			} else {
-				members = v.all
-			}
-		}
+		view = s.root.Load().get(hashGroup(group), group)
 		return nil
 	})
 	if err != nil {
@@ -51,11 +46,15 @@ func (s *Scope) broadcast(from process.PID, group, topic string, payload any, lo
 	}
 	s.m.broadcasts.Inc()
 	s.lastTraffic.Store(time.Now().UnixNano())
+	if view == nil {
+		return 0, nil
+	}
+	members := view.distinct(local)
 	if len(members) == 0 {
 		return 0, nil
 	}
 	msg := process.Message{From: from, Topic: topic, Payload: payload}
-	ok, failed := s.deliver(distinct(members), msg)
+	ok, failed := s.deliver(members, msg)
 	s.m.delivered.Add(float64(ok))
 	if failed > 0 {
 		s.m.failed.Add(float64(failed))
@@ -95,20 +94,54 @@ func distinct(pids []process.PID) []process.PID {
 	return out
 }
 
-// deliver sends msg to each pid: local ones inline (a mailbox push), remote
-// ones concurrently, each bounded by broadcast_timeout.
+// parallelFrom is the member count from which local delivery is split
+// across cores: below it, starting goroutines costs more than it saves.
+const parallelFrom = 2048
+
+// deliver sends msg to each pid: local ones by mailbox pushes, which never
+// block (split across cores for large groups), remote ones concurrently,
+// each bounded by broadcast_timeout.
 func (s *Scope) deliver(pids []process.PID, msg process.Message) (ok, failed int) {
 	var remote []process.PID
-	for _, pid := range pids {
-		if !s.node.IsLocal(pid) {
-			remote = append(remote, pid)
-			continue
+	sendLocal := func(part []process.PID) (ok, failed int, remote []process.PID) {
+		for _, pid := range part {
+			if !s.node.IsLocal(pid) {
+				remote = append(remote, pid)
+				continue
+			}
+			if err := s.node.Send(pid, msg); err != nil {
+				failed++
+				continue
+			}
+			ok++
 		}
-		if err := s.node.Send(pid, msg); err != nil {
-			failed++
-			continue
+		return ok, failed, remote
+	}
+	if workers := min(runtime.GOMAXPROCS(0), len(pids)/(parallelFrom/2)); workers > 1 {
+		type result struct {
+			ok, failed int
+			remote     []process.PID
 		}
-		ok++
+		results := make([]result, workers)
+		var wg sync.WaitGroup
+		chunk := (len(pids) + workers - 1) / workers
+		for w := range workers {
+			part := pids[w*chunk : min(len(pids), (w+1)*chunk)]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := &results[w]
+				r.ok, r.failed, r.remote = sendLocal(part)
+			}()
+		}
+		wg.Wait()
+		for _, r := range results {
+			ok += r.ok
+			failed += r.failed
+			remote = append(remote, r.remote...)
+		}
+	} else {
+		ok, failed, remote = sendLocal(pids)
 	}
 	if len(remote) == 0 {
 		return ok, failed

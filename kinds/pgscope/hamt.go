@@ -3,6 +3,8 @@ package pgscope
 import (
 	"hash/maphash"
 	"math/bits"
+	"sync/atomic"
+	"unsafe"
 
 	"github.com/proctor-run/proctor/process"
 )
@@ -14,6 +16,32 @@ type groupView struct {
 	name  string
 	all   []process.PID
 	local []process.PID
+
+	hash uint64
+	next *groupView // another view whose key has the same 64-bit hash
+
+	// The distinct member processes, computed by the first broadcast to
+	// this version of the group and reused by the next ones.
+	distinctAll, distinctLocal atomic.Pointer[[]process.PID]
+}
+
+// distinct returns the members (or local members) without repeats.
+func (v *groupView) distinct(local bool) []process.PID {
+	cache, pids := &v.distinctAll, v.all
+	if local {
+		cache, pids = &v.distinctLocal, v.local
+	}
+	if d := cache.Load(); d != nil {
+		return *d
+	}
+	d := distinct(pids)
+	cache.Store(&d)
+	return d
+}
+
+// clone copies a view out of a collision chain (without its chain link).
+func (v *groupView) clone() *groupView {
+	return &groupView{name: v.name, all: v.all, local: v.local, hash: v.hash}
 }
 
 // The group index is a persistent hash array mapped trie: an update copies
@@ -22,21 +50,14 @@ type groupView struct {
 // readers keep using whichever version they loaded, without locks. A plain
 // map would have to be copied whole on every new or vanished group, which is
 // O(groups) per join.
+//
+// A slot is one pointer: to a sub-trie, or (its bit set in leafmap) to a
+// view, so a copied node of 32 entries is 256 bytes and a leaf needs no
+// node of its own.
 type hnode struct {
-	bitmap uint32
-	slots  []hslot
-}
-
-// hslot is either a sub-trie or a leaf bucket of views whose keys share a
-// full 64-bit hash (almost always exactly one).
-type hslot struct {
-	sub  *hnode
-	leaf *hleaf
-}
-
-type hleaf struct {
-	hash  uint64
-	views []*groupView
+	bitmap  uint32
+	leafmap uint32
+	slots   []unsafe.Pointer
 }
 
 const hbits = 5
@@ -51,16 +72,13 @@ func (n *hnode) get(h uint64, key string) *groupView {
 		if n.bitmap&bit == 0 {
 			return nil
 		}
-		s := &n.slots[bits.OnesCount32(n.bitmap&(bit-1))]
-		if s.sub != nil {
-			n = s.sub
+		p := n.slots[bits.OnesCount32(n.bitmap&(bit-1))]
+		if n.leafmap&bit == 0 {
+			n = (*hnode)(p)
 			continue
 		}
-		if s.leaf.hash != h {
-			return nil
-		}
-		for _, v := range s.leaf.views {
-			if v.name == key {
+		for v := (*groupView)(p); v != nil; v = v.next {
+			if v.hash == h && v.name == key {
 				return v
 			}
 		}
@@ -69,56 +87,68 @@ func (n *hnode) get(h uint64, key string) *groupView {
 	return nil
 }
 
-// with returns a trie holding v under v.name (replacing any view of that
-// name) and whether the key is new.
-func (n *hnode) with(h uint64, v *groupView, shift uint) (*hnode, bool) {
-	bit := uint32(1) << ((h >> shift) & 31)
-	idx := 0
-	if n != nil {
-		idx = bits.OnesCount32(n.bitmap & (bit - 1))
-	}
-	if n == nil || n.bitmap&bit == 0 {
-		out := &hnode{slots: make([]hslot, 0, 1)}
-		if n != nil {
-			out.bitmap = n.bitmap
-			out.slots = make([]hslot, 0, len(n.slots)+1)
-			out.slots = append(out.slots, n.slots[:idx]...)
-		}
-		out.bitmap |= bit
-		out.slots = append(out.slots, hslot{leaf: &hleaf{hash: h, views: []*groupView{v}}})
-		if n != nil {
-			out.slots = append(out.slots, n.slots[idx:]...)
-		}
-		return out, true
-	}
-	out := &hnode{bitmap: n.bitmap, slots: make([]hslot, len(n.slots))}
+func (n *hnode) copyWith(idx int, p unsafe.Pointer, leaf bool, bit uint32) *hnode {
+	out := &hnode{bitmap: n.bitmap, leafmap: n.leafmap, slots: make([]unsafe.Pointer, len(n.slots))}
 	copy(out.slots, n.slots)
-	s := &out.slots[idx]
-	if s.sub != nil {
-		sub, added := s.sub.with(h, v, shift+hbits)
-		s.sub = sub
-		return out, added
+	out.slots[idx] = p
+	if leaf {
+		out.leafmap |= bit
+	} else {
+		out.leafmap &^= bit
 	}
-	if s.leaf.hash == h {
-		views := make([]*groupView, len(s.leaf.views), len(s.leaf.views)+1)
-		copy(views, s.leaf.views)
-		for i, old := range views {
-			if old.name == v.name {
-				views[i] = v
-				s.leaf = &hleaf{hash: h, views: views}
-				return out, false
-			}
-		}
-		s.leaf = &hleaf{hash: h, views: append(views, v)}
+	return out
+}
+
+// with returns a trie holding v (hash h, v.next unset) in place of any view
+// of the same name, and whether the name is new.
+func (n *hnode) with(h uint64, v *groupView, shift uint) (*hnode, bool) {
+	v.hash = h
+	bit := uint32(1) << ((h >> shift) & 31)
+	if n == nil {
+		return &hnode{bitmap: bit, leafmap: bit, slots: []unsafe.Pointer{unsafe.Pointer(v)}}, true
+	}
+	idx := bits.OnesCount32(n.bitmap & (bit - 1))
+	if n.bitmap&bit == 0 {
+		out := &hnode{bitmap: n.bitmap | bit, leafmap: n.leafmap | bit, slots: make([]unsafe.Pointer, len(n.slots)+1)}
+		copy(out.slots, n.slots[:idx])
+		out.slots[idx] = unsafe.Pointer(v)
+		copy(out.slots[idx+1:], n.slots[idx:])
 		return out, true
 	}
-	// Two different hashes share this slot: push the old leaf one level
-	// down and insert beside it.
-	old := s.leaf
-	sub := &hnode{bitmap: uint32(1) << ((old.hash >> (shift + hbits)) & 31), slots: []hslot{{leaf: old}}}
+	p := n.slots[idx]
+	if n.leafmap&bit == 0 {
+		sub, added := (*hnode)(p).with(h, v, shift+hbits)
+		return n.copyWith(idx, unsafe.Pointer(sub), false, bit), added
+	}
+	old := (*groupView)(p)
+	if old.hash == h {
+		chain, added := chainWith(old, v)
+		return n.copyWith(idx, unsafe.Pointer(chain), true, bit), added
+	}
+	// Two hashes share this slot: push the old leaf one level down and
+	// insert beside it.
+	obit := uint32(1) << ((old.hash >> (shift + hbits)) & 31)
+	sub := &hnode{bitmap: obit, leafmap: obit, slots: []unsafe.Pointer{p}}
 	sub, _ = sub.with(h, v, shift+hbits)
-	s.leaf, s.sub = nil, sub
-	return out, true
+	return n.copyWith(idx, unsafe.Pointer(sub), false, bit), true
+}
+
+// chainWith returns the collision chain head with v in place of the view of
+// the same name (or added). Views are immutable, so the others are copied.
+func chainWith(head, v *groupView) (*groupView, bool) {
+	added := true
+	v.next = nil
+	tail := v
+	for e := head; e != nil; e = e.next {
+		if e.name == v.name {
+			added = false
+			continue
+		}
+		c := e.clone()
+		tail.next = c
+		tail = c
+	}
+	return v, added
 }
 
 // without returns a trie without key and whether it was there. A nil
@@ -132,9 +162,9 @@ func (n *hnode) without(h uint64, key string, shift uint) (*hnode, bool) {
 		return n, false
 	}
 	idx := bits.OnesCount32(n.bitmap & (bit - 1))
-	s := n.slots[idx]
-	if s.sub != nil {
-		sub, removed := s.sub.without(h, key, shift+hbits)
+	p := n.slots[idx]
+	if n.leafmap&bit == 0 {
+		sub, removed := (*hnode)(p).without(h, key, shift+hbits)
 		if !removed {
 			return n, false
 		}
@@ -142,45 +172,46 @@ func (n *hnode) without(h uint64, key string, shift uint) (*hnode, bool) {
 			return n.dropSlot(bit, idx), true
 		}
 		// A sub-trie left with a single leaf collapses into this level.
-		if len(sub.slots) == 1 && sub.slots[0].leaf != nil {
-			s = hslot{leaf: sub.slots[0].leaf}
-		} else {
-			s = hslot{sub: sub}
+		if len(sub.slots) == 1 && sub.leafmap != 0 {
+			return n.copyWith(idx, sub.slots[0], true, bit), true
 		}
-		return n.replaceSlot(idx, s), true
+		return n.copyWith(idx, unsafe.Pointer(sub), false, bit), true
 	}
-	if s.leaf.hash != h {
+	head := (*groupView)(p)
+	if head.hash != h {
 		return n, false
 	}
-	for i, v := range s.leaf.views {
-		if v.name != key {
+	var rest, tail *groupView
+	found := false
+	for e := head; e != nil; e = e.next {
+		if e.name == key {
+			found = true
 			continue
 		}
-		if len(s.leaf.views) == 1 {
-			return n.dropSlot(bit, idx), true
+		c := e.clone()
+		if tail == nil {
+			rest = c
+		} else {
+			tail.next = c
 		}
-		views := make([]*groupView, 0, len(s.leaf.views)-1)
-		views = append(views, s.leaf.views[:i]...)
-		views = append(views, s.leaf.views[i+1:]...)
-		return n.replaceSlot(idx, hslot{leaf: &hleaf{hash: h, views: views}}), true
+		tail = c
 	}
-	return n, false
+	if !found {
+		return n, false
+	}
+	if rest == nil {
+		return n.dropSlot(bit, idx), true
+	}
+	return n.copyWith(idx, unsafe.Pointer(rest), true, bit), true
 }
 
 func (n *hnode) dropSlot(bit uint32, idx int) *hnode {
 	if len(n.slots) == 1 {
 		return nil
 	}
-	out := &hnode{bitmap: n.bitmap &^ bit, slots: make([]hslot, 0, len(n.slots)-1)}
-	out.slots = append(out.slots, n.slots[:idx]...)
-	out.slots = append(out.slots, n.slots[idx+1:]...)
-	return out
-}
-
-func (n *hnode) replaceSlot(idx int, s hslot) *hnode {
-	out := &hnode{bitmap: n.bitmap, slots: make([]hslot, len(n.slots))}
-	copy(out.slots, n.slots)
-	out.slots[idx] = s
+	out := &hnode{bitmap: n.bitmap &^ bit, leafmap: n.leafmap &^ bit, slots: make([]unsafe.Pointer, len(n.slots)-1)}
+	copy(out.slots, n.slots[:idx])
+	copy(out.slots[idx:], n.slots[idx+1:])
 	return out
 }
 
@@ -189,13 +220,16 @@ func (n *hnode) each(fn func(v *groupView)) {
 	if n == nil {
 		return
 	}
-	for i := range n.slots {
-		if s := &n.slots[i]; s.sub != nil {
-			s.sub.each(fn)
-		} else {
-			for _, v := range s.leaf.views {
-				fn(v)
-			}
+	b := n.bitmap
+	for _, p := range n.slots {
+		bit := b & -b
+		b &^= bit
+		if n.leafmap&bit == 0 {
+			(*hnode)(p).each(fn)
+			continue
+		}
+		for v := (*groupView)(p); v != nil; v = v.next {
+			fn(v)
 		}
 	}
 }

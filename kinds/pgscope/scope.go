@@ -246,14 +246,27 @@ func (s *Scope) drainUrgent() {
 	}
 }
 
-// call is a reusable wait for one loop command.
+// call is a reusable wait for one loop command. Joins and leaves carry
+// their arguments in it (groups copied into a reused buffer) instead of a
+// closure, so the hot path allocates nothing of its own.
 type call struct {
-	done  chan struct{}
-	err   error
-	timer *time.Timer
-	fn    func() error
-	s     *Scope
+	done   chan struct{}
+	err    error
+	timer  *time.Timer
+	fn     func() error
+	s      *Scope
+	op     callOp
+	pid    process.PID
+	groups []string
 }
+
+type callOp uint8
+
+const (
+	opFunc callOp = iota
+	opJoin
+	opLeave
+)
 
 var callPool = sync.Pool{New: func() any {
 	c := &call{done: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
@@ -265,7 +278,14 @@ var callPool = sync.Pool{New: func() any {
 // still allocate, so the closure lives on the call itself.
 func (c *call) run() {
 	c.s.drainUrgent()
-	c.err = c.fn()
+	switch c.op {
+	case opJoin:
+		c.err = c.s.st.join(c.pid, c.groups)
+	case opLeave:
+		c.err = c.s.st.leave(c.pid, c.groups)
+	default:
+		c.err = c.fn()
+	}
 	c.s.m.queue.Set(float64(c.s.loop.Len()))
 	c.done <- struct{}{}
 }
@@ -273,14 +293,41 @@ func (c *call) run() {
 // do runs fn on the loop and waits for its result, at most
 // protocol_timeout. A full queue is refused at once with a limit error.
 func (s *Scope) do(op string, fn func() error) error {
+	c := callPool.Get().(*call)
+	c.op, c.fn = opFunc, fn
+	return s.submit(op, c)
+}
+
+// doOp runs a join or leave of pid on the loop; see do.
+func (s *Scope) doOp(op callOp, pid process.PID, groups []string) error {
+	c := callPool.Get().(*call)
+	c.op, c.pid = op, pid
+	c.groups = append(c.groups[:0], groups...)
+	name := "join"
+	if op == opLeave {
+		name = "leave"
+	}
+	return s.submit(name, c)
+}
+
+func (c *call) reset() {
+	c.err, c.fn, c.s = nil, nil, nil
+	clear(c.groups)
+	if cap(c.groups) > 64 {
+		c.groups = nil
+	}
+	c.groups = c.groups[:0]
+	callPool.Put(c)
+}
+
+func (s *Scope) submit(op string, c *call) error {
 	if s.stopped.Load() {
+		c.reset()
 		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
 	}
-	c := callPool.Get().(*call)
-	c.fn, c.s = fn, s
+	c.s = s
 	if err := s.loop.Submit(c.run); err != nil {
-		c.fn, c.s = nil, nil
-		callPool.Put(c)
+		c.reset()
 		if errors.Is(err, process.ErrQueueFull) {
 			s.m.refused.Inc()
 			return fmt.Errorf("pg scope %s: %s: %w (action_queue_max_size %d)", s.id, op, err, s.spec.Load().ActionQueueMaxSize)
@@ -304,8 +351,7 @@ func (s *Scope) do(op string, fn func() error) error {
 	}
 	c.timer.Stop()
 	err := c.err
-	c.err, c.fn, c.s = nil, nil, nil
-	callPool.Put(c)
+	c.reset()
 	if err != nil {
 		return fmt.Errorf("pg scope %s: %w", s.id, err)
 	}
@@ -343,7 +389,7 @@ func (s *Scope) Join(pid process.PID, groups ...string) error {
 	if err := s.checkLocal(pid); err != nil {
 		return err
 	}
-	return s.do("join", func() error { return s.st.join(pid, groups) })
+	return s.doOp(opJoin, pid, groups)
 }
 
 // Leave removes one membership of pid per naming of each group, as far as
@@ -355,7 +401,7 @@ func (s *Scope) Leave(pid process.PID, groups ...string) error {
 	if err := s.checkLocal(pid); err != nil {
 		return err
 	}
-	return s.do("leave", func() error { return s.st.leave(pid, groups) })
+	return s.doOp(opLeave, pid, groups)
 }
 
 // GetMembers returns every member of group on every node, a process

@@ -28,6 +28,9 @@ type state struct {
 	scopeSubs map[*Subscription]struct{}
 
 	members int // memberships over every group and node, with multiplicity
+
+	spare       []*procState  // emptied procStates for reuse
+	spareGroups []*groupState // emptied groupStates for reuse
 }
 
 type groupState struct {
@@ -43,6 +46,7 @@ type groupState struct {
 type procState struct {
 	groups map[string]int
 	subs   map[*Subscription]struct{}
+	peak   int // most groups at once: a map that grew large is not kept
 }
 
 func newState(s *Scope) state {
@@ -63,9 +67,22 @@ type counted struct {
 }
 
 // tally folds a list of groups into distinct groups with counts, in order
-// of first appearance. Batches are short, so a linear scan beats a map.
-func tally(groups []string) []counted {
-	out := make([]counted, 0, len(groups))
+// of first appearance, appending to buf (a caller's stack array for the
+// usual batch of one). Short batches scan; long ones use a map.
+func tally(groups []string, buf []counted) []counted {
+	out := buf[:0]
+	if len(groups) > 16 {
+		at := make(map[string]int, len(groups))
+		for _, g := range groups {
+			if i, ok := at[g]; ok {
+				out[i].n++
+				continue
+			}
+			at[g] = len(out)
+			out = append(out, counted{g, 1})
+		}
+		return out
+	}
 next:
 	for _, g := range groups {
 		for i := range out {
@@ -98,7 +115,12 @@ func (st *state) track(pid process.PID) (*procState, error) {
 	if err := st.s.node.Monitor(st.s.pid, pid); err != nil {
 		return nil, fmt.Errorf("monitor %s: %w", pid, err)
 	}
-	ps := &procState{}
+	var ps *procState
+	if n := len(st.spare); n > 0 {
+		ps, st.spare = st.spare[n-1], st.spare[:n-1]
+	} else {
+		ps = &procState{}
+	}
 	st.procs[pid] = ps
 	return ps, nil
 }
@@ -109,13 +131,15 @@ func (st *state) untrack(pid process.PID, ps *procState) {
 	if len(ps.groups) == 0 && len(ps.subs) == 0 {
 		delete(st.procs, pid)
 		st.s.node.Demonitor(st.s.pid, pid)
+		st.recycle(ps)
 	}
 }
 
 // join adds one membership of pid per naming of each group, all or nothing.
 func (st *state) join(pid process.PID, groups []string) error {
 	spec := st.s.spec.Load()
-	batch := tally(groups)
+	var buf [4]counted
+	batch := tally(groups, buf[:])
 	if spec.MaxGroups > 0 {
 		fresh := 0
 		for _, c := range batch {
@@ -153,9 +177,10 @@ func (st *state) join(pid process.PID, groups []string) error {
 		gs.count += c.n
 		st.members += c.n
 		ps.groups[c.group] += c.n
+		ps.peak = max(ps.peak, len(ps.groups))
 		st.publish(c.group, gs)
 		st.s.m.joins.Add(float64(c.n))
-		st.notify(MemberJoined, c.group, repeat(pid, c.n))
+		st.notifyN(MemberJoined, c.group, pid, c.n)
 	}
 	return nil
 }
@@ -168,14 +193,15 @@ func (st *state) leave(pid process.PID, groups []string) error {
 		return fmt.Errorf("leave %s: %w", pid, ErrNotJoined)
 	}
 	removed := 0
-	for _, c := range tally(groups) {
+	var buf [4]counted
+	for _, c := range tally(groups, buf[:]) {
 		k := min(c.n, ps.groups[c.group])
 		if k == 0 {
 			continue
 		}
 		st.dropLocal(pid, ps, c.group, k)
 		removed += k
-		st.notify(MemberLeft, c.group, repeat(pid, k))
+		st.notifyN(MemberLeft, c.group, pid, k)
 	}
 	if removed == 0 {
 		return fmt.Errorf("leave %s: %w", pid, ErrNotJoined)
@@ -222,21 +248,36 @@ func (st *state) processDown(pid process.PID) {
 	for _, g := range names {
 		n := ps.groups[g]
 		st.dropLocal(pid, ps, g, n)
-		one := []process.PID{pid}
 		for range n {
-			st.notify(MemberLeft, g, one)
+			st.notifyN(MemberLeft, g, pid, 1)
 		}
 	}
 	for sub := range ps.subs {
 		sub.end(false)
 		st.unregisterSub(sub)
 	}
+	st.recycle(ps)
+}
+
+// recycle keeps an emptied procState (and its maps) for the next process,
+// so a process that joins and leaves over and over costs no allocation.
+func (st *state) recycle(ps *procState) {
+	if len(st.spare) < 64 && ps.peak <= 64 {
+		clear(ps.groups)
+		clear(ps.subs)
+		st.spare = append(st.spare, ps)
+	}
 }
 
 func (st *state) group(name string) *groupState {
 	gs := st.groups[name]
 	if gs == nil {
-		gs = &groupState{hash: hashGroup(name)}
+		if n := len(st.spareGroups); n > 0 {
+			gs, st.spareGroups = st.spareGroups[n-1], st.spareGroups[:n-1]
+			gs.hash = hashGroup(name)
+		} else {
+			gs = &groupState{hash: hashGroup(name)}
+		}
 		st.groups[name] = gs
 	}
 	return gs
@@ -251,6 +292,10 @@ func (st *state) publish(name string, gs *groupState) {
 	if gs.count == 0 {
 		delete(st.groups, name)
 		root, _ = root.without(gs.hash, name, 0)
+		if len(st.spareGroups) < 64 && cap(gs.local) <= 64 && len(gs.remote) == 0 {
+			gs.local = gs.local[:0]
+			st.spareGroups = append(st.spareGroups, gs)
+		}
 	} else {
 		all := make([]process.PID, 0, gs.count)
 		all = append(all, gs.local...)
@@ -270,6 +315,15 @@ func (st *state) publish(name string, gs *groupState) {
 	s.root.Store(root)
 	s.m.groups.Set(float64(len(st.groups)))
 	s.m.members.Set(float64(st.members))
+}
+
+// notifyN is notify for n copies of one PID; the list is built only when
+// someone listens.
+func (st *state) notifyN(kind EventKind, group string, pid process.PID, n int) {
+	if len(st.groupSubs[group]) == 0 && len(st.scopeSubs) == 0 {
+		return
+	}
+	st.notify(kind, group, repeat(pid, n))
 }
 
 // notify offers an event to the group's monitors and the scope's.

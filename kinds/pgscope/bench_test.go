@@ -1,0 +1,245 @@
+package pgscope
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+type benchScope struct {
+	node *process.Node
+	s    *Scope
+	pids []process.PID
+}
+
+func newBenchScope(b *testing.B) *benchScope {
+	b.Helper()
+	node := process.NewNode(process.Options{Name: "bench", Logger: slog.New(slog.DiscardHandler)})
+	env := &registry.Env{Node: node, Logger: slog.New(slog.DiscardHandler), Metrics: prometheus.NewRegistry()}
+	spec := DefaultSpec()
+	spec.ActionQueueMaxSize = 1 << 20
+	spec.ActionQueueSize = 1 << 20
+	s, err := New(env, "bench:pg", spec)
+	if err != nil {
+		b.Fatal(err)
+	}
+	bs := &benchScope{node: node, s: s}
+	b.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = s.Stop(ctx)
+		for _, p := range bs.pids {
+			_ = node.Kill(p)
+		}
+	})
+	return bs
+}
+
+type nop struct{}
+
+func (nop) Receive(process.Context, process.Message) {}
+
+func (bs *benchScope) spawn(b *testing.B, beh process.Behavior) process.PID {
+	pid, err := bs.node.Spawn(beh, process.SpawnOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	bs.pids = append(bs.pids, pid)
+	return pid
+}
+
+func benchJoinLeave(b *testing.B, others int) {
+	bs := newBenchScope(b)
+	if others > 0 {
+		other := bs.spawn(b, nop{})
+		batch := make([]string, 0, 1000)
+		for i := range others {
+			batch = append(batch, fmt.Sprintf("other-%d", i))
+			if len(batch) == cap(batch) || i == others-1 {
+				if err := bs.s.Join(other, batch...); err != nil {
+					b.Fatal(err)
+				}
+				batch = batch[:0]
+			}
+		}
+		if n := len(bs.s.WhichGroups()); n != others {
+			b.Fatalf("%d groups, want %d", n, others)
+		}
+	}
+	pid := bs.spawn(b, nop{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := bs.s.Join(pid, "g"); err != nil {
+			b.Fatal(err)
+		}
+		if err := bs.s.Leave(pid, "g"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkJoinLeave: one join and one leave, each creating and deleting
+// the group (target ≤ 3 µs/op).
+func BenchmarkJoinLeave(b *testing.B) { benchJoinLeave(b, 0) }
+
+// BenchmarkJoinLeave100kGroups: the same beside 100,000 other groups
+// (target ≤ 10 µs/op).
+func BenchmarkJoinLeave100kGroups(b *testing.B) { benchJoinLeave(b, 100_000) }
+
+// BenchmarkGetMembers reads a one-member group (target ≤ 100 ns, one
+// allocation: the returned slice).
+func BenchmarkGetMembers(b *testing.B) {
+	bs := newBenchScope(b)
+	pid := bs.spawn(b, nop{})
+	if err := bs.s.Join(pid, "g"); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if m := bs.s.GetMembers("g"); len(m) != 1 {
+			b.Fatal(m)
+		}
+	}
+}
+
+// BenchmarkGetMembersParallel: readers on every core while a writer joins
+// and leaves; ns/op falls as -cpu grows when reads scale.
+func BenchmarkGetMembersParallel(b *testing.B) {
+	bs := newBenchScope(b)
+	pid, writer := bs.spawn(b, nop{}), bs.spawn(b, nop{})
+	if err := bs.s.Join(pid, "g"); err != nil {
+		b.Fatal(err)
+	}
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = bs.s.Join(writer, "w")
+			_ = bs.s.Leave(writer, "w")
+		}
+	}()
+	b.ReportAllocs()
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if m := bs.s.GetMembers("g"); len(m) != 1 {
+				b.Error(m)
+				return
+			}
+		}
+	})
+	b.StopTimer()
+	close(stop)
+	<-done
+}
+
+type counter struct{ n *atomic.Int64 }
+
+func (c counter) Receive(process.Context, process.Message) { c.n.Add(1) }
+
+// BenchmarkBroadcastLocal10k: one broadcast to 10,000 local members; the
+// clock runs until every member has the message in its mailbox (target
+// ≤ 5 ms). The members are goroutine processes that only read their
+// mailboxes between rounds, off the clock, so the figure is the scope's
+// and the mailboxes' work alone.
+func BenchmarkBroadcastLocal10k(b *testing.B) {
+	const members = 10_000
+	bs := newBenchScope(b)
+	var got atomic.Int64
+	kicks := make([]chan struct{}, members)
+	for i := range members {
+		kick := make(chan struct{}, 1)
+		kicks[i] = kick
+		pid, err := bs.node.SpawnFunc(func(p *process.Proc) (any, error) {
+			for {
+				select {
+				case <-kick:
+					for {
+						if _, ok := p.TryReceive(); !ok {
+							break
+						}
+						got.Add(1)
+					}
+				case <-p.Context().Done():
+					return nil, nil
+				}
+			}
+		}, process.SpawnOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		bs.pids = append(bs.pids, pid)
+		if err := bs.s.Join(pid, "all"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	from := bs.spawn(b, nop{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	var want int64
+	for range b.N {
+		n, err := bs.s.BroadcastLocal(from, "all", "tick", nil)
+		if err != nil || n != members {
+			b.Fatalf("reached %d: %v", n, err)
+		}
+		b.StopTimer()
+		want += members
+		for _, k := range kicks {
+			k <- struct{}{}
+		}
+		for got.Load() < want {
+			time.Sleep(50 * time.Microsecond)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/broadcast")
+}
+
+// BenchmarkBroadcastLocal10kConsumers is the same with members that
+// consume as messages arrive (Behaviors woken per message), so receivers
+// compete with the sender for the cores; the clock still stops when the
+// broadcast has filled every mailbox.
+func BenchmarkBroadcastLocal10kConsumers(b *testing.B) {
+	const members = 10_000
+	bs := newBenchScope(b)
+	var got atomic.Int64
+	for range members {
+		pid := bs.spawn(b, counter{&got})
+		if err := bs.s.Join(pid, "all"); err != nil {
+			b.Fatal(err)
+		}
+	}
+	from := bs.spawn(b, nop{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	var want int64
+	for range b.N {
+		n, err := bs.s.BroadcastLocal(from, "all", "tick", nil)
+		if err != nil || n != members {
+			b.Fatalf("reached %d: %v", n, err)
+		}
+		b.StopTimer()
+		want += members
+		for got.Load() < want {
+			time.Sleep(100 * time.Microsecond)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/broadcast")
+}
