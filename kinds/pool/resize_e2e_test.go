@@ -35,7 +35,10 @@ func drive(p *Pool, done *atomic.Int64, backlog int64, stop <-chan struct{}) <-c
 }
 
 func TestDefaultResizerGrowsUnderLoadAndShrinksWhenIdle(t *testing.T) {
-	defer func(d time.Duration) { idleResizeInterval = d }(idleResizeInterval)
+	// Restored in a cleanup registered before the pool's, so it runs after
+	// the pool (which reads it) has stopped.
+	prev := idleResizeInterval
+	t.Cleanup(func() { idleResizeInterval = prev })
 	idleResizeInterval = 20 * time.Millisecond
 	h := newHarness(t)
 	var done atomic.Int64

@@ -1,0 +1,17 @@
+-- A replica: answers {key = ...} lookups; misses reject the ask so a
+-- scatter moves on to the next replica at once.
+local data = {["user-42"] = "Ada"}
+return { main = function()
+  local inbox = process.inbox()
+  while true do
+    local msg = inbox:receive()
+    local p = msg:payload()
+    local key = type(p) == "table" and p.key or p
+    local v = data[key]
+    if v ~= nil then
+      msg:reply({key = key, value = v, by = process.pid()})
+    else
+      msg:reply(nil, {kind = "not_found", message = "no " .. tostring(key)})
+    end
+  end
+end }
