@@ -172,9 +172,12 @@ return { main = function()
 end }
 `
 
-func TestLuaRouter(t *testing.T) {
+// routerRuntime loads files into a directory and runs the config with the
+// real registry runtime and root supervisor; stop tears it all down.
+func routerRuntime(t *testing.T, files map[string]string) (rt *registry.Runtime, node *process.Node, stop func()) {
+	t.Helper()
 	dir := t.TempDir()
-	for name, body := range map[string]string{"config.yaml": routerConfig, "replica.lua": routerReplica, "main.lua": routerMain} {
+	for name, body := range files {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -187,8 +190,8 @@ func TestLuaRouter(t *testing.T) {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
-	node := process.NewNode(process.Options{Name: "t", Logger: logger})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: logger, StopTimeout: 5 * time.Second})
+	node = process.NewNode(process.Options{Name: "t", Logger: logger})
+	rt = registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: logger, StopTimeout: 5 * time.Second})
 	root, err := supervisor.StartRoot(supervisor.RootOptions{Node: node, Runtime: rt, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -197,7 +200,7 @@ func TestLuaRouter(t *testing.T) {
 	if err := rt.Start(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	defer func() {
+	return rt, node, func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
 		_ = rt.Stop(ctx)
@@ -209,7 +212,12 @@ func TestLuaRouter(t *testing.T) {
 		if n := node.Count(); n > 0 {
 			t.Errorf("%d processes left", n)
 		}
-	}()
+	}
+}
+
+// runMain spawns app:main and returns its exit.
+func runMain(t *testing.T, rt *registry.Runtime, node *process.Node, d time.Duration) process.Exit {
+	t.Helper()
 	pid, err := rt.Spawn("app:main", registry.SpawnOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -220,10 +228,144 @@ func TestLuaRouter(t *testing.T) {
 	}
 	select {
 	case <-done:
-	case <-time.After(30 * time.Second):
+	case <-time.After(d):
 		t.Fatal("main did not finish")
 	}
-	if e := exit(); e.Err != nil || e.Value != "ok" {
+	return exit()
+}
+
+func TestLuaRouter(t *testing.T) {
+	rt, node, stop := routerRuntime(t, map[string]string{"config.yaml": routerConfig, "replica.lua": routerReplica, "main.lua": routerMain})
+	defer stop()
+	if e := runMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != "ok" {
 		t.Fatalf("main: %v %v", e.Value, e.Err)
+	}
+}
+
+const routerStopConfig = `
+namespace: app
+entries:
+  - {name: replica, kind: process.lua, source: file://replica.lua}
+  - {name: main, kind: process.lua, source: file://main.lua}
+  - name: sg
+    kind: router.pool
+    lifecycle: {auto_start: true}
+    routee: replica
+    size: 2
+    strategy: scatter_gather_first_completed
+    timeout: 1h
+`
+
+// Stopping the pool fails the scatter a Lua caller waits on, at once.
+func TestLuaRouterStopFailsOpenScatter(t *testing.T) {
+	main := `
+local router = require("router")
+return { main = function()
+  local r, err = router.ask("sg", {op = "hang"}, "2h")
+  assert(r == nil and err.kind == "aggregate", tostring(err))
+  assert(#err.errors == 0, "no members")
+  return err.message
+end }
+`
+	rt, node, stop := routerRuntime(t, map[string]string{"config.yaml": routerStopConfig, "replica.lua": routerReplica, "main.lua": main})
+	defer stop()
+	inst, ok := rt.Instance("app:sg")
+	if !ok {
+		t.Fatal("pool not running")
+	}
+	p := inst.(*pool.Pool)
+	pid, err := rt.Spawn("app:main", registry.SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, exit, _ := node.Done(pid)
+	deadline := time.Now().Add(5 * time.Second)
+	for p.View().(pool.View).OpenScatters != 1 {
+		if time.Now().After(deadline) {
+			t.Fatal("the scatter never opened")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the Lua caller still waits")
+	}
+	if e := exit(); e.Err != nil || e.Value != "stopped while the scatter was still open" {
+		t.Fatalf("main: %v %v", e.Value, e.Err)
+	}
+}
+
+const routerResizeConfig = `
+namespace: app
+entries:
+  - {name: slow, kind: process.lua, source: file://slow.lua}
+  - {name: main, kind: process.lua, source: file://main.lua}
+  - name: elastic
+    kind: router.pool
+    lifecycle: {auto_start: true}
+    routee: slow
+    strategy: round_robin
+    resizer: {type: default, lower_bound: 1, upper_bound: 3, messages_per_resize: 5}
+`
+
+// Lua routees: the pool grows under load, every accepted message is
+// processed, and it shrinks back when idle (removed routees finish first).
+func TestLuaRouterResizes(t *testing.T) {
+	slow := `
+return { main = function()
+  local inbox = process.inbox()
+  while true do
+    local m = inbox:receive()
+    time.sleep(3)
+    if m:payload() == "count" then m:reply(true) end
+    process.send("app:counter", "done", 1)
+  end
+end }
+`
+	main := `
+local router = require("router")
+return { main = function()
+  process.register("app:counter")
+  assert(router.size("elastic") == 1, "starts at the lower bound")
+  local sent, done, grew = 0, 0, false
+  local inbox = process.listen("done")
+  while sent < 300 do
+    assert(router.tell("elastic", sent))
+    sent = sent + 1
+    if router.size("elastic") == 3 then grew = true end
+    time.sleep(1) -- about 1000 messages/s; one routee handles about 300/s
+  end
+  assert(grew, "the pool never reached its upper bound under load")
+  while done < sent do
+    local m = inbox:receive()
+    done = done + 1
+  end
+  local deadline = time.now() + 10000
+  while router.size("elastic") > 1 do
+    if time.now() > deadline then error("never shrank") end
+    time.sleep(20)
+  end
+  return done
+end }
+`
+	rt, node, stop := routerRuntime(t, map[string]string{"config.yaml": routerResizeConfig, "slow.lua": slow, "main.lua": main})
+	defer stop()
+	if e := runMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != 300.0 {
+		t.Fatalf("main: %v %v", e.Value, e.Err)
+	}
+	inst, _ := rt.Instance("app:elastic")
+	p := inst.(*pool.Pool)
+	deadline := time.Now().Add(5 * time.Second)
+	for node.Count() > 2+1 { // the pool, its one routee, the root supervisor
+		if time.Now().After(deadline) {
+			t.Fatalf("%d processes: removed routees were not stopped (size %d)", node.Count(), p.Size())
+		}
+		time.Sleep(2 * time.Millisecond)
 	}
 }
