@@ -125,8 +125,8 @@ func (r *race) release() {
 func (r *race) settle(i int, v any, from process.PID, err error) {
 	if err == nil {
 		if r.done.CompareAndSwap(false, true) {
-			r.target.Settle(r.token, from, v, nil)
 			r.resolved(OutcomeFirst)
+			r.target.Settle(r.token, from, v, nil)
 		}
 		// A loser's reply lands on its own one-shot ref and is dropped
 		// silently: no dead letter, no metric.
@@ -183,11 +183,13 @@ func (r *race) settleFail(outcome string, agg *value.Error) {
 	if !r.done.CompareAndSwap(false, true) {
 		return
 	}
-	r.target.Settle(r.token, r.p.pid, nil, agg)
 	r.resolved(outcome)
+	r.target.Settle(r.token, r.p.pid, nil, agg)
 }
 
-// resolved runs once per race, after the caller was answered.
+// resolved runs once per race, just before the caller is answered, so a
+// caller that reads the metrics or the open count sees its own scatter
+// accounted for.
 func (r *race) resolved(outcome string) {
 	r.mu.Lock()
 	if r.next != nil {
