@@ -37,7 +37,8 @@ func pgHarness(t *testing.T, mod func(*pgscope.Spec)) (*harness, *pgscope.Scope)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.env.Entries = &pgLookup{fakeLookup: h.look, scopes: map[registry.ID]*pgscope.Scope{"test:pg": s}}
+	// The docs name it app:pg; tests use the harness namespace.
+	h.env.Entries = &pgLookup{fakeLookup: h.look, scopes: map[registry.ID]*pgscope.Scope{"test:pg": s, "app:pg": s}}
 	// Registered after the harness's own cleanup, so it runs first and the
 	// scope's process is gone before the harness counts processes.
 	t.Cleanup(func() {
@@ -274,4 +275,22 @@ return { main = function()
   return "ok"
 end }`)
 	check(t, h, e)
+}
+
+// The ```lua blocks of docs/lua/pg.md run as scripts with app:pg running
+// and a "joiner" helper (joins the group it is given, then returns); each
+// returns "ok".
+func TestLuaPGDocExamples(t *testing.T) {
+	for i, src := range docExamples(t, "pg.md") {
+		t.Run(string(rune('1'+i)), func(t *testing.T) {
+			h, _ := pgHarness(t, nil)
+			h.entry("joiner", `
+return { main = function(group)
+  local scope = assert(require("pg").open("app:pg"))
+  assert(scope:join(group))
+  return "done"
+end }`)
+			check(t, h, h.entry("example", src))
+		})
+	}
 }
