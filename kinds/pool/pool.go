@@ -192,7 +192,8 @@ func (p *Pool) init(self process.PID) error {
 	p.pid = self
 	for i := 0; i < p.spec.Size; i++ {
 		if err := p.addSlot(); err != nil {
-			p.teardown()
+			// Returning the error ends the process; its Terminator
+			// (teardown) stops the routees spawned so far.
 			p.ready <- err
 			return err
 		}

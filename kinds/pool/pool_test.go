@@ -290,6 +290,25 @@ func TestRouteesStopWithPool(t *testing.T) {
 	}
 }
 
+// A killed pool runs no teardown; the links still take its routees down.
+func TestKilledPoolTakesRouteesDown(t *testing.T) {
+	h := newHarness(t)
+	echoRoutee(h, nil)
+	p := h.start(t, &Spec{Size: 3})
+	pids := p.snap.Load().pids
+	if err := h.node.Kill(p.PID()); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "linked routees to exit", func() bool {
+		for _, pid := range pids {
+			if h.node.Alive(pid) {
+				return false
+			}
+		}
+		return true
+	})
+}
+
 func TestStartFailsWhenRouteesCannotSpawn(t *testing.T) {
 	h := newHarness(t)
 	h.routee("app:worker", func() process.Behavior { return &replica{} })
