@@ -34,6 +34,7 @@ type fakeRegistry struct {
 	entries   map[registry.ID]*registry.Entry
 	spawned   atomic.Int64
 	failSpawn atomic.Bool
+	failAfter atomic.Int64 // > 0: spawns past this many fail
 }
 
 func (f *fakeRegistry) Entry(id registry.ID) (*registry.Entry, bool) {
@@ -57,7 +58,7 @@ func (f *fakeRegistry) Spawn(id registry.ID, opts registry.SpawnOptions) (proces
 	if mk == nil {
 		return process.PID{}, value.NewError(value.KindNotFound, "no entry %s", id)
 	}
-	if f.failSpawn.Load() {
+	if n := f.failAfter.Load(); f.failSpawn.Load() || (n > 0 && f.spawned.Load() >= n) {
 		return process.PID{}, value.NewError(value.KindInternal, "spawn refused by the test")
 	}
 	f.spawned.Add(1)

@@ -320,6 +320,16 @@ func TestStartFailsWhenRouteesCannotSpawn(t *testing.T) {
 		t.Fatalf("err %v", err)
 	}
 	eventually(t, "no process left", func() bool { return h.node.Count() == 0 })
+	// Two routees spawned, the third fails: the two are stopped again.
+	h.reg.failSpawn.Store(false)
+	h.reg.failAfter.Store(2)
+	if _, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Size: 3, Strategy: RoundRobin, Timeout: time.Second}); err == nil {
+		t.Fatal("started with a routee missing")
+	}
+	if h.reg.spawned.Load() != 2 {
+		t.Fatalf("%d spawned", h.reg.spawned.Load())
+	}
+	eventually(t, "the spawned routees stopped", func() bool { return h.node.Count() == 0 })
 	if _, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Strategy: RoundRobin, Timeout: time.Second}); value.KindOf(err) != value.KindInvalid {
 		t.Errorf("size 0 without resizer: %v", err)
 	}
