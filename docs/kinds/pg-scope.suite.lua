@@ -10,8 +10,8 @@ local function expect(ch, kind, group, pids)
   for i, p in ipairs(pids) do assert(ev.pids[i] == p, "pid " .. i) end
 end
 
-local function spawn_member(groups)
-  local m = assert(process.spawn("app:pg_member", process.pid(), groups))
+local function spawn_member(groups, watch)
+  local m = assert(process.spawn("app:pg_member", process.pid(), groups, watch))
   local msg = process.inbox():receive()
   assert(msg:topic() == "joined", "member did not join")
   return m
@@ -93,6 +93,19 @@ function cases.monitor(scope)
   sub:close()
 end
 
+-- monitor_self: a process that both monitors and joins, then exits; its
+-- membership and its subscription go with it, and the scope carries on
+function cases.monitor_self(scope)
+  local sub = scope:events()
+  local m = spawn_member({"self"}, true)
+  expect(sub:channel(), "member.joined", "self", {m})
+  process.send(m, "stop")
+  expect(sub:channel(), "member.left", "self", {m})
+  assert(#scope:which_groups() == 0)
+  assert(scope:join("after") and scope:leave("after"), "scope still serves")
+  sub:close()
+end
+
 -- broadcast: one copy per distinct member
 function cases.broadcast(scope)
   local a = spawn_member({"workers", "workers"})
@@ -121,7 +134,7 @@ function cases.limits()
   assert(small:leave("b"))
 end
 
-local order = {"basic", "single", "exit_cleanup", "leave_exit_race", "monitor", "broadcast", "limits"}
+local order = {"basic", "single", "exit_cleanup", "leave_exit_race", "monitor", "monitor_self", "broadcast", "limits"}
 
 local function main()
   local scope = assert(pg.open("app:pg"))

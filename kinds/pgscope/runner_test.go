@@ -34,7 +34,7 @@ func TestRunnerLuaSuite(t *testing.T) {
 	if err != nil {
 		t.Fatalf("runner: %v\n%s", err, out)
 	}
-	for _, c := range []string{"basic", "single", "exit_cleanup", "leave_exit_race", "monitor", "broadcast", "limits"} {
+	for _, c := range []string{"basic", "single", "exit_cleanup", "leave_exit_race", "monitor", "monitor_self", "broadcast", "limits"} {
 		if !strings.Contains(string(out), "pg_suite: "+c+" ok") {
 			t.Errorf("case %s did not report ok:\n%s", c, out)
 		}
