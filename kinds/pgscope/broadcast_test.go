@@ -213,8 +213,8 @@ func TestMetricsAndView(t *testing.T) {
 			t.Errorf("metric %s not registered", want)
 		}
 	}
-	// The stopped twin zeroed the shared gauges; the loop sets them again
-	// on the next change.
+	// The twin is stopped but was the latest: it released the shared
+	// gauges; the loop sets them again on the next change.
 	if err := h.s.Join(p, "c"); err != nil {
 		t.Fatal(err)
 	}

@@ -34,8 +34,9 @@ type Scope struct {
 	cancel context.CancelFunc
 	pid    process.PID
 
-	root atomic.Pointer[hnode]
-	st   state // owned by the loop; by halt once the loop has stopped
+	root    atomic.Pointer[hnode]
+	ngroups atomic.Int64 // groups in root, to size WhichGroups
+	st      state        // owned by the loop; by halt once the loop has stopped
 
 	// urgent holds work that must never be refused by a full queue (a
 	// member's EXIT, a closed subscription). Every loop command drains it
@@ -119,12 +120,44 @@ func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
 		return nil, fmt.Errorf("pg scope %s: scope process exited at start: %w", id, ErrStopped)
 	}
 	s.lastTraffic.Store(time.Now().UnixNano())
+	claim(s)
 	if env.Health != nil {
 		s.healthName = "pg.broadcast_recent." + string(id)
 		env.Health.SetCheck(s.healthName, s.checkBroadcastRecent)
 	}
 	s.log.Debug("pg scope started", "pid", pid.String())
 	return s, nil
+}
+
+// owners records which scope of an entry (per runtime) is the latest, so
+// that stopping an older one does not zero the gauges or remove the health
+// check the newer one shares.
+var owners = struct {
+	sync.Mutex
+	m map[ownerKey]*Scope
+}{m: map[ownerKey]*Scope{}}
+
+type ownerKey struct {
+	env *registry.Env
+	id  registry.ID
+}
+
+func claim(s *Scope) {
+	owners.Lock()
+	owners.m[ownerKey{s.env, s.id}] = s
+	owners.Unlock()
+}
+
+// release forgets s and reports whether it was the latest.
+func release(s *Scope) bool {
+	owners.Lock()
+	defer owners.Unlock()
+	k := ownerKey{s.env, s.id}
+	if owners.m[k] != s {
+		return false
+	}
+	delete(owners.m, k)
+	return true
 }
 
 // Find returns the running scope of entry id, for other kinds and the Lua
@@ -184,9 +217,14 @@ func (s *Scope) halt() {
 		s.urgentMu.Unlock()
 		s.st.closeAll()
 		s.root.Store(nil)
-		s.m.reset()
-		if s.healthName != "" {
-			s.env.Health.RemoveCheck(s.healthName)
+		s.ngroups.Store(0)
+		// A newer scope of the same entry (a restart that overlapped this
+		// stop) owns the shared gauges and the health check by now.
+		if release(s) {
+			s.m.reset()
+			if s.healthName != "" {
+				s.env.Health.RemoveCheck(s.healthName)
+			}
 		}
 		close(s.halted)
 		s.log.Debug("pg scope stopped")
@@ -427,7 +465,7 @@ func (s *Scope) GetLocalMembers(group string) []process.PID {
 
 // WhichGroups returns every group with a member on any node, sorted.
 func (s *Scope) WhichGroups() []string {
-	var out []string
+	out := make([]string, 0, s.ngroups.Load())
 	s.root.Load().each(func(v *groupView) { out = append(out, v.name) })
 	sort.Strings(out)
 	return out

@@ -606,3 +606,24 @@ func (h *harness) tracked() int {
 	h.onLoop(func() { n = len(h.s.st.procs) })
 	return n
 }
+
+// A restart that overlaps the old scope's stop: the old one must not
+// remove the health check the new one registered.
+func TestOverlappingRestartKeepsHealthCheck(t *testing.T) {
+	h := newHarness(t, nil)
+	newer, err := New(h.env, "test:pg", DefaultSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer newer.Stop(context.Background())
+	if err := h.s.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	check, ok := h.health.get("pg.broadcast_recent.test:pg")
+	if !ok {
+		t.Fatal("the older scope's stop removed the newer one's health check")
+	}
+	if err := check(); err != nil {
+		t.Fatalf("newer scope unhealthy: %v", err)
+	}
+}

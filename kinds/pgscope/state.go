@@ -313,6 +313,7 @@ func (st *state) publish(name string, gs *groupState) {
 		root, _ = root.with(gs.hash, v, 0)
 	}
 	s.root.Store(root)
+	s.ngroups.Store(int64(len(st.groups)))
 	s.m.groups.Set(float64(len(st.groups)))
 	s.m.members.Set(float64(st.members))
 }
