@@ -150,8 +150,14 @@ func (p *process) finish(e Exit) {
 	}
 	p.dead.Store(true)
 	x := p.ext.Load()
+	// Take the relation sets while holding the lock: other processes that
+	// exit at the same moment edit them (removeLink, dropMonitor) under it.
+	var names []string
+	var watching, monitors, links map[PID]struct{}
 	if x != nil {
 		x.exit = e
+		names, watching, monitors, links = x.names, x.watching, x.monitors, x.links
+		x.names, x.watching, x.monitors, x.links = nil, nil, nil, nil
 	}
 	p.mu.Unlock()
 
@@ -170,16 +176,16 @@ func (p *process) finish(e Exit) {
 		x.cancel()
 	}
 	x.events.close()
-	for _, name := range x.names {
+	for _, name := range names {
 		n.names.CompareAndDelete(name, p.pid)
 	}
-	for t := range x.watching {
+	for t := range watching {
 		n.dropMonitor(t, p.pid)
 	}
-	for w := range x.monitors {
+	for w := range monitors {
 		n.sendEvent(w, Event{Kind: EventExit, From: p.pid, Exit: e})
 	}
-	for l := range x.links {
+	for l := range links {
 		n.linkExit(l, p.pid, e)
 	}
 	n.exited(p.pid, e)

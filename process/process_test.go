@@ -613,3 +613,29 @@ func TestManyProcessesConcurrently(t *testing.T) {
 	}
 	eventually(t, "all processes gone", func() bool { return n.Count() == 0 })
 }
+
+func TestSimultaneousExitsOfLinkedAndMonitoringProcesses(t *testing.T) {
+	n := newTestNode()
+	for round := 0; round < 50; round++ {
+		const k = 8
+		pids := make([]PID, k)
+		for i := range pids {
+			pids[i], _ = n.SpawnFunc(waitStop, SpawnOptions{TrapLinks: i%2 == 0})
+		}
+		for i := range pids {
+			for j := range pids {
+				if i != j {
+					n.Link(pids[i], pids[j])
+					n.Monitor(pids[i], pids[j])
+				}
+			}
+		}
+		var wg sync.WaitGroup
+		for _, p := range pids {
+			wg.Add(1)
+			go func() { defer wg.Done(); n.Exit(p, errors.New("crash")) }()
+		}
+		wg.Wait()
+		eventually(t, "every process gone", func() bool { return n.Count() == 0 })
+	}
+}
