@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"runtime"
+	"runtime/debug"
 	"slices"
 	"sort"
 	"sync"
@@ -13,6 +15,7 @@ import (
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
 )
 
 // Scope is a running pg.scope: an isolated namespace of process groups.
@@ -265,8 +268,30 @@ func (s *Scope) urgentDo(fn func()) {
 	if s.urgentPending.CompareAndSwap(false, true) {
 		// When the queue is full the submit fails, but then commands are
 		// queued, and each drains urgent work before its own.
-		_ = s.loop.Submit(s.drainUrgent)
+		_ = s.loop.Submit(s.drainUrgentSafe)
 	}
+}
+
+// recoverLoop turns a panic in a loop command (a bug) into the failure of
+// the scope: the caller gets an internal error, the scope's process exits
+// abnormally (the root supervisor restarts the entry) and the rest of the
+// runtime carries on.
+func (s *Scope) recoverLoop(errp *error) {
+	r := recover()
+	if r == nil {
+		return
+	}
+	err := value.NewError(value.KindInternal, "pg scope %s: loop panicked: %v", s.id, r)
+	s.log.Error("pg scope loop panicked", "panic", r, "stack", string(debug.Stack()))
+	if errp != nil {
+		*errp = err
+	}
+	_ = s.node.Exit(s.pid, err)
+}
+
+func (s *Scope) drainUrgentSafe() {
+	defer s.recoverLoop(nil)
+	s.drainUrgent()
 }
 
 // drainUrgent runs on the loop, at the start of every command.
@@ -296,6 +321,7 @@ type call struct {
 	op     callOp
 	pid    process.PID
 	groups []string
+	runFn  func() // c.run, bound once: a method value per Submit would allocate
 }
 
 type callOp uint8
@@ -309,12 +335,29 @@ const (
 var callPool = sync.Pool{New: func() any {
 	c := &call{done: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
 	c.timer.Stop()
+	c.runFn = c.run
 	return c
 }}
 
-// run is the command; a method value bound once per pooled call would
-// still allocate, so the closure lives on the call itself.
+// quick gives the loop, usually woken onto this very P, a chance to run
+// the command before the caller parks: when it has, the answer is taken
+// without arming the timer or parking in a select, which is most of the
+// cost of a round trip.
+func (c *call) quick() bool {
+	for range 2 {
+		runtime.Gosched()
+		select {
+		case <-c.done:
+			return true
+		default:
+		}
+	}
+	return false
+}
+
+// run is the command the loop executes.
 func (c *call) run() {
+	defer c.s.recoverLoop(&c.err)
 	c.s.drainUrgent()
 	switch c.op {
 	case opJoin:
@@ -364,7 +407,7 @@ func (s *Scope) submit(op string, c *call) error {
 		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
 	}
 	c.s = s
-	if err := s.loop.Submit(c.run); err != nil {
+	if err := s.loop.Submit(c.runFn); err != nil {
 		c.reset()
 		if errors.Is(err, process.ErrQueueFull) {
 			s.m.refused.Inc()
@@ -372,22 +415,24 @@ func (s *Scope) submit(op string, c *call) error {
 		}
 		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
 	}
-	timeout := s.spec.Load().ProtocolTimeout
-	c.timer.Reset(timeout)
-	select {
-	case <-c.done:
-	case <-c.timer.C:
-		// The command may still run later; the call is abandoned, not
-		// reused, so its late completion touches nobody.
-		return fmt.Errorf("pg scope %s: %s: %w after %s", s.id, op, ErrTimeout, timeout)
-	case <-s.loop.Done():
+	if !c.quick() {
+		timeout := s.spec.Load().ProtocolTimeout
+		c.timer.Reset(timeout)
 		select {
 		case <-c.done:
-		default:
-			return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
+		case <-c.timer.C:
+			// The command may still run later; the call is abandoned, not
+			// reused, so its late completion touches nobody.
+			return fmt.Errorf("pg scope %s: %s: %w after %s", s.id, op, ErrTimeout, timeout)
+		case <-s.loop.Done():
+			select {
+			case <-c.done:
+			default:
+				return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
+			}
 		}
+		c.timer.Stop()
 	}
-	c.timer.Stop()
 	err := c.err
 	c.reset()
 	if err != nil {
