@@ -14,10 +14,10 @@ import (
 // holds no buffer at all.
 type queue[T any] struct {
 	mu     sync.Mutex
-	tail   *chunk[T]    // guarded by mu
-	tailN  int32        // slots of tail written; guarded by mu
-	closed bool         // guarded by mu
-	limit  atomic.Int64 // 0 = unbounded
+	tail   *chunk[T] // guarded by mu
+	tailN  int32     // slots of tail written; guarded by mu
+	closed bool      // guarded by mu
+	limit  int64     // guarded by mu; 0 = unbounded
 
 	pushed atomic.Int64             // written under mu
 	first  atomic.Pointer[chunk[T]] // set by a producer that found no chunk
@@ -27,18 +27,25 @@ type queue[T any] struct {
 	_ [64]byte
 
 	// consumer-owned
-	popped atomic.Int64 // published at chunk ends, when empty, and always when bounded
-	taken  int64        // popped, not yet published
+	popped atomic.Int64
 	head   *chunk[T]
 	pos    int32
-	avail  int32 // slots of head known to be published
 }
 
 const chunkSize = 64
 
+// A slot carries its own ready flag, written by the producer right after
+// the value, in the same cache line: the consumer learns that a message is
+// there from the line it must fetch anyway, so no shared counter bounces
+// between the cores on every message.
+type slot[T any] struct {
+	v     T
+	ready atomic.Bool
+}
+
 type chunk[T any] struct {
-	slots [chunkSize]T
-	n     atomic.Int32 // slots published
+	slots [chunkSize]slot[T]
+	used  int32 // slots handed out; guarded by the queue's mu
 	next  atomic.Pointer[chunk[T]]
 }
 
@@ -73,8 +80,8 @@ func newChunk[T any]() *chunk[T] {
 
 // recycle clears a chunk no producer holds and pools it.
 func recycle[T any](c *chunk[T]) {
-	clear(c.slots[:c.n.Load()])
-	c.n.Store(0)
+	clear(c.slots[:c.used])
+	c.used = 0
 	c.next.Store(nil)
 	if p := chunkPool[T](); p != nil {
 		p.Put(c)
@@ -89,7 +96,7 @@ func (q *queue[T]) push(v T) (ok bool, full bool) {
 		return false, false
 	}
 	pushed := q.pushed.Load()
-	if lim := q.limit.Load(); lim > 0 && pushed-q.popped.Load() >= lim {
+	if q.limit > 0 && pushed-q.popped.Load() >= q.limit {
 		q.mu.Unlock()
 		return false, true
 	}
@@ -104,9 +111,11 @@ func (q *queue[T]) push(v T) (ok bool, full bool) {
 		q.tail, q.tailN = nt, 0
 		t = nt
 	}
-	t.slots[q.tailN] = v
+	s := &t.slots[q.tailN]
 	q.tailN++
-	t.n.Store(q.tailN)
+	t.used = q.tailN
+	s.v = v
+	s.ready.Store(true)
 	q.pushed.Store(pushed + 1)
 	q.mu.Unlock()
 	return true, false
@@ -116,49 +125,32 @@ func (q *queue[T]) push(v T) (ok bool, full bool) {
 func (q *queue[T]) pop() (T, bool) {
 	var zero T
 	h := q.head
-	if q.pos == q.avail {
-		if h == nil {
-			if h = q.first.Load(); h == nil {
-				return zero, false
-			}
-			q.head, q.pos = h, 0
-		}
-		if q.pos == chunkSize {
-			next := h.next.Load()
-			if next == nil {
-				q.publish()
-				return zero, false
-			}
-			// No producer holds h any more: the tail has moved on to next.
-			recycle(h)
-			h = next
-			q.head, q.pos = h, 0
-		}
-		q.avail = h.n.Load()
-		if q.pos == q.avail {
-			q.publish()
+	if h == nil {
+		if h = q.first.Load(); h == nil {
 			return zero, false
 		}
+		q.head, q.pos = h, 0
 	}
-	// The slot is not cleared here: writing it would steal the cache line
-	// that a producer is filling with the next slots. Chunks are cleared
-	// whole when recycled, so a consumed payload is held for at most one
-	// chunk's worth of messages, or until the queue drains.
-	v := h.slots[q.pos]
+	if q.pos == chunkSize {
+		next := h.next.Load()
+		if next == nil {
+			return zero, false
+		}
+		// No producer holds h any more: the tail has moved on to next.
+		recycle(h)
+		h = next
+		q.head, q.pos = h, 0
+	}
+	s := &h.slots[q.pos]
+	if !s.ready.Load() {
+		return zero, false
+	}
+	v := s.v
 	q.pos++
-	q.taken++
-	if q.pos == q.avail || q.limit.Load() > 0 {
-		q.publish()
-	}
+	// A plain store to the consumer's own line: it costs a transfer only
+	// when someone reads the length.
+	q.popped.Store(q.popped.Load() + 1)
 	return v, true
-}
-
-// publish makes the consumer's progress visible to len and to the limit.
-func (q *queue[T]) publish() {
-	if q.taken != 0 {
-		q.popped.Store(q.popped.Load() + q.taken)
-		q.taken = 0
-	}
 }
 
 // trim gives back the last chunk when everything in it was consumed; only
@@ -169,10 +161,10 @@ func (q *queue[T]) trim() {
 		return
 	}
 	q.mu.Lock()
-	if q.tail == h && q.pos == h.n.Load() {
+	if q.tail == h && q.pos == q.tailN {
 		q.tail, q.tailN = nil, 0
 		q.first.Store(nil)
-		q.head, q.pos, q.avail = nil, 0, 0
+		q.head, q.pos = nil, 0
 		q.mu.Unlock()
 		recycle(h)
 		return
@@ -185,7 +177,9 @@ func (q *queue[T]) len() int { return int(q.pushed.Load() - q.popped.Load()) }
 
 // setLimit changes the bound; 0 means unbounded.
 func (q *queue[T]) setLimit(n int) {
-	q.limit.Store(int64(n))
+	q.mu.Lock()
+	q.limit = int64(n)
+	q.mu.Unlock()
 }
 
 // close refuses further pushes. What is queued stays for the consumer (or
