@@ -60,7 +60,7 @@ func (l *Loop) Submit(fn func()) error {
 	if l.stopped.Load() {
 		return ErrLoopStopped
 	}
-	ok, full := l.q.push(fn)
+	ok, full := l.q.push(&fn)
 	if !ok {
 		if full {
 			return ErrQueueFull

@@ -119,7 +119,7 @@ func (n *Node) Send(to PID, m Message) error {
 		if p == nil {
 			return fmt.Errorf("send to %s: %w", to, ErrNoProcess)
 		}
-		if err := p.deliver(m); err != nil {
+		if err := p.deliver(&m); err != nil {
 			return fmt.Errorf("send to %s: %w", to, err)
 		}
 		return nil

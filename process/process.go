@@ -56,7 +56,7 @@ func (p *process) extLocked() *procExt {
 }
 
 // deliver puts m in the mailbox and wakes the process.
-func (p *process) deliver(m Message) error {
+func (p *process) deliver(m *Message) error {
 	ok, full := p.mb.push(m)
 	if !ok {
 		if full {
@@ -77,7 +77,7 @@ func (p *process) deliverEvent(e Event) {
 	}
 	x := p.extLocked()
 	p.mu.Unlock()
-	x.events.push(e)
+	x.events.push(&e)
 	p.notify()
 }
 

@@ -639,3 +639,15 @@ func TestSimultaneousExitsOfLinkedAndMonitoringProcesses(t *testing.T) {
 		eventually(t, "every process gone", func() bool { return n.Count() == 0 })
 	}
 }
+
+func TestSendDoesNotAllocate(t *testing.T) {
+	n := newTestNode()
+	pid, _ := n.Spawn(behaviorFunc(func(Context, Message) {}), SpawnOptions{})
+	defer n.Kill(pid)
+	m := Message{Topic: "t", Payload: "static"}
+	// Chunks come from a pool; averaged over many sends, a send allocates
+	// nothing of its own.
+	if a := testing.AllocsPerRun(10000, func() { n.Send(pid, m) }); a > 0.05 {
+		t.Fatalf("Send allocates %.2f times per call", a)
+	}
+}

@@ -89,7 +89,7 @@ func recycle[T any](c *chunk[T]) {
 }
 
 // push appends v. It fails when the queue is closed or at its limit.
-func (q *queue[T]) push(v T) (ok bool, full bool) {
+func (q *queue[T]) push(v *T) (ok bool, full bool) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
@@ -114,7 +114,7 @@ func (q *queue[T]) push(v T) (ok bool, full bool) {
 	s := &t.slots[q.tailN]
 	q.tailN++
 	t.used = q.tailN
-	s.v = v
+	s.v = *v
 	s.ready.Store(true)
 	q.pushed.Store(pushed + 1)
 	q.mu.Unlock()

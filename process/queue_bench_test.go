@@ -25,7 +25,7 @@ func benchQueue[T any](b *testing.B, v T) {
 		}()
 		start := time.Now()
 		for j := 0; j < n; j++ {
-			q.push(v)
+			q.push(&v)
 		}
 		<-done
 		total += time.Since(start)
@@ -41,7 +41,7 @@ func TestQueueChunksAndTrim(t *testing.T) {
 	var q queue[Message]
 	const n = chunkSize*3 + 5
 	for i := 0; i < n; i++ {
-		q.push(Message{Payload: i})
+		q.push(&Message{Payload: i})
 	}
 	if q.len() != n {
 		t.Fatalf("len = %d", q.len())
@@ -53,8 +53,8 @@ func TestQueueChunksAndTrim(t *testing.T) {
 		}
 		if i == chunkSize+1 {
 			// Interleave: pushes while the consumer is mid-chunk.
-			q.push(Message{Payload: "late"})
-			q.push(Message{Payload: "later"})
+			q.push(&Message{Payload: "late"})
+			q.push(&Message{Payload: "later"})
 		}
 	}
 	for _, want := range []string{"late", "later"} {
@@ -69,23 +69,23 @@ func TestQueueChunksAndTrim(t *testing.T) {
 	if q.head != nil || q.tail != nil || q.first.Load() != nil {
 		t.Fatal("trim kept a drained chunk")
 	}
-	q.push(Message{Payload: "again"})
+	q.push(&Message{Payload: "again"})
 	if m, ok := q.pop(); !ok || m.Payload != "again" {
 		t.Fatalf("after trim: %v, %v", m.Payload, ok)
 	}
 	q.setLimit(1)
-	if ok, full := q.push(Message{}); !ok || full {
+	if ok, full := q.push(&Message{}); !ok || full {
 		t.Fatal("bounded push refused below the limit")
 	}
-	if ok, full := q.push(Message{}); ok || !full {
+	if ok, full := q.push(&Message{}); ok || !full {
 		t.Fatal("bounded push accepted past the limit")
 	}
 	q.pop()
-	if ok, _ := q.push(Message{}); !ok {
+	if ok, _ := q.push(&Message{}); !ok {
 		t.Fatal("bounded push refused after a pop")
 	}
 	q.close()
-	if ok, full := q.push(Message{}); ok || full {
+	if ok, full := q.push(&Message{}); ok || full {
 		t.Fatal("push into a closed queue")
 	}
 }
