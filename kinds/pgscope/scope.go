@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"runtime/debug"
 	"slices"
 	"sort"
@@ -314,8 +313,9 @@ func (s *Scope) drainUrgent() {
 // closure, so the hot path allocates nothing of its own.
 type call struct {
 	done   chan struct{}
+	state  atomic.Uint32 // callPending, callDone or callExpired: who settles the call
 	err    error
-	timer  *time.Timer
+	timer  *time.Timer // fires expire; created once per pooled call
 	fn     func() error
 	s      *Scope
 	op     callOp
@@ -332,27 +332,27 @@ const (
 	opLeave
 )
 
+const (
+	callPending uint32 = iota
+	callDone
+	callExpired
+)
+
 var callPool = sync.Pool{New: func() any {
-	c := &call{done: make(chan struct{}, 1), timer: time.NewTimer(time.Hour)}
+	c := &call{done: make(chan struct{}, 1)}
+	// The deadline settles the call from the timer's goroutine, so the
+	// caller waits on c.done alone instead of a select with a timer
+	// channel, a large part of a round trip's cost.
+	c.timer = time.AfterFunc(time.Hour, c.expire)
 	c.timer.Stop()
 	c.runFn = c.run
 	return c
 }}
 
-// quick gives the loop, usually woken onto this very P, a chance to run
-// the command before the caller parks: when it has, the answer is taken
-// without arming the timer or parking in a select, which is most of the
-// cost of a round trip.
-func (c *call) quick() bool {
-	for range 2 {
-		runtime.Gosched()
-		select {
-		case <-c.done:
-			return true
-		default:
-		}
+func (c *call) expire() {
+	if c.state.CompareAndSwap(callPending, callExpired) {
+		c.done <- struct{}{}
 	}
-	return false
 }
 
 // run is the command the loop executes.
@@ -368,7 +368,9 @@ func (c *call) run() {
 		c.err = c.fn()
 	}
 	c.s.m.queue.Set(float64(c.s.loop.Len()))
-	c.done <- struct{}{}
+	if c.state.CompareAndSwap(callPending, callDone) {
+		c.done <- struct{}{}
+	}
 }
 
 // do runs fn on the loop and waits for its result, at most
@@ -392,6 +394,7 @@ func (s *Scope) doOp(op callOp, pid process.PID, groups []string) error {
 }
 
 func (c *call) reset() {
+	c.state.Store(callPending)
 	c.err, c.fn, c.s = nil, nil, nil
 	clear(c.groups)
 	if cap(c.groups) > 64 {
@@ -415,23 +418,23 @@ func (s *Scope) submit(op string, c *call) error {
 		}
 		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
 	}
-	if !c.quick() {
-		timeout := s.spec.Load().ProtocolTimeout
-		c.timer.Reset(timeout)
-		select {
-		case <-c.done:
-		case <-c.timer.C:
-			// The command may still run later; the call is abandoned, not
-			// reused, so its late completion touches nobody.
-			return fmt.Errorf("pg scope %s: %s: %w after %s", s.id, op, ErrTimeout, timeout)
-		case <-s.loop.Done():
-			select {
-			case <-c.done:
-			default:
-				return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
-			}
+	timeout := s.spec.Load().ProtocolTimeout
+	c.timer.Reset(timeout)
+	select {
+	case <-c.done:
+	case <-s.halted:
+		// The loop stopped; the command ran before that or never will.
+		if c.state.CompareAndSwap(callPending, callExpired) {
+			c.timer.Stop()
+			return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
 		}
-		c.timer.Stop()
+		<-c.done
+	}
+	c.timer.Stop()
+	if c.state.Load() == callExpired {
+		// The command may still run later; the call is abandoned, not
+		// reused, so its late completion touches nobody.
+		return fmt.Errorf("pg scope %s: %s: %w after %s", s.id, op, ErrTimeout, timeout)
 	}
 	err := c.err
 	c.reset()

@@ -627,3 +627,31 @@ func TestOverlappingRestartKeepsHealthCheck(t *testing.T) {
 		t.Fatalf("newer scope unhealthy: %v", err)
 	}
 }
+
+// A command still queued when the scope stops fails at once with a stopped
+// error, not after protocol_timeout.
+func TestQueuedCallFailsOnStop(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.pid()
+	release := h.blockLoop()
+	joined := make(chan error, 1)
+	go func() { joined <- h.s.Join(p, "g") }()
+	eventually(t, "join to queue", func() bool { return h.s.loop.Len() == 1 })
+	stopped := make(chan error, 1)
+	go func() { stopped <- h.s.Stop(context.Background()) }()
+	eventually(t, "stop to begin", h.s.Stopped)
+	start := time.Now()
+	release()
+	select {
+	case err := <-joined:
+		mustKind(t, err, ErrStopped)
+	case <-time.After(3 * time.Second):
+		t.Fatal("queued join still waiting after the stop")
+	}
+	if el := time.Since(start); el > time.Second {
+		t.Fatalf("stopped error took %s", el)
+	}
+	if err := <-stopped; err != nil {
+		t.Fatal(err)
+	}
+}
