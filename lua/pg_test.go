@@ -2,12 +2,14 @@ package lua
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/kinds/pgscope"
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -15,12 +17,21 @@ import (
 // Instance does.
 type pgLookup struct {
 	*fakeLookup
+	mu     sync.Mutex
 	scopes map[registry.ID]*pgscope.Scope
 }
 
 func (l *pgLookup) Instance(id registry.ID) (registry.Instance, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
 	s, ok := l.scopes[id]
 	return s, ok
+}
+
+func (l *pgLookup) set(id registry.ID, s *pgscope.Scope) {
+	l.mu.Lock()
+	l.scopes[id] = s
+	l.mu.Unlock()
 }
 
 // pgHarness is the Lua harness with a scope test:pg running.
@@ -292,5 +303,43 @@ return { main = function(group)
 end }`)
 			check(t, h, h.entry("example", src))
 		})
+	}
+}
+
+// A script's scope handle follows a restart of the entry: calls after it
+// reach the new scope instead of failing with stopped.
+func TestLuaPGHandleFollowsRestart(t *testing.T) {
+	h, old := pgHarness(t, nil)
+	e := h.entry("main", `
+local pg = require("pg")
+return { main = function()
+  local scope = assert(pg.open("test:pg"))
+  assert(scope:join("a"))
+  process.inbox():receive()   -- the test restarts the scope meanwhile
+  assert(#scope:get_members("a") == 0, "the new scope starts empty")
+  assert(scope:join("b"))
+  process.inbox():receive()   -- the test checks the new scope meanwhile
+  return "ok"
+end }`)
+	pid := h.spawn(e)
+	eventually(t, 5*time.Second, "the join", func() bool { return len(old.GetMembers("a")) == 1 })
+	if err := old.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	fresh, err := pgscope.New(h.env, "test:pg", pgscope.DefaultSpec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = fresh.Stop(context.Background()) })
+	h.env.Entries.(*pgLookup).set("test:pg", fresh)
+	if err := h.node.Send(pid, process.Message{Topic: "go"}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 5*time.Second, "the join on the new scope", func() bool { return len(fresh.GetMembers("b")) == 1 })
+	if err := h.node.Send(pid, process.Message{Topic: "stop"}); err != nil {
+		t.Fatal(err)
+	}
+	if ex := h.wait(pid, 10*time.Second); ex.Err != nil || ex.Value != "ok" {
+		t.Fatalf("exit = %+v", ex)
 	}
 }
