@@ -117,8 +117,14 @@ func (sub *Subscription) end(flush bool) bool {
 		return true
 	}
 	if flush {
-		for len(sub.ch) > 0 {
-			<-sub.ch
+		// Non-blocking: a reader may take the last event first.
+	drain:
+		for {
+			select {
+			case <-sub.ch:
+			default:
+				break drain
+			}
 		}
 	}
 	close(sub.ch)
