@@ -99,34 +99,39 @@ func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
 		WarnQueue: spec.ActionQueueSize,
 		OnWarn:    s.warnQueue,
 	})
+	// The loop's cancel exists before the scope process does: the
+	// process's Terminate halts the scope, which cancels the loop.
+	ctx, cancel := context.WithCancel(context.Background())
+	s.cancel = cancel
 	pid, err := env.Node.Spawn(scopeProc{s}, process.SpawnOptions{})
 	if err != nil {
+		cancel()
 		return nil, fmt.Errorf("pg scope %s: spawn scope process: %w", id, err)
 	}
 	s.pid = pid
-	ctx, cancel := context.WithCancel(context.Background())
-	s.cancel = cancel
-	go s.loop.Run(ctx)
-	// The scope process stands for the entry: however it ends (terminate,
-	// kill, a link), the scope stops with it.
-	if done, _, ok := env.Node.Done(pid); ok {
-		go func() {
-			select {
-			case <-done:
-				s.halt()
-			case <-s.halted:
-			}
-		}()
-	} else {
-		s.halt()
-		return nil, fmt.Errorf("pg scope %s: scope process exited at start: %w", id, ErrStopped)
-	}
 	s.lastTraffic.Store(time.Now().UnixNano())
+	// Registered before anything can halt the scope, so halt always finds
+	// what it must release.
 	claim(s)
 	if env.Health != nil {
 		s.healthName = "pg.broadcast_recent." + string(id)
 		env.Health.SetCheck(s.healthName, s.checkBroadcastRecent)
 	}
+	go s.loop.Run(ctx)
+	// The scope process stands for the entry: however it ends (terminate,
+	// kill, a link), the scope stops with it.
+	done, _, ok := env.Node.Done(pid)
+	if !ok {
+		s.halt()
+		return nil, fmt.Errorf("pg scope %s: scope process exited at start: %w", id, ErrStopped)
+	}
+	go func() {
+		select {
+		case <-done:
+			s.halt()
+		case <-s.halted:
+		}
+	}()
 	s.log.Debug("pg scope started", "pid", pid.String())
 	return s, nil
 }
