@@ -575,6 +575,9 @@ func (s *Scope) Subscribe(group string, opts SubscribeOptions) (*Subscription, [
 		return nil
 	})
 	if err != nil {
+		// When the wait timed out the command may still run: a closed
+		// subscription is never registered.
+		sub.end(false)
 		return nil, nil, err
 	}
 	return sub, members, nil
@@ -601,6 +604,7 @@ func (s *Scope) SubscribeAll(opts SubscribeOptions) (*Subscription, map[string][
 		return nil
 	})
 	if err != nil {
+		sub.end(false)
 		return nil, nil, err
 	}
 	return sub, snap, nil

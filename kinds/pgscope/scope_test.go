@@ -655,3 +655,18 @@ func TestQueuedCallFailsOnStop(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A monitor whose caller timed out is never registered when the loop gets
+// to it later.
+func TestAbandonedMonitorNotRegistered(t *testing.T) {
+	h := newHarness(t, func(s *Spec) { s.ProtocolTimeout = 20 * time.Millisecond })
+	release := h.blockLoop()
+	_, _, err := h.s.Monitor(process.PID{}, "g")
+	mustKind(t, err, ErrTimeout)
+	release()
+	def := DefaultSpec() // a generous timeout again, for subCount's own call
+	h.s.spec.Store(&def)
+	if n := h.subCount(); n != 0 {
+		t.Fatalf("%d subscriptions registered", n)
+	}
+}

@@ -353,6 +353,13 @@ func (st *state) membersOf(group string) []process.PID {
 
 // subscribe registers sub, owned by a local process (or by nobody).
 func (st *state) subscribe(sub *Subscription) error {
+	sub.mu.Lock()
+	abandoned := sub.closed
+	sub.mu.Unlock()
+	if abandoned {
+		// Its caller gave up waiting (timeout) and closed it.
+		return fmt.Errorf("monitor: %w", ErrTimeout)
+	}
 	if !sub.owner.IsZero() {
 		ps, err := st.track(sub.owner)
 		if err != nil {
