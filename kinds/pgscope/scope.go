@@ -516,6 +516,27 @@ func (s *Scope) GetLocalMembers(group string) []process.PID {
 	return slices.Clone(v.local)
 }
 
+// DistinctMembers returns each member process of group once (in order of
+// first appearance), as broadcast reaches them: what a router choosing one
+// member wants. The distinct list is computed once per version of the
+// group and copied out, so repeated calls cost one allocation.
+func (s *Scope) DistinctMembers(group string) []process.PID {
+	v := s.root.Load().get(hashGroup(group), group)
+	if v == nil {
+		return nil
+	}
+	return slices.Clone(v.distinct(false))
+}
+
+// DistinctLocalMembers is DistinctMembers restricted to this node.
+func (s *Scope) DistinctLocalMembers(group string) []process.PID {
+	v := s.root.Load().get(hashGroup(group), group)
+	if v == nil || len(v.local) == 0 {
+		return nil
+	}
+	return slices.Clone(v.distinct(true))
+}
+
 // WhichGroups returns every group with a member on any node, sorted.
 func (s *Scope) WhichGroups() []string {
 	out := make([]string, 0, s.ngroups.Load())

@@ -257,6 +257,38 @@ func TestExitCleanupEvents(t *testing.T) {
 	expectEvent(t, sub, MemberLeft, "n", q)
 }
 
+// DistinctMembers lists each process once, and the cached list follows
+// changes of the group.
+func TestDistinctMembers(t *testing.T) {
+	h := newHarness(t, nil)
+	a, b := h.pid(), h.pid()
+	remote := process.PID{Node: "n2", ID: 1, Creation: 1}
+	if err := h.s.Join(a, "g", "g"); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.s.Join(b, "g"); err != nil {
+		t.Fatal(err)
+	}
+	h.onLoop(func() { h.s.st.remoteJoin("n2", "g", []process.PID{remote, remote}) })
+	if got := h.s.DistinctMembers("g"); !equalPIDs(got, []process.PID{a, b, remote}) {
+		t.Fatalf("distinct = %v", got)
+	}
+	if got := h.s.DistinctLocalMembers("g"); !equalPIDs(got, []process.PID{a, b}) {
+		t.Fatalf("distinct local = %v", got)
+	}
+	got := h.s.DistinctMembers("g")
+	got[0] = process.PID{} // a copy: the cache is untouched
+	if err := h.s.Leave(a, "g", "g"); err != nil {
+		t.Fatal(err)
+	}
+	if got := h.s.DistinctMembers("g"); !equalPIDs(got, []process.PID{b, remote}) {
+		t.Fatalf("distinct after leave = %v", got)
+	}
+	if h.s.DistinctMembers("none") != nil || h.s.DistinctLocalMembers("none") != nil {
+		t.Fatal("unknown group has members")
+	}
+}
+
 // pg_SUITE:double — two joins, two copies.
 func TestDouble(t *testing.T) {
 	h := newHarness(t, nil)
