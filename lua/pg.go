@@ -23,7 +23,8 @@ import (
 //	local sub, members = scope:monitor(g) ; local sub, snapshot = scope:events()
 //	sub:channel():receive() --> {kind=, group=, pids={...}} ; sub:close([{flush=true}])
 //
-// Operational failures are nil, err; wrong argument types raise.
+// Operational failures are nil, err; wrong argument types raise. Calls that
+// wait for the scope stop waiting when the process is asked to stop.
 var pgLib = NewLibrary(map[string]lua.LGFunction{
 	"open": pgOpen,
 })
@@ -178,7 +179,7 @@ func pgJoin(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, err)
 	}
-	return pgReturnTrue(L, s.Join(p.PID(), groups...))
+	return pgReturnTrue(L, s.JoinContext(p.Context(), p.PID(), groups...))
 }
 
 // scope:leave(group_or_list) --> true | nil, err (kind not_joined)
@@ -188,7 +189,7 @@ func pgLeave(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, err)
 	}
-	return pgReturnTrue(L, s.Leave(p.PID(), groups...))
+	return pgReturnTrue(L, s.LeaveContext(p.Context(), p.PID(), groups...))
 }
 
 func pidList(L *lua.LState, pids []process.PID) *lua.LTable {
@@ -262,9 +263,9 @@ func pgBroadcastWith(L *lua.LState, local bool) int {
 	}
 	var n int
 	if local {
-		n, err = s.BroadcastLocal(p.PID(), g, topic, payload)
+		n, err = s.BroadcastLocalContext(p.Context(), p.PID(), g, topic, payload)
 	} else {
-		n, err = s.Broadcast(p.PID(), g, topic, payload)
+		n, err = s.BroadcastContext(p.Context(), p.PID(), g, topic, payload)
 	}
 	if err != nil {
 		return ReturnError(L, err)
@@ -316,7 +317,7 @@ func pgMonitor(L *lua.LState) int {
 		return ReturnError(L, err)
 	}
 	ch := p.NewChannel(s.Spec().MonitorBuffer)
-	sub, members, err := s.Subscribe(g, pgscope.SubscribeOptions{Owner: p.PID(), Sink: pgSink{ch}})
+	sub, members, err := s.Subscribe(g, pgscope.SubscribeOptions{Owner: p.PID(), Sink: pgSink{ch}, Context: p.Context()})
 	if err != nil {
 		return ReturnError(L, err)
 	}
@@ -332,7 +333,7 @@ func pgEvents(L *lua.LState) int {
 		return ReturnError(L, err)
 	}
 	ch := p.NewChannel(s.Spec().MonitorBuffer)
-	sub, snap, err := s.SubscribeAll(pgscope.SubscribeOptions{Owner: p.PID(), Sink: pgSink{ch}})
+	sub, snap, err := s.SubscribeAll(pgscope.SubscribeOptions{Owner: p.PID(), Sink: pgSink{ch}, Context: p.Context()})
 	if err != nil {
 		return ReturnError(L, err)
 	}

@@ -1,6 +1,7 @@
 package pgscope
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"sync"
@@ -19,15 +20,28 @@ import (
 // how many members the message reached. Payloads are passed by reference:
 // Go callers must not modify them afterwards.
 func (s *Scope) Broadcast(from process.PID, group, topic string, payload any) (int, error) {
-	return s.broadcast(from, group, topic, payload, false)
+	return s.broadcast(context.Background(), from, group, topic, payload, false)
 }
 
 // BroadcastLocal is Broadcast restricted to members on this node.
 func (s *Scope) BroadcastLocal(from process.PID, group, topic string, payload any) (int, error) {
-	return s.broadcast(from, group, topic, payload, true)
+	return s.broadcast(context.Background(), from, group, topic, payload, true)
 }
 
-func (s *Scope) broadcast(from process.PID, group, topic string, payload any, local bool) (int, error) {
+// BroadcastContext is Broadcast for a caller that stops waiting for the
+// scope's snapshot when ctx is done (ErrCallerGone); once delivery has
+// begun it completes, bounded as usual.
+func (s *Scope) BroadcastContext(ctx context.Context, from process.PID, group, topic string, payload any) (int, error) {
+	return s.broadcast(ctx, from, group, topic, payload, false)
+}
+
+// BroadcastLocalContext is BroadcastLocal with a caller's context; see
+// BroadcastContext.
+func (s *Scope) BroadcastLocalContext(ctx context.Context, from process.PID, group, topic string, payload any) (int, error) {
+	return s.broadcast(ctx, from, group, topic, payload, true)
+}
+
+func (s *Scope) broadcast(ctx context.Context, from process.PID, group, topic string, payload any, local bool) (int, error) {
 	if group == "" {
 		return 0, fmt.Errorf("pg scope %s: broadcast: %w: empty name", s.id, ErrInvalidGroup)
 	}
@@ -36,7 +50,7 @@ func (s *Scope) broadcast(from process.PID, group, topic string, payload any, lo
 	if local {
 		op = "broadcast_local"
 	}
-	err := s.do(op, func() error {
+	err := s.doCtx(ctx, op, func() error {
 		// The view is immutable, so handing it out is the snapshot.
 		view = s.root.Load().get(hashGroup(group), group)
 		return nil

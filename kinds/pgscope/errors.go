@@ -22,6 +22,9 @@ var (
 	ErrNotRunning = value.NewError(value.KindNotFound, "pg scope not running")
 	// ErrNotScope: the entry is not a pg.scope.
 	ErrNotScope = value.NewError(value.KindInvalid, "not a pg.scope entry")
+	// ErrCallerGone: the caller's context ended (its process is stopping)
+	// while it waited for the scope.
+	ErrCallerGone = value.NewError(value.KindStopped, "caller stopped waiting")
 	// ErrStopped: the scope is not running.
 	ErrStopped = value.NewError(value.KindStopped, "pg scope stopped")
 )

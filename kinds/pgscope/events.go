@@ -1,6 +1,7 @@
 package pgscope
 
 import (
+	"context"
 	"sync"
 	"sync/atomic"
 
@@ -76,6 +77,9 @@ type SubscribeOptions struct {
 	Owner process.PID
 	// Sink replaces the channel when set (C then returns nil).
 	Sink Sink
+	// Context ends the caller's wait for the scope when done (a process
+	// being terminated); nil waits up to protocol_timeout.
+	Context context.Context
 }
 
 // C returns the event channel (nil for a subscription with a Sink).

@@ -326,7 +326,8 @@ type call struct {
 	op     callOp
 	pid    process.PID
 	groups []string
-	runFn  func() // c.run, bound once: a method value per Submit would allocate
+	ctx    context.Context // the caller's: it stops waiting when ctx is done
+	runFn  func()          // c.run, bound once: a method value per Submit would allocate
 }
 
 type callOp uint8
@@ -381,15 +382,20 @@ func (c *call) run() {
 // do runs fn on the loop and waits for its result, at most
 // protocol_timeout. A full queue is refused at once with a limit error.
 func (s *Scope) do(op string, fn func() error) error {
+	return s.doCtx(context.Background(), op, fn)
+}
+
+// doCtx is do for a caller that stops waiting when ctx is done.
+func (s *Scope) doCtx(ctx context.Context, op string, fn func() error) error {
 	c := callPool.Get().(*call)
-	c.op, c.fn = opFunc, fn
+	c.op, c.fn, c.ctx = opFunc, fn, ctx
 	return s.submit(op, c)
 }
 
 // doOp runs a join or leave of pid on the loop; see do.
-func (s *Scope) doOp(op callOp, pid process.PID, groups []string) error {
+func (s *Scope) doOp(ctx context.Context, op callOp, pid process.PID, groups []string) error {
 	c := callPool.Get().(*call)
-	c.op, c.pid = op, pid
+	c.op, c.pid, c.ctx = op, pid, ctx
 	c.groups = append(c.groups[:0], groups...)
 	name := "join"
 	if op == opLeave {
@@ -400,7 +406,7 @@ func (s *Scope) doOp(op callOp, pid process.PID, groups []string) error {
 
 func (c *call) reset() {
 	c.state.Store(callPending)
-	c.err, c.fn, c.s = nil, nil, nil
+	c.err, c.fn, c.s, c.ctx = nil, nil, nil, nil
 	clear(c.groups)
 	if cap(c.groups) > 64 {
 		c.groups = nil
@@ -425,6 +431,7 @@ func (s *Scope) submit(op string, c *call) error {
 	}
 	timeout := s.spec.Load().ProtocolTimeout
 	c.timer.Reset(timeout)
+	gone := c.ctx.Done() // nil, never ready, for context.Background()
 	select {
 	case <-c.done:
 	case <-s.halted:
@@ -432,6 +439,14 @@ func (s *Scope) submit(op string, c *call) error {
 		if c.state.CompareAndSwap(callPending, callExpired) {
 			c.timer.Stop()
 			return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
+		}
+		<-c.done
+	case <-gone:
+		// The caller is stopping (a terminated process): it stops waiting;
+		// the command may still run, like one that timed out.
+		if c.state.CompareAndSwap(callPending, callExpired) {
+			c.timer.Stop()
+			return fmt.Errorf("pg scope %s: %s: %w: %v", s.id, op, ErrCallerGone, context.Cause(c.ctx))
 		}
 		<-c.done
 	}
@@ -474,25 +489,38 @@ func (s *Scope) checkLocal(pid process.PID) error {
 // is refused with a limit error (ErrTooManyGroups, ErrGroupFull, or a full
 // queue) when any part of it would pass a limit.
 func (s *Scope) Join(pid process.PID, groups ...string) error {
+	return s.JoinContext(context.Background(), pid, groups...)
+}
+
+// JoinContext is Join for a caller that stops waiting when ctx is done (a
+// process being terminated): it then gets ErrCallerGone at once, and the
+// join may still be applied, as after a timeout.
+func (s *Scope) JoinContext(ctx context.Context, pid process.PID, groups ...string) error {
 	if err := s.checkGroups(groups); err != nil {
 		return err
 	}
 	if err := s.checkLocal(pid); err != nil {
 		return err
 	}
-	return s.doOp(opJoin, pid, groups)
+	return s.doOp(ctx, opJoin, pid, groups)
 }
 
 // Leave removes one membership of pid per naming of each group, as far as
 // it has them. It fails with ErrNotJoined when pid is in none of them.
 func (s *Scope) Leave(pid process.PID, groups ...string) error {
+	return s.LeaveContext(context.Background(), pid, groups...)
+}
+
+// LeaveContext is Leave for a caller that stops waiting when ctx is done;
+// see JoinContext.
+func (s *Scope) LeaveContext(ctx context.Context, pid process.PID, groups ...string) error {
 	if err := s.checkGroups(groups); err != nil {
 		return err
 	}
 	if err := s.checkLocal(pid); err != nil {
 		return err
 	}
-	return s.doOp(opLeave, pid, groups)
+	return s.doOp(ctx, opLeave, pid, groups)
 }
 
 // GetMembers returns every member of group on every node, a process
@@ -570,6 +598,13 @@ func (s *Scope) newSub(opts SubscribeOptions, group string, all bool) (*Subscrip
 	return sub, nil
 }
 
+func (o SubscribeOptions) ctx() context.Context {
+	if o.Context == nil {
+		return context.Background()
+	}
+	return o.Context
+}
+
 // Monitor subscribes owner to the joins and leaves of group and returns the
 // group's members at that moment; both are taken in one loop command, so
 // no change is missed or seen twice. owner is a local process whose exit
@@ -588,7 +623,7 @@ func (s *Scope) Subscribe(group string, opts SubscribeOptions) (*Subscription, [
 		return nil, nil, err
 	}
 	var members []process.PID
-	err = s.do("monitor", func() error {
+	err = s.doCtx(opts.ctx(), "monitor", func() error {
 		if err := s.st.subscribe(sub); err != nil {
 			return err
 		}
@@ -617,7 +652,7 @@ func (s *Scope) SubscribeAll(opts SubscribeOptions) (*Subscription, map[string][
 		return nil, nil, err
 	}
 	var snap map[string][]process.PID
-	err = s.do("events", func() error {
+	err = s.doCtx(opts.ctx(), "events", func() error {
 		if err := s.st.subscribe(sub); err != nil {
 			return err
 		}

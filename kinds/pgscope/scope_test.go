@@ -702,3 +702,37 @@ func TestAbandonedMonitorNotRegistered(t *testing.T) {
 		t.Fatalf("%d subscriptions registered", n)
 	}
 }
+
+// A caller whose context ends (its process is being terminated) stops
+// waiting at once with a stopped error.
+func TestCallerContextEnds(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.pid()
+	release := h.blockLoop()
+	defer release()
+	ctx, cancel := context.WithCancel(context.Background())
+	errs := make(chan error, 4)
+	go func() { errs <- h.s.JoinContext(ctx, p, "g") }()
+	go func() { errs <- h.s.LeaveContext(ctx, p, "g") }()
+	go func() {
+		_, _, err := h.s.Subscribe("g", SubscribeOptions{Context: ctx})
+		errs <- err
+	}()
+	go func() {
+		_, err := h.s.BroadcastContext(ctx, p, "g", "t", nil)
+		errs <- err
+	}()
+	eventually(t, "calls to queue", func() bool { return h.s.loop.Len() == 4 })
+	cancel()
+	for range 4 {
+		select {
+		case err := <-errs:
+			mustKind(t, err, ErrCallerGone)
+			if value.KindOf(err) != value.KindStopped {
+				t.Fatalf("kind = %s", value.KindOf(err))
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("a caller kept waiting after its context ended")
+		}
+	}
+}
