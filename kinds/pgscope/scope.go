@@ -415,6 +415,22 @@ func (c *call) reset() {
 	callPool.Put(c)
 }
 
+// abandon settles a waiting call as given up, unless the loop settled it
+// first, in which case it waits for that (already sent) answer and returns
+// nil.
+func (c *call) abandon(op string, why error, cause error) error {
+	if !c.state.CompareAndSwap(callPending, callExpired) {
+		<-c.done
+		return nil
+	}
+	c.timer.Stop()
+	s := c.s
+	if cause != nil {
+		return fmt.Errorf("pg scope %s: %s: %w: %v", s.id, op, why, cause)
+	}
+	return fmt.Errorf("pg scope %s: %s: %w", s.id, op, why)
+}
+
 func (s *Scope) submit(op string, c *call) error {
 	if s.stopped.Load() {
 		c.reset()
@@ -431,24 +447,29 @@ func (s *Scope) submit(op string, c *call) error {
 	}
 	timeout := s.spec.Load().ProtocolTimeout
 	c.timer.Reset(timeout)
-	gone := c.ctx.Done() // nil, never ready, for context.Background()
-	select {
-	case <-c.done:
-	case <-s.halted:
-		// The loop stopped; the command ran before that or never will.
-		if c.state.CompareAndSwap(callPending, callExpired) {
-			c.timer.Stop()
-			return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
+	if gone := c.ctx.Done(); gone == nil {
+		// context.Background(): the two-case select is the cheaper one.
+		select {
+		case <-c.done:
+		case <-s.halted:
+			if err := c.abandon(op, ErrStopped, nil); err != nil {
+				return err
+			}
 		}
-		<-c.done
-	case <-gone:
-		// The caller is stopping (a terminated process): it stops waiting;
-		// the command may still run, like one that timed out.
-		if c.state.CompareAndSwap(callPending, callExpired) {
-			c.timer.Stop()
-			return fmt.Errorf("pg scope %s: %s: %w: %v", s.id, op, ErrCallerGone, context.Cause(c.ctx))
+	} else {
+		select {
+		case <-c.done:
+		case <-s.halted:
+			if err := c.abandon(op, ErrStopped, nil); err != nil {
+				return err
+			}
+		case <-gone:
+			// The caller is stopping (a terminated process): it stops
+			// waiting; the command may still run, as after a timeout.
+			if err := c.abandon(op, ErrCallerGone, context.Cause(c.ctx)); err != nil {
+				return err
+			}
 		}
-		<-c.done
 	}
 	c.timer.Stop()
 	if c.state.Load() == callExpired {
