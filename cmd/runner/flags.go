@@ -1,0 +1,157 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/proctor-run/proctor/internal/logging"
+)
+
+// runFlags are the options of `runner run`.
+type runFlags struct {
+	paths    []string
+	mainID   string
+	mainArgs []string
+	noWatch  bool
+	node     string
+	http     string
+	logFmt   logging.Format
+	logLevel slog.Level
+	cluster  clusterConfig
+}
+
+// clusterConfig is validated now; clustering itself comes later.
+type clusterConfig struct {
+	Bind       string
+	Join       []string
+	SecretFile string
+	Secret     []byte
+}
+
+func (c clusterConfig) enabled() bool { return c.Bind != "" }
+
+// parseInterleaved parses flags and positional arguments in any order
+// (the flag package alone stops at the first positional one); what follows
+// `--` is returned apart.
+func parseInterleaved(fs *flag.FlagSet, args []string) (positional, rest []string, err error) {
+	for i, a := range args {
+		if a == "--" {
+			args, rest = args[:i], args[i+1:]
+			if rest == nil {
+				rest = []string{}
+			}
+			break
+		}
+	}
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, nil, err
+		}
+		args = fs.Args()
+		if len(args) == 0 {
+			return positional, rest, nil
+		}
+		positional = append(positional, args[0])
+		args = args[1:]
+	}
+}
+
+func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
+	f := &runFlags{}
+	fs := flag.NewFlagSet("run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&f.mainID, "main", "", "spawn this process.lua `ENTRY` after start-up and exit when it returns")
+	fs.BoolVar(&f.noWatch, "no-watch", false, "disable hot reload")
+	fs.StringVar(&f.node, "node", "", "node `NAME` (default: host name)")
+	fs.StringVar(&f.http, "http", "", "serve /metrics, /healthz, /readyz and /v1 on `ADDR` (host:port)")
+	fs.StringVar(&f.cluster.Bind, "cluster-bind", "", "memberlist bind `ADDR` (enables clustering)")
+	join := fs.String("cluster-join", "", "seed `ADDR`s to join, comma-separated")
+	fs.StringVar(&f.cluster.SecretFile, "cluster-secret-file", "", "`FILE` holding the cluster's shared key")
+	logFmt := fs.String("log-format", "", "log `FORMAT`: text or json (default: text on a terminal, json otherwise)")
+	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: runner run [flags] [PATH...] [-- ARGS for --main]")
+		fs.PrintDefaults()
+	}
+	paths, rest, err := parseInterleaved(fs, args)
+	if err != nil {
+		return nil, err
+	}
+	f.paths = paths
+	if len(f.paths) == 0 {
+		f.paths = []string{"config.example.yaml"}
+	}
+	if rest != nil {
+		if f.mainID == "" {
+			return nil, errors.New("arguments after -- are for --main, which is not set")
+		}
+		f.mainArgs = rest
+	}
+	if f.logFmt, err = logging.ParseFormat(*logFmt); err != nil {
+		return nil, err
+	}
+	if f.logLevel, err = logging.ParseLevel(*logLevel); err != nil {
+		return nil, err
+	}
+	if f.http != "" {
+		if err := checkHostPort(f.http); err != nil {
+			return nil, fmt.Errorf("--http: %w", err)
+		}
+	}
+	if *join != "" {
+		for _, a := range strings.Split(*join, ",") {
+			a = strings.TrimSpace(a)
+			if err := checkHostPort(a); err != nil {
+				return nil, fmt.Errorf("--cluster-join: %w", err)
+			}
+			f.cluster.Join = append(f.cluster.Join, a)
+		}
+	}
+	if err := f.cluster.validate(); err != nil {
+		return nil, err
+	}
+	return f, nil
+}
+
+func (c *clusterConfig) validate() error {
+	if c.Bind == "" {
+		if len(c.Join) > 0 || c.SecretFile != "" {
+			return errors.New("--cluster-join and --cluster-secret-file need --cluster-bind")
+		}
+		return nil
+	}
+	if err := checkHostPort(c.Bind); err != nil {
+		return fmt.Errorf("--cluster-bind: %w", err)
+	}
+	if c.SecretFile != "" {
+		b, err := os.ReadFile(c.SecretFile)
+		if err != nil {
+			return fmt.Errorf("--cluster-secret-file: %w", err)
+		}
+		key := []byte(strings.TrimSpace(string(b)))
+		// memberlist keys are AES keys: 16, 24 or 32 bytes.
+		if n := len(key); n != 16 && n != 24 && n != 32 {
+			return fmt.Errorf("--cluster-secret-file: %s holds a %d-byte key; want 16, 24 or 32 bytes", c.SecretFile, n)
+		}
+		c.Secret = key
+	}
+	return nil
+}
+
+func checkHostPort(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port: %w", addr, err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q: port must be a number from 0 to 65535", addr)
+	}
+	return nil
+}

@@ -1,0 +1,332 @@
+// Command runner runs, validates and reports on Proctor configurations.
+// It only parses flags, wires the packages together and turns outcomes
+// into exit codes; see docs/cli.md.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/logging"
+	"github.com/proctor-run/proctor/kinds/supervisor"
+	"github.com/proctor-run/proctor/observe"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// version is set at build time with -ldflags "-X main.version=…".
+var version = "dev"
+
+const usage = `usage:
+  runner run [flags] [PATH...] [-- ARGS]   run a config (default: config.example.yaml)
+  runner validate PATH...                   check a config; exit 1 listing every error
+  runner version                            print the version
+
+run 'runner run -h' for the flags of run; docs/cli.md has the details.
+`
+
+func main() {
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, sigs, func() { os.Exit(1) }))
+}
+
+// cli runs one command and returns the exit code. force is called on a
+// second stop signal.
+func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		f, err := parseRun(args[1:], stderr)
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "runner run: %v\n", err)
+			return 2
+		}
+		return run(f, stdout, stderr, sigs, force)
+	case "validate":
+		return validate(args[1:], stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "runner %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		return 0
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "runner: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+func buildVersion() string {
+	if version != "dev" {
+		return version
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return version
+}
+
+func validate(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprintln(stderr, "usage: runner validate PATH...") }
+	paths, _, err := parseInterleaved(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil || len(paths) == 0 {
+		fs.Usage()
+		return 2
+	}
+	cfg, err := (&registry.Loader{Kinds: newKinds(io.Discard)}).Load(paths...)
+	if err != nil {
+		printLoadErrors(stderr, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "ok: %d entries in %d files\n", len(cfg.Entries), len(cfg.Files))
+	return 0
+}
+
+func printLoadErrors(w io.Writer, err error) {
+	var es registry.Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			fmt.Fprintln(w, e.Error())
+		}
+		fmt.Fprintf(w, "%d errors\n", len(es))
+		return
+	}
+	fmt.Fprintln(w, err)
+}
+
+// app is one `runner run`: the runtime and what serves it.
+type app struct {
+	log     *slog.Logger
+	node    *process.Node
+	rt      *registry.Runtime
+	root    *supervisor.Root
+	srv     *observe.Server
+}
+
+func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
+	log := logging.New(logging.Options{Writer: stderr, Format: f.logFmt, Level: f.logLevel})
+	if f.cluster.enabled() {
+		log.Warn("clustering is not enabled yet: running as a single node",
+			"cluster_bind", f.cluster.Bind, "cluster_join", f.cluster.Join, "secret", f.cluster.SecretFile != "")
+	}
+	kinds := newKinds(stdout)
+	loader := &registry.Loader{Kinds: kinds}
+	cfg, err := loader.Load(f.paths...)
+	if err != nil {
+		printLoadErrors(stderr, err)
+		return 1
+	}
+	if f.mainID != "" {
+		if _, ok := cfg.Entries[registry.ID(f.mainID)]; !ok {
+			fmt.Fprintf(stderr, "runner run: --main %s: no such entry\n", f.mainID)
+			return 1
+		}
+	}
+	a := &app{log: log}
+	a.node = process.NewNode(process.Options{Name: f.node, Logger: log})
+	metrics := prometheus.NewRegistry()
+	observe.RegisterStandardCollectors(metrics)
+	health := observe.NewHealth()
+	a.rt = registry.NewRuntime(registry.RuntimeOptions{Node: a.node, Kinds: kinds, Logger: log, Metrics: metrics, Health: health})
+	a.root, err = supervisor.StartRoot(supervisor.RootOptions{Node: a.node, Runtime: a.rt, Logger: log})
+	if err != nil {
+		fmt.Fprintf(stderr, "runner run: %v\n", err)
+		a.rt.Stop(context.Background())
+		return 1
+	}
+	a.rt.SetOwner(a.root)
+	if f.http != "" {
+		a.srv, err = observe.Listen(f.http, observe.Handler(observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log}), log)
+		if err != nil {
+			fmt.Fprintf(stderr, "runner run: %v\n", err)
+			a.shutdown()
+			return 1
+		}
+		log.Info("serving HTTP", "addr", a.srv.Addr().String())
+	}
+
+	// A stop signal during start-up cancels it; SIGHUP (reload) waits.
+	startCtx, cancelStart := context.WithCancel(context.Background())
+	startErr := make(chan error, 1)
+	go func() { startErr <- a.rt.Start(startCtx, cfg) }()
+	var sig os.Signal
+	for waiting := true; waiting; {
+		select {
+		case err = <-startErr:
+			waiting = false
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				continue
+			}
+			sig = s
+			cancelStart()
+			err = <-startErr
+			waiting = false
+		}
+	}
+	cancelStart()
+	if err != nil || sig != nil {
+		if err != nil && sig == nil {
+			fmt.Fprintf(stderr, "runner run: %v\n", err)
+		}
+		a.shutdownWatching(sigs, force)
+		if sig != nil {
+			return 0
+		}
+		return 1
+	}
+	running := 0
+	for _, in := range a.rt.Entries() {
+		if in.Status == registry.StatusRunning {
+			running++
+		}
+	}
+	log.Info("started", "node", a.node.Name(), "entries", len(cfg.Entries), "running", running)
+
+	_ = loader
+	var mainDone <-chan process.Exit
+	if f.mainID != "" {
+		var args []any
+		if f.mainArgs != nil {
+			args = make([]any, len(f.mainArgs))
+			for i, s := range f.mainArgs {
+				args[i] = s
+			}
+		}
+		mainDone, err = spawnMain(a.node, a.rt, registry.ID(f.mainID), args)
+		if err != nil {
+			fmt.Fprintf(stderr, "runner run: --main %s: %v\n", f.mainID, err)
+			a.shutdownWatching(sigs, force)
+			return 1
+		}
+	}
+
+	code := 0
+	for done := false; !done; {
+		select {
+		case s := <-sigs:
+			if s == syscall.SIGHUP {
+				log.Info("SIGHUP ignored: this build has no hot reload")
+				continue
+			}
+			log.Info("stopping", "signal", s.String())
+			done = true
+		case ex := <-mainDone:
+			if ex.Err != nil {
+				msg := ex.Err.Error()
+				if ve := value.FromError(ex.Err); ve != nil {
+					msg = ve.String()
+				}
+				fmt.Fprintf(stderr, "runner: %s: %s\n", f.mainID, msg)
+				code = 1
+			}
+			done = true
+		}
+	}
+	a.shutdownWatching(sigs, force)
+	return code
+}
+
+// shutdownWatching shuts down; a second stop signal meanwhile forces exit.
+func (a *app) shutdownWatching(sigs <-chan os.Signal, force func()) {
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case s := <-sigs:
+				if s == syscall.SIGHUP {
+					continue
+				}
+				a.log.Warn("second signal: exiting at once", "signal", s.String())
+				force()
+				return
+			case <-done:
+				return
+			}
+		}
+	}()
+	a.shutdown()
+	close(done)
+}
+
+// shutdown stops the watcher, every entry in reverse dependency order
+// (each within its deadline), the root supervisor and the HTTP endpoint.
+func (a *app) shutdown() {
+	if err := a.rt.Stop(context.Background()); err != nil {
+		a.log.Warn("stopping entries", "error", err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if a.root != nil {
+		a.root.Stop(ctx)
+	}
+	if a.srv != nil {
+		if err := a.srv.Shutdown(ctx); err != nil {
+			a.log.Warn("stopping HTTP", "error", err)
+		}
+	}
+	a.log.Info("stopped")
+}
+
+// spawnMain spawns the --main entry under a watcher process that reports
+// its exit.
+func spawnMain(node *process.Node, rt *registry.Runtime, id registry.ID, args []any) (<-chan process.Exit, error) {
+	res := make(chan process.Exit, 1)
+	watcher, err := node.SpawnFunc(func(p *process.Proc) (any, error) {
+		for {
+			if e, ok := p.TryEvent(); ok {
+				if e.Kind == process.EventExit {
+					res <- e.Exit
+					return nil, nil
+				}
+				continue
+			}
+			p.Arm()
+			if e, ok := p.TryEvent(); ok {
+				p.Disarm()
+				if e.Kind == process.EventExit {
+					res <- e.Exit
+					return nil, nil
+				}
+				continue
+			}
+			select {
+			case <-p.Wake():
+			case <-p.Context().Done():
+				return nil, nil
+			}
+		}
+	}, process.SpawnOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := rt.Spawn(id, registry.SpawnOptions{SpawnOptions: process.SpawnOptions{MonitorBy: watcher}, Args: args}); err != nil {
+		node.Terminate(watcher)
+		return nil, err
+	}
+	return res, nil
+}
