@@ -120,11 +120,11 @@ func printLoadErrors(w io.Writer, err error) {
 
 // app is one `runner run`: the runtime and what serves it.
 type app struct {
-	log     *slog.Logger
-	node    *process.Node
-	rt      *registry.Runtime
-	root    *supervisor.Root
-	srv     *observe.Server
+	log  *slog.Logger
+	node *process.Node
+	rt   *registry.Runtime
+	root *supervisor.Root
+	srv  *observe.Server
 }
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {

@@ -146,7 +146,9 @@ func TestParseRun(t *testing.T) {
 		check   func(*runFlags) bool
 		wantErr string
 	}{
-		{[]string{}, func(f *runFlags) bool { return len(f.paths) == 1 && f.paths[0] == "config.example.yaml" && f.mainArgs == nil }, ""},
+		{[]string{}, func(f *runFlags) bool {
+			return len(f.paths) == 1 && f.paths[0] == "config.example.yaml" && f.mainArgs == nil
+		}, ""},
 		{[]string{"a.yaml", "--no-watch", "dir", "--http", "127.0.0.1:0"}, func(f *runFlags) bool {
 			return fmt.Sprint(f.paths) == "[a.yaml dir]" && f.noWatch && f.http == "127.0.0.1:0"
 		}, ""},
