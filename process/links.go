@@ -50,8 +50,9 @@ func (n *Node) addMonitor(tp *process, watcher PID) bool {
 func (n *Node) addWatching(w *process, target PID) {
 	w.mu.Lock()
 	if w.dead.Load() {
-		// Its teardown already ran (or runs now, iterating without the lock).
+		// Its teardown has run and did not see this monitor: drop it.
 		w.mu.Unlock()
+		n.dropMonitor(target, w.pid)
 		return
 	}
 	x := w.extLocked()
@@ -66,8 +67,7 @@ func (n *Node) addWatching(w *process, target PID) {
 func (n *Node) Demonitor(watcher, target PID) {
 	if w := n.lookup(watcher); w != nil {
 		w.mu.Lock()
-		// A dead process's teardown iterates its maps without the lock.
-		if w.ext.Load() != nil && !w.dead.Load() {
+		if w.ext.Load() != nil {
 			delete(w.ext.Load().watching, target)
 		}
 		w.mu.Unlock()
@@ -90,8 +90,7 @@ func (n *Node) dropMonitor(target, watcher PID) {
 	}
 	if tp := n.lookup(target); tp != nil {
 		tp.mu.Lock()
-		// A dead process's teardown iterates its maps without the lock.
-		if tp.ext.Load() != nil && !tp.dead.Load() {
+		if tp.ext.Load() != nil {
 			delete(tp.ext.Load().monitors, watcher)
 		}
 		tp.mu.Unlock()
