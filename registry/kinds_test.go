@@ -124,5 +124,44 @@ func testKinds() (*Registry, *svcKind) {
 	svc := newSvcKind()
 	r.Register(svc)
 	r.Register(defKind{})
+	r.Register(updKind{svc: svc})
 	return r, svc
+}
+
+// updKind's instances apply a change in place unless its mode is "restart".
+type updKind struct{ svc *svcKind }
+
+type updSpec struct {
+	Size int
+	Mode string
+}
+
+func (updKind) Name() string { return "test.upd" }
+
+func (updKind) Decode(d *Decoder) any {
+	return &updSpec{Size: d.Int("size", 0), Mode: d.Enum("mode", "inplace", "inplace", "restart")}
+}
+
+type updInstance struct {
+	*svcInstance
+	size atomic.Int64
+}
+
+func (k updKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, error) {
+	inst, err := k.svc.Start(ctx, env, e)
+	if err != nil {
+		return nil, err
+	}
+	u := &updInstance{svcInstance: inst.(*svcInstance)}
+	u.size.Store(int64(e.Spec.(*updSpec).Size))
+	return u, nil
+}
+
+func (u *updInstance) Update(ctx context.Context, e *Entry) (bool, error) {
+	s := e.Spec.(*updSpec)
+	if s.Mode == "restart" {
+		return false, nil
+	}
+	u.size.Store(int64(s.Size))
+	return true, nil
 }

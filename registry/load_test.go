@@ -84,7 +84,7 @@ testdata/bad/nons.yaml:1:1: namespace: required: every file names its namespace
 testdata/bad/notyaml.yaml:1:1: not valid YAML: did not find expected ',' or ']'
 testdata/bad/refs.yaml:5:11: refs:user: peer: references app:missing, which is not declared
 testdata/bad/refs.yaml:6:13: refs:user: routee: references app:svc, a test.svc; must be test.def
-testdata/bad/unknown.yaml:4:11: unk:a: kind: unknown kind "test.svx" (did you mean "test.svc"?); known kinds: test.def, test.svc
+testdata/bad/unknown.yaml:4:11: unk:a: kind: unknown kind "test.svx" (did you mean "test.svc"?); known kinds: test.def, test.svc, test.upd
 testdata/bad/unknown.yaml:8:5: unk:b: sise: unknown field (did you mean "size"?)
 testdata/bad/unknown.yaml:10:7: unk:b: lifecycle.auto_strat: unknown field (did you mean "auto_start"?)
 testdata/bad/unreadable.yaml: cannot read: no such file or directory`), "\n")
@@ -113,7 +113,7 @@ func TestLoadMistakes(t *testing.T) {
 		{"bad version", "version: \"2\"\nnamespace: a\n", `c.yaml:1:10: version: unsupported version "2"`},
 		{"missing name", "namespace: a\nentries:\n  - kind: test.def\n", "c.yaml:3:5: a:entries[0]: name: required"},
 		{"bad name", "namespace: a\nentries:\n  - {name: X, kind: test.def}\n", `c.yaml:3:12: a:X: name: invalid name "X"`},
-		{"missing kind", "namespace: a\nentries:\n  - name: x\n", "c.yaml:3:5: a:x: kind: required; one of test.def, test.svc"},
+		{"missing kind", "namespace: a\nentries:\n  - name: x\n", "c.yaml:3:5: a:x: kind: required; one of test.def, test.svc, test.upd"},
 		{"meta not a mapping", "namespace: a\nentries:\n  - {name: x, kind: test.def, meta: 3}\n", "c.yaml:3:37: a:x: meta: must be a mapping"},
 		{"lifecycle not a mapping", "namespace: a\nentries:\n  - {name: x, kind: test.def, lifecycle: 3}\n", "c.yaml:3:42: a:x: lifecycle: must be a mapping"},
 		{"auto_start on a definition", "namespace: a\nentries:\n  - {name: x, kind: test.def, lifecycle: {auto_start: true}}\n", "a:x: lifecycle.auto_start: kind test.def does not run as a service"},

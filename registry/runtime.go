@@ -324,12 +324,14 @@ func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
 		rt.log.Error("entry failed to start", "entry", string(id), "error", err)
 		return fmt.Errorf("start %s: %w", id, err)
 	}
-	s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: prev.Restarts})
-	rt.clearFailedCheck(id)
-	rt.log.Debug("entry started", "entry", string(id), "pid", inst.PID().String())
+	// The owner watches before the instance is published, so no one can
+	// reach it (and end it) before its exit would be seen.
 	if ob := rt.owner.Load(); ob != nil {
 		ob.o.Watch(id, inst)
 	}
+	s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: prev.Restarts})
+	rt.clearFailedCheck(id)
+	rt.log.Debug("entry started", "entry", string(id), "pid", inst.PID().String())
 	return nil
 }
 

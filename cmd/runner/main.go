@@ -120,11 +120,12 @@ func printLoadErrors(w io.Writer, err error) {
 
 // app is one `runner run`: the runtime and what serves it.
 type app struct {
-	log  *slog.Logger
-	node *process.Node
-	rt   *registry.Runtime
-	root *supervisor.Root
-	srv  *observe.Server
+	log     *slog.Logger
+	node    *process.Node
+	rt      *registry.Runtime
+	root    *supervisor.Root
+	srv     *observe.Server
+	watcher *registry.Watcher
 }
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
@@ -207,7 +208,12 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	}
 	log.Info("started", "node", a.node.Name(), "entries", len(cfg.Entries), "running", running)
 
-	_ = loader
+	if !f.noWatch {
+		a.watcher, err = registry.Watch(registry.WatchOptions{Runtime: a.rt, Loader: loader, Paths: f.paths, Config: cfg, Logger: log})
+		if err != nil {
+			log.Warn("hot reload is off: cannot watch the configuration", "error", err)
+		}
+	}
 	var mainDone <-chan process.Exit
 	if f.mainID != "" {
 		var args []any
@@ -230,7 +236,11 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		select {
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				log.Info("SIGHUP ignored: this build has no hot reload")
+				if a.watcher != nil {
+					a.watcher.Trigger()
+				} else {
+					log.Info("SIGHUP ignored: hot reload is off (--no-watch)")
+				}
 				continue
 			}
 			log.Info("stopping", "signal", s.String())
@@ -276,6 +286,9 @@ func (a *app) shutdownWatching(sigs <-chan os.Signal, force func()) {
 // shutdown stops the watcher, every entry in reverse dependency order
 // (each within its deadline), the root supervisor and the HTTP endpoint.
 func (a *app) shutdown() {
+	if a.watcher != nil {
+		a.watcher.Close()
+	}
 	if err := a.rt.Stop(context.Background()); err != nil {
 		a.log.Warn("stopping entries", "error", err)
 	}

@@ -1,0 +1,295 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+)
+
+// ReloadSummary says what a reload did, by entry ID.
+type ReloadSummary struct {
+	Added     []ID
+	Updated   []ID // applied in place or restarted
+	Restarted []ID // the subset of Updated (and dependents) that was stopped and started again
+	Removed   []ID
+	Unchanged []ID
+	// Failed are entries that should run but did not start; the rest of
+	// the reload still applied.
+	Failed []ID
+}
+
+func (s ReloadSummary) String() string {
+	return fmt.Sprintf("added=%d updated=%d removed=%d unchanged=%d", len(s.Added), len(s.Updated), len(s.Removed), len(s.Unchanged))
+}
+
+// Reload loads paths and applies the result. An invalid configuration
+// changes nothing: the Errors are returned and counted as rejected.
+func (rt *Runtime) Reload(ctx context.Context, l *Loader, paths ...string) (*Config, ReloadSummary, error) {
+	cfg, err := l.Load(paths...)
+	if err != nil {
+		rt.reloads.WithLabelValues("rejected").Inc()
+		return nil, ReloadSummary{}, err
+	}
+	sum, err := rt.Apply(ctx, cfg)
+	if err != nil {
+		return nil, sum, err
+	}
+	return cfg, sum, nil
+}
+
+// Apply puts cfg in force in place of the running configuration: entries
+// are matched by ID and compared by Digest. Removed entries stop (reverse
+// dependency order); changed ones are updated in place when their instance
+// is an Updater that accepts the change, and restarted otherwise; added
+// ones start; unchanged ones are not touched (same instance, same state).
+//
+// A change propagates along definition references: an entry that
+// instantiates a changed definition (a supervisor's child, a pool's
+// routee) counts as changed too, so its kind can respawn what runs the old
+// definition. An entry that holds a running reference to a restarted entry
+// (a router.group's scope) is restarted after it, because its kind may
+// hold the old instance; an explicit depends_on alone does not restart
+// the dependent, since processes reach each other by registered name.
+func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error) {
+	var sum ReloadSummary
+	err := rt.do(ctx, func() { sum = rt.apply(ctx, cfg) })
+	if err != nil {
+		return sum, err
+	}
+	rt.reloads.WithLabelValues("applied").Inc()
+	return sum, nil
+}
+
+func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
+	var sum ReloadSummary
+	old := rt.snap.Load()
+	changed := map[ID]bool{}
+	for id, e := range cfg.Entries {
+		if s, ok := old.slots[id]; !ok {
+			sum.Added = append(sum.Added, id)
+		} else if s.entry.Digest != e.Digest || s.entry.Kind != e.Kind {
+			changed[id] = true
+		}
+	}
+	for id := range old.slots {
+		if _, ok := cfg.Entries[id]; !ok {
+			sum.Removed = append(sum.Removed, id)
+		}
+	}
+	// Users of a changed definition are changed too, transitively.
+	users := map[ID][]ID{}
+	for id, e := range cfg.Entries {
+		for _, r := range e.Refs {
+			if r.Mode == RefDefinition {
+				users[r.To] = append(users[r.To], id)
+			}
+		}
+	}
+	queue := make([]ID, 0, len(changed))
+	for id := range changed {
+		queue = append(queue, id)
+	}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		for _, u := range users[id] {
+			if _, existed := old.slots[u]; existed && !changed[u] {
+				changed[u] = true
+				queue = append(queue, u)
+			}
+		}
+	}
+	run := RunSet(cfg, rt.opts.Kinds)
+	oldRun := RunSet(old.cfg, rt.opts.Kinds)
+
+	// 1. Stop what is removed, and what changed but is no longer wanted
+	// running, in reverse dependency order of the old configuration.
+	stopOld := map[ID]bool{}
+	for _, id := range sum.Removed {
+		stopOld[id] = true
+	}
+	for id := range old.slots {
+		if _, still := cfg.Entries[id]; still && !run[id] && isLive(old.slots[id]) {
+			stopOld[id] = true
+		}
+	}
+	rt.stopInOrder(old, stopOld)
+	for _, id := range sum.Removed {
+		rt.clearFailedCheck(id)
+	}
+
+	// 2. Publish the new configuration, carrying over every kept state, so
+	// kinds updating or starting below resolve the new definitions.
+	slots := make(map[ID]*slot, len(cfg.Entries))
+	for id, e := range cfg.Entries {
+		s := &slot{entry: e}
+		if os, ok := old.slots[id]; ok && !stopOld[id] {
+			s.state.Store(os.state.Load())
+		} else {
+			s.set(EntryState{Status: StatusDefined})
+		}
+		slots[id] = s
+	}
+	rt.snap.Store(&snapshot{cfg: cfg, slots: slots})
+
+	// 3. Update changed running entries in place, or restart them.
+	restart := map[ID]bool{}
+	for _, id := range cfg.Order {
+		if !changed[id] {
+			continue
+		}
+		sum.Updated = append(sum.Updated, id)
+		s := slots[id]
+		st := s.state.Load()
+		if !isLive(s) {
+			continue
+		}
+		if rt.updateInPlace(ctx, id, s.entry, st) {
+			continue
+		}
+		restart[id] = true
+	}
+	// Dependents holding a running reference (other than depends_on) to a
+	// restarted entry restart with it.
+	for _, id := range cfg.Order {
+		if restart[id] || !isLive(slots[id]) {
+			continue
+		}
+		for _, r := range cfg.Entries[id].Refs {
+			if r.Mode == RefRunning && restart[r.To] && !strings.HasPrefix(r.Field, "lifecycle.depends_on") {
+				restart[id] = true
+				break
+			}
+		}
+	}
+	for id := range cfg.Entries {
+		if !changed[id] && !restart[id] {
+			if _, existed := old.slots[id]; existed {
+				sum.Unchanged = append(sum.Unchanged, id)
+			}
+		}
+	}
+	rt.stopInOrder(rt.snap.Load(), restart)
+	for id := range restart {
+		sum.Restarted = append(sum.Restarted, id)
+	}
+
+	// 4. Start, dependencies first, what must run and does not: added,
+	// changed and restarted entries, and those newly needed. An unchanged
+	// entry that is not running (a service that returned, one the root gave
+	// up on) is left as it is. A failure marks that entry failed and skips
+	// what needs it; the rest of the reload stands.
+	started := map[ID]bool{}
+	for _, id := range cfg.Order {
+		_, existed := old.slots[id]
+		if !run[id] || isLive(slots[id]) {
+			continue
+		}
+		if existed && !changed[id] && !restart[id] && oldRun[id] && !rt.depStarted(cfg, id, started) {
+			continue
+		}
+		if dep := rt.missingDep(cfg, slots, run, id); dep != "" {
+			err := fmt.Errorf("dependency %s is not running", dep)
+			slots[id].set(EntryState{Status: StatusFailed, Err: err})
+			rt.setFailedCheck(id, err)
+			sum.Failed = append(sum.Failed, id)
+			continue
+		}
+		if err := rt.startEntry(ctx, id); err != nil {
+			sum.Failed = append(sum.Failed, id)
+			continue
+		}
+		started[id] = true
+	}
+	for _, l := range [][]ID{sum.Added, sum.Updated, sum.Restarted, sum.Removed, sum.Unchanged, sum.Failed} {
+		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+	}
+	return sum
+}
+
+// isLive reports whether s has an instance the runtime is responsible for:
+// running, or failed and waiting for the root supervisor's restart.
+func isLive(s *slot) bool {
+	st := s.state.Load()
+	return st.Instance != nil && (st.Status == StatusRunning || st.Status == StatusStarting)
+}
+
+// updateInPlace offers the new entry to the running instance; it reports
+// whether the instance took it.
+func (rt *Runtime) updateInPlace(ctx context.Context, id ID, e *Entry, st *EntryState) (applied bool) {
+	u, ok := st.Instance.(Updater)
+	if !ok || st.Status != StatusRunning {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, rt.opts.StartTimeout)
+	defer cancel()
+	defer func() {
+		if r := recover(); r != nil {
+			rt.log.Error("update panicked; restarting the entry", "entry", string(id), "panic", r)
+			applied = false
+		}
+	}()
+	applied, err := u.Update(ctx, e)
+	if err != nil {
+		rt.log.Warn("update in place failed; restarting the entry", "entry", string(id), "error", err)
+		return false
+	}
+	if applied {
+		rt.log.Debug("entry updated in place", "entry", string(id))
+	}
+	return applied
+}
+
+// stopInOrder stops the entries of set that run, in reverse dependency
+// order of snap's configuration.
+func (rt *Runtime) stopInOrder(snap *snapshot, set map[ID]bool) {
+	if len(set) == 0 {
+		return
+	}
+	ids := make([]ID, 0, len(set))
+	seen := map[ID]bool{}
+	for _, id := range snap.cfg.Order {
+		if set[id] {
+			ids = append(ids, id)
+			seen[id] = true
+		}
+	}
+	for id := range set {
+		if !seen[id] {
+			ids = append(ids, id)
+		}
+	}
+	slices.Reverse(ids)
+	prev := rt.snap.Load()
+	if prev != snap {
+		// stopEntry reads the published snapshot; stop with snap's slots.
+		rt.snap.Store(snap)
+		defer rt.snap.Store(prev)
+	}
+	for _, id := range ids {
+		rt.stopEntry(id)
+	}
+}
+
+// depStarted reports whether one of id's running dependencies was just
+// started: an entry that failed for want of it gets its chance again.
+func (rt *Runtime) depStarted(cfg *Config, id ID, started map[ID]bool) bool {
+	for _, r := range cfg.Entries[id].Refs {
+		if r.Mode == RefRunning && started[r.To] {
+			return true
+		}
+	}
+	return false
+}
+
+// missingDep returns a running dependency of id that is not running.
+func (rt *Runtime) missingDep(cfg *Config, slots map[ID]*slot, run map[ID]bool, id ID) ID {
+	for _, r := range cfg.Entries[id].Refs {
+		if r.Mode == RefRunning && run[r.To] && slots[r.To].state.Load().Status != StatusRunning {
+			return r.To
+		}
+	}
+	return ""
+}

@@ -1,0 +1,261 @@
+package registry
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+)
+
+// WatchOptions configure Watch. Runtime, Loader, Paths and Config are
+// required.
+type WatchOptions struct {
+	Runtime *Runtime
+	Loader  *Loader
+	// Paths are the files and directories the configuration was loaded
+	// from; every reload loads them again.
+	Paths []string
+	// Config is the configuration in force when watching starts.
+	Config *Config
+	// Logger for reload results. Default: slog.Default().
+	Logger *slog.Logger
+	// Debounce is how long the files must stay quiet before a reload, so
+	// an editor's burst of writes is one reload. Default: 100ms.
+	Debounce time.Duration
+}
+
+// Watcher reloads the configuration when its files change. It watches
+// directories, not files (editors that save by renaming a temporary file
+// over the original would leave a file watch behind): the directory of
+// every YAML file and Lua source in use, and every directory under the
+// configuration directories, so new files there join on the next reload.
+type Watcher struct {
+	opts    WatchOptions
+	log     *slog.Logger
+	fs      *fsnotify.Watcher
+	trigger chan struct{}
+	done    chan struct{}
+	stopped chan struct{}
+
+	// Owned by the watcher's goroutine.
+	dirs  map[string]bool
+	files map[string]bool // YAML files and sources in use (absolute)
+	roots []string        // configuration directories (absolute)
+}
+
+// Watch starts watching.
+func Watch(opts WatchOptions) (*Watcher, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = 100 * time.Millisecond
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	w := &Watcher{
+		opts: opts, log: opts.Logger, fs: fw,
+		trigger: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
+		dirs: map[string]bool{},
+	}
+	w.track(opts.Config)
+	if len(w.dirs) == 0 {
+		fw.Close()
+		return nil, errors.New("watch: nothing to watch")
+	}
+	go w.run()
+	return w, nil
+}
+
+// Trigger forces a reload (SIGHUP).
+func (w *Watcher) Trigger() {
+	select {
+	case w.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// Close stops watching; a reload in progress finishes first.
+func (w *Watcher) Close() error {
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
+	<-w.stopped
+	return nil
+}
+
+// track updates the watch set for cfg.
+func (w *Watcher) track(cfg *Config) {
+	w.files = map[string]bool{}
+	want := map[string]bool{}
+	w.roots = w.roots[:0]
+	for _, p := range w.opts.Paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+			w.roots = append(w.roots, abs)
+			filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || !d.IsDir() {
+					return nil
+				}
+				if path != abs && strings.HasPrefix(d.Name(), ".") {
+					return fs.SkipDir
+				}
+				want[path] = true
+				return nil
+			})
+			continue
+		}
+		// A named file: watch its directory even while the file is gone,
+		// so its return is seen.
+		w.files[abs] = true
+		want[filepath.Dir(abs)] = true
+	}
+	if cfg != nil {
+		for _, f := range cfg.Files {
+			w.files[f] = true
+			want[filepath.Dir(f)] = true
+		}
+		for _, s := range cfg.Sources() {
+			w.files[s] = true
+			want[filepath.Dir(s)] = true
+		}
+	}
+	for d := range w.dirs {
+		if !want[d] {
+			w.fs.Remove(d)
+			delete(w.dirs, d)
+		}
+	}
+	for d := range want {
+		if w.dirs[d] {
+			continue
+		}
+		if err := w.fs.Add(d); err != nil {
+			w.log.Warn("cannot watch directory", "dir", d, "error", err)
+			continue
+		}
+		w.dirs[d] = true
+	}
+}
+
+// relevant reports whether an event may change the configuration.
+func (w *Watcher) relevant(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod {
+		return false
+	}
+	if w.files[ev.Name] {
+		return true
+	}
+	base := filepath.Base(ev.Name)
+	if strings.HasPrefix(base, ".") {
+		return false
+	}
+	for _, r := range w.roots {
+		if ev.Name == r || strings.HasPrefix(ev.Name, r+string(filepath.Separator)) {
+			if isConfigName(base) {
+				return true
+			}
+			// A new or removed directory may hold (or have held) config.
+			if ev.Op.Has(fsnotify.Create) {
+				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+					return true
+				}
+			}
+			if ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename) {
+				return w.dirs[ev.Name]
+			}
+		}
+	}
+	return false
+}
+
+func (w *Watcher) run() {
+	defer close(w.stopped)
+	defer w.fs.Close()
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	defer timer.Stop()
+	pending := false
+	for {
+		select {
+		case <-w.done:
+			return
+		case ev, ok := <-w.fs.Events:
+			if !ok {
+				return
+			}
+			if w.relevant(ev) {
+				pending = true
+				timer.Reset(w.opts.Debounce)
+			}
+		case err, ok := <-w.fs.Errors:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.log.Warn("file events were lost; rescanning the configuration")
+				pending = true
+				timer.Reset(w.opts.Debounce)
+				continue
+			}
+			w.log.Warn("watching the configuration", "error", err)
+		case <-w.trigger:
+			timer.Stop()
+			pending = false
+			w.reload("signal")
+		case <-timer.C:
+			if pending {
+				pending = false
+				w.reload("change")
+			}
+		}
+	}
+}
+
+func (w *Watcher) reload(cause string) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start := time.Now()
+	cfg, sum, err := w.opts.Runtime.Reload(ctx, w.opts.Loader, w.opts.Paths...)
+	if err != nil {
+		var es Errors
+		if errors.As(err, &es) {
+			w.log.Error("reload rejected: the new configuration is invalid; nothing changed", "errors", len(es), "cause", cause)
+			for _, e := range es {
+				w.log.Error(e.Error())
+			}
+			// New directories may exist even though the config is broken:
+			// keep watching them so the fix is seen.
+			w.track(w.opts.Runtime.Config())
+			return
+		}
+		w.log.Error("reload failed", "error", err)
+		return
+	}
+	w.track(cfg)
+	w.log.Info("reload applied: "+sum.String(), "cause", cause, "took", time.Since(start).Round(time.Microsecond))
+	w.log.Debug("reload details", "added", sum.Added, "updated", sum.Updated, "restarted", sum.Restarted, "removed", sum.Removed, "unchanged", sum.Unchanged)
+	if len(sum.Failed) > 0 {
+		w.log.Warn("reload: some entries did not start", "failed", sum.Failed)
+	}
+}
