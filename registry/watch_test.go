@@ -1,0 +1,200 @@
+package registry
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// Editors save in three ways; each must be seen.
+func saveRename(t testing.TB, p, body string) {
+	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".tmp")
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func saveBackup(t testing.TB, p, body string) {
+	if err := os.Rename(p, p+"~"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(p + "~")
+}
+
+func saveChunks(t testing.TB, p, body string) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(body) / 3
+	for i, chunk := range []string{body[:n], body[n : 2*n], body[2*n:]} {
+		if i > 0 {
+			time.Sleep(15 * time.Millisecond)
+		}
+		if _, err := f.WriteString(chunk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.Close()
+}
+
+func waitUntil(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (r *reloadEnv) watch(debounce time.Duration) *Watcher {
+	r.t.Helper()
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: r.rt.log, Debounce: debounce})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { w.Close() })
+	return w
+}
+
+const watchBase = `namespace: a
+entries:
+  - {name: x, kind: test.svc, source: "file://lua/w.lua", lifecycle: {auto_start: true}}
+`
+
+func TestWatchEditors(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1", "notes.txt": "x"})
+	w := r.watch(0)
+	c := filepath.Join(r.dir, "c.yaml")
+	x := r.pid("a:x")
+	running := func(id ID) func() bool { return func() bool { return !r.pid(id).IsZero() } }
+
+	saveRename(t, c, watchBase+"  - {name: y, kind: test.svc, lifecycle: {auto_start: true}}\n")
+	waitUntil(t, "y added by a rename save", running("a:y"))
+	y := r.pid("a:y")
+
+	saveBackup(t, c, watchBase+"  - {name: y, kind: test.svc, size: 2, lifecycle: {auto_start: true}}\n")
+	waitUntil(t, "y restarted by a backup-and-write save", func() bool { p := r.pid("a:y"); return !p.IsZero() && p != y })
+
+	saveChunks(t, c, watchBase)
+	waitUntil(t, "y removed by an in-place save", func() bool { _, ok := r.rt.Info("a:y"); return !ok })
+	if r.pid("a:x") != x {
+		t.Fatal("a:x was touched by changes to other entries")
+	}
+
+	applied := r.applied()
+	saveChunks(t, c, watchBase+"  - {name: y, kind: test.svc, sise: 2}\n")
+	waitUntil(t, "broken save rejected", func() bool { return r.rejected() == 1 })
+	if !strings.Contains(r.logs.String(), `c.yaml:4:31: a:y: sise: unknown field (did you mean \"size\"?)`) {
+		t.Fatalf("rejection not logged with its position:\n%s", r.logs.String())
+	}
+	if r.pid("a:x") != x || r.applied() != applied {
+		t.Fatal("a rejected reload changed the running state")
+	}
+	saveRename(t, c, watchBase+"  - {name: y, kind: test.svc, size: 3, lifecycle: {auto_start: true}}\n")
+	waitUntil(t, "fixed save applied", running("a:y"))
+
+	os.WriteFile(filepath.Join(r.dir, "lua", "w.lua"), []byte("return 'broken"), 0o644)
+	saveRename(t, filepath.Join(r.dir, "lua", "w.lua"), "return 2")
+	waitUntil(t, "x restarted on a source change", func() bool { p := r.pid("a:x"); return !p.IsZero() && p != x })
+
+	d := filepath.Join(r.dir, "more", "d.yaml")
+	os.MkdirAll(filepath.Dir(d), 0o755)
+	os.WriteFile(d, []byte("namespace: b\nentries:\n  - {name: z, kind: test.svc, lifecycle: {auto_start: true}}\n"), 0o644)
+	waitUntil(t, "a new file in a new directory picked up", running("b:z"))
+	os.Remove(d)
+	waitUntil(t, "a deleted file's entries removed", func() bool { _, ok := r.rt.Info("b:z"); return !ok })
+
+	before := r.applied()
+	w.Trigger()
+	waitUntil(t, "a forced reload", func() bool { return r.applied() == before+1 })
+	if !strings.Contains(r.logs.String(), "reload applied: added=0 updated=0 removed=0 unchanged=2") {
+		t.Fatalf("no summary line:\n%s", r.logs.String())
+	}
+}
+
+// TestWatchBurst: 50 saves in one second are one or two reloads, and the
+// last save wins.
+func TestWatchBurst(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+	r.watch(0)
+	c := filepath.Join(r.dir, "c.yaml")
+	before := r.applied()
+	for i := 1; i <= 50; i++ {
+		body := fmt.Sprintf("%s  - {name: y, kind: test.svc, size: %d, lifecycle: {auto_start: true}}\n", watchBase, i)
+		if i%2 == 0 {
+			saveRename(t, c, body)
+		} else {
+			os.WriteFile(c, []byte(body), 0o644)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitUntil(t, "the last save applied", func() bool {
+		e, ok := r.rt.Entry("a:y")
+		return ok && e.Spec.(*svcSpec).Size == 50 && !r.pid("a:y").IsZero()
+	})
+	time.Sleep(300 * time.Millisecond) // three debounce periods: a late reload would show now
+	if n := r.applied() - before; n < 1 || n > 2 {
+		t.Fatalf("%v reloads for a burst of 50 saves", n)
+	}
+}
+
+// BenchmarkSaveToApply measures the time from a save (rename style) to the
+// change being in force.
+func BenchmarkSaveToApply(b *testing.B) {
+	kinds, _ := testKinds()
+	dir := b.TempDir()
+	c := filepath.Join(dir, "c.yaml")
+	body := func(i int) string {
+		return fmt.Sprintf("namespace: a\nentries:\n  - {name: y, kind: test.svc, size: %d, lifecycle: {auto_start: true}}\n", i)
+	}
+	os.WriteFile(c, []byte(body(0)), 0o644)
+	loader := &Loader{Kinds: kinds}
+	cfg, err := loader.Load(dir)
+	if err != nil {
+		b.Fatal(err)
+	}
+	rt := NewRuntime(RuntimeOptions{Node: process.NewNode(process.Options{Name: "b"}), Kinds: kinds, Logger: slog.New(slog.DiscardHandler)})
+	defer rt.Stop(context.Background())
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		b.Fatal(err)
+	}
+	w, err := Watch(WatchOptions{Runtime: rt, Loader: loader, Paths: []string{dir}, Config: cfg, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	var total time.Duration
+	i := 0
+	for b.Loop() {
+		i++
+		start := time.Now()
+		saveRename(b, c, body(i))
+		for {
+			if e, ok := rt.Entry("a:y"); ok && e.Spec.(*svcSpec).Size == i {
+				if _, ok := rt.Instance("a:y"); ok {
+					break
+				}
+			}
+			time.Sleep(time.Millisecond)
+		}
+		total += time.Since(start)
+	}
+	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/save-to-apply")
+}
