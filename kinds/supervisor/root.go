@@ -92,6 +92,12 @@ func (r *Root) PID() process.PID { return r.pid }
 // Watch implements registry.Owner: the root starts monitoring inst. It
 // never blocks (the runtime calls it from its loop).
 func (r *Root) Watch(id registry.ID, inst registry.Instance) {
+	// Monitor now, on the caller's goroutine, so an instance that exits
+	// right after it starts (even normally) is seen with its real exit;
+	// the root may then get the EXIT before the watch message.
+	if err := r.node.Monitor(r.pid, inst.PID()); err != nil {
+		r.log.Error("root supervisor cannot monitor entry", "entry", string(id), "error", err)
+	}
 	if err := r.node.Send(r.pid, process.Message{Topic: "watch", Payload: rootWatch{id: id, inst: inst}}); err != nil {
 		r.log.Error("root supervisor cannot watch entry", "entry", string(id), "error", err)
 	}
@@ -111,6 +117,7 @@ type rootState struct {
 	r        *Root
 	p        *process.Proc
 	byPID    map[process.PID]rootRunning
+	early    map[process.PID]process.Event // EXITs that beat their watch message
 	attempts map[registry.ID]int
 	timers   map[registry.ID]*time.Timer
 }
@@ -121,7 +128,7 @@ type rootRunning struct {
 }
 
 func (r *Root) run(p *process.Proc) (any, error) {
-	s := &rootState{r: r, p: p, byPID: map[process.PID]rootRunning{}, attempts: map[registry.ID]int{}, timers: map[registry.ID]*time.Timer{}}
+	s := &rootState{r: r, p: p, byPID: map[process.PID]rootRunning{}, early: map[process.PID]process.Event{}, attempts: map[registry.ID]int{}, timers: map[registry.ID]*time.Timer{}}
 	defer func() {
 		for _, t := range s.timers {
 			t.Stop()
@@ -172,11 +179,9 @@ func (s *rootState) message(m process.Message) {
 func (s *rootState) watch(id registry.ID, inst registry.Instance) {
 	pid := inst.PID()
 	s.byPID[pid] = rootRunning{id: id, since: time.Now()}
-	// Monitoring a process that is already gone delivers its EXIT at once
-	// (with ErrNoProcess), so an instance that died before this point is
-	// still seen as failed.
-	if err := s.r.node.Monitor(s.p.Self(), pid); err != nil {
-		s.r.log.Error("root supervisor cannot monitor entry", "entry", string(id), "error", err)
+	if e, ok := s.early[pid]; ok {
+		delete(s.early, pid)
+		s.event(e)
 	}
 }
 
@@ -186,6 +191,9 @@ func (s *rootState) event(e process.Event) {
 	}
 	w, ok := s.byPID[e.From]
 	if !ok {
+		// Watch monitors before it sends the watch message, and every
+		// monitored PID is watched, so this EXIT's watch is on its way.
+		s.early[e.From] = e
 		return
 	}
 	delete(s.byPID, e.From)
@@ -237,6 +245,11 @@ func (s *rootState) restart(id registry.ID, old process.PID) {
 	inst, err := s.r.rt.Restart(s.p.Context(), id, old)
 	switch {
 	case err == nil:
+		// The runtime does not call Watch for a restart: monitor here. An
+		// instance that is gone already reports ErrNoProcess, a failure.
+		if merr := s.r.node.Monitor(s.p.Self(), inst.PID()); merr != nil {
+			s.r.log.Error("root supervisor cannot monitor entry", "entry", string(id), "error", merr)
+		}
 		s.watch(id, inst)
 	case errors.Is(err, registry.ErrNotCurrent), errors.Is(err, registry.ErrRuntimeStopped), s.p.Context().Err() != nil:
 		delete(s.attempts, id)
