@@ -16,6 +16,7 @@ func newKinds(stdout io.Writer) *registry.Registry {
 	r.Register(lua.NewKind(lua.Options{Stdout: stdout}))
 	r.Register(pgscope.Kind{})
 	r.Register(pool.Kind{})
+	r.Register(pool.GroupKind{})
 	r.Register(supervisor.NewStaticKind())
 	r.Register(supervisor.NewDynamicKind())
 	r.Register(supervisor.NewPartitionKind())

