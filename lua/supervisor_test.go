@@ -278,3 +278,19 @@ func TestLuaSupervisorScenarios(t *testing.T) {
 		t.Fatalf("main: %v %v", e.Value, e.Err)
 	}
 }
+
+// TestLuaSupervisorScenariosThroughRunner runs the same scenarios as users
+// do: `runner run --main app:main` on the config, exit 0 when every
+// scenario held.
+func TestLuaSupervisorScenariosThroughRunner(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{"config.yaml": supConfig, "worker.lua": supWorker, "main.lua": supMain} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := runRunner(t, dir, "run", "--no-watch", "--log-level", "error", "--main", "app:main", "config.yaml")
+	if r.code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	}
+}
