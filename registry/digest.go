@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"encoding/hex"
 	"hash"
+	"slices"
 	"sort"
 
 	"gopkg.in/yaml.v3"
@@ -15,11 +16,14 @@ import (
 // ignores it, so editing a comment must not restart anything), plus the
 // bytes of every source it uses. Two loads of an unchanged entry give the
 // same digest; a reload relies on that to leave it alone.
-func digest(e *Entry) string {
+func digest(e *Entry) string { return digestExcept(e, "meta") }
+
+// digestExcept is digest leaving out the named top-level fields.
+func digestExcept(e *Entry, skip ...string) string {
 	h := sha256.New()
 	writeStr(h, e.Kind)
 	if e.Node != nil {
-		writeNode(h, e.Node, true)
+		writeNode(h, e.Node, skip)
 	}
 	for _, s := range e.Sources {
 		writeStr(h, s.Field)
@@ -36,7 +40,7 @@ func writeStr(h hash.Hash, s string) {
 	h.Write([]byte(s))
 }
 
-func writeNode(h hash.Hash, n *yaml.Node, top bool) {
+func writeNode(h hash.Hash, n *yaml.Node, skip []string) {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
@@ -49,22 +53,22 @@ func writeNode(h hash.Hash, n *yaml.Node, top bool) {
 		h.Write([]byte{'l'})
 		writeStr(h, "")
 		for _, c := range n.Content {
-			writeNode(h, c, false)
+			writeNode(h, c, nil)
 		}
 		h.Write([]byte{'e'})
 	case yaml.MappingNode:
 		h.Write([]byte{'m'})
 		idx := make([]int, 0, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			if top && n.Content[i].Value == "meta" {
+			if slices.Contains(skip, n.Content[i].Value) {
 				continue
 			}
 			idx = append(idx, i)
 		}
 		sort.SliceStable(idx, func(a, b int) bool { return n.Content[idx[a]].Value < n.Content[idx[b]].Value })
 		for _, i := range idx {
-			writeNode(h, n.Content[i], false)
-			writeNode(h, n.Content[i+1], false)
+			writeNode(h, n.Content[i], nil)
+			writeNode(h, n.Content[i+1], nil)
 		}
 		h.Write([]byte{'e'})
 	default:

@@ -66,11 +66,18 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 	var sum ReloadSummary
 	old := rt.snap.Load()
 	changed := map[ID]bool{}
+	// Entries whose lifecycle alone changed keep their instance: the root
+	// supervisor reads the restart policy when it needs it, and the run set
+	// below starts or stops what auto_start and depends_on now ask for.
+	lifecycleOnly := map[ID]bool{}
 	for id, e := range cfg.Entries {
 		if s, ok := old.slots[id]; !ok {
 			sum.Added = append(sum.Added, id)
 		} else if s.entry.Digest != e.Digest || s.entry.Kind != e.Kind {
 			changed[id] = true
+			if s.entry.Kind == e.Kind && digestExcept(s.entry, "meta", "lifecycle") == digestExcept(e, "meta", "lifecycle") {
+				lifecycleOnly[id] = true
+			}
 		}
 	}
 	for id := range old.slots {
@@ -89,7 +96,9 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 	}
 	queue := make([]ID, 0, len(changed))
 	for id := range changed {
-		queue = append(queue, id)
+		if !lifecycleOnly[id] {
+			queue = append(queue, id)
+		}
 	}
 	for len(queue) > 0 {
 		id := queue[0]
@@ -146,7 +155,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		if !isLive(s) {
 			continue
 		}
-		if rt.updateInPlace(ctx, id, s.entry, st) {
+		if lifecycleOnly[id] || rt.updateInPlace(ctx, id, s.entry, st) {
 			continue
 		}
 		restart[id] = true

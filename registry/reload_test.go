@@ -317,3 +317,27 @@ func BenchmarkReloadDiff1000(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(b.N)/1000, "ms/reload")
 }
+
+func TestApplyLifecycleOnly(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": `namespace: a
+entries:
+  - {name: x, kind: test.svc, lifecycle: {auto_start: true}}
+  - {name: y, kind: test.svc}
+`})
+	x := r.pid("a:x")
+	r.write("c.yaml", `namespace: a
+entries:
+  - {name: x, kind: test.svc, lifecycle: {auto_start: true, depends_on: [y], restart: {initial_delay: 1s, max_attempts: 2}}}
+  - {name: y, kind: test.svc}
+`)
+	sum := r.apply()
+	if fmt.Sprint(sum.Updated) != "[a:x]" || len(sum.Restarted) != 0 || r.pid("a:x") != x {
+		t.Fatalf("lifecycle-only change: %+v", sum)
+	}
+	if e, _ := r.rt.Entry("a:x"); e.Lifecycle.Restart.MaxAttempts != 2 {
+		t.Fatal("new policy not in force")
+	}
+	if r.pid("a:y").IsZero() {
+		t.Fatal("a new running dependency was not started")
+	}
+}
