@@ -11,18 +11,22 @@ import (
 // names, the context of a goroutine process — lives in ext, allocated on
 // first use, so an idle Behavior stays small.
 type process struct {
-	pid  PID
-	node *Node
-	mb   queue[Message]
-
+	// Read by senders on every message, written rarely: these share the
+	// line(s) of the mailbox's producer fields, which senders write anyway.
+	pid      PID
+	node     *Node
 	behavior Behavior      // nil for a goroutine process
-	sched    atomic.Int32  // Behavior: 1 while a dispatcher goroutine owns it
 	wake     chan struct{} // goroutine process: signalled when mail or an event arrives
+	sched    atomic.Int32  // Behavior: 1 while a dispatcher goroutine owns it
 	waiting  atomic.Bool   // goroutine process: parked on wake
 
-	stopReq atomic.Bool // a stop was requested; see ext.stopReason
-	dead    atomic.Bool
+	// The mailbox keeps its producer and consumer fields a cache line
+	// apart; what follows shares the consumer's line.
+	mb queue[Message]
 
+	// Read by the consumer on every message, written rarely.
+	stopReq  atomic.Bool // a stop was requested; see ext.stopReason
+	dead     atomic.Bool
 	selfStop bool // Behavior: Context.Stop was called; owned by the dispatcher
 
 	mu  sync.Mutex              // guards the fields of ext and the transition to dead
