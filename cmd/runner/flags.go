@@ -100,6 +100,9 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.logLevel, err = logging.ParseLevel(*logLevel); err != nil {
 		return nil, err
 	}
+	if f.node != "" && strings.ContainsAny(f.node, "<>:, \t\n") {
+		return nil, fmt.Errorf("--node %q: a node name may not hold spaces, commas, colons or angle brackets (PIDs print as <node.id.creation>)", f.node)
+	}
 	if f.http != "" {
 		if err := checkHostPort(f.http); err != nil {
 			return nil, fmt.Errorf("--http: %w", err)

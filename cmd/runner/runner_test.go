@@ -158,6 +158,7 @@ func TestParseRun(t *testing.T) {
 		{[]string{"--main", "app:m", "--"}, func(f *runFlags) bool { return f.mainArgs != nil && len(f.mainArgs) == 0 }, ""},
 		{[]string{"--", "x"}, nil, "arguments after -- are for --main"},
 		{[]string{"--http", "nonsense"}, nil, "--http"},
+		{[]string{"--node", "a<b"}, nil, "a node name may not hold"},
 		{[]string{"--log-format", "xml"}, nil, "unknown log format"},
 		{[]string{"--cluster-join", "10.0.0.1:7946"}, nil, "need --cluster-bind"},
 		{[]string{"--cluster-bind", "127.0.0.1:x"}, nil, "port must be a number"},
