@@ -163,3 +163,101 @@ func TestReloadEndToEnd(t *testing.T) {
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// TestReloadRenewsRouteesAndSupervisedChildren: a new Lua source reaches a
+// pool's routees (replaced in place, the pool keeps its PID) and a
+// supervisor's child (restarted through its supervisor).
+func TestReloadRenewsRouteesAndSupervisedChildren(t *testing.T) {
+	dir := t.TempDir()
+	worker := func(v string) string {
+		return `return { main = function()
+  log.info("worker up", {version = "` + v + `"})
+  local inbox = process.inbox()
+  while true do local m = inbox:receive(); m:reply("` + v + `") end
+end }
+`
+	}
+	os.WriteFile(filepath.Join(dir, "worker.lua"), []byte(worker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: worker, kind: process.lua, source: file://worker.lua}
+  - {name: pool, kind: router.pool, routee: worker, size: 2, lifecycle: {auto_start: true}}
+  - name: sup
+    kind: supervisor
+    lifecycle: {auto_start: true}
+    children: [{id: w, process: worker}]
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	var base string
+	select {
+	case a := <-r.addr:
+		base = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no HTTP address:\n%s", r.logs())
+	}
+	view := func(id string, v any) bool {
+		code, body := httpGet(t, base+"/v1/entries/"+id)
+		if code != 200 {
+			return false
+		}
+		var d struct {
+			PID  string          `json:"pid"`
+			View json.RawMessage `json:"view"`
+		}
+		if json.Unmarshal([]byte(body), &d) != nil || len(d.View) == 0 {
+			return false
+		}
+		return json.Unmarshal(d.View, v) == nil
+	}
+	type poolView struct {
+		Routees []string `json:"routees"`
+	}
+	type supView struct {
+		Children []struct {
+			PID *string `json:"pid"`
+		} `json:"children"`
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; logs:\n%s", what, r.logs())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	var pv poolView
+	var sv supView
+	waitFor("pool and supervisor up", func() bool {
+		return view("app:pool", &pv) && len(pv.Routees) == 2 && view("app:sup", &sv) && len(sv.Children) == 1 && sv.Children[0].PID != nil
+	})
+	oldRoutees, oldChild := pv.Routees, *sv.Children[0].PID
+	if n := strings.Count(r.logs(), `"version":"v1"`); n != 3 {
+		t.Fatalf("%d workers up on v1; logs:\n%s", n, r.logs())
+	}
+	saveRename(t, filepath.Join(dir, "worker.lua"), worker("v2"))
+	waitFor("three workers up on v2", func() bool { return strings.Count(r.logs(), `"version":"v2"`) == 3 })
+	waitFor("routees renewed", func() bool {
+		var now poolView
+		if !view("app:pool", &now) || len(now.Routees) != 2 {
+			return false
+		}
+		for _, p := range now.Routees {
+			for _, o := range oldRoutees {
+				if p == o {
+					return false
+				}
+			}
+		}
+		return true
+	})
+	waitFor("child restarted", func() bool {
+		var now supView
+		return view("app:sup", &now) && len(now.Children) == 1 && now.Children[0].PID != nil && *now.Children[0].PID != oldChild
+	})
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}

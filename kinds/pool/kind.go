@@ -89,6 +89,10 @@ func (p *Pool) apply(ns *Spec) bool {
 		}
 	}
 	p.cfg.Store(&config{strategy: ns.Strategy, timeout: ns.Timeout, interval: ns.Interval, rz: p.rz})
+	if d := p.routeeDigest(); d != p.digest {
+		p.digest = d
+		p.renew()
+	}
 	if p.rz == nil {
 		p.applyDelta(ns.Size-len(p.slots), "update")
 	} else if p.resizing.CompareAndSwap(false, true) {

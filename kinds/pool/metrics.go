@@ -26,6 +26,7 @@ type metrics struct {
 	routees  *prometheus.GaugeVec
 	resizes  *prometheus.CounterVec
 	restarts *prometheus.CounterVec
+	renewals *prometheus.CounterVec
 }
 
 // latencyBuckets reach down to 100µs: a hedged read is usually fast.
@@ -58,6 +59,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "router_pool_routee_restarts_total",
 			Help: "Routees restarted in place after they exited.",
 		}, []string{"pool"}),
+		renewals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_pool_routee_renewals_total",
+			Help: "Routees replaced because a reload changed the routee entry.",
+		}, []string{"pool"}),
 	}
 	if reg == nil {
 		return m
@@ -68,6 +73,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.routees = reuse(reg, m.routees)
 	m.resizes = reuse(reg, m.resizes)
 	m.restarts = reuse(reg, m.restarts)
+	m.renewals = reuse(reg, m.renewals)
 	return m
 }
 

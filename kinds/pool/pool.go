@@ -107,6 +107,7 @@ type Pool struct {
 
 	// owned by the pool's process
 	spec      *Spec
+	digest    string // of the routee entry the routees were spawned from
 	rz        resizer
 	slots     []*slot
 	byPID     map[process.PID]*slot
@@ -190,6 +191,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 
 func (p *Pool) init(self process.PID) error {
 	p.pid = self
+	p.digest = p.routeeDigest()
 	for i := 0; i < p.spec.Size; i++ {
 		if err := p.addSlot(); err != nil {
 			// Returning the error ends the process; its Terminator
@@ -364,6 +366,43 @@ func (p *Pool) restart(s *slot) {
 	s.pid = pid
 	p.byPID[pid] = s
 	p.publish()
+}
+
+// routeeDigest is the digest of the routee entry in force: spawns use that
+// entry, so it tells which code the routees run.
+func (p *Pool) routeeDigest() string {
+	if e, ok := p.env.Entries.Entry(p.spec.Routee); ok {
+		return e.Digest
+	}
+	return ""
+}
+
+// renew gives every slot a routee spawned from the routee entry now in
+// force (a reload changed its source or fields). The old routees leave the
+// routing snapshot at once and stop once idle and unreachable, as those a
+// shrink removes do, so nothing they accepted is dropped. A slot whose new
+// routee cannot be spawned keeps its old one.
+func (p *Pool) renew() {
+	deadline := time.Now().Add(max(minDrainTimeout, 2*p.cfg.Load().timeout))
+	renewed := 0
+	for _, s := range p.slots {
+		pid, err := p.spawn()
+		if err != nil {
+			p.log.Error("renewing a routee failed; the slot keeps its old one", "slot", s.n, "error", err)
+			continue
+		}
+		if !s.pid.IsZero() {
+			delete(p.byPID, s.pid)
+			p.retiring[s.pid] = &retiree{deadline: deadline}
+		}
+		s.pid = pid
+		p.byPID[pid] = s
+		renewed++
+	}
+	p.publish()
+	p.armDrain()
+	p.met.renewals.WithLabelValues(string(p.id)).Add(float64(renewed))
+	p.log.Info("routees renewed on a new definition", "routee", string(p.spec.Routee), "renewed", renewed)
 }
 
 // loads reads what the resizer needs of every slot.

@@ -425,3 +425,59 @@ func TestFind(t *testing.T) {
 		t.Errorf("missing: %v", err)
 	}
 }
+
+func TestNewRouteeDefinitionRenewsRoutees(t *testing.T) {
+	h := newHarness(t)
+	var done atomic.Int64
+	h.routee("app:worker", func() process.Behavior { return &worker{work: 2 * time.Millisecond, done: &done} })
+	spec := &Spec{Routee: "app:worker", Size: 3, Strategy: RoundRobin, Timeout: DefaultTimeout, Interval: DefaultInterval}
+	p := h.start(t, spec)
+	const n = 90
+	for i := 0; i < n; i++ {
+		if err := p.Tell(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := append([]process.PID(nil), p.snap.Load().pids...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	// The same pool entry and the same routee definition: nothing moves.
+	if ok, err := p.Update(ctx, &registry.Entry{ID: "app:pool", Spec: spec}); err != nil || !ok {
+		t.Fatalf("update: %v %v", ok, err)
+	}
+	if got := p.snap.Load().pids; fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("routees changed without a new definition: %v -> %v", before, got)
+	}
+
+	// A reload changed the routee's source: its entry has a new digest.
+	h.reg.mu.Lock()
+	h.reg.entries["app:worker"] = &registry.Entry{ID: "app:worker", Kind: "process.lua", Digest: "new source"}
+	h.reg.mu.Unlock()
+	if ok, err := p.Update(ctx, &registry.Entry{ID: "app:pool", Spec: spec}); err != nil || !ok {
+		t.Fatalf("update: %v %v", ok, err)
+	}
+	after := p.snap.Load().pids
+	if len(after) != 3 {
+		t.Fatalf("%d routees after renewal", len(after))
+	}
+	for _, pid := range after {
+		for _, old := range before {
+			if pid == old {
+				t.Fatalf("routee %s was not renewed", pid)
+			}
+		}
+	}
+	eventually(t, "every accepted message processed", func() bool { return done.Load() == n })
+	eventually(t, "old routees stopped once idle", func() bool {
+		for _, pid := range before {
+			if h.node.Alive(pid) {
+				return false
+			}
+		}
+		return true
+	})
+	if v := counterValue(t, h.env.Metrics, "router_pool_routee_renewals_total", map[string]string{"pool": "app:pool"}); v != 3 {
+		t.Errorf("renewals metric %v", v)
+	}
+}
