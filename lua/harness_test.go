@@ -89,6 +89,14 @@ type harness struct {
 	logs *syncBuffer
 	look *fakeLookup
 	pids []process.PID // guarded by look.mu
+	// exits holds each spawned process's exit watch, taken at spawn, so a
+	// test can wait for a process that may exit before it asks.
+	exits map[process.PID]exitWatch // guarded by look.mu
+}
+
+type exitWatch struct {
+	done <-chan struct{}
+	exit func() process.Exit
 }
 
 func newHarness(t testing.TB) *harness {
@@ -186,16 +194,30 @@ func (h *harness) spawn(e *registry.Entry, args ...any) process.PID {
 		h.t.Fatalf("spawn: %v", err)
 	}
 	h.track(pid)
+	if done, exit, ok := h.node.Done(pid); ok {
+		h.look.mu.Lock()
+		if h.exits == nil {
+			h.exits = map[process.PID]exitWatch{}
+		}
+		h.exits[pid] = exitWatch{done, exit}
+		h.look.mu.Unlock()
+	}
 	return pid
 }
 
 // wait waits for pid to exit and returns its exit.
 func (h *harness) wait(pid process.PID, d time.Duration) process.Exit {
 	h.t.Helper()
-	done, exit, ok := h.node.Done(pid)
+	h.look.mu.Lock()
+	w, ok := h.exits[pid]
+	h.look.mu.Unlock()
+	if !ok {
+		w.done, w.exit, ok = h.node.Done(pid)
+	}
 	if !ok {
 		h.t.Fatalf("process %s is already gone", pid)
 	}
+	done, exit := w.done, w.exit
 	select {
 	case <-done:
 		return exit()
