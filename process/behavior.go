@@ -142,12 +142,12 @@ func (p *process) receiveBatch(c Context) (n int, exit Exit, ok bool) {
 	}()
 	b := p.behavior
 	for {
-		m, more := p.mb.pop()
+		e, more := p.mb.pop()
 		if !more {
 			return n, Exit{}, true
 		}
 		n++
-		b.Receive(c, m)
+		b.Receive(c, e.open())
 		if p.selfStop || p.stopReq.Load() || p.dead.Load() {
 			return n, Exit{}, true
 		}

@@ -9,14 +9,38 @@ type Message struct {
 	Topic   string
 	Payload any
 
-	// reply is nil for a tell; one pointer keeps the message small, since
-	// every message crosses cores by value.
-	reply *replyTo
+	// reply is nil unless the message has a reply target.
+	reply *meta
 }
 
-type replyTo struct {
+// meta is what a message carries besides its topic and payload: its sender
+// and its reply target. A mailbox stores only a pointer to it, so a slot
+// stays small — every message crosses cores by value, and each cache line
+// it spans costs a transfer — and all tells of one local sender share one
+// immutable meta.
+type meta struct {
+	from   PID
 	target ReplyTarget
 	token  uint64
+}
+
+// envelope is a message as a mailbox stores it.
+type envelope struct {
+	meta    *meta
+	topic   string
+	payload any
+}
+
+// open turns a stored envelope back into a Message.
+func (e *envelope) open() Message {
+	m := Message{Topic: e.topic, Payload: e.payload}
+	if e.meta != nil {
+		m.From = e.meta.from
+		if e.meta.target != nil {
+			m.reply = e.meta
+		}
+	}
+	return m
 }
 
 // ReplyTarget settles an ask. Settle reports whether this reply was the one
@@ -33,7 +57,7 @@ func (m Message) WithReply(t ReplyTarget, token uint64) Message {
 		m.reply = nil
 		return m
 	}
-	m.reply = &replyTo{target: t, token: token}
+	m.reply = &meta{from: m.From, target: t, token: token}
 	return m
 }
 

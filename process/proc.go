@@ -26,7 +26,13 @@ func (h *Proc) Node() *Node { return h.p.node }
 func (h *Proc) Context() context.Context { return h.p.ext.Load().ctx }
 
 // TryReceive returns the next message without blocking.
-func (h *Proc) TryReceive() (Message, bool) { return h.p.mb.pop() }
+func (h *Proc) TryReceive() (Message, bool) {
+	e, ok := h.p.mb.pop()
+	if !ok {
+		return Message{}, false
+	}
+	return e.open(), true
+}
 
 // TryEvent returns the next system event without blocking.
 func (h *Proc) TryEvent() (Event, bool) { return h.p.ext.Load().events.pop() }
@@ -66,11 +72,11 @@ func (h *Proc) Disarm() { h.p.waiting.Store(false) }
 func (h *Proc) Receive(ctx context.Context) (Message, error) {
 	own := h.Context()
 	for {
-		if m, ok := h.p.mb.pop(); ok {
+		if m, ok := h.TryReceive(); ok {
 			return m, nil
 		}
 		h.Arm()
-		if m, ok := h.p.mb.pop(); ok {
+		if m, ok := h.TryReceive(); ok {
 			h.Disarm()
 			return m, nil
 		}

@@ -15,14 +15,15 @@ type process struct {
 	// line(s) of the mailbox's producer fields, which senders write anyway.
 	pid      PID
 	node     *Node
-	behavior Behavior      // nil for a goroutine process
-	wake     chan struct{} // goroutine process: signalled when mail or an event arrives
-	sched    atomic.Int32  // Behavior: 1 while a dispatcher goroutine owns it
-	waiting  atomic.Bool   // goroutine process: parked on wake
+	behavior Behavior             // nil for a goroutine process
+	wake     chan struct{}        // goroutine process: signalled when mail or an event arrives
+	sched    atomic.Int32         // Behavior: 1 while a dispatcher goroutine owns it
+	waiting  atomic.Bool          // goroutine process: parked on wake
+	tellMeta atomic.Pointer[meta] // shared by this process's tells, made on first use
 
 	// The mailbox keeps its producer and consumer fields a cache line
 	// apart; what follows shares the consumer's line.
-	mb queue[Message]
+	mb queue[envelope]
 
 	// Read by the consumer on every message, written rarely.
 	stopReq  atomic.Bool // a stop was requested; see ext.stopReason
@@ -61,7 +62,8 @@ func (p *process) extLocked() *procExt {
 
 // deliver puts m in the mailbox and wakes the process.
 func (p *process) deliver(m *Message) error {
-	ok, full := p.mb.push(m)
+	e := p.node.seal(m)
+	ok, full := p.mb.push(&e)
 	if !ok {
 		if full {
 			return ErrMailboxFull
@@ -70,6 +72,41 @@ func (p *process) deliver(m *Message) error {
 	}
 	p.notify()
 	return nil
+}
+
+// seal packs m for a mailbox.
+func (n *Node) seal(m *Message) envelope {
+	e := envelope{topic: m.Topic, payload: m.Payload}
+	switch {
+	case m.reply != nil:
+		e.meta = m.reply
+		if e.meta.from != m.From {
+			// From was changed after WithReply: carry what the sender set.
+			c := *m.reply
+			c.from = m.From
+			e.meta = &c
+		}
+	case !m.From.IsZero():
+		e.meta = n.senderMeta(m.From)
+	}
+	return e
+}
+
+// senderMeta returns the meta of a tell from from: the sender's shared one
+// when it is a live local process, a fresh one otherwise.
+func (n *Node) senderMeta(from PID) *meta {
+	sp := n.lookup(from)
+	if sp == nil {
+		return &meta{from: from}
+	}
+	if mt := sp.tellMeta.Load(); mt != nil {
+		return mt
+	}
+	mt := &meta{from: from}
+	if sp.tellMeta.CompareAndSwap(nil, mt) {
+		return mt
+	}
+	return sp.tellMeta.Load()
 }
 
 // deliverEvent queues a system event and wakes the process.

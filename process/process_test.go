@@ -651,3 +651,53 @@ func TestSendDoesNotAllocate(t *testing.T) {
 		t.Fatalf("Send allocates %.2f times per call", a)
 	}
 }
+
+func TestMessageFromAndReplyTargetSurviveTheMailbox(t *testing.T) {
+	n := newTestNode()
+	c := spawnCollector(t, n, SpawnOptions{})
+	sender, _ := n.SpawnFunc(waitStop, SpawnOptions{})
+	defer n.Kill(sender)
+	remote := PID{Node: "far", ID: 9, Creation: 3}
+	r := &recordingTarget{}
+	withReplyThenFrom := Message{Topic: "a"}.WithReply(r, 7)
+	withReplyThenFrom.From = sender
+	tests := []struct {
+		name     string
+		m        Message
+		wantFrom PID
+		canReply bool
+	}{
+		{"no sender", Message{Topic: "t"}, PID{}, false},
+		{"local sender", Message{From: sender, Topic: "t"}, sender, false},
+		{"local sender again", Message{From: sender, Topic: "t"}, sender, false},
+		{"remote sender", Message{From: remote, Topic: "t"}, remote, false},
+		{"ask", Message{From: sender, Topic: "t"}.WithReply(r, 5), sender, true},
+		{"from set after WithReply", withReplyThenFrom, sender, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := n.Send(c.pid, tt.m); err != nil {
+				t.Fatal(err)
+			}
+			got := <-c.msgs
+			if got.From != tt.wantFrom || got.CanReply() != tt.canReply || got.Topic != tt.m.Topic {
+				t.Fatalf("got from %v canReply %v", got.From, got.CanReply())
+			}
+			if tt.canReply {
+				tgt, tok := got.ReplyTarget()
+				wantTgt, wantTok := tt.m.ReplyTarget()
+				if tgt != wantTgt || tok != wantTok {
+					t.Fatalf("reply target %v/%d; want %v/%d", tgt, tok, wantTgt, wantTok)
+				}
+			}
+		})
+	}
+	// Every tell of one local sender shares one meta: no allocation per send.
+	if a := testing.AllocsPerRun(1000, func() { n.Send(c.pid, Message{From: sender, Topic: "x"}); <-c.msgs }); a > 0.05 {
+		t.Fatalf("a tell with a local sender allocates %.2f times", a)
+	}
+}
+
+type recordingTarget struct{}
+
+func (*recordingTarget) Settle(uint64, PID, any, error) bool { return true }

@@ -50,17 +50,17 @@ type chunk[T any] struct {
 }
 
 var (
-	messageChunks sync.Pool
-	eventChunks   sync.Pool
-	funcChunks    sync.Pool
+	envelopeChunks sync.Pool
+	eventChunks    sync.Pool
+	funcChunks     sync.Pool
 )
 
 // chunkPool returns the pool that recycles chunks of T.
 func chunkPool[T any]() *sync.Pool {
 	var zero T
 	switch any(zero).(type) {
-	case Message:
-		return &messageChunks
+	case envelope:
+		return &envelopeChunks
 	case Event:
 		return &eventChunks
 	case func():

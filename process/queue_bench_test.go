@@ -35,7 +35,7 @@ func benchQueue[T any](b *testing.B, v T) {
 
 // BenchmarkQueueMessage measures the mailbox alone: one producer, one
 // consumer spinning on another goroutine.
-func BenchmarkQueueMessage(b *testing.B) { benchQueue(b, Message{Topic: "t", Payload: 1}) }
+func BenchmarkQueueMessage(b *testing.B) { benchQueue(b, envelope{topic: "t", payload: 1}) }
 
 func TestQueueChunksAndTrim(t *testing.T) {
 	var q queue[Message]
