@@ -149,41 +149,23 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}}
 	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
-	rt.restarts = registerCounter(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+	rt.restarts = RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "runner_entry_restarts_total",
 		Help: "Restarts of entries by the root supervisor.",
 	}, []string{"entry"}))
-	rt.reloads = registerCounter(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+	rt.reloads = RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "runner_reload_total",
 		Help: "Configuration reloads, by result (applied or rejected).",
 	}, []string{"result"}))
-	registerCollector(opts.Metrics, &statusCollector{rt: rt, desc: prometheus.NewDesc(
-		"runner_entries", "Entries of the configuration in force, by status.", []string{"status"}, nil)})
+	// A second runtime on the same registry reports through the first's
+	// status collector.
+	RegisterCollector(opts.Metrics, prometheus.Collector(&statusCollector{rt: rt, desc: prometheus.NewDesc(
+		"runner_entries", "Entries of the configuration in force, by status.", []string{"status"}, nil)}))
 	rt.loop = process.NewLoop(process.LoopOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
 	rt.cancel = cancel
 	go rt.loop.Run(ctx)
 	return rt
-}
-
-// registerCounter registers c, or returns the one already registered under
-// its name, so two runtimes on one registry (tests, an embedder) share it.
-func registerCounter(r *prometheus.Registry, c *prometheus.CounterVec) *prometheus.CounterVec {
-	if err := r.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if prev, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return prev
-			}
-		}
-	}
-	return c
-}
-
-func registerCollector(r *prometheus.Registry, c prometheus.Collector) {
-	// A second runtime on the same registry reports through the first's
-	// collector; dropping the duplicate is what we want.
-	_ = r.Register(c)
 }
 
 type statusCollector struct {

@@ -1,8 +1,7 @@
 package pgscope
 
 import (
-	"errors"
-
+	"github.com/proctor-run/proctor/registry"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -42,36 +41,18 @@ func newCollectors() *collectors {
 	}
 }
 
-// register registers v on reg, or returns the collector already registered
-// there under the same description, so a restarted entry (or a second
-// scope) reuses the kind's collectors instead of failing.
-func register[T prometheus.Collector](reg *prometheus.Registry, v T) T {
-	if reg == nil {
-		return v
-	}
-	if err := reg.Register(v); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(T); ok {
-				return existing
-			}
-		}
-	}
-	return v
-}
-
 func newScopeMetrics(reg *prometheus.Registry, scope string) *scopeMetrics {
 	c := newCollectors()
-	c.groups = register(reg, c.groups)
-	c.members = register(reg, c.members)
-	c.queue = register(reg, c.queue)
-	c.subscribers = register(reg, c.subscribers)
-	c.joins = register(reg, c.joins)
-	c.leaves = register(reg, c.leaves)
-	c.broadcasts = register(reg, c.broadcasts)
-	c.dropped = register(reg, c.dropped)
-	c.deliveries = register(reg, c.deliveries)
-	c.refused = register(reg, c.refused)
+	c.groups = registry.RegisterCollector(reg, c.groups)
+	c.members = registry.RegisterCollector(reg, c.members)
+	c.queue = registry.RegisterCollector(reg, c.queue)
+	c.subscribers = registry.RegisterCollector(reg, c.subscribers)
+	c.joins = registry.RegisterCollector(reg, c.joins)
+	c.leaves = registry.RegisterCollector(reg, c.leaves)
+	c.broadcasts = registry.RegisterCollector(reg, c.broadcasts)
+	c.dropped = registry.RegisterCollector(reg, c.dropped)
+	c.deliveries = registry.RegisterCollector(reg, c.deliveries)
+	c.refused = registry.RegisterCollector(reg, c.refused)
 	m := &scopeMetrics{vecs: c, scope: scope}
 	m.groups = c.groups.WithLabelValues(scope)
 	m.members = c.members.WithLabelValues(scope)

@@ -1,8 +1,7 @@
 package pool
 
 import (
-	"errors"
-
+	"github.com/proctor-run/proctor/registry"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -67,26 +66,12 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	if reg == nil {
 		return m
 	}
-	m.resolved = reuse(reg, m.resolved)
-	m.latency = reuse(reg, m.latency)
-	m.routed = reuse(reg, m.routed)
-	m.routees = reuse(reg, m.routees)
-	m.resizes = reuse(reg, m.resizes)
-	m.restarts = reuse(reg, m.restarts)
-	m.renewals = reuse(reg, m.renewals)
+	m.resolved = registry.RegisterCollector(reg, m.resolved)
+	m.latency = registry.RegisterCollector(reg, m.latency)
+	m.routed = registry.RegisterCollector(reg, m.routed)
+	m.routees = registry.RegisterCollector(reg, m.routees)
+	m.resizes = registry.RegisterCollector(reg, m.resizes)
+	m.restarts = registry.RegisterCollector(reg, m.restarts)
+	m.renewals = registry.RegisterCollector(reg, m.renewals)
 	return m
-}
-
-// reuse registers c, or returns the collector already registered under
-// its name, so a pool started twice (or several pools) share the series.
-func reuse[C prometheus.Collector](reg *prometheus.Registry, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }

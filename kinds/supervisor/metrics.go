@@ -1,9 +1,9 @@
 package supervisor
 
 import (
-	"errors"
 	"sync"
 
+	"github.com/proctor-run/proctor/registry"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -38,20 +38,8 @@ func metricsFor(r *prometheus.Registry) *supMetrics {
 		return m.(*supMetrics)
 	}
 	m := newSupMetrics()
-	m.restarts = registerVec(r, m.restarts)
-	m.escalations = registerVec(r, m.escalations)
+	m.restarts = registry.RegisterCollector(r, m.restarts)
+	m.escalations = registry.RegisterCollector(r, m.escalations)
 	actual, _ := metricsByRegistry.LoadOrStore(r, m)
 	return actual.(*supMetrics)
-}
-
-func registerVec(r *prometheus.Registry, c *prometheus.CounterVec) *prometheus.CounterVec {
-	if err := r.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(*prometheus.CounterVec); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }
