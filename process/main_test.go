@@ -5,22 +5,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"go.uber.org/goleak"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
 
 // behaviorFunc adapts a function to Behavior.
 type behaviorFunc func(c Context, m Message)
@@ -101,3 +90,6 @@ func (c *collector) noEvent(t *testing.T, within time.Duration) {
 func newTestNode() *Node {
 	return NewNode(Options{Name: "test", Logger: slog.New(slog.DiscardHandler)})
 }
+
+// Shared helpers (internal/testutil).
+var eventually = testutil.Eventually

@@ -1,20 +1,19 @@
 package registry
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
 
@@ -25,23 +24,6 @@ type reloadEnv struct {
 	rt     *Runtime
 	loader *Loader
 	logs   *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func newReloadEnv(t *testing.T, files map[string]string) *reloadEnv {
@@ -341,3 +323,6 @@ entries:
 		t.Fatal("a new running dependency was not started")
 	}
 }
+
+// Shared helpers (internal/testutil).
+type syncBuffer = testutil.SyncBuffer

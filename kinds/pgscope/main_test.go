@@ -1,7 +1,6 @@
 package pgscope
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -44,24 +44,6 @@ func (h *fakeHealth) get(name string) (func() error, bool) {
 	defer h.mu.Unlock()
 	c, ok := h.checks[name]
 	return c, ok
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.b.String()
 }
 
 type harness struct {
@@ -159,18 +141,6 @@ func (h *harness) sync() {
 	}
 }
 
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // next receives one event, failing after a generous deadline.
 func next(t *testing.T, sub *Subscription) Event {
 	t.Helper()
@@ -245,3 +215,8 @@ func mustKind(t *testing.T, err error, want error) {
 		t.Fatalf("err = %v, want %v", err, want)
 	}
 }
+
+// Shared helpers (internal/testutil).
+type syncBuffer = testutil.SyncBuffer
+
+var eventually = testutil.Eventually

@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -63,24 +63,6 @@ func (f *fakeRegistry) Spawn(id registry.ID, opts registry.SpawnOptions) (proces
 	}
 	f.spawned.Add(1)
 	return f.node.Spawn(mk(), opts.SpawnOptions)
-}
-
-// syncBuffer is a log sink safe for concurrent writers.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 type harness struct {
@@ -149,18 +131,6 @@ func (h *harness) start(t testing.TB, spec *Spec) *Pool {
 		_ = p.Stop(ctx)
 	})
 	return p
-}
-
-// eventually polls cond until it holds or a generous deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // replica is a configurable Go routee. It replies asynchronously after
@@ -307,3 +277,8 @@ func asAggregate(t testing.TB, err error) *value.Error {
 }
 
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
+
+// Shared helpers (internal/testutil).
+type syncBuffer = testutil.SyncBuffer
+
+var eventually = testutil.Eventually

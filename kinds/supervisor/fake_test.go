@@ -14,6 +14,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -222,18 +223,6 @@ func hasChild(s *Supervisor, id string) bool {
 	return slices.ContainsFunc(s.WhichChildren(), func(c ChildInfo) bool { return c.ID == id })
 }
 
-// waitFor polls cond until it holds or a generous deadline passes.
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(time.Millisecond)
-	}
-}
-
 // waitRunning waits until child id runs with a PID other than old.
 func waitRunning(t testing.TB, s *Supervisor, id string, old process.PID) process.PID {
 	t.Helper()
@@ -273,3 +262,6 @@ func kids(ids ...string) []ChildSpec {
 	}
 	return out
 }
+
+// Shared helpers (internal/testutil).
+var waitFor = testutil.Eventually

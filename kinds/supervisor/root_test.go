@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -71,18 +72,6 @@ func rootSetup(t *testing.T, yaml string) (*registry.Runtime, *Root) {
 		goleak.VerifyNone(t)
 	})
 	return rt, root
-}
-
-// waitFor polls cond with a generous deadline.
-func rootWaitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
 }
 
 func rootCrash(t *testing.T, rt *registry.Runtime, id registry.ID, topic string) process.PID {
@@ -217,3 +206,6 @@ func TestRootBackoff(t *testing.T) {
 		}
 	}
 }
+
+// Shared helpers (internal/testutil).
+var rootWaitFor = testutil.Eventually

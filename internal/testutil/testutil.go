@@ -1,0 +1,52 @@
+// Package testutil holds the helpers every package's tests share: polling
+// for a condition with a generous deadline (never sleep-and-hope), and a
+// log sink that concurrent writers may share.
+package testutil
+
+import (
+	"bytes"
+	"sync"
+	"testing"
+	"time"
+)
+
+// Deadline is how long Eventually waits: generous, since the machines that
+// run the tests are small and busy.
+const Deadline = 10 * time.Second
+
+// Eventually polls cond until it holds, failing t once Deadline has passed.
+func Eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	EventuallyWithin(t, Deadline, what, cond)
+}
+
+// EventuallyWithin is Eventually with its own deadline.
+func EventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// SyncBuffer is a bytes.Buffer safe for concurrent writers, for capturing
+// logs.
+type SyncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *SyncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *SyncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
