@@ -18,8 +18,10 @@ var (
 	ErrFixedChildren = value.NewError(value.KindInvalid, "children of this supervisor are fixed")
 	// ErrNotPartition: routing asked of a supervisor that is not a partition.
 	ErrNotPartition = value.NewError(value.KindInvalid, "not a partition supervisor")
-	// ErrNoWorker: the worker that owns the key is being restarted.
-	ErrNoWorker = value.NewError(value.KindStopped, "the worker for that key is restarting")
+	// ErrNoWorker: the worker that owns the key has no process: it is
+	// being restarted, or it stopped for good (temporary, transient after
+	// a normal exit, the stop action) and its slot stays empty.
+	ErrNoWorker = value.NewError(value.KindStopped, "the worker for that key is not running")
 	// ErrBadKey: a key that cannot be hashed.
 	ErrBadKey = value.NewError(value.KindInvalid, "partition key must be a string, a number, or a table with a key field")
 	// ErrStopped: the supervisor is no longer running.

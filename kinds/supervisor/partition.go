@@ -110,7 +110,8 @@ func (s *Supervisor) Partitions() int {
 // Route returns the worker that owns key (a string, a number, or a table
 // whose key field is one). The slot of a key is fixed while the supervisor
 // runs: a restarted worker takes its predecessor's slot. While that worker
-// is being restarted, Route fails with ErrNoWorker.
+// is being restarted, or once it stopped for good (its slot stays, empty),
+// Route fails with ErrNoWorker.
 func (s *Supervisor) Route(key any) (process.PID, error) {
 	if s.kind != KindPartition {
 		return process.PID{}, fmt.Errorf("supervisor %s: route: %w", s.id, ErrNotPartition)
@@ -125,7 +126,7 @@ func (s *Supervisor) Route(key any) (process.PID, error) {
 	}
 	c := slots[h%uint64(len(slots))].info.Load()
 	if c.PID.IsZero() {
-		return process.PID{}, fmt.Errorf("supervisor %s: route to worker %s: %w", s.id, c.ID, ErrNoWorker)
+		return process.PID{}, fmt.Errorf("supervisor %s: route to worker %s (%s): %w", s.id, c.ID, c.Status, ErrNoWorker)
 	}
 	return c.PID, nil
 }

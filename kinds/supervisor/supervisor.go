@@ -721,6 +721,12 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	}
 	switch c.spec.Restart {
 	case Temporary:
+		if s.kind == KindPartition {
+			// A partition's slot count maps keys to workers: dropping
+			// the slot would move the keys of every other worker.
+			s.set(c, StatusTerminated)
+			return nil
+		}
 		s.remove(c)
 		return nil
 	case Transient:

@@ -662,3 +662,58 @@ func counterValue(c prometheus.Counter) float64 {
 	}
 	return m.GetCounter().GetValue()
 }
+
+// A partition's slot count is what maps keys to workers: a worker that
+// stops for good (temporary, transient after a normal exit, the stop
+// action) must leave its slot empty rather than shift every other key.
+func TestPartitionSlotsSurviveWorkersThatStopForGood(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		worker ChildSpec
+		topic  string
+	}{
+		{"temporary crash", ChildSpec{Process: "t:w", Restart: Temporary}, "crash"},
+		{"temporary normal exit", ChildSpec{Process: "t:w", Restart: Temporary}, "exit"},
+		{"transient normal exit", ChildSpec{Process: "t:w", Restart: Transient}, "exit"},
+		{"stop action", ChildSpec{Process: "t:w", OnFailure: ActionStop}, "crash"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			f.addWorker("t:w")
+			s := f.start("t:part", &Spec{MaxRestarts: 3, Kind: KindPartition, Partitions: 4, Worker: tc.worker})
+			keys := []any{"alice", "bob", "carol", "dave", "erin", "frank", 1.0, 2.0, 3.0, 4.0}
+			owner := map[any]process.PID{}
+			for _, k := range keys {
+				pid, err := s.Route(k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				owner[k] = pid
+			}
+			gone := owner["alice"]
+			send(t, f.env.Node, gone, tc.topic)
+			waitFor(t, "the worker to stop for good", func() bool {
+				for _, c := range s.WhichChildren() {
+					if c.PID == gone {
+						return false
+					}
+				}
+				return true
+			})
+			if n := s.Partitions(); n != 4 {
+				t.Fatalf("partitions = %d after a worker stopped for good, want 4", n)
+			}
+			if _, err := s.Route("alice"); !errors.Is(err, ErrNoWorker) {
+				t.Fatalf("route to the stopped worker's key: %v, want ErrNoWorker", err)
+			}
+			for k, pid := range owner {
+				if pid == gone {
+					continue
+				}
+				if p, err := s.Route(k); err != nil || p != pid {
+					t.Fatalf("key %v moved from %s to %s (%v) after another worker stopped", k, pid, p, err)
+				}
+			}
+		})
+	}
+}
