@@ -46,6 +46,41 @@ func TestMissingMethodAtRunTime(t *testing.T) {
 	}
 }
 
+// TestMethodThroughIndex: a module may inherit its method through __index;
+// validation must let it through and the process must find it.
+func TestMethodThroughIndex(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct{ name, src, want string }{
+		{"setmetatable_stmt", `
+local Base = {}
+function Base.main() return "ok" end
+local M = {}
+setmetatable(M, {__index = Base})
+return M`, ""},
+		{"index_function", `
+local M = {}
+setmetatable(M, {__index = function(_, k) return function() return "ok" end end})
+return M`, ""},
+		{"index_raises", `
+local M = {}
+setmetatable(M, {__index = function() error("no methods here") end})
+return M`, "no methods here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := h.run(h.entry(tc.name, tc.src))
+			if tc.want == "" {
+				if ex.Err != nil || ex.Value != "ok" {
+					t.Fatalf("exit = %#v, %v", ex.Value, ex.Err)
+				}
+				return
+			}
+			if ex.Err == nil || !strings.Contains(ex.Err.Error(), tc.want) {
+				t.Fatalf("exit = %v, want an error with %q", ex.Err, tc.want)
+			}
+		})
+	}
+}
+
 func TestResourceLimitsAreErrors(t *testing.T) {
 	h := newHarness(t)
 	for _, tc := range []struct{ name, body, want string }{

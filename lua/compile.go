@@ -160,6 +160,19 @@ func definedMethods(chunk []ast.Stmt) (methods map[string]bool, known bool) {
 				known = false
 			}
 		case *ast.FuncCallStmt:
+			// A table handed to a call (setmetatable(M, {__index = Base}),
+			// rawset(M, "main", f), M:init()) may gain methods that cannot
+			// be seen here.
+			if call, ok := s.Expr.(*ast.FuncCallExpr); ok {
+				if id, ok := call.Receiver.(*ast.IdentExpr); ok {
+					opaque[id.Value] = true
+				}
+				for _, a := range call.Args {
+					if id, ok := a.(*ast.IdentExpr); ok {
+						opaque[id.Value] = true
+					}
+				}
+			}
 		default:
 			// Blocks and loops at the top level may fill tables in ways
 			// not followed here.

@@ -97,7 +97,17 @@ func (p *Process) run(args []any) (any, error) {
 	L.Pop(1)
 	var fn lua.LValue = lua.LNil
 	if t, ok := mod.(*lua.LTable); ok {
-		fn = t.RawGetString(spec.Method)
+		// Not a raw get: a module may inherit its method through
+		// __index (setmetatable(M, {__index = Base})). The lookup may run
+		// a metamethod, so it runs protected.
+		L.Push(L.NewFunction(methodLookup))
+		L.Push(t)
+		L.Push(lua.LString(spec.Method))
+		if err := L.PCall(2, 1, nil); err != nil {
+			return nil, p.scriptError(err)
+		}
+		fn = L.Get(-1)
+		L.Pop(1)
 	}
 	if fn == lua.LNil {
 		fn = L.G.Global.RawGetString(spec.Method)
@@ -123,6 +133,12 @@ func (p *Process) run(args []any) (any, error) {
 		return nil, fmt.Errorf("%s: %w", p.entry.ID, err)
 	}
 	return v, nil
+}
+
+// methodLookup returns t[name], honouring __index.
+func methodLookup(L *lua.LState) int {
+	L.Push(L.GetField(L.Get(1), L.CheckString(2)))
+	return 1
 }
 
 // scriptError turns a raised Lua error into the process's exit reason: an

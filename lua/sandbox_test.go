@@ -206,6 +206,10 @@ func TestDefinedMethods(t *testing.T) {
 		{"return setmetatable({}, {})", false, false},
 		{"return { [k] = print }", false, false},
 		{"return N", false, false},
+		{"local M = {}\nsetmetatable(M, {__index = B})\nreturn M", false, false},
+		{"local M = {}\nrawset(M, 'main', print)\nreturn M", false, false},
+		{"local M = {}\nM:init()\nreturn M", false, false},
+		{"local M = {}\nprint('loaded')\nfunction M.run() end\nreturn M", false, true},
 	} {
 		c, err := Compile("t.lua", []byte(tc.src))
 		if err != nil {
