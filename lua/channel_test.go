@@ -112,6 +112,34 @@ end }`)
 	check(t, h, e)
 }
 
+// TestListenAfterMessagesWereSetAside: a receive on one listen channel
+// sets other topics' messages aside in the inbox; a listen opened later for
+// one of those topics must still get them, in order, and the inbox not.
+func TestListenAfterMessagesWereSetAside(t *testing.T) {
+	h := newHarness(t)
+	e := h.entry("main", `
+return { main = function()
+  local me = process.pid()
+  process.send(me, "b", 1)
+  process.send(me, "c", 2)
+  process.send(me, "b", 3)
+  process.send(me, "a", 4)
+  assert(process.listen("a"):receive():payload() == 4)
+  local b = process.listen("b")
+  local r = channel.select{ b:case_receive(), default = true }
+  assert(not r.default, "the b message set aside before listen('b') did not reach it")
+  assert(r.value:payload() == 1)
+  assert(b:receive():payload() == 3)
+  local inbox = process.inbox()
+  local m = inbox:receive()
+  assert(m:topic() == "c" and m:payload() == 2, "inbox got " .. m:topic())
+  r = channel.select{ inbox:case_receive(), default = true }
+  assert(r.default, "inbox holds a message listen('b') claims")
+  return "ok"
+end }`)
+	check(t, h, e)
+}
+
 func TestTime(t *testing.T) {
 	h := newHarness(t)
 	e := h.entry("main", `

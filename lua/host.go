@@ -241,6 +241,24 @@ func (mb *mailbox) listenChannel(topic string) *Channel {
 	}
 	c := &Channel{owner: mb.p, external: true, kind: chanListen, topic: topic}
 	mb.listens[topic] = c
+	// Messages with this topic may already wait in the inbox channel,
+	// parked there by an earlier receive on another listen channel. They
+	// move over, in order, so listen(topic) sees every message with its
+	// topic that no one has received yet, however the mailbox was read.
+	if in := mb.inbox; in != nil {
+		in.mu.Lock()
+		kept := in.items[in.head:in.head]
+		for _, it := range in.items[in.head:] {
+			if m := it.(process.Message); m.Topic == topic {
+				c.pushLocked(m)
+			} else {
+				kept = append(kept, it)
+			}
+		}
+		clear(in.items[in.head+len(kept):])
+		in.items = in.items[:in.head+len(kept)]
+		in.mu.Unlock()
+	}
 	return c
 }
 
