@@ -140,6 +140,35 @@ end }`)
 	check(t, h, e)
 }
 
+// TestDurationBounds: a huge number of milliseconds is "forever", not an
+// overflow into a negative duration that fires at once; NaN raises.
+func TestDurationBounds(t *testing.T) {
+	h := newHarness(t)
+	e := h.entry("main", `
+return { main = function()
+  local never = time.after(math.huge)
+  local soon = time.after(30)
+  local r = channel.select{ never:case_receive(), soon:case_receive() }
+  assert(r.channel == soon, "time.after(math.huge) fired")
+  never = time.after(1e300)
+  r = channel.select{ never:case_receive(), time.after(30):case_receive() }
+  assert(r.channel ~= never, "time.after(1e300) fired")
+  local v, err = process.ask("nobody", "x", nil, math.huge)
+  assert(v == nil and err.kind == "not_found", tostring(err))
+  for _, call in ipairs{
+    function() time.sleep(0/0) end,
+    function() time.after(0/0) end,
+    function() process.ask("nobody", "x", nil, 0/0) end,
+    function() time.sleep(-1) end,
+  } do
+    local ok, msg = pcall(call)
+    assert(not ok and tostring(msg):find("bad argument"), tostring(msg))
+  end
+  return "ok"
+end }`)
+	check(t, h, e)
+}
+
 func TestTime(t *testing.T) {
 	h := newHarness(t)
 	e := h.entry("main", `

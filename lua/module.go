@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"math"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -218,10 +219,20 @@ func ReturnValue(L *lua.LState, v any) int {
 func CheckDuration(L *lua.LState, n int) time.Duration {
 	switch v := L.Get(n).(type) {
 	case lua.LNumber:
-		if v < 0 {
+		f := float64(v)
+		if math.IsNaN(f) {
+			L.ArgError(n, "duration must be a number of milliseconds, got nan")
+		}
+		if f < 0 {
 			L.ArgError(n, "duration must not be negative")
 		}
-		return time.Duration(float64(v) * float64(time.Millisecond))
+		// Past what a Duration holds (math.huge, 1e300) means "forever";
+		// the plain conversion would overflow to a negative duration, and a
+		// timer would fire at once.
+		if ns := f * float64(time.Millisecond); ns < float64(math.MaxInt64) {
+			return time.Duration(ns)
+		}
+		return time.Duration(math.MaxInt64)
 	case lua.LString:
 		d, err := time.ParseDuration(string(v))
 		if err != nil {
