@@ -530,8 +530,10 @@ func (rt *Runtime) current(id ID, pid process.PID, want Status) (*slot, *EntrySt
 
 // Restart starts a new instance of id in place of old, which failed and
 // was reported through Exited. It returns ErrNotCurrent when the runtime
-// has since stopped, removed or replaced the entry. The owner watches the
-// returned instance itself (Watch is not called).
+// has since stopped, removed or replaced the entry. The owner's Watch is
+// called before the instance is published, as for a first start: an
+// instance that returns at once must be seen with its real exit, not as a
+// process already gone by the time its owner got to monitor it.
 func (rt *Runtime) Restart(ctx context.Context, id ID, old process.PID) (Instance, error) {
 	var inst Instance
 	var err error
@@ -557,6 +559,9 @@ func (rt *Runtime) Restart(ctx context.Context, id ID, old process.PID) (Instanc
 			return
 		}
 		rt.restarts.WithLabelValues(string(id)).Inc()
+		if ob := rt.owner.Load(); ob != nil {
+			ob.o.Watch(id, inst)
+		}
 		s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: cur.Restarts + 1})
 		rt.clearFailedCheck(id)
 		rt.log.Info("entry restarted", "entry", string(id), "pid", inst.PID().String(), "restarts", cur.Restarts+1)

@@ -242,15 +242,13 @@ func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
 }
 
 func (s *rootState) restart(id registry.ID, old process.PID) {
-	inst, err := s.r.rt.Restart(s.p.Context(), id, old)
+	_, err := s.r.rt.Restart(s.p.Context(), id, old)
 	switch {
 	case err == nil:
-		// The runtime does not call Watch for a restart: monitor here. An
-		// instance that is gone already reports ErrNoProcess, a failure.
-		if merr := s.r.node.Monitor(s.p.Self(), inst.PID()); merr != nil {
-			s.r.log.Error("root supervisor cannot monitor entry", "entry", string(id), "error", merr)
-		}
-		s.watch(id, inst)
+		// The runtime called Watch before it published inst: the monitor
+		// is in place and the watch message is on its way. Monitoring
+		// only now would take an instance that already returned normally
+		// for one that failed (its EXIT would say "no such process").
 	case errors.Is(err, registry.ErrNotCurrent), errors.Is(err, registry.ErrRuntimeStopped), s.p.Context().Err() != nil:
 		delete(s.attempts, id)
 	default:

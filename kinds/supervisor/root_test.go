@@ -3,8 +3,10 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -209,3 +211,93 @@ func TestRootBackoff(t *testing.T) {
 
 // Shared helpers (internal/testutil).
 var rootWaitFor = testutil.Eventually
+
+// rootQuickKind's first instance waits for "crash"; every later one
+// returns normally as soon as its owner has been told of it: a service that
+// finishes its work at once, before anyone else could get to monitor it.
+type rootQuickKind struct {
+	starts  *atomic.Int32
+	release chan struct{}
+}
+
+func (rootQuickKind) Name() string                 { return "roottest.quick" }
+func (rootQuickKind) Decode(*registry.Decoder) any { return nil }
+
+func (k rootQuickKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	first := k.starts.Add(1) == 1
+	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		if !first {
+			<-k.release
+			return "done", nil
+		}
+		m, err := p.Receive(context.Background())
+		if err != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("crashed on %s", m.Topic)
+	}, process.SpawnOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return rootTestInstance{pid}, nil
+}
+
+// releasingOwner lets a later rootQuickKind instance return the moment the
+// root has been told to watch it.
+type releasingOwner struct {
+	*Root
+	k rootQuickKind
+}
+
+func (o releasingOwner) Watch(id registry.ID, inst registry.Instance) {
+	o.Root.Watch(id, inst)
+	if o.k.starts.Load() > 1 {
+		o.k.release <- struct{}{}
+	}
+}
+
+// A restarted instance that returns normally right away is stopped, not
+// taken for a failure ("no such process") and restarted until the entry is
+// marked failed: the root watches it before it is published, as it does a
+// first start.
+func TestRootRestartedInstanceReturnsAtOnce(t *testing.T) {
+	k := rootQuickKind{starts: &atomic.Int32{}, release: make(chan struct{}, 8)}
+	kinds := registry.NewRegistry()
+	kinds.Register(k)
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(`namespace: a
+entries:
+  - {name: s, kind: roottest.quick, lifecycle: {auto_start: true, restart: {initial_delay: 5ms, max_attempts: 3}}}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := process.NewNode(process.Options{Name: "root-test"})
+	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
+	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.SetOwner(releasingOwner{root, k})
+	t.Cleanup(func() {
+		close(k.release)
+		rt.Stop(context.Background())
+		root.Stop(context.Background())
+		goleak.VerifyNone(t)
+	})
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	rootCrash(t, rt, "a:s", "crash")
+	rootWaitFor(t, "stopped after one restart", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusStopped && info.Restarts == 1
+	})
+	time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing may come back
+	if info, _ := rt.Info("a:s"); info.Status != registry.StatusStopped || info.Restarts != 1 || k.starts.Load() != 2 {
+		t.Fatalf("after a normal return: %+v, %d starts", info, k.starts.Load())
+	}
+}
