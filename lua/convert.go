@@ -30,11 +30,27 @@ func ToGoAt(lv lua.LValue, what string) (any, error) {
 	return c.conv(lv, 0, what)
 }
 
+// maxRepeatedValues bounds what copying the same table again (a table
+// reachable by several paths) may add to a copy. A table is copied once per
+// path that reaches it, so a few dozen tables that each hold the previous
+// one twice ({t, t}) would otherwise copy into billions of values: a hang
+// that terminate cannot interrupt (no Lua runs during the copy) and a heap
+// that takes the whole runtime down.
+const maxRepeatedValues = 1 << 20
+
 type toGo struct {
-	seen map[*lua.LTable]struct{} // tables on the current path
+	// tables seen so far: onPath while its copy is being made (a cycle if
+	// met again), then the number of values its copy held.
+	seen     map[*lua.LTable]int
+	n        int // values copied
+	repeated int // values copied again for tables met a second time
+	replay   int // > 0 while copying a table met before
 }
 
+const onPath = -1
+
 func (c *toGo) conv(lv lua.LValue, depth int, path string) (any, error) {
+	c.n++
 	switch v := lv.(type) {
 	case *lua.LNilType:
 		return nil, nil
@@ -70,14 +86,30 @@ func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 	if depth >= value.MaxDepth {
 		return nil, value.NewError(value.KindInvalid, "%s: nested deeper than %d levels", path, value.MaxDepth)
 	}
-	if _, loop := c.seen[t]; loop {
+	size, met := c.seen[t]
+	switch {
+	case met && size == onPath:
 		return nil, value.NewError(value.KindInvalid, "%s: cycle: a table contains itself", path)
+	case met:
+		// Copied before, completely, so it holds no cycle: copy it again
+		// (copies share nothing), within the budget. Tables inside it were
+		// counted in its size.
+		if c.replay == 0 {
+			c.repeated += size
+			if c.repeated > maxRepeatedValues {
+				return nil, value.NewError(value.KindInvalid, "%s: tables shared within the value would copy into more than %d values", path, maxRepeatedValues)
+			}
+		}
+		c.replay++
+		defer func() { c.replay-- }()
+	default:
+		if c.seen == nil {
+			c.seen = make(map[*lua.LTable]int, 4)
+		}
+		c.seen[t] = onPath
+		start := c.n
+		defer func() { c.seen[t] = c.n - start }()
 	}
-	if c.seen == nil {
-		c.seen = make(map[*lua.LTable]struct{}, 4)
-	}
-	c.seen[t] = struct{}{}
-	defer delete(c.seen, t)
 
 	n := t.Len()
 	count, strKeys := 0, 0

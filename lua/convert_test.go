@@ -1,0 +1,60 @@
+package lua
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/value"
+)
+
+// TestToGoSharedTables: a table reachable by several paths is copied once
+// per path (copies share nothing), but the copy is bounded, so a value that
+// doubles at every level ({t, t}) is an invalid error, fast, rather than a
+// copy of billions of values.
+func TestToGoSharedTables(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      string // substring of the invalid error; "" = copies
+	}{
+		{"shared_leaf", `local s = {1, 2, 3} return {a = s, b = s, c = {s, s}}`, ""},
+		{"doubling_10", `local t = {1} for i = 1, 10 do t = {t, t} end return t`, ""},
+		{"doubling_21", `local t = {1} for i = 1, 21 do t = {t, t} end return t`, "shared"},
+		{"doubling_60", `local t = {1} for i = 1, 60 do t = {t, t} end return t`, "shared"},
+		{"wide_then_doubling", `local t = {} for i = 1, 1000 do t[i] = i end for i = 1, 12 do t = {t, t} end return t`, "shared"},
+		{"cycle_below_shared", `local s = {} s.me = s return {s, s}`, "cycle"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			L := lua.NewState()
+			defer L.Close()
+			if err := L.DoString(tc.src); err != nil {
+				t.Fatal(err)
+			}
+			lv := L.Get(-1)
+			start := time.Now()
+			v, err := ToGo(lv)
+			if d := time.Since(start); d > 5*time.Second {
+				t.Errorf("copy took %s", d)
+			}
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("ToGo: %v", err)
+				}
+				if tc.name == "shared_leaf" {
+					m := v.(map[string]any)
+					a, b := m["a"].([]any), m["b"].([]any)
+					a[0] = "changed"
+					if b[0] != 1.0 {
+						t.Fatalf("two paths to one table share their copy")
+					}
+				}
+				return
+			}
+			if err == nil || value.KindOf(err) != value.KindInvalid || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("ToGo error = %v, want an invalid error with %q", err, tc.want)
+			}
+		})
+	}
+}
