@@ -49,6 +49,22 @@ func (p *core) startRace(st Strategy, timeout, interval time.Duration, s *snapsh
 		tail: st == TailChopping, every: interval,
 		msg: process.Message{From: m.From, Topic: m.Topic, Payload: m.Payload},
 	}
+	// Every field a concurrent stop reads is set before r joins the open
+	// set: from then on Stop's sweep may settle it at any moment.
+	n := len(s.pids)
+	if n > 0 {
+		r.errs = make([]*value.Error, n)
+		if !r.tail {
+			r.pids = s.pids
+		} else {
+			r.pids = make([]process.PID, n)
+			for i, j := range rand.Perm(n) {
+				r.pids[i] = s.pids[j]
+			}
+			s.readers.Add(1)
+			r.hold = s
+		}
+	}
 	p.open.Store(r, struct{}{})
 	p.nOpen.Add(1)
 	if p.stopping.Load() {
@@ -56,27 +72,20 @@ func (p *core) startRace(st Strategy, timeout, interval time.Duration, s *snapsh
 		r.stop()
 		return
 	}
-	if len(s.pids) == 0 {
+	if n == 0 {
 		r.settleFail(OutcomeAllFailed, value.Aggregate(msgNoRoutees, nil))
 		return
 	}
-	n := len(s.pids)
-	r.errs = make([]*value.Error, n)
 	if !r.tail {
-		r.pids = s.pids
 		for i, pid := range r.pids {
 			p.node.AskFunc(pid, r.msg, r.tmo, func(v any, from process.PID, err error) { r.settle(i, v, from, err) })
 		}
 		return
 	}
-	r.pids = make([]process.PID, n)
-	for i, j := range rand.Perm(n) {
-		r.pids[i] = s.pids[j]
-	}
-	s.readers.Add(1)
-	r.hold = s
 	r.mu.Lock()
-	r.deadline = time.AfterFunc(r.tmo, r.expire)
+	if !r.done.Load() {
+		r.deadline = time.AfterFunc(r.tmo, r.expire)
+	}
 	r.mu.Unlock()
 	r.askNext()
 }
