@@ -41,10 +41,28 @@ func scalarKey(v any) (string, bool) {
 			return "", false
 		}
 		return strconv.FormatFloat(x, 'g', -1, 64), true
+	case float32:
+		return scalarKey(float64(x))
 	case int:
 		return strconv.Itoa(x), true
+	case int8:
+		return strconv.FormatInt(int64(x), 10), true
+	case int16:
+		return strconv.FormatInt(int64(x), 10), true
+	case int32:
+		return strconv.FormatInt(int64(x), 10), true
 	case int64:
 		return strconv.FormatInt(x, 10), true
+	case uint:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint8:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint16:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint32:
+		return strconv.FormatUint(uint64(x), 10), true
+	case uint64:
+		return strconv.FormatUint(x, 10), true
 	}
 	return "", false
 }
