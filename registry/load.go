@@ -392,11 +392,16 @@ func (ld *load) dupKeys(file string, entry ID, prefix string, n *yaml.Node) {
 func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 	e = &Entry{Pos: posOf(file, n), Node: n, Lifecycle: Lifecycle{Restart: DefaultRestartPolicy}}
 	d := NewDecoder(e, file, n, &ld.errs)
+	// Until the name is known the entry goes by its place, so an error
+	// about the name itself (a list, a mapping) still names its entry.
+	e.ID = ID(fmt.Sprintf("%s:entries[%d]", ns, idx))
 	name := d.String("name", "")
 	switch {
 	case name == "":
-		e.ID = ID(fmt.Sprintf("%s:entries[%d]", ns, idx))
-		d.Errorf("name", "required")
+		// A name that is not a string was reported as such already.
+		if _, v := d.lookup("name"); v == nil || v.Kind == yaml.ScalarNode {
+			d.Errorf("name", "required")
+		}
 	case !namePattern.MatchString(name):
 		e.ID = ID(ns + ":" + name)
 		d.Errorf("name", "invalid name %q: want [a-z][a-z0-9_.-]*", name)
@@ -408,7 +413,9 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 	e.Kind = kindName
 	var kind Kind
 	if kindName == "" {
-		d.Errorf("kind", "required; one of %s", strings.Join(ld.kinds.Names(), ", "))
+		if _, v := d.lookup("kind"); v == nil || v.Kind == yaml.ScalarNode {
+			d.Errorf("kind", "required; one of %s", strings.Join(ld.kinds.Names(), ", "))
+		}
 	} else if k, ok := ld.kinds.Kind(kindName); ok {
 		kind = k
 	} else {

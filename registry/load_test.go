@@ -111,6 +111,8 @@ func TestLoadMistakes(t *testing.T) {
 		{"entries not a list", "namespace: a\nentries: {x: 1}\n", "c.yaml:2:10: entries: must be a list of entries"},
 		{"unknown top field", "namespace: a\nentrie: []\n", `c.yaml:2:1: entrie: unknown field (did you mean "entries"?)`},
 		{"bad version", "version: \"2\"\nnamespace: a\n", `c.yaml:1:10: version: unsupported version "2"`},
+		{"name not a string", "namespace: a\nentries:\n  - {name: [x], kind: test.def}\n", "c.yaml:3:12: a:entries[0]: name: must be a string"},
+		{"empty name", "namespace: a\nentries:\n  - {name: \"\", kind: test.def}\n", "c.yaml:3:12: a:entries[0]: name: required"},
 		{"missing name", "namespace: a\nentries:\n  - kind: test.def\n", "c.yaml:3:5: a:entries[0]: name: required"},
 		{"bad name", "namespace: a\nentries:\n  - {name: X, kind: test.def}\n", `c.yaml:3:12: a:X: name: invalid name "X"`},
 		{"missing kind", "namespace: a\nentries:\n  - name: x\n", "c.yaml:3:5: a:x: kind: required; one of test.def, test.svc, test.upd"},
@@ -150,6 +152,21 @@ func TestLoadMistakes(t *testing.T) {
 				t.Fatalf("error does not name the file first: %v", err)
 			}
 		})
+	}
+}
+
+// A name or kind of the wrong type is one error each, and it names the
+// entry (by its place while the name is unknown).
+func TestLoadNameNotString(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("namespace: a\nentries:\n  - {name: {x: 1}, kind: test.def}\n  - {name: y, kind: [test.def]}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadT(t, p)
+	var es Errors
+	if !errors.As(err, &es) || len(es) != 2 ||
+		es[0].Entry != "a:entries[0]" || es[0].Field != "name" || es[1].Entry != "a:y" || es[1].Field != "kind" {
+		t.Fatalf("got %v", err)
 	}
 }
 
