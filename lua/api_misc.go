@@ -86,26 +86,43 @@ func timeAfter(L *lua.LState) int {
 		at.fired.Store(true)
 		c.Offer(nowMillis())
 	})
-	if len(p.timers) >= 64 {
-		live := p.timers[:0]
-		for _, t := range p.timers {
-			if !t.fired.Load() {
-				live = append(live, t)
-			}
-		}
-		clear(p.timers[len(live):])
-		p.timers = live
-	}
-	p.timers = append(p.timers, at)
+	p.timers.add(at)
 	L.Push(c.Value(L))
 	return 1
 }
 
+// timerList holds a process's pending time.after timers. Fired ones are
+// swept out when the list has doubled since the last sweep, so a script
+// that keeps many long timers pending (a deadline per message in a select
+// loop) pays a constant amortised cost per timer, not a scan of all of
+// them on every call.
+type timerList struct {
+	list  []*afterTimer
+	sweep int // sweep when list reaches this length (0: minSweep)
+}
+
+const minSweep = 64
+
+func (l *timerList) add(at *afterTimer) {
+	if len(l.list) >= max(l.sweep, minSweep) {
+		live := l.list[:0]
+		for _, t := range l.list {
+			if !t.fired.Load() {
+				live = append(live, t)
+			}
+		}
+		clear(l.list[len(live):])
+		l.list = live
+		l.sweep = 2 * len(live)
+	}
+	l.list = append(l.list, at)
+}
+
 func (p *Process) stopTimers() {
-	for _, t := range p.timers {
+	for _, t := range p.timers.list {
 		t.t.Stop()
 	}
-	p.timers = nil
+	p.timers = timerList{}
 }
 
 // logAt logs message with the fields of an optional table, through the

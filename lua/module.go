@@ -88,7 +88,7 @@ type Process struct {
 
 	ask      *askRef
 	askTimer *time.Timer
-	timers   []*afterTimer // pending time.after timers
+	timers   timerList // pending time.after timers
 	onExit   []func()
 }
 
