@@ -471,14 +471,19 @@ func (s *Scope) submit(op string, c *call) error {
 			}
 		}
 	}
-	c.timer.Stop()
+	timerStopped := c.timer.Stop()
 	if c.state.Load() == callExpired {
 		// The command may still run later; the call is abandoned, not
 		// reused, so its late completion touches nobody.
 		return fmt.Errorf("pg scope %s: %s: %w after %s", s.id, op, ErrTimeout, timeout)
 	}
 	err := c.err
-	c.reset()
+	if timerStopped {
+		c.reset()
+	}
+	// Otherwise the timer fired as the answer came: its expire may still
+	// be on its way, and would settle the next call that reused this one
+	// as timed out at once. This call is dropped instead.
 	if err != nil {
 		return fmt.Errorf("pg scope %s: %w", s.id, err)
 	}
