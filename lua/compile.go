@@ -33,7 +33,10 @@ func Compile(name string, src []byte) (*Compiled, error) {
 		var pe *parse.Error
 		if errors.As(err, &pe) {
 			if pe.Pos.Line == parse.EOF {
-				return nil, fmt.Errorf("%s: at end of file: %s", name, strings.TrimSpace(pe.Message))
+				// The parser gives no position at the end of the input;
+				// the last line is where the reader looks for what is
+				// left open.
+				return nil, fmt.Errorf("%s:%d: unexpected end of file: %s", name, lastLine(src), strings.TrimSpace(pe.Message))
 			}
 			near := ""
 			if pe.Token != "" {
@@ -50,6 +53,13 @@ func Compile(name string, src []byte) (*Compiled, error) {
 	c := &Compiled{Name: name, Proto: proto}
 	c.methods, c.known = definedMethods(chunk)
 	return c, nil
+}
+
+// lastLine returns the number of the last line of src that has content
+// (1 for an empty source).
+func lastLine(src []byte) int {
+	src = bytes.TrimRight(src, " \t\r\n")
+	return bytes.Count(src, []byte("\n")) + 1
 }
 
 // HasMethod reports whether the chunk defines name, and whether it could tell.

@@ -90,6 +90,7 @@ func TestValidation(t *testing.T) {
 	h.write("nomain.lua", "local M = {}\nfunction M.run() end\nreturn M\n")
 	h.write("dynamic.lua", "return setmetatable({}, {__index = function() return function() end end})")
 	h.write("badmod.lua", "return {")
+	h.write("unclosed.lua", "local function f()\n  local x = 1\n  x = x + 1\n\n")
 	for _, tc := range []struct {
 		name, fields string
 		want         []string // substrings of the errors, one per error
@@ -106,7 +107,8 @@ func TestValidation(t *testing.T) {
 		{"negative_mailbox", "source: file://ok.lua\nmailbox_size: -1", []string{"mailbox_size: must be 0"}},
 		{"args_not_list", "source: file://ok.lua\nargs: {a: 1}", []string{"args: must be a list"}},
 		{"unknown_field", "source: file://ok.lua\nmetod: main", []string{`metod: unknown field (did you mean "method"?)`}},
-		{"module_syntax", "source: file://ok.lua\nmodules:\n  bad: file://badmod.lua", []string{"modules.bad: syntax error", "badmod.lua"}},
+		{"module_syntax", "source: file://ok.lua\nmodules:\n  bad: file://badmod.lua", []string{"modules.bad: syntax error", "badmod.lua:1: unexpected end of file"}},
+		{"syntax_at_eof", "source: file://unclosed.lua", []string{"unclosed.lua:3: unexpected end of file"}},
 		{"module_runtime_name", "source: file://ok.lua\nmodules:\n  json: file://ok.lua", []string{"runtime module"}},
 		{"module_bad_name", "source: file://ok.lua\nmodules:\n  \"a-b\": file://ok.lua", []string{"invalid module name"}},
 	} {
