@@ -658,8 +658,9 @@ func (s *Scope) Subscribe(group string, opts SubscribeOptions) (*Subscription, [
 	})
 	if err != nil {
 		// When the wait timed out the command may still run: a closed
-		// subscription is never registered.
-		sub.end(false)
+		// subscription is never registered, and one the loop registered
+		// just after the caller gave up is removed again by Close.
+		sub.Close(false)
 		return nil, nil, err
 	}
 	return sub, members, nil
@@ -686,7 +687,7 @@ func (s *Scope) SubscribeAll(opts SubscribeOptions) (*Subscription, map[string][
 		return nil
 	})
 	if err != nil {
-		sub.end(false)
+		sub.Close(false) // see Subscribe
 		return nil, nil, err
 	}
 	return sub, snap, nil
