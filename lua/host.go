@@ -158,6 +158,11 @@ func (p *Process) scriptError(err error) error {
 	if e, ok := AsError(ae.Object); ok {
 		return e
 	}
+	// error({kind = …, message = …}): the table shape msg:reply(nil, err)
+	// takes; its string form ("table: 0x…") would say nothing.
+	if t, ok := ae.Object.(*lua.LTable); ok && (t.RawGetString("kind") != lua.LNil || t.RawGetString("message") != lua.LNil) {
+		return ErrorFromLua(t)
+	}
 	msg := ae.Object.String()
 	if ae.Type == lua.ApiErrorSyntax {
 		msg = "syntax error: " + msg

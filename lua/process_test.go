@@ -2,6 +2,7 @@ package lua
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -261,14 +262,23 @@ func TestTerminateStopsRunawayScript(t *testing.T) {
 
 func TestExitErrorKeepsKind(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("k", `
-return { main = function()
-  local _, err = process.send("nobody", "x")
-  error(err)
-end }`)
-	ex := h.run(e)
-	if value.KindOf(ex.Err) != value.KindNotFound {
-		t.Fatalf("exit = %v (kind %s), want not_found", ex.Err, value.KindOf(ex.Err))
+	for _, tc := range []struct {
+		name, raise string
+		kind        value.Kind
+		msg         string // substring of the exit error
+	}{
+		{"error_value", `local _, err = process.send("nobody", "x") error(err)`, value.KindNotFound, "nobody"},
+		{"error_table", `error({kind = "not_found", message = "gone"})`, value.KindNotFound, "gone"},
+		{"table_unknown_kind", `error({kind = "nope", message = "odd"})`, value.KindInternal, "odd"},
+		{"table_message_only", `error({message = "just this"})`, value.KindInternal, "just this"},
+		{"string", `error("plain")`, value.KindInternal, "k_string.lua:1: plain"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := h.run(h.entry("k_"+tc.name, "return { main = function() "+tc.raise+" end }"))
+			if value.KindOf(ex.Err) != tc.kind || !strings.Contains(fmt.Sprint(ex.Err), tc.msg) {
+				t.Fatalf("exit = %v (kind %s), want %s with %q", ex.Err, value.KindOf(ex.Err), tc.kind, tc.msg)
+			}
+		})
 	}
 }
 
