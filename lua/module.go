@@ -226,13 +226,7 @@ func CheckDuration(L *lua.LState, n int) time.Duration {
 		if f < 0 {
 			L.ArgError(n, "duration must not be negative")
 		}
-		// Past what a Duration holds (math.huge, 1e300) means "forever";
-		// the plain conversion would overflow to a negative duration, and a
-		// timer would fire at once.
-		if ns := f * float64(time.Millisecond); ns < float64(math.MaxInt64) {
-			return time.Duration(ns)
-		}
-		return time.Duration(math.MaxInt64)
+		return millis(f)
 	case lua.LString:
 		d, err := time.ParseDuration(string(v))
 		if err != nil {
@@ -246,6 +240,17 @@ func CheckDuration(L *lua.LState, n int) time.Duration {
 		L.ArgError(n, "duration expected (milliseconds or a string like \"250ms\"), got "+L.Get(n).Type().String())
 	}
 	return 0
+}
+
+// millis converts a non-negative number of milliseconds (not NaN) to a
+// Duration. Past what a Duration holds (math.huge, 1e300) means "forever":
+// the plain conversion would overflow to a negative duration, and a timer
+// would fire at once.
+func millis(f float64) time.Duration {
+	if ns := f * float64(time.Millisecond); ns < float64(math.MaxInt64) {
+		return time.Duration(ns)
+	}
+	return time.Duration(math.MaxInt64)
 }
 
 // OptDuration is CheckDuration with def when argument n is nil or absent.

@@ -51,7 +51,10 @@ func checkSupervisor(L *lua.LState) (*Process, *supervisor.Supervisor, error) {
 func supStartChild(L *lua.LState) int {
 	p := ProcessOf(L)
 	ref := qualifyID(p, L.CheckString(1))
-	spec := childSpecArg(L, p, 2)
+	spec, err := childSpecArg(L, p, 2)
+	if err != nil {
+		return ReturnError(L, err)
+	}
 	s, err := supervisor.Find(p.Env(), ref)
 	if err != nil {
 		return ReturnError(L, err)
@@ -65,8 +68,10 @@ func supStartChild(L *lua.LState) int {
 }
 
 // childSpecArg reads a child spec table; fields of the wrong type raise,
-// unknown values of the right type are the supervisor's invalid error.
-func childSpecArg(L *lua.LState, p *Process, n int) supervisor.ChildSpec {
+// unknown values of the right type are the supervisor's invalid error, and
+// args that cannot cross a process boundary are an invalid error returned
+// (as for process.spawn).
+func childSpecArg(L *lua.LState, p *Process, n int) (supervisor.ChildSpec, error) {
 	t := L.CheckTable(n)
 	var c supervisor.ChildSpec
 	str := func(field string) string {
@@ -93,7 +98,7 @@ func childSpecArg(L *lua.LState, p *Process, n int) supervisor.ChildSpec {
 	case *lua.LTable:
 		args, err := ToGoAt(v, "args")
 		if err != nil {
-			L.ArgError(n, err.Error())
+			return c, fmt.Errorf("start_child %s: %w", c.ID, err)
 		}
 		switch a := args.(type) {
 		case []any:
@@ -112,10 +117,10 @@ func childSpecArg(L *lua.LState, p *Process, n int) supervisor.ChildSpec {
 	switch v := t.RawGetString("shutdown").(type) {
 	case *lua.LNilType:
 	case lua.LNumber:
-		if v <= 0 {
+		if !(v > 0) { // NaN too
 			L.ArgError(n, "field shutdown must be positive")
 		}
-		c.Shutdown = time.Duration(float64(v) * float64(time.Millisecond))
+		c.Shutdown = millis(float64(v))
 	case lua.LString:
 		switch string(v) {
 		case "brutal_kill":
@@ -132,7 +137,7 @@ func childSpecArg(L *lua.LState, p *Process, n int) supervisor.ChildSpec {
 	default:
 		L.ArgError(n, "field shutdown must be milliseconds or a string, got "+v.Type().String())
 	}
-	return c
+	return c, nil
 }
 
 // supervisor.terminate_child(sup, child_id) --> true | nil, err

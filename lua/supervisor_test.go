@@ -167,6 +167,10 @@ return { main = function()
   assert(missing == nil and merr.kind == "not_found")
   local ok = pcall(supervisor.start_child, "app:dyn", {id = "e", process = 42})
   assert(not ok, "a number as process must raise")
+  local nf, nferr = supervisor.start_child("app:dyn", {id = "f", process = "worker", args = {print}})
+  assert(nf == nil and nferr and nferr.kind == "invalid", "uncopyable args: " .. tostring(nferr))
+  ok = pcall(supervisor.start_child, "app:dyn", {id = "g", process = "worker", shutdown = 0/0})
+  assert(not ok, "a NaN shutdown must raise")
 
   -- partition routing: stable, by key field, and sending by key
   local p1 = supervisor.route("app:parts", "alice")
