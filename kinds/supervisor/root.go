@@ -256,12 +256,17 @@ func (s *rootState) restart(id registry.ID, old process.PID) {
 	}
 }
 
-// backoff returns the delay before restart attempt n (1-based).
+// backoff returns the delay before restart attempt n (1-based): the
+// policy's delay, capped at max_delay, spread by ±20%. A spread delay past
+// max_delay is reflected below it, so entries that keep failing together
+// still restart apart once their delays reach the cap (clamping would
+// restart them all at exactly max_delay).
 func (r *Root) backoff(p registry.RestartPolicy, n int) time.Duration {
-	d := float64(p.InitialDelay) * math.Pow(p.BackoffFactor, float64(n-1))
+	maxD := float64(p.MaxDelay)
+	d := math.Min(float64(p.InitialDelay)*math.Pow(p.BackoffFactor, float64(n-1)), maxD)
 	d *= 0.8 + 0.4*r.jitter()
-	if max := float64(p.MaxDelay); d > max {
-		d = max
+	if d > maxD {
+		d = 2*maxD - d
 	}
 	return time.Duration(d)
 }

@@ -199,6 +199,12 @@ func TestRootBackoff(t *testing.T) {
 		{0.5, 5, time.Second},
 		{0, 1, 80 * time.Millisecond},
 		{0.999999, 2, 240 * time.Millisecond},
+		// At the cap the spread stays, below max_delay.
+		{0, 5, 800 * time.Millisecond},
+		{0.75, 5, 900 * time.Millisecond},
+		{0.999999, 5, 800 * time.Millisecond},
+		{0.25, 40, 900 * time.Millisecond},
+		{0.5, 5000, time.Second}, // factor^n overflows to +Inf
 	}
 	for _, tt := range tests {
 		r := &Root{jitter: func() float64 { return tt.jitter }}
