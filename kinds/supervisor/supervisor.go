@@ -103,6 +103,10 @@ type Supervisor struct {
 	byPID    map[process.PID]*child
 	restarts []time.Time
 	retry    bool // a restart failed to spawn; retried on the next turn
+	// spent holds the specs of declared children that stopped for good and
+	// were dropped (temporary ones, a dynamic supervisor's finished ones):
+	// a reload that still declares one unchanged must not start it again.
+	spent map[string]ChildSpec
 }
 
 var _ interface {
@@ -173,6 +177,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 		spec:   spec.withDefaults(),
 		byID:   map[string]*child{},
 		byPID:  map[process.PID]*child{},
+		spent:  map[string]ChildSpec{},
 	}
 	s.kind = s.spec.Kind
 	if env.Logger != nil {
@@ -400,6 +405,8 @@ func (s *Supervisor) startChild(spec ChildSpec) (process.PID, error) {
 	if err := s.spawnChild(c); err != nil {
 		return process.PID{}, err
 	}
+	// The id now names a run-time child; a reload treats it as such.
+	delete(s.spent, spec.ID)
 	s.appendChild(c)
 	return c.pid, nil
 }
@@ -447,6 +454,9 @@ func (s *Supervisor) remove(c *child) {
 	s.children = slices.Delete(s.children, i, i+1)
 	if s.byID[c.spec.ID] == c {
 		delete(s.byID, c.spec.ID)
+	}
+	if c.declared {
+		s.spent[c.spec.ID] = c.spec
 	}
 	s.setPID(c, process.PID{})
 	s.relist()

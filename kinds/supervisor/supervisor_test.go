@@ -717,3 +717,70 @@ func TestPartitionSlotsSurviveWorkersThatStopForGood(t *testing.T) {
 		})
 	}
 }
+
+// A temporary child is never restarted: a reload that still declares it,
+// unchanged, after it exited must not start it again (its spec is spent),
+// while a reload that changes it, or declares it anew after dropping it,
+// starts it as a new child.
+func TestReloadDoesNotRestartSpentTemporaryChild(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		end  func(t *testing.T, f *fakeLookup, s *Supervisor)
+	}{
+		{"exited", func(t *testing.T, f *fakeLookup, s *Supervisor) {
+			send(t, f.env.Node, infoOf(t, s, "t").PID, "exit")
+		}},
+		{"crashed", func(t *testing.T, f *fakeLookup, s *Supervisor) {
+			send(t, f.env.Node, infoOf(t, s, "t").PID, "crash")
+		}},
+		{"terminated", func(t *testing.T, f *fakeLookup, s *Supervisor) {
+			if err := s.TerminateChild(context.Background(), "t"); err != nil {
+				t.Fatal(err)
+			}
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(t)
+			f.addWorker("t:w")
+			children := func(tArg string) []ChildSpec {
+				ch := kids("a", "t")
+				ch[1].Restart = Temporary
+				ch[1].Args = []any{tArg}
+				return ch
+			}
+			s := f.start("t:sup", &Spec{MaxRestarts: 3, Children: children("t")})
+			update := func(spec *Spec) {
+				t.Helper()
+				applied, err := s.Update(context.Background(), &registry.Entry{ID: "t:sup", Kind: KindStatic, Spec: spec})
+				if err != nil || !applied {
+					t.Fatalf("update: %v %v", applied, err)
+				}
+			}
+			tc.end(t, f, s)
+			waitFor(t, "the temporary child dropped", func() bool { return !hasChild(s, "t") })
+			f.events()
+			update(&Spec{MaxRestarts: 5, Children: children("t")})
+			if hasChild(s, "t") || slices.Contains(f.events(), "start:t") {
+				t.Fatalf("a reload restarted the spent temporary child: %v", s.WhichChildren())
+			}
+			// Changed: a new child, started.
+			update(&Spec{MaxRestarts: 5, Children: children("t2")})
+			if !hasChild(s, "t") || !slices.Contains(f.events(), "start:t2") {
+				t.Fatalf("a changed temporary child was not started: %v", s.WhichChildren())
+			}
+			if ids := idsOf(s); !slices.Equal(ids, []string{"a", "t"}) {
+				t.Fatalf("children %v", ids)
+			}
+			// Spent again, then dropped from the config and declared anew:
+			// a new child, started.
+			tc.end(t, f, s)
+			waitFor(t, "the temporary child dropped again", func() bool { return !hasChild(s, "t") })
+			update(&Spec{MaxRestarts: 5, Children: kids("a")})
+			f.events()
+			update(&Spec{MaxRestarts: 5, Children: children("t2")})
+			if !hasChild(s, "t") || !slices.Contains(f.events(), "start:t2") {
+				t.Fatalf("a temporary child declared anew was not started: %v", s.WhichChildren())
+			}
+		})
+	}
+}

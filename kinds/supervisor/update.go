@@ -76,8 +76,18 @@ func (s *Supervisor) applyUpdate(ns *Spec) bool {
 				continue
 			}
 			stop[c] = true
+		} else if sp, ok := s.spent[cs.ID]; ok && sp.equal(cs) {
+			// It ran and stopped for good (a temporary child is never
+			// restarted); unchanged, it stays gone.
+			continue
 		}
+		delete(s.spent, cs.ID)
 		next = append(next, newChild(cs, s.typeOf(cs.Process), true))
+	}
+	for id := range s.spent {
+		if !declared[id] {
+			delete(s.spent, id) // declared again later, it is a new child
+		}
 	}
 	for _, c := range old {
 		stop[c] = true
