@@ -28,6 +28,10 @@ type WatchOptions struct {
 	// Debounce is how long the files must stay quiet before a reload, so
 	// an editor's burst of writes is one reload. Default: 100ms.
 	Debounce time.Duration
+	// Manual watches no files: only Trigger (SIGHUP) reloads. For
+	// --no-watch, and for file systems that give no change notifications,
+	// where SIGHUP is the way to reload.
+	Manual bool
 }
 
 // Watcher reloads the configuration when its files change. It watches
@@ -49,7 +53,7 @@ type Watcher struct {
 	roots []string        // configuration directories (absolute)
 }
 
-// Watch starts watching.
+// Watch starts watching (with Manual, only waiting for Trigger).
 func Watch(opts WatchOptions) (*Watcher, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
@@ -57,15 +61,20 @@ func Watch(opts WatchOptions) (*Watcher, error) {
 	if opts.Debounce <= 0 {
 		opts.Debounce = 100 * time.Millisecond
 	}
+	w := &Watcher{
+		opts: opts, log: opts.Logger,
+		trigger: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
+		dirs: map[string]bool{},
+	}
+	if opts.Manual {
+		go w.run()
+		return w, nil
+	}
 	fw, err := fsnotify.NewWatcher()
 	if err != nil {
 		return nil, err
 	}
-	w := &Watcher{
-		opts: opts, log: opts.Logger, fs: fw,
-		trigger: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
-		dirs: map[string]bool{},
-	}
+	w.fs = fw
 	w.track(opts.Config)
 	if len(w.dirs) == 0 {
 		fw.Close()
@@ -96,6 +105,9 @@ func (w *Watcher) Close() error {
 
 // track updates the watch set for cfg.
 func (w *Watcher) track(cfg *Config) {
+	if w.fs == nil {
+		return // Manual: nothing is watched
+	}
 	w.files = map[string]bool{}
 	want := map[string]bool{}
 	w.roots = w.roots[:0]
@@ -184,7 +196,15 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 
 func (w *Watcher) run() {
 	defer close(w.stopped)
-	defer w.fs.Close()
+	// A Manual watcher has no file events: nil channels never deliver.
+	var (
+		events <-chan fsnotify.Event
+		errs   <-chan error
+	)
+	if w.fs != nil {
+		defer w.fs.Close()
+		events, errs = w.fs.Events, w.fs.Errors
+	}
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	defer timer.Stop()
@@ -193,7 +213,7 @@ func (w *Watcher) run() {
 		select {
 		case <-w.done:
 			return
-		case ev, ok := <-w.fs.Events:
+		case ev, ok := <-events:
 			if !ok {
 				return
 			}
@@ -201,7 +221,7 @@ func (w *Watcher) run() {
 				pending = true
 				timer.Reset(w.opts.Debounce)
 			}
-		case err, ok := <-w.fs.Errors:
+		case err, ok := <-errs:
 			if !ok {
 				return
 			}

@@ -198,3 +198,23 @@ func BenchmarkSaveToApply(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/save-to-apply")
 }
+
+// TestWatchManual: a Manual watcher ignores file changes and reloads on
+// Trigger alone (SIGHUP under --no-watch, or where the file system gives no
+// change notifications).
+func TestWatchManual(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: r.rt.log, Debounce: 10 * time.Millisecond, Manual: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	saveRename(t, filepath.Join(r.dir, "c.yaml"), watchBase+"  - {name: y, kind: test.svc, lifecycle: {auto_start: true}}\n")
+	time.Sleep(200 * time.Millisecond) // twenty debounce periods: a reload would show now
+	if r.applied() != 0 {
+		t.Fatal("a manual watcher reloaded on a file change")
+	}
+	w.Trigger()
+	waitUntil(t, "the triggered reload", func() bool { _, ok := r.rt.Info("a:y"); return ok && r.applied() == 1 })
+}

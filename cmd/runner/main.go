@@ -208,10 +208,15 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	}
 	log.Info("started", "node", a.node.Name(), "entries", len(cfg.Entries), "running", running)
 
-	if !f.noWatch {
-		a.watcher, err = registry.Watch(registry.WatchOptions{Runtime: a.rt, Loader: loader, Paths: f.paths, Config: cfg, Logger: log})
+	wopts := registry.WatchOptions{Runtime: a.rt, Loader: loader, Paths: f.paths, Config: cfg, Logger: log, Manual: f.noWatch}
+	a.watcher, err = registry.Watch(wopts)
+	if err != nil {
+		// Without change notifications SIGHUP is the way to reload: keep it.
+		log.Warn("cannot watch the configuration; SIGHUP still reloads it", "error", err)
+		wopts.Manual = true
+		a.watcher, err = registry.Watch(wopts)
 		if err != nil {
-			log.Warn("hot reload is off: cannot watch the configuration", "error", err)
+			log.Warn("reloading is off", "error", err)
 		}
 	}
 	var mainDone <-chan process.Exit
@@ -239,7 +244,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 				if a.watcher != nil {
 					a.watcher.Trigger()
 				} else {
-					log.Info("SIGHUP ignored: hot reload is off (--no-watch)")
+					log.Info("SIGHUP ignored: reloading is off")
 				}
 				continue
 			}

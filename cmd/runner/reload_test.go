@@ -261,3 +261,45 @@ entries:
 		t.Fatalf("exit %d", code)
 	}
 }
+
+// TestSIGHUPReloadsWithoutWatching: with --no-watch a saved file changes
+// nothing until SIGHUP, which reloads it.
+func TestSIGHUPReloadsWithoutWatching(t *testing.T) {
+	dir := t.TempDir()
+	c := filepath.Join(dir, "c.yaml")
+	os.WriteFile(c, []byte(reloadYAML("", "5s")), 0o644)
+	os.WriteFile(filepath.Join(dir, "w.lua"), []byte(reloadLua), 0o644)
+	r := start(t, "run", "--log-format", "json", "--no-watch", "--http", "127.0.0.1:0", c)
+	var base string
+	select {
+	case a := <-r.addr:
+		base = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no HTTP address:\n%s", r.logs())
+	}
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		deadline := time.Now().Add(15 * time.Second)
+		for !cond() {
+			if time.Now().After(deadline) {
+				t.Fatalf("timed out waiting for %s; logs:\n%s", what, r.logs())
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitFor("start", func() bool { return strings.Contains(r.logs(), `"msg":"started"`) })
+	saveRename(t, c, reloadYAML("  - {name: extra, kind: process.lua, source: file://w.lua, lifecycle: {auto_start: true}}\n", "5s"))
+	time.Sleep(300 * time.Millisecond) // three debounce periods: a watcher would have reloaded by now
+	if code, _ := httpGet(t, base+"/v1/entries/app:extra"); code != 404 {
+		t.Fatalf("--no-watch reloaded a saved file; logs:\n%s", r.logs())
+	}
+	r.cmd.Process.Signal(syscall.SIGHUP)
+	waitFor("the SIGHUP reload", func() bool {
+		code, body := httpGet(t, base+"/v1/entries/app:extra")
+		return code == 200 && strings.Contains(body, `"status": "running"`)
+	})
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+}
