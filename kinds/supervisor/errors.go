@@ -36,4 +36,6 @@ var (
 	ErrCycle = value.NewError(value.KindInvalid, "supervision cycle")
 	// ErrInvalidChild: a child spec given at run time is malformed.
 	ErrInvalidChild = value.NewError(value.KindInvalid, "invalid child spec")
+	// ErrInvalidSpec: a Spec built in Go breaks a rule decoding enforces.
+	ErrInvalidSpec = value.NewError(value.KindInvalid, "invalid supervisor spec")
 )

@@ -196,6 +196,48 @@ func (s *Spec) withDefaults() *Spec {
 	return &c
 }
 
+// validate checks a Spec (with its defaults applied) by the rules Decode
+// enforces on YAML, so a Spec built in Go cannot run a dynamic supervisor
+// all_for_one or a child with an unknown restart type.
+func (s *Spec) validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, args...))
+	}
+	switch s.Kind {
+	case KindStatic:
+		switch s.Strategy {
+		case OneForOne, AllForOne, RestForOne:
+		default:
+			return bad("strategy %q is not one_for_one, all_for_one or rest_for_one", s.Strategy)
+		}
+	case KindDynamic, KindPartition:
+		if s.Strategy != OneForOne {
+			return bad("a %s supports one_for_one only, not %q", s.Kind, s.Strategy)
+		}
+	default:
+		return bad("kind %q is not %s, %s or %s", s.Kind, KindStatic, KindDynamic, KindPartition)
+	}
+	switch {
+	case s.MaxRestarts < 0:
+		return bad("max_restarts must be 0 or more, got %d", s.MaxRestarts)
+	case s.RestartWindow <= 0:
+		return bad("restart_window must be positive, got %s", s.RestartWindow)
+	case s.MaxChildren < 0:
+		return bad("max_children must be 0 or more, got %d", s.MaxChildren)
+	}
+	seen := map[string]bool{}
+	for _, c := range s.Children {
+		if err := validateChild(c); err != nil {
+			return fmt.Errorf("child %q: %w", c.ID, err)
+		}
+		if seen[c.ID] {
+			return bad("duplicate child id %q", c.ID)
+		}
+		seen[c.ID] = true
+	}
+	return nil
+}
+
 var childKinds = []string{"process.lua", KindStatic, KindDynamic, KindPartition}
 
 // decodeSpec reads the fields of kind.

@@ -1,7 +1,9 @@
 package supervisor
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"runtime"
 	"strings"
 	"testing"
@@ -9,7 +11,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
 )
 
 func decodeYAML(t *testing.T, kind, src string) (*Spec, *registry.Entry, []string) {
@@ -141,5 +145,44 @@ func TestView(t *testing.T) {
 	in := v.Children[1]
 	if in.Type != "supervisor" || in.Tree == nil || in.Tree.Strategy != "all_for_one" || in.Tree.Children[0].ID != "i" {
 		t.Fatalf("%s", b)
+	}
+}
+
+// A Spec built in Go is held to the rules Decode enforces on YAML.
+func TestStartValidatesGoSpec(t *testing.T) {
+	f := newFake(t)
+	f.addWorker("t:w")
+	for _, tc := range []struct {
+		name string
+		spec *Spec
+		want error
+	}{
+		{"nil", nil, ErrInvalidSpec},
+		{"unknown kind", &Spec{Kind: "supervisor.magic"}, ErrInvalidSpec},
+		{"unknown strategy", &Spec{Strategy: "one_for_all"}, ErrInvalidSpec},
+		{"dynamic all_for_one", &Spec{Kind: KindDynamic, Strategy: AllForOne}, ErrInvalidSpec},
+		{"partition rest_for_one", &Spec{Kind: KindPartition, Strategy: RestForOne, Partitions: 2, Worker: ChildSpec{Process: "t:w"}}, ErrInvalidSpec},
+		{"negative max_restarts", &Spec{MaxRestarts: -1}, ErrInvalidSpec},
+		{"negative restart_window", &Spec{RestartWindow: -time.Second}, ErrInvalidSpec},
+		{"negative max_children", &Spec{Kind: KindDynamic, MaxChildren: -1}, ErrInvalidSpec},
+		{"duplicate ids", &Spec{Children: []ChildSpec{{ID: "a", Process: "t:w"}, {ID: "a", Process: "t:w"}}}, ErrInvalidSpec},
+		{"child without id", &Spec{Children: []ChildSpec{{Process: "t:w"}}}, ErrInvalidChild},
+		{"child with unknown restart", &Spec{Children: []ChildSpec{{ID: "a", Process: "t:w", Restart: "always"}}}, ErrInvalidChild},
+		{"child with unknown action", &Spec{Children: []ChildSpec{{ID: "a", Process: "t:w", OnFailure: "retry"}}}, ErrInvalidChild},
+		{"partition without process", &Spec{Kind: KindPartition, Partitions: 2}, ErrInvalidChild},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Start(context.Background(), f.env, "t:sup", tc.spec, process.SpawnOptions{})
+			if err == nil {
+				_ = s.Stop(context.Background())
+				t.Fatal("started")
+			}
+			if !errors.Is(err, tc.want) || value.KindOf(err) != value.KindInvalid {
+				t.Fatalf("err %v, want %v", err, tc.want)
+			}
+		})
+	}
+	if n := f.env.Node.Count(); n != 0 {
+		t.Fatalf("%d processes left by refused starts", n)
 	}
 }

@@ -165,7 +165,10 @@ func Find(env *registry.Env, ref string) (*Supervisor, error) {
 // through them); TrapLinks is always set.
 func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, opts process.SpawnOptions) (*Supervisor, error) {
 	if spec == nil {
-		return nil, fmt.Errorf("supervisor %s: %w: nil spec", id, ErrInvalidChild)
+		return nil, fmt.Errorf("supervisor %s: %w: nil spec", id, ErrInvalidSpec)
+	}
+	if err := spec.withDefaults().validate(); err != nil {
+		return nil, fmt.Errorf("supervisor %s: %w", id, err)
 	}
 	s := &Supervisor{
 		id:     id,
