@@ -238,6 +238,8 @@ func TestTerminateStopsRunawayScript(t *testing.T) {
 		{"ignore_errors", `while true do process.inbox():receive() end`},
 		{"sleep", `time.sleep(1000000)`},
 		{"ask", `process.ask(process.pid(), "self", nil, 1000000)`},
+		{"coroutine_loop", `coroutine.wrap(function() while true do end end)()`},
+		{"nested_coroutine_loop", `coroutine.resume(coroutine.create(function() coroutine.wrap(function() while true do end end)() end))`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := h.entry(tc.name, "return { main = function() "+tc.body+" end }")
