@@ -483,10 +483,14 @@ func luaRequire(L *lua.LState) int {
 			p.loading = map[string]bool{}
 		}
 		p.loading[name] = true
-		L.Push(L.NewFunctionFromProto(c.Proto))
-		L.Push(lua.LString(name))
-		L.Call(1, 1)
-		delete(p.loading, name)
+		func() {
+			// A module that raises is not left marked as loading: a
+			// later require must report its error again, not a cycle.
+			defer delete(p.loading, name)
+			L.Push(L.NewFunctionFromProto(c.Proto))
+			L.Push(lua.LString(name))
+			L.Call(1, 1)
+		}()
 		result = L.Get(-1)
 		L.Pop(1)
 		if result == lua.LNil {

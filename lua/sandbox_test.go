@@ -57,6 +57,7 @@ function M.twice(x) count = count + 1 return x * 2, count end
 return M
 `)
 	h.write("lib/circ.lua", `return require("circ")`)
+	h.write("lib/flaky.lua", `error("flaky failed to load")`)
 	e := h.entry("main", `
 local util = require("util")
 return { main = function()
@@ -68,8 +69,12 @@ return { main = function()
   assert(json.encode({1}) == "[1]")
   local ok, err = pcall(require, "circ")
   assert(not ok and tostring(err):find("circular"), tostring(err))
+  for i = 1, 2 do
+    ok, err = pcall(require, "flaky")
+    assert(not ok and tostring(err):find("flaky failed to load"), "require #" .. i .. ": " .. tostring(err))
+  end
   return "ok"
-end }`, "modules:\n  util: file://lib/util.lua\n  circ: file://lib/circ.lua")
+end }`, "modules:\n  util: file://lib/util.lua\n  circ: file://lib/circ.lua\n  flaky: file://lib/flaky.lua")
 	check(t, h, e)
 	found := 0
 	for _, s := range e.Sources {
