@@ -229,6 +229,10 @@ func jsonable(v any) (any, error) {
 			default:
 				return nil, value.NewError(value.KindInvalid, "json.encode: a %T key has no JSON form", k)
 			}
+			if _, dup := out[ks]; dup {
+				// {[1] = "a", ["1"] = "b"}: one would silently replace the other.
+				return nil, value.NewError(value.KindInvalid, "json.encode: two keys become the object key %q", ks)
+			}
 			j, err := jsonable(e)
 			if err != nil {
 				return nil, err
