@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"errors"
 	"fmt"
 	"time"
 
@@ -243,15 +244,52 @@ func (s *Spec) validate() error {
 		return fmt.Errorf("strategy: unknown %q", s.Strategy)
 	}
 	if r := s.Resizer; r != nil {
-		if r.LowerBound < 0 || r.UpperBound < 1 || r.UpperBound < r.LowerBound {
-			return fmt.Errorf("resizer: bounds %d..%d out of order", r.LowerBound, r.UpperBound)
-		}
-		if r.Type == DefaultResizerType && r.MessagesPerResize <= 0 {
-			return fmt.Errorf("resizer.messages_per_resize: must be > 0")
-		}
-		if r.Type == OptimalResizerType && (r.ActionInterval <= 0 || r.OptimizationRange < 2) {
-			return fmt.Errorf("resizer: action_interval must be > 0 and optimization_range >= 2")
-		}
+		return r.validate()
 	}
 	return nil
+}
+
+// validate checks a resizer built in Go by decodeResizer's rules: a
+// resizer without a type, or with a zero messages_per_resize, would divide
+// by zero on the first message.
+func (r *ResizerSpec) validate() error {
+	if r.LowerBound < 0 || r.UpperBound < 1 || r.UpperBound < r.LowerBound {
+		return fmt.Errorf("resizer: bounds %d..%d out of order", r.LowerBound, r.UpperBound)
+	}
+	unit := func(name string, v float64) error {
+		if !(v >= 0 && v <= 1) {
+			return fmt.Errorf("resizer.%s: must be between 0 and 1, got %g", name, v)
+		}
+		return nil
+	}
+	nonNeg := func(name string, v float64) error {
+		if !(v >= 0) {
+			return fmt.Errorf("resizer.%s: must be >= 0, got %g", name, v)
+		}
+		return nil
+	}
+	switch r.Type {
+	case DefaultResizerType:
+		switch {
+		case r.PressureThreshold < 0:
+			return fmt.Errorf("resizer.pressure_threshold: must be >= 0, got %d", r.PressureThreshold)
+		case r.MessagesPerResize <= 0:
+			return fmt.Errorf("resizer.messages_per_resize: must be > 0, got %d", r.MessagesPerResize)
+		}
+		return errors.Join(nonNeg("rampup_rate", r.RampupRate), unit("backoff_threshold", r.BackoffThreshold),
+			nonNeg("backoff_rate", r.BackoffRate))
+	case OptimalResizerType:
+		switch {
+		case r.ActionInterval <= 0:
+			return fmt.Errorf("resizer.action_interval: must be positive, got %s", r.ActionInterval)
+		case r.DownsizeAfterUnderutilizedFor <= 0:
+			return fmt.Errorf("resizer.downsize_after_underutilized_for: must be positive, got %s", r.DownsizeAfterUnderutilizedFor)
+		case r.OptimizationRange < 2:
+			return fmt.Errorf("resizer.optimization_range: must be >= 2, got %d", r.OptimizationRange)
+		}
+		return errors.Join(nonNeg("explore_step_size", r.ExploreStepSize), unit("chance_of_exploration", r.ChanceOfExploration),
+			unit("downsize_ratio", r.DownsizeRatio), unit("weight_of_latest_metric", r.WeightOfLatestMetric),
+			unit("chance_of_ramping_down_when_full", r.ChanceOfRampingDownWhenFull))
+	}
+	return fmt.Errorf("resizer.type: %q is not %s or %s", r.Type, DefaultResizerType, OptimalResizerType)
 }

@@ -1,6 +1,7 @@
 package pool
 
 import (
+	"context"
 	"math"
 	"strings"
 	"testing"
@@ -8,7 +9,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
 )
 
 func decode(t *testing.T, src string) (*Spec, *registry.Entry, []error) {
@@ -195,5 +198,55 @@ func TestHashKeyNumbers(t *testing.T) {
 		if got != tc.want || ok != tc.ok {
 			t.Errorf("HashKey(%T %v) = %q, %v; want %q, %v", tc.payload, tc.payload, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// A Spec built in Go is held to the rules decoding enforces: a resizer
+// without a type had a zero messages_per_resize, and the first message
+// divided by it (a panic on the sender's goroutine or the pool's loop).
+func TestStartValidatesGoResizer(t *testing.T) {
+	def := func(mod func(*ResizerSpec)) *ResizerSpec {
+		r := DefaultResizerSpec()
+		mod(&r)
+		return &r
+	}
+	opt := func(mod func(*ResizerSpec)) *ResizerSpec {
+		r := OptimalResizerSpec()
+		mod(&r)
+		return &r
+	}
+	for _, tc := range []struct {
+		name string
+		rz   *ResizerSpec
+	}{
+		{"no type", &ResizerSpec{LowerBound: 1, UpperBound: 4}},
+		{"unknown type", &ResizerSpec{Type: "clever", LowerBound: 1, UpperBound: 4, MessagesPerResize: 10}},
+		{"negative pressure threshold", def(func(r *ResizerSpec) { r.PressureThreshold = -1 })},
+		{"negative rampup rate", def(func(r *ResizerSpec) { r.RampupRate = -0.1 })},
+		{"backoff threshold above 1", def(func(r *ResizerSpec) { r.BackoffThreshold = 1.5 })},
+		{"negative backoff rate", def(func(r *ResizerSpec) { r.BackoffRate = -1 })},
+		{"zero messages per resize", def(func(r *ResizerSpec) { r.MessagesPerResize = 0 })},
+		{"zero downsize period", opt(func(r *ResizerSpec) { r.DownsizeAfterUnderutilizedFor = 0 })},
+		{"negative explore step", opt(func(r *ResizerSpec) { r.ExploreStepSize = -1 })},
+		{"exploration chance above 1", opt(func(r *ResizerSpec) { r.ChanceOfExploration = 1.2 })},
+		{"downsize ratio above 1", opt(func(r *ResizerSpec) { r.DownsizeRatio = 1.5 })},
+		{"weight below 0", opt(func(r *ResizerSpec) { r.WeightOfLatestMetric = -0.5 })},
+		{"ramp-down chance above 1", opt(func(r *ResizerSpec) { r.ChanceOfRampingDownWhenFull = 2 })},
+		{"optimization range 1", opt(func(r *ResizerSpec) { r.OptimizationRange = 1 })},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := newHarness(t)
+			h.routee("app:worker", func() process.Behavior { return &worker{} })
+			spec := &Spec{Routee: "app:worker", Strategy: RoundRobin, Timeout: time.Second, Resizer: tc.rz}
+			p, err := Start(context.Background(), h.env, "app:pool", spec)
+			if err == nil {
+				defer func() { _ = p.Stop(context.Background()) }()
+				_ = p.Tell("x")
+				t.Fatal("started")
+			}
+			if value.KindOf(err) != value.KindInvalid {
+				t.Fatalf("err %v, want invalid", err)
+			}
+		})
 	}
 }
