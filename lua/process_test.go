@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -284,15 +286,30 @@ func TestExitErrorKeepsKind(t *testing.T) {
 	}
 }
 
+// exitHookModule registers the module TestOnExitHooks requires once per
+// test binary (a name registered twice panics, as with -count=2); each run
+// hands it the hooks to install.
+var (
+	exitHookOnce  sync.Once
+	exitHookHooks atomic.Pointer[[]func()]
+)
+
 func TestOnExitHooks(t *testing.T) {
 	var order []string
 	done := make(chan struct{})
-	registerModule("exithook_test", func(p *Process, L *lua.LState) int {
-		p.OnExit(func() { order = append(order, "first"); close(done) })
-		p.OnExit(func() { order = append(order, "second") })
-		p.OnExit(func() { panic("a broken hook does not stop the others") })
-		L.Push(lua.LTrue)
-		return 1
+	exitHookHooks.Store(&[]func(){
+		func() { order = append(order, "first"); close(done) },
+		func() { order = append(order, "second") },
+		func() { panic("a broken hook does not stop the others") },
+	})
+	exitHookOnce.Do(func() {
+		registerModule("exithook_test", func(p *Process, L *lua.LState) int {
+			for _, fn := range *exitHookHooks.Load() {
+				p.OnExit(fn)
+			}
+			L.Push(lua.LTrue)
+			return 1
+		})
 	})
 	h := newHarness(t)
 	e := h.entry("hooks", `require("exithook_test") return { main = function() error("raised") end }`)
