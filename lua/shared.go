@@ -1,6 +1,8 @@
 package lua
 
 import (
+	"math"
+	"strings"
 	"sync"
 
 	lua "github.com/yuin/gopher-lua"
@@ -131,6 +133,7 @@ func template() *templateState {
 				// gopher-lua's string table is also the string metatable.
 				lib.RawSetString("__index", lua.LNil)
 				lib.RawSetString("dump", lua.LNil)
+				lib.RawSetString("rep", L.NewFunction(strRep))
 			}
 			t.libs[name] = protectedMeta(L, lib)
 		}
@@ -161,6 +164,26 @@ func template() *templateState {
 		t.msgMeta.RawSetString("__tostring", L.NewFunction(messageToString))
 	})
 	return templateVal
+}
+
+// maxRepLen bounds what string.rep may build. One call could otherwise ask
+// for terabytes ("x"):rep(2^40), and a failed allocation is fatal to the
+// whole runtime, not an error the script could catch.
+const maxRepLen = 64 << 20
+
+// strRep is string.rep(s, n) with maxRepLen.
+func strRep(L *lua.LState) int {
+	s := L.CheckString(1)
+	n := float64(L.CheckNumber(2))
+	if !(n >= 1) || s == "" { // n < 1 or NaN
+		L.Push(lua.LString(""))
+		return 1
+	}
+	if size := float64(len(s)) * math.Floor(n); size > maxRepLen {
+		L.RaiseError("string.rep: a result of %.0f bytes is over the limit of %d", size, maxRepLen)
+	}
+	L.Push(lua.LString(strings.Repeat(s, int(n))))
+	return 1
 }
 
 // coroutineOnProcessContext wraps coroutine.create or coroutine.wrap so
