@@ -104,8 +104,11 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		id := queue[0]
 		queue = queue[1:]
 		for _, u := range users[id] {
-			if _, existed := old.slots[u]; existed && !changed[u] {
+			// A user whose own change is lifecycle-only now has a real
+			// change too: it must be offered the update, not just kept.
+			if _, existed := old.slots[u]; existed && (!changed[u] || lifecycleOnly[u]) {
 				changed[u] = true
+				delete(lifecycleOnly, u)
 				queue = append(queue, u)
 			}
 		}

@@ -326,3 +326,25 @@ entries:
 
 // Shared helpers (internal/testutil).
 type syncBuffer = testutil.SyncBuffer
+
+// A changed definition reaches its user even when the same reload changes
+// the user's lifecycle alone: the user is offered the change (here it
+// restarts), not kept as a lifecycle-only change running the old
+// definition.
+func TestApplyDefinitionChangeWithLifecycleChange(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": `namespace: a
+entries:
+  - {name: def, kind: test.def, size: 1}
+  - {name: user, kind: test.svc, routee: def, lifecycle: {auto_start: true}}
+`})
+	user := r.pid("a:user")
+	r.write("c.yaml", `namespace: a
+entries:
+  - {name: def, kind: test.def, size: 2}
+  - {name: user, kind: test.svc, routee: def, lifecycle: {auto_start: true, restart: {max_attempts: 5}}}
+`)
+	sum := r.apply()
+	if fmt.Sprint(sum.Updated) != "[a:def a:user]" || fmt.Sprint(sum.Restarted) != "[a:user]" || r.pid("a:user") == user || r.pid("a:user").IsZero() {
+		t.Fatalf("definition and lifecycle change: %+v", sum)
+	}
+}
