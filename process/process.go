@@ -223,11 +223,13 @@ func (p *process) finish(e Exit) {
 	for t := range watching {
 		n.dropMonitor(t, p.pid)
 	}
-	for w := range monitors {
-		n.sendEvent(w, Event{Kind: EventExit, From: p.pid, Exit: e})
-	}
+	// Links before monitors: a local process that sees the EXIT knows
+	// every link signal of this exit has already been given.
 	for l := range links {
 		n.linkExit(l, p.pid, e)
+	}
+	for w := range monitors {
+		n.sendEvent(w, Event{Kind: EventExit, From: p.pid, Exit: e})
 	}
 	n.exited(p.pid, e)
 }
