@@ -170,17 +170,20 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		log.Info("serving HTTP", "addr", a.srv.Addr().String())
 	}
 
-	// A stop signal during start-up cancels it; SIGHUP (reload) waits.
+	// A stop signal during start-up cancels it; SIGHUP (reload) waits for
+	// start-up to finish.
 	startCtx, cancelStart := context.WithCancel(context.Background())
 	startErr := make(chan error, 1)
 	go func() { startErr <- a.rt.Start(startCtx, cfg) }()
 	var sig os.Signal
+	hupDuringStart := false
 	for waiting := true; waiting; {
 		select {
 		case err = <-startErr:
 			waiting = false
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
+				hupDuringStart = true
 				continue
 			}
 			sig = s
@@ -218,6 +221,9 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		if err != nil {
 			log.Warn("reloading is off", "error", err)
 		}
+	}
+	if hupDuringStart && a.watcher != nil {
+		a.watcher.Trigger()
 	}
 	var mainDone <-chan process.Exit
 	if f.mainID != "" {
