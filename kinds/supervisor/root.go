@@ -119,7 +119,14 @@ type rootState struct {
 	byPID    map[process.PID]rootRunning
 	early    map[process.PID]process.Event // EXITs that beat their watch message
 	attempts map[registry.ID]int
-	timers   map[registry.ID]*time.Timer
+	timers   map[registry.ID]rootTimer
+}
+
+// rootTimer is the pending restart of an entry, and the instance it
+// replaces.
+type rootTimer struct {
+	t   *time.Timer
+	old process.PID
 }
 
 type rootRunning struct {
@@ -128,10 +135,10 @@ type rootRunning struct {
 }
 
 func (r *Root) run(p *process.Proc) (any, error) {
-	s := &rootState{r: r, p: p, byPID: map[process.PID]rootRunning{}, early: map[process.PID]process.Event{}, attempts: map[registry.ID]int{}, timers: map[registry.ID]*time.Timer{}}
+	s := &rootState{r: r, p: p, byPID: map[process.PID]rootRunning{}, early: map[process.PID]process.Event{}, attempts: map[registry.ID]int{}, timers: map[registry.ID]rootTimer{}}
 	defer func() {
 		for _, t := range s.timers {
-			t.Stop()
+			t.t.Stop()
 		}
 	}()
 	ctx := p.Context()
@@ -171,6 +178,13 @@ func (s *rootState) message(m process.Message) {
 	case rootWatch:
 		s.watch(v.id, v.inst)
 	case rootRestart:
+		// Only the latest pending restart of an entry counts: one for an
+		// instance the runtime has replaced since (a reload during the
+		// backoff) would fail as not current and reset the attempts of
+		// the instance that replaced it.
+		if t, ok := s.timers[v.id]; !ok || t.old != v.old {
+			return
+		}
 		delete(s.timers, v.id)
 		s.restart(v.id, v.old)
 	}
@@ -235,10 +249,13 @@ func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
 	d := s.r.backoff(pol, n)
 	s.r.log.Info("restarting entry", "entry", string(id), "attempt", n, "delay", d, "error", reason)
 	self, node := s.p.Self(), s.r.node
-	s.timers[id] = time.AfterFunc(d, func() {
+	if prev, ok := s.timers[id]; ok {
+		prev.t.Stop()
+	}
+	s.timers[id] = rootTimer{old: old, t: time.AfterFunc(d, func() {
 		// The root may be gone by now; then the restart is moot.
 		_ = node.Send(self, process.Message{Topic: "restart", Payload: rootRestart{id: id, old: old}})
-	})
+	})}
 }
 
 func (s *rootState) restart(id registry.ID, old process.PID) {

@@ -307,3 +307,79 @@ entries:
 		t.Fatalf("after a normal return: %+v, %d starts", info, k.starts.Load())
 	}
 }
+
+// rootTestKindB is rootTestKind under another name, so changing an entry's
+// kind between them is a change that restarts it.
+type rootTestKindB struct{ rootTestKind }
+
+func (rootTestKindB) Name() string { return "roottest.svcb" }
+
+// A restart still pending for an instance the runtime has since replaced
+// (a reload while the entry waited for its backoff) is dropped without
+// touching the attempt count of the new instance: max_attempts still holds.
+func TestRootStaleRestartKeepsAttempts(t *testing.T) {
+	kinds := registry.NewRegistry()
+	kinds.Register(rootTestKind{})
+	kinds.Register(rootTestKindB{})
+	dir := t.TempDir()
+	p := filepath.Join(dir, "c.yaml")
+	conf := func(kind string) []byte {
+		return fmt.Appendf(nil, `namespace: a
+entries:
+  - name: s
+    kind: %s
+    lifecycle:
+      auto_start: true
+      restart: {initial_delay: 300ms, max_delay: 10s, backoff_factor: 1, max_attempts: 2}
+`, kind)
+	}
+	if err := os.WriteFile(p, conf("roottest.svc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	loader := &registry.Loader{Kinds: kinds}
+	cfg, err := loader.Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := process.NewNode(process.Options{Name: "root-test"})
+	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
+	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.SetOwner(root)
+	t.Cleanup(func() {
+		rt.Stop(context.Background())
+		root.Stop(context.Background())
+		goleak.VerifyNone(t)
+	})
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	// Attempt 1 is pending (300ms) when a reload replaces the entry.
+	first := rootCrash(t, rt, "a:s", "crash")
+	rootWaitFor(t, "waiting for its restart", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusStarting
+	})
+	// A change of kind restarts the waiting entry at once.
+	if err := os.WriteFile(p, conf("roottest.svcb"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := rt.Reload(context.Background(), loader, p); err != nil {
+		t.Fatal(err)
+	}
+	second := rootCrash(t, rt, "a:s", "crash") // attempt 2, after 300ms
+	if second == first {
+		t.Fatal("the reload did not replace the instance")
+	}
+	rootWaitFor(t, "attempt 2", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusRunning && info.Instance.PID() != second
+	})
+	rootCrash(t, rt, "a:s", "crash") // past max_attempts: 2
+	rootWaitFor(t, "failed", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusFailed
+	})
+}
