@@ -120,6 +120,7 @@ type rootState struct {
 	early    map[process.PID]process.Event // EXITs that beat their watch message
 	attempts map[registry.ID]int
 	timers   map[registry.ID]rootTimer
+	own      map[process.PID]bool // instances of the root's own restarts, until watched
 }
 
 // rootTimer is the pending restart of an entry, and the instance it
@@ -135,7 +136,7 @@ type rootRunning struct {
 }
 
 func (r *Root) run(p *process.Proc) (any, error) {
-	s := &rootState{r: r, p: p, byPID: map[process.PID]rootRunning{}, early: map[process.PID]process.Event{}, attempts: map[registry.ID]int{}, timers: map[registry.ID]rootTimer{}}
+	s := &rootState{r: r, p: p, byPID: map[process.PID]rootRunning{}, early: map[process.PID]process.Event{}, attempts: map[registry.ID]int{}, timers: map[registry.ID]rootTimer{}, own: map[process.PID]bool{}}
 	defer func() {
 		for _, t := range s.timers {
 			t.t.Stop()
@@ -178,10 +179,9 @@ func (s *rootState) message(m process.Message) {
 	case rootWatch:
 		s.watch(v.id, v.inst)
 	case rootRestart:
-		// Only the latest pending restart of an entry counts: one for an
-		// instance the runtime has replaced since (a reload during the
-		// backoff) would fail as not current and reset the attempts of
-		// the instance that replaced it.
+		// Only the latest pending restart of an entry counts: an older
+		// one, already sent when it was superseded, is for an instance
+		// that is gone.
 		if t, ok := s.timers[v.id]; !ok || t.old != v.old {
 			return
 		}
@@ -192,6 +192,19 @@ func (s *rootState) message(m process.Message) {
 
 func (s *rootState) watch(id registry.ID, inst registry.Instance) {
 	pid := inst.PID()
+	if s.own[pid] {
+		delete(s.own, pid)
+	} else {
+		// The runtime started this instance itself (start-up, or a reload
+		// that replaced the entry, possibly while it waited for a restart):
+		// it gets a fresh attempt budget, and a restart still pending is
+		// for an instance that is gone.
+		if t, ok := s.timers[id]; ok {
+			t.t.Stop()
+			delete(s.timers, id)
+		}
+		delete(s.attempts, id)
+	}
 	s.byPID[pid] = rootRunning{id: id, since: time.Now()}
 	if e, ok := s.early[pid]; ok {
 		delete(s.early, pid)
@@ -259,13 +272,15 @@ func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
 }
 
 func (s *rootState) restart(id registry.ID, old process.PID) {
-	_, err := s.r.rt.Restart(s.p.Context(), id, old)
+	inst, err := s.r.rt.Restart(s.p.Context(), id, old)
 	switch {
 	case err == nil:
 		// The runtime called Watch before it published inst: the monitor
 		// is in place and the watch message is on its way. Monitoring
 		// only now would take an instance that already returned normally
 		// for one that failed (its EXIT would say "no such process").
+		// The watch must keep this entry's attempt count.
+		s.own[inst.PID()] = true
 	case errors.Is(err, registry.ErrNotCurrent), errors.Is(err, registry.ErrRuntimeStopped), s.p.Context().Err() != nil:
 		delete(s.attempts, id)
 	default:

@@ -314,9 +314,10 @@ type rootTestKindB struct{ rootTestKind }
 
 func (rootTestKindB) Name() string { return "roottest.svcb" }
 
-// A restart still pending for an instance the runtime has since replaced
-// (a reload while the entry waited for its backoff) is dropped without
-// touching the attempt count of the new instance: max_attempts still holds.
+// A reload that replaces an entry while it waits for a restart gives it a
+// fresh attempt budget at once, and the restart still pending for the
+// replaced instance is dropped: it cannot reset the count later, in the
+// middle of the new instance's failures, and let it past max_attempts.
 func TestRootStaleRestartKeepsAttempts(t *testing.T) {
 	kinds := registry.NewRegistry()
 	kinds.Register(rootTestKind{})
@@ -369,14 +370,19 @@ entries:
 	if _, _, err := rt.Reload(context.Background(), loader, p); err != nil {
 		t.Fatal(err)
 	}
-	second := rootCrash(t, rt, "a:s", "crash") // attempt 2, after 300ms
-	if second == first {
+	prev := rootCrash(t, rt, "a:s", "crash") // attempt 1 of the new budget
+	if prev == first {
 		t.Fatal("the reload did not replace the instance")
 	}
-	rootWaitFor(t, "attempt 2", func() bool {
-		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusRunning && info.Instance.PID() != second
-	})
+	for attempt := 1; attempt <= 2; attempt++ {
+		rootWaitFor(t, fmt.Sprintf("attempt %d", attempt), func() bool {
+			info, _ := rt.Info("a:s")
+			return info.Status == registry.StatusRunning && info.Instance.PID() != prev
+		})
+		if attempt < 2 {
+			prev = rootCrash(t, rt, "a:s", "crash")
+		}
+	}
 	rootCrash(t, rt, "a:s", "crash") // past max_attempts: 2
 	rootWaitFor(t, "failed", func() bool {
 		info, _ := rt.Info("a:s")
