@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -41,6 +42,14 @@ type Instance interface {
 // ctx, kills it.
 type Stopper interface {
 	Stop(ctx context.Context) error
+}
+
+// ShutdownTimer is implemented by instances that may need another stop
+// deadline than the runtime's StopTimeout: a supervisor stops its children
+// one by one, each within its own shutdown deadline. Zero means no limit
+// (OTP's infinity); a second signal to the runner still forces exit.
+type ShutdownTimer interface {
+	ShutdownTimeout() time.Duration
 }
 
 // Updater is implemented by instances that can apply a changed spec in

@@ -56,7 +56,8 @@ type RuntimeOptions struct {
 	Health HealthRegistry
 	// StartTimeout bounds one entry's Start. Default: 30s.
 	StartTimeout time.Duration
-	// StopTimeout bounds one entry's stop, after which its process is
+	// StopTimeout bounds one entry's stop (unless its instance is a
+	// ShutdownTimer), after which its process is
 	// killed. Default: 5s.
 	StopTimeout time.Duration
 }
@@ -379,7 +380,14 @@ func (rt *Runtime) stopEntry(id ID) {
 }
 
 func (rt *Runtime) stopInstance(id ID, inst Instance) (err error) {
-	ctx, cancel := context.WithTimeout(context.Background(), rt.opts.StopTimeout)
+	d := rt.opts.StopTimeout
+	if st, ok := inst.(ShutdownTimer); ok {
+		d = st.ShutdownTimeout()
+	}
+	ctx, cancel := context.Background(), context.CancelFunc(func() {})
+	if d > 0 {
+		ctx, cancel = context.WithTimeout(ctx, d)
+	}
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {

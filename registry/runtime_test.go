@@ -317,3 +317,68 @@ func (stubbornKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, er
 	}, process.SpawnOptions{})
 	return &stubbornInstance{pid: pid, gate: gate}, err
 }
+
+// slowInstance stops on request, but only after a while, and says how
+// long its stop may take (a ShutdownTimer).
+type slowInstance struct {
+	pid     process.PID
+	timeout time.Duration
+}
+
+func (s *slowInstance) PID() process.PID               { return s.pid }
+func (s *slowInstance) ShutdownTimeout() time.Duration { return s.timeout }
+
+type slowKind struct{ timeout time.Duration }
+
+func (slowKind) Name() string        { return "test.slow" }
+func (slowKind) Decode(*Decoder) any { return nil }
+
+func (k slowKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, error) {
+	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		<-p.Context().Done()
+		time.Sleep(150 * time.Millisecond) // a graceful stop that takes its time
+		return "clean", nil
+	}, process.SpawnOptions{})
+	return &slowInstance{pid: pid, timeout: k.timeout}, err
+}
+
+func TestRuntimeStopHonoursShutdownTimer(t *testing.T) {
+	tests := []struct {
+		name       string
+		timeout    time.Duration
+		wantKilled bool
+	}{
+		{"longer than StopTimeout", 5 * time.Second, false},
+		{"no limit", 0, false},
+		{"shorter than the stop", 20 * time.Millisecond, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			kinds := NewRegistry()
+			kinds.Register(slowKind{timeout: tt.timeout})
+			dir := t.TempDir()
+			os.WriteFile(dir+"/c.yaml", []byte("namespace: a\nentries:\n  - {name: s, kind: test.slow, lifecycle: {auto_start: true}}\n"), 0o644)
+			cfg, err := (&Loader{Kinds: kinds}).Load(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			node := process.NewNode(process.Options{Name: "t"})
+			// StopTimeout alone would kill the slow stop.
+			rt := NewRuntime(RuntimeOptions{Node: node, Kinds: kinds, StopTimeout: 50 * time.Millisecond})
+			if err := rt.Start(context.Background(), cfg); err != nil {
+				t.Fatal(err)
+			}
+			inst, _ := rt.Instance("a:s")
+			done, exit, ok := node.Done(inst.PID())
+			if !ok {
+				t.Fatal("instance gone before stop")
+			}
+			rt.Stop(context.Background())
+			<-done
+			killed := errors.Is(exit().Err, process.ErrKilled)
+			if killed != tt.wantKilled {
+				t.Fatalf("exit %+v; killed = %v, want %v", exit(), killed, tt.wantKilled)
+			}
+		})
+	}
+}

@@ -37,6 +37,9 @@ type ChildInfo struct {
 	Type     ChildType
 	Status   Status
 	Restarts int
+	// Shutdown is the child's resolved stop deadline (BrutalKill,
+	// Infinity, or a duration).
+	Shutdown time.Duration
 }
 
 // Counts is what CountChildren returns, as OTP's count_children: Specs
@@ -260,6 +263,31 @@ func (s *Supervisor) Stop(ctx context.Context) error {
 		<-s.exited
 		return fmt.Errorf("supervisor %s: stop: %w", s.id, ctx.Err())
 	}
+}
+
+// stopMargin is what a supervisor's own teardown may add to its
+// children's deadlines.
+const stopMargin = time.Second
+
+// ShutdownTimeout implements registry.ShutdownTimer: the children stop one
+// by one, each within its shutdown deadline, so the tree needs their sum.
+// A child that may take forever (Infinity, the default for a nested
+// supervisor) makes it 0: no limit, as in OTP.
+func (s *Supervisor) ShutdownTimeout() time.Duration {
+	total := stopMargin
+	for _, c := range s.snap.Load().infos() {
+		if c.PID.IsZero() {
+			continue
+		}
+		switch c.Shutdown {
+		case Infinity:
+			return 0
+		case BrutalKill:
+		default:
+			total += c.Shutdown
+		}
+	}
+	return total
 }
 
 // killTree kills every process of the tree below s, deepest first, so a
@@ -511,7 +539,7 @@ func (s *Supervisor) set(c *child, st Status) {
 func (s *Supervisor) show(c *child) {
 	c.slot.info.Store(&ChildInfo{
 		ID: c.spec.ID, Process: c.spec.Process, PID: c.pid, Restart: c.spec.Restart,
-		Type: c.typ, Status: c.status, Restarts: c.restarts,
+		Type: c.typ, Status: c.status, Restarts: c.restarts, Shutdown: c.spec.shutdownFor(c.typ),
 	})
 }
 

@@ -784,3 +784,28 @@ func TestReloadDoesNotRestartSpentTemporaryChild(t *testing.T) {
 		})
 	}
 }
+
+func TestShutdownTimeoutAddsUpChildDeadlines(t *testing.T) {
+	tests := []struct {
+		name     string
+		children []ChildSpec
+		want     time.Duration
+	}{
+		{"default worker deadlines", []ChildSpec{{ID: "a", Process: "app:w1"}, {ID: "b", Process: "app:w2"}}, 2*DefaultShutdown + stopMargin},
+		{"explicit and brutal_kill", []ChildSpec{{ID: "a", Process: "app:w1", Shutdown: 8 * time.Second}, {ID: "b", Process: "app:w2", Shutdown: BrutalKill}}, 8*time.Second + stopMargin},
+		{"infinity is no limit", []ChildSpec{{ID: "a", Process: "app:w1"}, {ID: "b", Process: "app:w2", Shutdown: Infinity}}, 0},
+		{"a nested supervisor defaults to infinity", []ChildSpec{{ID: "a", Process: "app:w1"}, {ID: "n", Process: "app:nested"}}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFake(t)
+			f.addWorker("app:w1")
+			f.addWorker("app:w2")
+			f.addSup("app:nested", &Spec{Strategy: OneForOne, MaxRestarts: 3, RestartWindow: time.Second, Children: []ChildSpec{{ID: "x", Process: "app:w1"}}})
+			s := f.start("app:top", &Spec{Strategy: OneForOne, MaxRestarts: 3, RestartWindow: time.Second, Children: tt.children})
+			if got := s.ShutdownTimeout(); got != tt.want {
+				t.Fatalf("ShutdownTimeout = %v; want %v", got, tt.want)
+			}
+		})
+	}
+}
