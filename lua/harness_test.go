@@ -1,7 +1,9 @@
 package lua
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +16,9 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/kinds/pgscope"
+	"github.com/proctor-run/proctor/kinds/pool"
+	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -265,3 +270,66 @@ func (h *harness) run(e *registry.Entry, args ...any) process.Exit {
 type syncBuffer = testutil.SyncBuffer
 
 var eventually = testutil.EventuallyWithin
+
+// realRuntime writes files into a directory and runs the config with the
+// real registry runtime, every kind and the root supervisor; stop tears it
+// all down and checks that no process is left.
+func realRuntime(t *testing.T, files map[string]string) (rt *registry.Runtime, node *process.Node, stop func()) {
+	t.Helper()
+	dir := writeFiles(t, files)
+	kinds := registry.NewRegistry()
+	kinds.Register(NewKind(Options{Stdout: io.Discard}))
+	kinds.Register(pgscope.Kind{})
+	kinds.Register(pool.Kind{})
+	kinds.Register(pool.GroupKind{})
+	for _, k := range supervisor.SupervisorKinds() {
+		kinds.Register(k)
+	}
+	cfg, err := (&registry.Loader{Kinds: kinds}).Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.DiscardHandler)
+	node = process.NewNode(process.Options{Name: "t", Logger: logger})
+	rt = registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: logger, StopTimeout: 5 * time.Second})
+	root, err := supervisor.StartRoot(supervisor.RootOptions{Node: node, Runtime: rt, Logger: logger})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.SetOwner(root)
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	return rt, node, func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_ = rt.Stop(ctx)
+		_ = root.Stop(ctx)
+		deadline := time.Now().Add(5 * time.Second)
+		for node.Count() > 0 && time.Now().Before(deadline) {
+			time.Sleep(2 * time.Millisecond)
+		}
+		if n := node.Count(); n > 0 {
+			t.Errorf("%d processes left", n)
+		}
+	}
+}
+
+// runMain spawns app:main and returns its exit.
+func runMain(t *testing.T, rt *registry.Runtime, node *process.Node, d time.Duration) process.Exit {
+	t.Helper()
+	pid, err := rt.Spawn("app:main", registry.SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, exit, ok := node.Done(pid)
+	if !ok {
+		t.Fatal("main exited at once")
+	}
+	select {
+	case <-done:
+	case <-time.After(d):
+		t.Fatal("main did not finish")
+	}
+	return exit()
+}

@@ -2,16 +2,10 @@ package lua
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/proctor-run/proctor/kinds/pool"
-	"github.com/proctor-run/proctor/kinds/supervisor"
-	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -172,70 +166,8 @@ return { main = function()
 end }
 `
 
-// routerRuntime loads files into a directory and runs the config with the
-// real registry runtime and root supervisor; stop tears it all down.
-func routerRuntime(t *testing.T, files map[string]string) (rt *registry.Runtime, node *process.Node, stop func()) {
-	t.Helper()
-	dir := t.TempDir()
-	for name, body := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kinds := registry.NewRegistry()
-	kinds.Register(NewKind(Options{Stdout: io.Discard}))
-	kinds.Register(pool.Kind{})
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.DiscardHandler)
-	node = process.NewNode(process.Options{Name: "t", Logger: logger})
-	rt = registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: logger, StopTimeout: 5 * time.Second})
-	root, err := supervisor.StartRoot(supervisor.RootOptions{Node: node, Runtime: rt, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.SetOwner(root)
-	if err := rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	return rt, node, func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Stop(ctx)
-		_ = root.Stop(ctx)
-		deadline := time.Now().Add(5 * time.Second)
-		for node.Count() > 0 && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
-		}
-		if n := node.Count(); n > 0 {
-			t.Errorf("%d processes left", n)
-		}
-	}
-}
-
-// runMain spawns app:main and returns its exit.
-func runMain(t *testing.T, rt *registry.Runtime, node *process.Node, d time.Duration) process.Exit {
-	t.Helper()
-	pid, err := rt.Spawn("app:main", registry.SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, exit, ok := node.Done(pid)
-	if !ok {
-		t.Fatal("main exited at once")
-	}
-	select {
-	case <-done:
-	case <-time.After(d):
-		t.Fatal("main did not finish")
-	}
-	return exit()
-}
-
 func TestLuaRouter(t *testing.T) {
-	rt, node, stop := routerRuntime(t, map[string]string{"config.yaml": routerConfig, "replica.lua": routerReplica, "main.lua": routerMain})
+	rt, node, stop := realRuntime(t, map[string]string{"config.yaml": routerConfig, "replica.lua": routerReplica, "main.lua": routerMain})
 	defer stop()
 	if e := runMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != "ok" {
 		t.Fatalf("main: %v %v", e.Value, e.Err)
@@ -267,7 +199,7 @@ return { main = function()
   return err.message
 end }
 `
-	rt, node, stop := routerRuntime(t, map[string]string{"config.yaml": routerStopConfig, "replica.lua": routerReplica, "main.lua": main})
+	rt, node, stop := realRuntime(t, map[string]string{"config.yaml": routerStopConfig, "replica.lua": routerReplica, "main.lua": main})
 	defer stop()
 	inst, ok := rt.Instance("app:sg")
 	if !ok {
@@ -354,7 +286,7 @@ return { main = function()
   return done
 end }
 `
-	rt, node, stop := routerRuntime(t, map[string]string{"config.yaml": routerResizeConfig, "slow.lua": slow, "main.lua": main})
+	rt, node, stop := realRuntime(t, map[string]string{"config.yaml": routerResizeConfig, "slow.lua": slow, "main.lua": main})
 	defer stop()
 	if e := runMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != 300.0 {
 		t.Fatalf("main: %v %v", e.Value, e.Err)

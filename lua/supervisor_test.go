@@ -1,17 +1,8 @@
 package lua
 
 import (
-	"context"
-	"io"
-	"log/slog"
-	"os"
-	"path/filepath"
 	"testing"
 	"time"
-
-	"github.com/proctor-run/proctor/kinds/supervisor"
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
 )
 
 // supWorker is the Lua child used by the supervisor scenarios: it crashes,
@@ -226,59 +217,9 @@ end }
 `
 
 func TestLuaSupervisorScenarios(t *testing.T) {
-	dir := t.TempDir()
-	for name, body := range map[string]string{"config.yaml": supConfig, "worker.lua": supWorker, "main.lua": supMain} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	kinds := registry.NewRegistry()
-	kinds.Register(NewKind(Options{Stdout: io.Discard}))
-	for _, k := range supervisor.SupervisorKinds() {
-		kinds.Register(k)
-	}
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	logger := slog.New(slog.DiscardHandler)
-	node := process.NewNode(process.Options{Name: "t", Logger: logger})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: logger, StopTimeout: 5 * time.Second})
-	root, err := supervisor.StartRoot(supervisor.RootOptions{Node: node, Runtime: rt, Logger: logger})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.SetOwner(root)
-	if err := rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_ = rt.Stop(ctx)
-		_ = root.Stop(ctx)
-		deadline := time.Now().Add(5 * time.Second)
-		for node.Count() > 0 && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
-		}
-		if n := node.Count(); n > 0 {
-			t.Errorf("%d processes left", n)
-		}
-	}()
-	pid, err := rt.Spawn("app:main", registry.SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	done, exit, ok := node.Done(pid)
-	if !ok {
-		t.Fatal("main exited at once")
-	}
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("main did not finish")
-	}
-	if e := exit(); e.Err != nil || e.Value != "ok" {
+	rt, node, stop := realRuntime(t, map[string]string{"config.yaml": supConfig, "worker.lua": supWorker, "main.lua": supMain})
+	defer stop()
+	if e := runMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != "ok" {
 		t.Fatalf("main: %v %v", e.Value, e.Err)
 	}
 }
@@ -287,12 +228,7 @@ func TestLuaSupervisorScenarios(t *testing.T) {
 // do: `runner run --main app:main` on the config, exit 0 when every
 // scenario held.
 func TestLuaSupervisorScenariosThroughRunner(t *testing.T) {
-	dir := t.TempDir()
-	for name, body := range map[string]string{"config.yaml": supConfig, "worker.lua": supWorker, "main.lua": supMain} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
+	dir := writeFiles(t, map[string]string{"config.yaml": supConfig, "worker.lua": supWorker, "main.lua": supMain})
 	r := runRunner(t, dir, "run", "--no-watch", "--log-level", "error", "--main", "app:main", "config.yaml")
 	if r.code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
