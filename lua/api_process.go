@@ -1,9 +1,9 @@
 package lua
 
 import (
+	"errors"
 	"fmt"
 	"strings"
-	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -94,46 +94,31 @@ func procAsk(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("ask %q: %w", topic, err))
 	}
-	r := p.ask
-	if r == nil {
-		r = &askRef{ch: make(chan askResult, 1)}
-		p.ask = r
-		p.askTimer = time.NewTimer(time.Hour)
-		p.askTimer.Stop()
+	c := process.NewCall()
+	m := c.Message(process.Message{From: p.self, Topic: topic, Payload: payload})
+	var res process.Reply
+	if serr := p.Node().Send(to, m); serr != nil {
+		res, err = c.Abandon(serr)
+	} else {
+		res, err = c.Wait(timeout, p.proc.Context().Done())
 	}
-	token := (r.state.Load() + 2) &^ 1
-	r.state.Store(token)
-	m := process.Message{From: p.self, Topic: topic, Payload: payload}.WithReply(r, token)
-	if err := p.Node().Send(to, m); err != nil {
-		r.state.Store(token + 1)
+	switch {
+	case errors.Is(err, process.ErrTimeout):
+		return ReturnError(L, fmt.Errorf("ask %q of %s after %s: %w", topic, dest, timeout, err))
+	case errors.Is(err, process.ErrCallAbandoned):
+		return ReturnError(L, errStopping)
+	case err != nil:
 		return ReturnError(L, err)
 	}
-	var res askResult
-	p.askTimer.Reset(timeout)
-	select {
-	case res = <-r.ch:
-		p.askTimer.Stop()
-	case <-p.askTimer.C:
-		if r.state.CompareAndSwap(token, token+1) {
-			return ReturnError(L, fmt.Errorf("ask %q of %s after %s: %w", topic, dest, timeout, process.ErrTimeout))
-		}
-		res = <-r.ch // a reply won the race with the clock
-	case <-p.proc.Context().Done():
-		p.askTimer.Stop()
-		if r.state.CompareAndSwap(token, token+1) {
-			return ReturnError(L, errStopping)
-		}
-		res = <-r.ch
+	if res.Err != nil {
+		return ReturnError(L, res.Err)
 	}
-	if res.err != nil {
-		return ReturnError(L, res.err)
-	}
-	lv, err := ToLua(L, res.v)
+	lv, err := ToLua(L, res.Value)
 	if err != nil {
 		return ReturnError(L, err)
 	}
 	L.Push(lv)
-	L.Push(PIDValue(res.from))
+	L.Push(PIDValue(res.From))
 	return 2
 }
 

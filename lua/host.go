@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync/atomic"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -528,26 +527,4 @@ func luaPrint(L *lua.LState) int {
 	_, _ = h.stdout.Write([]byte(b.String()))
 	h.outMu.Unlock()
 	return 0
-}
-
-// askRef is a process's reusable one-shot reply reference: state holds the
-// current ask's token (even) or token+1 once settled, so a reply to an
-// earlier ask fails its compare-and-swap and is dropped.
-type askRef struct {
-	state atomic.Uint64
-	ch    chan askResult
-}
-
-type askResult struct {
-	v    any
-	from process.PID
-	err  error
-}
-
-func (r *askRef) Settle(token uint64, from process.PID, v any, err error) bool {
-	if !r.state.CompareAndSwap(token, token+1) {
-		return false
-	}
-	r.ch <- askResult{v: v, from: from, err: err}
-	return true
 }

@@ -86,10 +86,8 @@ type Process struct {
 	destStr string // last destination string resolved, and its PID
 	destPID process.PID
 
-	ask      *askRef
-	askTimer *time.Timer
-	timers   timerList // pending time.after timers
-	onExit   []func()
+	timers timerList // pending time.after timers
+	onExit []func()
 }
 
 // OnExit registers fn to run on the process's goroutine when its script

@@ -38,6 +38,86 @@ func (r *askRef) Settle(token uint64, from PID, v any, err error) bool {
 	return true
 }
 
+// Reply is what settled an ask: the value, the process that replied, and
+// the error it replied with (a rejection).
+type Reply struct {
+	Value any
+	From  PID
+	Err   error
+}
+
+// Call is one blocking ask whose message the caller delivers itself — a
+// router that picks its routee, a Lua process that must also give up when
+// it is asked to stop. Its reply reference is one-shot (a second or a late
+// reply is dropped silently) and pooled, so an ask allocates only the
+// message's reply pointer. Use a Call exactly once: Message, deliver, then
+// Wait (or Abandon when delivery failed).
+type Call struct {
+	r     *askRef
+	token uint64
+}
+
+// NewCall returns a call ready to be attached to a message.
+func NewCall() Call {
+	r := askPool.Get().(*askRef)
+	token := (r.state.Load() + 2) &^ 1
+	r.state.Store(token)
+	return Call{r: r, token: token}
+}
+
+// Message returns m addressed to reply to c.
+func (c Call) Message(m Message) Message { return m.WithReply(c.r, c.token) }
+
+// take receives the reply that settled c and releases it.
+func (c Call) take() Reply {
+	res := <-c.r.ch
+	askPool.Put(c.r)
+	return Reply{Value: res.value, From: res.from, Err: res.err}
+}
+
+// Abandon ends a call whose message could not be delivered, returning err.
+// When a reply settled the call all the same (a broadcast that reached some
+// processes before failing), that reply is returned with a nil error.
+func (c Call) Abandon(err error) (Reply, error) {
+	if c.r.state.CompareAndSwap(c.token, c.token+1) {
+		askPool.Put(c.r)
+		return Reply{}, err
+	}
+	return c.take(), nil
+}
+
+// Wait waits for the reply at most timeout (0 means DefaultAskTimeout), or
+// until done is closed (nil: never), and releases the call. Its error is
+// nil when a reply came — the reply's own error is in Reply.Err —,
+// ErrTimeout when the deadline passed first, ErrCallAbandoned when done
+// closed first.
+func (c Call) Wait(timeout time.Duration, done <-chan struct{}) (Reply, error) {
+	if timeout <= 0 {
+		timeout = DefaultAskTimeout
+	}
+	r := c.r
+	r.timer.Reset(timeout)
+	select {
+	case res := <-r.ch:
+		r.timer.Stop()
+		askPool.Put(r)
+		return Reply{Value: res.value, From: res.from, Err: res.err}, nil
+	case <-r.timer.C:
+		if !r.state.CompareAndSwap(c.token, c.token+1) {
+			return c.take(), nil // a reply won the race with the clock
+		}
+		askPool.Put(r)
+		return Reply{}, ErrTimeout
+	case <-done:
+		r.timer.Stop()
+		if !r.state.CompareAndSwap(c.token, c.token+1) {
+			return c.take(), nil
+		}
+		askPool.Put(r)
+		return Reply{}, ErrCallAbandoned
+	}
+}
+
 // Ask sends m to to and waits for its reply at most timeout (0 means
 // DefaultAskTimeout). It returns the reply and the PID of the process that
 // replied. Failures: a send error at once, the replier's error, or
@@ -46,32 +126,21 @@ func (n *Node) Ask(to PID, m Message, timeout time.Duration) (any, PID, error) {
 	if timeout <= 0 {
 		timeout = DefaultAskTimeout
 	}
-	r := askPool.Get().(*askRef)
-	token := r.state.Load() + 2
-	token &^= 1
-	r.state.Store(token)
-	if err := n.Send(to, m.WithReply(r, token)); err != nil {
-		// Nobody can settle it; retire the token so the ref stays clean.
-		r.state.Store(token + 1)
-		askPool.Put(r)
+	c := NewCall()
+	var r Reply
+	var err error
+	if serr := n.Send(to, c.Message(m)); serr != nil {
+		r, err = c.Abandon(serr)
+	} else {
+		r, err = c.Wait(timeout, nil)
+		if err != nil {
+			err = fmt.Errorf("ask %s after %s: %w", to, timeout, err)
+		}
+	}
+	if err != nil {
 		return nil, PID{}, err
 	}
-	r.timer.Reset(timeout)
-	select {
-	case res := <-r.ch:
-		r.timer.Stop()
-		askPool.Put(r)
-		return res.value, res.from, res.err
-	case <-r.timer.C:
-		if !r.state.CompareAndSwap(token, token+1) {
-			// A reply won the race with the clock; take it.
-			res := <-r.ch
-			askPool.Put(r)
-			return res.value, res.from, res.err
-		}
-		askPool.Put(r)
-		return nil, PID{}, fmt.Errorf("ask %s after %s: %w", to, timeout, ErrTimeout)
-	}
+	return r.Value, r.From, r.Err
 }
 
 // funcRef settles an asynchronous ask by calling its callback once.

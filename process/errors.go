@@ -17,6 +17,8 @@ var (
 	ErrMailboxFull = value.NewError(value.KindLimit, "mailbox full")
 	// ErrTimeout: an ask was not answered before its deadline.
 	ErrTimeout = value.NewError(value.KindTimeout, "ask timed out")
+	// ErrCallAbandoned: the caller stopped waiting for a Call's reply.
+	ErrCallAbandoned = value.NewError(value.KindStopped, "caller stopped waiting")
 	// ErrNoReplyTarget: a reply to a message that was not an ask.
 	ErrNoReplyTarget = value.NewError(value.KindInvalid, "message has no reply target")
 	// ErrUnreachable: the destination's node cannot be reached.

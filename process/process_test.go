@@ -701,3 +701,56 @@ func TestMessageFromAndReplyTargetSurviveTheMailbox(t *testing.T) {
 type recordingTarget struct{}
 
 func (*recordingTarget) Settle(uint64, PID, any, error) bool { return true }
+
+func TestCall(t *testing.T) {
+	n := newTestNode()
+	pid, _ := n.Spawn(echo, SpawnOptions{})
+	defer n.Kill(pid)
+	silent, _ := n.Spawn(behaviorFunc(func(Context, Message) {}), SpawnOptions{})
+	defer n.Kill(silent)
+
+	t.Run("reply", func(t *testing.T) {
+		c := NewCall()
+		if err := n.Send(pid, c.Message(Message{Payload: "x"})); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Wait(time.Second, nil)
+		if err != nil || r.Value != "x" || r.From != pid || r.Err != nil {
+			t.Fatalf("got %+v, %v", r, err)
+		}
+	})
+	t.Run("timeout", func(t *testing.T) {
+		c := NewCall()
+		n.Send(silent, c.Message(Message{}))
+		if _, err := c.Wait(10*time.Millisecond, nil); err != ErrTimeout {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("abandoned, and the late reply dropped", func(t *testing.T) {
+		c := NewCall()
+		m := c.Message(Message{})
+		done := make(chan struct{})
+		close(done)
+		if _, err := c.Wait(time.Second, done); err != ErrCallAbandoned {
+			t.Fatalf("err = %v", err)
+		}
+		if ok, _ := m.Reply(pid, "late", nil); ok {
+			t.Fatal("a reply after the caller gave up settled the call")
+		}
+	})
+	t.Run("abandon after a delivery failure", func(t *testing.T) {
+		c := NewCall()
+		sendErr := errors.New("no route")
+		if r, err := c.Abandon(sendErr); err != sendErr || r.Value != nil {
+			t.Fatalf("got %+v, %v", r, err)
+		}
+	})
+	t.Run("abandon keeps a reply that came first", func(t *testing.T) {
+		c := NewCall()
+		m := c.Message(Message{})
+		m.Reply(pid, "partial", nil)
+		if r, err := c.Abandon(errors.New("later failure")); err != nil || r.Value != "partial" {
+			t.Fatalf("got %+v, %v", r, err)
+		}
+	})
+}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
@@ -214,70 +212,23 @@ func (p *Pool) AskContext(ctx context.Context, m process.Message, timeout time.D
 // ask routes m with a one-shot reply target and waits for the reply, the
 // deadline or ctx.
 func (p *core) ask(ctx context.Context, route func(process.Message) error, m process.Message, timeout time.Duration) (any, process.PID, error) {
-	w := waiters.Get().(*waiter)
-	token := (w.state.Load() + 2) &^ 1
-	w.state.Store(token)
-	// take returns the settled result; the waiter goes back to the pool
-	// only once nothing can write to it any more.
-	take := func() (any, process.PID, error) {
-		res := <-w.ch
-		waiters.Put(w)
-		return res.value, res.from, res.err
-	}
-	if err := route(m.WithReply(w, token)); err != nil {
-		if w.state.CompareAndSwap(token, token+1) {
-			waiters.Put(w)
-			return nil, process.PID{}, err
+	c := process.NewCall()
+	var r process.Reply
+	var err error
+	if rerr := route(c.Message(m)); rerr != nil {
+		// A routee may have answered before the error (a partial broadcast).
+		r, err = c.Abandon(rerr)
+	} else {
+		r, err = c.Wait(timeout, ctx.Done())
+		switch {
+		case errors.Is(err, process.ErrTimeout):
+			err = fmt.Errorf("%s: ask after %s: %w", p.id, timeout, err)
+		case errors.Is(err, process.ErrCallAbandoned):
+			err = value.NewError(value.KindStopped, "%s: ask abandoned: %v", p.id, ctx.Err())
 		}
-		return take() // a routee answered before the error (a partial broadcast)
 	}
-	w.timer.Reset(timeout)
-	select {
-	case res := <-w.ch:
-		w.timer.Stop()
-		waiters.Put(w)
-		return res.value, res.from, res.err
-	case <-w.timer.C:
-		if !w.state.CompareAndSwap(token, token+1) {
-			return take()
-		}
-		waiters.Put(w)
-		return nil, process.PID{}, fmt.Errorf("%s: ask after %s: %w", p.id, timeout, process.ErrTimeout)
-	case <-ctx.Done():
-		w.timer.Stop()
-		if !w.state.CompareAndSwap(token, token+1) {
-			return take()
-		}
-		waiters.Put(w)
-		return nil, process.PID{}, value.NewError(value.KindStopped, "%s: ask abandoned: %v", p.id, ctx.Err())
+	if err != nil {
+		return nil, process.PID{}, err
 	}
-}
-
-type result struct {
-	value any
-	from  process.PID
-	err   error
-}
-
-// waiter is the one-shot reply target of a blocking Ask. state holds the
-// current ask's token (even), token+1 once settled, so a late reply to an
-// earlier ask on a reused waiter is dropped.
-type waiter struct {
-	state atomic.Uint64
-	ch    chan result
-	timer *time.Timer
-}
-
-var waiters = sync.Pool{New: func() any {
-	w := &waiter{ch: make(chan result, 1), timer: time.NewTimer(time.Hour)}
-	w.timer.Stop()
-	return w
-}}
-
-func (w *waiter) Settle(token uint64, from process.PID, v any, err error) bool {
-	if !w.state.CompareAndSwap(token, token+1) {
-		return false
-	}
-	w.ch <- result{value: v, from: from, err: err}
-	return true
+	return r.Value, r.From, r.Err
 }
