@@ -227,6 +227,7 @@ func (ld *load) file(file string, cfg *Config) {
 			return
 		}
 		docs++
+		resolveAliases(&doc)
 		ld.document(file, &doc, cfg)
 	}
 	if docs == 0 {
