@@ -489,6 +489,11 @@ func (s *Supervisor) remove(c *child) {
 	if c.declared {
 		s.spent[c.spec.ID] = c.spec
 	}
+	// A child that is gone for good takes its restart series with it, so
+	// a dynamic supervisor's churn of child IDs does not grow /metrics
+	// without bound. (A child added again later counts from zero: a
+	// counter reset, which Prometheus handles.)
+	s.met.restarts.DeleteLabelValues(string(s.id), c.spec.ID)
 	s.setPID(c, process.PID{})
 	s.relist()
 }

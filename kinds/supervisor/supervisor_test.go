@@ -809,3 +809,44 @@ func TestShutdownTimeoutAddsUpChildDeadlines(t *testing.T) {
 		})
 	}
 }
+
+func TestRemovedChildTakesItsRestartSeries(t *testing.T) {
+	f := newFake(t)
+	f.addWorker("t:w")
+	s := f.start("t:dyn", &Spec{MaxRestarts: 3, RestartWindow: time.Second, Kind: KindDynamic})
+	ctx := context.Background()
+	series := func() int {
+		mfs, err := f.env.Metrics.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := 0
+		for _, mf := range mfs {
+			if mf.GetName() == "supervisor_restarts_total" {
+				for _, m := range mf.GetMetric() {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "child" && l.GetValue() == "job" {
+							n++
+						}
+					}
+				}
+			}
+		}
+		return n
+	}
+	old, err := s.StartChild(ctx, ChildSpec{ID: "job", Process: "t:w"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	send(t, f.env.Node, old, "crash")
+	waitRunning(t, s, "job", old)
+	if n := series(); n != 1 {
+		t.Fatalf("%d restart series for the child after a restart; want 1", n)
+	}
+	if err := s.TerminateChild(ctx, "job"); err != nil {
+		t.Fatal(err)
+	}
+	if n := series(); n != 0 {
+		t.Fatalf("%d restart series left after the child was removed", n)
+	}
+}
