@@ -47,6 +47,7 @@ func (n *Node) addMonitor(tp *process, watcher PID) bool {
 	return true
 }
 
+// addWatching records that w monitors target.
 func (n *Node) addWatching(w *process, target PID) {
 	w.mu.Lock()
 	if w.dead.Load() {
@@ -208,13 +209,13 @@ func (n *Node) linkExit(to, from PID, e Exit) {
 	p.requestStop(&LinkError{From: from, Reason: e.Err})
 }
 
-// sendEvent delivers an event to a local or remote process.
+// sendEvent delivers an event to a watcher. Watchers are always local
+// (Monitor takes a local watcher): a transport serves a remote watcher
+// through a local process of its own that monitors on its behalf.
 func (n *Node) sendEvent(to PID, e Event) {
 	if p := n.lookup(to); p != nil {
 		p.deliverEvent(e)
 	}
-	// Remote watchers are told by the transport, which registered the
-	// monitor on their behalf and watches local exits itself.
 }
 
 // LinkError is the exit reason of a process stopped because a linked
