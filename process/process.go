@@ -138,16 +138,6 @@ func (p *process) notify() {
 	}
 }
 
-// events returns the event queue if one was ever created.
-func (p *process) eventQueue() *queue[Event] {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.ext.Load() == nil {
-		return nil
-	}
-	return &p.ext.Load().events
-}
-
 // requestStop asks p to stop with reason (ErrShutdown for a plain
 // terminate). The first request wins; p exits when its code returns.
 func (p *process) requestStop(reason error) {

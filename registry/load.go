@@ -88,7 +88,6 @@ type load struct {
 	kinds   *Registry
 	errs    []error
 	display map[string]string // absolute file -> the name errors show
-	first   map[ID]*Entry
 }
 
 func (ld *load) fail(pos Pos, entry ID, field, format string, args ...any) {

@@ -238,7 +238,8 @@ func TestGroupConsistentHashAndBroadcast(t *testing.T) {
 	if err := b.Tell("hi"); err != nil {
 		t.Fatal(err)
 	}
-	if <-got == <-got {
+	first, second := <-got, <-got
+	if first == second {
 		t.Error("broadcast reached one member twice")
 	}
 }
