@@ -563,11 +563,6 @@ func (p *Pool) teardown() {
 		pids = append(pids, pid)
 	}
 	for _, pid := range pids {
-		// Cut the link and the monitor first: the routees are stopped
-		// explicitly here, and a pool and its routees tearing down their
-		// links to each other at the same moment race in the process core.
-		p.node.Demonitor(p.pid, pid)
-		p.node.Unlink(p.pid, pid)
 		_ = p.node.Terminate(pid)
 	}
 	p.final.Store(&pids)
