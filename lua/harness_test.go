@@ -109,14 +109,7 @@ func (h *harness) stopAll() {
 	for _, pid := range pids {
 		_ = h.node.Terminate(pid)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for h.node.Count() > 0 {
-		if time.Now().After(deadline) {
-			h.t.Errorf("%d processes still alive after the test", h.node.Count())
-			return
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+	eventually(h.t, 5*time.Second, "every process of the test to exit", func() bool { return h.node.Count() == 0 })
 }
 
 func (h *harness) track(pid process.PID) {
@@ -305,13 +298,7 @@ func realRuntime(t *testing.T, files map[string]string) (rt *registry.Runtime, n
 		defer cancel()
 		_ = rt.Stop(ctx)
 		_ = root.Stop(ctx)
-		deadline := time.Now().Add(5 * time.Second)
-		for node.Count() > 0 && time.Now().Before(deadline) {
-			time.Sleep(2 * time.Millisecond)
-		}
-		if n := node.Count(); n > 0 {
-			t.Errorf("%d processes left", n)
-		}
+		eventually(t, 5*time.Second, "every process to exit", func() bool { return node.Count() == 0 })
 	}
 }
 

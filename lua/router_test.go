@@ -211,13 +211,7 @@ end }
 		t.Fatal(err)
 	}
 	done, exit, _ := node.Done(pid)
-	deadline := time.Now().Add(5 * time.Second)
-	for p.View().(pool.View).OpenScatters != 1 {
-		if time.Now().After(deadline) {
-			t.Fatal("the scatter never opened")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, 5*time.Second, "the scatter to open", func() bool { return p.View().(pool.View).OpenScatters == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
@@ -293,11 +287,9 @@ end }
 	}
 	inst, _ := rt.Instance("app:elastic")
 	p := inst.(*pool.Pool)
-	deadline := time.Now().Add(5 * time.Second)
-	for node.Count() > 2+1 { // the pool, its one routee, the root supervisor
-		if time.Now().After(deadline) {
-			t.Fatalf("%d processes: removed routees were not stopped (size %d)", node.Count(), p.Size())
-		}
-		time.Sleep(2 * time.Millisecond)
+	// Left: the pool, its one routee, the root supervisor.
+	eventually(t, 5*time.Second, "the removed routees to stop", func() bool { return node.Count() == 2+1 })
+	if s := p.Size(); s != 1 {
+		t.Fatalf("size %d once idle", s)
 	}
 }

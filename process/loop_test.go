@@ -54,10 +54,7 @@ func TestLoopLimits(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	go l.Run(ctx)
-	deadline := time.Now().Add(5 * time.Second)
-	for l.Len() > 0 && time.Now().Before(deadline) {
-		time.Sleep(time.Millisecond)
-	}
+	eventually(t, "the queued commands to run", func() bool { return l.Len() == 0 })
 	cancel()
 	<-l.Done()
 	if err := l.Submit(func() {}); !errors.Is(err, ErrLoopStopped) {

@@ -270,20 +270,7 @@ func TestRuntimeLookupSpawn(t *testing.T) {
 }
 
 func TestRuntimeStopKillsPastDeadline(t *testing.T) {
-	kinds := NewRegistry()
-	kinds.Register(stubbornKind{})
-	dir := t.TempDir()
-	os.WriteFile(dir+"/c.yaml", []byte("namespace: a\nentries:\n  - {name: s, kind: test.stubborn, lifecycle: {auto_start: true}}\n"), 0o644)
-	cfg, err := (&Loader{Kinds: kinds}).Load(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := process.NewNode(process.Options{Name: "t"})
-	rt := NewRuntime(RuntimeOptions{Node: node, Kinds: kinds, StopTimeout: 50 * time.Millisecond})
-	if err := rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	inst, _ := rt.Instance("a:s")
+	rt, node, inst := oneService(t, stubbornKind{}, 50*time.Millisecond)
 	start := time.Now()
 	rt.Stop(context.Background())
 	if node.Alive(inst.PID()) {
@@ -293,6 +280,30 @@ func TestRuntimeStopKillsPastDeadline(t *testing.T) {
 		t.Fatalf("stop took %v", el)
 	}
 	inst.(*stubbornInstance).release()
+}
+
+// oneService runs a configuration of one auto-started entry a:s of kind k
+// with the given stop timeout.
+func oneService(t *testing.T, k Kind, stopTimeout time.Duration) (*Runtime, *process.Node, Instance) {
+	t.Helper()
+	kinds := NewRegistry()
+	kinds.Register(k)
+	dir := t.TempDir()
+	os.WriteFile(dir+"/c.yaml", []byte("namespace: a\nentries:\n  - {name: s, kind: "+k.Name()+", lifecycle: {auto_start: true}}\n"), 0o644)
+	cfg, err := (&Loader{Kinds: kinds}).Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := process.NewNode(process.Options{Name: "t"})
+	rt := NewRuntime(RuntimeOptions{Node: node, Kinds: kinds, StopTimeout: stopTimeout})
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	inst, ok := rt.Instance("a:s")
+	if !ok {
+		t.Fatal("a:s is not running")
+	}
+	return rt, node, inst
 }
 
 // stubbornKind's process ignores its stop request until released.
@@ -354,21 +365,8 @@ func TestRuntimeStopHonoursShutdownTimer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			kinds := NewRegistry()
-			kinds.Register(slowKind{timeout: tt.timeout})
-			dir := t.TempDir()
-			os.WriteFile(dir+"/c.yaml", []byte("namespace: a\nentries:\n  - {name: s, kind: test.slow, lifecycle: {auto_start: true}}\n"), 0o644)
-			cfg, err := (&Loader{Kinds: kinds}).Load(dir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			node := process.NewNode(process.Options{Name: "t"})
 			// StopTimeout alone would kill the slow stop.
-			rt := NewRuntime(RuntimeOptions{Node: node, Kinds: kinds, StopTimeout: 50 * time.Millisecond})
-			if err := rt.Start(context.Background(), cfg); err != nil {
-				t.Fatal(err)
-			}
-			inst, _ := rt.Instance("a:s")
+			rt, node, inst := oneService(t, slowKind{timeout: tt.timeout}, 50*time.Millisecond)
 			done, exit, ok := node.Done(inst.PID())
 			if !ok {
 				t.Fatal("instance gone before stop")

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
 
@@ -51,16 +52,7 @@ func saveChunks(t testing.TB, p, body string) {
 	f.Close()
 }
 
-func waitUntil(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
+var waitUntil = testutil.Eventually
 
 func (r *reloadEnv) watch(debounce time.Duration) *Watcher {
 	r.t.Helper()

@@ -87,16 +87,7 @@ func TestReloadEndToEnd(t *testing.T) {
 		}
 		return d.PID
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; logs:\n%s", what, r.logs())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); r.waitFor(t, what, cond) }
 	waitFor("start", func() bool { return pid("app:counter") != "" && pid("app:scope") != "" && pid("other:w") != "" })
 	counter, scope := pid("app:counter"), pid("app:scope")
 	applied := func() int { return strings.Count(r.logs(), `"msg":"reload applied: `) }
@@ -217,16 +208,7 @@ entries:
 			PID *string `json:"pid"`
 		} `json:"children"`
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; logs:\n%s", what, r.logs())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); r.waitFor(t, what, cond) }
 	var pv poolView
 	var sv supView
 	waitFor("pool and supervisor up", func() bool {
@@ -277,16 +259,7 @@ func TestSIGHUPReloadsWithoutWatching(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatalf("no HTTP address:\n%s", r.logs())
 	}
-	waitFor := func(what string, cond func() bool) {
-		t.Helper()
-		deadline := time.Now().Add(15 * time.Second)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s; logs:\n%s", what, r.logs())
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	waitFor := func(what string, cond func() bool) { t.Helper(); r.waitFor(t, what, cond) }
 	waitFor("start", func() bool { return strings.Contains(r.logs(), `"msg":"started"`) })
 	saveRename(t, c, reloadYAML("  - {name: extra, kind: process.lua, source: file://w.lua, lifecycle: {auto_start: true}}\n", "5s"))
 	time.Sleep(300 * time.Millisecond) // three debounce periods: a watcher would have reloaded by now

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"go.uber.org/goleak"
 )
 
@@ -232,6 +233,13 @@ func (r *runner) logs() string {
 	return strings.Join(r.stderr, "\n")
 }
 
+// waitFor polls cond with a generous deadline, printing the runner's logs
+// when it never holds.
+func (r *runner) waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	testutil.EventuallyExplained(t, 20*time.Second, what, cond, r.logs)
+}
+
 // wait returns the exit code, failing the test past a generous deadline.
 func (r *runner) wait(t *testing.T) int {
 	t.Helper()
@@ -264,19 +272,12 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("no HTTP address logged:\n%s", r.logs())
 	}
 	base := "http://" + addr
-	deadline := time.Now().Add(20 * time.Second)
 	var entries []map[string]string
-	for {
+	r.waitFor(t, "the services to run", func() bool {
 		code, body := httpGet(t, base+"/v1/entries")
 		entries = nil
-		if code == 200 && json.Unmarshal([]byte(body), &entries) == nil && statusIn(entries, "app:counter") == "running" && statusIn(entries, "app:ticker") == "running" {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("entries never ran: %d %s\n%s", code, body, r.logs())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		return code == 200 && json.Unmarshal([]byte(body), &entries) == nil && statusIn(entries, "app:counter") == "running" && statusIn(entries, "app:ticker") == "running"
+	})
 	if statusIn(entries, "app:hello") != "defined" {
 		t.Fatalf("app:hello: %v", entries)
 	}

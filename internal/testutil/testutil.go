@@ -23,9 +23,19 @@ func Eventually(t testing.TB, what string, cond func() bool) {
 // EventuallyWithin is Eventually with its own deadline.
 func EventuallyWithin(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
+	EventuallyExplained(t, d, what, cond, nil)
+}
+
+// EventuallyExplained is EventuallyWithin whose failure also prints what
+// explain returns then (a subprocess's logs, say).
+func EventuallyExplained(t testing.TB, d time.Duration, what string, cond func() bool, explain func() string) {
+	t.Helper()
 	deadline := time.Now().Add(d)
 	for !cond() {
 		if time.Now().After(deadline) {
+			if explain != nil {
+				t.Fatalf("timed out after %s waiting for %s:\n%s", d, what, explain())
+			}
 			t.Fatalf("timed out after %s waiting for %s", d, what)
 		}
 		time.Sleep(time.Millisecond)
