@@ -249,7 +249,7 @@ func (g *Group) Route(m process.Message) error {
 	case Random:
 		i = rand.IntN(n)
 	case ConsistentHash:
-		key, ok := HashKey(m.Payload)
+		key, ok := value.Key(m.Payload)
 		if !ok {
 			return fmt.Errorf("group %s: %w", g.id, ErrNoKey)
 		}

@@ -126,7 +126,7 @@ func (p *Pool) pick(st Strategy, s *snapshot, m process.Message) (int, error) {
 		}
 		return best, nil
 	case ConsistentHash:
-		key, ok := HashKey(m.Payload)
+		key, ok := value.Key(m.Payload)
 		if !ok {
 			return 0, ErrNoKey
 		}

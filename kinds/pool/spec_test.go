@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -161,43 +160,6 @@ resizer:
 				}
 			}
 		})
-	}
-}
-
-// Every Go number is a key, rendered by value, so a Go embedder's int32
-// and a Lua number reach the same routee.
-func TestHashKeyNumbers(t *testing.T) {
-	for _, tc := range []struct {
-		payload any
-		want    string
-		ok      bool
-	}{
-		{"user-42", "user-42", true},
-		{42.0, "42", true},
-		{42.5, "42.5", true},
-		{int(42), "42", true},
-		{int8(42), "42", true},
-		{int16(42), "42", true},
-		{int32(42), "42", true},
-		{int64(-42), "-42", true},
-		{uint(42), "42", true},
-		{uint8(42), "42", true},
-		{uint16(42), "42", true},
-		{uint32(42), "42", true},
-		{uint64(18446744073709551615), "18446744073709551615", true},
-		{float32(42), "42", true},
-		{float32(0.5), "0.5", true},
-		{map[string]any{"key": int32(7)}, "7", true},
-		{map[any]any{"key": "k"}, "k", true},
-		{map[string]any{"n": 1.0}, "", false},
-		{true, "", false},
-		{nil, "", false},
-		{math.NaN(), "", false},
-	} {
-		got, ok := HashKey(tc.payload)
-		if got != tc.want || ok != tc.ok {
-			t.Errorf("HashKey(%T %v) = %q, %v; want %q, %v", tc.payload, tc.payload, got, ok, tc.want, tc.ok)
-		}
 	}
 }
 

@@ -1,0 +1,53 @@
+package value
+
+import (
+	"math"
+	"testing"
+)
+
+// Every Go number is a key, rendered by value, so a Go embedder's int32
+// and a Lua number reach the same routee or worker.
+func TestKey(t *testing.T) {
+	for _, tc := range []struct {
+		payload any
+		want    string
+		ok      bool
+	}{
+		{"user-42", "user-42", true},
+		{42.0, "42", true},
+		{42.5, "42.5", true},
+		{int(42), "42", true},
+		{int8(42), "42", true},
+		{int16(42), "42", true},
+		{int32(42), "42", true},
+		{int64(-42), "-42", true},
+		{uint(42), "42", true},
+		{uint8(42), "42", true},
+		{uint16(42), "42", true},
+		{uint32(42), "42", true},
+		{uint64(18446744073709551615), "18446744073709551615", true},
+		{float32(42), "42", true},
+		{float32(0.5), "0.5", true},
+		{map[string]any{"key": int32(7)}, "7", true},
+		{map[any]any{"key": "k"}, "k", true},
+		{map[string]any{"n": 1.0}, "", false},
+		{true, "", false},
+		{nil, "", false},
+		{math.NaN(), "", false},
+	} {
+		got, ok := Key(tc.payload)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("Key(%T %v) = %q, %v; want %q, %v", tc.payload, tc.payload, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestHashIsStable(t *testing.T) {
+	// Every node must route a key alike: the hash is fixed, not seeded.
+	if Hash("user-42") != Hash("user-42") || Hash("a") == Hash("b") {
+		t.Fatal("Hash is not a stable function of its input")
+	}
+	if got, want := Hash(""), uint64(14695981039346656037); got == want {
+		t.Fatal("Hash skips the final mix")
+	}
+}
