@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"time"
@@ -106,5 +107,11 @@ type Source struct {
 	Field string // the field that named it
 	Pos   Pos
 	Path  string // absolute path
+	// Bytes are the file's contents, shared by every entry that names the
+	// file: read-only.
 	Bytes []byte
+	// Digest is the SHA-256 of Bytes.
+	Digest [sha256.Size]byte
+
+	file *sourceFile // the version read; nil for a Source built in Go
 }

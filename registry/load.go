@@ -2,16 +2,23 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
+	"container/heap"
+	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -48,32 +55,95 @@ func (c *Config) Sources() []string {
 	return out
 }
 
-// Loader reads configuration files and directories.
+// Loader reads configuration files and directories. Only Kinds is
+// needed; the zero value of every other field is a usable default.
+//
+// A Loader remembers what it read: the next Load reads again only the
+// files whose stamp (size, modification time, inode) changed, re-parses
+// only those whose bytes did, and reuses the decoded entries (and the Lua
+// sources compiled for them) of everything else. Use one Loader per
+// configuration; loads through one Loader run one at a time.
 type Loader struct {
 	// Kinds are the kinds entries may have.
 	Kinds *Registry
+	// MaxConfigSize caps each YAML file, in bytes. Default:
+	// DefaultMaxConfigSize (8 MiB).
+	MaxConfigSize int64
+	// MaxSourceSize caps each Lua source and module, in bytes. Default:
+	// DefaultMaxSourceSize (4 MiB).
+	MaxSourceSize int64
+	// MaxAliasNodes caps how many nodes YAML aliases may add, all files and
+	// documents together. Default: DefaultMaxAliasNodes (1,048,576).
+	MaxAliasNodes int64
+	// Limits override the upper bounds of counts and sizes (see Bounded),
+	// by "KIND.FIELD" as Registry.Bounds lists them. Default: none.
+	Limits map[string]int
+	// Logger receives warnings: files skipped because they are not regular
+	// files (each once per Loader). Default: slog.Default().
+	Logger *slog.Logger
+
+	mu     sync.Mutex
+	cache  *loadCache
+	warned map[string]bool
 }
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)
-
-// maxNodes bounds how many YAML nodes one document may expand to through
-// aliases, so a "billion laughs" file is an error, not an out-of-memory.
-const maxNodes = 1 << 20
 
 // Load reads every path (files, or directories read recursively for
 // *.yaml and *.yml), decodes and validates every entry. When anything is
 // wrong it returns Errors holding every problem, sorted by position.
 func (l *Loader) Load(paths ...string) (*Config, error) {
-	ld := &load{kinds: l.Kinds, display: map[string]string{}}
-	if ld.kinds == nil {
-		ld.kinds = NewRegistry()
+	return l.LoadContext(context.Background(), paths...)
+}
+
+// LoadContext is Load, abandoned as soon as ctx is done: it then returns
+// ctx's error, and nothing of the abandoned load is kept.
+func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kinds := l.Kinds
+	if kinds == nil {
+		kinds = NewRegistry()
 	}
+	bounds, err := boundsWith(kinds, l.Limits)
+	if err != nil {
+		return nil, err
+	}
+	ld := &load{
+		ctx: ctx, kinds: kinds, display: map[string]string{}, bounds: bounds,
+		maxConfig: cmp.Or(l.MaxConfigSize, DefaultMaxConfigSize),
+		maxSource: cmp.Or(l.MaxSourceSize, DefaultMaxSourceSize),
+		aliasLeft: cmp.Or(l.MaxAliasNodes, DefaultMaxAliasNodes),
+		warn:      l.warn,
+	}
+	ld.aliasBudget = ld.aliasLeft
+	key := fmt.Sprint(ld.maxConfig, ld.maxSource, bounds)
+	if l.cache == nil || l.cache.key != key {
+		l.cache = &loadCache{key: key, files: map[string]*fileResult{}, sources: map[string]*sourceFile{}}
+	}
+	ld.cache = l.cache
+	ld.seenSources = map[string]*sourceFile{}
+	next := &loadCache{key: key, files: map[string]*fileResult{}, sources: map[string]*sourceFile{}}
+
 	cfg := &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}
 	files := ld.collect(paths, cfg)
 	cfg.Files = files
 	for _, f := range files {
-		ld.file(f, cfg)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ld.file(f, cfg, next)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The cache keeps what this load used, and nothing older.
+	for p, sf := range ld.seenSources {
+		if sf.err == nil {
+			next.sources[p] = sf
+		}
+	}
+	l.cache = next
 	ld.checkRefs(cfg)
 	if !ld.checkCycles(cfg) {
 		cfg.Order = order(cfg)
@@ -84,14 +154,48 @@ func (l *Loader) Load(paths ...string) (*Config, error) {
 	return cfg, nil
 }
 
+// warn logs that a file was skipped, once per path.
+func (l *Loader) warn(path, msg string, args ...any) {
+	if l.warned[path] {
+		return
+	}
+	if l.warned == nil {
+		l.warned = map[string]bool{}
+	}
+	l.warned[path] = true
+	log := l.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn(msg, append([]any{"file", path}, args...)...)
+}
+
 type load struct {
-	kinds   *Registry
-	errs    []error
-	display map[string]string // absolute file -> the name errors show
+	ctx       context.Context
+	kinds     *Registry
+	errs      []error
+	display   map[string]string // absolute file -> the name errors show
+	bounds    map[string]int
+	maxConfig int64
+	maxSource int64
+	aliasLeft int64 // alias nodes the rest of the configuration may add
+	aliasBudget int64
+	warn      func(path, msg string, args ...any)
+
+	cache       *loadCache                // what the previous load kept
+	seenSources map[string]*sourceFile    // sources looked at by this load
+	deps        map[string][sha256.Size]byte // sources read for the file being decoded
 }
 
 func (ld *load) fail(pos Pos, entry ID, field, format string, args ...any) {
 	ld.errs = append(ld.errs, &FieldError{Pos: pos, Entry: entry, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// failRead records that a file could not be read, keeping the cause, so
+// a reload can tell a transient failure (too many open files) from a
+// broken configuration.
+func (ld *load) failRead(pos Pos, err error) {
+	ld.errs = append(ld.errs, &FieldError{Pos: pos, Msg: fmt.Sprintf("cannot read: %v", err), Err: err})
 }
 
 // errors sorts the collected errors and shows files the way they were named
@@ -138,7 +242,7 @@ func (ld *load) collect(paths []string, cfg *Config) []string {
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
-			ld.fail(Pos{File: p}, "", "", "cannot read: %v", unwrapPath(err))
+			ld.failRead(Pos{File: p}, unwrapPath(err))
 			continue
 		}
 		if !fi.IsDir() {
@@ -151,7 +255,7 @@ func (ld *load) collect(paths []string, cfg *Config) []string {
 			rel, _ := filepath.Rel(abs, path)
 			shown := filepath.Join(p, rel)
 			if err != nil {
-				ld.fail(Pos{File: shown}, "", "", "cannot read: %v", unwrapPath(err))
+				ld.failRead(Pos{File: shown}, unwrapPath(err))
 				if d != nil && d.IsDir() && path != abs {
 					return fs.SkipDir
 				}
@@ -169,12 +273,26 @@ func (ld *load) collect(paths []string, cfg *Config) []string {
 			if d.IsDir() || !isConfigName(name) {
 				return nil
 			}
+			if !d.Type().IsRegular() {
+				// A named pipe would block the read for good, a device
+				// might never end. A symbolic link counts for what it
+				// names.
+				fi, err := os.Stat(path)
+				if err != nil {
+					ld.failRead(Pos{File: shown}, unwrapPath(err))
+					return nil
+				}
+				if !fi.Mode().IsRegular() {
+					ld.warn(shown, "configuration file skipped: not a regular file", "type", fileType(fi.Mode()))
+					return nil
+				}
+			}
 			n++
 			add(path, shown)
 			return nil
 		})
 		if err != nil {
-			ld.fail(Pos{File: p}, "", "", "cannot read: %v", unwrapPath(err))
+			ld.failRead(Pos{File: p}, unwrapPath(err))
 		}
 		if n == 0 {
 			ld.fail(Pos{File: p}, "", "", "directory holds no configuration (*.yaml or *.yml files)")
@@ -193,21 +311,87 @@ func unwrapPath(err error) error {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// file reads one YAML file: one or more documents, each a namespace with
-// its entries.
-func (ld *load) file(file string, cfg *Config) {
-	b, err := os.ReadFile(file)
+// file reads one YAML file (one or more documents, each a namespace with
+// its entries) into cfg, or takes its entries from the previous load when
+// neither the file nor a source its entries read has changed.
+func (ld *load) file(file string, cfg *Config, next *loadCache) {
+	now := time.Now()
+	fi, err := os.Stat(file)
 	if err != nil {
-		ld.fail(Pos{File: file}, "", "", "cannot read: %v", unwrapPath(err))
+		ld.failRead(Pos{File: file}, unwrapPath(err))
 		return
 	}
+	if !fi.Mode().IsRegular() {
+		ld.failRead(Pos{File: file}, &readError{err: ErrNotRegular, what: fileType(fi.Mode())})
+		return
+	}
+	prev := ld.cache.files[file]
+	if prev != nil && prev.stamp.unchanged(fi) && ld.reuse(prev, cfg) {
+		next.files[file] = prev
+		return
+	}
+	b, fi, err := readRegular(file, ld.maxConfig)
+	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			err = fmt.Errorf("%w for configuration files", err)
+		}
+		ld.failRead(Pos{File: file}, err)
+		return
+	}
+	sum := sha256.Sum256(b)
+	if prev != nil && prev.digest == sum && ld.reuse(prev, cfg) {
+		prev.stamp = newStamp(fi, now)
+		next.files[file] = prev
+		return
+	}
+	fr := &fileResult{stamp: newStamp(fi, now), digest: sum, deps: map[string][sha256.Size]byte{}}
+	nerr := len(ld.errs)
+	ld.deps = fr.deps
+	ld.parse(file, b, fr)
+	ld.deps = nil
+	if len(ld.errs) == nerr && ld.ctx.Err() == nil {
+		next.files[file] = fr
+	}
+	ld.add(cfg, fr.entries)
+}
+
+// reuse adds the entries of a file decoded by the previous load, when
+// every source they read is unchanged and their aliases still fit the
+// budget. It reports whether it did.
+func (ld *load) reuse(fr *fileResult, cfg *Config) bool {
+	if fr.charge > ld.aliasLeft {
+		return false
+	}
+	for p, d := range fr.deps {
+		if sf := ld.readSource(p); sf.err != nil || sf.digest != d {
+			return false
+		}
+	}
+	ld.aliasLeft -= fr.charge
+	ld.add(cfg, fr.entries)
+	return true
+}
+
+// add puts entries in cfg; an ID declared twice is an error at both places.
+func (ld *load) add(cfg *Config, entries []*Entry) {
+	for _, e := range entries {
+		if prev, dup := cfg.Entries[e.ID]; dup {
+			ld.fail(e.Pos, e.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(prev.Pos))
+			ld.fail(prev.Pos, prev.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(e.Pos))
+			continue
+		}
+		cfg.Entries[e.ID] = e
+	}
+}
+
+// parse decodes the documents of one file into fr.
+func (ld *load) parse(file string, b []byte, fr *fileResult) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		ld.fail(Pos{File: file, Line: 1, Col: 1}, "", "", "empty file: want a mapping with namespace and entries")
 		return
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
-	docs := 0
-	for {
+	for ld.ctx.Err() == nil {
 		var doc yaml.Node
 		err := decodeDoc(dec, &doc)
 		if err == io.EOF {
@@ -225,11 +409,26 @@ func (ld *load) file(file string, cfg *Config) {
 			ld.fail(pos, "", "", "not valid YAML: %s", msg)
 			return
 		}
-		docs++
-		resolveAliases(&doc)
-		ld.document(file, &doc, cfg)
+		fr.docs++
+		sh := measureDoc(&doc)
+		switch {
+		case sh.cycle != nil:
+			ld.fail(posOf(file, sh.cycle), "", "", "alias *%s is inside the node its anchor &%s names: a cycle", sh.cycle.Value, sh.cycle.Value)
+			continue
+		case sh.deep:
+			ld.fail(posOf(file, &doc), "", "", "document nests more than %d levels deep (aliases expanded)", maxDepth)
+			continue
+		case sh.charge > ld.aliasLeft:
+			ld.fail(posOf(file, &doc), "", "", "aliases expand the configuration by more than %d nodes (the limit for all files and documents together)", ld.aliasBudget)
+			ld.aliasLeft = 0
+			continue
+		}
+		ld.aliasLeft -= sh.charge
+		fr.charge += sh.charge
+		resolveAliases(&doc, sh.aliased)
+		ld.document(file, &doc, fr)
 	}
-	if docs == 0 {
+	if fr.docs == 0 {
 		ld.fail(Pos{File: file, Line: 1, Col: 1}, "", "", "empty file: want a mapping with namespace and entries")
 	}
 }
@@ -245,7 +444,7 @@ func decodeDoc(dec *yaml.Decoder, doc *yaml.Node) (err error) {
 	return dec.Decode(doc)
 }
 
-func (ld *load) document(file string, doc *yaml.Node, cfg *Config) {
+func (ld *load) document(file string, doc *yaml.Node, fr *fileResult) {
 	root := doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
@@ -260,10 +459,6 @@ func (ld *load) document(file string, doc *yaml.Node, cfg *Config) {
 	}
 	if root.Kind != yaml.MappingNode {
 		ld.fail(posOf(file, root), "", "", "the file must be a mapping with namespace and entries, not %s", describe(root))
-		return
-	}
-	if n := size(root, maxNodes); n > maxNodes {
-		ld.fail(posOf(file, root), "", "", "document expands to more than %d nodes through aliases", maxNodes)
 		return
 	}
 	ld.dupKeys(file, "", "", root)
@@ -294,6 +489,9 @@ func (ld *load) document(file string, doc *yaml.Node, cfg *Config) {
 		ns = "?"
 	}
 	for i, n := range list.Content {
+		if ld.ctx.Err() != nil {
+			return
+		}
 		if n.Kind == yaml.AliasNode && n.Alias != nil {
 			n = n.Alias
 		}
@@ -305,12 +503,7 @@ func (ld *load) document(file string, doc *yaml.Node, cfg *Config) {
 		if !nsOK || e == nil {
 			continue
 		}
-		if prev, dup := cfg.Entries[e.ID]; dup {
-			ld.fail(e.Pos, e.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(prev.Pos))
-			ld.fail(prev.Pos, prev.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(e.Pos))
-			continue
-		}
-		cfg.Entries[e.ID] = e
+		fr.entries = append(fr.entries, e)
 	}
 }
 
@@ -336,31 +529,6 @@ func describe(n *yaml.Node) string {
 		return fmt.Sprintf("the scalar %q", n.Value)
 	}
 	return "an unknown node"
-}
-
-// size counts the nodes n expands to, stopping past limit.
-func size(n *yaml.Node, limit int) int {
-	count := 0
-	var walk func(*yaml.Node, int)
-	walk = func(n *yaml.Node, depth int) {
-		if n == nil || count > limit {
-			return
-		}
-		count++
-		if depth > 1000 {
-			count = limit + 1
-			return
-		}
-		if n.Kind == yaml.AliasNode {
-			walk(n.Alias, depth+1)
-			return
-		}
-		for _, c := range n.Content {
-			walk(c, depth+1)
-		}
-	}
-	walk(n, 0)
-	return count
 }
 
 // dupKeys reports keys written twice in one mapping: YAML parsers keep one
@@ -392,6 +560,7 @@ func (ld *load) dupKeys(file string, entry ID, prefix string, n *yaml.Node) {
 func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 	e = &Entry{Pos: posOf(file, n), Node: n, Lifecycle: Lifecycle{Restart: DefaultRestartPolicy}}
 	d := NewDecoder(e, file, n, &ld.errs)
+	d.ld, d.bounds = ld, ld.bounds
 	// Until the name is known the entry goes by its place, so an error
 	// about the name itself (a list, a mapping) still names its entry.
 	e.ID = ID(fmt.Sprintf("%s:entries[%d]", ns, idx))
@@ -446,7 +615,7 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 		// Without its kind nobody can tell which fields are right: report
 		// only the kind, not every field as unknown.
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			d.known[n.Content[i].Value] = true
+			d.markKnown(n.Content[i].Value)
 		}
 	}
 	d.Finish()
@@ -522,7 +691,7 @@ func (ld *load) lifecycle(d *Decoder, e *Entry) {
 		r.Errorf("backoff_factor", "must be between 1 and 100, got %g", p.BackoffFactor)
 		p.BackoffFactor = DefaultRestartPolicy.BackoffFactor
 	}
-	p.MaxAttempts = r.Int("max_attempts", p.MaxAttempts)
+	p.MaxAttempts = r.Count("max_attempts", p.MaxAttempts, DefaultMaxAttempts)
 	if p.MaxAttempts < 0 {
 		r.Errorf("max_attempts", "must be 0 (unlimited) or more, got %d", p.MaxAttempts)
 		p.MaxAttempts = 0
@@ -725,39 +894,46 @@ func sccs(cfg *Config) [][]ID {
 }
 
 // order returns the entries in dependency order (Kahn's algorithm, ties
-// broken by ID so the order is stable from one load to the next).
+// broken by ID so the order is stable from one load to the next: of the
+// entries whose dependencies are all placed, the least ID goes next).
 func order(cfg *Config) []ID {
-	pending := map[ID]int{}
-	users := map[ID][]ID{}
+	pending := make(map[ID]int, len(cfg.Entries))
+	users := make(map[ID][]ID, len(cfg.Entries))
+	ready := &idHeap{}
 	for id := range cfg.Entries {
 		pending[id] = len(cfg.Deps[id])
 		for _, dep := range cfg.Deps[id] {
 			users[dep] = append(users[dep], id)
 		}
-	}
-	var ready []ID
-	for id, n := range pending {
-		if n == 0 {
-			ready = append(ready, id)
+		if len(cfg.Deps[id]) == 0 {
+			*ready = append(*ready, id)
 		}
 	}
-	sort.Slice(ready, func(i, j int) bool { return ready[i] < ready[j] })
+	heap.Init(ready)
 	out := make([]ID, 0, len(cfg.Entries))
-	for len(ready) > 0 {
-		id := ready[0]
-		ready = ready[1:]
+	for ready.Len() > 0 {
+		id := heap.Pop(ready).(ID)
 		out = append(out, id)
-		var freed []ID
 		for _, u := range users[id] {
 			pending[u]--
 			if pending[u] == 0 {
-				freed = append(freed, u)
+				heap.Push(ready, u)
 			}
-		}
-		if len(freed) > 0 {
-			ready = append(ready, freed...)
-			sort.Slice(ready, func(i, j int) bool { return ready[i] < ready[j] })
 		}
 	}
 	return out
+}
+
+// idHeap is a min-heap of IDs.
+type idHeap []ID
+
+func (h idHeap) Len() int           { return len(h) }
+func (h idHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *idHeap) Push(x any)        { *h = append(*h, x.(ID)) }
+func (h *idHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }
