@@ -107,4 +107,3 @@ func (s *Source) Memo(key string, build func() (any, error)) (any, error) {
 	sf.memo[key] = memoResult{v, err}
 	return v, err
 }
-

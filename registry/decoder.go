@@ -54,7 +54,7 @@ type Decoder struct {
 	node   *yaml.Node // a mapping, or nil when the object is absent
 	at     Pos        // position of the mapping (or of its parent entry)
 	prefix string     // field path of this mapping within the entry
-	known  []string // fields asked for; entries have few, a slice beats a map
+	known  []string   // fields asked for; entries have few, a slice beats a map
 	errs   *[]error
 	kids   []*Decoder
 	ld     *load          // the load reading the entry; nil outside a Loader

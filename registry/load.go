@@ -171,19 +171,19 @@ func (l *Loader) warn(path, msg string, args ...any) {
 }
 
 type load struct {
-	ctx       context.Context
-	kinds     *Registry
-	errs      []error
-	display   map[string]string // absolute file -> the name errors show
-	bounds    map[string]int
-	maxConfig int64
-	maxSource int64
-	aliasLeft int64 // alias nodes the rest of the configuration may add
+	ctx         context.Context
+	kinds       *Registry
+	errs        []error
+	display     map[string]string // absolute file -> the name errors show
+	bounds      map[string]int
+	maxConfig   int64
+	maxSource   int64
+	aliasLeft   int64 // alias nodes the rest of the configuration may add
 	aliasBudget int64
-	warn      func(path, msg string, args ...any)
+	warn        func(path, msg string, args ...any)
 
-	cache       *loadCache                // what the previous load kept
-	seenSources map[string]*sourceFile    // sources looked at by this load
+	cache       *loadCache                   // what the previous load kept
+	seenSources map[string]*sourceFile       // sources looked at by this load
 	deps        map[string][sha256.Size]byte // sources read for the file being decoded
 }
 
