@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -144,7 +145,8 @@ func (updKind) Decode(d *Decoder) any {
 
 type updInstance struct {
 	*svcInstance
-	size atomic.Int64
+	size    atomic.Int64
+	offered atomic.Int64 // calls of Update
 }
 
 func (k updKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, error) {
@@ -158,7 +160,11 @@ func (k updKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, error
 }
 
 func (u *updInstance) Update(ctx context.Context, e *Entry) (bool, error) {
-	s := e.Spec.(*updSpec)
+	u.offered.Add(1)
+	s, ok := e.Spec.(*updSpec)
+	if !ok {
+		return false, fmt.Errorf("test.upd offered a %T", e.Spec)
+	}
 	if s.Mode == "restart" {
 		return false, nil
 	}

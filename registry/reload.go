@@ -70,12 +70,18 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 	// supervisor reads the restart policy when it needs it, and the run set
 	// below starts or stops what auto_start and depends_on now ask for.
 	lifecycleOnly := map[ID]bool{}
+	// An entry whose kind changed is replaced: its running instance is the
+	// old kind's, which has no business being offered the new kind's spec.
+	kindChanged := map[ID]bool{}
 	for id, e := range cfg.Entries {
 		if s, ok := old.slots[id]; !ok {
 			sum.Added = append(sum.Added, id)
-		} else if s.entry.Digest != e.Digest || s.entry.Kind != e.Kind {
+		} else if s.entry.Kind != e.Kind {
 			changed[id] = true
-			if s.entry.Kind == e.Kind && digestExcept(s.entry, "meta", "lifecycle") == digestExcept(e, "meta", "lifecycle") {
+			kindChanged[id] = true
+		} else if s.entry.Digest != e.Digest {
+			changed[id] = true
+			if digestExcept(s.entry, "meta", "lifecycle") == digestExcept(e, "meta", "lifecycle") {
 				lifecycleOnly[id] = true
 			}
 		}
@@ -158,7 +164,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		if !isLive(s) {
 			continue
 		}
-		if lifecycleOnly[id] || rt.updateInPlace(ctx, id, s.entry, st) {
+		if !kindChanged[id] && (lifecycleOnly[id] || rt.updateInPlace(ctx, id, s.entry, st)) {
 			continue
 		}
 		restart[id] = true
