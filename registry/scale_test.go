@@ -194,3 +194,89 @@ func BenchmarkReloadOneFileOf20k(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Microseconds())/float64(b.N)/1000, "ms/save-to-apply")
 }
+
+// liveFile is a small file of running entries that the heap test edits on
+// every reload, together with the Lua source its routees run.
+func liveFile(rev int) string {
+	return fmt.Sprintf(`namespace: live
+entries:
+  - {name: w, kind: process.lua, source: "file://lua/edit.lua"}
+  - {name: pool, kind: router.pool, routee: w, size: %d, lifecycle: {auto_start: true}}
+  - {name: pg, kind: pg.scope, max_groups: %d, lifecycle: {auto_start: true}}
+`, 1+rev%3, 100+rev)
+}
+
+func liveSource(rev int) string {
+	return fmt.Sprintf(`-- revision %d
+return {main = function()
+  local inbox = process.inbox()
+  while true do
+    local m = inbox:receive()
+    if m then m:reply(%d) end
+  end
+end}
+`, rev, rev)
+}
+
+// 200 reloads of a 5,000-entry configuration, each editing a file and a
+// Lua source, leave the live heap where it was: nothing keeps old
+// configurations, old sources or what was compiled from them.
+func TestReloadHeapFlat(t *testing.T) {
+	dir := writeScaleConfig(t, 5_000)
+	write := func(name, body string) {
+		t.Helper()
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p+".tmp", []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(p+".tmp", p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write("live.yaml", liveFile(0))
+	write("lua/edit.lua", liveSource(0))
+	kinds := realKinds()
+	loader := &registry.Loader{Kinds: kinds}
+	cfg, err := loader.Load(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := slog.New(slog.DiscardHandler)
+	node := process.NewNode(process.Options{Name: "heap", Logger: log})
+	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: log})
+	defer rt.Stop(context.Background())
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	live := func() uint64 {
+		runtime.GC()
+		var ms runtime.MemStats
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	const reloads, warmup, every = 200, 20, 10
+	var base, worst uint64
+	for i := 1; i <= reloads; i++ {
+		write("live.yaml", liveFile(i))
+		write("lua/edit.lua", liveSource(i))
+		_, sum, err := rt.Reload(context.Background(), loader, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sum.Updated) == 0 || len(sum.Failed) > 0 {
+			t.Fatalf("reload %d: %s, failed %v", i, sum, sum.Failed)
+		}
+		switch {
+		case i == warmup:
+			base = live()
+		case i > warmup && i%every == 0:
+			worst = max(worst, live())
+		}
+	}
+	grew := int64(worst) - int64(base)
+	t.Logf("live heap after %d reloads: %.1f MB; at most %.1f MB after %d more (%+.1f MB)",
+		warmup, float64(base)/(1<<20), float64(worst)/(1<<20), reloads-warmup, float64(grew)/(1<<20))
+	if margin := int64(base/10) + 4<<20; grew > margin {
+		t.Fatalf("the live heap grew by %.1f MB over %d reloads (margin %.1f MB)", float64(grew)/(1<<20), reloads-warmup, float64(margin)/(1<<20))
+	}
+}
