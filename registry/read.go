@@ -102,6 +102,10 @@ func (s stamp) unchanged(fi fs.FileInfo) bool {
 		s.info.Size() == fi.Size() && s.info.ModTime().Equal(fi.ModTime()) && s.info.Mode() == fi.Mode()
 }
 
+// openFile opens files for readRegular; tests make it fail the way a
+// node out of file descriptors does.
+var openFile = os.OpenFile
+
 // readRegular reads the regular file at path, at most limit bytes. It
 // never blocks on what is not a regular file: the file is opened
 // non-blocking (opening a named pipe would wait for a writer) and checked
@@ -109,7 +113,7 @@ func (s stamp) unchanged(fi fs.FileInfo) bool {
 // refused too. The read itself is bounded, so a file that grows while it
 // is read, or a device that never ends, costs at most limit+1 bytes.
 func readRegular(path string, limit int64) ([]byte, fs.FileInfo, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
+	f, err := openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, &readError{err: unwrapPath(err)}
 	}

@@ -25,11 +25,15 @@ func (s ReloadSummary) String() string {
 }
 
 // Reload loads paths and applies the result. An invalid configuration
-// changes nothing: the Errors are returned and counted as rejected.
+// changes nothing: the Errors are returned and counted as rejected. A load
+// that failed for a reason that may pass (Transient) or was abandoned with
+// ctx changes nothing either, and is not counted: the caller retries.
 func (rt *Runtime) Reload(ctx context.Context, l *Loader, paths ...string) (*Config, ReloadSummary, error) {
-	cfg, err := l.Load(paths...)
+	cfg, err := l.LoadContext(ctx, paths...)
 	if err != nil {
-		rt.reloads.WithLabelValues("rejected").Inc()
+		if ctx.Err() == nil && !Transient(err) {
+			rt.reloads.WithLabelValues("rejected").Inc()
+		}
 		return nil, ReloadSummary{}, err
 	}
 	sum, err := rt.Apply(ctx, cfg)

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -209,4 +211,39 @@ func TestWatchManual(t *testing.T) {
 	}
 	w.Trigger()
 	waitUntil(t, "the triggered reload", func() bool { _, ok := r.rt.Info("a:y"); return ok && r.applied() == 1 })
+}
+
+// TestWatchRetriesTransientFailure: a reload that fails because the node
+// is out of file descriptors is not a rejected configuration: it is logged
+// and tried again, with backoff, until it applies.
+func TestWatchRetriesTransientFailure(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+	var failing atomic.Int32
+	failing.Store(3) // the next three opens fail
+	openFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		if failing.Add(-1) >= 0 {
+			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+		}
+		return os.OpenFile(name, flag, perm)
+	}
+	t.Cleanup(func() { openFile = os.OpenFile })
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: r.rt.log, Debounce: 10 * time.Millisecond, RetryDelay: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	saveRename(t, filepath.Join(r.dir, "c.yaml"), watchBase+"  - {name: y, kind: test.svc, lifecycle: {auto_start: true}}\n")
+	waitUntil(t, "the change applied after the descriptors came back", func() bool { return !r.pid("a:y").IsZero() })
+	logs := r.logs.String()
+	if !strings.Contains(logs, "reload failed for a reason that may pass") || !strings.Contains(logs, "too many open files") ||
+		!strings.Contains(logs, "reload will be retried") {
+		t.Fatalf("the transient failure was not logged:\n%s", logs)
+	}
+	if r.rejected() != 0 {
+		t.Fatalf("a transient failure counted as a rejected configuration (%v)", r.rejected())
+	}
+	if failing.Load() >= 0 {
+		t.Fatal("the failing opens were not all tried")
+	}
 }
