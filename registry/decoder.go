@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -179,12 +180,16 @@ func (d *Decoder) Int(field string, def int) int {
 	return int(n)
 }
 
+var decimalInt = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
+
 // integer parses v as an integer from math.MinInt32 to hi. A number out of
 // that range has its own message: it is an integer, just not one the
 // field can take. limit names the bound that hi is, if any. Past hi it
 // returns hi and false.
 func (d *Decoder) integer(field string, v *yaml.Node, hi int64, limit string) (int64, bool) {
-	if v.Tag != "!!int" {
+	// YAML tags an integer too large for 64 bits a float; it is still
+	// written as an integer, and too large is what is wrong with it.
+	if v.Tag != "!!int" && !(v.Tag == "!!float" && decimalInt.MatchString(v.Value)) {
 		d.Errorf(field, "must be an integer, got %q", v.Value)
 		return 0, false
 	}
@@ -520,12 +525,27 @@ func nodeValue(n *yaml.Node) (any, error) {
 		case "!!null":
 			return nil, nil
 		case "!!bool":
+			switch strings.ToLower(n.Value) {
+			case "true":
+				return true, nil
+			case "false":
+				return false, nil
+			}
 			var b bool
 			if err := n.Decode(&b); err != nil {
 				return nil, fmt.Errorf("line %d: %v", n.Line, err)
 			}
 			return b, nil
 		case "!!int", "!!float":
+			// The common forms are parsed here: n.Decode sets up a whole
+			// decoder per scalar, which a large list pays dearly for.
+			v := strings.ReplaceAll(n.Value, "_", "")
+			if i, err := strconv.ParseInt(v, 0, 64); err == nil {
+				return float64(i), nil
+			}
+			if f, err := strconv.ParseFloat(v, 64); err == nil && !strings.ContainsAny(v, "xXpP") {
+				return f, nil
+			}
 			var f float64
 			if err := n.Decode(&f); err != nil {
 				return nil, fmt.Errorf("line %d: %v", n.Line, err)

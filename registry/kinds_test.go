@@ -28,17 +28,21 @@ type svcKind struct {
 	mu         sync.Mutex
 	starts     map[ID]int
 	failStarts atomic.Int32
-	order      chan ID // started IDs, in order, when non-nil
-	stopped    chan ID // stopped IDs, in order, when non-nil
+	builds     atomic.Int32 // Memo builds of sources
+	order      chan ID      // started IDs, in order, when non-nil
+	stopped    chan ID      // stopped IDs, in order, when non-nil
 }
 
 func newSvcKind() *svcKind { return &svcKind{starts: map[ID]int{}} }
 
 func (k *svcKind) Name() string { return "test.svc" }
 
+// Bounds implements Bounded.
+func (k *svcKind) Bounds() []Bound { return []Bound{{Field: "size", Max: 100}} }
+
 func (k *svcKind) Decode(d *Decoder) any {
 	s := &svcSpec{}
-	s.Size = d.Int("size", 1)
+	s.Size = d.Count("size", 1, 100)
 	if s.Size < 0 {
 		d.Errorf("size", "must not be negative, got %d", s.Size)
 	}
@@ -50,6 +54,13 @@ func (k *svcKind) Decode(d *Decoder) any {
 	s.Peer = d.Ref("peer", RefRunning)
 	s.Routee = d.Ref("routee", RefDefinition, "test.def")
 	s.Source = d.Source("source")
+	if s.Source != nil {
+		// What a kind that compiles its sources does: once per version.
+		s.Source.Memo("test.compile", func() (any, error) {
+			k.builds.Add(1)
+			return len(s.Source.Bytes), nil
+		})
+	}
 	return s
 }
 

@@ -532,25 +532,69 @@ func describe(n *yaml.Node) string {
 }
 
 // dupKeys reports keys written twice in one mapping: YAML parsers keep one
-// of them silently, and the user meant something by both.
+// of them silently, and the user meant something by both. The field path
+// of an error is built only for the error: a walk through a large
+// document (aliases expanded) allocates nothing.
 func (ld *load) dupKeys(file string, entry ID, prefix string, n *yaml.Node) {
+	var path []pathStep
+	if prefix != "" {
+		path = append(path, pathStep{key: strings.TrimSuffix(prefix, "."), idx: -1})
+	}
+	ld.dupKeysAt(file, entry, path, n)
+}
+
+// pathStep is one step of a field path: a key, or a list index.
+type pathStep struct {
+	key string
+	idx int // -1 for a key
+}
+
+func fieldPath(path []pathStep) string {
+	var b strings.Builder
+	for i, s := range path {
+		if s.idx >= 0 {
+			fmt.Fprintf(&b, "[%d]", s.idx)
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	return b.String()
+}
+
+func (ld *load) dupKeysAt(file string, entry ID, path []pathStep, n *yaml.Node) {
 	switch n.Kind {
 	case yaml.MappingNode:
-		seen := map[string]bool{}
+		// Mappings are small: compare keys pairwise, and keep a set only
+		// for a large one, which pairwise would make quadratic.
+		var seen map[string]bool
+		if len(n.Content) > 64 {
+			seen = make(map[string]bool, len(n.Content)/2)
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			if seen[k.Value] {
-				ld.fail(posOf(file, k), entry, prefix+k.Value, "field written twice")
+			dup := false
+			if seen != nil {
+				dup = seen[k.Value]
+				seen[k.Value] = true
+			} else {
+				for j := 0; j < i && !dup; j += 2 {
+					dup = n.Content[j].Value == k.Value
+				}
 			}
-			seen[k.Value] = true
-			if prefix == "" && entry == "" && k.Value == "entries" {
+			if dup {
+				ld.fail(posOf(file, k), entry, fieldPath(append(path, pathStep{key: k.Value, idx: -1})), "field written twice")
+			}
+			if len(path) == 0 && entry == "" && k.Value == "entries" {
 				continue // entries check their own keys, with their IDs
 			}
-			ld.dupKeys(file, entry, prefix+k.Value+".", n.Content[i+1])
+			ld.dupKeysAt(file, entry, append(path, pathStep{key: k.Value, idx: -1}), n.Content[i+1])
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			ld.dupKeys(file, entry, fmt.Sprintf("%s[%d].", strings.TrimSuffix(prefix, "."), i), c)
+			ld.dupKeysAt(file, entry, append(path, pathStep{idx: i}), c)
 		}
 	}
 }

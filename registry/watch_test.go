@@ -247,3 +247,29 @@ func TestWatchRetriesTransientFailure(t *testing.T) {
 		t.Fatal("the failing opens were not all tried")
 	}
 }
+
+// TestWatchNamedPipe: a named pipe appearing as *.yaml in a watched
+// directory neither wedges the watcher nor blocks its Close: it is skipped
+// with a warning, and later saves still apply.
+func TestWatchNamedPipe(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+	r.loader.Logger = r.rt.log
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: r.rt.log, Debounce: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mkfifo(t, filepath.Join(r.dir, "pipe.yaml"))
+	waitUntil(t, "the pipe skipped", func() bool {
+		return strings.Contains(r.logs.String(), "configuration file skipped: not a regular file")
+	})
+	saveRename(t, filepath.Join(r.dir, "c.yaml"), watchBase+"  - {name: y, kind: test.svc, lifecycle: {auto_start: true}}\n")
+	waitUntil(t, "a later save applied", func() bool { return !r.pid("a:y").IsZero() })
+	closed := make(chan struct{})
+	go func() { w.Close(); close(closed) }()
+	select {
+	case <-closed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close blocks")
+	}
+}
