@@ -56,9 +56,10 @@ type Watcher struct {
 	stopped chan struct{}
 
 	// Owned by the watcher's goroutine.
-	dirs  map[string]bool
-	files map[string]bool // YAML files and sources in use (absolute)
-	roots []string        // configuration directories (absolute)
+	rescan bool // a directory was newly watched: reload once more
+	dirs   map[string]bool
+	files  map[string]bool // YAML files and sources in use (absolute)
+	roots  []string        // configuration directories (absolute)
 }
 
 // Watch starts watching (with Manual, only waiting for Trigger).
@@ -174,6 +175,9 @@ func (w *Watcher) track(cfg *Config) {
 			continue
 		}
 		w.dirs[d] = true
+		// What changed in d between the load that found it and this watch
+		// produced no event: look again once it is watched.
+		w.rescan = true
 	}
 }
 
@@ -231,7 +235,14 @@ func (w *Watcher) run() {
 	failures := 0
 	reload := func(cause string) {
 		retry.Stop()
-		if !w.reload(cause) {
+		w.rescan = false
+		again := w.reload(cause)
+		if w.rescan {
+			w.rescan = false
+			pending = true
+			timer.Reset(w.opts.Debounce)
+		}
+		if !again {
 			failures = 0
 			return
 		}
