@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -130,5 +131,31 @@ func TestParseSize(t *testing.T) {
 		if _, err := parseSize(in); err == nil {
 			t.Errorf("parseSize(%q) accepted", in)
 		}
+	}
+}
+
+// docs/configuration.md lists every bound of the runner's kinds with its
+// default, and nothing else.
+func TestBoundsDocumented(t *testing.T) {
+	b, err := os.ReadFile("../../docs/configuration.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(b), "\n## Bounds\n")
+	if !ok {
+		t.Fatal("docs/configuration.md has no Bounds section")
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	documented := map[string]int{}
+	for _, line := range strings.Split(section, "\n") {
+		var name string
+		var n int
+		if _, err := fmt.Sscanf(line, "| `%s | %d |", &name, &n); err == nil {
+			documented[strings.TrimSuffix(name, "`")] = n
+		}
+	}
+	bounds := newKinds(io.Discard).Bounds()
+	if fmt.Sprint(documented) != fmt.Sprint(bounds) {
+		t.Fatalf("documented bounds\n %v\ndiffer from the kinds'\n %v", documented, bounds)
 	}
 }
