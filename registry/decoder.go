@@ -56,6 +56,7 @@ type Decoder struct {
 	at     Pos        // position of the mapping (or of its parent entry)
 	prefix string     // field path of this mapping within the entry
 	known  []string   // fields asked for; entries have few, a slice beats a map
+	kbuf   [12]string
 	errs   *[]error
 	kids   []*Decoder
 	ld     *load          // the load reading the entry; nil outside a Loader
@@ -65,7 +66,9 @@ type Decoder struct {
 // NewDecoder returns a decoder over the mapping node of entry e, read from
 // file. Errors are appended to errs.
 func NewDecoder(e *Entry, file string, node *yaml.Node, errs *[]error) *Decoder {
-	return &Decoder{entry: e, file: file, node: node, at: posOf(file, node), errs: errs}
+	d := &Decoder{entry: e, file: file, node: node, at: posOf(file, node), errs: errs}
+	d.known = d.kbuf[:0]
+	return d
 }
 
 // Entry returns the entry being decoded (its ID, position and lifecycle
@@ -442,6 +445,7 @@ func (d *Decoder) List(field string) []*Decoder {
 func (d *Decoder) child(n *yaml.Node, prefix string) *Decoder {
 	c := &Decoder{entry: d.entry, file: d.file, node: n, at: posOf(d.file, n), prefix: prefix, errs: d.errs,
 		ld: d.ld, bounds: d.bounds}
+	c.known = c.kbuf[:0]
 	d.kids = append(d.kids, c)
 	return c
 }

@@ -15,15 +15,25 @@ import (
 // ignores it, so editing a comment must not restart anything), plus the
 // bytes of every source it uses. Two loads of an unchanged entry give the
 // same digest; a reload relies on that to leave it alone.
-func digest(e *Entry) string { return digestExcept(e, "meta") }
+func digest(e *Entry, n *yaml.Node) string {
+	d, _ := digestInto(nil, e, n, "meta")
+	return d
+}
 
-// digestExcept is digest leaving out the named top-level fields. The
-// entry is written out in a canonical form and hashed once.
-func digestExcept(e *Entry, skip ...string) string {
-	b := make([]byte, 0, 512)
+// digestExcept is digest leaving out the named top-level fields.
+func digestExcept(e *Entry, n *yaml.Node, skip ...string) string {
+	d, _ := digestInto(nil, e, n, skip...)
+	return d
+}
+
+// digestInto writes the entry out in a canonical form into buf (reusing
+// its memory; a load digests every entry twice) and hashes it once. It
+// returns the digest and the buffer for the next one.
+func digestInto(buf []byte, e *Entry, n *yaml.Node, skip ...string) (string, []byte) {
+	b := buf[:0]
 	b = appendStr(b, e.Kind)
-	if e.Node != nil {
-		b = appendNode(b, e.Node, skip)
+	if n != nil {
+		b = appendNode(b, n, skip)
 	}
 	for _, s := range e.Sources {
 		b = appendStr(b, s.Field)
@@ -35,7 +45,7 @@ func digestExcept(e *Entry, skip ...string) string {
 		b = append(b, d[:]...)
 	}
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:16])
+	return hex.EncodeToString(sum[:16]), b
 }
 
 func appendStr(b []byte, s string) []byte {

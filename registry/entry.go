@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // ID identifies an entry: "namespace:name".
@@ -54,8 +52,11 @@ type Entry struct {
 	// Digest changes whenever the entry's fields or its sources' bytes do;
 	// a reload compares digests to find what changed.
 	Digest string
-	// Node is the entry's YAML mapping, for kinds that need positions later.
-	Node *yaml.Node
+
+	// bodyDigest is Digest without the lifecycle: equal across a reload,
+	// with Digest not, the lifecycle alone changed. The YAML itself is not
+	// kept: it weighs ten times what the decoded entry does.
+	bodyDigest string
 }
 
 // Lifecycle is the common lifecycle block.

@@ -14,6 +14,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -117,7 +118,8 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 		warn:      l.warn,
 	}
 	ld.aliasBudget = ld.aliasLeft
-	key := fmt.Sprint(ld.maxConfig, ld.maxSource, bounds)
+	// What was decoded under other options, or other kinds, is not reused.
+	key := fmt.Sprint(ld.maxConfig, ld.maxSource, bounds, fmt.Sprintf("%p", kinds), kinds.Names())
 	if l.cache == nil || l.cache.key != key {
 		l.cache = &loadCache{key: key, files: map[string]*fileResult{}, sources: map[string]*sourceFile{}}
 	}
@@ -145,8 +147,11 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 	}
 	l.cache = next
 	ld.checkRefs(cfg)
-	if !ld.checkCycles(cfg) {
-		cfg.Order = order(cfg)
+	// Kahn's order places every entry unless there is a cycle; only then
+	// are the cycles looked for, to be reported.
+	cfg.Order = order(cfg)
+	if len(cfg.Order) != len(cfg.Entries) {
+		ld.checkCycles(cfg)
 	}
 	if len(ld.errs) > 0 {
 		return nil, ld.errors()
@@ -185,6 +190,7 @@ type load struct {
 	cache       *loadCache                   // what the previous load kept
 	seenSources map[string]*sourceFile       // sources looked at by this load
 	deps        map[string][sha256.Size]byte // sources read for the file being decoded
+	scratch     []byte                       // for digests
 }
 
 func (ld *load) fail(pos Pos, entry ID, field, format string, args ...any) {
@@ -536,7 +542,8 @@ func describe(n *yaml.Node) string {
 // of an error is built only for the error: a walk through a large
 // document (aliases expanded) allocates nothing.
 func (ld *load) dupKeys(file string, entry ID, prefix string, n *yaml.Node) {
-	var path []pathStep
+	var buf [16]pathStep
+	path := buf[:0]
 	if prefix != "" {
 		path = append(path, pathStep{key: strings.TrimSuffix(prefix, "."), idx: -1})
 	}
@@ -602,12 +609,16 @@ func (ld *load) dupKeysAt(file string, entry ID, path []pathStep, n *yaml.Node) 
 // entry decodes one entry: the common fields here, the rest by its kind,
 // all through one Decoder so every field nobody read is reported.
 func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
-	e = &Entry{Pos: posOf(file, n), Node: n, Lifecycle: Lifecycle{Restart: DefaultRestartPolicy}}
+	e = &Entry{Pos: posOf(file, n), Lifecycle: Lifecycle{Restart: DefaultRestartPolicy}}
 	d := NewDecoder(e, file, n, &ld.errs)
 	d.ld, d.bounds = ld, ld.bounds
 	// Until the name is known the entry goes by its place, so an error
 	// about the name itself (a list, a mapping) still names its entry.
-	e.ID = ID(fmt.Sprintf("%s:entries[%d]", ns, idx))
+	if _, v := d.lookup("name"); v != nil && v.Kind == yaml.ScalarNode && namePattern.MatchString(v.Value) {
+		e.ID = ID(ns + ":" + v.Value)
+	} else {
+		e.ID = ID(ns + ":entries[" + strconv.Itoa(idx) + "]")
+	}
 	name := d.String("name", "")
 	switch {
 	case name == "":
@@ -618,8 +629,6 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 	case !namePattern.MatchString(name):
 		e.ID = ID(ns + ":" + name)
 		d.Errorf("name", "invalid name %q: want [a-z][a-z0-9_.-]*", name)
-	default:
-		e.ID = ID(ns + ":" + name)
 	}
 	ld.dupKeys(file, e.ID, "", n)
 	kindName := d.String("kind", "")
@@ -663,7 +672,8 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 		}
 	}
 	d.Finish()
-	e.Digest = digest(e)
+	e.Digest, ld.scratch = digestInto(ld.scratch, e, n, "meta")
+	e.bodyDigest, ld.scratch = digestInto(ld.scratch, e, n, "meta", "lifecycle")
 	return e
 }
 
@@ -750,21 +760,31 @@ func validID(id ID) bool {
 // checkRefs checks that every reference names a declared entry of an
 // allowed kind, and records the dependencies.
 func (ld *load) checkRefs(cfg *Config) {
-	ids := make([]string, 0, len(cfg.Entries))
-	for id := range cfg.Entries {
-		ids = append(ids, string(id))
-	}
-	sort.Strings(ids)
-	for _, sid := range ids {
-		e := cfg.Entries[ID(sid)]
-		seen := map[ID]bool{}
+	// Errors are sorted at the end, so entries are checked in map order.
+	// Suggestions for missing references look among the IDs of the same
+	// namespace, and only for the first few: each costs a pass over them.
+	var byNS map[string][]string
+	suggestions := 20
+	for _, e := range cfg.Entries {
 		var deps []ID
 		for _, r := range e.Refs {
 			t, ok := cfg.Entries[r.To]
 			if !ok {
 				msg := fmt.Sprintf("references %s, which is not declared", r.To)
-				if s := suggest(string(r.To), ids); s != "" {
-					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				if suggestions > 0 {
+					suggestions--
+					if byNS == nil {
+						byNS = map[string][]string{}
+						for id := range cfg.Entries {
+							byNS[id.Namespace()] = append(byNS[id.Namespace()], string(id))
+						}
+						for _, ids := range byNS {
+							sort.Strings(ids)
+						}
+					}
+					if s := suggest(string(r.To), byNS[r.To.Namespace()]); s != "" {
+						msg += fmt.Sprintf(" (did you mean %q?)", s)
+					}
 				}
 				ld.fail(r.Pos, e.ID, r.Field, "%s", msg)
 				continue
@@ -773,12 +793,11 @@ func (ld *load) checkRefs(cfg *Config) {
 				ld.fail(r.Pos, e.ID, r.Field, "references %s, a %s; must be %s", r.To, t.Kind, strings.Join(r.Kinds, " or "))
 				continue
 			}
-			if r.To != e.ID && !seen[r.To] {
-				seen[r.To] = true
+			if r.To != e.ID && !slices.Contains(deps, r.To) {
 				deps = append(deps, r.To)
 			}
 		}
-		sort.Slice(deps, func(i, j int) bool { return deps[i] < deps[j] })
+		slices.Sort(deps)
 		cfg.Deps[e.ID] = deps
 	}
 }
@@ -940,25 +959,38 @@ func sccs(cfg *Config) [][]ID {
 // order returns the entries in dependency order (Kahn's algorithm, ties
 // broken by ID so the order is stable from one load to the next: of the
 // entries whose dependencies are all placed, the least ID goes next).
+// Entries on a dependency cycle are left out. It works on the entries'
+// ranks in ID order, so the heap compares integers, not strings.
 func order(cfg *Config) []ID {
-	pending := make(map[ID]int, len(cfg.Entries))
-	users := make(map[ID][]ID, len(cfg.Entries))
-	ready := &idHeap{}
+	ids := make([]ID, 0, len(cfg.Entries))
 	for id := range cfg.Entries {
-		pending[id] = len(cfg.Deps[id])
-		for _, dep := range cfg.Deps[id] {
-			users[dep] = append(users[dep], id)
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	rank := make(map[ID]int, len(ids))
+	for i, id := range ids {
+		rank[id] = i
+	}
+	pending := make([]int, len(ids))
+	users := make([][]int, len(ids))
+	ready := &rankHeap{}
+	for i, id := range ids {
+		deps := cfg.Deps[id]
+		pending[i] = len(deps)
+		for _, dep := range deps {
+			if j, ok := rank[dep]; ok {
+				users[j] = append(users[j], i)
+			}
 		}
-		if len(cfg.Deps[id]) == 0 {
-			*ready = append(*ready, id)
+		if len(deps) == 0 {
+			*ready = append(*ready, i) // ascending: already a heap
 		}
 	}
-	heap.Init(ready)
-	out := make([]ID, 0, len(cfg.Entries))
+	out := make([]ID, 0, len(ids))
 	for ready.Len() > 0 {
-		id := heap.Pop(ready).(ID)
-		out = append(out, id)
-		for _, u := range users[id] {
+		i := heap.Pop(ready).(int)
+		out = append(out, ids[i])
+		for _, u := range users[i] {
 			pending[u]--
 			if pending[u] == 0 {
 				heap.Push(ready, u)
@@ -968,14 +1000,14 @@ func order(cfg *Config) []ID {
 	return out
 }
 
-// idHeap is a min-heap of IDs.
-type idHeap []ID
+// rankHeap is a min-heap of ranks.
+type rankHeap []int
 
-func (h idHeap) Len() int           { return len(h) }
-func (h idHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h idHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *idHeap) Push(x any)        { *h = append(*h, x.(ID)) }
-func (h *idHeap) Pop() any {
+func (h rankHeap) Len() int           { return len(h) }
+func (h rankHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h rankHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rankHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *rankHeap) Pop() any {
 	old := *h
 	x := old[len(old)-1]
 	*h = old[:len(old)-1]

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -85,7 +84,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 			kindChanged[id] = true
 		} else if s.entry.Digest != e.Digest {
 			changed[id] = true
-			if digestExcept(s.entry, "meta", "lifecycle") == digestExcept(e, "meta", "lifecycle") {
+			if e.bodyDigest != "" && s.entry.bodyDigest == e.bodyDigest {
 				lifecycleOnly[id] = true
 			}
 		}
@@ -226,7 +225,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		started[id] = true
 	}
 	for _, l := range [][]ID{sum.Added, sum.Updated, sum.Restarted, sum.Removed, sum.Unchanged, sum.Failed} {
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		slices.Sort(l)
 	}
 	return sum
 }

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/proctor-run/proctor/registry"
 )
@@ -117,8 +118,13 @@ func loadWatching(l *registry.Loader, paths []string, sigs <-chan os.Signal) (cf
 				hup = true
 				continue
 			}
+			// The load notices within one entry, but not inside the parse
+			// of one large document: wait briefly, never long, for it.
 			cancel()
-			<-done // abandoned within one entry's decoding
+			select {
+			case <-done:
+			case <-time.After(100 * time.Millisecond):
+			}
 			return nil, s, hup, errInterrupted
 		}
 	}
