@@ -1,12 +1,12 @@
 package main
 
 import (
+	"io"
 	"os"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/proctor-run/proctor/internal/testutil"
 )
 
 // inproc is `runner run` on a goroutine of the test, so a test can reach
@@ -15,20 +15,53 @@ type inproc struct {
 	app    *app
 	sigs   chan os.Signal
 	code   chan int
-	stderr *testutil.SyncBuffer
+	stderr *logTail
 	exited bool
+}
+
+// logTail keeps the last logTailSize bytes written to it, in a buffer
+// allocated once: a soak run logs for minutes, and what the test keeps
+// must not grow the heap the soak measures.
+type logTail struct {
+	mu sync.Mutex
+	b  []byte
+}
+
+const logTailSize = 1 << 20
+
+func (l *logTail) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.b == nil {
+		l.b = make([]byte, 0, logTailSize)
+	}
+	n := len(p)
+	if n > logTailSize {
+		p = p[n-logTailSize:]
+	}
+	if over := len(l.b) + len(p) - logTailSize; over > 0 {
+		l.b = l.b[:copy(l.b, l.b[over:])]
+	}
+	l.b = append(l.b, p...)
+	return n, nil
+}
+
+func (l *logTail) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return string(l.b)
 }
 
 // runInProcess runs `runner run args...` and returns once its entries run.
 // At the end of the test it is stopped with SIGTERM if still running.
 func runInProcess(t testing.TB, args ...string) *inproc {
 	t.Helper()
-	r := &inproc{sigs: make(chan os.Signal, 4), code: make(chan int, 1), stderr: &testutil.SyncBuffer{}}
+	r := &inproc{sigs: make(chan os.Signal, 4), code: make(chan int, 1), stderr: &logTail{}}
 	started := make(chan *app, 1)
 	startedHook = func(a *app) { started <- a }
 	t.Cleanup(func() { startedHook = nil })
 	go func() {
-		r.code <- cli(append([]string{"run"}, args...), &testutil.SyncBuffer{}, r.stderr, r.sigs, func() {})
+		r.code <- cli(append([]string{"run"}, args...), io.Discard, r.stderr, r.sigs, func() {})
 	}()
 	select {
 	case r.app = <-started:
