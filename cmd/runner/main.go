@@ -334,6 +334,8 @@ func (a *app) shutdown() {
 // its exit.
 func spawnMain(node *process.Node, rt *registry.Runtime, id registry.ID, args []any) (<-chan process.Exit, error) {
 	res := make(chan process.Exit, 1)
+	// The watcher is the runtime's (System): a script that stopped it
+	// would leave the runner waiting for ever.
 	watcher, err := node.SpawnFunc(func(p *process.Proc) (any, error) {
 		for {
 			if e, ok := p.TryEvent(); ok {
@@ -358,7 +360,7 @@ func spawnMain(node *process.Node, rt *registry.Runtime, id registry.ID, args []
 				return nil, nil
 			}
 		}
-	}, process.SpawnOptions{})
+	}, process.SpawnOptions{System: true})
 	if err != nil {
 		return nil, err
 	}

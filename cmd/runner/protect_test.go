@@ -27,6 +27,12 @@ return { main = function(mode)
   elseif mode == "link" then
     assert(process.link(root()))
     error("crash while linked to the root")
+  elseif mode == "watcher" then
+    -- --main's watcher is spawned just before the main process
+    local node, id, creation = process.pid():match("^<(.+)%.(%d+)%.(%d+)>$")
+    local ok, err = process.terminate("<" .. node .. "." .. (tonumber(id) - 1) .. "." .. creation .. ">")
+    assert(not ok and err.kind == "invalid", "terminated the watcher")
+    return "ok"
   elseif mode == "squat" then
     local ok, err = process.register("app:svc")
     if ok then return "registered" end
@@ -139,5 +145,15 @@ func TestRootDeathExitsNonZero(t *testing.T) {
 	if logs := r.stderr.String(); !strings.Contains(logs, `"msg":"root supervisor died: failed entries would no longer be restarted; stopping"`) ||
 		!strings.Contains(logs, `"error":"killed"`) {
 		t.Fatalf("no clear log line:\n%s", logs)
+	}
+}
+
+// TestMainWatcherIsTheRuntimes: --main's watcher (whose PID is the one
+// before the main process's) cannot be terminated by a script, which would
+// leave the runner waiting for ever.
+func TestMainWatcherIsTheRuntimes(t *testing.T) {
+	r := runInProcess(t, "--no-watch", "--log-format", "json", "--main", "app:attacker", writeProtectConfig(t), "--", "watcher")
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, r.stderr.String())
 	}
 }
