@@ -31,6 +31,10 @@ var (
 	ErrQueueFull = value.NewError(value.KindLimit, "queue full")
 	// ErrLoopStopped: a Loop is no longer running.
 	ErrLoopStopped = value.NewError(value.KindStopped, "loop stopped")
+	// ErrSystemProcess: TerminateFrom refused a process of the runtime
+	// itself (SpawnOptions.System). Scripts stop what a kind runs through
+	// that kind's API (supervisor.terminate_child, a reload), never by PID.
+	ErrSystemProcess = value.NewError(value.KindInvalid, "the process belongs to the runtime (a supervisor, pg scope or pool): use its kind's API")
 )
 
 // ErrInvalidName: a name that cannot be registered (empty, or shaped like a PID).

@@ -175,14 +175,17 @@ func (n *Node) Unlink(a, b PID) {
 }
 
 // SetTrapLinks makes pid receive LINK_DOWN events instead of being stopped
-// when a linked process exits abnormally.
+// when a linked process exits abnormally. A system process keeps trapping
+// whatever trap says.
 func (n *Node) SetTrapLinks(pid PID, trap bool) error {
 	p := n.lookup(pid)
 	if p == nil {
 		return fmt.Errorf("trap links %s: %w", pid, ErrNoProcess)
 	}
 	p.mu.Lock()
-	p.extLocked().trapLinks = trap
+	x := p.extLocked()
+	// A system process always traps: a link must never stop it.
+	x.trapLinks = trap || x.system
 	p.mu.Unlock()
 	return nil
 }

@@ -45,6 +45,8 @@ type procExt struct {
 	links      map[PID]struct{}
 	names      []string
 	trapLinks  bool
+	system     bool // SpawnOptions.System; set before the process is published
+	parent     PID  // a system process's LinkTo: the one untrusted caller it obeys
 	stopReason error
 	exit       Exit
 	done       chan struct{} // closed at teardown; created by the first waiter

@@ -131,6 +131,11 @@ func printLoadErrors(w io.Writer, err error) {
 	fmt.Fprintln(w, err)
 }
 
+// startedHook, when a test sets it, is called with the app once its
+// entries run, before the runner waits for a signal: the soak and
+// root-death tests reach the node through it.
+var startedHook func(*app)
+
 // app is one `runner run`: the runtime and what serves it.
 type app struct {
 	log     *slog.Logger
@@ -180,7 +185,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	}
 	a.rt.SetOwner(a.root)
 	if f.http != "" {
-		a.srv, err = observe.Listen(f.http, observe.Handler(observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log}), log)
+		a.srv, err = observe.Listen(f.http, observe.Handler(observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log}), observe.ListenOptions{Logger: log})
 		if err != nil {
 			fmt.Fprintf(stderr, "runner run: %v\n", err)
 			a.shutdown()
@@ -242,6 +247,9 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	if hupDuringStart && a.watcher != nil {
 		a.watcher.Trigger()
 	}
+	if startedHook != nil {
+		startedHook(a)
+	}
 	var mainDone <-chan process.Exit
 	if f.mainID != "" {
 		var args []any
@@ -262,6 +270,12 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	code := 0
 	for done := false; !done; {
 		select {
+		case <-a.root.Done():
+			// Nothing restarts a failed entry any more: carrying on
+			// would look healthy while it is not.
+			log.Error("root supervisor died: failed entries would no longer be restarted; stopping", "error", a.root.Exit().Err)
+			code = 1
+			done = true
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				if a.watcher != nil {
@@ -337,6 +351,8 @@ func (a *app) shutdown() {
 // its exit.
 func spawnMain(node *process.Node, rt *registry.Runtime, id registry.ID, args []any) (<-chan process.Exit, error) {
 	res := make(chan process.Exit, 1)
+	// The watcher is the runtime's (System): a script that stopped it
+	// would leave the runner waiting for ever.
 	watcher, err := node.SpawnFunc(func(p *process.Proc) (any, error) {
 		for {
 			if e, ok := p.TryEvent(); ok {
@@ -361,7 +377,7 @@ func spawnMain(node *process.Node, rt *registry.Runtime, id registry.ID, args []
 				return nil, nil
 			}
 		}
-	}, process.SpawnOptions{})
+	}, process.SpawnOptions{System: true})
 	if err != nil {
 		return nil, err
 	}
