@@ -56,13 +56,15 @@ func (rt *Runtime) Reload(ctx context.Context, l *Loader, paths ...string) (*Con
 // hold the old instance; an explicit depends_on alone does not restart
 // the dependent, since processes reach each other by registered name.
 func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error) {
-	var sum ReloadSummary
-	err := rt.do(ctx, func() { sum = rt.apply(ctx, cfg) })
-	if err != nil {
-		return sum, err
+	// When ctx ends first, do returns while the loop may still run the
+	// apply: the summary comes back through a channel that nobody need
+	// read, never through a variable both would touch.
+	res := make(chan ReloadSummary, 1)
+	if err := rt.do(ctx, func() { res <- rt.apply(ctx, cfg) }); err != nil {
+		return ReloadSummary{}, err
 	}
 	rt.reloads.WithLabelValues("applied").Inc()
-	return sum, nil
+	return <-res, nil
 }
 
 func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
