@@ -10,26 +10,16 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// digest hashes what an entry means, not how it is written: its YAML with
-// positions, comments, styles and key order left out (meta too: the runtime
-// ignores it, so editing a comment must not restart anything), plus the
-// bytes of every source it uses. Two loads of an unchanged entry give the
-// same digest; a reload relies on that to leave it alone.
-func digest(e *Entry, n *yaml.Node) string {
-	d, _ := digestInto(nil, e, n, "meta")
-	return d
-}
-
-// digestExcept is digest leaving out the named top-level fields.
-func digestExcept(e *Entry, n *yaml.Node, skip ...string) string {
-	d, _ := digestInto(nil, e, n, skip...)
-	return d
-}
-
-// digestInto writes the entry out in a canonical form into buf (reusing
-// its memory; a load digests every entry twice) and hashes it once. It
-// returns the digest and the buffer for the next one.
-func digestInto(buf []byte, e *Entry, n *yaml.Node, skip ...string) (string, []byte) {
+// digest hashes what an entry means, not how it is written: its YAML node
+// n with positions, comments, styles and key order left out, and the
+// top-level fields in skip (the loader always skips meta: the runtime
+// ignores it, so editing
+// a comment must not restart anything), plus the bytes of every source it
+// uses. Two loads of an unchanged entry give the same digest; a reload
+// relies on that to leave it alone. The entry is written out in a
+// canonical form into buf (reusing its memory: a load digests every entry
+// twice) and hashed once; the buffer is returned for the next digest.
+func digest(buf []byte, e *Entry, n *yaml.Node, skip ...string) (string, []byte) {
 	b := buf[:0]
 	b = appendStr(b, e.Kind)
 	if n != nil {

@@ -672,8 +672,8 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 		}
 	}
 	d.Finish()
-	e.Digest, ld.scratch = digestInto(ld.scratch, e, n, "meta")
-	e.bodyDigest, ld.scratch = digestInto(ld.scratch, e, n, "meta", "lifecycle")
+	e.Digest, ld.scratch = digest(ld.scratch, e, n, "meta")
+	e.bodyDigest, ld.scratch = digest(ld.scratch, e, n, "meta", "lifecycle")
 	return e
 }
 
