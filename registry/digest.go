@@ -13,9 +13,8 @@ import (
 // digest hashes what an entry means, not how it is written: its YAML node
 // n with positions, comments, styles and key order left out, and the
 // top-level fields in skip (the loader always skips meta: the runtime
-// ignores it, so editing
-// a comment must not restart anything), plus the bytes of every source it
-// uses. Two loads of an unchanged entry give the same digest; a reload
+// ignores it, so editing a comment must not restart anything), plus the
+// bytes of every source it uses. Two loads of an unchanged entry give the same digest; a reload
 // relies on that to leave it alone. The entry is written out in a
 // canonical form into buf (reusing its memory: a load digests every entry
 // twice) and hashed once; the buffer is returned for the next digest.
