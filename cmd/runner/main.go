@@ -32,7 +32,7 @@ var version = "dev"
 
 const usage = `usage:
   runner run [flags] [PATH...] [-- ARGS]   run a config (default: config.example.yaml)
-  runner validate PATH...                   check a config; exit 1 listing every error
+  runner validate [flags] PATH...           check a config; exit 1 listing every error
   runner version                            print the version
 
 run 'runner run -h' for the flags of run; docs/cli.md has the details.
@@ -63,7 +63,7 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 		}
 		return run(f, stdout, stderr, sigs, force)
 	case "validate":
-		return validate(args[1:], stdout, stderr)
+		return validate(args[1:], stdout, stderr, sigs)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "runner %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
@@ -85,10 +85,14 @@ func buildVersion() string {
 	return version
 }
 
-func validate(args []string, stdout, stderr io.Writer) int {
+func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: runner validate PATH...") }
+	lf := addLoadFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: runner validate [flags] PATH...")
+		fs.PrintDefaults()
+	}
 	paths, _, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -97,7 +101,16 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	cfg, err := (&registry.Loader{Kinds: newKinds(io.Discard)}).Load(paths...)
+	if err := lf.check(); err != nil {
+		fmt.Fprintf(stderr, "runner validate: %v\n", err)
+		return 2
+	}
+	log := logging.New(logging.Options{Writer: stderr, Level: slog.LevelWarn})
+	cfg, sig, _, err := loadWatching(lf.loader(newKinds(io.Discard), log), paths, sigs)
+	if sig != nil {
+		fmt.Fprintf(stderr, "runner validate: stopped by %s before the configuration was read\n", sig)
+		return signalExit(sig)
+	}
 	if err != nil {
 		printLoadErrors(stderr, err)
 		return 1
@@ -140,8 +153,14 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			"cluster_bind", f.cluster.Bind, "cluster_join", f.cluster.Join, "secret", f.cluster.SecretFile != "")
 	}
 	kinds := newKinds(stdout)
-	loader := &registry.Loader{Kinds: kinds}
-	cfg, err := loader.Load(f.paths...)
+	loader := f.load.loader(kinds, log)
+	// A stop signal while the configuration loads abandons the load; a
+	// SIGHUP is remembered and reloads once started.
+	cfg, sig, hupDuringStart, err := loadWatching(loader, f.paths, sigs)
+	if sig != nil {
+		log.Info("stopped while loading the configuration", "signal", sig.String())
+		return 0
+	}
 	if err != nil {
 		printLoadErrors(stderr, err)
 		return 1
@@ -180,8 +199,6 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	startCtx, cancelStart := context.WithCancel(context.Background())
 	startErr := make(chan error, 1)
 	go func() { startErr <- a.rt.Start(startCtx, cfg) }()
-	var sig os.Signal
-	hupDuringStart := false
 	for waiting := true; waiting; {
 		select {
 		case err = <-startErr:
