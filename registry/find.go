@@ -59,27 +59,26 @@ func Find[T any](env *Env, what, ref string, kinds ...string) (T, error) {
 	if env == nil || env.Entries == nil {
 		return zero, fmt.Errorf("%s %s: %w: no entries are known here", what, id, ErrNotRunning)
 	}
-	e, declared := env.Entries.Entry(id)
-	if !declared {
-		return zero, fmt.Errorf("%s %s: %w", what, id, ErrNoEntry)
-	}
-	if len(kinds) > 0 && !slices.Contains(kinds, e.Kind) {
-		return zero, fmt.Errorf("%s %s: %w: it is a %s", what, id, ErrWrongKind, e.Kind)
-	}
-	inst, ok := env.Entries.Instance(id)
-	if !ok {
-		return zero, fmt.Errorf("%s %s: %w", what, id, ErrNotRunning)
-	}
-	if t, ok := inst.(T); ok {
-		return t, nil
-	}
-	// An instance may stand for what runs under its PID.
-	if d, ok := env.instances().Lookup(inst.PID()); ok {
-		if t, ok := d.(T); ok {
+	if inst, ok := env.Entries.Instance(id); ok {
+		if t, ok := inst.(T); ok {
 			return t, nil
 		}
+		// An instance may stand for what runs under its PID.
+		if d, ok := env.instances().Lookup(inst.PID()); ok {
+			if t, ok := d.(T); ok {
+				return t, nil
+			}
+		}
+		return zero, fmt.Errorf("%s %s: %w: its instance is a %T", what, id, ErrWrongKind, inst)
 	}
-	return zero, fmt.Errorf("%s %s: %w: its instance is a %T", what, id, ErrWrongKind, inst)
+	e, declared := env.Entries.Entry(id)
+	switch {
+	case !declared:
+		return zero, fmt.Errorf("%s %s: %w", what, id, ErrNoEntry)
+	case len(kinds) > 0 && !slices.Contains(kinds, e.Kind):
+		return zero, fmt.Errorf("%s %s: %w: it is a %s", what, id, ErrWrongKind, e.Kind)
+	}
+	return zero, fmt.Errorf("%s %s: %w", what, id, ErrNotRunning)
 }
 
 // Directory holds running instances by PID, so that a reference by PID

@@ -65,7 +65,6 @@ func TestFind(t *testing.T) {
 		{"undeclared", "app:nope", nil, ErrNoEntry, value.KindNotFound},
 		{"declared, not running", "app:def", nil, ErrNotRunning, value.KindNotFound},
 		{"another kind, not running", "app:def", []string{"test.svc"}, ErrWrongKind, value.KindInvalid},
-		{"running, another kind", "app:api", []string{"test.other"}, ErrWrongKind, value.KindInvalid},
 		{"PID gone", sub.pid.String(), nil, ErrNotRunning, value.KindNotFound},
 		{"bad PID", "<nonsense", nil, process.ErrInvalidPID, value.KindInvalid},
 	}

@@ -1,6 +1,9 @@
 package pgscope
 
-import "github.com/proctor-run/proctor/value"
+import (
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
 
 // Sentinel errors. Each is a *value.Error, so its kind survives wrapping,
 // copying into Lua (err.kind) and the wire; match them with errors.Is.
@@ -18,10 +21,10 @@ var (
 	ErrInvalidGroup = value.NewError(value.KindInvalid, "invalid group name")
 	// ErrTimeout: the scope's loop did not answer within protocol_timeout.
 	ErrTimeout = value.NewError(value.KindTimeout, "pg scope did not answer in time")
-	// ErrNotRunning: no running scope has that entry ID.
-	ErrNotRunning = value.NewError(value.KindNotFound, "pg scope not running")
-	// ErrNotScope: the entry is not a pg.scope.
-	ErrNotScope = value.NewError(value.KindInvalid, "not a pg.scope entry")
+	// ErrNotRunning: no running scope has that entry ID (registry.Find).
+	ErrNotRunning = registry.ErrNotRunning
+	// ErrNotScope: the entry is not a pg.scope (registry.Find).
+	ErrNotScope = registry.ErrWrongKind
 	// ErrCallerGone: the caller's context ended (its process is stopping)
 	// while it waited for the scope.
 	ErrCallerGone = value.NewError(value.KindStopped, "caller stopped waiting")

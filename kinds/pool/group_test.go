@@ -245,20 +245,23 @@ func TestGroupConsistentHashAndBroadcast(t *testing.T) {
 }
 
 func TestFindRouter(t *testing.T) {
+	find := func(env *registry.Env, id string) (Router, error) {
+		return registry.Find[Router](env, "router", id, KindName, GroupKindName)
+	}
 	h := newGroupHarness(t)
 	echoRoutee(h.harness, nil)
 	p := h.start(t, &Spec{Size: 1})
 	g := h.startGroup(t, &GroupSpec{Group: "x"})
-	if r, err := FindRouter(h.env, "app:pool"); err != nil || r != Router(p) {
+	if r, err := find(h.env, "app:pool"); err != nil || r != Router(p) {
 		t.Errorf("pool: %v %v", r, err)
 	}
-	if r, err := FindRouter(h.env, "app:search"); err != nil || r != Router(g) {
+	if r, err := find(h.env, "app:search"); err != nil || r != Router(g) {
 		t.Errorf("group: %v %v", r, err)
 	}
-	if _, err := FindRouter(h.env, "app:pg"); value.KindOf(err) != value.KindInvalid {
+	if _, err := find(h.env, "app:pg"); value.KindOf(err) != value.KindInvalid {
 		t.Errorf("a scope: %v", err)
 	}
-	if _, err := FindRouter(h.env, "app:none"); value.KindOf(err) != value.KindNotFound {
+	if _, err := find(h.env, "app:none"); value.KindOf(err) != value.KindNotFound {
 		t.Errorf("missing: %v", err)
 	}
 }

@@ -415,13 +415,13 @@ func TestFind(t *testing.T) {
 	h := newHarness(t)
 	echoRoutee(h, nil)
 	p := h.start(t, &Spec{Size: 1})
-	if got, err := Find(h.env, "app:pool"); err != nil || got != p {
+	if got, err := registry.Find[*Pool](h.env, "pool", "app:pool", KindName); err != nil || got != p {
 		t.Errorf("find: %v %v", got, err)
 	}
-	if _, err := Find(h.env, "app:worker"); value.KindOf(err) != value.KindInvalid {
+	if _, err := registry.Find[*Pool](h.env, "pool", "app:worker", KindName); value.KindOf(err) != value.KindInvalid {
 		t.Errorf("a process.lua entry: %v", err)
 	}
-	if _, err := Find(h.env, "app:nope"); value.KindOf(err) != value.KindNotFound {
+	if _, err := registry.Find[*Pool](h.env, "pool", "app:nope"); value.KindOf(err) != value.KindNotFound {
 		t.Errorf("missing: %v", err)
 	}
 }
