@@ -49,4 +49,3 @@ func (s *Scope) checkBroadcastRecent() error {
 	}
 	return nil
 }
-
