@@ -48,8 +48,12 @@ func Aggregate(message string, members []*Error) *Error {
 
 func (e *Error) Error() string { return e.Message }
 
-// Is reports whether target is an *Error of the same kind and message, so a
-// sentinel still matches after the error was copied or crossed the wire.
+// Is reports whether target is an *Error of the same kind and message: a
+// sentinel copied as it is (a value a process replied with) still matches.
+// One wrapped with context does not once FromError has flattened it (its
+// message then carries the context), nor does anything decoded from the
+// wire by this comparison alone: a wire codec must carry a stable code for
+// the sentinel to be recognised there.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Kind == e.Kind && t.Message == e.Message

@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestDecodeGroup(t *testing.T) {
 		errs := doc(src)
 		found := false
 		for _, e := range errs {
-			found = found || contains(e.Error(), want)
+			found = found || strings.Contains(e.Error(), want)
 		}
 		if !found {
 			t.Errorf("%q: no error %q in %v", src, want, errs)
@@ -128,7 +129,7 @@ func TestGroupRoundRobinOverMembers(t *testing.T) {
 	}
 	// Through the group's registered name, too.
 	v, from, err := h.node.Ask(g.PID(), process.Message{Payload: "k"}, time.Second)
-	if err != nil || (from != a && from != b) || !contains(fmt.Sprint(v), ":k") {
+	if err != nil || (from != a && from != b) || !strings.Contains(fmt.Sprint(v), ":k") {
 		t.Fatalf("%v %v %v", v, from, err)
 	}
 	<-got

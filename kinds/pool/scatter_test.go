@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,7 +125,7 @@ func TestScatterTimeout(t *testing.T) {
 		}
 	}
 	for _, e := range agg.Errors {
-		if !errors.Is(e, process.ErrTimeout) && !contains(e.Message, "ask timed out") {
+		if !errors.Is(e, process.ErrTimeout) && !strings.Contains(e.Message, "ask timed out") {
 			t.Errorf("member %q is not the routee's ask timeout", e.Message)
 		}
 	}
@@ -189,7 +190,7 @@ func TestScatterPlainSendDropped(t *testing.T) {
 	if v := counterValue(t, h.env.Metrics, "router_scatter_gather_latency_seconds", nil); v != 0 {
 		t.Errorf("no-reply-target observed latency %v times", v)
 	}
-	if !contains(h.logs.String(), "without a reply target dropped") || !contains(h.logs.String(), "entry=app:pool") {
+	if !strings.Contains(h.logs.String(), "without a reply target dropped") || !strings.Contains(h.logs.String(), "entry=app:pool") {
 		t.Errorf("warning missing: %s", h.logs.String())
 	}
 	// Still serving asks.
@@ -323,7 +324,7 @@ func TestCallerTimeoutRule(t *testing.T) {
 	if got := p.CallerTimeout(0); got != 8500*time.Millisecond {
 		t.Errorf("default with an 8s pool: %s, want 8.5s", got)
 	}
-	if got := p.CallerTimeout(9 * time.Second); got != 9*time.Second || contains(h.logs.String(), "caller timeout") {
+	if got := p.CallerTimeout(9 * time.Second); got != 9*time.Second || strings.Contains(h.logs.String(), "caller timeout") {
 		t.Errorf("a caller above the pool: %s, no warning", got)
 	}
 	for i := 0; i < 3; i++ {
