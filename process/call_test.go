@@ -12,11 +12,12 @@ import (
 // nop is a command that does nothing.
 var nop = CommandFunc(func() error { return nil })
 
-// runLoop starts l and stops it at cleanup.
-func runLoop(t testing.TB, l *Loop) {
+// runLoop starts l and stops it at cleanup, or when cancel is called.
+func runLoop(t testing.TB, l *Loop) (cancel func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	go l.Run(ctx)
 	t.Cleanup(func() { cancel(); <-l.Done() })
+	return cancel
 }
 
 // blockLoop parks a running loop on a command until release is called.
@@ -78,16 +79,13 @@ func TestCallFailures(t *testing.T) {
 		}, []error{ErrQueueFull}},
 		{"stopped before", func(t *testing.T) (context.Context, Owner, CallOptions) {
 			l := NewLoop(LoopOptions{})
-			ctx, cancel := context.WithCancel(context.Background())
-			go l.Run(ctx)
-			cancel()
+			runLoop(t, l)()
 			<-l.Done()
 			return context.Background(), l, CallOptions{}
 		}, []error{ErrLoopStopped}},
 		{"stopped while queued", func(t *testing.T) (context.Context, Owner, CallOptions) {
 			l := NewLoop(LoopOptions{})
-			ctx, cancel := context.WithCancel(context.Background())
-			go l.Run(ctx)
+			cancel := runLoop(t, l)
 			release := blockLoop(t, l)
 			time.AfterFunc(20*time.Millisecond, func() { cancel(); release() })
 			return context.Background(), l, CallOptions{}
