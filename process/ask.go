@@ -65,8 +65,24 @@ func NewCall() Call {
 	return Call{r: r, token: token}
 }
 
-// Message returns m addressed to reply to c.
+// Message returns m addressed to reply to c. The message names no
+// deadline: prefer MessageWithin, whose deadline lets a transport expire
+// the reply it keeps when the message crosses to another node.
 func (c Call) Message(m Message) Message { return m.WithReply(c.r, c.token) }
+
+// MessageWithin returns m addressed to reply to c, carrying the deadline
+// of a Wait of timeout that starts now (0 means DefaultAskTimeout).
+func (c Call) MessageWithin(m Message, timeout time.Duration) Message {
+	return m.withReply(c.r, c.token, deadlineIn(timeout))
+}
+
+// deadlineIn is the meta.deadline of a wait of timeout from now.
+func deadlineIn(timeout time.Duration) int64 {
+	if timeout <= 0 {
+		timeout = DefaultAskTimeout
+	}
+	return int64(time.Since(epoch) + timeout)
+}
 
 // take receives the reply that settled c and releases it.
 func (c Call) take() Reply {
@@ -129,7 +145,7 @@ func (n *Node) Ask(to PID, m Message, timeout time.Duration) (any, PID, error) {
 	c := NewCall()
 	var r Reply
 	var err error
-	if serr := n.Send(to, c.Message(m)); serr != nil {
+	if serr := n.Send(to, c.MessageWithin(m, timeout)); serr != nil {
 		r, err = c.Abandon(serr)
 	} else {
 		r, err = c.Wait(timeout, nil)
@@ -173,7 +189,7 @@ func (n *Node) AskFunc(to PID, m Message, timeout time.Duration, fn func(v any, 
 	r.timer.Store(time.AfterFunc(timeout, func() {
 		r.Settle(0, PID{}, nil, fmt.Errorf("ask %s after %s: %w", to, timeout, ErrTimeout))
 	}))
-	if err := n.Send(to, m.WithReply(r, 0)); err != nil {
+	if err := n.Send(to, m.withReply(r, 0, deadlineIn(timeout))); err != nil {
 		r.Settle(0, PID{}, nil, err)
 	}
 }
