@@ -131,6 +131,9 @@ func (n *Node) Link(a, b PID) error {
 	if a == b {
 		return nil
 	}
+	if n.isRemote(a) && !n.isRemote(b) {
+		a, b = b, a // a link is symmetric; a is the local end
+	}
 	pa := n.lookup(a)
 	if pa == nil {
 		return fmt.Errorf("link %s: %w", a, ErrNoProcess)

@@ -118,10 +118,13 @@ func (t *Transport) send(node string, e *wire.Envelope) error {
 	if err != nil {
 		return err
 	}
+	// Counted first: the frame may be received, and answered, before
+	// Send returns.
+	t.sent.Add(1)
 	if err := t.net.Send(node, frame); err != nil {
+		t.sent.Add(^uint64(0))
 		return err
 	}
-	t.sent.Add(1)
 	return nil
 }
 
