@@ -3,9 +3,13 @@ package process
 import (
 	"errors"
 	"fmt"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // fakeTransport records what the core hands to the transport. answer, when
@@ -436,5 +440,27 @@ func TestCreationsDiffer(t *testing.T) {
 	}
 	if got := NewNode(Options{Creation: 7}).Creation(); got != 7 {
 		t.Fatalf("explicit creation = %d", got)
+	}
+}
+
+// docs/process-core.md lists every code of the process core: the codes are
+// part of the wire format.
+func TestErrorCodesDocumented(t *testing.T) {
+	doc, err := os.ReadFile("../docs/process-core.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, code := range value.Codes() {
+		if !strings.HasPrefix(code, "process.") {
+			continue
+		}
+		n++
+		if !strings.Contains(string(doc), "`"+code+"`") {
+			t.Errorf("docs/process-core.md does not list %s", code)
+		}
+	}
+	if n < 16 {
+		t.Fatalf("only %d process codes registered", n)
 	}
 }
