@@ -190,6 +190,29 @@ func (n *Node) Send(to PID, m Message) error {
 	return t.Send(to, m)
 }
 
+// SendName delivers m to the process registered as name on node —
+// Erlang's {Name, Node} ! Msg. On this node it is Whereis and Send (an
+// unknown name is ErrNameNotFound); on another, the name is resolved
+// there when the message arrives, so an unknown name drops a tell and
+// rejects an ask with ErrNameNotFound.
+func (n *Node) SendName(node, name string, m Message) error {
+	if node == n.name {
+		to, ok := n.Whereis(name)
+		if !ok {
+			return fmt.Errorf("send to %s@%s: %w", name, node, ErrNameNotFound)
+		}
+		return n.Send(to, m)
+	}
+	if node == "" || name == "" || IsPIDString(name) {
+		return fmt.Errorf("send to %q@%q: %w", name, node, ErrInvalidName)
+	}
+	t := n.remote()
+	if t == nil {
+		return fmt.Errorf("send to %s@%s: %w: no transport to node %q", name, node, ErrUnreachable, node)
+	}
+	return t.SendName(node, name, m)
+}
+
 // Register names pid on this node. A name is held until it is unregistered
 // or its process exits.
 func (n *Node) Register(name string, pid PID) error {

@@ -21,6 +21,10 @@ type Transport interface {
 	// it names none), or the node goes down, which settles it with
 	// ErrNoConnection.
 	Send(to PID, m Message) error
+	// SendName delivers m to the process registered as name on node,
+	// Erlang's {Name, Node} ! Msg: the name is resolved there, on
+	// arrival. Replies are kept as for Send.
+	SendName(node, name string, m Message) error
 	// Exit asks remote process to to stop with reason, on behalf of from
 	// (zero for the runtime itself). The far node applies it as
 	// TerminateFrom does: a system process refuses unless from is its
@@ -67,6 +71,10 @@ type Inbound interface {
 	// be replied to, the ask is rejected with the error (ErrNoProcess,
 	// ErrMailboxFull), as a local ask would fail at once.
 	Send(to PID, m Message) error
+	// SendName delivers m to the local process registered as name; an
+	// unknown name is ErrNameNotFound, and an ask to it is rejected with
+	// that error.
+	SendName(name string, m Message) error
 	// Exit is a stop request from remote from, applied as TerminateFrom:
 	// a system process refuses (ErrSystemProcess) unless from is its
 	// parent.
@@ -107,16 +115,25 @@ func (n *Node) Inbound() Inbound { return inbound{n} }
 type inbound struct{ n *Node }
 
 func (in inbound) Send(to PID, m Message) error {
-	n := in.n
-	p := n.lookup(to)
 	var err error = ErrNoProcess
-	if p != nil {
+	if p := in.n.lookup(to); p != nil {
 		err = p.deliver(&m)
 	}
-	if err == nil {
-		return nil
+	return rejectOnFailure(&m, err)
+}
+
+func (in inbound) SendName(name string, m Message) error {
+	to, ok := in.n.Whereis(name)
+	if !ok {
+		return rejectOnFailure(&m, ErrNameNotFound)
 	}
-	if m.reply != nil {
+	return in.Send(to, m)
+}
+
+// rejectOnFailure rejects the ask m with err, when delivery failed: a
+// remote asker learns at once, as a local one does from Send's error.
+func rejectOnFailure(m *Message, err error) error {
+	if err != nil && m.reply != nil {
 		m.reply.target.Settle(m.reply.token, PID{}, nil, err)
 	}
 	return err

@@ -42,6 +42,9 @@ func (f *fakeTransport) took() []string {
 }
 
 func (f *fakeTransport) Send(to PID, m Message) error { return f.record("send", m.From, to) }
+func (f *fakeTransport) SendName(node, name string, m Message) error {
+	return f.record("send_name", m.From, PID{Node: node + "/" + name})
+}
 func (f *fakeTransport) Exit(from, to PID, reason error) error {
 	return f.record("exit", from, to)
 }
@@ -101,6 +104,7 @@ func TestOutboundSignals(t *testing.T) {
 		want string
 	}{
 		{func() error { return n.Send(r, Message{From: a}) }, "send " + a.String() + " " + r.String()},
+		{func() error { return n.SendName("far", "svc", Message{From: a}) }, "send_name " + a.String() + " <far/svc.0.0>"},
 		{func() error { return n.Terminate(r) }, "exit <> " + r.String()},
 		{func() error { return n.TerminateFrom(a, r) }, "exit " + a.String() + " " + r.String()},
 		{func() error { return n.Exit(r, errors.New("x")) }, "exit <> " + r.String()},
@@ -249,6 +253,38 @@ func TestInboundSignals(t *testing.T) {
 	if m := <-c.msgs; m.From != r || m.Topic != "hi" {
 		t.Fatalf("message = %+v", m)
 	}
+
+	// By registered name: resolved here; an unknown name rejects an ask.
+	if err := n.Register("svc", c.pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.SendName("svc", Message{From: r, Topic: "by name"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-c.msgs; m.Topic != "by name" {
+		t.Fatalf("message = %+v", m)
+	}
+	call = NewCall()
+	if err := in.SendName("nobody", call.Message(Message{From: r})); !errors.Is(err, ErrNameNotFound) {
+		t.Fatalf("send to an unknown name: %v", err)
+	}
+	if res, err := call.Wait(time.Second, nil); err != nil || !errors.Is(res.Err, ErrNameNotFound) {
+		t.Fatalf("ask of an unknown name = %+v %v", res, err)
+	}
+	// Node.SendName to this node is Whereis and Send.
+	if err := n.SendName(n.Name(), "svc", Message{Topic: "local"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-c.msgs; m.Topic != "local" {
+		t.Fatalf("message = %+v", m)
+	}
+	if err := n.SendName(n.Name(), "nobody", Message{}); !errors.Is(err, ErrNameNotFound) {
+		t.Fatalf("local send to an unknown name: %v", err)
+	}
+	if err := n.SendName("far", "<far.1.1>", Message{}); !errors.Is(err, ErrInvalidName) {
+		t.Fatalf("send to a pid-shaped name: %v", err)
+	}
+	expect(t, f)
 }
 
 // A peer cannot speak for local processes: relation signals whose from

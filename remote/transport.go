@@ -137,7 +137,18 @@ func (t *Transport) signal(e *wire.Envelope) {
 
 // Send implements process.Transport.
 func (t *Transport) Send(to process.PID, m process.Message) error {
-	e := wire.Envelope{Signal: wire.Send, From: m.From, To: to, Topic: m.Topic, Payload: m.Payload}
+	return t.sendMessage(to, "", m)
+}
+
+// SendName implements process.Transport.
+func (t *Transport) SendName(node, name string, m process.Message) error {
+	return t.sendMessage(process.PID{Node: node}, name, m)
+}
+
+// sendMessage sends m to to, or to the process registered as name on
+// to's node; an ask's reply target waits in the pending table.
+func (t *Transport) sendMessage(to process.PID, name string, m process.Message) error {
+	e := wire.Envelope{Signal: wire.Send, From: m.From, To: to, Name: name, Topic: m.Topic, Payload: m.Payload}
 	target, tok := m.ReplyTarget()
 	if target != nil {
 		deadline, ok := m.Deadline()
@@ -157,6 +168,9 @@ func (t *Transport) Send(to process.PID, m process.Message) error {
 	if err := t.send(to.Node, &e); err != nil {
 		if e.Token != 0 {
 			t.pending.drop(e.Token)
+		}
+		if name != "" {
+			return fmt.Errorf("send to %s@%s: %w", name, to.Node, err)
 		}
 		return fmt.Errorf("send to %s: %w", to, err)
 	}
@@ -245,7 +259,13 @@ func (t *Transport) Receive(node string, frame []byte) error {
 			r := &remoteReply{t: t, peer: node, token: e.Token, deadline: deadline}
 			m = m.WithReplyDeadline(r, e.Token, deadline)
 		}
-		if err := t.in.Send(e.To, m); err != nil {
+		var err error
+		if e.Name != "" {
+			err = t.in.SendName(e.Name, m)
+		} else {
+			err = t.in.Send(e.To, m)
+		}
+		if err != nil {
 			t.undelivered.Add(1)
 		}
 	case wire.Reply:

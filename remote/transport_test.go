@@ -61,6 +61,32 @@ func TestSendAndAskAcrossNodes(t *testing.T) {
 	}
 }
 
+// A registered name is addressable on another node ({Name, Node} !
+// Msg): resolved there on arrival; an ask of an unknown name fails with
+// ErrNameNotFound.
+func TestSendByNameAcrossNodes(t *testing.T) {
+	c := newCluster(t, "n1", "n2")
+	e := c.spawn("n2", echo, process.SpawnOptions{Name: "echo"})
+	call := process.NewCall()
+	if err := c.nodes["n1"].SendName("n2", "echo", call.MessageWithin(process.Message{Payload: "hi"}, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	r, err := call.Wait(5*time.Second, nil)
+	if err != nil || r.Value != "hi" || r.From != e {
+		t.Fatalf("ask by name = %+v %v", r, err)
+	}
+	call = process.NewCall()
+	if err := c.nodes["n1"].SendName("n2", "nobody", call.MessageWithin(process.Message{}, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := call.Wait(5*time.Second, nil); err != nil || !errors.Is(r.Err, process.ErrNameNotFound) {
+		t.Fatalf("ask of an unknown name = %+v %v", r, err)
+	}
+	if err := c.nodes["n1"].SendName("n9", "echo", process.Message{}); !errors.Is(err, process.ErrUnreachable) {
+		t.Fatalf("send by name to an unknown node: %v", err)
+	}
+}
+
 // An ask to a remote process that is gone fails at once with
 // ErrNoProcess, as a local one does; a tell to it is dropped.
 func TestAskOfAGoneRemoteProcess(t *testing.T) {

@@ -97,6 +97,7 @@ func (b *blockingTransport) Send(to process.PID, m process.Message) error {
 	<-b.release
 	return nil
 }
+func (b *blockingTransport) SendName(string, string, process.Message) error     { return nil }
 func (b *blockingTransport) Exit(process.PID, process.PID, error) error         { return nil }
 func (b *blockingTransport) Kill(process.PID, process.PID) error                { return nil }
 func (b *blockingTransport) Monitor(process.PID, process.PID) error             { return nil }

@@ -19,6 +19,9 @@
 //	from      pid
 //	to        pid
 //	topic     string        if flags&FlagTopic
+//	name      string        if flags&FlagName    (a send to a registered
+//	                                              name; to is then only
+//	                                              the node: id 0)
 //	token     uvarint       if flags&FlagToken   (never 0)
 //	ttl       uvarint (ns)  if flags&FlagTTL     (never 0)
 //	payload   value         if flags&FlagPayload (value codec)

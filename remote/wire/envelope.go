@@ -19,7 +19,9 @@ type Signal uint8
 // The signals. The numbers are part of the wire format.
 const (
 	// Send: a message From (zero or a process of the sender) To a
-	// process, with Topic and Payload; an ask has a Token and a TTL.
+	// process, with Topic and Payload; an ask has a Token and a TTL. A
+	// message to a registered name has the Name, and To names only the
+	// node.
 	Send Signal = iota + 1
 	// Reply: the answer to the ask of Token, From the process that
 	// replied; Payload is the value, Err the rejection.
@@ -66,8 +68,9 @@ const (
 	FlagTTL
 	FlagPayload
 	FlagErr
+	FlagName
 
-	knownFlags = FlagTopic | FlagToken | FlagTTL | FlagPayload | FlagErr
+	knownFlags = FlagTopic | FlagToken | FlagTTL | FlagPayload | FlagErr | FlagName
 )
 
 // Envelope is one signal between two nodes. Fields a signal does not use
@@ -77,6 +80,9 @@ type Envelope struct {
 	From   process.PID
 	To     process.PID
 	Topic  string
+	// Name is the registered name a Send is addressed to, resolved on the
+	// receiving node; To then names only the node (its ID is 0).
+	Name string
 	// Token names the pending ask on the asker's node: set on the Send of
 	// an ask and on its Reply.
 	Token uint64
@@ -106,6 +112,9 @@ func Encode(buf []byte, e *Envelope) ([]byte, error) {
 	if e.Topic != "" {
 		flags |= FlagTopic
 	}
+	if e.Name != "" {
+		flags |= FlagName
+	}
 	if e.Token != 0 {
 		flags |= FlagToken
 	}
@@ -126,6 +135,9 @@ func Encode(buf []byte, e *Envelope) ([]byte, error) {
 	buf = appendPID(buf, e.To)
 	if flags&FlagTopic != 0 {
 		buf = appendString(buf, e.Topic)
+	}
+	if flags&FlagName != 0 {
+		buf = appendString(buf, e.Name)
 	}
 	if flags&FlagToken != 0 {
 		buf = binary.AppendUvarint(buf, e.Token)
@@ -182,6 +194,11 @@ func Decode(b []byte) (Envelope, error) {
 	e.To = d.pid("to")
 	if flags&FlagTopic != 0 {
 		e.Topic = d.str("topic")
+	}
+	if flags&FlagName != 0 {
+		if e.Name = d.str("name"); d.err == nil && (e.Name == "" || e.Signal != Send || e.To.ID != 0) {
+			d.fail("a name only addresses a send to a node")
+		}
 	}
 	if flags&FlagToken != 0 {
 		if e.Token = d.uvarint("token"); e.Token == 0 && d.err == nil {
@@ -274,7 +291,8 @@ func (d *decoder) pid(field string) process.PID {
 		d.fail(field + ": creation out of range")
 		return process.PID{}
 	}
-	if (node == "") != (id == 0) || (node == "" && cr != 0) {
+	// A node alone (id 0, creation 0) addresses a registered name.
+	if (node == "" && (id != 0 || cr != 0)) || (id == 0 && cr != 0) {
 		d.fail(field + ": half a pid")
 		return process.PID{}
 	}

@@ -20,6 +20,7 @@ func samples() []Envelope {
 	return []Envelope{
 		{Signal: Send, From: p1, To: p2, Topic: "put", Payload: map[string]any{"k": []any{1.0, "v"}}},
 		{Signal: Send, To: p2},
+		{Signal: Send, From: p1, To: process.PID{Node: "n2"}, Name: "app:svc", Topic: "t", Token: 3, TTL: time.Second},
 		{Signal: Send, From: p1, To: p2, Topic: "get", Token: 1 << 40, TTL: 1500 * time.Millisecond, Payload: "x"},
 		{Signal: Reply, From: p2, Token: 9, Payload: 42.0},
 		{Signal: Reply, Token: 9, Err: process.ErrNoProcess},
@@ -136,6 +137,10 @@ func TestDecodeRefuses(t *testing.T) {
 		{"zero token", []byte{Version, byte(Reply), FlagToken, 0, 0, 0, 0, 0, 0, 0}, ErrMalformed},
 		{"zero ttl", []byte{Version, byte(Send), FlagTTL, 0, 0, 0, 0, 0, 0, 0}, ErrMalformed},
 		{"half a pid", []byte{Version, byte(Kill), 0, 0, 5, 0, 0, 0, 0}, ErrMalformed},
+		{"a creation without an id", []byte{Version, byte(Kill), 0, 0, 0, 0, 1, 'n', 0, 7}, ErrMalformed},
+		{"a name on a link", []byte{Version, byte(Link), FlagName, 0, 0, 0, 1, 'n', 0, 0, 1, 's'}, ErrMalformed},
+		{"a name with a full pid", []byte{Version, byte(Send), FlagName, 0, 0, 0, 1, 'n', 1, 1, 1, 's'}, ErrMalformed},
+		{"an empty name", []byte{Version, byte(Send), FlagName, 0, 0, 0, 1, 'n', 0, 0, 0}, ErrMalformed},
 		{"creation past 32 bits", []byte{Version, byte(Kill), 0, 1, 'n', 1, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0}, ErrMalformed},
 		{"error field not an error", []byte{Version, byte(Reply), FlagToken | FlagErr, 0, 0, 0, 0, 0, 0, 1, 4, 0}, ErrMalformed},
 		{"empty", nil, ErrMalformed},
