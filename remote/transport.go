@@ -1,7 +1,6 @@
 package remote
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote/wire"
+	"github.com/proctor-run/proctor/value"
 )
 
 // Options configure a Transport. The zero value is usable.
@@ -223,7 +223,7 @@ func (t *Transport) MonitorExit(from, to process.PID, e process.Exit) {
 func (t *Transport) exitSignal(s wire.Signal, from, to process.PID, x process.Exit) {
 	e := wire.Envelope{Signal: s, From: from, To: to, Payload: x.Value, Err: x.Err}
 	err := t.send(to.Node, &e)
-	if err != nil && x.Value != nil && !errors.Is(err, process.ErrUnreachable) {
+	if err != nil && x.Value != nil && value.KindOf(err) == value.KindInvalid {
 		e.Payload = nil
 		err = t.send(to.Node, &e)
 	}
@@ -353,7 +353,7 @@ func (r *remoteReply) Settle(_ uint64, from process.PID, v any, err error) bool 
 	}
 	e := wire.Envelope{Signal: wire.Reply, From: from, Token: r.token, Payload: v, Err: err}
 	serr := r.t.send(r.peer, &e)
-	if serr != nil && !errors.Is(serr, process.ErrUnreachable) && !errors.Is(serr, ErrQueueFull) {
+	if serr != nil && value.KindOf(serr) == value.KindInvalid {
 		// The reply cannot cross (not a value of the value model): the
 		// asker learns why now rather than at its deadline.
 		e.Payload, e.Err = nil, fmt.Errorf("reply from %s: %w", from, serr)

@@ -162,6 +162,16 @@ func TestErrorIdentityAcrossTheWire(t *testing.T) {
 	if err := ask("plain"); value.KindOf(err) != value.KindInternal || err.Error() != "boom" {
 		t.Fatalf("plain error = %v (kind %s)", err, value.KindOf(err))
 	}
+
+	// A reply that cannot cross a node rejects the ask at once.
+	odd := c.spawn("n2", func(ctx process.Context, m process.Message) {
+		ctx.Reply(&m, make(chan int), nil)
+	}, process.SpawnOptions{})
+	start := time.Now()
+	_, _, err = c.nodes["n1"].Ask(odd, process.Message{}, 10*time.Second)
+	if value.KindOf(err) != value.KindInvalid || time.Since(start) > 5*time.Second {
+		t.Fatalf("ask answered with a channel = %v after %s", err, time.Since(start))
+	}
 }
 
 // A monitor across nodes reports the remote process's exit with its value
@@ -184,6 +194,19 @@ func TestMonitorAcrossNodes(t *testing.T) {
 	}
 	e := w.event(t)
 	if e.Kind != process.EventExit || e.From != target || e.Exit.Value != "last words" || !errors.Is(e.Exit.Err, reason) {
+		t.Fatalf("event = %+v", e)
+	}
+
+	// An exit value that cannot cross a node is left out; the exit is not.
+	odd := c.spawn("n2", func(ctx process.Context, m process.Message) {
+		ctx.Stop(func() {}, errBadState)
+	}, process.SpawnOptions{})
+	if err := n1.Monitor(w.pid, odd); err != nil {
+		t.Fatal(err)
+	}
+	c.roundTrip("n2", "n1")
+	_ = n1.Send(odd, process.Message{})
+	if e := w.event(t); e.From != odd || e.Exit.Value != nil || !errors.Is(e.Exit.Err, errBadState) {
 		t.Fatalf("event = %+v", e)
 	}
 
