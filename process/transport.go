@@ -176,15 +176,22 @@ func (in inbound) caller(from PID) PID {
 }
 
 func (in inbound) Monitor(from, to PID) {
+	in.accept(from, to, in.n.addMonitor, Transport.MonitorExit)
+}
+
+// accept records an incoming link or monitor of local to by remote from
+// with add, or, when to is gone, answers from with an exit of
+// ErrNoProcess through the transport.
+func (in inbound) accept(from, to PID, add func(*process, PID) bool, answer func(Transport, PID, PID, Exit)) {
 	n := in.n
 	if !n.isRemote(from) || from.IsZero() || n.isRemote(to) {
 		return // not a signal between a remote and a local process
 	}
-	if tp := n.lookup(to); tp != nil && n.addMonitor(tp, from) {
+	if p := n.lookup(to); p != nil && add(p, from) {
 		return
 	}
 	if t := n.remote(); t != nil {
-		t.MonitorExit(to, from, Exit{Err: ErrNoProcess})
+		answer(t, to, from, Exit{Err: ErrNoProcess})
 	}
 }
 
@@ -220,16 +227,7 @@ func (in inbound) MonitorExit(from, to PID, e Exit) {
 }
 
 func (in inbound) Link(from, to PID) {
-	n := in.n
-	if !n.isRemote(from) || from.IsZero() || n.isRemote(to) {
-		return // not a signal between a remote and a local process
-	}
-	if p := n.lookup(to); p != nil && n.addLink(p, from) {
-		return
-	}
-	if t := n.remote(); t != nil {
-		t.LinkExit(to, from, Exit{Err: ErrNoProcess})
-	}
+	in.accept(from, to, in.n.addLink, Transport.LinkExit)
 }
 
 func (in inbound) Unlink(from, to PID) {

@@ -112,27 +112,20 @@ func (c *cluster) spawnProbe(node string, opts process.SpawnOptions) *probe {
 	c.t.Helper()
 	pr := &probe{msgs: make(chan process.Message, 64), events: make(chan process.Event, 64)}
 	pid, err := c.nodes[node].SpawnFunc(func(p *process.Proc) (any, error) {
+		// Events first, so a message sent after an event is seen after it.
 		for {
-			for {
-				e, ok := p.TryEvent()
-				if !ok {
-					break
-				}
+			if e, ok := p.TryEvent(); ok {
 				pr.events <- e
-			}
-			if m, ok := p.TryReceive(); ok {
+			} else if m, ok := p.TryReceive(); ok {
 				pr.msgs <- m
-				continue
-			}
-			p.Arm()
-			if p.Pending() > 0 || p.PendingEvents() > 0 {
+			} else if p.Arm(); p.Pending()+p.PendingEvents() > 0 {
 				p.Disarm()
-				continue
-			}
-			select {
-			case <-p.Wake():
-			case <-p.Context().Done():
-				return nil, p.Context().Err()
+			} else {
+				select {
+				case <-p.Context().Done():
+					return nil, p.Context().Err()
+				case <-p.Wake():
+				}
 			}
 		}
 	}, opts)
@@ -146,24 +139,25 @@ func (c *cluster) spawnProbe(node string, opts process.SpawnOptions) *probe {
 
 func (pr *probe) event(t *testing.T) process.Event {
 	t.Helper()
-	select {
-	case e := <-pr.events:
-		return e
-	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: no event within 5s", pr.pid)
-	}
-	return process.Event{}
+	return receive(t, pr.events, pr.pid.String()+": event")
 }
 
 func (pr *probe) msg(t *testing.T) process.Message {
 	t.Helper()
+	return receive(t, pr.msgs, pr.pid.String()+": message")
+}
+
+// receive takes the next value from ch, failing after a generous deadline.
+func receive[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
 	select {
-	case m := <-pr.msgs:
-		return m
+	case v := <-ch:
+		return v
 	case <-time.After(5 * time.Second):
-		t.Fatalf("%s: no message within 5s", pr.pid)
+		t.Fatalf("%s: none within 5s", what)
 	}
-	return process.Message{}
+	var zero T
+	return zero
 }
 
 // noEvent checks that no event arrived by the time a round trip between

@@ -276,29 +276,35 @@ func (t *Transport) Receive(node string, frame []byte) error {
 		}
 		target.Settle(tok, e.From, e.Payload, e.Err)
 	case wire.Exit:
-		if err := t.in.Exit(e.From, e.To, e.Err); err != nil {
-			t.undelivered.Add(1)
-			t.log.Debug("remote exit not applied", "from", e.From.String(), "to", e.To.String(), "error", err)
-		}
+		t.applied(&e, t.in.Exit(e.From, e.To, e.Err))
 	case wire.Kill:
-		if err := t.in.Kill(e.From, e.To); err != nil {
-			t.undelivered.Add(1)
-			t.log.Debug("remote kill not applied", "from", e.From.String(), "to", e.To.String(), "error", err)
-		}
-	case wire.Link:
-		t.in.Link(e.From, e.To)
-	case wire.Unlink:
-		t.in.Unlink(e.From, e.To)
-	case wire.LinkExit:
-		t.in.LinkExit(e.From, e.To, process.Exit{Value: e.Payload, Err: e.Err})
-	case wire.Monitor:
-		t.in.Monitor(e.From, e.To)
-	case wire.Demonitor:
-		t.in.Demonitor(e.From, e.To)
-	case wire.MonitorExit:
-		t.in.MonitorExit(e.From, e.To, process.Exit{Value: e.Payload, Err: e.Err})
+		t.applied(&e, t.in.Kill(e.From, e.To))
+	case wire.Link, wire.Unlink, wire.Monitor, wire.Demonitor:
+		relations[e.Signal](t.in, e.From, e.To)
+	case wire.LinkExit, wire.MonitorExit:
+		exits[e.Signal](t.in, e.From, e.To, process.Exit{Value: e.Payload, Err: e.Err})
 	}
 	return nil
+}
+
+// The Inbound method of each relation signal.
+var (
+	relations = map[wire.Signal]func(process.Inbound, process.PID, process.PID){
+		wire.Link: process.Inbound.Link, wire.Unlink: process.Inbound.Unlink,
+		wire.Monitor: process.Inbound.Monitor, wire.Demonitor: process.Inbound.Demonitor,
+	}
+	exits = map[wire.Signal]func(process.Inbound, process.PID, process.PID, process.Exit){
+		wire.LinkExit: process.Inbound.LinkExit, wire.MonitorExit: process.Inbound.MonitorExit,
+	}
+)
+
+// applied counts and logs a stop request the node did not apply (its
+// process is gone, or it refused).
+func (t *Transport) applied(e *wire.Envelope, err error) {
+	if err != nil {
+		t.undelivered.Add(1)
+		t.log.Debug("remote stop request not applied", "signal", e.Signal.String(), "from", e.From.String(), "to", e.To.String(), "error", err)
+	}
 }
 
 // check refuses an envelope that names a process its sender does not own
