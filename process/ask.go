@@ -84,6 +84,16 @@ func deadlineIn(timeout time.Duration) int64 {
 	return int64(time.Since(epoch) + timeout)
 }
 
+// askDeadline is the meta.deadline of an Ask or AskFunc of to: set when
+// the ask leaves the node, where a transport needs it; none for a local
+// process, which spares every local ask a clock read.
+func (n *Node) askDeadline(to PID, timeout time.Duration) int64 {
+	if !n.isRemote(to) {
+		return 0
+	}
+	return deadlineIn(timeout)
+}
+
 // take receives the reply that settled c and releases it.
 func (c Call) take() Reply {
 	res := <-c.r.ch
@@ -145,7 +155,7 @@ func (n *Node) Ask(to PID, m Message, timeout time.Duration) (any, PID, error) {
 	c := NewCall()
 	var r Reply
 	var err error
-	if serr := n.Send(to, c.MessageWithin(m, timeout)); serr != nil {
+	if serr := n.Send(to, m.withReply(c.r, c.token, n.askDeadline(to, timeout))); serr != nil {
 		r, err = c.Abandon(serr)
 	} else {
 		r, err = c.Wait(timeout, nil)
@@ -189,7 +199,7 @@ func (n *Node) AskFunc(to PID, m Message, timeout time.Duration, fn func(v any, 
 	r.timer.Store(time.AfterFunc(timeout, func() {
 		r.Settle(0, PID{}, nil, fmt.Errorf("ask %s after %s: %w", to, timeout, ErrTimeout))
 	}))
-	if err := n.Send(to, m.withReply(r, 0, deadlineIn(timeout))); err != nil {
+	if err := n.Send(to, m.withReply(r, 0, n.askDeadline(to, timeout))); err != nil {
 		r.Settle(0, PID{}, nil, err)
 	}
 }

@@ -17,9 +17,9 @@ package process
 type Transport interface {
 	// Send delivers m to remote process to. When m can be replied to, the
 	// transport keeps its ReplyTarget and token until the reply returns,
-	// the deadline of m passes (Message.Deadline; DefaultAskTimeout when
-	// it names none), or the node goes down, which settles it with
-	// ErrNoConnection.
+	// the deadline of m passes (Message.Deadline; a default of the
+	// transport's when it names none), or the node goes down, which
+	// settles it with ErrNoConnection.
 	Send(to PID, m Message) error
 	// SendName delivers m to the process registered as name on node,
 	// Erlang's {Name, Node} ! Msg: the name is resolved there, on

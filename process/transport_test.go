@@ -58,6 +58,31 @@ func (f *fakeTransport) MonitorExit(from, to PID, _ Exit) {
 	_ = f.record("monitor_exit", from, to)
 }
 
+// recordingTransport keeps the messages sent through it.
+type recordingTransport struct {
+	*fakeTransport
+	sent *[]Message
+}
+
+func (r *recordingTransport) Send(to PID, m Message) error {
+	r.mu.Lock()
+	*r.sent = append(*r.sent, m)
+	r.mu.Unlock()
+	return nil
+}
+
+func (r *recordingTransport) count() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(*r.sent)
+}
+
+func (r *recordingTransport) at(i int) Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return (*r.sent)[i]
+}
+
 func newRemoteTestNode(t *testing.T) (*Node, *fakeTransport) {
 	n := newTestNode()
 	f := &fakeTransport{}
@@ -412,9 +437,35 @@ func TestRemovingTheTransportDisconnects(t *testing.T) {
 	}
 }
 
-// An ask carries its deadline; a tell carries none.
+// An ask that leaves the node carries its deadline, and so does a Call
+// that names one; a tell carries none, nor (sparing a clock read) an Ask
+// or AskFunc of a local process.
 func TestMessageDeadline(t *testing.T) {
-	n := newTestNode()
+	n, f := newRemoteTestNode(t)
+	var sent []Message
+	f.answer = nil
+	rec := &recordingTransport{fakeTransport: f, sent: &sent}
+	n.SetTransport(rec)
+	before := time.Now()
+	asked := make(chan error, 1)
+	go func() {
+		_, _, err := n.Ask(far(1), Message{}, 3*time.Second)
+		asked <- err
+	}()
+	eventually(t, "ask handed to the transport", func() bool { return rec.count() == 1 })
+	n.AskFunc(far(1), Message{}, time.Minute, func(any, PID, error) {})
+	for i, want := range []time.Duration{3 * time.Second, time.Minute} {
+		m := rec.at(i)
+		d, ok := m.Deadline()
+		if !ok || d.Before(before.Add(want)) || d.After(time.Now().Add(want)) {
+			t.Fatalf("remote ask %d: deadline = %v %v", i, d, ok)
+		}
+		m.Reply(far(1), nil, nil)
+	}
+	if err := <-asked; err != nil {
+		t.Fatal(err)
+	}
+
 	got := make(chan Message, 4)
 	pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) {
 		got <- m
@@ -423,14 +474,12 @@ func TestMessageDeadline(t *testing.T) {
 		}
 	}), SpawnOptions{})
 	defer n.Kill(pid)
-	before := time.Now()
 	if _, _, err := n.Ask(pid, Message{}, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
 	m := <-got
-	d, ok := m.Deadline()
-	if !ok || d.Before(before.Add(3*time.Second)) || d.After(time.Now().Add(3*time.Second)) {
-		t.Fatalf("ask deadline = %v %v", d, ok)
+	if _, ok := m.Deadline(); ok {
+		t.Fatal("a local ask paid for a deadline")
 	}
 	c := NewCall()
 	_ = n.Send(pid, c.MessageWithin(Message{}, time.Minute))
@@ -440,11 +489,6 @@ func TestMessageDeadline(t *testing.T) {
 	m = <-got
 	if d, ok := m.Deadline(); !ok || time.Until(d) < 50*time.Second {
 		t.Fatalf("call deadline = %v %v", d, ok)
-	}
-	n.AskFunc(pid, Message{}, time.Minute, func(any, PID, error) {})
-	m = <-got
-	if d, ok := m.Deadline(); !ok || time.Until(d) < 50*time.Second {
-		t.Fatalf("ask func deadline = %v %v", d, ok)
 	}
 	_ = n.Send(pid, Message{})
 	m = <-got

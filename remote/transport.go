@@ -18,8 +18,12 @@ type Options struct {
 	// frames, signals that could not be sent). Default: slog.Default().
 	Logger *slog.Logger
 	// ReplyTimeout is how long a reply is awaited for an ask whose
-	// message names no deadline (Message.Deadline). Default:
-	// process.DefaultAskTimeout.
+	// message names no deadline (Message.Deadline): one that a process of
+	// this node received from Ask or AskFunc, which name none for a local
+	// process, and hands on, or one made with Call.Message. Asks made
+	// for another node carry theirs. Default: one minute, so that a reply
+	// to a long ask is not dropped; the table holds an unanswered entry
+	// that long at most.
 	ReplyTimeout time.Duration
 	// MaxPending bounds the asks awaiting replies from other nodes; an ask
 	// past it fails at once with ErrTooManyPending. Default: 1<<20.
@@ -54,7 +58,7 @@ func New(node *process.Node, net Network, opts Options) (*Transport, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.ReplyTimeout <= 0 {
-		opts.ReplyTimeout = process.DefaultAskTimeout
+		opts.ReplyTimeout = time.Minute
 	}
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1 << 20

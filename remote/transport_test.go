@@ -593,6 +593,48 @@ func TestAskExpiresWhileReplyInFlight(t *testing.T) {
 	eventually(t, "table empty", func() bool { return c.trs["n1"].Stats().Pending == 0 })
 }
 
+// An ask that names no deadline (handed on by a local process, or made
+// with Call.Message) is kept for Options.ReplyTimeout.
+func TestAskWithoutADeadline(t *testing.T) {
+	net := NewMemNetwork(MemOptions{})
+	defer net.Close()
+	n1 := process.NewNode(process.Options{Name: "n1", Logger: quiet})
+	n2 := process.NewNode(process.Options{Name: "n2", Logger: quiet})
+	t1, err := New(n1, net.Endpoint("n1"), Options{Logger: quiet, ReplyTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer t1.Close()
+	t2, err := New(n2, net.Endpoint("n2"), Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer t2.Close()
+	silent, _ := n2.Spawn(behaviorFunc(func(process.Context, process.Message) {}), process.SpawnOptions{})
+	defer n2.Kill(silent)
+	e, _ := n2.Spawn(echo, process.SpawnOptions{})
+	defer n2.Kill(e)
+
+	call := process.NewCall()
+	if err := n1.Send(e, call.Message(process.Message{Payload: "x"})); err != nil {
+		t.Fatal(err)
+	}
+	if r, err := call.Wait(5*time.Second, nil); err != nil || r.Value != "x" {
+		t.Fatalf("ask without a deadline = %+v %v", r, err)
+	}
+	call = process.NewCall()
+	if err := n1.Send(silent, call.Message(process.Message{})); err != nil {
+		t.Fatal(err)
+	}
+	if t1.Stats().Pending != 1 {
+		t.Fatal("the ask is not pending")
+	}
+	eventually(t, "entry expired after ReplyTimeout", func() bool { return t1.Stats().Pending == 0 && t1.Stats().Expired == 1 })
+	if _, err := call.Wait(10*time.Millisecond, nil); !errors.Is(err, process.ErrTimeout) {
+		t.Fatalf("wait = %v", err)
+	}
+}
+
 // The replying side does not send a reply its asker has stopped waiting
 // for.
 func TestReplyAfterTheDeadlineIsNotSent(t *testing.T) {
