@@ -19,9 +19,10 @@ type askResult struct {
 // settled, so a late reply to an earlier ask on the same ref fails its
 // compare-and-swap and is dropped.
 type askRef struct {
-	state atomic.Uint64
-	ch    chan askResult
-	timer *time.Timer
+	state    atomic.Uint64
+	deadline atomic.Int64 // of the current call, 0 for none; see ReplyDeadline
+	ch       chan askResult
+	timer    *time.Timer
 }
 
 var askPool = sync.Pool{New: func() any {
@@ -62,6 +63,9 @@ func NewCall() Call {
 	r := askPool.Get().(*askRef)
 	token := (r.state.Load() + 2) &^ 1
 	r.state.Store(token)
+	if r.deadline.Load() != 0 {
+		r.deadline.Store(0) // after state: see ReplyDeadline
+	}
 	return Call{r: r, token: token}
 }
 
@@ -73,25 +77,8 @@ func (c Call) Message(m Message) Message { return m.WithReply(c.r, c.token) }
 // MessageWithin returns m addressed to reply to c, carrying the deadline
 // of a Wait of timeout that starts now (0 means DefaultAskTimeout).
 func (c Call) MessageWithin(m Message, timeout time.Duration) Message {
-	return m.withReply(c.r, c.token, deadlineIn(timeout))
-}
-
-// deadlineIn is the meta.deadline of a wait of timeout from now.
-func deadlineIn(timeout time.Duration) int64 {
-	if timeout <= 0 {
-		timeout = DefaultAskTimeout
-	}
-	return int64(time.Since(epoch) + timeout)
-}
-
-// askDeadline is the meta.deadline of an Ask or AskFunc of to: set when
-// the ask leaves the node, where a transport needs it; none for a local
-// process, which spares every local ask a clock read.
-func (n *Node) askDeadline(to PID, timeout time.Duration) int64 {
-	if !n.isRemote(to) {
-		return 0
-	}
-	return deadlineIn(timeout)
+	c.r.deadline.Store(deadlineIn(timeout))
+	return m.WithReply(c.r, c.token)
 }
 
 // take receives the reply that settled c and releases it.
@@ -155,7 +142,10 @@ func (n *Node) Ask(to PID, m Message, timeout time.Duration) (any, PID, error) {
 	c := NewCall()
 	var r Reply
 	var err error
-	if serr := n.Send(to, m.withReply(c.r, c.token, n.askDeadline(to, timeout))); serr != nil {
+	if d := n.askDeadline(to, timeout); d != 0 {
+		c.r.deadline.Store(d)
+	}
+	if serr := n.Send(to, c.Message(m)); serr != nil {
 		r, err = c.Abandon(serr)
 	} else {
 		r, err = c.Wait(timeout, nil)
@@ -171,9 +161,10 @@ func (n *Node) Ask(to PID, m Message, timeout time.Duration) (any, PID, error) {
 
 // funcRef settles an asynchronous ask by calling its callback once.
 type funcRef struct {
-	done  atomic.Bool
-	timer atomic.Pointer[time.Timer]
-	fn    func(v any, from PID, err error)
+	done     atomic.Bool
+	timer    atomic.Pointer[time.Timer]
+	fn       func(v any, from PID, err error)
+	deadline int64 // see askDeadline
 }
 
 func (r *funcRef) Settle(_ uint64, from PID, v any, err error) bool {
@@ -195,11 +186,11 @@ func (n *Node) AskFunc(to PID, m Message, timeout time.Duration, fn func(v any, 
 	if timeout <= 0 {
 		timeout = DefaultAskTimeout
 	}
-	r := &funcRef{fn: fn}
+	r := &funcRef{fn: fn, deadline: n.askDeadline(to, timeout)}
 	r.timer.Store(time.AfterFunc(timeout, func() {
 		r.Settle(0, PID{}, nil, fmt.Errorf("ask %s after %s: %w", to, timeout, ErrTimeout))
 	}))
-	if err := n.Send(to, m.withReply(r, 0, n.askDeadline(to, timeout))); err != nil {
+	if err := n.Send(to, m.WithReply(r, 0)); err != nil {
 		r.Settle(0, PID{}, nil, err)
 	}
 }

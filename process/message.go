@@ -22,25 +22,6 @@ type meta struct {
 	from   PID
 	target ReplyTarget
 	token  uint64
-	// deadline is when the asker stops waiting, in nanoseconds since
-	// epoch (0: none), so a transport can expire what it keeps for the
-	// reply. Monotonic, and one word instead of a time.Time's three.
-	deadline int64
-}
-
-// epoch is the origin of meta.deadline. It carries a monotonic clock
-// reading, so deadlines are immune to changes of the wall clock.
-var epoch = time.Now()
-
-// deadlineAt converts a time to meta.deadline (0 for the zero time).
-func deadlineAt(t time.Time) int64 {
-	if t.IsZero() {
-		return 0
-	}
-	if d := int64(t.Sub(epoch)); d > 0 {
-		return d
-	}
-	return 1 // before epoch: long past, but still a deadline
 }
 
 // envelope is a message as a mailbox stores it.
@@ -70,36 +51,41 @@ type ReplyTarget interface {
 	Settle(token uint64, from PID, value any, err error) bool
 }
 
-// WithReply returns m addressed to reply through t with token. The message
-// carries no deadline; see WithReplyDeadline.
+// WithReply returns m addressed to reply through t with token. The
+// message's deadline is whatever t reports (see Deadliner); see also
+// WithReplyDeadline.
 func (m Message) WithReply(t ReplyTarget, token uint64) Message {
-	return m.withReply(t, token, 0)
-}
-
-// WithReplyDeadline is WithReply for an ask whose asker stops waiting at
-// deadline. The deadline travels with the message (Deadline), so a
-// transport that carries it to another node can expire the reply it
-// keeps for it, and the replier can see it. The zero time means none.
-func (m Message) WithReplyDeadline(t ReplyTarget, token uint64, deadline time.Time) Message {
-	return m.withReply(t, token, deadlineAt(deadline))
-}
-
-func (m Message) withReply(t ReplyTarget, token uint64, deadline int64) Message {
 	if t == nil {
 		m.reply = nil
 		return m
 	}
-	m.reply = &meta{from: m.From, target: t, token: token, deadline: deadline}
+	m.reply = &meta{from: m.From, target: t, token: token}
 	return m
 }
 
+// WithReplyDeadline is WithReply for an ask whose asker stops waiting at
+// deadline (the zero time: none), for a reply target that does not
+// report its deadline itself. The deadline travels with the message
+// (Deadline), so a transport that carries it to another node can expire
+// the reply it keeps for it.
+func (m Message) WithReplyDeadline(t ReplyTarget, token uint64, deadline time.Time) Message {
+	if t != nil && !deadline.IsZero() {
+		t = &deadlineTarget{ReplyTarget: t, at: deadline}
+	}
+	return m.WithReply(t, token)
+}
+
 // Deadline returns when the asker of m stops waiting for its reply; ok is
-// false for a tell or an ask that named no deadline.
+// false for a tell, or an ask that names no deadline. An ask that is
+// already settled reports a deadline long past.
 func (m *Message) Deadline() (deadline time.Time, ok bool) {
-	if m.reply == nil || m.reply.deadline == 0 {
+	if m.reply == nil {
 		return time.Time{}, false
 	}
-	return epoch.Add(time.Duration(m.reply.deadline)), true
+	if d, is := m.reply.target.(Deadliner); is {
+		return d.ReplyDeadline(m.reply.token)
+	}
+	return time.Time{}, false
 }
 
 // CanReply reports whether m has a reply target (it came from an ask, or a

@@ -466,9 +466,15 @@ func TestMessageDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got := make(chan Message, 4)
+	// What the receiver sees, before it replies.
+	type seen struct {
+		d  time.Time
+		ok bool
+	}
+	got := make(chan seen, 4)
 	pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) {
-		got <- m
+		d, ok := m.Deadline()
+		got <- seen{d, ok}
 		if m.CanReply() {
 			c.Reply(&m, nil, nil)
 		}
@@ -477,8 +483,7 @@ func TestMessageDeadline(t *testing.T) {
 	if _, _, err := n.Ask(pid, Message{}, 3*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	m := <-got
-	if _, ok := m.Deadline(); ok {
+	if s := <-got; s.ok {
 		t.Fatal("a local ask paid for a deadline")
 	}
 	c := NewCall()
@@ -486,20 +491,29 @@ func TestMessageDeadline(t *testing.T) {
 	if _, err := c.Wait(time.Minute, nil); err != nil {
 		t.Fatal(err)
 	}
-	m = <-got
-	if d, ok := m.Deadline(); !ok || time.Until(d) < 50*time.Second {
-		t.Fatalf("call deadline = %v %v", d, ok)
+	if s := <-got; !s.ok || time.Until(s.d) < 50*time.Second {
+		t.Fatalf("call deadline = %v %v", s.d, s.ok)
 	}
 	_ = n.Send(pid, Message{})
-	m = <-got
-	if _, ok := m.Deadline(); ok {
+	if s := <-got; s.ok {
 		t.Fatal("a tell has a deadline")
 	}
 	at := time.Now().Add(time.Hour)
-	m = Message{}.WithReplyDeadline(c.r, 1, at)
+	m := Message{}.WithReplyDeadline(c.r, 1, at)
 	if d, ok := m.Deadline(); !ok || !d.Equal(at) {
 		t.Fatalf("explicit deadline = %v, want %v", d, at)
 	}
+	// A call that is over reports its deadline as past, even once its
+	// pooled reference serves another call.
+	c = NewCall()
+	over := c.MessageWithin(Message{}, time.Hour)
+	c.Abandon(nil)
+	next := NewCall()
+	_ = next.MessageWithin(Message{}, time.Hour)
+	if d, ok := over.Deadline(); !ok || d.After(time.Now()) {
+		t.Fatalf("deadline of a call that is over = %v %v", d, ok)
+	}
+	next.Abandon(nil)
 }
 
 // Creations differ between nodes made in the same second, and in the

@@ -261,7 +261,7 @@ func (t *Transport) Receive(node string, frame []byte) error {
 			}
 			deadline := time.Now().Add(ttl)
 			r := &remoteReply{t: t, peer: node, token: e.Token, deadline: deadline}
-			m = m.WithReplyDeadline(r, e.Token, deadline)
+			m = m.WithReply(r, e.Token)
 		}
 		var err error
 		if e.Name != "" {
@@ -356,6 +356,10 @@ type remoteReply struct {
 	deadline time.Time
 	done     atomic.Bool
 }
+
+// ReplyDeadline implements process.Deadliner: the asker's deadline, as
+// the envelope's ttl told it.
+func (r *remoteReply) ReplyDeadline(uint64) (time.Time, bool) { return r.deadline, true }
 
 func (r *remoteReply) Settle(_ uint64, from process.PID, v any, err error) bool {
 	if !r.done.CompareAndSwap(false, true) || time.Now().After(r.deadline) {
