@@ -103,18 +103,17 @@ func newCreation(now time.Time) uint32 {
 // PID it issues.
 func (n *Node) Creation() uint32 { return n.creation }
 
-// SetTransport installs the route to other nodes. A nil t removes it.
-// Replacing or removing a transport disconnects every node it served:
-// each link and monitor with a remote process fires with ErrNoConnection,
-// as Inbound.NodeDown does, since nothing will ever report their exits.
+// SetTransport installs the route to other nodes. A nil t removes it,
+// which disconnects every node: each link and monitor with a remote
+// process fires with ErrNoConnection, as Inbound.NodeDown does, since
+// nothing will ever report their exits. Replacing one transport by
+// another keeps them (the new one serves the same peers).
 func (n *Node) SetTransport(t Transport) {
-	var old *transportBox
-	if t == nil {
-		old = n.transport.Swap(nil)
-	} else {
-		old = n.transport.Swap(&transportBox{t})
+	if t != nil {
+		n.transport.Store(&transportBox{t})
+		return
 	}
-	if old == nil || (t != nil && old.t == t) {
+	if n.transport.Swap(nil) == nil {
 		return
 	}
 	n.relMu.Lock()
