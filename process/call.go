@@ -56,7 +56,7 @@ type CallOptions struct {
 }
 
 // ErrCallTimeout: a call's command did not run within its timeout.
-var ErrCallTimeout = value.NewError(value.KindTimeout, "call timed out")
+var ErrCallTimeout = value.Sentinel("process.call_timeout", value.KindTimeout, "call timed out")
 
 // errNotUrgent: CallOptions.Urgent with an owner that has no urgent lane,
 // a programming error.

@@ -31,7 +31,8 @@ func (n *Node) TerminateFrom(from, pid PID) error {
 	if p := n.lookup(pid); p != nil && p.refuses(from) {
 		return fmt.Errorf("terminate %s: %w", pid, ErrSystemProcess)
 	}
-	return n.Terminate(pid)
+	// A remote pid's node makes the same check with from.
+	return n.exitFrom(from, pid, ErrShutdown, "terminate")
 }
 
 // refuses reports whether p is a system process that from may not stop.

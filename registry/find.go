@@ -11,14 +11,15 @@ import (
 )
 
 // Errors of Find. A kind's own lookup errors are these, so that every
-// reference — from a script, an entry, or Go — fails the same way.
+// reference — from a script, an entry, or Go — fails the same way. Their
+// codes make them match across the wire (value.Sentinel).
 var (
 	// ErrNotRunning: the entry is declared but has no running instance, or
 	// no running instance has that PID.
-	ErrNotRunning = value.NewError(value.KindNotFound, "not running")
+	ErrNotRunning = value.Sentinel("registry.not_running", value.KindNotFound, "not running")
 	// ErrWrongKind: the entry, or what runs under that PID, is not of the
 	// kind the reference asks for.
-	ErrWrongKind = value.NewError(value.KindInvalid, "entry of another kind")
+	ErrWrongKind = value.Sentinel("registry.wrong_kind", value.KindInvalid, "entry of another kind")
 )
 
 // Qualify turns ref, as written by entry from, into an entry ID: a bare

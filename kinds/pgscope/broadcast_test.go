@@ -97,12 +97,15 @@ func (b *blockingTransport) Send(to process.PID, m process.Message) error {
 	<-b.release
 	return nil
 }
-func (b *blockingTransport) Monitor(process.PID, process.PID) error          { return nil }
-func (b *blockingTransport) Demonitor(process.PID, process.PID)              {}
-func (b *blockingTransport) Link(process.PID, process.PID) error             { return nil }
-func (b *blockingTransport) Unlink(process.PID, process.PID)                 {}
-func (b *blockingTransport) LinkExit(process.PID, process.PID, process.Exit) {}
-func (b *blockingTransport) Exit(process.PID, error) error                   { return nil }
+func (b *blockingTransport) SendName(string, string, process.Message) error     { return nil }
+func (b *blockingTransport) Exit(process.PID, process.PID, error) error         { return nil }
+func (b *blockingTransport) Kill(process.PID, process.PID) error                { return nil }
+func (b *blockingTransport) Monitor(process.PID, process.PID) error             { return nil }
+func (b *blockingTransport) Demonitor(process.PID, process.PID)                 {}
+func (b *blockingTransport) MonitorExit(process.PID, process.PID, process.Exit) {}
+func (b *blockingTransport) Link(process.PID, process.PID) error                { return nil }
+func (b *blockingTransport) Unlink(process.PID, process.PID)                    {}
+func (b *blockingTransport) LinkExit(process.PID, process.PID, process.Exit)    {}
 
 // broadcast_timeout bounds a remote delivery; a hanging member neither
 // blocks the scope nor delays local members; broadcast_local never tries
@@ -117,7 +120,7 @@ func TestBroadcastTimeoutAndLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	remote := process.PID{Node: "n2", ID: 4, Creation: 1}
-	h.onLoop(func() { h.s.st.remoteJoin("n2", "g", []process.PID{remote}) })
+	h.must(h.s.ApplyJoin(bg, "n2", "g", []process.PID{remote}))
 
 	n, err := h.s.BroadcastLocal(local, "g", "only-local", nil)
 	if err != nil || n != 1 {
@@ -159,22 +162,26 @@ func TestBroadcastTimeoutAndLocal(t *testing.T) {
 }
 
 // The health check is healthy on a single node however quiet it is; once
-// a peer's scope has been heard from (through the cluster seam) it fails
-// after a long period without broadcast traffic, heals with traffic and
-// when the peer goes down; it fails when the scope is stopped.
+// a peer's scope has been heard from (through the Replica API the cluster
+// layer drives) it fails after a long period without broadcast traffic,
+// heals with traffic and when the peer goes down; it fails when the scope
+// is stopped.
 func TestHealthCheck(t *testing.T) {
 	h := newHarness(t, func(s *Spec) { s.AntiEntropyInterval = 10 * time.Millisecond })
 	check, ok := h.health.get("pg.broadcast_recent.test:pg")
 	if !ok {
 		t.Fatal("no health check")
 	}
+	ctx := context.Background()
 	quiet := func() { h.s.lastTraffic.Store(time.Now().Add(-time.Hour).UnixNano()) }
 	quiet()
 	if err := check(); err != nil {
 		t.Fatalf("single node unhealthy: %v", err)
 	}
 	remote := process.PID{Node: "n2", ID: 1, Creation: 1}
-	h.onLoop(func() { h.s.st.remoteJoin("n2", "g", []process.PID{remote}) })
+	if err := h.s.ApplyJoin(ctx, "n2", "g", []process.PID{remote}); err != nil {
+		t.Fatal(err)
+	}
 	if n := h.s.peers.Load(); n != 1 {
 		t.Fatalf("%d peers after a remote join, want 1", n)
 	}
@@ -192,11 +199,17 @@ func TestHealthCheck(t *testing.T) {
 		t.Fatalf("unhealthy right after a broadcast: %v", err)
 	}
 	// A sync from a second peer with nothing in it is still a peer.
-	h.onLoop(func() { h.s.st.syncNode("n3", nil) })
+	if err := h.s.ApplySync(ctx, "n3", nil); err != nil {
+		t.Fatal(err)
+	}
 	if n := h.s.peers.Load(); n != 2 {
 		t.Fatalf("%d peers after a sync from n3, want 2", n)
 	}
-	h.onLoop(func() { h.s.st.nodeDown("n2"); h.s.st.nodeDown("n3") })
+	for _, node := range []string{"n2", "n3"} {
+		if err := h.s.ApplyNodeDown(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if n := h.s.peers.Load(); n != 0 {
 		t.Fatalf("%d peers after both went down", n)
 	}

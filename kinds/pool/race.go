@@ -47,7 +47,15 @@ type race struct {
 	deadline *time.Timer // the whole race's deadline
 }
 
-var _ process.ReplyTarget = (*race)(nil)
+var (
+	_ process.ReplyTarget = (*race)(nil)
+	_ process.Deadliner   = (*race)(nil)
+)
+
+// ReplyDeadline implements process.Deadliner: every ask of a race has the
+// race's deadline, so a transport carrying one to a routee on another node
+// can expire it.
+func (r *race) ReplyDeadline(uint64) (time.Time, bool) { return r.start.Add(r.tmo), true }
 
 func (p *core) startRace(st Strategy, timeout, interval time.Duration, rs routees, m process.Message, t process.ReplyTarget, tok uint64) {
 	r := &race{
