@@ -46,9 +46,25 @@ type MatchData struct {
 	// xxxx xxxx xxxx xxx0 : caputured positions
 	// xxxx xxxx xxxx xxx1 : position captured positions
 	captures []uint32
+	lim      *limiter // proctor: polled by the VM; nil for Find
 }
 
-func newMatchState() *MatchData { return &MatchData{[]uint32{}} }
+func newMatchState() *MatchData { return &MatchData{captures: []uint32{}} }
+
+// proctor: limiter lets the caller of a match stop it. The VM counts its
+// steps and calls check every checkEvery steps; an error from check ends
+// the match with that error. Without it a pattern with a lot of
+// backtracking (".-.-.-.-.-.-b" on a few thousand bytes) runs for hours in
+// one Go call that nothing can interrupt.
+type limiter struct {
+	check func() error
+	steps uint32
+}
+
+const checkEvery = 1 << 10
+
+// interrupted carries check's error out of the recursive VM.
+type interrupted struct{ err error }
 
 func (st *MatchData) addPosCapture(s, pos int) {
 	for s+1 >= len(st.captures) {
@@ -539,6 +555,14 @@ func recursiveVM(src []byte, insts []inst, pc, sp, recLevel int, ms ...*MatchDat
 		m = ms[0]
 	}
 redo:
+	if m.lim != nil { // proctor: see limiter
+		m.lim.steps++
+		if m.lim.steps%checkEvery == 0 {
+			if err := m.lim.check(); err != nil {
+				panic(interrupted{err})
+			}
+		}
+	}
 	inst := insts[pc]
 	switch inst.OpCode {
 	case opChar:
@@ -640,6 +664,68 @@ func Find(p string, src []byte, offset, limit int) (matches []*MatchData, err er
 		}
 	}
 	return
+}
+
+// proctor: Pattern is a compiled pattern. Find parses and compiles its
+// pattern on every call and collects every match before it returns, so
+// gsub and gmatch over a large string held all the matches at once; a
+// Pattern is compiled once and matched one position at a time.
+type Pattern struct {
+	insts []inst
+	// MustHead is true for a pattern anchored with ^: it matches only at
+	// the offset it is given.
+	MustHead bool
+}
+
+// Compile parses and compiles a Lua pattern.
+func Compile(p string) (pat *Pattern, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			if perr, ok := v.(*Error); ok {
+				err = perr
+			} else {
+				panic(v)
+			}
+		}
+	}()
+	sp := parsePattern(newScanner([]byte(p)), true)
+	return &Pattern{insts: compilePattern(sp), MustHead: sp.MustHead}, nil
+}
+
+// FindFrom returns the first match in src at offset or after it (at offset
+// only when the pattern is anchored), or nil. check, when not nil, is
+// called every thousand steps of the matcher; an error from it ends the
+// search with that error.
+func (pat *Pattern) FindFrom(src []byte, offset int, check func() error) (md *MatchData, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			switch e := v.(type) {
+			case *Error:
+				err = e
+			case interrupted:
+				err = e.err
+			default:
+				panic(v)
+			}
+			md = nil
+		}
+	}()
+	var lim *limiter
+	if check != nil {
+		lim = &limiter{check: check}
+	}
+	for sp := offset; sp <= len(src); sp++ {
+		m := newMatchState()
+		m.lim = lim
+		if ok, _, ms := recursiveVM(src, pat.insts, 0, sp, 0, m); ok {
+			ms.lim = nil
+			return ms, nil
+		}
+		if pat.MustHead {
+			break
+		}
+	}
+	return nil, nil
 }
 
 /* }}} */
