@@ -949,14 +949,19 @@ func stringConcat(L *LState, total, last int) LValue {
 		} else {
 			buf := make([]string, total+1)
 			buf[total] = LVAsString(rhs)
+			size := len(buf[total]) // proctor: see Options.MaxStringSize
 			for total > 0 {
 				lhs = L.reg.Get(i)
 				if !LVCanConvToString(lhs) {
 					break
 				}
 				buf[total-1] = LVAsString(lhs)
+				size += len(buf[total-1])
 				i--
 				total--
+			}
+			if limit := L.Options.MaxStringSize; limit > 0 && size > limit {
+				L.RaiseError("string too long: .. would make %d bytes, over the limit of %d", size, limit)
 			}
 			rhs = LString(strings.Join(buf, ""))
 		}

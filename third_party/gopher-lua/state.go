@@ -109,6 +109,17 @@ type Options struct {
 	// If `MinimizeStackMemory` is set, the call stack will be automatically grown or shrank up to a limit of
 	// `CallStackSize` in order to minimize memory usage. This does incur a slight performance penalty.
 	MinimizeStackMemory bool
+	// proctor: MaxStringSize, when positive, is the longest string the ..
+	// operator may build; a longer result raises an error instead of
+	// allocating it (doubling a string a few times would otherwise take
+	// all the memory of the Go process, a fatal error no script can catch).
+	// Coroutines inherit it. 0: no limit.
+	MaxStringSize int
+	// proctor: MaxTableEntries, when positive, bounds the entries of one
+	// table (see LTable.Entries) that Lua code may create by assignment or
+	// rawset: adding one more raises an error. Coroutines inherit it. 0: no
+	// limit.
+	MaxTableEntries int
 }
 
 /* }}} */
@@ -1367,6 +1378,28 @@ func (ls *LState) setField(obj LValue, key LValue, value LValue) {
 	ls.RaiseError("too many recursions in settable")
 }
 
+// proctor: tableFull reports whether tb is at Options.MaxTableEntries; the
+// fast path of every assignment, so it must stay small enough to inline.
+func (ls *LState) tableFull(tb *LTable) bool {
+	limit := ls.Options.MaxTableEntries
+	return limit > 0 && tb.Entries() >= limit
+}
+
+// proctor: checkTableGrowth raises when tb is full and t[key] = value would
+// add an entry to it.
+func (ls *LState) checkTableGrowth(tb *LTable, key LValue, value LValue) {
+	if value == LNil {
+		return
+	}
+	if n, ok := key.(LNumber); ok && isArrayKey(n) && int(n) <= len(tb.array) {
+		return
+	}
+	if tb.RawGet(key) != LNil {
+		return
+	}
+	ls.RaiseError("table overflow: a table may hold at most %d entries", ls.Options.MaxTableEntries)
+}
+
 func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 	curobj := obj
 	for i := 0; i < MaxTableGetLoop; i++ {
@@ -1381,6 +1414,9 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 		if metaindex == LNil {
 			if !istable {
 				ls.RaiseError("attempt to index a non-table object(%v) with key '%s'", curobj.Type().String(), key)
+			}
+			if ls.tableFull(tb) { // proctor: see Options.MaxTableEntries
+				ls.checkTableGrowth(tb, LString(key), value)
 			}
 			tb.RawSetString(key, value)
 			return
@@ -1918,10 +1954,16 @@ func (ls *LState) RawSet(tb *LTable, key LValue, value LValue) {
 	} else if key == LNil {
 		ls.RaiseError("table index is nil")
 	}
+	if ls.tableFull(tb) { // proctor: see Options.MaxTableEntries
+		ls.checkTableGrowth(tb, key, value)
+	}
 	tb.RawSet(key, value)
 }
 
 func (ls *LState) RawSetInt(tb *LTable, key int, value LValue) {
+	if ls.tableFull(tb) { // proctor: see Options.MaxTableEntries
+		ls.checkTableGrowth(tb, LNumber(key), value)
+	}
 	tb.RawSetInt(key, value)
 }
 

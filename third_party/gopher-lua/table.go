@@ -3,6 +3,101 @@ package lua
 const defaultArrayCap = 32
 const defaultHashCap = 32
 
+// proctor: maxArrayGap is how far past the end of the array part an integer
+// key may land and still grow the array (the slots between are filled with
+// nil). Stock gopher-lua grew the array to any key below MaxArrayIndex:
+// t[67000000] = true allocated a gigabyte. A key further away goes to the
+// hash part, as in Lua, and moves into the array when the array reaches
+// it. The invariant that keeps lookups and next() right: the hash part never
+// holds an integer key k with 1 <= k <= len(array)+1.
+const maxArrayGap = 64
+
+// Entries returns the number of slots the table holds: the length of its
+// array part (nil slots included) and the number of keys of its hash part.
+// proctor: what Options.MaxTableEntries bounds.
+func (tb *LTable) Entries() int {
+	return len(tb.array) + len(tb.strdict) + len(tb.dict)
+}
+
+// proctor: growArray sets t[index+1] = value where index >= len(array):
+// in the array when the gap is small, taking the keys the array now covers
+// out of the hash part, else in the hash part.
+func (tb *LTable) growArray(index int, value LValue) {
+	alen := len(tb.array)
+	if value == LNil {
+		if tb.dict != nil {
+			tb.RawSetH(LNumber(index+1), LNil)
+		}
+		return
+	}
+	if index-alen > maxArrayGap {
+		tb.RawSetH(LNumber(index+1), value)
+		return
+	}
+	if tb.array == nil {
+		tb.array = make([]LValue, 0, defaultArrayCap)
+	}
+	if len(tb.dict) == 0 {
+		for i := alen; i < index; i++ {
+			tb.array = append(tb.array, LNil)
+		}
+		tb.array = append(tb.array, value)
+		return
+	}
+	for i := alen; i < index; i++ {
+		tb.array = append(tb.array, tb.takeH(i+1))
+	}
+	tb.takeH(index + 1)
+	tb.array = append(tb.array, value)
+	tb.pullFromHash()
+}
+
+// proctor: pullFromHash moves the keys that continue the array part out of
+// the hash part, after the array grew.
+func (tb *LTable) pullFromHash() {
+	for len(tb.dict) > 0 {
+		v := tb.takeH(len(tb.array) + 1)
+		if v == LNil {
+			return
+		}
+		tb.array = append(tb.array, v)
+	}
+}
+
+// proctor: takeH removes the integer key k from the hash part and returns
+// its value (LNil when it was not there).
+func (tb *LTable) takeH(k int) LValue {
+	key := LNumber(k)
+	v, ok := tb.dict[key]
+	if !ok {
+		return LNil
+	}
+	delete(tb.dict, key)
+	return v
+}
+
+// proctor: compactKeys drops deleted keys from the key order that next()
+// follows, once they outnumber the live ones. Stock gopher-lua never
+// removed them (a TODO): a table used as a map with ever new keys (a
+// request ID set, then cleared) grew without bound. It runs only when a new
+// key is added, which next() does not allow during a traversal, so a
+// traversal that clears fields is unaffected.
+func (tb *LTable) compactKeys() {
+	live := len(tb.strdict) + len(tb.dict)
+	if len(tb.keys) < 2*live+64 {
+		return
+	}
+	keys := make([]LValue, 0, live+live/2)
+	k2i := make(map[LValue]int, live+live/2)
+	for _, k := range tb.keys {
+		if tb.RawGetH(k) != LNil {
+			k2i[k] = len(keys)
+			keys = append(keys, k)
+		}
+	}
+	tb.keys, tb.k2i = keys, k2i
+}
+
 type lValueArraySorter struct {
 	L      *LState
 	Fn     *LFunction
@@ -71,7 +166,9 @@ func (tb *LTable) Append(value LValue) {
 		tb.array = make([]LValue, 0, defaultArrayCap)
 	}
 	if len(tb.array) == 0 || tb.array[len(tb.array)-1] != LNil {
+		tb.takeH(len(tb.array) + 1) // proctor: see maxArrayGap
 		tb.array = append(tb.array, value)
+		tb.pullFromHash()
 	} else {
 		i := len(tb.array) - 2
 		for ; i >= 0; i-- {
@@ -100,6 +197,7 @@ func (tb *LTable) Insert(i int, value LValue) {
 	tb.array = append(tb.array, LNil)
 	copy(tb.array[i+1:], tb.array[i:])
 	tb.array[i] = value
+	tb.pullFromHash() // proctor: see maxArrayGap
 }
 
 // MaxN returns a maximum number key that nil value does not exist before it.
@@ -148,21 +246,11 @@ func (tb *LTable) RawSet(key LValue, value LValue) {
 	switch v := key.(type) {
 	case LNumber:
 		if isArrayKey(v) {
-			if tb.array == nil {
-				tb.array = make([]LValue, 0, defaultArrayCap)
-			}
 			index := int(v) - 1
-			alen := len(tb.array)
-			switch {
-			case index == alen:
-				tb.array = append(tb.array, value)
-			case index > alen:
-				for i := 0; i < (index - alen); i++ {
-					tb.array = append(tb.array, LNil)
-				}
-				tb.array = append(tb.array, value)
-			case index < alen:
+			if index < len(tb.array) {
 				tb.array[index] = value
+			} else {
+				tb.growArray(index, value) // proctor: see maxArrayGap
 			}
 			return
 		}
@@ -180,22 +268,12 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 		tb.RawSetH(LNumber(key), value)
 		return
 	}
-	if tb.array == nil {
-		tb.array = make([]LValue, 0, 32)
-	}
 	index := key - 1
-	alen := len(tb.array)
-	switch {
-	case index == alen:
-		tb.array = append(tb.array, value)
-	case index > alen:
-		for i := 0; i < (index - alen); i++ {
-			tb.array = append(tb.array, LNil)
-		}
-		tb.array = append(tb.array, value)
-	case index < alen:
+	if index < len(tb.array) {
 		tb.array[index] = value
+		return
 	}
+	tb.growArray(index, value) // proctor: see maxArrayGap
 }
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
@@ -215,6 +293,7 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 		tb.strdict[key] = value
 		lkey := LString(key)
 		if _, ok := tb.k2i[lkey]; !ok {
+			tb.compactKeys() // proctor
 			tb.k2i[lkey] = len(tb.keys)
 			tb.keys = append(tb.keys, lkey)
 		}
@@ -241,6 +320,7 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 	} else {
 		tb.dict[key] = value
 		if _, ok := tb.k2i[key]; !ok {
+			tb.compactKeys() // proctor
 			tb.k2i[key] = len(tb.keys)
 			tb.keys = append(tb.keys, key)
 		}
@@ -252,14 +332,11 @@ func (tb *LTable) RawGet(key LValue) LValue {
 	switch v := key.(type) {
 	case LNumber:
 		if isArrayKey(v) {
-			if tb.array == nil {
-				return LNil
+			if index := int(v) - 1; index < len(tb.array) {
+				return tb.array[index]
 			}
-			index := int(v) - 1
-			if index >= len(tb.array) {
-				return LNil
-			}
-			return tb.array[index]
+			// proctor: past the array part, the key may be in the hash
+			// part (see maxArrayGap).
 		}
 	case LString:
 		if tb.strdict == nil {
@@ -281,14 +358,19 @@ func (tb *LTable) RawGet(key LValue) LValue {
 
 // RawGetInt returns an LValue at position `key` without __index metamethod.
 func (tb *LTable) RawGetInt(key int) LValue {
-	if tb.array == nil {
-		return LNil
-	}
 	index := int(key) - 1
-	if index >= len(tb.array) || index < 0 {
+	if index < len(tb.array) && index >= 0 {
+		return tb.array[index]
+	}
+	// proctor: past the array part, the key may be in the hash part (see
+	// maxArrayGap).
+	if tb.dict == nil {
 		return LNil
 	}
-	return tb.array[index]
+	if v, ok := tb.dict[LNumber(key)]; ok {
+		return v
+	}
+	return LNil
 }
 
 // RawGet returns an LValue associated with a given key without __index metamethod.
@@ -356,7 +438,9 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 	}
 
 	if init || key != LNumber(0) {
-		if kv, ok := key.(LNumber); ok && isInteger(kv) && int(kv) >= 0 && kv < LNumber(MaxArrayIndex) {
+		// proctor: an integer key past the array part is a key of the hash
+		// part (see maxArrayGap): its successor is found through k2i.
+		if kv, ok := key.(LNumber); ok && isInteger(kv) && int(kv) >= 0 && kv < LNumber(MaxArrayIndex) && int(kv) <= len(tb.array) {
 			index := int(kv)
 			if tb.array != nil {
 				for ; index < len(tb.array); index++ {
