@@ -87,7 +87,7 @@ func TestResourceLimitsAreErrors(t *testing.T) {
 		{"recursion", `local function f(n) return 1 + f(n + 1) end return f(1)`, "stack overflow"},
 		{"deep_pcall", `local function f() return 1 + f() end local ok, err = pcall(f) assert(not ok) return "ok"`, ""},
 		{"big_table", `local t = {} for i = 1, 100000 do t[i] = {i} end return #t == 100000 and "ok"`, ""},
-		{"string_rep_limit", `return ("x"):rep(2^27)`, "string.rep: a result of 134217728 bytes is over the limit"},
+		{"string_rep_limit", `return ("x"):rep(2^27)`, "string too long: string.rep would make 134217728 bytes, over the limit of 67108864"},
 		{"string_rep_huge", `return string.rep("ab", 2^40)`, "over the limit"},
 		{"string_rep", `assert(("ab"):rep(3) == "ababab" and ("x"):rep(0) == "" and ("x"):rep(-1) == "" and (""):rep(1e18) == "" and ("x"):rep(2.7) == "xx") return "ok"`, ""},
 		{"many_args", `return select("#", unpack((function() local t = {} for i = 1, 10000 do t[i] = i end return t end)())) == 10000 and "ok"`, ""},

@@ -86,7 +86,11 @@ type exitWatch struct {
 	exit func() process.Exit
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { return newHarnessWith(t, Options{}) }
+
+// newHarnessWith is newHarness with the kind's options (Stdout is the
+// harness's own).
+func newHarnessWith(t testing.TB, opts Options) *harness {
 	h := &harness{t: t, dir: t.TempDir(), out: &syncBuffer{}, logs: &syncBuffer{}}
 	h.node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.DiscardHandler)})
 	h.look = &fakeLookup{h: h, m: map[registry.ID]*registry.Entry{}}
@@ -95,7 +99,8 @@ func newHarness(t testing.TB) *harness {
 		Logger:  slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Entries: h.look,
 	}
-	h.host = NewKind(Options{Stdout: h.out})
+	opts.Stdout = h.out
+	h.host = NewKind(opts)
 	t.Cleanup(h.stopAll)
 	return h
 }
