@@ -277,3 +277,30 @@ end }`)
 		t.Fatalf("exit = %v, %v", ex.Value, ex.Err)
 	}
 }
+
+// TestStringMethodsSeeTheProcessString: a function a script adds to its
+// string table is a method of its strings, and of no other process's.
+func TestStringMethodsSeeTheProcessString(t *testing.T) {
+	h := newHarness(t)
+	check(t, h, h.entry("main", `
+return { main = function()
+  assert(("abc"):upper() == "ABC")
+  function string.split(s, sep)
+    local out = {}
+    for part in (s .. sep):gmatch("(.-)" .. sep) do out[#out + 1] = part end
+    return out
+  end
+  local parts = ("a,b"):split(",")
+  assert(#parts == 2 and parts[1] == "a" and parts[2] == "b")
+  assert(("abc"):upper() == "ABC", "the shared methods still work")
+  assert(coroutine.wrap(function() return ("x,y"):split(",")[2] end)() == "y", "in coroutines too")
+  assert(getmetatable("") == false)
+  return "ok"
+end }`))
+	check(t, h, h.entry("other", `
+return { main = function()
+  assert(("a,b").split == nil, "another process's string method leaked")
+  assert(not pcall(function() return ("a,b"):split(",") end))
+  return "ok"
+end }`))
+}

@@ -197,6 +197,13 @@ func globalIndex(L *lua.LState) int {
 	proxy := L.CreateTable(0, 0)
 	proxy.Metatable = meta
 	L.G.Global.RawSetString(string(key), proxy)
+	if key == lua.StringLibName {
+		// Strings index the process's own string table from now on, so a
+		// function the script adds to it is a method too: after
+		// string.split = f, ("a,b"):split() works, as in Lua. Until the
+		// script names string, they index the shared library directly.
+		L.SetMetatable(lua.LString(""), protectedMeta(L, proxy))
+	}
 	L.Push(proxy)
 	return 1
 }
