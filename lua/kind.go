@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -37,6 +40,8 @@ type Host struct {
 	stdout io.Writer
 	outMu  sync.Mutex // one print is one write, whole lines never interleave
 	limits limits
+	// metrics is the registry the abandon counts were last exported on.
+	metrics atomic.Pointer[prometheus.Registry]
 }
 
 // NewKind returns the process.lua kind, for cmd/runner to register.
@@ -171,6 +176,7 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 	if !ok || spec.main == nil {
 		return process.PID{}, fmt.Errorf("spawn %s: not a valid process.lua entry", e.ID)
 	}
+	h.registerMetrics(env)
 	args := opts.Args
 	if args == nil {
 		args = spec.Args

@@ -1,13 +1,18 @@
 package lua
 
 import (
+	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	lua "github.com/yuin/gopher-lua"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/value"
@@ -303,4 +308,65 @@ return { main = function()
   assert(not pcall(function() return ("a,b"):split(",") end))
   return "ok"
 end }`))
+}
+
+// blockRelease releases scripts blocked in testblock.wait(), a Go call that
+// ignores its process's context, as a stuck builtin would.
+var blockRelease = make(chan struct{})
+
+func init() {
+	lib := NewLibrary(map[string]lua.LGFunction{
+		"wait": func(L *lua.LState) int { probeReady.Add(1); <-blockRelease; return 0 },
+	})
+	registerModule("testblock", func(_ *Process, L *lua.LState) int {
+		L.Push(lib.Proxy(L))
+		return 1
+	})
+}
+
+// TestStuckProcessIsReportedAbandoned: a process that does not stop by its
+// deadline is killed and, its goroutine still running, reported in the log
+// and in runner_processes_abandoned_total.
+func TestStuckProcessIsReportedAbandoned(t *testing.T) {
+	h := newHarness(t)
+	reg := prometheus.NewRegistry()
+	h.env.Metrics = reg
+	var logs syncBuffer
+	h.node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.NewTextHandler(&logs, nil)), AbandonAfter: 50 * time.Millisecond})
+	h.env.Node = h.node
+	e := h.entry("stuck", `return { main = function() require("testblock").wait() end }`)
+	probeReady.Store(0)
+	pid := h.spawn(e)
+	eventually(t, 10*time.Second, "the script to block", func() bool { return probeReady.Load() == 1 })
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if ex, err := h.node.Stop(ctx, pid); err != nil || !errors.Is(ex.Err, process.ErrKilled) {
+		t.Fatalf("stop = %v, %v", ex.Err, err)
+	}
+	metric := func(name string) float64 {
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mf := range mfs {
+			if mf.GetName() == name {
+				m := mf.GetMetric()[0]
+				if c := m.GetCounter(); c != nil {
+					return c.GetValue()
+				}
+				return m.GetGauge().GetValue()
+			}
+		}
+		return -1
+	}
+	eventually(t, 10*time.Second, "the abandoned process to be counted", func() bool {
+		return metric("runner_processes_abandoned_total") == 1 && metric("runner_processes_abandoned_running") == 1
+	})
+	if !strings.Contains(logs.String(), "process abandoned") || !strings.Contains(logs.String(), pid.String()) {
+		t.Fatalf("no log line:\n%s", logs.String())
+	}
+	close(blockRelease)
+	eventually(t, 10*time.Second, "the goroutine's return to be counted", func() bool {
+		return metric("runner_processes_abandoned_running") == 0
+	})
 }

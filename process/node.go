@@ -20,6 +20,10 @@ type Options struct {
 	Creation uint32
 	// Logger receives the node's own diagnostics. Default: slog.Default().
 	Logger *slog.Logger
+	// AbandonAfter is how long a killed goroutine process's function may
+	// take to return before the process is reported abandoned (see
+	// Abandoned). Default: DefaultAbandonAfter.
+	AbandonAfter time.Duration
 }
 
 // Node is the local runtime: it issues PIDs, holds the process table and
@@ -35,13 +39,20 @@ type Node struct {
 	names  sync.Map // string -> PID
 
 	transport atomic.Pointer[transportBox]
+
+	abandonAfter   time.Duration
+	abandonTotal   atomic.Int64
+	abandonRunning atomic.Int64
 }
 
 type transportBox struct{ t Transport }
 
 // NewNode returns a node with no processes.
 func NewNode(opts Options) *Node {
-	n := &Node{name: opts.Name, creation: opts.Creation, log: opts.Logger}
+	n := &Node{name: opts.Name, creation: opts.Creation, log: opts.Logger, abandonAfter: opts.AbandonAfter}
+	if n.abandonAfter <= 0 {
+		n.abandonAfter = DefaultAbandonAfter
+	}
 	if n.name == "" {
 		h, err := os.Hostname()
 		if err != nil || h == "" {
@@ -243,13 +254,16 @@ func (n *Node) Exit(pid PID, reason error) error {
 
 // Kill ends a local process at once with ErrKilled: it is gone from the
 // node, its monitors and links are told, and its goroutine (if it has one)
-// is left to return on its own once it sees its context cancelled.
+// is left to return on its own once it sees its context cancelled. A
+// goroutine that has not returned Options.AbandonAfter later is reported
+// abandoned (see Abandoned).
 func (n *Node) Kill(pid PID) error {
 	p := n.lookup(pid)
 	if p == nil {
 		return fmt.Errorf("kill %s: %w", pid, ErrNoProcess)
 	}
 	p.finish(Exit{Err: ErrKilled})
+	n.watchAbandon(p)
 	return nil
 }
 
