@@ -137,13 +137,19 @@ func logAt(L *lua.LState, level slog.Level) int {
 		return 0
 	}
 	var attrs []slog.Attr
+	size := float64(len(msg))
 	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
 		t := L.CheckTable(2)
 		t.ForEach(func(k, v lua.LValue) {
-			attrs = append(attrs, slog.Any(k.String(), logValue(v)))
+			lv := logValue(v)
+			size += float64(len(k.String())) + valueSize(lv)
+			attrs = append(attrs, slog.Any(k.String(), lv))
 		})
 		sort.Slice(attrs, func(i, j int) bool { return attrs[i].Key < attrs[j].Key })
 	}
+	// A log line is a string too: fields that hold one large string many
+	// times would otherwise make the handler build a line of gigabytes.
+	checkStringSize(L, "log", size)
 	lg.LogAttrs(context.Background(), level, msg, attrs...)
 	return 0
 }

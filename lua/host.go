@@ -517,13 +517,23 @@ func luaRequire(L *lua.LState) int {
 // luaPrint writes its arguments, tab-separated, as one line to stdout.
 func luaPrint(L *lua.LState) int {
 	p := ProcessOf(L)
-	var b strings.Builder
 	n := L.GetTop()
+	parts := make([]string, n)
+	size := float64(n)
 	for i := 1; i <= n; i++ {
-		if i > 1 {
+		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
+		size += float64(len(parts[i-1]))
+	}
+	// The line is a string like any other: print(s, s, s, …) of one large
+	// string would otherwise build a line of gigabytes.
+	checkStringSize(L, "print", size)
+	var b strings.Builder
+	b.Grow(int(size))
+	for i, s := range parts {
+		if i > 0 {
 			b.WriteByte('\t')
 		}
-		b.WriteString(L.ToStringMeta(L.Get(i)).String())
+		b.WriteString(s)
 	}
 	b.WriteByte('\n')
 	h := p.host

@@ -2,6 +2,8 @@ package lua
 
 import (
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // A script's limits are errors it can catch, never a crash of the Go
@@ -35,6 +37,36 @@ func checkStringSize(L *lua.LState, what string, n float64) {
 	if limit := L.Options.MaxStringSize; limit > 0 && n > float64(limit) {
 		L.RaiseError("string too long: %s would make %.0f bytes, over the limit of %d", what, n, limit)
 	}
+}
+
+// valueSize is at least the size of v (a value of the value model) written
+// out: its strings, and a few bytes for everything else.
+func valueSize(v any) float64 {
+	switch x := v.(type) {
+	case string:
+		return float64(len(x))
+	case []any:
+		n := 2.0
+		for _, e := range x {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case map[string]any:
+		n := 2.0
+		for k, e := range x {
+			n += 2 + float64(len(k)) + valueSize(e)
+		}
+		return n
+	case map[any]any:
+		n := 2.0
+		for k, e := range x {
+			n += 2 + valueSize(k) + valueSize(e)
+		}
+		return n
+	case *value.Error:
+		return float64(len(x.Kind)+len(x.Message)) + 2
+	}
+	return 8
 }
 
 // checkTableSize raises when t holds the most entries a table may hold.

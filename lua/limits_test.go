@@ -370,3 +370,24 @@ func TestStuckProcessIsReportedAbandoned(t *testing.T) {
 		return metric("runner_processes_abandoned_running") == 0
 	})
 }
+
+// TestPrintAndLogLinesAreStrings: print and log build one line from their
+// arguments; many copies of one large string must not make a line of
+// gigabytes.
+func TestPrintAndLogLinesAreStrings(t *testing.T) {
+	h := newHarnessWith(t, Options{MaxStringSize: 1 << 16})
+	check(t, h, h.entry("main", `
+return { main = function()
+  local s = string.rep("x", 30000)
+  local ok, err = pcall(print, s, s, s)
+  assert(not ok and err:find("string too long: print would make", 1, true), tostring(err))
+  ok, err = pcall(log.info, "big", {a = s, b = {s, s}})
+  assert(not ok and err:find("string too long: log would make", 1, true), tostring(err))
+  print(s, s)
+  log.info("fits", {a = s})
+  return "ok"
+end }`))
+	if n := len(h.out.String()); n != 60002 {
+		t.Fatalf("printed %d bytes", n)
+	}
+}

@@ -247,9 +247,12 @@ func (tb *LTable) RawSet(key LValue, value LValue) {
 	case LNumber:
 		if isArrayKey(v) {
 			index := int(v) - 1
-			if index < len(tb.array) {
+			switch alen := len(tb.array); {
+			case index < alen:
 				tb.array[index] = value
-			} else {
+			case index == alen && alen > 0 && value != LNil && len(tb.dict) == 0:
+				tb.array = append(tb.array, value)
+			default:
 				tb.growArray(index, value) // proctor: see maxArrayGap
 			}
 			return
@@ -269,11 +272,14 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 		return
 	}
 	index := key - 1
-	if index < len(tb.array) {
+	switch alen := len(tb.array); {
+	case index < alen:
 		tb.array[index] = value
-		return
+	case index == alen && alen > 0 && value != LNil && len(tb.dict) == 0:
+		tb.array = append(tb.array, value)
+	default:
+		tb.growArray(index, value) // proctor: see maxArrayGap
 	}
-	tb.growArray(index, value) // proctor: see maxArrayGap
 }
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
