@@ -67,16 +67,7 @@ setmetatable(M, {__index = function() error("no methods here") end})
 return M`, "no methods here"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := h.run(h.entry(tc.name, tc.src))
-			if tc.want == "" {
-				if ex.Err != nil || ex.Value != "ok" {
-					t.Fatalf("exit = %#v, %v", ex.Value, ex.Err)
-				}
-				return
-			}
-			if ex.Err == nil || !strings.Contains(ex.Err.Error(), tc.want) {
-				t.Fatalf("exit = %v, want an error with %q", ex.Err, tc.want)
-			}
+			expectExit(t, h, tc.name, tc.src, tc.want)
 		})
 	}
 }
@@ -93,16 +84,7 @@ func TestResourceLimitsAreErrors(t *testing.T) {
 		{"many_args", `return select("#", unpack((function() local t = {} for i = 1, 10000 do t[i] = i end return t end)())) == 10000 and "ok"`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := h.run(h.entry(tc.name, "return { main = function() "+tc.body+" end }"))
-			if tc.want == "" {
-				if ex.Err != nil || ex.Value != "ok" {
-					t.Fatalf("exit = %v, %v", ex.Value, ex.Err)
-				}
-				return
-			}
-			if ex.Err == nil || !strings.Contains(ex.Err.Error(), tc.want) {
-				t.Fatalf("exit = %v, want an error with %q", ex.Err, tc.want)
-			}
+			expectExit(t, h, tc.name, "return { main = function() "+tc.body+" end }", tc.want)
 		})
 	}
 }

@@ -325,3 +325,19 @@ func runMain(t *testing.T, rt *registry.Runtime, node *process.Node, d time.Dura
 	}
 	return exit()
 }
+
+// expectExit runs src as the entry name and checks how it exits: returning
+// "ok" when want is empty, else raising an error that contains want.
+func expectExit(t *testing.T, h *harness, name, src, want string) {
+	t.Helper()
+	ex := h.run(h.entry(name, src))
+	if want == "" {
+		if ex.Err != nil || ex.Value != "ok" {
+			t.Fatalf("exit = %#v, %v", ex.Value, ex.Err)
+		}
+		return
+	}
+	if ex.Err == nil || !strings.Contains(ex.Err.Error(), want) {
+		t.Fatalf("exit = %v, want an error with %q", ex.Err, want)
+	}
+}

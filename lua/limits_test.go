@@ -54,16 +54,7 @@ for v in gen(50) do assert(v == 50) end
 return "ok"`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := h.run(h.entry(tc.name, "return { main = function() "+tc.body+" end }"))
-			if tc.want == "" {
-				if ex.Err != nil || ex.Value != "ok" {
-					t.Fatalf("exit = %v, %v", ex.Value, ex.Err)
-				}
-				return
-			}
-			if ex.Err == nil || !strings.Contains(ex.Err.Error(), tc.want) {
-				t.Fatalf("exit = %v, want an error with %q", ex.Err, tc.want)
-			}
+			expectExit(t, h, tc.name, "return { main = function() "+tc.body+" end }", tc.want)
 		})
 	}
 }
