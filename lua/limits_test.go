@@ -79,6 +79,9 @@ func TestBuiltinsObserveTermination(t *testing.T) {
 		{"concat", `local t = {} for i = 1, 1000000 do t[i] = "ab" end while true do table.concat(t, ",") end`},
 		{"rep", `while true do local _ = string.rep("abc", 20000000) end`},
 		{"pcall", `while true do pcall(function() while true do end end) end`},
+		// pushing up to the data stack's limit: seconds of copying with a
+		// fixed growth step
+		{"unpack", `while true do pcall(unpack, {}, 1, 1e8) end`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)

@@ -398,6 +398,14 @@ func (rg *registry) checkSize(requiredSize int) { // +inline-start
 
 func (rg *registry) resize(requiredSize int) { // +inline-start
 	newSize := requiredSize + rg.growBy // give some padding
+	// proctor: and by half the current size, so growing is amortised
+	// O(1). With a fixed step, a builtin that pushes many values
+	// (unpack(t, 1, 1e8)) copied the stack once per step: about two
+	// seconds of one Go call, deaf to terminate, before "registry
+	// overflow".
+	if half := len(rg.array) / 2; rg.growBy < half {
+		newSize = requiredSize + half
+	}
 	if newSize > rg.maxSize {
 		newSize = rg.maxSize
 	}

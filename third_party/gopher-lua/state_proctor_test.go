@@ -3,6 +3,7 @@ package lua
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 // Tests of Proctor's limits in the VM (see PATCHES.md).
@@ -52,5 +53,22 @@ func TestMaxTableEntries(t *testing.T) {
 		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
 			t.Errorf("%s: %v, want %q", tc.src, err, tc.err)
 		}
+	}
+}
+
+// TestRegistryGrowsGeometrically: pushing many values costs amortised
+// constant time per value, so hitting RegistryMaxSize is quick.
+func TestRegistryGrowsGeometrically(t *testing.T) {
+	L := NewState(Options{RegistrySize: 128, RegistryMaxSize: 1 << 20, RegistryGrowStep: 32})
+	defer L.Close()
+	start := time.Now()
+	err := L.DoString(`return select("#", unpack({}, 1, 1e8))`)
+	if err == nil || !strings.Contains(err.Error(), "registry overflow") {
+		t.Fatalf("err = %v", err)
+	}
+	// A fixed step of 32 copied the stack 32768 times on the way to
+	// a million slots (minutes); geometric growth takes milliseconds.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v", d)
 	}
 }
