@@ -187,23 +187,59 @@ func jsonEncode(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, err)
 	}
-	var prep jsonPrep
-	j, err := prep.value(v)
+	limit := L.Options.MaxStringSize
+	s, err := offload(L, valueSize(v) > offloadBytes, func() (string, error) {
+		var prep jsonPrep
+		j, err := prep.value(v)
+		if err != nil {
+			return "", err
+		}
+		if limit > 0 && prep.size > float64(limit) {
+			return "", value.NewError(value.KindLimit, "json.encode: the result would be over %.0f bytes, over the limit of %d", prep.size, limit)
+		}
+		var b bytes.Buffer
+		b.Grow(int(prep.size))
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(j); err != nil {
+			return "", value.NewError(value.KindInvalid, "json.encode: %v", err)
+		}
+		return string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+	})
 	if err != nil {
 		return ReturnError(L, err)
 	}
-	if limit := L.Options.MaxStringSize; limit > 0 && prep.size > float64(limit) {
-		return ReturnError(L, value.NewError(value.KindLimit, "json.encode: the result would be over %.0f bytes, over the limit of %d", prep.size, limit))
-	}
-	var b bytes.Buffer
-	b.Grow(int(prep.size))
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(j); err != nil {
-		return ReturnError(L, value.NewError(value.KindInvalid, "json.encode: %v", err))
-	}
-	L.Push(lua.LString(bytes.TrimSuffix(b.Bytes(), []byte("\n"))))
+	L.Push(lua.LString(s))
 	return 1
+}
+
+// offloadBytes is the size of input past which json does its work on a
+// goroutine of its own: decoding or encoding 64 MiB takes a few hundred
+// milliseconds in one Go call, longer than a process may take to stop.
+const offloadBytes = 1 << 20
+
+// offload runs f, on a goroutine of its own when large, so that the
+// process can stop meanwhile: it then raises (as the VM does when asked to
+// stop), and the goroutine finishes its bounded work alone and is dropped.
+// f must not touch the Lua state.
+func offload[T any](L *lua.LState, large bool, f func() (T, error)) (T, error) {
+	if !large {
+		return f()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	r, _, err := Await(ProcessOf(L), ch)
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	return r.v, r.err
 }
 
 // jsonPrep turns a copied value into what encoding/json takes, checks
@@ -378,12 +414,18 @@ func jsonDecode(L *lua.LState) int {
 			return ReturnError(L, value.NewError(value.KindLimit, "json.decode: the document may hold %d values, over the limit of %d", n, limit))
 		}
 	}
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		if se, ok := err.(*json.SyntaxError); ok {
-			return ReturnError(L, value.NewError(value.KindInvalid, "json.decode: at offset %d: %v", se.Offset, se))
+	v, err := offload(L, len(s) > offloadBytes, func() (any, error) {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			if se, ok := err.(*json.SyntaxError); ok {
+				return nil, value.NewError(value.KindInvalid, "json.decode: at offset %d: %v", se.Offset, se)
+			}
+			return nil, value.NewError(value.KindInvalid, "json.decode: %v", err)
 		}
-		return ReturnError(L, value.NewError(value.KindInvalid, "json.decode: %v", err))
+		return v, nil
+	})
+	if err != nil {
+		return ReturnError(L, err)
 	}
 	lv, err := ToLua(L, v)
 	if err != nil {

@@ -78,6 +78,10 @@ func TestBuiltinsObserveTermination(t *testing.T) {
 		{"sort_comparator", `local t = {} for i = 1, 300000 do t[i] = (i * 7919) % 300007 end while true do table.sort(t, function(a, b) return a > b end) end`},
 		{"concat", `local t = {} for i = 1, 1000000 do t[i] = "ab" end while true do table.concat(t, ",") end`},
 		{"rep", `while true do local _ = string.rep("abc", 20000000) end`},
+		{"upper", `local s = string.rep("abc", 20000000) while true do local _ = s:upper() end`},
+		{"reverse", `local s = string.rep("abc", 20000000) while true do local _ = s:reverse() end`},
+		{"json_decode", `local json = require("json") local s = json.encode(string.rep("abc", 20000000)) while true do json.decode(s) end`},
+		{"json_encode", `local json = require("json") local s = string.rep("abc", 20000000) while true do json.encode({s}) end`},
 		{"pcall", `while true do pcall(function() while true do end end) end`},
 		// pushing up to the data stack's limit: seconds of copying with a
 		// fixed growth step

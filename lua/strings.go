@@ -25,13 +25,14 @@ import (
 // wrapStringLib replaces the functions of the shared string table.
 func wrapStringLib(L *lua.LState, lib *lua.LTable) {
 	for name, fn := range map[string]lua.LGFunction{
-		"rep":    strRep,
-		"find":   strFind,
-		"match":  strMatch,
-		"gsub":   strGsub,
-		"format": strFormat,
-		"upper":  func(L *lua.LState) int { return strCase(L, "string.upper", unicode.ToUpper, strings.ToUpper) },
-		"lower":  func(L *lua.LState) int { return strCase(L, "string.lower", unicode.ToLower, strings.ToLower) },
+		"rep":     strRep,
+		"find":    strFind,
+		"match":   strMatch,
+		"gsub":    strGsub,
+		"format":  strFormat,
+		"reverse": strReverse,
+		"upper":   func(L *lua.LState) int { return strCase(L, "string.upper", unicode.ToUpper, strings.ToUpper) },
+		"lower":   func(L *lua.LState) int { return strCase(L, "string.lower", unicode.ToLower, strings.ToLower) },
 	} {
 		lib.RawSetString(name, L.NewFunction(fn))
 	}
@@ -39,6 +40,11 @@ func wrapStringLib(L *lua.LState, lib *lua.LTable) {
 	lib.RawSetString("gmatch", gmatch)
 	lib.RawSetString("gfind", gmatch)
 }
+
+// chunkBytes is how much a builtin copies or converts between two looks at
+// its process's stop request: a 64 MiB string.rep or upper takes a few
+// hundred milliseconds in one go on a busy machine, a chunk about one.
+const chunkBytes = 1 << 20
 
 // strRep is string.rep(s, n).
 func strRep(L *lua.LState) int {
@@ -48,24 +54,80 @@ func strRep(L *lua.LState) int {
 		L.Push(lua.LString(""))
 		return 1
 	}
-	checkStringSize(L, "string.rep", float64(len(s))*math.Floor(n))
-	L.Push(lua.LString(strings.Repeat(s, int(n))))
+	total := float64(len(s)) * math.Floor(n)
+	checkStringSize(L, "string.rep", total)
+	if total <= chunkBytes {
+		L.Push(lua.LString(strings.Repeat(s, int(n))))
+		return 1
+	}
+	// Double what is filled, a chunk at most at a time; the filled part
+	// is always whole copies of s.
+	buf := make([]byte, int(total))
+	filled := copy(buf, s)
+	for filled < len(buf) {
+		checkInterrupt(L)
+		k := filled
+		if k > chunkBytes {
+			k = max(chunkBytes/len(s), 1) * len(s)
+		}
+		filled += copy(buf[filled:], buf[:k])
+	}
+	L.Push(lua.LString(unsafe.String(&buf[0], len(buf))))
+	return 1
+}
+
+// strReverse is string.reverse(s).
+func strReverse(L *lua.LState) int {
+	s := L.CheckString(1)
+	if s == "" {
+		L.Push(lua.LString(""))
+		return 1
+	}
+	out := make([]byte, len(s))
+	for i := range out {
+		if i%chunkBytes == chunkBytes-1 {
+			checkInterrupt(L)
+		}
+		out[i] = s[len(s)-1-i]
+	}
+	L.Push(lua.LString(unsafe.String(&out[0], len(out))))
 	return 1
 }
 
 // strCase is string.upper or string.lower. A byte that is not UTF-8
 // becomes U+FFFD (three bytes) and a few letters change their length, so
-// a large result is measured before it is made.
+// a large result is measured before it is made, and made a chunk at a
+// time. Chunks end before a byte that starts a rune: no rune, valid or
+// not, spans two.
 func strCase(L *lua.LState, what string, mapRune func(rune) rune, mapString func(string) string) int {
 	s := L.CheckString(1)
-	if limit := L.Options.MaxStringSize; limit > 0 && len(s) > limit/3 {
-		n := 0
-		for _, r := range s {
-			n += utf8.RuneLen(mapRune(r))
-		}
-		checkStringSize(L, what, float64(n))
+	if len(s) <= chunkBytes {
+		L.Push(lua.LString(mapString(s)))
+		return 1
 	}
-	L.Push(lua.LString(mapString(s)))
+	n := 0
+	for i, r := range s {
+		if i%chunkBytes < 4 {
+			checkInterrupt(L)
+		}
+		n += utf8.RuneLen(mapRune(r))
+	}
+	checkStringSize(L, what, float64(n))
+	var b strings.Builder
+	b.Grow(n)
+	for i := 0; i < len(s); {
+		checkInterrupt(L)
+		j := min(i+chunkBytes, len(s))
+		for j < len(s) && j > i && !utf8.RuneStart(s[j]) {
+			j--
+		}
+		if j == i { // no rune start in a whole chunk: cannot happen, runes are short
+			j = min(i+chunkBytes, len(s))
+		}
+		b.WriteString(mapString(s[i:j]))
+		i = j
+	}
+	L.Push(lua.LString(b.String()))
 	return 1
 }
 
