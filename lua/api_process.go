@@ -200,13 +200,23 @@ func procUnlink(L *lua.LState) int {
 	return pidOp(L, func(p *Process, pid process.PID) error { p.Node().Unlink(p.self, pid); return nil })
 }
 
+// procTerminate stops a process on the script's behalf: the runtime's own
+// processes (supervisors, scopes, pools, the root) refuse, since their
+// kinds' APIs are how a script changes them.
 func procTerminate(L *lua.LState) int {
-	return pidOp(L, func(p *Process, pid process.PID) error { return p.Node().Terminate(pid) })
+	return pidOp(L, func(p *Process, pid process.PID) error { return p.Node().TerminateFrom(p.self, pid) })
 }
 
+// procRegister names the calling process. Names shaped like entry IDs
+// (namespace:entry) are the runtime's: a script holding "app:svc" while
+// that entry restarts would receive its asks and make its restarts fail.
 func procRegister(L *lua.LState) int {
 	p := ProcessOf(L)
 	name := L.CheckString(1)
+	if strings.Contains(name, ":") {
+		return ReturnError(L, value.NewError(value.KindInvalid,
+			"register %q: names with ':' are reserved for entries (namespace:entry)", name))
+	}
 	if err := p.Node().Register(name, p.self); err != nil {
 		return ReturnError(L, err)
 	}

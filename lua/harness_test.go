@@ -144,7 +144,7 @@ func (h *harness) decode(name, fields string) (*registry.Entry, []error) {
 		h.t.Fatalf("yaml: %v", err)
 	}
 	node := doc.Content[0]
-	e := &registry.Entry{ID: registry.ID("test:" + name), Kind: KindName, Node: node}
+	e := &registry.Entry{ID: registry.ID("test:" + name), Kind: KindName}
 	var errs []error
 	d := registry.NewDecoder(e, filepath.Join(h.dir, "config.yaml"), node, &errs)
 	e.Spec = h.host.Decode(d)

@@ -82,6 +82,15 @@ type Spec struct {
 // Name implements registry.Kind.
 func (h *Host) Name() string { return KindName }
 
+// MaxMailboxSize bounds mailbox_size (runner --limit
+// process.lua.mailbox_size=N overrides it).
+const MaxMailboxSize = 1_000_000
+
+// Bounds implements registry.Bounded.
+func (h *Host) Bounds() []registry.Bound {
+	return []registry.Bound{{Field: "mailbox_size", Max: MaxMailboxSize}}
+}
+
 var moduleNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
 // Decode implements registry.Kind.
@@ -110,7 +119,7 @@ func (h *Host) Decode(d *registry.Decoder) any {
 			s.Args = list
 		}
 	}
-	s.MailboxSize = d.Int("mailbox_size", 0)
+	s.MailboxSize = d.Count("mailbox_size", 0, MaxMailboxSize)
 	if s.MailboxSize < 0 {
 		d.Errorf("mailbox_size", "must be 0 (unbounded) or positive, got %d", s.MailboxSize)
 		s.MailboxSize = 0
@@ -141,7 +150,7 @@ func (h *Host) Decode(d *registry.Decoder) any {
 				if src == nil {
 					continue
 				}
-				c, err := Compile(displayPath(src.Path), src.Bytes)
+				c, err := compileSource(src)
 				if err != nil {
 					md.Errorf(name, "syntax error: %v", err)
 					continue
@@ -152,7 +161,7 @@ func (h *Host) Decode(d *registry.Decoder) any {
 		}
 	}
 	if s.Source != nil {
-		c, err := Compile(displayPath(s.Source.Path), s.Source.Bytes)
+		c, err := compileSource(s.Source)
 		if err != nil {
 			d.Errorf("source", "syntax error: %v", err)
 		} else {
@@ -167,6 +176,16 @@ func (h *Host) Decode(d *registry.Decoder) any {
 		}
 	}
 	return s
+}
+
+// compileSource compiles src once per version of its file, however many
+// entries name it: the compiled proto is read-only and shared.
+func compileSource(src *registry.Source) (*Compiled, error) {
+	c, err := src.Memo("lua.compile", func() (any, error) { return Compile(displayPath(src.Path), src.Bytes) })
+	if err != nil {
+		return nil, err
+	}
+	return c.(*Compiled), nil
 }
 
 // Spawn implements registry.Template: one process per call, running the

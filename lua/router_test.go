@@ -250,14 +250,14 @@ return { main = function()
     local m = inbox:receive()
     time.sleep(3)
     if m:payload() == "count" then m:reply(true) end
-    process.send("app:counter", "done", 1)
+    process.send("counter", "done", 1)
   end
 end }
 `
 	main := `
 local router = require("router")
 return { main = function()
-  process.register("app:counter")
+  assert(process.register("counter")) -- names with ":" are the entries'
   assert(router.size("elastic") == 1, "starts at the lower bound")
   local sent, done, grew = 0, 0, false
   local inbox = process.listen("done")

@@ -1,12 +1,10 @@
 package observe
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"sort"
 	"time"
@@ -229,48 +227,4 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-// Server is a running endpoint.
-type Server struct {
-	srv  *http.Server
-	addr net.Addr
-	done chan error
-}
-
-// Listen binds addr (host:port; port 0 picks a free one) and serves h.
-func Listen(addr string, h http.Handler, log *slog.Logger) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("http: %w", err)
-	}
-	s := &Server{
-		srv:  &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second, ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)},
-		addr: ln.Addr(),
-		done: make(chan error, 1),
-	}
-	go func() {
-		err := s.srv.Serve(ln)
-		if errors.Is(err, http.ErrServerClosed) {
-			err = nil
-		}
-		s.done <- err
-	}()
-	return s, nil
-}
-
-// Addr is the address the server listens on.
-func (s *Server) Addr() net.Addr { return s.addr }
-
-// Shutdown stops accepting, waits for requests in flight until ctx ends,
-// then closes what is left.
-func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.srv.Shutdown(ctx)
-	if err != nil {
-		s.srv.Close()
-	}
-	if serr := <-s.done; serr != nil && err == nil {
-		err = serr
-	}
-	return err
 }

@@ -140,7 +140,7 @@ func TestEndpoints(t *testing.T) {
 }
 
 func TestListen(t *testing.T) {
-	s, err := Listen("127.0.0.1:0", http.NotFoundHandler(), slog.New(slog.DiscardHandler))
+	s, err := Listen("127.0.0.1:0", http.NotFoundHandler(), ListenOptions{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestListen(t *testing.T) {
 	if err := s.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := Listen(s.Addr().String()+"x", http.NotFoundHandler(), slog.Default()); err == nil {
+	if _, err := Listen(s.Addr().String()+"x", http.NotFoundHandler(), ListenOptions{}); err == nil {
 		t.Fatal("bad address accepted")
 	}
 }

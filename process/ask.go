@@ -19,9 +19,10 @@ type askResult struct {
 // settled, so a late reply to an earlier ask on the same ref fails its
 // compare-and-swap and is dropped.
 type askRef struct {
-	state atomic.Uint64
-	ch    chan askResult
-	timer *time.Timer
+	state    atomic.Uint64
+	deadline atomic.Int64 // of the current call, 0 for none; see ReplyDeadline
+	ch       chan askResult
+	timer    *time.Timer
 }
 
 var askPool = sync.Pool{New: func() any {
@@ -62,11 +63,23 @@ func NewCall() Call {
 	r := askPool.Get().(*askRef)
 	token := (r.state.Load() + 2) &^ 1
 	r.state.Store(token)
+	if r.deadline.Load() != 0 {
+		r.deadline.Store(0) // after state: see ReplyDeadline
+	}
 	return Call{r: r, token: token}
 }
 
-// Message returns m addressed to reply to c.
+// Message returns m addressed to reply to c. The message names no
+// deadline: prefer MessageWithin, whose deadline lets a transport expire
+// the reply it keeps when the message crosses to another node.
 func (c Call) Message(m Message) Message { return m.WithReply(c.r, c.token) }
+
+// MessageWithin returns m addressed to reply to c, carrying the deadline
+// of a Wait of timeout that starts now (0 means DefaultAskTimeout).
+func (c Call) MessageWithin(m Message, timeout time.Duration) Message {
+	c.r.deadline.Store(deadlineIn(timeout))
+	return m.WithReply(c.r, c.token)
+}
 
 // take receives the reply that settled c and releases it.
 func (c Call) take() Reply {
@@ -129,6 +142,9 @@ func (n *Node) Ask(to PID, m Message, timeout time.Duration) (any, PID, error) {
 	c := NewCall()
 	var r Reply
 	var err error
+	if d := n.askDeadline(to, timeout); d != 0 {
+		c.r.deadline.Store(d)
+	}
 	if serr := n.Send(to, c.Message(m)); serr != nil {
 		r, err = c.Abandon(serr)
 	} else {
@@ -145,9 +161,10 @@ func (n *Node) Ask(to PID, m Message, timeout time.Duration) (any, PID, error) {
 
 // funcRef settles an asynchronous ask by calling its callback once.
 type funcRef struct {
-	done  atomic.Bool
-	timer atomic.Pointer[time.Timer]
-	fn    func(v any, from PID, err error)
+	done     atomic.Bool
+	timer    atomic.Pointer[time.Timer]
+	fn       func(v any, from PID, err error)
+	deadline int64 // see askDeadline
 }
 
 func (r *funcRef) Settle(_ uint64, from PID, v any, err error) bool {
@@ -169,7 +186,7 @@ func (n *Node) AskFunc(to PID, m Message, timeout time.Duration, fn func(v any, 
 	if timeout <= 0 {
 		timeout = DefaultAskTimeout
 	}
-	r := &funcRef{fn: fn}
+	r := &funcRef{fn: fn, deadline: n.askDeadline(to, timeout)}
 	r.timer.Store(time.AfterFunc(timeout, func() {
 		r.Settle(0, PID{}, nil, fmt.Errorf("ask %s after %s: %w", to, timeout, ErrTimeout))
 	}))

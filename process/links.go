@@ -1,28 +1,22 @@
 package process
 
 import (
+	"errors"
 	"fmt"
 )
 
 // Monitor makes watcher receive an EXIT event when target exits. Monitors
 // are a set: monitoring a process twice still yields one event. When target
-// is already gone the event arrives at once, with ErrNoProcess as its error.
+// is already gone the event arrives at once, with ErrNoProcess as its error;
+// when it is on a node that cannot be reached, with that error
+// (ErrUnreachable).
 func (n *Node) Monitor(watcher, target PID) error {
 	w := n.lookup(watcher)
 	if w == nil {
 		return fmt.Errorf("monitor: watcher %s: %w", watcher, ErrNoProcess)
 	}
-	if !n.IsLocal(target) {
-		t := n.remote()
-		if t == nil || target.IsZero() {
-			w.deliverEvent(Event{Kind: EventExit, From: target, Exit: Exit{Err: ErrUnreachable}})
-			return nil
-		}
-		if err := t.Monitor(watcher, target); err != nil {
-			return fmt.Errorf("monitor %s: %w", target, err)
-		}
-		n.addWatching(w, target)
-		return nil
+	if n.isRemote(target) {
+		return n.monitorRemote(w, target)
 	}
 	tp := n.lookup(target)
 	if tp == nil || !n.addMonitor(tp, watcher) {
@@ -31,6 +25,29 @@ func (n *Node) Monitor(watcher, target PID) error {
 	}
 	n.addWatching(w, target)
 	return nil
+}
+
+// monitorRemote records the monitor before the transport carries it, so an
+// answer that comes back at once (the target is gone) finds it.
+func (n *Node) monitorRemote(w *process, target PID) error {
+	t := n.remote()
+	if t == nil {
+		w.deliverEvent(Event{Kind: EventExit, From: target, Exit: Exit{Err: ErrUnreachable}})
+		return nil
+	}
+	if !n.addWatching(w, target) {
+		return fmt.Errorf("monitor: watcher %s: %w", w.pid, ErrNoProcess)
+	}
+	err := t.Monitor(w.pid, target)
+	if err == nil {
+		return nil
+	}
+	n.unwatch(w, target)
+	if errors.Is(err, ErrUnreachable) || errors.Is(err, ErrNoConnection) {
+		w.deliverEvent(Event{Kind: EventExit, From: target, Exit: Exit{Err: err}})
+		return nil
+	}
+	return fmt.Errorf("monitor %s: %w", target, err)
 }
 
 func (n *Node) addMonitor(tp *process, watcher PID) bool {
@@ -44,46 +61,52 @@ func (n *Node) addMonitor(tp *process, watcher PID) bool {
 		x.monitors = make(map[PID]struct{})
 	}
 	x.monitors[watcher] = struct{}{}
+	n.relate(tp, x, watcher)
 	return true
 }
 
-// addWatching records that w monitors target.
-func (n *Node) addWatching(w *process, target PID) {
+// addWatching records that w monitors target. It reports false when w has
+// exited (its monitor of a local target is then dropped again).
+func (n *Node) addWatching(w *process, target PID) bool {
 	w.mu.Lock()
 	if w.dead.Load() {
 		// Its teardown has run and did not see this monitor: drop it.
 		w.mu.Unlock()
-		n.dropMonitor(target, w.pid)
-		return
+		if !n.isRemote(target) {
+			n.dropMonitor(target, w.pid)
+		}
+		return false
 	}
 	x := w.extLocked()
 	if x.watching == nil {
 		x.watching = make(map[PID]struct{})
 	}
 	x.watching[target] = struct{}{}
+	n.relate(w, x, target)
+	w.mu.Unlock()
+	return true
+}
+
+// unwatch forgets that w monitors target.
+func (n *Node) unwatch(w *process, target PID) {
+	w.mu.Lock()
+	if x := w.ext.Load(); x != nil {
+		delete(x.watching, target)
+	}
 	w.mu.Unlock()
 }
 
 // Demonitor removes watcher's monitor of target. Events already queued stay.
 func (n *Node) Demonitor(watcher, target PID) {
 	if w := n.lookup(watcher); w != nil {
-		w.mu.Lock()
-		if w.ext.Load() != nil {
-			delete(w.ext.Load().watching, target)
-		}
-		w.mu.Unlock()
-	}
-	if !n.IsLocal(target) {
-		if t := n.remote(); t != nil {
-			t.Demonitor(watcher, target)
-		}
-		return
+		n.unwatch(w, target)
 	}
 	n.dropMonitor(target, watcher)
 }
 
+// dropMonitor removes watcher from target's monitors, wherever target is.
 func (n *Node) dropMonitor(target, watcher PID) {
-	if !n.IsLocal(target) {
+	if n.isRemote(target) {
 		if t := n.remote(); t != nil {
 			t.Demonitor(watcher, target)
 		}
@@ -91,8 +114,8 @@ func (n *Node) dropMonitor(target, watcher PID) {
 	}
 	if tp := n.lookup(target); tp != nil {
 		tp.mu.Lock()
-		if tp.ext.Load() != nil {
-			delete(tp.ext.Load().monitors, watcher)
+		if x := tp.ext.Load(); x != nil {
+			delete(x.monitors, watcher)
 		}
 		tp.mu.Unlock()
 	}
@@ -101,34 +124,41 @@ func (n *Node) dropMonitor(target, watcher PID) {
 // Link joins the fates of a and b: when one exits abnormally, the other is
 // stopped with the same reason, unless it traps links, in which case it
 // receives a LINK_DOWN event. A normal exit leaves the other untouched.
-// Linking to a process that does not exist is ErrNoProcess.
+// Linking to a local process that does not exist is ErrNoProcess; to a
+// remote one, the link is made and then fires with ErrNoProcess, as
+// Erlang's link to a remote process does.
 func (n *Node) Link(a, b PID) error {
 	if a == b {
 		return nil
+	}
+	if n.isRemote(a) && !n.isRemote(b) {
+		a, b = b, a // a link is symmetric; a is the local end
 	}
 	pa := n.lookup(a)
 	if pa == nil {
 		return fmt.Errorf("link %s: %w", a, ErrNoProcess)
 	}
-	if !n.IsLocal(b) {
+	if n.isRemote(b) {
 		t := n.remote()
-		if t == nil || b.IsZero() {
+		if t == nil {
 			return fmt.Errorf("link %s: %w", b, ErrUnreachable)
 		}
-		if err := t.Link(a, b); err != nil {
-			return fmt.Errorf("link %s: %w", b, err)
-		}
-		if !addLink(pa, b) {
-			t.Unlink(a, b)
+		// Recorded first, so an answer that comes back at once (b is
+		// gone) finds the link.
+		if !n.addLink(pa, b) {
 			return fmt.Errorf("link %s: %w", a, ErrNoProcess)
+		}
+		if err := t.Link(a, b); err != nil {
+			removeLink(pa, b)
+			return fmt.Errorf("link %s: %w", b, err)
 		}
 		return nil
 	}
 	pb := n.lookup(b)
-	if pb == nil || !addLink(pb, a) {
+	if pb == nil || !n.addLink(pb, a) {
 		return fmt.Errorf("link %s: %w", b, ErrNoProcess)
 	}
-	if !addLink(pa, b) {
+	if !n.addLink(pa, b) {
 		// a died meanwhile; its teardown did not see this link, so undo it.
 		removeLink(pb, a)
 		return fmt.Errorf("link %s: %w", a, ErrNoProcess)
@@ -136,7 +166,7 @@ func (n *Node) Link(a, b PID) error {
 	return nil
 }
 
-func addLink(p *process, other PID) bool {
+func (n *Node) addLink(p *process, other PID) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.dead.Load() {
@@ -147,6 +177,7 @@ func addLink(p *process, other PID) bool {
 		x.links = make(map[PID]struct{})
 	}
 	x.links[other] = struct{}{}
+	n.relate(p, x, other)
 	return true
 }
 
@@ -166,7 +197,7 @@ func (n *Node) Unlink(a, b PID) {
 	for _, pair := range [2][2]PID{{a, b}, {b, a}} {
 		if p := n.lookup(pair[0]); p != nil {
 			removeLink(p, pair[1])
-		} else if !n.IsLocal(pair[0]) && !pair[0].IsZero() {
+		} else if n.isRemote(pair[0]) && !n.isRemote(pair[1]) {
 			if t := n.remote(); t != nil {
 				t.Unlink(pair[1], pair[0])
 			}
@@ -175,23 +206,26 @@ func (n *Node) Unlink(a, b PID) {
 }
 
 // SetTrapLinks makes pid receive LINK_DOWN events instead of being stopped
-// when a linked process exits abnormally.
+// when a linked process exits abnormally. A system process keeps trapping
+// whatever trap says.
 func (n *Node) SetTrapLinks(pid PID, trap bool) error {
 	p := n.lookup(pid)
 	if p == nil {
 		return fmt.Errorf("trap links %s: %w", pid, ErrNoProcess)
 	}
 	p.mu.Lock()
-	p.extLocked().trapLinks = trap
+	x := p.extLocked()
+	// A system process always traps: a link must never stop it.
+	x.trapLinks = trap || x.system
 	p.mu.Unlock()
 	return nil
 }
 
-// linkExit delivers the exit e of from to the process linked to it.
+// linkExit delivers the exit e of from to the process to linked to it.
 func (n *Node) linkExit(to, from PID, e Exit) {
-	if !n.IsLocal(to) {
+	if n.isRemote(to) {
 		if t := n.remote(); t != nil {
-			t.LinkExit(to, from, e)
+			t.LinkExit(from, to, e)
 		}
 		return
 	}
@@ -199,6 +233,13 @@ func (n *Node) linkExit(to, from PID, e Exit) {
 	if p == nil || !removeLink(p, from) || e.Normal() {
 		return
 	}
+	p.linkSignal(from, e)
+}
+
+// linkSignal applies the abnormal exit e of from, a process linked to p
+// whose link is already removed: a LINK_DOWN event when p traps links, a
+// stop otherwise.
+func (p *process) linkSignal(from PID, e Exit) {
 	p.mu.Lock()
 	trap := p.ext.Load() != nil && p.ext.Load().trapLinks
 	p.mu.Unlock()
@@ -209,10 +250,15 @@ func (n *Node) linkExit(to, from PID, e Exit) {
 	p.requestStop(&LinkError{From: from, Reason: e.Err})
 }
 
-// sendEvent delivers an event to a watcher. Watchers are always local
-// (Monitor takes a local watcher): a transport serves a remote watcher
-// through a local process of its own that monitors on its behalf.
+// sendEvent delivers the EXIT of from to its watcher to, on this node or,
+// through the transport, on another.
 func (n *Node) sendEvent(to PID, e Event) {
+	if n.isRemote(to) {
+		if t := n.remote(); t != nil {
+			t.MonitorExit(e.From, to, e.Exit)
+		}
+		return
+	}
 	if p := n.lookup(to); p != nil {
 		p.deliverEvent(e)
 	}

@@ -126,6 +126,9 @@ func (l *Loop) Run(ctx context.Context) {
 			}
 			fn()
 		}
+		// Going idle: give back the drained chunk, as mailboxes do, so an
+		// idle loop holds no buffer.
+		l.q.trim()
 		l.waiting.Store(true)
 		if l.q.len() > 0 {
 			l.waiting.Store(false)

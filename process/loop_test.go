@@ -3,9 +3,13 @@ package process
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync/atomic"
 	"testing"
 	"time"
+	"weak"
+
+	"github.com/proctor-run/proctor/internal/testutil"
 )
 
 func TestLoopRunsInOrderOnOneGoroutine(t *testing.T) {
@@ -73,4 +77,26 @@ func TestLoopCallHonoursContext(t *testing.T) {
 	if err := l.Call(ctx, func() {}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("call = %v", err)
 	}
+}
+
+// A command that ran is not kept reachable by the loop's queue: a loop
+// whose commands capture a configuration (the registry's reloads) must
+// not hold on to every old one until its chunk is recycled. Once idle the
+// loop gives its chunk back.
+func TestLoopReleasesCommands(t *testing.T) {
+	l := NewLoop(LoopOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go l.Run(ctx)
+	defer func() { cancel(); <-l.Done() }()
+	big := new([1 << 20]byte)
+	w := weak.Make(big)
+	if err := l.Call(context.Background(), func() { big[0] = 1 }); err != nil {
+		t.Fatal(err)
+	}
+	big = nil
+	testutil.Eventually(t, "the command's captures are collected", func() bool {
+		runtime.GC()
+		return w.Value() == nil
+	})
+	testutil.Eventually(t, "the idle loop gives its chunk back", func() bool { return l.q.first.Load() == nil })
 }

@@ -51,7 +51,9 @@ type ReplyTarget interface {
 	Settle(token uint64, from PID, value any, err error) bool
 }
 
-// WithReply returns m addressed to reply through t with token.
+// WithReply returns m addressed to reply through t with token. The
+// message's deadline is whatever t reports (see Deadliner); see also
+// WithReplyDeadline.
 func (m Message) WithReply(t ReplyTarget, token uint64) Message {
 	if t == nil {
 		m.reply = nil
@@ -59,6 +61,31 @@ func (m Message) WithReply(t ReplyTarget, token uint64) Message {
 	}
 	m.reply = &meta{from: m.From, target: t, token: token}
 	return m
+}
+
+// WithReplyDeadline is WithReply for an ask whose asker stops waiting at
+// deadline (the zero time: none), for a reply target that does not
+// report its deadline itself. The deadline travels with the message
+// (Deadline), so a transport that carries it to another node can expire
+// the reply it keeps for it.
+func (m Message) WithReplyDeadline(t ReplyTarget, token uint64, deadline time.Time) Message {
+	if t != nil && !deadline.IsZero() {
+		t = &deadlineTarget{ReplyTarget: t, at: deadline}
+	}
+	return m.WithReply(t, token)
+}
+
+// Deadline returns when the asker of m stops waiting for its reply; ok is
+// false for a tell, or an ask that names no deadline. An ask that is
+// already settled reports a deadline long past.
+func (m *Message) Deadline() (deadline time.Time, ok bool) {
+	if m.reply == nil {
+		return time.Time{}, false
+	}
+	if d, is := m.reply.target.(Deadliner); is {
+		return d.ReplyDeadline(m.reply.token)
+	}
+	return time.Time{}, false
 }
 
 // CanReply reports whether m has a reply target (it came from an ask, or a

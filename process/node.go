@@ -15,8 +15,11 @@ type Options struct {
 	// Name is the node's name, carried by every PID it issues.
 	// Default: the host name, or "local" when it cannot be read.
 	Name string
-	// Creation tells this incarnation of the node from earlier ones.
-	// Default: derived from the start time.
+	// Creation tells this incarnation of the node from earlier ones, so a
+	// PID kept from before a restart never reaches a process of the new
+	// incarnation. Default: the start time in milliseconds (modulo 2^32),
+	// raised when needed so that every node made in one program gets a
+	// larger one than the last: two restarts in the same second differ.
 	Creation uint32
 	// Logger receives the node's own diagnostics. Default: slog.Default().
 	Logger *slog.Logger
@@ -43,6 +46,12 @@ type Node struct {
 	abandonAfter   time.Duration
 	abandonTotal   atomic.Int64
 	abandonRunning atomic.Int64
+
+	// rel indexes, per remote node, the local processes that hold (or
+	// held) a link or monitor with one of its processes, so a node going
+	// down visits only those. A process leaves it when it exits.
+	relMu sync.Mutex
+	rel   map[string]map[PID]struct{}
 }
 
 type transportBox struct{ t Transport }
@@ -61,7 +70,7 @@ func NewNode(opts Options) *Node {
 		n.name = h
 	}
 	if n.creation == 0 {
-		n.creation = uint32(time.Now().Unix())
+		n.creation = newCreation(time.Now())
 	}
 	if n.log == nil {
 		n.log = slog.Default()
@@ -78,13 +87,55 @@ func (n *Node) Count() int { return int(n.live.Load()) }
 // IsLocal reports whether pid belongs to this incarnation of this node.
 func (n *Node) IsLocal(pid PID) bool { return pid.Node == n.name && pid.Creation == n.creation }
 
-// SetTransport installs the route to other nodes. A nil t removes it.
+// lastCreation is the creation most recently given by default.
+var lastCreation atomic.Uint32
+
+// newCreation returns a default creation for a node started at now: its
+// millisecond clock, or one more than the last one given in this program
+// when the clock has not moved on. Never 0.
+func newCreation(now time.Time) uint32 {
+	c := uint32(now.UnixMilli())
+	for {
+		last := lastCreation.Load()
+		next := c
+		if next <= last && last-next < 1<<31 {
+			next = last + 1
+		}
+		if next == 0 {
+			next = 1
+		}
+		if lastCreation.CompareAndSwap(last, next) {
+			return next
+		}
+	}
+}
+
+// Creation returns the node's creation: its incarnation, part of every
+// PID it issues.
+func (n *Node) Creation() uint32 { return n.creation }
+
+// SetTransport installs the route to other nodes. A nil t removes it,
+// which disconnects every node: each link and monitor with a remote
+// process fires with ErrNoConnection, as Inbound.NodeDown does, since
+// nothing will ever report their exits. Replacing one transport by
+// another keeps them (the new one serves the same peers).
 func (n *Node) SetTransport(t Transport) {
-	if t == nil {
-		n.transport.Store(nil)
+	if t != nil {
+		n.transport.Store(&transportBox{t})
 		return
 	}
-	n.transport.Store(&transportBox{t})
+	if n.transport.Swap(nil) == nil {
+		return
+	}
+	n.relMu.Lock()
+	nodes := make([]string, 0, len(n.rel))
+	for node := range n.rel {
+		nodes = append(nodes, node)
+	}
+	n.relMu.Unlock()
+	for _, node := range nodes {
+		n.nodeDown(node)
+	}
 }
 
 func (n *Node) remote() Transport {
@@ -93,6 +144,10 @@ func (n *Node) remote() Transport {
 	}
 	return nil
 }
+
+// isRemote reports whether pid names a process of another node; a PID of
+// an earlier incarnation of this node is not remote, only gone.
+func (n *Node) isRemote(pid PID) bool { return pid.Node != n.name }
 
 func (n *Node) lookup(pid PID) *process {
 	if !n.IsLocal(pid) {
@@ -143,6 +198,29 @@ func (n *Node) Send(to PID, m Message) error {
 		return fmt.Errorf("send to %s: %w: no transport to node %q", to, ErrUnreachable, to.Node)
 	}
 	return t.Send(to, m)
+}
+
+// SendName delivers m to the process registered as name on node —
+// Erlang's {Name, Node} ! Msg. On this node it is Whereis and Send (an
+// unknown name is ErrNameNotFound); on another, the name is resolved
+// there when the message arrives, so an unknown name drops a tell and
+// rejects an ask with ErrNameNotFound.
+func (n *Node) SendName(node, name string, m Message) error {
+	if node == n.name {
+		to, ok := n.Whereis(name)
+		if !ok {
+			return fmt.Errorf("send to %s@%s: %w", name, node, ErrNameNotFound)
+		}
+		return n.Send(to, m)
+	}
+	if node == "" || name == "" || IsPIDString(name) {
+		return fmt.Errorf("send to %q@%q: %w", name, node, ErrInvalidName)
+	}
+	t := n.remote()
+	if t == nil {
+		return fmt.Errorf("send to %s@%s: %w: no transport to node %q", name, node, ErrUnreachable, node)
+	}
+	return t.SendName(node, name, m)
 }
 
 // Register names pid on this node. A name is held until it is unregistered
@@ -218,46 +296,60 @@ func (n *Node) Resolve(dest string) (PID, error) {
 // Terminate asks a process to stop; it exits with ErrShutdown once its code
 // returns (a Behavior after its current message, a goroutine process when
 // it sees its context cancelled). Use Kill when it does not stop in time.
+// A remote process gets the request through the transport; its node
+// applies it as TerminateFrom with no caller, so a system process there
+// refuses it.
 func (n *Node) Terminate(pid PID) error {
-	if !n.IsLocal(pid) {
-		if t := n.remote(); t != nil && !pid.IsZero() {
-			return t.Exit(pid, ErrShutdown)
-		}
-		return fmt.Errorf("terminate %s: %w", pid, ErrUnreachable)
-	}
-	p := n.lookup(pid)
-	if p == nil {
-		return fmt.Errorf("terminate %s: %w", pid, ErrNoProcess)
-	}
-	p.requestStop(ErrShutdown)
-	return nil
+	return n.exitFrom(PID{}, pid, ErrShutdown, "terminate")
 }
 
-// Exit asks a process to stop with reason, as a link would.
+// Exit asks a process to stop with reason, as a link would; on another
+// node, as Terminate does.
 func (n *Node) Exit(pid PID, reason error) error {
 	if reason == nil {
 		reason = ErrShutdown
 	}
+	return n.exitFrom(PID{}, pid, reason, "exit")
+}
+
+// exitFrom asks pid to stop with reason on behalf of from: at once when it
+// is local, through the transport otherwise.
+func (n *Node) exitFrom(from, pid PID, reason error, op string) error {
+	if n.isRemote(pid) {
+		t := n.remote()
+		if t == nil {
+			return fmt.Errorf("%s %s: %w", op, pid, ErrUnreachable)
+		}
+		if err := t.Exit(from, pid, reason); err != nil {
+			return fmt.Errorf("%s %s: %w", op, pid, err)
+		}
+		return nil
+	}
 	p := n.lookup(pid)
 	if p == nil {
-		if !n.IsLocal(pid) {
-			if t := n.remote(); t != nil {
-				return t.Exit(pid, reason)
-			}
-			return fmt.Errorf("exit %s: %w", pid, ErrUnreachable)
-		}
-		return fmt.Errorf("exit %s: %w", pid, ErrNoProcess)
+		return fmt.Errorf("%s %s: %w", op, pid, ErrNoProcess)
 	}
 	p.requestStop(reason)
 	return nil
 }
 
-// Kill ends a local process at once with ErrKilled: it is gone from the
-// node, its monitors and links are told, and its goroutine (if it has one)
-// is left to return on its own once it sees its context cancelled. A
-// goroutine that has not returned Options.AbandonAfter later is reported
-// abandoned (see Abandoned).
+// Kill ends a process at once with ErrKilled: it is gone from the node, its
+// monitors and links are told, and its goroutine (if it has one) is left to
+// return on its own once it sees its context cancelled; one that has not
+// returned Options.AbandonAfter later is reported abandoned (see
+// Abandoned). A remote process is killed by its node, which refuses for a
+// system process as Terminate does.
 func (n *Node) Kill(pid PID) error {
+	if n.isRemote(pid) {
+		t := n.remote()
+		if t == nil {
+			return fmt.Errorf("kill %s: %w", pid, ErrUnreachable)
+		}
+		if err := t.Kill(PID{}, pid); err != nil {
+			return fmt.Errorf("kill %s: %w", pid, err)
+		}
+		return nil
+	}
 	p := n.lookup(pid)
 	if p == nil {
 		return fmt.Errorf("kill %s: %w", pid, ErrNoProcess)

@@ -95,7 +95,8 @@ func (h *Proc) Receive(ctx context.Context) (Message, error) {
 // SetTrapLinks changes whether the process traps links.
 func (h *Proc) SetTrapLinks(trap bool) {
 	h.p.mu.Lock()
-	h.p.extLocked().trapLinks = trap
+	x := h.p.extLocked()
+	x.trapLinks = trap || x.system
 	h.p.mu.Unlock()
 }
 

@@ -45,7 +45,10 @@ type procExt struct {
 	watching   map[PID]struct{} // processes this one monitors
 	links      map[PID]struct{}
 	names      []string
+	relNodes   []string // remote nodes whose Node.rel lists this process
 	trapLinks  bool
+	system     bool // SpawnOptions.System; set before the process is published
+	parent     PID  // a system process's LinkTo: the one untrusted caller it obeys
 	stopReason error
 	exit       Exit
 	done       chan struct{} // closed at teardown; created by the first waiter
@@ -184,12 +187,13 @@ func (p *process) finish(e Exit) {
 	x := p.ext.Load()
 	// Take the relation sets while holding the lock: other processes that
 	// exit at the same moment edit them (removeLink, dropMonitor) under it.
-	var names []string
+	var names, relNodes []string
 	var watching, monitors, links map[PID]struct{}
 	if x != nil {
 		x.exit = e
 		names, watching, monitors, links = x.names, x.watching, x.monitors, x.links
 		x.names, x.watching, x.monitors, x.links = nil, nil, nil, nil
+		relNodes, x.relNodes = x.relNodes, nil
 	}
 	p.mu.Unlock()
 
@@ -208,6 +212,9 @@ func (p *process) finish(e Exit) {
 		x.cancel()
 	}
 	x.events.close()
+	if len(relNodes) > 0 {
+		n.unrelate(p.pid, relNodes)
+	}
 	for _, name := range names {
 		n.names.CompareAndDelete(name, p.pid)
 	}

@@ -146,6 +146,10 @@ func (q *queue[T]) pop() (T, bool) {
 		return zero, false
 	}
 	v := s.v
+	// The slot stays in its chunk until the chunk is recycled: clear it,
+	// or what it carried (a message, a command and all it captured) stays
+	// reachable long after it was handled.
+	s.v = zero
 	q.pos++
 	// A plain store to the consumer's own line: it costs a transfer only
 	// when someone reads the length.

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 	"time"
+	"weak"
 )
 
 func benchQueue[T any](b *testing.B, v T) {
@@ -88,4 +89,23 @@ func TestQueueChunksAndTrim(t *testing.T) {
 	if ok, full := q.push(&Message{}); ok || full {
 		t.Fatal("push into a closed queue")
 	}
+}
+
+// pop clears the slot it took: the value is the consumer's alone, and the
+// chunk, which lives on until it is recycled, must not keep it alive.
+func TestQueuePopClearsSlot(t *testing.T) {
+	var q queue[Message]
+	big := new([1 << 20]byte)
+	w := weak.Make(big)
+	q.push(&Message{Payload: big})
+	q.push(&Message{Payload: "next"}) // the chunk stays in use
+	if m, ok := q.pop(); !ok || m.Payload.(*[1 << 20]byte) != big {
+		t.Fatal("pop")
+	}
+	big = nil
+	runtime.GC()
+	if w.Value() != nil {
+		t.Fatal("the popped value is still reachable through its slot")
+	}
+	runtime.KeepAlive(&q)
 }

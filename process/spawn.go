@@ -19,6 +19,14 @@ type SpawnOptions struct {
 	MonitorBy PID
 	// TrapLinks starts the process trapping links.
 	TrapLinks bool
+	// System marks a process of the runtime itself — a supervisor, the
+	// root supervisor, a pg scope, a pool — that untrusted code (a
+	// script) must not end. TerminateFrom refuses it with
+	// ErrSystemProcess unless the caller is its parent (LinkTo), and it
+	// traps links, as an OTP supervisor traps exits: the abnormal exit of
+	// a process linked to it arrives as a LINK_DOWN event, never as a
+	// stop. The runtime's own Terminate, Exit, Kill and Stop still end it.
+	System bool
 	// Context is the parent of a goroutine process's context. Default:
 	// context.Background().
 	Context context.Context
@@ -72,8 +80,13 @@ func (n *Node) newProcess(opts SpawnOptions) *process {
 	p := &process{node: n}
 	p.pid = PID{Node: n.name, ID: n.nextID.Add(1), Creation: n.creation}
 	p.mb.setLimit(opts.MailboxSize)
-	if opts.TrapLinks {
+	if opts.TrapLinks || opts.System {
 		p.extLocked().trapLinks = true
+	}
+	if opts.System {
+		x := p.extLocked()
+		x.system = true
+		x.parent = opts.LinkTo
 	}
 	return p
 }

@@ -1,12 +1,13 @@
 package registry
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"path/filepath"
-	"sort"
+	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -20,7 +21,13 @@ type FieldError struct {
 	Entry ID     // empty for errors outside an entry
 	Field string // empty for errors about the entry or the file as a whole
 	Msg   string
+	// Err is the cause when the error is not the configuration's fault
+	// (a file that could not be read), nil otherwise.
+	Err error
 }
+
+// Unwrap returns the cause.
+func (e *FieldError) Unwrap() error { return e.Err }
 
 func (e *FieldError) Error() string {
 	var b strings.Builder
@@ -48,15 +55,20 @@ type Decoder struct {
 	node   *yaml.Node // a mapping, or nil when the object is absent
 	at     Pos        // position of the mapping (or of its parent entry)
 	prefix string     // field path of this mapping within the entry
-	known  map[string]bool
+	known  []string   // fields asked for; entries have few, a slice beats a map
+	kbuf   [12]string
 	errs   *[]error
 	kids   []*Decoder
+	ld     *load          // the load reading the entry; nil outside a Loader
+	bounds map[string]int // the bounds in force, by KIND.FIELD; nil: the kinds' defaults
 }
 
 // NewDecoder returns a decoder over the mapping node of entry e, read from
 // file. Errors are appended to errs.
 func NewDecoder(e *Entry, file string, node *yaml.Node, errs *[]error) *Decoder {
-	return &Decoder{entry: e, file: file, node: node, at: posOf(file, node), known: map[string]bool{}, errs: errs}
+	d := &Decoder{entry: e, file: file, node: node, at: posOf(file, node), errs: errs}
+	d.known = d.kbuf[:0]
+	return d
 }
 
 // Entry returns the entry being decoded (its ID, position and lifecycle
@@ -76,7 +88,7 @@ func posOf(file string, n *yaml.Node) Pos {
 
 // lookup returns the key and value nodes of field, marking it known.
 func (d *Decoder) lookup(field string) (key, val *yaml.Node) {
-	d.known[field] = true
+	d.markKnown(field)
 	if d.node == nil {
 		return nil, nil
 	}
@@ -86,6 +98,12 @@ func (d *Decoder) lookup(field string) (key, val *yaml.Node) {
 		}
 	}
 	return nil, nil
+}
+
+func (d *Decoder) markKnown(field string) {
+	if !slices.Contains(d.known, field) {
+		d.known = append(d.known, field)
+	}
 }
 
 // Has reports whether field is present (and marks it known).
@@ -151,18 +169,50 @@ func (d *Decoder) String(field, def string) string {
 	return v.Value
 }
 
-// Int returns field as an integer, or def when absent.
+// Int returns field as an integer, or def when absent. Counts and sizes
+// use Count, which bounds them.
 func (d *Decoder) Int(field string, def int) int {
 	v := d.scalar(field, "an integer")
 	if v == nil {
 		return def
 	}
-	n, err := strconv.ParseInt(strings.ReplaceAll(v.Value, "_", ""), 0, 64)
-	if err != nil || v.Tag == "!!str" || n > math.MaxInt32 || n < math.MinInt32 {
-		d.Errorf(field, "must be an integer, got %q", v.Value)
+	n, ok := d.integer(field, v, math.MaxInt32, "")
+	if !ok {
 		return def
 	}
 	return int(n)
+}
+
+var decimalInt = regexp.MustCompile(`^[-+]?[0-9][0-9_]*$`)
+
+// integer parses v as an integer from math.MinInt32 to hi. A number out of
+// that range has its own message: it is an integer, just not one the
+// field can take. limit names the bound that hi is, if any. Past hi it
+// returns hi and false.
+func (d *Decoder) integer(field string, v *yaml.Node, hi int64, limit string) (int64, bool) {
+	// YAML tags an integer too large for 64 bits a float; it is still
+	// written as an integer, and too large is what is wrong with it.
+	if v.Tag != "!!int" && !(v.Tag == "!!float" && decimalInt.MatchString(v.Value)) {
+		d.Errorf(field, "must be an integer, got %q", v.Value)
+		return 0, false
+	}
+	n, err := strconv.ParseInt(strings.ReplaceAll(v.Value, "_", ""), 0, 64)
+	switch {
+	case err != nil && !errors.Is(err, strconv.ErrRange):
+		d.Errorf(field, "must be an integer, got %q", v.Value)
+		return 0, false
+	case (err != nil && strings.HasPrefix(v.Value, "-")) || (err == nil && n < math.MinInt32):
+		d.Errorf(field, "too small: the least an integer field takes is %d, got %s", math.MinInt32, v.Value)
+		return 0, false
+	case err != nil || n > hi:
+		if limit != "" {
+			d.Errorf(field, "must be at most %d (limit %s), got %s", hi, limit, v.Value)
+		} else {
+			d.Errorf(field, "too large: the most an integer field takes is %d, got %s", hi, v.Value)
+		}
+		return hi, false
+	}
+	return n, true
 }
 
 // Float returns field as a number, or def when absent.
@@ -179,17 +229,26 @@ func (d *Decoder) Float(field string, def float64) float64 {
 	return f
 }
 
-// Bool returns field as a boolean, or def when absent.
+// Bool returns field as a boolean, or def when absent. Only YAML's
+// booleans are booleans: true or false, unquoted (True and TRUE too). A
+// quoted "true", and yes, on and their kin, which YAML 1.1 read as
+// booleans and YAML 1.2 reads as strings, are errors rather than guesses.
 func (d *Decoder) Bool(field string, def bool) bool {
 	v := d.scalar(field, "true or false")
 	if v == nil {
 		return def
 	}
-	switch v.Value {
-	case "true", "True", "TRUE", "yes", "on":
-		return true
-	case "false", "False", "FALSE", "no", "off":
-		return false
+	if v.Tag == "!!bool" {
+		switch strings.ToLower(v.Value) {
+		case "true":
+			return true
+		case "false":
+			return false
+		}
+	}
+	if v.Style&(yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle) != 0 {
+		d.Errorf(field, "must be true or false, got the string %q (write booleans unquoted)", v.Value)
+		return def
 	}
 	d.Errorf(field, "must be true or false, got %q", v.Value)
 	return def
@@ -294,24 +353,42 @@ func (d *Decoder) Source(field string) *Source {
 }
 
 // LoadSource loads a source file named relative to the YAML file and records
-// it on the entry (for kinds with lists of modules).
+// it on the entry (for kinds with lists of modules). It must be a regular
+// file no larger than the Loader's MaxSourceSize. Within a Loader each
+// file is read once per load, and not at all when it has not changed
+// since the last one; every entry naming it shares its bytes.
 func (d *Decoder) LoadSource(field, rel string) *Source {
 	path := rel
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(d.Dir(), rel)
 	}
-	b, err := os.ReadFile(path)
-	if err != nil {
-		var pe *os.PathError
-		if errors.As(err, &pe) {
-			err = pe.Err
-		}
-		d.Errorf(field, "source %s: %v", rel, err)
+	var sf *sourceFile
+	if d.ld != nil {
+		sf = d.ld.readSource(path)
+	} else {
+		sf = &sourceFile{path: path}
+		sf.bytes, _, sf.err = readRegular(path, DefaultMaxSourceSize)
+		sf.digest = sha256.Sum256(sf.bytes)
+	}
+	if sf.err != nil {
+		*d.errs = append(*d.errs, &FieldError{Pos: d.Pos(field), Entry: d.entry.ID, Field: d.prefix + field,
+			Msg: fmt.Sprintf("source %s: %v", rel, sourceError(sf.err)), Err: sf.err})
 		return nil
 	}
-	src := &Source{Field: d.prefix + field, Pos: d.Pos(field), Path: path, Bytes: b}
+	if d.ld != nil {
+		d.ld.deps[path] = sf.digest
+	}
+	src := &Source{Field: d.prefix + field, Pos: d.Pos(field), Path: path, Bytes: sf.bytes, Digest: sf.digest, file: sf}
 	d.entry.Sources = append(d.entry.Sources, src)
 	return src
+}
+
+// sourceError words a source's read error.
+func sourceError(err error) error {
+	if errors.Is(err, ErrTooLarge) {
+		return fmt.Errorf("%w for Lua sources", err)
+	}
+	return err
 }
 
 // Value returns field as a value of the value model (maps, lists, strings,
@@ -366,7 +443,9 @@ func (d *Decoder) List(field string) []*Decoder {
 }
 
 func (d *Decoder) child(n *yaml.Node, prefix string) *Decoder {
-	c := &Decoder{entry: d.entry, file: d.file, node: n, at: posOf(d.file, n), prefix: prefix, known: map[string]bool{}, errs: d.errs}
+	c := &Decoder{entry: d.entry, file: d.file, node: n, at: posOf(d.file, n), prefix: prefix, errs: d.errs,
+		ld: d.ld, bounds: d.bounds}
+	c.known = c.kbuf[:0]
 	d.kids = append(d.kids, c)
 	return c
 }
@@ -375,15 +454,14 @@ func (d *Decoder) child(n *yaml.Node, prefix string) *Decoder {
 // that nobody asked for, suggesting a known name when one is close.
 func (d *Decoder) Finish() {
 	if d.node != nil {
-		known := make([]string, 0, len(d.known))
-		for k := range d.known {
-			known = append(known, k)
-		}
-		sort.Strings(known)
+		var known []string // sorted, for suggestions; only when needed
 		for i := 0; i+1 < len(d.node.Content); i += 2 {
 			k := d.node.Content[i]
-			if d.known[k.Value] {
+			if slices.Contains(d.known, k.Value) {
 				continue
+			}
+			if known == nil {
+				known = slices.Sorted(slices.Values(d.known))
 			}
 			msg := "unknown field"
 			if s := suggest(k.Value, known); s != "" {
@@ -451,12 +529,27 @@ func nodeValue(n *yaml.Node) (any, error) {
 		case "!!null":
 			return nil, nil
 		case "!!bool":
+			switch strings.ToLower(n.Value) {
+			case "true":
+				return true, nil
+			case "false":
+				return false, nil
+			}
 			var b bool
 			if err := n.Decode(&b); err != nil {
 				return nil, fmt.Errorf("line %d: %v", n.Line, err)
 			}
 			return b, nil
 		case "!!int", "!!float":
+			// The common forms are parsed here: n.Decode sets up a whole
+			// decoder per scalar, which a large list pays dearly for.
+			v := strings.ReplaceAll(n.Value, "_", "")
+			if i, err := strconv.ParseInt(v, 0, 64); err == nil {
+				return float64(i), nil
+			}
+			if f, err := strconv.ParseFloat(v, 64); err == nil && !strings.ContainsAny(v, "xXpP") {
+				return f, nil
+			}
 			var f float64
 			if err := n.Decode(&f); err != nil {
 				return nil, fmt.Errorf("line %d: %v", n.Line, err)

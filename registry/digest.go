@@ -4,60 +4,62 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"hash"
 	"slices"
-	"sort"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
-// digest hashes what an entry means, not how it is written: its YAML with
-// positions, comments, styles and key order left out (meta too: the runtime
+// digest hashes what an entry means, not how it is written: its YAML node
+// n with positions, comments, styles and key order left out, and the
+// top-level fields in skip (the loader always skips meta: the runtime
 // ignores it, so editing a comment must not restart anything), plus the
-// bytes of every source it uses. Two loads of an unchanged entry give the
-// same digest; a reload relies on that to leave it alone.
-func digest(e *Entry) string { return digestExcept(e, "meta") }
-
-// digestExcept is digest leaving out the named top-level fields.
-func digestExcept(e *Entry, skip ...string) string {
-	h := sha256.New()
-	writeStr(h, e.Kind)
-	if e.Node != nil {
-		writeNode(h, e.Node, skip)
+// bytes of every source it uses. Two loads of an unchanged entry give the same digest; a reload
+// relies on that to leave it alone. The entry is written out in a
+// canonical form into buf (reusing its memory: a load digests every entry
+// twice) and hashed once; the buffer is returned for the next digest.
+func digest(buf []byte, e *Entry, n *yaml.Node, skip ...string) (string, []byte) {
+	b := buf[:0]
+	b = appendStr(b, e.Kind)
+	if n != nil {
+		b = appendNode(b, n, skip)
 	}
 	for _, s := range e.Sources {
-		writeStr(h, s.Field)
-		writeStr(h, s.Path)
-		writeStr(h, string(s.Bytes))
+		b = appendStr(b, s.Field)
+		b = appendStr(b, s.Path)
+		d := s.Digest
+		if s.file == nil && d == ([sha256.Size]byte{}) {
+			d = sha256.Sum256(s.Bytes) // built in Go, without its digest
+		}
+		b = append(b, d[:]...)
 	}
-	return hex.EncodeToString(h.Sum(nil)[:16])
+	sum := sha256.Sum256(b)
+	return hex.EncodeToString(sum[:16]), b
 }
 
-func writeStr(h hash.Hash, s string) {
-	var n [8]byte
-	binary.LittleEndian.PutUint64(n[:], uint64(len(s)))
-	h.Write(n[:])
-	h.Write([]byte(s))
+func appendStr(b []byte, s string) []byte {
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(s)))
+	return append(b, s...)
 }
 
-func writeNode(h hash.Hash, n *yaml.Node, skip []string) {
+func appendNode(b []byte, n *yaml.Node, skip []string) []byte {
 	for n.Kind == yaml.AliasNode && n.Alias != nil {
 		n = n.Alias
 	}
 	switch n.Kind {
 	case yaml.ScalarNode:
-		h.Write([]byte{'s'})
-		writeStr(h, n.ShortTag())
-		writeStr(h, n.Value)
+		b = append(b, 's')
+		b = appendStr(b, n.ShortTag())
+		b = appendStr(b, n.Value)
 	case yaml.SequenceNode:
-		h.Write([]byte{'l'})
-		writeStr(h, "")
+		b = append(b, 'l')
+		b = appendStr(b, "")
 		for _, c := range n.Content {
-			writeNode(h, c, nil)
+			b = appendNode(b, c, nil)
 		}
-		h.Write([]byte{'e'})
+		b = append(b, 'e')
 	case yaml.MappingNode:
-		h.Write([]byte{'m'})
+		b = append(b, 'm')
 		idx := make([]int, 0, len(n.Content)/2)
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			if slices.Contains(skip, n.Content[i].Value) {
@@ -65,13 +67,14 @@ func writeNode(h hash.Hash, n *yaml.Node, skip []string) {
 			}
 			idx = append(idx, i)
 		}
-		sort.SliceStable(idx, func(a, b int) bool { return n.Content[idx[a]].Value < n.Content[idx[b]].Value })
+		slices.SortStableFunc(idx, func(x, y int) int { return strings.Compare(n.Content[x].Value, n.Content[y].Value) })
 		for _, i := range idx {
-			writeNode(h, n.Content[i], nil)
-			writeNode(h, n.Content[i+1], nil)
+			b = appendNode(b, n.Content[i], nil)
+			b = appendNode(b, n.Content[i+1], nil)
 		}
-		h.Write([]byte{'e'})
+		b = append(b, 'e')
 	default:
-		h.Write([]byte{'?'})
+		b = append(b, '?')
 	}
+	return b
 }

@@ -4,7 +4,12 @@
 // decoded through one Decoder (the common fields here, the kind-specific
 // ones by its Kind), so unknown fields are caught everywhere, and every
 // problem of every file is reported in one pass as a FieldError
-// (FILE:LINE:COL: ENTRY_ID: FIELD: message), sorted by position.
+// (FILE:LINE:COL: ENTRY_ID: FIELD: message), sorted by position. Every
+// read is bounded (regular files only, capped in size), counts and sizes
+// have bounds (Bounded, Decoder.Count), aliases share one budget, and a
+// Loader reuses from one load to the next whatever did not change: the
+// entries of unchanged files, and what kinds built from unchanged sources
+// (Source.Memo).
 //
 // A Runtime puts a Config in force: it starts the auto_start entries and
 // what they need running in dependency order, stops them in reverse, and

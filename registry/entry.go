@@ -1,11 +1,10 @@
 package registry
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // ID identifies an entry: "namespace:name".
@@ -53,8 +52,11 @@ type Entry struct {
 	// Digest changes whenever the entry's fields or its sources' bytes do;
 	// a reload compares digests to find what changed.
 	Digest string
-	// Node is the entry's YAML mapping, for kinds that need positions later.
-	Node *yaml.Node
+
+	// bodyDigest is Digest without the lifecycle: equal across a reload,
+	// with Digest not, the lifecycle alone changed. The YAML itself is not
+	// kept: it weighs ten times what the decoded entry does.
+	bodyDigest string
 }
 
 // Lifecycle is the common lifecycle block.
@@ -106,5 +108,11 @@ type Source struct {
 	Field string // the field that named it
 	Pos   Pos
 	Path  string // absolute path
+	// Bytes are the file's contents, shared by every entry that names the
+	// file: read-only.
 	Bytes []byte
+	// Digest is the SHA-256 of Bytes.
+	Digest [sha256.Size]byte
+
+	file *sourceFile // the version read; nil for a Source built in Go
 }

@@ -2,8 +2,10 @@ package registry
 
 import (
 	"cmp"
+	"errors"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/proctor-run/proctor/value"
 )
@@ -27,6 +29,34 @@ func (es Errors) Error() string {
 // ErrorKind makes a rejected config an "invalid" error for callers that
 // branch on value kinds.
 func (es Errors) ErrorKind() value.Kind { return value.KindInvalid }
+
+// Transient reports whether a failed load failed for a reason that may
+// pass by itself: a file that could not be read because the process or the
+// system was out of file descriptors or memory, or a call that was
+// interrupted or timed out. Retrying such a load makes sense; retrying an
+// invalid configuration does not.
+func Transient(err error) bool {
+	var es Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			if e.Err != nil && transientCause(e.Err) {
+				return true
+			}
+		}
+		return false
+	}
+	return transientCause(err)
+}
+
+func transientCause(err error) bool {
+	for _, errno := range []syscall.Errno{syscall.EMFILE, syscall.ENFILE, syscall.EAGAIN, syscall.EINTR,
+		syscall.ENOMEM, syscall.ENOBUFS, syscall.ETIMEDOUT} {
+		if errors.Is(err, errno) {
+			return true
+		}
+	}
+	return false
+}
 
 func sortErrors(es []*FieldError) {
 	slices.SortStableFunc(es, func(a, b *FieldError) int {

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,17 +28,21 @@ type svcKind struct {
 	mu         sync.Mutex
 	starts     map[ID]int
 	failStarts atomic.Int32
-	order      chan ID // started IDs, in order, when non-nil
-	stopped    chan ID // stopped IDs, in order, when non-nil
+	builds     atomic.Int32 // Memo builds of sources
+	order      chan ID      // started IDs, in order, when non-nil
+	stopped    chan ID      // stopped IDs, in order, when non-nil
 }
 
 func newSvcKind() *svcKind { return &svcKind{starts: map[ID]int{}} }
 
 func (k *svcKind) Name() string { return "test.svc" }
 
+// Bounds implements Bounded.
+func (k *svcKind) Bounds() []Bound { return []Bound{{Field: "size", Max: 100}} }
+
 func (k *svcKind) Decode(d *Decoder) any {
 	s := &svcSpec{}
-	s.Size = d.Int("size", 1)
+	s.Size = d.Count("size", 1, 100)
 	if s.Size < 0 {
 		d.Errorf("size", "must not be negative, got %d", s.Size)
 	}
@@ -49,6 +54,13 @@ func (k *svcKind) Decode(d *Decoder) any {
 	s.Peer = d.Ref("peer", RefRunning)
 	s.Routee = d.Ref("routee", RefDefinition, "test.def")
 	s.Source = d.Source("source")
+	if s.Source != nil {
+		// What a kind that compiles its sources does: once per version.
+		s.Source.Memo("test.compile", func() (any, error) {
+			k.builds.Add(1)
+			return len(s.Source.Bytes), nil
+		})
+	}
 	return s
 }
 
@@ -144,7 +156,8 @@ func (updKind) Decode(d *Decoder) any {
 
 type updInstance struct {
 	*svcInstance
-	size atomic.Int64
+	size    atomic.Int64
+	offered atomic.Int64 // calls of Update
 }
 
 func (k updKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, error) {
@@ -158,7 +171,11 @@ func (k updKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, error
 }
 
 func (u *updInstance) Update(ctx context.Context, e *Entry) (bool, error) {
-	s := e.Spec.(*updSpec)
+	u.offered.Add(1)
+	s, ok := e.Spec.(*updSpec)
+	if !ok {
+		return false, fmt.Errorf("test.upd offered a %T", e.Spec)
+	}
 	if s.Mode == "restart" {
 		return false, nil
 	}

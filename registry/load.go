@@ -2,16 +2,24 @@ package registry
 
 import (
 	"bytes"
+	"cmp"
+	"container/heap"
+	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -48,35 +56,102 @@ func (c *Config) Sources() []string {
 	return out
 }
 
-// Loader reads configuration files and directories.
+// Loader reads configuration files and directories. Only Kinds is
+// needed; the zero value of every other field is a usable default.
+//
+// A Loader remembers what it read: the next Load reads again only the
+// files whose stamp (size, modification time, inode) changed, re-parses
+// only those whose bytes did, and reuses the decoded entries (and the Lua
+// sources compiled for them) of everything else. Use one Loader per
+// configuration; loads through one Loader run one at a time.
 type Loader struct {
 	// Kinds are the kinds entries may have.
 	Kinds *Registry
+	// MaxConfigSize caps each YAML file, in bytes. Default:
+	// DefaultMaxConfigSize (8 MiB).
+	MaxConfigSize int64
+	// MaxSourceSize caps each Lua source and module, in bytes. Default:
+	// DefaultMaxSourceSize (4 MiB).
+	MaxSourceSize int64
+	// MaxAliasNodes caps how many nodes YAML aliases may add, all files and
+	// documents together. Default: DefaultMaxAliasNodes (1,048,576).
+	MaxAliasNodes int64
+	// Limits override the upper bounds of counts and sizes (see Bounded),
+	// by "KIND.FIELD" as Registry.Bounds lists them. Default: none.
+	Limits map[string]int
+	// Logger receives warnings: files skipped because they are not regular
+	// files (each once per Loader). Default: slog.Default().
+	Logger *slog.Logger
+
+	mu     sync.Mutex
+	cache  *loadCache
+	warned map[string]bool
 }
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)
-
-// maxNodes bounds how many YAML nodes one document may expand to through
-// aliases, so a "billion laughs" file is an error, not an out-of-memory.
-const maxNodes = 1 << 20
 
 // Load reads every path (files, or directories read recursively for
 // *.yaml and *.yml), decodes and validates every entry. When anything is
 // wrong it returns Errors holding every problem, sorted by position.
 func (l *Loader) Load(paths ...string) (*Config, error) {
-	ld := &load{kinds: l.Kinds, display: map[string]string{}}
-	if ld.kinds == nil {
-		ld.kinds = NewRegistry()
+	return l.LoadContext(context.Background(), paths...)
+}
+
+// LoadContext is Load, abandoned as soon as ctx is done: it then returns
+// ctx's error, and nothing of the abandoned load is kept.
+func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	kinds := l.Kinds
+	if kinds == nil {
+		kinds = NewRegistry()
 	}
+	bounds, err := boundsWith(kinds, l.Limits)
+	if err != nil {
+		return nil, err
+	}
+	ld := &load{
+		ctx: ctx, kinds: kinds, display: map[string]string{}, bounds: bounds,
+		maxConfig: cmp.Or(l.MaxConfigSize, DefaultMaxConfigSize),
+		maxSource: cmp.Or(l.MaxSourceSize, DefaultMaxSourceSize),
+		aliasLeft: cmp.Or(l.MaxAliasNodes, DefaultMaxAliasNodes),
+		warn:      l.warn,
+	}
+	ld.aliasBudget = ld.aliasLeft
+	// What was decoded under other options, or other kinds, is not reused.
+	key := fmt.Sprint(ld.maxConfig, ld.maxSource, bounds, fmt.Sprintf("%p", kinds), kinds.Names())
+	if l.cache == nil || l.cache.key != key {
+		l.cache = &loadCache{key: key, files: map[string]*fileResult{}, sources: map[string]*sourceFile{}}
+	}
+	ld.cache = l.cache
+	ld.seenSources = map[string]*sourceFile{}
+	next := &loadCache{key: key, files: map[string]*fileResult{}, sources: map[string]*sourceFile{}}
+
 	cfg := &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}
 	files := ld.collect(paths, cfg)
 	cfg.Files = files
 	for _, f := range files {
-		ld.file(f, cfg)
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		ld.file(f, cfg, next)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// The cache keeps what this load used, and nothing older.
+	for p, sf := range ld.seenSources {
+		if sf.err == nil {
+			next.sources[p] = sf
+		}
+	}
+	l.cache = next
 	ld.checkRefs(cfg)
-	if !ld.checkCycles(cfg) {
-		cfg.Order = order(cfg)
+	// Kahn's order places every entry unless there is a cycle; only then
+	// are the cycles looked for, to be reported.
+	cfg.Order = order(cfg)
+	if len(cfg.Order) != len(cfg.Entries) {
+		ld.checkCycles(cfg)
 	}
 	if len(ld.errs) > 0 {
 		return nil, ld.errors()
@@ -84,14 +159,49 @@ func (l *Loader) Load(paths ...string) (*Config, error) {
 	return cfg, nil
 }
 
+// warn logs that a file was skipped, once per path.
+func (l *Loader) warn(path, msg string, args ...any) {
+	if l.warned[path] {
+		return
+	}
+	if l.warned == nil {
+		l.warned = map[string]bool{}
+	}
+	l.warned[path] = true
+	log := l.Logger
+	if log == nil {
+		log = slog.Default()
+	}
+	log.Warn(msg, append([]any{"file", path}, args...)...)
+}
+
 type load struct {
-	kinds   *Registry
-	errs    []error
-	display map[string]string // absolute file -> the name errors show
+	ctx         context.Context
+	kinds       *Registry
+	errs        []error
+	display     map[string]string // absolute file -> the name errors show
+	bounds      map[string]int
+	maxConfig   int64
+	maxSource   int64
+	aliasLeft   int64 // alias nodes the rest of the configuration may add
+	aliasBudget int64
+	warn        func(path, msg string, args ...any)
+
+	cache       *loadCache                   // what the previous load kept
+	seenSources map[string]*sourceFile       // sources looked at by this load
+	deps        map[string][sha256.Size]byte // sources read for the file being decoded
+	scratch     []byte                       // for digests
 }
 
 func (ld *load) fail(pos Pos, entry ID, field, format string, args ...any) {
 	ld.errs = append(ld.errs, &FieldError{Pos: pos, Entry: entry, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// failRead records that a file could not be read, keeping the cause, so
+// a reload can tell a transient failure (too many open files) from a
+// broken configuration.
+func (ld *load) failRead(pos Pos, err error) {
+	ld.errs = append(ld.errs, &FieldError{Pos: pos, Msg: fmt.Sprintf("cannot read: %v", err), Err: err})
 }
 
 // errors sorts the collected errors and shows files the way they were named
@@ -138,7 +248,7 @@ func (ld *load) collect(paths []string, cfg *Config) []string {
 		}
 		fi, err := os.Stat(abs)
 		if err != nil {
-			ld.fail(Pos{File: p}, "", "", "cannot read: %v", unwrapPath(err))
+			ld.failRead(Pos{File: p}, unwrapPath(err))
 			continue
 		}
 		if !fi.IsDir() {
@@ -151,7 +261,7 @@ func (ld *load) collect(paths []string, cfg *Config) []string {
 			rel, _ := filepath.Rel(abs, path)
 			shown := filepath.Join(p, rel)
 			if err != nil {
-				ld.fail(Pos{File: shown}, "", "", "cannot read: %v", unwrapPath(err))
+				ld.failRead(Pos{File: shown}, unwrapPath(err))
 				if d != nil && d.IsDir() && path != abs {
 					return fs.SkipDir
 				}
@@ -169,12 +279,26 @@ func (ld *load) collect(paths []string, cfg *Config) []string {
 			if d.IsDir() || !isConfigName(name) {
 				return nil
 			}
+			if !d.Type().IsRegular() {
+				// A named pipe would block the read for good, a device
+				// might never end. A symbolic link counts for what it
+				// names.
+				fi, err := os.Stat(path)
+				if err != nil {
+					ld.failRead(Pos{File: shown}, unwrapPath(err))
+					return nil
+				}
+				if !fi.Mode().IsRegular() {
+					ld.warn(shown, "configuration file skipped: not a regular file", "type", fileType(fi.Mode()))
+					return nil
+				}
+			}
 			n++
 			add(path, shown)
 			return nil
 		})
 		if err != nil {
-			ld.fail(Pos{File: p}, "", "", "cannot read: %v", unwrapPath(err))
+			ld.failRead(Pos{File: p}, unwrapPath(err))
 		}
 		if n == 0 {
 			ld.fail(Pos{File: p}, "", "", "directory holds no configuration (*.yaml or *.yml files)")
@@ -193,21 +317,87 @@ func unwrapPath(err error) error {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-// file reads one YAML file: one or more documents, each a namespace with
-// its entries.
-func (ld *load) file(file string, cfg *Config) {
-	b, err := os.ReadFile(file)
+// file reads one YAML file (one or more documents, each a namespace with
+// its entries) into cfg, or takes its entries from the previous load when
+// neither the file nor a source its entries read has changed.
+func (ld *load) file(file string, cfg *Config, next *loadCache) {
+	now := time.Now()
+	fi, err := os.Stat(file)
 	if err != nil {
-		ld.fail(Pos{File: file}, "", "", "cannot read: %v", unwrapPath(err))
+		ld.failRead(Pos{File: file}, unwrapPath(err))
 		return
 	}
+	if !fi.Mode().IsRegular() {
+		ld.failRead(Pos{File: file}, &readError{err: ErrNotRegular, what: fileType(fi.Mode())})
+		return
+	}
+	prev := ld.cache.files[file]
+	if prev != nil && prev.stamp.unchanged(fi) && ld.reuse(prev, cfg) {
+		next.files[file] = prev
+		return
+	}
+	b, fi, err := readRegular(file, ld.maxConfig)
+	if err != nil {
+		if errors.Is(err, ErrTooLarge) {
+			err = fmt.Errorf("%w for configuration files", err)
+		}
+		ld.failRead(Pos{File: file}, err)
+		return
+	}
+	sum := sha256.Sum256(b)
+	if prev != nil && prev.digest == sum && ld.reuse(prev, cfg) {
+		prev.stamp = newStamp(fi, now)
+		next.files[file] = prev
+		return
+	}
+	fr := &fileResult{stamp: newStamp(fi, now), digest: sum, deps: map[string][sha256.Size]byte{}}
+	nerr := len(ld.errs)
+	ld.deps = fr.deps
+	ld.parse(file, b, fr)
+	ld.deps = nil
+	if len(ld.errs) == nerr && ld.ctx.Err() == nil {
+		next.files[file] = fr
+	}
+	ld.add(cfg, fr.entries)
+}
+
+// reuse adds the entries of a file decoded by the previous load, when
+// every source they read is unchanged and their aliases still fit the
+// budget. It reports whether it did.
+func (ld *load) reuse(fr *fileResult, cfg *Config) bool {
+	if fr.charge > ld.aliasLeft {
+		return false
+	}
+	for p, d := range fr.deps {
+		if sf := ld.readSource(p); sf.err != nil || sf.digest != d {
+			return false
+		}
+	}
+	ld.aliasLeft -= fr.charge
+	ld.add(cfg, fr.entries)
+	return true
+}
+
+// add puts entries in cfg; an ID declared twice is an error at both places.
+func (ld *load) add(cfg *Config, entries []*Entry) {
+	for _, e := range entries {
+		if prev, dup := cfg.Entries[e.ID]; dup {
+			ld.fail(e.Pos, e.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(prev.Pos))
+			ld.fail(prev.Pos, prev.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(e.Pos))
+			continue
+		}
+		cfg.Entries[e.ID] = e
+	}
+}
+
+// parse decodes the documents of one file into fr.
+func (ld *load) parse(file string, b []byte, fr *fileResult) {
 	if len(bytes.TrimSpace(b)) == 0 {
 		ld.fail(Pos{File: file, Line: 1, Col: 1}, "", "", "empty file: want a mapping with namespace and entries")
 		return
 	}
 	dec := yaml.NewDecoder(bytes.NewReader(b))
-	docs := 0
-	for {
+	for ld.ctx.Err() == nil {
 		var doc yaml.Node
 		err := decodeDoc(dec, &doc)
 		if err == io.EOF {
@@ -225,11 +415,26 @@ func (ld *load) file(file string, cfg *Config) {
 			ld.fail(pos, "", "", "not valid YAML: %s", msg)
 			return
 		}
-		docs++
-		resolveAliases(&doc)
-		ld.document(file, &doc, cfg)
+		fr.docs++
+		sh := measureDoc(&doc)
+		switch {
+		case sh.cycle != nil:
+			ld.fail(posOf(file, sh.cycle), "", "", "alias *%s is inside the node its anchor &%s names: a cycle", sh.cycle.Value, sh.cycle.Value)
+			continue
+		case sh.deep:
+			ld.fail(posOf(file, &doc), "", "", "document nests more than %d levels deep (aliases expanded)", maxDepth)
+			continue
+		case sh.charge > ld.aliasLeft:
+			ld.fail(posOf(file, &doc), "", "", "aliases expand the configuration by more than %d nodes (the limit for all files and documents together)", ld.aliasBudget)
+			ld.aliasLeft = 0
+			continue
+		}
+		ld.aliasLeft -= sh.charge
+		fr.charge += sh.charge
+		resolveAliases(&doc, sh.aliased)
+		ld.document(file, &doc, fr)
 	}
-	if docs == 0 {
+	if fr.docs == 0 {
 		ld.fail(Pos{File: file, Line: 1, Col: 1}, "", "", "empty file: want a mapping with namespace and entries")
 	}
 }
@@ -245,7 +450,7 @@ func decodeDoc(dec *yaml.Decoder, doc *yaml.Node) (err error) {
 	return dec.Decode(doc)
 }
 
-func (ld *load) document(file string, doc *yaml.Node, cfg *Config) {
+func (ld *load) document(file string, doc *yaml.Node, fr *fileResult) {
 	root := doc
 	if root.Kind == yaml.DocumentNode {
 		if len(root.Content) == 0 {
@@ -260,10 +465,6 @@ func (ld *load) document(file string, doc *yaml.Node, cfg *Config) {
 	}
 	if root.Kind != yaml.MappingNode {
 		ld.fail(posOf(file, root), "", "", "the file must be a mapping with namespace and entries, not %s", describe(root))
-		return
-	}
-	if n := size(root, maxNodes); n > maxNodes {
-		ld.fail(posOf(file, root), "", "", "document expands to more than %d nodes through aliases", maxNodes)
 		return
 	}
 	ld.dupKeys(file, "", "", root)
@@ -294,6 +495,9 @@ func (ld *load) document(file string, doc *yaml.Node, cfg *Config) {
 		ns = "?"
 	}
 	for i, n := range list.Content {
+		if ld.ctx.Err() != nil {
+			return
+		}
 		if n.Kind == yaml.AliasNode && n.Alias != nil {
 			n = n.Alias
 		}
@@ -305,12 +509,7 @@ func (ld *load) document(file string, doc *yaml.Node, cfg *Config) {
 		if !nsOK || e == nil {
 			continue
 		}
-		if prev, dup := cfg.Entries[e.ID]; dup {
-			ld.fail(e.Pos, e.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(prev.Pos))
-			ld.fail(prev.Pos, prev.ID, "name", "duplicate entry ID %s: also declared at %s", e.ID, ld.shown(e.Pos))
-			continue
-		}
-		cfg.Entries[e.ID] = e
+		fr.entries = append(fr.entries, e)
 	}
 }
 
@@ -338,51 +537,71 @@ func describe(n *yaml.Node) string {
 	return "an unknown node"
 }
 
-// size counts the nodes n expands to, stopping past limit.
-func size(n *yaml.Node, limit int) int {
-	count := 0
-	var walk func(*yaml.Node, int)
-	walk = func(n *yaml.Node, depth int) {
-		if n == nil || count > limit {
-			return
-		}
-		count++
-		if depth > 1000 {
-			count = limit + 1
-			return
-		}
-		if n.Kind == yaml.AliasNode {
-			walk(n.Alias, depth+1)
-			return
-		}
-		for _, c := range n.Content {
-			walk(c, depth+1)
-		}
+// dupKeys reports keys written twice in one mapping: YAML parsers keep one
+// of them silently, and the user meant something by both. The field path
+// of an error is built only for the error: a walk through a large
+// document (aliases expanded) allocates nothing.
+func (ld *load) dupKeys(file string, entry ID, prefix string, n *yaml.Node) {
+	var buf [16]pathStep
+	path := buf[:0]
+	if prefix != "" {
+		path = append(path, pathStep{key: strings.TrimSuffix(prefix, "."), idx: -1})
 	}
-	walk(n, 0)
-	return count
+	ld.dupKeysAt(file, entry, path, n)
 }
 
-// dupKeys reports keys written twice in one mapping: YAML parsers keep one
-// of them silently, and the user meant something by both.
-func (ld *load) dupKeys(file string, entry ID, prefix string, n *yaml.Node) {
+// pathStep is one step of a field path: a key, or a list index.
+type pathStep struct {
+	key string
+	idx int // -1 for a key
+}
+
+func fieldPath(path []pathStep) string {
+	var b strings.Builder
+	for i, s := range path {
+		if s.idx >= 0 {
+			fmt.Fprintf(&b, "[%d]", s.idx)
+			continue
+		}
+		if i > 0 {
+			b.WriteByte('.')
+		}
+		b.WriteString(s.key)
+	}
+	return b.String()
+}
+
+func (ld *load) dupKeysAt(file string, entry ID, path []pathStep, n *yaml.Node) {
 	switch n.Kind {
 	case yaml.MappingNode:
-		seen := map[string]bool{}
+		// Mappings are small: compare keys pairwise, and keep a set only
+		// for a large one, which pairwise would make quadratic.
+		var seen map[string]bool
+		if len(n.Content) > 64 {
+			seen = make(map[string]bool, len(n.Content)/2)
+		}
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k := n.Content[i]
-			if seen[k.Value] {
-				ld.fail(posOf(file, k), entry, prefix+k.Value, "field written twice")
+			dup := false
+			if seen != nil {
+				dup = seen[k.Value]
+				seen[k.Value] = true
+			} else {
+				for j := 0; j < i && !dup; j += 2 {
+					dup = n.Content[j].Value == k.Value
+				}
 			}
-			seen[k.Value] = true
-			if prefix == "" && entry == "" && k.Value == "entries" {
+			if dup {
+				ld.fail(posOf(file, k), entry, fieldPath(append(path, pathStep{key: k.Value, idx: -1})), "field written twice")
+			}
+			if len(path) == 0 && entry == "" && k.Value == "entries" {
 				continue // entries check their own keys, with their IDs
 			}
-			ld.dupKeys(file, entry, prefix+k.Value+".", n.Content[i+1])
+			ld.dupKeysAt(file, entry, append(path, pathStep{key: k.Value, idx: -1}), n.Content[i+1])
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			ld.dupKeys(file, entry, fmt.Sprintf("%s[%d].", strings.TrimSuffix(prefix, "."), i), c)
+			ld.dupKeysAt(file, entry, append(path, pathStep{idx: i}), c)
 		}
 	}
 }
@@ -390,11 +609,16 @@ func (ld *load) dupKeys(file string, entry ID, prefix string, n *yaml.Node) {
 // entry decodes one entry: the common fields here, the rest by its kind,
 // all through one Decoder so every field nobody read is reported.
 func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
-	e = &Entry{Pos: posOf(file, n), Node: n, Lifecycle: Lifecycle{Restart: DefaultRestartPolicy}}
+	e = &Entry{Pos: posOf(file, n), Lifecycle: Lifecycle{Restart: DefaultRestartPolicy}}
 	d := NewDecoder(e, file, n, &ld.errs)
+	d.ld, d.bounds = ld, ld.bounds
 	// Until the name is known the entry goes by its place, so an error
 	// about the name itself (a list, a mapping) still names its entry.
-	e.ID = ID(fmt.Sprintf("%s:entries[%d]", ns, idx))
+	if _, v := d.lookup("name"); v != nil && v.Kind == yaml.ScalarNode && namePattern.MatchString(v.Value) {
+		e.ID = ID(ns + ":" + v.Value)
+	} else {
+		e.ID = ID(ns + ":entries[" + strconv.Itoa(idx) + "]")
+	}
 	name := d.String("name", "")
 	switch {
 	case name == "":
@@ -405,8 +629,6 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 	case !namePattern.MatchString(name):
 		e.ID = ID(ns + ":" + name)
 		d.Errorf("name", "invalid name %q: want [a-z][a-z0-9_.-]*", name)
-	default:
-		e.ID = ID(ns + ":" + name)
 	}
 	ld.dupKeys(file, e.ID, "", n)
 	kindName := d.String("kind", "")
@@ -446,11 +668,12 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 		// Without its kind nobody can tell which fields are right: report
 		// only the kind, not every field as unknown.
 		for i := 0; i+1 < len(n.Content); i += 2 {
-			d.known[n.Content[i].Value] = true
+			d.markKnown(n.Content[i].Value)
 		}
 	}
 	d.Finish()
-	e.Digest = digest(e)
+	e.Digest, ld.scratch = digest(ld.scratch, e, n, "meta")
+	e.bodyDigest, ld.scratch = digest(ld.scratch, e, n, "meta", "lifecycle")
 	return e
 }
 
@@ -522,7 +745,7 @@ func (ld *load) lifecycle(d *Decoder, e *Entry) {
 		r.Errorf("backoff_factor", "must be between 1 and 100, got %g", p.BackoffFactor)
 		p.BackoffFactor = DefaultRestartPolicy.BackoffFactor
 	}
-	p.MaxAttempts = r.Int("max_attempts", p.MaxAttempts)
+	p.MaxAttempts = r.Count("max_attempts", p.MaxAttempts, DefaultMaxAttempts)
 	if p.MaxAttempts < 0 {
 		r.Errorf("max_attempts", "must be 0 (unlimited) or more, got %d", p.MaxAttempts)
 		p.MaxAttempts = 0
@@ -537,21 +760,31 @@ func validID(id ID) bool {
 // checkRefs checks that every reference names a declared entry of an
 // allowed kind, and records the dependencies.
 func (ld *load) checkRefs(cfg *Config) {
-	ids := make([]string, 0, len(cfg.Entries))
-	for id := range cfg.Entries {
-		ids = append(ids, string(id))
-	}
-	sort.Strings(ids)
-	for _, sid := range ids {
-		e := cfg.Entries[ID(sid)]
-		seen := map[ID]bool{}
+	// Errors are sorted at the end, so entries are checked in map order.
+	// Suggestions for missing references look among the IDs of the same
+	// namespace, and only for the first few: each costs a pass over them.
+	var byNS map[string][]string
+	suggestions := 20
+	for _, e := range cfg.Entries {
 		var deps []ID
 		for _, r := range e.Refs {
 			t, ok := cfg.Entries[r.To]
 			if !ok {
 				msg := fmt.Sprintf("references %s, which is not declared", r.To)
-				if s := suggest(string(r.To), ids); s != "" {
-					msg += fmt.Sprintf(" (did you mean %q?)", s)
+				if suggestions > 0 {
+					suggestions--
+					if byNS == nil {
+						byNS = map[string][]string{}
+						for id := range cfg.Entries {
+							byNS[id.Namespace()] = append(byNS[id.Namespace()], string(id))
+						}
+						for _, ids := range byNS {
+							sort.Strings(ids)
+						}
+					}
+					if s := suggest(string(r.To), byNS[r.To.Namespace()]); s != "" {
+						msg += fmt.Sprintf(" (did you mean %q?)", s)
+					}
 				}
 				ld.fail(r.Pos, e.ID, r.Field, "%s", msg)
 				continue
@@ -560,12 +793,11 @@ func (ld *load) checkRefs(cfg *Config) {
 				ld.fail(r.Pos, e.ID, r.Field, "references %s, a %s; must be %s", r.To, t.Kind, strings.Join(r.Kinds, " or "))
 				continue
 			}
-			if r.To != e.ID && !seen[r.To] {
-				seen[r.To] = true
+			if r.To != e.ID && !slices.Contains(deps, r.To) {
 				deps = append(deps, r.To)
 			}
 		}
-		sort.Slice(deps, func(i, j int) bool { return deps[i] < deps[j] })
+		slices.Sort(deps)
 		cfg.Deps[e.ID] = deps
 	}
 }
@@ -725,39 +957,59 @@ func sccs(cfg *Config) [][]ID {
 }
 
 // order returns the entries in dependency order (Kahn's algorithm, ties
-// broken by ID so the order is stable from one load to the next).
+// broken by ID so the order is stable from one load to the next: of the
+// entries whose dependencies are all placed, the least ID goes next).
+// Entries on a dependency cycle are left out. It works on the entries'
+// ranks in ID order, so the heap compares integers, not strings.
 func order(cfg *Config) []ID {
-	pending := map[ID]int{}
-	users := map[ID][]ID{}
+	ids := make([]ID, 0, len(cfg.Entries))
 	for id := range cfg.Entries {
-		pending[id] = len(cfg.Deps[id])
-		for _, dep := range cfg.Deps[id] {
-			users[dep] = append(users[dep], id)
-		}
+		ids = append(ids, id)
 	}
-	var ready []ID
-	for id, n := range pending {
-		if n == 0 {
-			ready = append(ready, id)
-		}
+	slices.Sort(ids)
+	rank := make(map[ID]int, len(ids))
+	for i, id := range ids {
+		rank[id] = i
 	}
-	sort.Slice(ready, func(i, j int) bool { return ready[i] < ready[j] })
-	out := make([]ID, 0, len(cfg.Entries))
-	for len(ready) > 0 {
-		id := ready[0]
-		ready = ready[1:]
-		out = append(out, id)
-		var freed []ID
-		for _, u := range users[id] {
-			pending[u]--
-			if pending[u] == 0 {
-				freed = append(freed, u)
+	pending := make([]int, len(ids))
+	users := make([][]int, len(ids))
+	ready := &rankHeap{}
+	for i, id := range ids {
+		deps := cfg.Deps[id]
+		pending[i] = len(deps)
+		for _, dep := range deps {
+			if j, ok := rank[dep]; ok {
+				users[j] = append(users[j], i)
 			}
 		}
-		if len(freed) > 0 {
-			ready = append(ready, freed...)
-			sort.Slice(ready, func(i, j int) bool { return ready[i] < ready[j] })
+		if len(deps) == 0 {
+			*ready = append(*ready, i) // ascending: already a heap
+		}
+	}
+	out := make([]ID, 0, len(ids))
+	for ready.Len() > 0 {
+		i := heap.Pop(ready).(int)
+		out = append(out, ids[i])
+		for _, u := range users[i] {
+			pending[u]--
+			if pending[u] == 0 {
+				heap.Push(ready, u)
+			}
 		}
 	}
 	return out
+}
+
+// rankHeap is a min-heap of ranks.
+type rankHeap []int
+
+func (h rankHeap) Len() int           { return len(h) }
+func (h rankHeap) Less(i, j int) bool { return h[i] < h[j] }
+func (h rankHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *rankHeap) Push(x any)        { *h = append(*h, x.(int)) }
+func (h *rankHeap) Pop() any {
+	old := *h
+	x := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return x
 }

@@ -7,9 +7,15 @@ import "gopkg.in/yaml.v3"
 // decoders see plain mappings. Keys written in a mapping win over merged
 // ones, and earlier merged mappings over later ones, as YAML specifies.
 // Merged fields keep the positions where they were written (at the
-// anchor), so an error in one points there.
-func resolveAliases(n *yaml.Node) {
-	resolveNode(n, map[*yaml.Node]bool{})
+// anchor), so an error in one points there. aliased says whether n has
+// aliases at all; without them it is a tree, and each node is reached once
+// anyway.
+func resolveAliases(n *yaml.Node, aliased bool) {
+	var seen map[*yaml.Node]bool
+	if aliased {
+		seen = map[*yaml.Node]bool{}
+	}
+	resolveNode(n, seen)
 }
 
 // resolveNode visits each node once, however many aliases name it, so a
@@ -18,7 +24,9 @@ func resolveNode(n *yaml.Node, seen map[*yaml.Node]bool) {
 	if n == nil || seen[n] {
 		return
 	}
-	seen[n] = true
+	if seen != nil {
+		seen[n] = true
+	}
 	for i, c := range n.Content {
 		for c != nil && c.Kind == yaml.AliasNode && c.Alias != nil {
 			c = c.Alias

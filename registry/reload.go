@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -25,11 +24,15 @@ func (s ReloadSummary) String() string {
 }
 
 // Reload loads paths and applies the result. An invalid configuration
-// changes nothing: the Errors are returned and counted as rejected.
+// changes nothing: the Errors are returned and counted as rejected. A load
+// that failed for a reason that may pass (Transient) or was abandoned with
+// ctx changes nothing either, and is not counted: the caller retries.
 func (rt *Runtime) Reload(ctx context.Context, l *Loader, paths ...string) (*Config, ReloadSummary, error) {
-	cfg, err := l.Load(paths...)
+	cfg, err := l.LoadContext(ctx, paths...)
 	if err != nil {
-		rt.reloads.WithLabelValues("rejected").Inc()
+		if ctx.Err() == nil && !Transient(err) {
+			rt.reloads.WithLabelValues("rejected").Inc()
+		}
 		return nil, ReloadSummary{}, err
 	}
 	sum, err := rt.Apply(ctx, cfg)
@@ -53,13 +56,15 @@ func (rt *Runtime) Reload(ctx context.Context, l *Loader, paths ...string) (*Con
 // hold the old instance; an explicit depends_on alone does not restart
 // the dependent, since processes reach each other by registered name.
 func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error) {
-	var sum ReloadSummary
-	err := rt.do(ctx, func() { sum = rt.apply(ctx, cfg) })
-	if err != nil {
-		return sum, err
+	// When ctx ends first, do returns while the loop may still run the
+	// apply: the summary comes back through a channel that nobody need
+	// read, never through a variable both would touch.
+	res := make(chan ReloadSummary, 1)
+	if err := rt.do(ctx, func() { res <- rt.apply(ctx, cfg) }); err != nil {
+		return ReloadSummary{}, err
 	}
 	rt.reloads.WithLabelValues("applied").Inc()
-	return sum, nil
+	return <-res, nil
 }
 
 func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
@@ -70,12 +75,18 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 	// supervisor reads the restart policy when it needs it, and the run set
 	// below starts or stops what auto_start and depends_on now ask for.
 	lifecycleOnly := map[ID]bool{}
+	// An entry whose kind changed is replaced: its running instance is the
+	// old kind's, which has no business being offered the new kind's spec.
+	kindChanged := map[ID]bool{}
 	for id, e := range cfg.Entries {
 		if s, ok := old.slots[id]; !ok {
 			sum.Added = append(sum.Added, id)
-		} else if s.entry.Digest != e.Digest || s.entry.Kind != e.Kind {
+		} else if s.entry.Kind != e.Kind {
 			changed[id] = true
-			if s.entry.Kind == e.Kind && digestExcept(s.entry, "meta", "lifecycle") == digestExcept(e, "meta", "lifecycle") {
+			kindChanged[id] = true
+		} else if s.entry.Digest != e.Digest {
+			changed[id] = true
+			if e.bodyDigest != "" && s.entry.bodyDigest == e.bodyDigest {
 				lifecycleOnly[id] = true
 			}
 		}
@@ -158,7 +169,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		if !isLive(s) {
 			continue
 		}
-		if lifecycleOnly[id] || rt.updateInPlace(ctx, id, s.entry, st) {
+		if !kindChanged[id] && (lifecycleOnly[id] || rt.updateInPlace(ctx, id, s.entry, st)) {
 			continue
 		}
 		restart[id] = true
@@ -216,7 +227,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		started[id] = true
 	}
 	for _, l := range [][]ID{sum.Added, sum.Updated, sum.Restarted, sum.Removed, sum.Unchanged, sum.Failed} {
-		sort.Slice(l, func(i, j int) bool { return l[i] < l[j] })
+		slices.Sort(l)
 	}
 	return sum
 }

@@ -348,3 +348,37 @@ entries:
 		t.Fatalf("definition and lifecycle change: %+v", sum)
 	}
 }
+
+// Changing an entry's kind replaces it: the old kind's instance is never
+// offered the new kind's spec (which it would refuse, with a warning).
+func TestApplyKindChange(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": `namespace: a
+entries:
+  - {name: x, kind: test.upd, size: 1, lifecycle: {auto_start: true}}
+`})
+	before := r.pid("a:x")
+	inst, _ := r.rt.Instance("a:x")
+	old := inst.(*updInstance)
+	r.write("c.yaml", `namespace: a
+entries:
+  - {name: x, kind: test.svc, size: 1, lifecycle: {auto_start: true}}
+`)
+	sum := r.apply()
+	if fmt.Sprint(sum.Updated) != "[a:x]" || fmt.Sprint(sum.Restarted) != "[a:x]" {
+		t.Fatalf("kind change: %+v", sum)
+	}
+	if n := old.offered.Load(); n != 0 {
+		t.Errorf("the old kind's instance was offered the new spec %d times", n)
+	}
+	if p := r.pid("a:x"); p.IsZero() || p == before {
+		t.Errorf("a:x was not replaced: %v then %v", before, p)
+	}
+	if inst, _ := r.rt.Instance("a:x"); inst == nil {
+		t.Fatal("a:x not running")
+	} else if _, isUpd := inst.(*updInstance); isUpd {
+		t.Error("a:x still runs as test.upd")
+	}
+	if logs := r.logs.String(); strings.Contains(logs, "update in place failed") || strings.Contains(logs, "update panicked") {
+		t.Errorf("a kind change went through the old kind's updater:\n%s", logs)
+	}
+}

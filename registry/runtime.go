@@ -179,7 +179,7 @@ func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
 func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	counts := map[Status]int{}
 	for _, s := range c.rt.snap.Load().slots {
-		counts[s.state.Load().Status]++
+		counts[c.rt.observed(s).Status]++
 	}
 	for _, st := range []Status{StatusDefined, StatusStarting, StatusRunning, StatusStopping, StatusStopped, StatusFailed} {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[st]), string(st))
@@ -470,7 +470,7 @@ func (rt *Runtime) Info(id ID) (EntryInfo, bool) {
 	if !ok {
 		return EntryInfo{}, false
 	}
-	return EntryInfo{Entry: s.entry, EntryState: *s.state.Load()}, true
+	return EntryInfo{Entry: s.entry, EntryState: rt.observed(s)}, true
 }
 
 // Entries returns every entry with its state, in dependency order.
@@ -479,7 +479,7 @@ func (rt *Runtime) Entries() []EntryInfo {
 	out := make([]EntryInfo, 0, len(snap.cfg.Order))
 	for _, id := range snap.cfg.Order {
 		s := snap.slots[id]
-		out = append(out, EntryInfo{Entry: s.entry, EntryState: *s.state.Load()})
+		out = append(out, EntryInfo{Entry: s.entry, EntryState: rt.observed(s)})
 	}
 	return out
 }
@@ -490,7 +490,7 @@ func (rt *Runtime) NotReady() []ID {
 	var out []ID
 	for _, id := range snap.cfg.Order {
 		s := snap.slots[id]
-		if s.entry.Lifecycle.AutoStart && s.state.Load().Status != StatusRunning {
+		if s.entry.Lifecycle.AutoStart && rt.observed(s).Status != StatusRunning {
 			out = append(out, id)
 		}
 	}

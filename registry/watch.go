@@ -32,6 +32,14 @@ type WatchOptions struct {
 	// --no-watch, and for file systems that give no change notifications,
 	// where SIGHUP is the way to reload.
 	Manual bool
+	// RetryDelay is the first wait before a reload that failed for a
+	// transient reason (Transient: too many open files, say) is tried
+	// again; each further failure doubles it, up to RetryMaxDelay. Such a
+	// reload is retried until it applies or is rejected, or a change or
+	// Trigger reloads anyway. Default: 250ms.
+	RetryDelay time.Duration
+	// RetryMaxDelay caps the wait between retries. Default: 30s.
+	RetryMaxDelay time.Duration
 }
 
 // Watcher reloads the configuration when its files change. It watches
@@ -48,9 +56,10 @@ type Watcher struct {
 	stopped chan struct{}
 
 	// Owned by the watcher's goroutine.
-	dirs  map[string]bool
-	files map[string]bool // YAML files and sources in use (absolute)
-	roots []string        // configuration directories (absolute)
+	rescan bool // a directory was newly watched: reload once more
+	dirs   map[string]bool
+	files  map[string]bool // YAML files and sources in use (absolute)
+	roots  []string        // configuration directories (absolute)
 }
 
 // Watch starts watching (with Manual, only waiting for Trigger).
@@ -60,6 +69,12 @@ func Watch(opts WatchOptions) (*Watcher, error) {
 	}
 	if opts.Debounce <= 0 {
 		opts.Debounce = 100 * time.Millisecond
+	}
+	if opts.RetryDelay <= 0 {
+		opts.RetryDelay = 250 * time.Millisecond
+	}
+	if opts.RetryMaxDelay <= 0 {
+		opts.RetryMaxDelay = 30 * time.Second
 	}
 	w := &Watcher{
 		opts: opts, log: opts.Logger,
@@ -160,6 +175,9 @@ func (w *Watcher) track(cfg *Config) {
 			continue
 		}
 		w.dirs[d] = true
+		// What changed in d between the load that found it and this watch
+		// produced no event: look again once it is watched.
+		w.rescan = true
 	}
 }
 
@@ -209,6 +227,34 @@ func (w *Watcher) run() {
 	timer.Stop()
 	defer timer.Stop()
 	pending := false
+	// A reload that failed for a transient reason is tried again after a
+	// growing delay; any reload resets it.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	failures := 0
+	reload := func(cause string) {
+		retry.Stop()
+		w.rescan = false
+		again := w.reload(cause)
+		if w.rescan {
+			w.rescan = false
+			pending = true
+			timer.Reset(w.opts.Debounce)
+		}
+		if !again {
+			failures = 0
+			return
+		}
+		delay := w.opts.RetryDelay
+		for i := 0; i < failures && delay < w.opts.RetryMaxDelay; i++ {
+			delay *= 2
+		}
+		delay = min(delay, w.opts.RetryMaxDelay)
+		failures++
+		w.log.Warn("reload will be retried", "in", delay, "attempt", failures)
+		retry.Reset(delay)
+	}
 	for {
 		select {
 		case <-w.done:
@@ -235,17 +281,22 @@ func (w *Watcher) run() {
 		case <-w.trigger:
 			timer.Stop()
 			pending = false
-			w.reload("signal")
+			reload("signal")
 		case <-timer.C:
 			if pending {
 				pending = false
-				w.reload("change")
+				reload("change")
 			}
+		case <-retry.C:
+			reload("retry")
 		}
 	}
 }
 
-func (w *Watcher) reload(cause string) {
+// reload loads and applies the configuration and logs the outcome. It
+// reports whether the reload failed for a transient reason and should be
+// tried again.
+func (w *Watcher) reload(cause string) (retry bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -258,6 +309,16 @@ func (w *Watcher) reload(cause string) {
 	start := time.Now()
 	cfg, sum, err := w.opts.Runtime.Reload(ctx, w.opts.Loader, w.opts.Paths...)
 	if err != nil {
+		if ctx.Err() != nil {
+			return false // closing: the load was abandoned
+		}
+		if Transient(err) {
+			w.log.Error("reload failed for a reason that may pass; nothing changed", "cause", cause, "error", transientText(err))
+			// The directories may have changed meanwhile; watching them
+			// may have failed for the same reason.
+			w.track(w.opts.Runtime.Config())
+			return true
+		}
 		var es Errors
 		if errors.As(err, &es) {
 			w.log.Error("reload rejected: the new configuration is invalid; nothing changed", "errors", len(es), "cause", cause)
@@ -267,10 +328,10 @@ func (w *Watcher) reload(cause string) {
 			// New directories may exist even though the config is broken:
 			// keep watching them so the fix is seen.
 			w.track(w.opts.Runtime.Config())
-			return
+			return false
 		}
 		w.log.Error("reload failed", "error", err)
-		return
+		return false
 	}
 	w.track(cfg)
 	w.log.Info("reload applied: "+sum.String(), "cause", cause, "took", time.Since(start).Round(time.Microsecond))
@@ -278,4 +339,19 @@ func (w *Watcher) reload(cause string) {
 	if len(sum.Failed) > 0 {
 		w.log.Warn("reload: some entries did not start", "failed", sum.Failed)
 	}
+	return false
+}
+
+// transientText is the first transient error of a failed load, which
+// says why it may pass.
+func transientText(err error) string {
+	var es Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			if e.Err != nil && transientCause(e.Err) {
+				return e.Error()
+			}
+		}
+	}
+	return err.Error()
 }

@@ -7,7 +7,11 @@ import (
 )
 
 // Wire tags. The encoding is a tag byte followed by the value:
-// lengths and counts are uvarints, numbers are 8-byte IEEE 754.
+// lengths and counts are uvarints, numbers are 8-byte IEEE 754. An error
+// is its kind, message and code (strings), then its member count plus one
+// (0: no member list) and the members, each tagged tagError. The format
+// has no version of its own: the envelope that carries it across nodes
+// has one.
 const (
 	tagNil byte = iota
 	tagFalse
@@ -111,9 +115,13 @@ func (e *encoder) value(v any, depth int, path string) error {
 }
 
 func (e *encoder) err(x *Error, depth int, path string) error {
+	if depth > MaxDepth {
+		return NewError(KindInvalid, "%s: nested deeper than %d levels", path, MaxDepth)
+	}
 	e.buf = append(e.buf, tagError)
 	e.str(string(x.Kind))
 	e.str(x.Message)
+	e.str(x.Code)
 	if x.Errors == nil {
 		e.uvarint(0)
 		return nil
@@ -275,13 +283,17 @@ func (d *decoder) err(depth int) (*Error, error) {
 	if err != nil {
 		return nil, err
 	}
+	code, err := d.str()
+	if err != nil {
+		return nil, err
+	}
 	n, err := d.uvarint()
 	if err != nil {
 		return nil, err
 	}
-	out := &Error{Kind: Kind(kind), Message: msg}
+	out := &Error{Kind: Kind(kind), Message: msg, Code: code}
 	if n == 0 {
-		return out, nil
+		return canonical(out), nil
 	}
 	if n-1 > uint64(len(d.b)) {
 		return nil, errTruncated

@@ -28,6 +28,9 @@ type Error struct {
 	Kind    Kind
 	Message string
 	Errors  []*Error // members of an aggregate, in order; nil otherwise
+	// Code names the sentinel this error is or derives from (see
+	// Sentinel), "" for none. It survives copying, FromError and the wire.
+	Code string
 }
 
 // NewError returns an error of the given kind.
@@ -48,11 +51,20 @@ func Aggregate(message string, members []*Error) *Error {
 
 func (e *Error) Error() string { return e.Message }
 
-// Is reports whether target is an *Error of the same kind and message, so a
-// sentinel still matches after the error was copied or crossed the wire.
+// Is reports whether target is an *Error with the same code, or with the
+// same kind and message (unless both have codes, and they differ). A
+// sentinel therefore still matches after the error was copied, converted
+// by FromError with added context, or decoded from the wire: the code
+// travels with it.
 func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
-	return ok && t.Kind == e.Kind && t.Message == e.Message
+	if !ok {
+		return false
+	}
+	if t.Code != "" && e.Code != "" {
+		return t.Code == e.Code
+	}
+	return t.Kind == e.Kind && t.Message == e.Message
 }
 
 // KindOf returns the kind of err: the kind of the first *Error or KindError in
@@ -75,8 +87,9 @@ func KindOf(err error) Kind {
 // ErrorKind implements the interface KindOf looks for.
 func (e *Error) ErrorKind() Kind { return e.Kind }
 
-// FromError converts any Go error to an *Error, keeping the kind of the first
-// *Error in the chain and the full message of err (with its context).
+// FromError converts any Go error to an *Error, keeping the kind, code and
+// members of the first *Error in the chain and the full message of err
+// (with its context).
 func FromError(err error) *Error {
 	if err == nil {
 		return nil
@@ -86,7 +99,7 @@ func FromError(err error) *Error {
 		if ve == err {
 			return ve
 		}
-		return &Error{Kind: ve.Kind, Message: err.Error(), Errors: ve.Errors}
+		return &Error{Kind: ve.Kind, Message: err.Error(), Errors: ve.Errors, Code: ve.Code}
 	}
 	return &Error{Kind: KindOf(err), Message: err.Error()}
 }

@@ -74,7 +74,7 @@ func (c *copier) copy(v any, depth int, path string) (any, error) {
 		if x == nil {
 			return nil, nil
 		}
-		out := &Error{Kind: x.Kind, Message: x.Message}
+		out := &Error{Kind: x.Kind, Message: x.Message, Code: x.Code}
 		if x.Errors != nil {
 			out.Errors = make([]*Error, len(x.Errors))
 			for i, m := range x.Errors {

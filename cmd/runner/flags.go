@@ -26,6 +26,7 @@ type runFlags struct {
 	logLevel slog.Level
 	cluster  clusterConfig
 	memLimit memoryLimit
+	load     *loadFlags
 }
 
 // clusterConfig is validated now; clustering itself comes later.
@@ -78,6 +79,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	logFmt := fs.String("log-format", "", "log `FORMAT`: text or json (default: text on a terminal, json otherwise)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	fs.Var(&f.memLimit, "memory-limit", "the Go runtime's soft memory limit, a `SIZE` such as 2GiB or off (default: GOMEMLIMIT)")
+	f.load = addLoadFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: runner run [flags] [PATH...] [-- ARGS for --main]")
 		fs.PrintDefaults()
@@ -120,6 +122,9 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 		}
 	}
 	if err := f.cluster.validate(); err != nil {
+		return nil, err
+	}
+	if err := f.load.check(); err != nil {
 		return nil, err
 	}
 	return f, nil

@@ -32,7 +32,7 @@ var version = "dev"
 
 const usage = `usage:
   runner run [flags] [PATH...] [-- ARGS]   run a config (default: config.example.yaml)
-  runner validate PATH...                   check a config; exit 1 listing every error
+  runner validate [flags] PATH...           check a config; exit 1 listing every error
   runner version                            print the version
 
 run 'runner run -h' for the flags of run; docs/cli.md has the details.
@@ -63,7 +63,7 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 		}
 		return run(f, stdout, stderr, sigs, force)
 	case "validate":
-		return validate(args[1:], stdout, stderr)
+		return validate(args[1:], stdout, stderr, sigs)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "runner %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
@@ -85,10 +85,14 @@ func buildVersion() string {
 	return version
 }
 
-func validate(args []string, stdout, stderr io.Writer) int {
+func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) int {
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() { fmt.Fprintln(stderr, "usage: runner validate PATH...") }
+	lf := addLoadFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: runner validate [flags] PATH...")
+		fs.PrintDefaults()
+	}
 	paths, _, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -97,7 +101,16 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	cfg, err := (&registry.Loader{Kinds: newKinds(io.Discard)}).Load(paths...)
+	if err := lf.check(); err != nil {
+		fmt.Fprintf(stderr, "runner validate: %v\n", err)
+		return 2
+	}
+	log := logging.New(logging.Options{Writer: stderr, Level: slog.LevelWarn})
+	cfg, sig, _, err := loadWatching(lf.loader(newKinds(io.Discard), log), paths, sigs)
+	if sig != nil {
+		fmt.Fprintf(stderr, "runner validate: stopped by %s before the configuration was read\n", sig)
+		return signalExit(sig)
+	}
 	if err != nil {
 		printLoadErrors(stderr, err)
 		return 1
@@ -118,6 +131,11 @@ func printLoadErrors(w io.Writer, err error) {
 	fmt.Fprintln(w, err)
 }
 
+// startedHook, when a test sets it, is called with the app once its
+// entries run, before the runner waits for a signal: the soak and
+// root-death tests reach the node through it.
+var startedHook func(*app)
+
 // app is one `runner run`: the runtime and what serves it.
 type app struct {
 	log     *slog.Logger
@@ -136,8 +154,14 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			"cluster_bind", f.cluster.Bind, "cluster_join", f.cluster.Join, "secret", f.cluster.SecretFile != "")
 	}
 	kinds := newKinds(stdout)
-	loader := &registry.Loader{Kinds: kinds}
-	cfg, err := loader.Load(f.paths...)
+	loader := f.load.loader(kinds, log)
+	// A stop signal while the configuration loads abandons the load; a
+	// SIGHUP is remembered and reloads once started.
+	cfg, sig, hupDuringStart, err := loadWatching(loader, f.paths, sigs)
+	if sig != nil {
+		log.Info("stopped while loading the configuration", "signal", sig.String())
+		return 0
+	}
 	if err != nil {
 		printLoadErrors(stderr, err)
 		return 1
@@ -162,7 +186,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	}
 	a.rt.SetOwner(a.root)
 	if f.http != "" {
-		a.srv, err = observe.Listen(f.http, observe.Handler(observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log}), log)
+		a.srv, err = observe.Listen(f.http, observe.Handler(observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log}), observe.ListenOptions{Logger: log})
 		if err != nil {
 			fmt.Fprintf(stderr, "runner run: %v\n", err)
 			a.shutdown()
@@ -176,8 +200,6 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	startCtx, cancelStart := context.WithCancel(context.Background())
 	startErr := make(chan error, 1)
 	go func() { startErr <- a.rt.Start(startCtx, cfg) }()
-	var sig os.Signal
-	hupDuringStart := false
 	for waiting := true; waiting; {
 		select {
 		case err = <-startErr:
@@ -226,6 +248,9 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	if hupDuringStart && a.watcher != nil {
 		a.watcher.Trigger()
 	}
+	if startedHook != nil {
+		startedHook(a)
+	}
 	var mainDone <-chan process.Exit
 	if f.mainID != "" {
 		var args []any
@@ -246,6 +271,12 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	code := 0
 	for done := false; !done; {
 		select {
+		case <-a.root.Done():
+			// Nothing restarts a failed entry any more: carrying on
+			// would look healthy while it is not.
+			log.Error("root supervisor died: failed entries would no longer be restarted; stopping", "error", a.root.Exit().Err)
+			code = 1
+			done = true
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
 				if a.watcher != nil {
@@ -321,6 +352,8 @@ func (a *app) shutdown() {
 // its exit.
 func spawnMain(node *process.Node, rt *registry.Runtime, id registry.ID, args []any) (<-chan process.Exit, error) {
 	res := make(chan process.Exit, 1)
+	// The watcher is the runtime's (System): a script that stopped it
+	// would leave the runner waiting for ever.
 	watcher, err := node.SpawnFunc(func(p *process.Proc) (any, error) {
 		for {
 			if e, ok := p.TryEvent(); ok {
@@ -345,7 +378,7 @@ func spawnMain(node *process.Node, rt *registry.Runtime, id registry.ID, args []
 				return nil, nil
 			}
 		}
-	}, process.SpawnOptions{})
+	}, process.SpawnOptions{System: true})
 	if err != nil {
 		return nil, err
 	}

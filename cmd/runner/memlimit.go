@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -32,44 +31,22 @@ func (m *memoryLimit) String() string {
 	return strconv.FormatInt(m.bytes, 10)
 }
 
-// Set parses a size as GOMEMLIMIT does: bytes, with an optional suffix B,
-// KiB, MiB, GiB or TiB; or "off" for no limit.
+// Set parses a size as parseSize does (bytes, or with KiB, MiB or GiB),
+// or "off" for no limit.
 func (m *memoryLimit) Set(s string) error {
-	n, err := parseByteSize(s)
+	if strings.TrimSpace(s) == "off" {
+		m.set, m.bytes = true, math.MaxInt64
+		return nil
+	}
+	n, err := parseSize(s)
 	if err != nil {
-		return err
+		return fmt.Errorf("%w, or off", err)
+	}
+	if n < minMemoryLimit {
+		return fmt.Errorf("%d bytes is below the smallest limit, %d (16MiB)", n, minMemoryLimit)
 	}
 	m.set, m.bytes = true, n
 	return nil
-}
-
-func parseByteSize(s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "off" {
-		return math.MaxInt64, nil
-	}
-	units := []struct {
-		suffix string
-		mult   int64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}, {"B", 1}}
-	mult := int64(1)
-	for _, u := range units {
-		if strings.HasSuffix(s, u.suffix) {
-			s, mult = strings.TrimSpace(strings.TrimSuffix(s, u.suffix)), u.mult
-			break
-		}
-	}
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n < 0 {
-		return 0, errors.New("want a size in bytes with an optional suffix B, KiB, MiB, GiB or TiB (e.g. 2GiB), or off")
-	}
-	if n > math.MaxInt64/mult {
-		return 0, fmt.Errorf("%s is too large", s)
-	}
-	if n*mult < minMemoryLimit {
-		return 0, fmt.Errorf("%d bytes is below the smallest limit, %d (16MiB)", n*mult, minMemoryLimit)
-	}
-	return n * mult, nil
 }
 
 // apply sets the limit when the flag was given, and logs the limit in

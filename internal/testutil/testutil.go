@@ -1,14 +1,24 @@
 // Package testutil holds the helpers every package's tests share: polling
-// for a condition with a generous deadline (never sleep-and-hope), and a
-// log sink that concurrent writers may share.
+// for a condition with a generous deadline (never sleep-and-hope), a log
+// sink that concurrent writers may share, and the -soak flag.
+//
+// Every package with tests imports it (a blank import will do), so that
+// `go test ./... -run Soak -soak 2m` is understood by every test binary:
+// one that did not define -soak would fail on it.
 package testutil
 
 import (
 	"bytes"
+	"flag"
 	"sync"
 	"testing"
 	"time"
 )
+
+var soak = flag.Duration("soak", 0, "run the opt-in soak tests for this long (go test ./... -run Soak -soak 2m); 0 skips them")
+
+// Soak returns the -soak duration; 0 (the default) means soak tests skip.
+func Soak() time.Duration { return *soak }
 
 // Deadline is how long Eventually waits: generous, since the machines that
 // run the tests are small and busy.

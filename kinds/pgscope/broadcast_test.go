@@ -97,12 +97,15 @@ func (b *blockingTransport) Send(to process.PID, m process.Message) error {
 	<-b.release
 	return nil
 }
-func (b *blockingTransport) Monitor(process.PID, process.PID) error          { return nil }
-func (b *blockingTransport) Demonitor(process.PID, process.PID)              {}
-func (b *blockingTransport) Link(process.PID, process.PID) error             { return nil }
-func (b *blockingTransport) Unlink(process.PID, process.PID)                 {}
-func (b *blockingTransport) LinkExit(process.PID, process.PID, process.Exit) {}
-func (b *blockingTransport) Exit(process.PID, error) error                   { return nil }
+func (b *blockingTransport) SendName(string, string, process.Message) error     { return nil }
+func (b *blockingTransport) Exit(process.PID, process.PID, error) error         { return nil }
+func (b *blockingTransport) Kill(process.PID, process.PID) error                { return nil }
+func (b *blockingTransport) Monitor(process.PID, process.PID) error             { return nil }
+func (b *blockingTransport) Demonitor(process.PID, process.PID)                 {}
+func (b *blockingTransport) MonitorExit(process.PID, process.PID, process.Exit) {}
+func (b *blockingTransport) Link(process.PID, process.PID) error                { return nil }
+func (b *blockingTransport) Unlink(process.PID, process.PID)                    {}
+func (b *blockingTransport) LinkExit(process.PID, process.PID, process.Exit)    {}
 
 // broadcast_timeout bounds a remote delivery; a hanging member neither
 // blocks the scope nor delays local members; broadcast_local never tries
@@ -117,7 +120,7 @@ func TestBroadcastTimeoutAndLocal(t *testing.T) {
 		t.Fatal(err)
 	}
 	remote := process.PID{Node: "n2", ID: 4, Creation: 1}
-	h.onLoop(func() { h.s.st.remoteJoin("n2", "g", []process.PID{remote}) })
+	h.must(h.s.ApplyJoin(bg, "n2", "g", []process.PID{remote}))
 
 	n, err := h.s.BroadcastLocal(local, "g", "only-local", nil)
 	if err != nil || n != 1 {

@@ -16,7 +16,9 @@
 // queue that a full action queue cannot refuse.
 //
 // State is kept per node and every change is diffed, so the cluster protocol
-// only has to add peers: it feeds a peer's joins, leaves and full syncs to
-// that node's share (remoteJoin, remoteLeave, syncNode, nodeDown) and only
-// real changes raise events.
+// only has to add peers: through the Replica interface (cluster.go) it
+// feeds a peer's joins, leaves and full syncs to that node's share
+// (ApplyJoin, ApplyLeave, ApplySync, ApplyNodeDown), and only real changes
+// raise events; SubscribeLocal gives it this node's members and their
+// changes to send out.
 package pgscope

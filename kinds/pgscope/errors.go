@@ -2,29 +2,33 @@ package pgscope
 
 import "github.com/proctor-run/proctor/value"
 
-// Sentinel errors. Each is a *value.Error, so its kind survives wrapping,
-// copying into Lua (err.kind) and the wire; match them with errors.Is.
+// Sentinel errors. Each is a *value.Error with a stable code (see
+// value.Sentinel), so its kind and identity survive wrapping, copying into
+// Lua (err.kind) and the wire; match them with errors.Is.
 var (
 	// ErrNotJoined: a leave named only groups the process is not in.
-	ErrNotJoined = value.NewError(value.KindNotJoined, "not joined")
+	ErrNotJoined = value.Sentinel("pgscope.not_joined", value.KindNotJoined, "not joined")
 	// ErrTooManyGroups: a join would create a group past max_groups.
-	ErrTooManyGroups = value.NewError(value.KindLimit, "too many groups")
+	ErrTooManyGroups = value.Sentinel("pgscope.too_many_groups", value.KindLimit, "too many groups")
 	// ErrGroupFull: a join would put a group past max_members_per_group.
-	ErrGroupFull = value.NewError(value.KindLimit, "group full")
+	ErrGroupFull = value.Sentinel("pgscope.group_full", value.KindLimit, "group full")
 	// ErrNotLocal: only processes of this node may join, leave or own a
 	// subscription through the local API.
-	ErrNotLocal = value.NewError(value.KindInvalid, "not a local process")
+	ErrNotLocal = value.Sentinel("pgscope.not_local", value.KindInvalid, "not a local process")
+	// ErrNotRemote: a remote update (Replica) named this node, or PIDs
+	// that are not the named node's.
+	ErrNotRemote = value.Sentinel("pgscope.not_remote", value.KindInvalid, "not the remote node's members")
 	// ErrInvalidGroup: a group name must be a non-empty string.
-	ErrInvalidGroup = value.NewError(value.KindInvalid, "invalid group name")
+	ErrInvalidGroup = value.Sentinel("pgscope.invalid_group", value.KindInvalid, "invalid group name")
 	// ErrTimeout: the scope's loop did not answer within protocol_timeout.
-	ErrTimeout = value.NewError(value.KindTimeout, "pg scope did not answer in time")
+	ErrTimeout = value.Sentinel("pgscope.timeout", value.KindTimeout, "pg scope did not answer in time")
 	// ErrNotRunning: no running scope has that entry ID.
-	ErrNotRunning = value.NewError(value.KindNotFound, "pg scope not running")
+	ErrNotRunning = value.Sentinel("pgscope.not_running", value.KindNotFound, "pg scope not running")
 	// ErrNotScope: the entry is not a pg.scope.
-	ErrNotScope = value.NewError(value.KindInvalid, "not a pg.scope entry")
+	ErrNotScope = value.Sentinel("pgscope.not_scope", value.KindInvalid, "not a pg.scope entry")
 	// ErrCallerGone: the caller's context ended (its process is stopping)
 	// while it waited for the scope.
-	ErrCallerGone = value.NewError(value.KindStopped, "caller stopped waiting")
+	ErrCallerGone = value.Sentinel("pgscope.caller_gone", value.KindStopped, "caller stopped waiting")
 	// ErrStopped: the scope is not running.
-	ErrStopped = value.NewError(value.KindStopped, "pg scope stopped")
+	ErrStopped = value.Sentinel("pgscope.stopped", value.KindStopped, "pg scope stopped")
 )

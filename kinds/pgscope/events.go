@@ -47,6 +47,7 @@ type Subscription struct {
 	owner process.PID
 	group string
 	all   bool
+	local bool       // scope-wide, but only changes of this node's processes
 	ch    chan Event // nil when sink is set
 	sink  Sink
 

@@ -103,7 +103,7 @@ func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
 	// process's Terminate halts the scope, which cancels the loop.
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	pid, err := env.Node.Spawn(scopeProc{s}, process.SpawnOptions{})
+	pid, err := env.Node.Spawn(scopeProc{s}, process.SpawnOptions{System: true})
 	if err != nil {
 		cancel()
 		return nil, fmt.Errorf("pg scope %s: spawn scope process: %w", id, err)

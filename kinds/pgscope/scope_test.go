@@ -269,7 +269,7 @@ func TestDistinctMembers(t *testing.T) {
 	if err := h.s.Join(b, "g"); err != nil {
 		t.Fatal(err)
 	}
-	h.onLoop(func() { h.s.st.remoteJoin("n2", "g", []process.PID{remote, remote}) })
+	h.must(h.s.ApplyJoin(bg, "n2", "g", []process.PID{remote, remote}))
 	if got := h.s.DistinctMembers("g"); !equalPIDs(got, []process.PID{a, b, remote}) {
 		t.Fatalf("distinct = %v", got)
 	}
@@ -351,7 +351,7 @@ func TestMonitorSequences(t *testing.T) {
 				t.Fatal(snap2, err)
 			}
 			remote := process.PID{Node: "n2", ID: 9, Creation: 1}
-			h.onLoop(func() { s.st.remoteJoin("n2", group, []process.PID{remote, remote}) })
+			h.must(s.ApplyJoin(bg, "n2", group, []process.PID{remote, remote}))
 			expectEvent(t, sub, MemberJoined, group, remote, remote)
 			if got := s.GetLocalMembers(group); !equalPIDs(got, []process.PID{self}) {
 				t.Fatalf("local = %v", got)
@@ -360,7 +360,7 @@ func TestMonitorSequences(t *testing.T) {
 				t.Fatal(err)
 			}
 			expectEvent(t, sub, MemberLeft, group, self)
-			h.onLoop(func() { s.st.remoteLeave("n2", []process.PID{remote}, []string{group}) })
+			h.must(s.ApplyLeave(bg, "n2", []process.PID{remote}, []string{group}))
 			expectEvent(t, sub, MemberLeft, group, remote)
 			// The second monitor saw the same sequence after its snapshot.
 			expectEvent(t, sub2, MemberJoined, group, remote, remote)
@@ -379,7 +379,7 @@ func TestMonitorSequences(t *testing.T) {
 				t.Fatalf("%d subscriptions registered, want 1", n)
 			}
 			// The remote node goes away: its member leaves.
-			h.onLoop(func() { s.st.nodeDown("n2") })
+			h.must(s.ApplyNodeDown(bg, "n2"))
 			expectEvent(t, sub, MemberLeft, group, remote)
 			// Closing stops events.
 			sub.Close(false)
@@ -405,7 +405,7 @@ func TestEventsSnapshot(t *testing.T) {
 	if err := h.s.Join(p, "one"); err != nil {
 		t.Fatal(err)
 	}
-	h.onLoop(func() { h.s.st.remoteJoin("n2", "one", []process.PID{remote}) })
+	h.must(h.s.ApplyJoin(bg, "n2", "one", []process.PID{remote}))
 	sub, snap, err := h.s.Events(process.PID{})
 	if err != nil {
 		t.Fatal(err)

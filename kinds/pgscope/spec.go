@@ -67,6 +67,38 @@ func DefaultSpec() Spec {
 	}
 }
 
+// Upper bounds of a scope's counts and sizes, checked when the entry is
+// validated (runner --limit pg.scope.FIELD=N overrides them).
+const (
+	// MaxCircuitBreakerFailures bounds circuit_breaker_failures.
+	MaxCircuitBreakerFailures = 1000
+	// MaxRetries bounds max_retries.
+	MaxRetries = 100
+	// MaxActionQueue bounds action_queue_size and action_queue_max_size:
+	// every queued operation holds memory until the loop runs it.
+	MaxActionQueue = 1_000_000
+	// MaxMonitorBuffer bounds monitor_buffer, allocated whole for every
+	// subscription.
+	MaxMonitorBuffer = 65_536
+	// MaxGroupsLimit bounds max_groups and max_members_per_group.
+	MaxGroupsLimit = 10_000_000
+)
+
+var _ registry.Bounded = Kind{}
+
+// Bounds implements registry.Bounded.
+func (Kind) Bounds() []registry.Bound {
+	return []registry.Bound{
+		{Field: "circuit_breaker_failures", Max: MaxCircuitBreakerFailures},
+		{Field: "max_retries", Max: MaxRetries},
+		{Field: "action_queue_size", Max: MaxActionQueue},
+		{Field: "action_queue_max_size", Max: MaxActionQueue},
+		{Field: "monitor_buffer", Max: MaxMonitorBuffer},
+		{Field: "max_groups", Max: MaxGroupsLimit},
+		{Field: "max_members_per_group", Max: MaxGroupsLimit},
+	}
+}
+
 // Kind implements registry.Kind (and Starter) for pg.scope.
 type Kind struct{}
 
@@ -95,12 +127,12 @@ func (Kind) Decode(d *registry.Decoder) any {
 	if s.AntiEntropyInterval < 0 {
 		d.Errorf("anti_entropy_interval", "must be 0 (disabled) or a positive duration, got %s", s.AntiEntropyInterval)
 	}
-	s.CircuitBreakerFailures = d.Int("circuit_breaker_failures", def.CircuitBreakerFailures)
+	s.CircuitBreakerFailures = d.Count("circuit_breaker_failures", def.CircuitBreakerFailures, MaxCircuitBreakerFailures)
 	if s.CircuitBreakerFailures < 1 {
 		d.Errorf("circuit_breaker_failures", "must be at least 1, got %d", s.CircuitBreakerFailures)
 	}
 	s.CircuitBreakerResetTime = positive("circuit_breaker_reset_time", d.Duration("circuit_breaker_reset_time", def.CircuitBreakerResetTime))
-	s.MaxRetries = d.Int("max_retries", def.MaxRetries)
+	s.MaxRetries = d.Count("max_retries", def.MaxRetries, MaxRetries)
 	if s.MaxRetries < 0 {
 		d.Errorf("max_retries", "must be 0 (no retries) or more, got %d", s.MaxRetries)
 	}
@@ -109,26 +141,26 @@ func (Kind) Decode(d *registry.Decoder) any {
 	if s.RetryBaseDelay > 0 && s.RetryMaxDelay > 0 && s.RetryMaxDelay < s.RetryBaseDelay {
 		d.Errorf("retry_max_delay", "must not be below retry_base_delay (%s), got %s", s.RetryBaseDelay, s.RetryMaxDelay)
 	}
-	s.ActionQueueSize = d.Int("action_queue_size", def.ActionQueueSize)
+	s.ActionQueueSize = d.Count("action_queue_size", def.ActionQueueSize, MaxActionQueue)
 	if s.ActionQueueSize < 1 {
 		d.Errorf("action_queue_size", "must be at least 1, got %d", s.ActionQueueSize)
 	}
-	s.ActionQueueMaxSize = d.Int("action_queue_max_size", def.ActionQueueMaxSize)
+	s.ActionQueueMaxSize = d.Count("action_queue_max_size", def.ActionQueueMaxSize, MaxActionQueue)
 	switch {
 	case s.ActionQueueMaxSize < 1:
 		d.Errorf("action_queue_max_size", "must be at least 1, got %d", s.ActionQueueMaxSize)
 	case s.ActionQueueSize >= 1 && s.ActionQueueSize > s.ActionQueueMaxSize:
 		d.Errorf("action_queue_size", "must not exceed action_queue_max_size (%d), got %d", s.ActionQueueMaxSize, s.ActionQueueSize)
 	}
-	s.MonitorBuffer = d.Int("monitor_buffer", def.MonitorBuffer)
+	s.MonitorBuffer = d.Count("monitor_buffer", def.MonitorBuffer, MaxMonitorBuffer)
 	if s.MonitorBuffer < 1 {
 		d.Errorf("monitor_buffer", "must be at least 1, got %d", s.MonitorBuffer)
 	}
-	s.MaxGroups = d.Int("max_groups", def.MaxGroups)
+	s.MaxGroups = d.Count("max_groups", def.MaxGroups, MaxGroupsLimit)
 	if s.MaxGroups < 0 {
 		d.Errorf("max_groups", "must be 0 (unlimited) or more, got %d", s.MaxGroups)
 	}
-	s.MaxMembersPerGroup = d.Int("max_members_per_group", def.MaxMembersPerGroup)
+	s.MaxMembersPerGroup = d.Count("max_members_per_group", def.MaxMembersPerGroup, MaxGroupsLimit)
 	if s.MaxMembersPerGroup < 0 {
 		d.Errorf("max_members_per_group", "must be 0 (unlimited) or more, got %d", s.MaxMembersPerGroup)
 	}

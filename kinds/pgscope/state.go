@@ -337,7 +337,12 @@ func (st *state) notify(kind EventKind, group string, pids []process.PID) {
 	for sub := range subs {
 		sub.offer(ev)
 	}
+	// The PIDs of one event are all of one node.
+	local := len(pids) > 0 && st.s.node.IsLocal(pids[0])
 	for sub := range st.scopeSubs {
+		if sub.local && !local {
+			continue
+		}
 		sub.offer(ev)
 	}
 }
@@ -440,9 +445,10 @@ func (st *state) closeAll() {
 	st.groupSubs = map[string]map[*Subscription]struct{}{}
 }
 
-// The methods below are the seam of the cluster protocol: it applies what a
-// peer node reports to that node's share of the state, and each change is
-// diffed against what was known so only real changes raise events.
+// The methods below are the seam of the cluster protocol (cluster.go): it
+// applies what a peer node reports to that node's share of the state, and
+// each change is diffed against what was known so only real changes raise
+// events.
 
 // remoteJoin records that pids of node joined group.
 func (st *state) remoteJoin(node, group string, pids []process.PID) {

@@ -148,7 +148,7 @@ func StartGroup(ctx context.Context, env *registry.Env, id registry.ID, spec *Gr
 		return nil, fmt.Errorf("group %s: %w", id, err)
 	}
 	g.scope.Store(s)
-	pid, err := env.Node.Spawn(groupBehavior{g}, process.SpawnOptions{Name: string(id)})
+	pid, err := env.Node.Spawn(groupBehavior{g}, process.SpawnOptions{System: true, Name: string(id)})
 	if err != nil {
 		return nil, fmt.Errorf("group %s: %w", id, err)
 	}

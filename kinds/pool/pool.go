@@ -170,7 +170,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 	p.publishView()
 	// Registered under its entry ID, like a process.lua service, so
 	// process.send("app:pool", ...) routes too.
-	pid, err := env.Node.Spawn(behavior{p}, process.SpawnOptions{TrapLinks: true, Name: string(id)})
+	pid, err := env.Node.Spawn(behavior{p}, process.SpawnOptions{System: true, Name: string(id)})
 	if err != nil {
 		return nil, fmt.Errorf("pool %s: %w", id, err)
 	}

@@ -215,7 +215,7 @@ func (p *core) ask(ctx context.Context, route func(process.Message) error, m pro
 	c := process.NewCall()
 	var r process.Reply
 	var err error
-	if rerr := route(c.Message(m)); rerr != nil {
+	if rerr := route(c.MessageWithin(m, timeout)); rerr != nil {
 		// A routee may have answered before the error (a partial broadcast).
 		r, err = c.Abandon(rerr)
 	} else {

@@ -41,6 +41,33 @@ const (
 	DefaultInterval = 10 * time.Millisecond
 )
 
+// Upper bounds of a pool's counts, checked when the entry is validated
+// (runner --limit router.pool.FIELD=N overrides them). Every routee is a
+// process with its own state (a Lua state is 50–150 KB), so a size is
+// memory.
+const (
+	// MaxSize bounds size and the resizer's lower_bound and upper_bound.
+	MaxSize = 1000
+	// MaxPressureThreshold bounds resizer.pressure_threshold (a mailbox length).
+	MaxPressureThreshold = 1_000_000
+	// MaxMessagesPerResize bounds resizer.messages_per_resize.
+	MaxMessagesPerResize = 1_000_000
+	// MaxOptimizationRange bounds resizer.optimization_range.
+	MaxOptimizationRange = 1000
+)
+
+// Bounds implements registry.Bounded.
+func (Kind) Bounds() []registry.Bound {
+	return []registry.Bound{
+		{Field: "size", Max: MaxSize},
+		{Field: "resizer.lower_bound", Max: MaxSize},
+		{Field: "resizer.upper_bound", Max: MaxSize},
+		{Field: "resizer.pressure_threshold", Max: MaxPressureThreshold},
+		{Field: "resizer.messages_per_resize", Max: MaxMessagesPerResize},
+		{Field: "resizer.optimization_range", Max: MaxOptimizationRange},
+	}
+}
+
 // Spec is a decoded router.pool entry. It is immutable once decoded.
 type Spec struct {
 	Routee   registry.ID
@@ -135,7 +162,7 @@ func decodeSpec(d *registry.Decoder) *Spec {
 	if rd := d.Object("resizer"); rd != nil {
 		s.Resizer = decodeResizer(rd)
 	}
-	s.Size = d.Int("size", 0)
+	s.Size = d.Count("size", 0, MaxSize)
 	switch {
 	case s.Size < 0:
 		d.Errorf("size", "must be >= 0, got %d", s.Size)
@@ -168,8 +195,8 @@ func decodeResizer(d *registry.Decoder) *ResizerSpec {
 			d.Errorf(f, "belongs to the %s resizer, but this resizer is type %s: a pool has one resizer", other, typ)
 		}
 	}
-	r.LowerBound = d.Int("lower_bound", r.LowerBound)
-	r.UpperBound = d.Int("upper_bound", r.UpperBound)
+	r.LowerBound = d.Count("lower_bound", r.LowerBound, MaxSize)
+	r.UpperBound = d.Count("upper_bound", r.UpperBound, MaxSize)
 	if r.LowerBound < 0 {
 		d.Errorf("lower_bound", "must be >= 0, got %d", r.LowerBound)
 	}
@@ -190,14 +217,14 @@ func decodeResizer(d *registry.Decoder) *ResizerSpec {
 	}
 	const inf = 1e308
 	if typ == DefaultResizerType {
-		r.PressureThreshold = d.Int("pressure_threshold", r.PressureThreshold)
+		r.PressureThreshold = d.Count("pressure_threshold", r.PressureThreshold, MaxPressureThreshold)
 		if r.PressureThreshold < 0 {
 			d.Errorf("pressure_threshold", "must be >= 0, got %d", r.PressureThreshold)
 		}
 		rate("rampup_rate", &r.RampupRate, 0, inf)
 		rate("backoff_threshold", &r.BackoffThreshold, 0, 1)
 		rate("backoff_rate", &r.BackoffRate, 0, inf)
-		r.MessagesPerResize = d.Int("messages_per_resize", r.MessagesPerResize)
+		r.MessagesPerResize = d.Count("messages_per_resize", r.MessagesPerResize, MaxMessagesPerResize)
 		if r.MessagesPerResize <= 0 {
 			d.Errorf("messages_per_resize", "must be > 0, got %d", r.MessagesPerResize)
 		}
@@ -214,7 +241,7 @@ func decodeResizer(d *registry.Decoder) *ResizerSpec {
 	rate("explore_step_size", &r.ExploreStepSize, 0, inf)
 	rate("chance_of_exploration", &r.ChanceOfExploration, 0, 1)
 	rate("downsize_ratio", &r.DownsizeRatio, 0, 1)
-	r.OptimizationRange = d.Int("optimization_range", r.OptimizationRange)
+	r.OptimizationRange = d.Count("optimization_range", r.OptimizationRange, MaxOptimizationRange)
 	if r.OptimizationRange < 2 {
 		d.Errorf("optimization_range", "must be >= 2, got %d", r.OptimizationRange)
 	}

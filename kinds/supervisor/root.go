@@ -54,6 +54,8 @@ type Root struct {
 	log    *slog.Logger
 	jitter func() float64
 	pid    process.PID
+	done   <-chan struct{}
+	exit   func() process.Exit
 }
 
 type rootWatch struct {
@@ -78,16 +80,39 @@ func StartRoot(opts RootOptions) (*Root, error) {
 	if r.jitter == nil {
 		r.jitter = rand.Float64
 	}
-	pid, err := r.node.SpawnFunc(r.run, process.SpawnOptions{})
+	// Its PID is easy to guess (the node's first), so it is a system
+	// process: scripts cannot terminate it, and a script linked to it
+	// that crashes sends it a LINK_DOWN it ignores, as an OTP supervisor
+	// trapping exits ignores a non-child's exit signal.
+	pid, err := r.node.SpawnFunc(r.run, process.SpawnOptions{System: true})
 	if err != nil {
 		return nil, fmt.Errorf("root supervisor: %w", err)
 	}
 	r.pid = pid
+	done, exit, ok := r.node.Done(pid)
+	if !ok {
+		return nil, fmt.Errorf("root supervisor: exited at once: %w", process.ErrNoProcess)
+	}
+	r.done, r.exit = done, exit
 	return r, nil
 }
 
 // PID returns the root supervisor's process.
 func (r *Root) PID() process.PID { return r.pid }
+
+// Done is closed when the root supervisor's process has exited, whether
+// Stop ended it or it died. After that no failed entry is restarted: a
+// runner must not carry on as if nothing happened.
+func (r *Root) Done() <-chan struct{} { return r.done }
+
+// Exit returns how the root supervisor's process ended; call it after
+// Done is closed.
+func (r *Root) Exit() process.Exit { return r.exit() }
+
+// Alive reports whether the root supervisor still runs. The registry asks
+// it to tell an entry whose process exited and that will be restarted
+// (starting) from one nobody will restart any more (failed).
+func (r *Root) Alive() bool { return r.node.Alive(r.pid) }
 
 // Watch implements registry.Owner: the root starts monitoring inst. It
 // never blocks (the runtime calls it from its loop).

@@ -238,6 +238,33 @@ func (s *Spec) validate() error {
 	return nil
 }
 
+// Upper bounds of a supervisor's counts, checked when the entry is
+// validated (runner --limit KIND.FIELD=N overrides them).
+const (
+	// MaxRestartsLimit bounds max_restarts: the supervisor remembers that
+	// many restarts.
+	MaxRestartsLimit = 100_000
+	// MaxPartitions bounds a partition supervisor's partitions: each is a
+	// worker process, started at once.
+	MaxPartitions = 1024
+	// MaxChildrenLimit bounds a dynamic supervisor's max_children.
+	MaxChildrenLimit = 1_000_000
+)
+
+var _ registry.Bounded = (*SupervisorKind)(nil)
+
+// Bounds implements registry.Bounded.
+func (k *SupervisorKind) Bounds() []registry.Bound {
+	b := []registry.Bound{{Field: "max_restarts", Max: MaxRestartsLimit}}
+	switch k.name {
+	case KindPartition:
+		b = append(b, registry.Bound{Field: "partitions", Max: MaxPartitions})
+	case KindDynamic:
+		b = append(b, registry.Bound{Field: "max_children", Max: MaxChildrenLimit})
+	}
+	return b
+}
+
 var childKinds = []string{"process.lua", KindStatic, KindDynamic, KindPartition}
 
 // decodeSpec reads the fields of kind.
@@ -251,7 +278,7 @@ func decodeSpec(kind string, d *registry.Decoder) *Spec {
 	} else {
 		s.Strategy = OneForOne
 	}
-	s.MaxRestarts = d.Int("max_restarts", DefaultMaxRestarts)
+	s.MaxRestarts = d.Count("max_restarts", DefaultMaxRestarts, MaxRestartsLimit)
 	if s.MaxRestarts < 0 {
 		d.Errorf("max_restarts", "must be 0 or more, got %d", s.MaxRestarts)
 	}
@@ -261,7 +288,7 @@ func decodeSpec(kind string, d *registry.Decoder) *Spec {
 	}
 	switch kind {
 	case KindPartition:
-		s.Partitions = d.Int("partitions", runtime.NumCPU())
+		s.Partitions = d.Count("partitions", min(runtime.NumCPU(), MaxPartitions), MaxPartitions)
 		if s.Partitions < 1 {
 			d.Errorf("partitions", "must be 1 or more, got %d", s.Partitions)
 		}
@@ -282,7 +309,7 @@ func decodeSpec(kind string, d *registry.Decoder) *Spec {
 			s.Children = append(s.Children, c)
 		}
 		if kind == KindDynamic {
-			s.MaxChildren = d.Int("max_children", 0)
+			s.MaxChildren = d.Count("max_children", 0, MaxChildrenLimit)
 			if s.MaxChildren < 0 {
 				d.Errorf("max_children", "must be 0 (unlimited) or more, got %d", s.MaxChildren)
 			} else if s.MaxChildren > 0 && len(s.Children) > s.MaxChildren {

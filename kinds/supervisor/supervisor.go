@@ -165,7 +165,7 @@ func Find(env *registry.Env, ref string) (*Supervisor, error) {
 // started, in declared order. If one fails to start, those already started
 // are stopped in reverse order and the error is returned. opts are the
 // supervisor process's own spawn options (a parent links and monitors
-// through them); TrapLinks is always set.
+// through them); TrapLinks and System are always set.
 func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, opts process.SpawnOptions) (*Supervisor, error) {
 	if spec == nil {
 		return nil, fmt.Errorf("supervisor %s: %w: nil spec", id, ErrInvalidSpec)
@@ -201,7 +201,11 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 		s.appendChild(newChild(c, s.typeOf(c.Process), true))
 	}
 	s.publishStatus(StatusStarting)
+	// A supervisor is the runtime's: it traps links, so only its parent's
+	// exit stops it (onEvent), and a script can neither terminate it nor
+	// take it down with a link (process.SpawnOptions.System).
 	opts.TrapLinks = true
+	opts.System = true
 	initDone := make(chan error, 1)
 	if _, err := s.node.SpawnFunc(func(h *process.Proc) (any, error) { return s.run(h, initDone) }, opts); err != nil {
 		return nil, fmt.Errorf("supervisor %s: %w", id, err)

@@ -17,21 +17,25 @@ type TreeView struct {
 }
 
 // ChildView is one child in a TreeView; Tree is set for a running child
-// that is itself a supervisor.
+// that is itself a supervisor, unless the view stops at MaxViewDepth:
+// then Truncated is set instead.
 type ChildView struct {
-	ID       string      `json:"id"`
-	Process  string      `json:"process"`
-	PID      *string     `json:"pid"`
-	Restart  RestartType `json:"restart"`
-	Type     ChildType   `json:"type"`
-	Status   Status      `json:"status"`
-	Restarts int         `json:"restarts"`
-	Tree     *TreeView   `json:"tree,omitempty"`
+	ID        string      `json:"id"`
+	Process   string      `json:"process"`
+	PID       *string     `json:"pid"`
+	Restart   RestartType `json:"restart"`
+	Type      ChildType   `json:"type"`
+	Status    Status      `json:"status"`
+	Restarts  int         `json:"restarts"`
+	Tree      *TreeView   `json:"tree,omitempty"`
+	Truncated bool        `json:"truncated,omitempty"`
 }
 
-// maxViewDepth bounds the recursion of View (trees are acyclic, but a
-// bound keeps a bug from hanging the HTTP handler).
-const maxViewDepth = 32
+// MaxViewDepth is how many levels of nested supervisors a view shows
+// below the one asked for (trees are acyclic, but a bound keeps a bug from
+// hanging the HTTP handler). A running supervisor child past it is marked
+// Truncated; Find its PID to view the rest.
+const MaxViewDepth = 32
 
 // View returns the tree below s, from snapshots only.
 func (s *Supervisor) View() any { return s.Tree() }
@@ -57,8 +61,12 @@ func (s *Supervisor) tree(depth int) *TreeView {
 		if !c.PID.IsZero() {
 			p := c.PID.String()
 			cv.PID = &p
-			if sub, ok := ByPID(c.PID); ok && depth < maxViewDepth {
-				cv.Tree = sub.tree(depth + 1)
+			if sub, ok := ByPID(c.PID); ok {
+				if depth < MaxViewDepth {
+					cv.Tree = sub.tree(depth + 1)
+				} else {
+					cv.Truncated = true
+				}
 			}
 		}
 		v.Children = append(v.Children, cv)

@@ -1,0 +1,157 @@
+package pgscope
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// Replica is the side of a scope that the cluster layer drives, so that
+// every node's scope of one entry holds the same groups. The cluster layer
+// depends on this interface; the scope knows nothing of the cluster.
+//
+// The protocol it serves, in OTP pg's manner: each node sends its own
+// members (SubscribeLocal gives them, then every change to them, in
+// order) to its peers; a peer applies them to that node's share of its
+// state with ApplyJoin and ApplyLeave, replaces the share with a full sync
+// (ApplySync) on discovery and anti-entropy, and empties it when the node
+// goes down (ApplyNodeDown). Each share is diffed against what was known,
+// so only real changes raise member.joined and member.left events.
+//
+// Remote members are not held to max_groups and max_members_per_group:
+// their own node enforced its limits when they joined, and a mirror that
+// refused part of them would diverge from it.
+type Replica interface {
+	// ApplyJoin records that pids of node joined group, once per naming.
+	ApplyJoin(ctx context.Context, node, group string, pids []process.PID) error
+	// ApplyLeave records that pids of node left each of groups, once per
+	// naming; copies never known are ignored and raise no event.
+	ApplyLeave(ctx context.Context, node string, pids []process.PID, groups []string) error
+	// ApplySync replaces everything known of node's members by groups
+	// (group to members, a member repeated once per join).
+	ApplySync(ctx context.Context, node string, groups map[string][]process.PID) error
+	// ApplyNodeDown removes every member of node, with member.left events.
+	ApplyNodeDown(ctx context.Context, node string) error
+	// LocalMembers returns this node's members by group, from the
+	// published index: what a full sync to a peer carries.
+	LocalMembers() map[string][]process.PID
+	// SubscribeLocal subscribes to the changes of this node's members and
+	// returns them as of the same moment.
+	SubscribeLocal(opts SubscribeOptions) (*Subscription, map[string][]process.PID, error)
+}
+
+var _ Replica = (*Scope)(nil)
+
+// checkNode refuses a share that is not another node's, or PIDs that are
+// not node's own: a peer speaks only for itself.
+func (s *Scope) checkNode(op, node string, pids []process.PID) error {
+	if node == "" || node == s.node.Name() {
+		return fmt.Errorf("pg scope %s: %s: %w: %q is not a remote node", s.id, op, ErrNotRemote, node)
+	}
+	for _, p := range pids {
+		if p.Node != node || p.IsZero() {
+			return fmt.Errorf("pg scope %s: %s: %w: %s is not a process of node %q", s.id, op, ErrNotRemote, p, node)
+		}
+	}
+	return nil
+}
+
+// ApplyJoin implements Replica.
+func (s *Scope) ApplyJoin(ctx context.Context, node, group string, pids []process.PID) error {
+	if err := s.checkGroups([]string{group}); err != nil {
+		return err
+	}
+	if err := s.checkNode("remote join", node, pids); err != nil {
+		return err
+	}
+	pids = slices.Clone(pids)
+	return s.doCtx(ctx, "remote join", func() error {
+		s.st.remoteJoin(node, group, pids)
+		return nil
+	})
+}
+
+// ApplyLeave implements Replica.
+func (s *Scope) ApplyLeave(ctx context.Context, node string, pids []process.PID, groups []string) error {
+	if err := s.checkGroups(groups); err != nil {
+		return err
+	}
+	if err := s.checkNode("remote leave", node, pids); err != nil {
+		return err
+	}
+	pids, groups = slices.Clone(pids), slices.Clone(groups)
+	return s.doCtx(ctx, "remote leave", func() error {
+		s.st.remoteLeave(node, pids, groups)
+		return nil
+	})
+}
+
+// ApplySync implements Replica.
+func (s *Scope) ApplySync(ctx context.Context, node string, groups map[string][]process.PID) error {
+	own := make(map[string][]process.PID, len(groups))
+	for g, pids := range groups {
+		if err := s.checkGroups([]string{g}); err != nil {
+			return err
+		}
+		if err := s.checkNode("remote sync", node, pids); err != nil {
+			return err
+		}
+		if len(pids) > 0 {
+			own[g] = slices.Clone(pids)
+		}
+	}
+	return s.doCtx(ctx, "remote sync", func() error {
+		s.st.syncNode(node, own)
+		return nil
+	})
+}
+
+// ApplyNodeDown implements Replica.
+func (s *Scope) ApplyNodeDown(ctx context.Context, node string) error {
+	if err := s.checkNode("node down", node, nil); err != nil {
+		return err
+	}
+	return s.doCtx(ctx, "node down", func() error {
+		s.st.nodeDown(node)
+		return nil
+	})
+}
+
+// LocalMembers implements Replica. It reads one version of the index, so
+// the groups are consistent with each other; it never waits on the loop.
+func (s *Scope) LocalMembers() map[string][]process.PID {
+	out := make(map[string][]process.PID)
+	s.root.Load().each(func(v *groupView) {
+		if len(v.local) > 0 {
+			out[v.name] = slices.Clone(v.local)
+		}
+	})
+	return out
+}
+
+// SubscribeLocal implements Replica: a scope-wide subscription (Events)
+// that sees only the changes of this node's processes, and this node's
+// members as of the same loop command. A cluster layer's Sink should never
+// refuse an event, or the peers miss a change until the next full sync.
+func (s *Scope) SubscribeLocal(opts SubscribeOptions) (*Subscription, map[string][]process.PID, error) {
+	sub, err := s.newSub(opts, "", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	sub.local = true
+	var snap map[string][]process.PID
+	err = s.doCtx(opts.ctx(), "subscribe local", func() error {
+		if err := s.st.subscribe(sub); err != nil {
+			return err
+		}
+		snap = s.LocalMembers()
+		return nil
+	})
+	if err != nil {
+		sub.Close(false) // see Subscribe
+		return nil, nil, err
+	}
+	return sub, snap, nil
+}

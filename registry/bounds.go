@@ -1,0 +1,109 @@
+package registry
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strings"
+)
+
+// Bound is the largest value a count or size field accepts. Every count
+// and size has one, so a typo or a hostile file (partitions: 100000000)
+// is a validation error instead of a node that runs out of memory later.
+type Bound struct {
+	// Field is the field's path within the entry: "size",
+	// "resizer.upper_bound".
+	Field string
+	// Max is the default bound; Loader.Limits may override it.
+	Max int
+}
+
+// Bounded is implemented by kinds with count or size fields: Bounds lists
+// the default upper bound of each, and the kind reads each of them with
+// Decoder.Count. The bounds are what `runner --limit KIND.FIELD=N`
+// overrides.
+type Bounded interface {
+	Bounds() []Bound
+}
+
+// maxAttemptsBound is the registry's own bound on
+// lifecycle.restart.max_attempts, which every kind shares.
+const maxAttemptsBound = "lifecycle.restart.max_attempts"
+
+// DefaultMaxAttempts is the default bound on lifecycle.restart.max_attempts.
+const DefaultMaxAttempts = 1_000_000
+
+// Bounds returns the default upper bound of every count and size field of
+// the registered kinds, by "KIND.FIELD" (e.g. "router.pool.size"), and of
+// the fields every entry has ("lifecycle.restart.max_attempts").
+func (r *Registry) Bounds() map[string]int {
+	out := map[string]int{maxAttemptsBound: DefaultMaxAttempts}
+	for _, name := range r.Names() {
+		k, _ := r.Kind(name)
+		if b, ok := k.(Bounded); ok {
+			for _, bd := range b.Bounds() {
+				out[name+"."+bd.Field] = bd.Max
+			}
+		}
+	}
+	return out
+}
+
+// bounds returns the bounds in force: the kinds' defaults with limits
+// applied. An override of a bound nobody declares, or a negative one, is
+// an error.
+func boundsWith(kinds *Registry, limits map[string]int) (map[string]int, error) {
+	out := kinds.Bounds()
+	names := make([]string, 0, len(limits))
+	for name := range limits {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		if _, ok := out[name]; !ok {
+			known := make([]string, 0, len(out))
+			for k := range out {
+				known = append(known, k)
+			}
+			sort.Strings(known)
+			msg := fmt.Sprintf("limit %s: no such bound", name)
+			if s := suggest(name, known); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return nil, fmt.Errorf("%s; bounds are KIND.FIELD, one of %s", msg, strings.Join(known, ", "))
+		}
+		if v := limits[name]; v < 0 {
+			return nil, fmt.Errorf("limit %s: must be 0 or more, got %d", name, v)
+		}
+		out[name] = limits[name]
+	}
+	return out, nil
+}
+
+var listIndex = regexp.MustCompile(`\[\d+\]`)
+
+// Count returns field, a count or size, as an integer no larger than max,
+// or def when absent. max is the field's default bound, the one the kind
+// lists in its Bounds; the Loader's Limits may override it by
+// "KIND.FIELD". Past the bound the field is an error and Count returns the
+// bound, so checks that compare fields see the largest value allowed
+// rather than nonsense. The lower end (0, 1, …) is the kind's to check.
+func (d *Decoder) Count(field string, def, max int) int {
+	v := d.scalar(field, "an integer")
+	if v == nil {
+		return def
+	}
+	path := listIndex.ReplaceAllString(d.prefix+field, "")
+	name := path
+	if d.entry != nil && !strings.HasPrefix(path, "lifecycle.") {
+		name = d.entry.Kind + "." + path
+	}
+	if b, ok := d.bounds[name]; ok {
+		max = b
+	}
+	n, ok := d.integer(field, v, int64(max), name)
+	if !ok && n != int64(max) {
+		return def
+	}
+	return int(n)
+}

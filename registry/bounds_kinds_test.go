@@ -1,0 +1,95 @@
+package registry_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/proctor-run/proctor/registry"
+)
+
+// boundsBase is a valid entry of each kind, to which one bounded field is
+// added.
+var boundsBase = map[string]string{
+	"process.lua":           "kind: process.lua\n    source: file://w.lua\n",
+	"router.pool":           "kind: router.pool\n    routee: w\n    size: 1\n",
+	"pg.scope":              "kind: pg.scope\n",
+	"supervisor":            "kind: supervisor\n",
+	"supervisor.dynamic":    "kind: supervisor.dynamic\n",
+	"supervisor.partition":  "kind: supervisor.partition\n    process: w\n",
+	"router.group":          "kind: router.group\n    scope: pg\n    group: g\n",
+	"lifecycle.restart.max": "kind: pg.scope\n",
+}
+
+// Every bound every kind declares is enforced: the value at the bound
+// validates, one past it is an error naming the limit; the issue's
+// examples fail validate with their own messages.
+func TestKindBounds(t *testing.T) {
+	kinds := realKinds()
+	bounds := kinds.Bounds()
+	if len(bounds) < 15 {
+		t.Fatalf("only %d bounds: %v", len(bounds), bounds)
+	}
+	load := func(t *testing.T, field string, value string, base string) error {
+		t.Helper()
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "w.lua"), []byte("return {main = function() end}"), 0o644)
+		yaml := "namespace: app\nentries:\n  - {name: w, kind: process.lua, source: \"file://w.lua\"}\n  - {name: pg, kind: pg.scope}\n  - name: x\n    " + base
+		path := strings.Split(field, ".")
+		for i, p := range path[:len(path)-1] {
+			yaml += "    " + strings.Repeat("  ", i) + p + ":\n"
+			if p == "resizer" {
+				typ := "default"
+				if path[len(path)-1] == "optimization_range" {
+					typ = "optimal_size_exploring"
+				}
+				yaml += "    " + strings.Repeat("  ", i+1) + "type: " + typ + "\n"
+			}
+		}
+		yaml += "    " + strings.Repeat("  ", len(path)-1) + path[len(path)-1] + ": " + value + "\n"
+		os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(yaml), 0o644)
+		_, err := (&registry.Loader{Kinds: kinds}).Load(dir)
+		return err
+	}
+	for name, max := range bounds {
+		kind, field := "", name
+		for _, k := range kinds.Names() {
+			if f, ok := strings.CutPrefix(name, k+"."); ok && len(k) > len(kind) {
+				kind, field = k, f
+			}
+		}
+		base := boundsBase[kind]
+		if field == "size" {
+			base = strings.ReplaceAll(base, "    size: 1\n", "")
+		}
+		if kind == "" {
+			base = boundsBase["lifecycle.restart.max"]
+		}
+		t.Run(name, func(t *testing.T) {
+			if base == "" {
+				t.Fatalf("no base entry for kind %q", kind)
+			}
+			// Fields that must be at least another take the bound too.
+			if err := load(t, field, fmt.Sprint(max), base); err != nil && !strings.Contains(err.Error(), "must not exceed") && !strings.Contains(err.Error(), "must be >=") {
+				t.Fatalf("at the bound: %v", err)
+			}
+			err := load(t, field, fmt.Sprint(max+1), base)
+			want := fmt.Sprintf("app:x: %s: must be at most %d (limit %s), got %d", field, max, name, max+1)
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Fatalf("past the bound: got %v\nwant %q", err, want)
+			}
+		})
+	}
+	for _, tt := range []struct{ kind, field, value, want string }{
+		{"supervisor.partition", "partitions", "100000000", "partitions: must be at most 1024 (limit supervisor.partition.partitions), got 100000000"},
+		{"router.pool", "size", "100000000", "size: must be at most 1000 (limit router.pool.size), got 100000000"},
+		{"process.lua", "mailbox_size", "9223372036854775807", "mailbox_size: must be at most 1000000 (limit process.lua.mailbox_size), got 9223372036854775807"},
+	} {
+		base := strings.ReplaceAll(boundsBase[tt.kind], "    size: 1\n", "")
+		if err := load(t, tt.field, tt.value, base); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s %s: %s: got %v", tt.kind, tt.field, tt.value, err)
+		}
+	}
+}

@@ -1,0 +1,347 @@
+package remote
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// MemNetwork is an in-memory Network for tests, in the manner of
+// memberlist's MockNetwork: several nodes of one program, each with an
+// endpoint, exchange frames through it. Each direction between two nodes
+// is a queue drained by a goroutine of its own, so delivery is ordered per
+// direction and asynchronous, as over a connection. Faults can be
+// injected: a direction cut, frames dropped or delayed (SetFault), a node
+// reported down to one observer or to all (ReportDown, Down).
+//
+// Close stops every goroutine the network started.
+type MemNetwork struct {
+	queueSize int
+
+	mu     sync.Mutex
+	nodes  map[string]*MemEndpoint
+	pairs  map[pairKey]*memPair
+	cut    map[pairKey]bool
+	fault  Fault
+	closed bool
+}
+
+// Fault decides the fate of one frame from one node to another: dropped
+// silently, or delivered after delay. A delayed frame holds up the frames
+// sent after it in the same direction, as a slow connection would.
+type Fault func(from, to string, frame []byte) (drop bool, delay time.Duration)
+
+// MemOptions configure a MemNetwork. The zero value is usable.
+type MemOptions struct {
+	// QueueSize bounds the frames queued in one direction between two
+	// nodes; a Send past it is ErrQueueFull. Default: 65536.
+	QueueSize int
+}
+
+type pairKey struct{ from, to string }
+
+// NewMemNetwork returns an empty network.
+func NewMemNetwork(opts MemOptions) *MemNetwork {
+	if opts.QueueSize <= 0 {
+		opts.QueueSize = 1 << 16
+	}
+	return &MemNetwork{
+		queueSize: opts.QueueSize,
+		nodes:     make(map[string]*MemEndpoint),
+		pairs:     make(map[pairKey]*memPair),
+		cut:       make(map[pairKey]bool),
+	}
+}
+
+// Endpoint returns the Network of the node named name. It joins the
+// network when a transport starts it.
+func (n *MemNetwork) Endpoint(name string) *MemEndpoint {
+	return &MemEndpoint{net: n, name: name}
+}
+
+// SetFault installs f (nil removes it); it applies to frames sent from now on.
+func (n *MemNetwork) SetFault(f Fault) {
+	n.mu.Lock()
+	n.fault = f
+	n.mu.Unlock()
+}
+
+// Cut makes every Send from from to to fail at once with
+// process.ErrUnreachable, until Heal. Frames already queued still arrive.
+// Nobody is told a node is down: call ReportDown for that, as failure
+// detection would.
+func (n *MemNetwork) Cut(from, to string) {
+	n.mu.Lock()
+	n.cut[pairKey{from, to}] = true
+	n.mu.Unlock()
+}
+
+// Heal undoes Cut.
+func (n *MemNetwork) Heal(from, to string) {
+	n.mu.Lock()
+	delete(n.cut, pairKey{from, to})
+	n.mu.Unlock()
+}
+
+// ReportDown tells observer that node is down, as failure detection on
+// observer would: frames from node to observer still queued are lost, and
+// observer's NodeDown(node) is called after the last frame it received
+// from node. Later frames flow again (a healed partition).
+func (n *MemNetwork) ReportDown(observer, node string) {
+	n.mu.Lock()
+	p := n.pairLocked(node, observer)
+	n.mu.Unlock()
+	if p != nil {
+		p.push(memFrame{down: true}, true)
+	}
+}
+
+// Down takes node off the network, as a crash would: its endpoint is
+// gone, every other node is told it is down, and it is told every other
+// node is down. Frames still queued to or from it are lost. Down returns
+// once all of these reports are delivered; it must not be called from a
+// Receiver. A new endpoint of the same name may join afterwards (a
+// restart).
+func (n *MemNetwork) Down(node string) {
+	n.mu.Lock()
+	e := n.nodes[node]
+	if e == nil {
+		n.mu.Unlock()
+		return
+	}
+	var retired []*memPair
+	for other := range n.nodes {
+		if other == node {
+			continue
+		}
+		for _, k := range [2]pairKey{{node, other}, {other, node}} {
+			if p := n.pairLocked(k.from, k.to); p != nil {
+				retired = append(retired, p)
+			}
+			delete(n.pairs, k)
+		}
+	}
+	delete(n.nodes, node)
+	n.mu.Unlock()
+	for _, p := range retired {
+		p.push(memFrame{down: true, last: true}, true)
+	}
+	for _, p := range retired {
+		<-p.done
+	}
+}
+
+// Close stops the network: every queue is dropped and its goroutine ends.
+func (n *MemNetwork) Close() {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return
+	}
+	n.closed = true
+	pairs := n.pairs
+	n.pairs = map[pairKey]*memPair{}
+	n.nodes = map[string]*MemEndpoint{}
+	n.mu.Unlock()
+	for _, p := range pairs {
+		close(p.quit)
+	}
+	for _, p := range pairs {
+		<-p.done
+	}
+}
+
+// pairLocked returns the queue from -> to, starting it; nil when either
+// node is not on the network. n.mu is held.
+func (n *MemNetwork) pairLocked(from, to string) *memPair {
+	k := pairKey{from, to}
+	if p := n.pairs[k]; p != nil {
+		return p
+	}
+	dst := n.nodes[to]
+	if n.closed || dst == nil || n.nodes[from] == nil {
+		return nil
+	}
+	p := &memPair{
+		from: from, to: dst, max: n.queueSize,
+		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+	}
+	n.pairs[k] = p
+	go p.run()
+	return p
+}
+
+func (n *MemNetwork) send(src *MemEndpoint, to string, frame []byte) error {
+	n.mu.Lock()
+	if n.nodes[src.name] != src {
+		n.mu.Unlock()
+		return fmt.Errorf("node %s: %w: it is off the network", src.name, process.ErrUnreachable)
+	}
+	if n.cut[pairKey{src.name, to}] {
+		n.mu.Unlock()
+		return fmt.Errorf("node %s: %w: connection cut", to, process.ErrUnreachable)
+	}
+	p := n.pairLocked(src.name, to)
+	fault := n.fault
+	n.mu.Unlock()
+	if p == nil {
+		return fmt.Errorf("node %q: %w: not on the network", to, process.ErrUnreachable)
+	}
+	f := memFrame{b: frame}
+	if fault != nil {
+		drop, delay := fault(src.name, to, frame)
+		if drop {
+			return nil
+		}
+		if delay > 0 {
+			f.at = time.Now().Add(delay)
+		}
+	}
+	if !p.push(f, false) {
+		return fmt.Errorf("node %s: %w (%d frames)", to, ErrQueueFull, p.max)
+	}
+	return nil
+}
+
+// MemEndpoint is one node's Network on a MemNetwork.
+type MemEndpoint struct {
+	net  *MemNetwork
+	name string
+	recv Receiver
+}
+
+var _ Network = (*MemEndpoint)(nil)
+
+// Name returns the endpoint's node name.
+func (e *MemEndpoint) Name() string { return e.name }
+
+// Start implements Network: the node joins the network.
+func (e *MemEndpoint) Start(r Receiver) error {
+	n := e.net
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.closed:
+		return fmt.Errorf("node %s: the network is closed", e.name)
+	case e.recv != nil:
+		return fmt.Errorf("node %s: endpoint already started", e.name)
+	case n.nodes[e.name] != nil:
+		return fmt.Errorf("node %s: a node of that name is on the network", e.name)
+	}
+	e.recv = r
+	n.nodes[e.name] = e
+	return nil
+}
+
+// Send implements Network.
+func (e *MemEndpoint) Send(node string, frame []byte) error { return e.net.send(e, node, frame) }
+
+// Close implements Network: the node leaves the network (Down).
+func (e *MemEndpoint) Close() error {
+	e.net.mu.Lock()
+	on := e.net.nodes[e.name] == e
+	e.net.mu.Unlock()
+	if on {
+		e.net.Down(e.name)
+	}
+	return nil
+}
+
+// memFrame is one queued frame, or a down report.
+type memFrame struct {
+	b    []byte
+	at   time.Time // deliver no earlier (a delay fault)
+	down bool      // report the sender down instead
+	last bool      // and end the queue (Down)
+}
+
+// memPair is the queue of one direction between two nodes.
+type memPair struct {
+	from string
+	to   *MemEndpoint
+	max  int
+
+	mu     sync.Mutex
+	q      []memFrame
+	closed bool // a last frame was queued
+
+	wake chan struct{}
+	quit chan struct{}
+	done chan struct{}
+}
+
+// push queues f; a down report discards what is queued first. It reports
+// false when the queue is full or ended.
+func (p *memPair) push(f memFrame, report bool) bool {
+	p.mu.Lock()
+	if p.closed || (!report && len(p.q) >= p.max) {
+		p.mu.Unlock()
+		return false
+	}
+	if report {
+		clear(p.q)
+		p.q = p.q[:0]
+		p.closed = f.last
+	}
+	p.q = append(p.q, f)
+	p.mu.Unlock()
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+	return true
+}
+
+func (p *memPair) run() {
+	defer close(p.done)
+	var batch []memFrame
+	for {
+		p.mu.Lock()
+		batch, p.q = p.q, batch[:0]
+		p.mu.Unlock()
+		if len(batch) == 0 {
+			select {
+			case <-p.wake:
+				continue
+			case <-p.quit:
+				return
+			}
+		}
+		for i := range batch {
+			f := &batch[i]
+			if !f.at.IsZero() && !p.wait(f.at) {
+				return
+			}
+			if f.down {
+				p.to.recv.NodeDown(p.from)
+				if f.last {
+					return
+				}
+				continue
+			}
+			// A refused frame is counted and logged by the receiver; a
+			// connection would be closed, here there is none.
+			_ = p.to.recv.Receive(p.from, f.b)
+			f.b = nil
+		}
+		clear(batch)
+	}
+}
+
+// wait sleeps until at; false when the network closed meanwhile.
+func (p *memPair) wait(at time.Time) bool {
+	d := time.Until(at)
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-p.quit:
+		return false
+	}
+}

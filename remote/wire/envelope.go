@@ -1,0 +1,300 @@
+package wire
+
+import (
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
+)
+
+// Version is the envelope format this package writes and reads. A change
+// to the format, or to the value codec inside it, takes a new version.
+const Version byte = 1
+
+// Signal tells what an envelope carries.
+type Signal uint8
+
+// The signals. The numbers are part of the wire format.
+const (
+	// Send: a message From (zero or a process of the sender) To a
+	// process, with Topic and Payload; an ask has a Token and a TTL. A
+	// message to a registered name has the Name, and To names only the
+	// node.
+	Send Signal = iota + 1
+	// Reply: the answer to the ask of Token, From the process that
+	// replied; Payload is the value, Err the rejection.
+	Reply
+	// Exit: a stop request To a process, on behalf of From (may be zero);
+	// Err is the reason.
+	Exit
+	// Kill: end To at once, on behalf of From (may be zero).
+	Kill
+	// Link: From linked itself to To.
+	Link
+	// Unlink: From removed its link with To.
+	Unlink
+	// LinkExit: From, linked to To, exited; Payload is its value, Err its
+	// reason (nil for a normal exit).
+	LinkExit
+	// Monitor: From monitors To.
+	Monitor
+	// Demonitor: From no longer monitors To.
+	Demonitor
+	// MonitorExit: From, monitored by To, exited; Payload and Err as for
+	// LinkExit.
+	MonitorExit
+
+	lastSignal = MonitorExit
+)
+
+var signalNames = [...]string{
+	Send: "send", Reply: "reply", Exit: "exit", Kill: "kill", Link: "link", Unlink: "unlink",
+	LinkExit: "link_exit", Monitor: "monitor", Demonitor: "demonitor", MonitorExit: "monitor_exit",
+}
+
+func (s Signal) String() string {
+	if s >= Send && s <= lastSignal {
+		return signalNames[s]
+	}
+	return fmt.Sprintf("signal(%d)", uint8(s))
+}
+
+// Flags of the optional fields.
+const (
+	FlagTopic byte = 1 << iota
+	FlagToken
+	FlagTTL
+	FlagPayload
+	FlagErr
+	FlagName
+
+	knownFlags = FlagTopic | FlagToken | FlagTTL | FlagPayload | FlagErr | FlagName
+)
+
+// Envelope is one signal between two nodes. Fields a signal does not use
+// are zero.
+type Envelope struct {
+	Signal Signal
+	From   process.PID
+	To     process.PID
+	Topic  string
+	// Name is the registered name a Send is addressed to, resolved on the
+	// receiving node; To then names only the node (its ID is 0).
+	Name string
+	// Token names the pending ask on the asker's node: set on the Send of
+	// an ask and on its Reply.
+	Token uint64
+	// TTL is how long the asker still waits, as of encoding; 0 for none.
+	TTL time.Duration
+	// Payload is a value of the value model.
+	Payload any
+	// Err is the error the signal carries. After Decode it is a
+	// *value.Error (or nil).
+	Err error
+}
+
+// Errors of the codec.
+var (
+	// ErrMalformed: a frame that is not a well-formed envelope.
+	ErrMalformed = value.Sentinel("wire.malformed", value.KindInvalid, "malformed envelope")
+	// ErrVersion: an envelope of a version this node does not speak.
+	ErrVersion = value.Sentinel("wire.version", value.KindInvalid, "unsupported envelope version")
+)
+
+// Encode appends the wire form of e to buf. A payload that is not a value
+// of the value model is an invalid error naming it; buf is then returned
+// unchanged.
+func Encode(buf []byte, e *Envelope) ([]byte, error) {
+	start := len(buf)
+	var flags byte
+	if e.Topic != "" {
+		flags |= FlagTopic
+	}
+	if e.Name != "" {
+		flags |= FlagName
+	}
+	if e.Token != 0 {
+		flags |= FlagToken
+	}
+	if e.TTL > 0 {
+		flags |= FlagTTL
+	}
+	if e.Payload != nil {
+		flags |= FlagPayload
+	}
+	var ve *value.Error
+	if e.Err != nil {
+		if ve = value.FromError(e.Err); ve != nil {
+			flags |= FlagErr
+		}
+	}
+	buf = append(buf, Version, byte(e.Signal), flags)
+	buf = appendPID(buf, e.From)
+	buf = appendPID(buf, e.To)
+	if flags&FlagTopic != 0 {
+		buf = appendString(buf, e.Topic)
+	}
+	if flags&FlagName != 0 {
+		buf = appendString(buf, e.Name)
+	}
+	if flags&FlagToken != 0 {
+		buf = binary.AppendUvarint(buf, e.Token)
+	}
+	if flags&FlagTTL != 0 {
+		buf = binary.AppendUvarint(buf, uint64(e.TTL))
+	}
+	var err error
+	if flags&FlagPayload != 0 {
+		if buf, err = value.Encode(buf, e.Payload); err != nil {
+			return buf[:start], fmt.Errorf("%s envelope to %s: payload: %w", e.Signal, e.To, err)
+		}
+	}
+	if flags&FlagErr != 0 {
+		if buf, err = value.Encode(buf, ve); err != nil {
+			return buf[:start], fmt.Errorf("%s envelope to %s: error: %w", e.Signal, e.To, err)
+		}
+	}
+	return buf, nil
+}
+
+func appendString(buf []byte, s string) []byte {
+	buf = binary.AppendUvarint(buf, uint64(len(s)))
+	return append(buf, s...)
+}
+
+func appendPID(buf []byte, p process.PID) []byte {
+	buf = appendString(buf, p.Node)
+	buf = binary.AppendUvarint(buf, p.ID)
+	return binary.AppendUvarint(buf, uint64(p.Creation))
+}
+
+// Decode reads the envelope that is the whole of b. It never retains b.
+// Anything but exactly one well-formed envelope of this version is an
+// error: ErrVersion or ErrMalformed, wrapped with what was wrong.
+func Decode(b []byte) (Envelope, error) {
+	var e Envelope
+	if len(b) < 3 {
+		return e, fmt.Errorf("%w: %d bytes", ErrMalformed, len(b))
+	}
+	if b[0] != Version {
+		return e, fmt.Errorf("%w: version %d (this node speaks %d)", ErrVersion, b[0], Version)
+	}
+	e.Signal = Signal(b[1])
+	if e.Signal < Send || e.Signal > lastSignal {
+		return e, fmt.Errorf("%w: unknown signal %d", ErrMalformed, b[1])
+	}
+	flags := b[2]
+	if flags&^knownFlags != 0 {
+		return e, fmt.Errorf("%w: unknown flags %#x", ErrMalformed, flags&^knownFlags)
+	}
+	d := decoder{b: b[3:]}
+	e.From = d.pid("from")
+	e.To = d.pid("to")
+	if flags&FlagTopic != 0 {
+		e.Topic = d.str("topic")
+	}
+	if flags&FlagName != 0 {
+		if e.Name = d.str("name"); d.err == nil && (e.Name == "" || e.Signal != Send || e.To.ID != 0) {
+			d.fail("a name only addresses a send to a node")
+		}
+	}
+	if flags&FlagToken != 0 {
+		if e.Token = d.uvarint("token"); e.Token == 0 && d.err == nil {
+			d.fail("zero token")
+		}
+	}
+	if flags&FlagTTL != 0 {
+		ttl := d.uvarint("ttl")
+		if (ttl == 0 || ttl > 1<<62) && d.err == nil {
+			d.fail("ttl out of range")
+		}
+		e.TTL = time.Duration(ttl)
+	}
+	if flags&FlagPayload != 0 && d.err == nil {
+		v, rest, err := value.Decode(d.b)
+		if err != nil {
+			return Envelope{}, fmt.Errorf("%w: payload: %w", ErrMalformed, err)
+		}
+		e.Payload, d.b = v, rest
+	}
+	if flags&FlagErr != 0 && d.err == nil {
+		v, rest, err := value.Decode(d.b)
+		if err != nil {
+			return Envelope{}, fmt.Errorf("%w: error: %w", ErrMalformed, err)
+		}
+		ve, ok := v.(*value.Error)
+		if !ok {
+			d.fail("error field is not an error")
+		} else {
+			e.Err, d.b = ve, rest
+		}
+	}
+	if d.err == nil && len(d.b) != 0 {
+		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))
+	}
+	if d.err != nil {
+		return Envelope{}, d.err
+	}
+	return e, nil
+}
+
+// decoder reads fields in order; the first failure sticks, and later
+// reads return zero values.
+type decoder struct {
+	b   []byte
+	err error
+}
+
+func (d *decoder) fail(what string) {
+	if d.err == nil {
+		d.err = fmt.Errorf("%w: %s", ErrMalformed, what)
+	}
+}
+
+func (d *decoder) uvarint(field string) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	n, k := binary.Uvarint(d.b)
+	if k <= 0 {
+		d.fail(field + ": truncated")
+		return 0
+	}
+	d.b = d.b[k:]
+	return n
+}
+
+func (d *decoder) str(field string) string {
+	n := d.uvarint(field)
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(field + ": truncated")
+		return ""
+	}
+	s := string(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+func (d *decoder) pid(field string) process.PID {
+	node := d.str(field)
+	id := d.uvarint(field)
+	cr := d.uvarint(field)
+	if d.err != nil {
+		return process.PID{}
+	}
+	if cr > 1<<32-1 {
+		d.fail(field + ": creation out of range")
+		return process.PID{}
+	}
+	// A node alone (id 0, creation 0) addresses a registered name.
+	if (node == "" && (id != 0 || cr != 0)) || (id == 0 && cr != 0) {
+		d.fail(field + ": half a pid")
+		return process.PID{}
+	}
+	return process.PID{Node: node, ID: id, Creation: uint32(cr)}
+}
