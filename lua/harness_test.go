@@ -86,7 +86,11 @@ type exitWatch struct {
 	exit func() process.Exit
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { return newHarnessWith(t, Options{}) }
+
+// newHarnessWith is newHarness with the kind's options (Stdout is the
+// harness's own).
+func newHarnessWith(t testing.TB, opts Options) *harness {
 	h := &harness{t: t, dir: t.TempDir(), out: &syncBuffer{}, logs: &syncBuffer{}}
 	h.node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.DiscardHandler)})
 	h.look = &fakeLookup{h: h, m: map[registry.ID]*registry.Entry{}}
@@ -95,7 +99,8 @@ func newHarness(t testing.TB) *harness {
 		Logger:  slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Entries: h.look,
 	}
-	h.host = NewKind(Options{Stdout: h.out})
+	opts.Stdout = h.out
+	h.host = NewKind(opts)
 	t.Cleanup(h.stopAll)
 	return h
 }
@@ -319,4 +324,20 @@ func runMain(t *testing.T, rt *registry.Runtime, node *process.Node, d time.Dura
 		t.Fatal("main did not finish")
 	}
 	return exit()
+}
+
+// expectExit runs src as the entry name and checks how it exits: returning
+// "ok" when want is empty, else raising an error that contains want.
+func expectExit(t *testing.T, h *harness, name, src, want string) {
+	t.Helper()
+	ex := h.run(h.entry(name, src))
+	if want == "" {
+		if ex.Err != nil || ex.Value != "ok" {
+			t.Fatalf("exit = %#v, %v", ex.Value, ex.Err)
+		}
+		return
+	}
+	if ex.Err == nil || !strings.Contains(ex.Err.Error(), want) {
+		t.Fatalf("exit = %v, want an error with %q", ex.Err, want)
+	}
 }
