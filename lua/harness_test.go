@@ -213,6 +213,11 @@ func (h *harness) wait(pid process.PID, d time.Duration) process.Exit {
 }
 
 // run spawns e and waits for its exit.
+// runDeadline bounds one script's run. It is a ceiling for a hung script,
+// not an expected time: the memory-bomb scripts build 64 MiB strings, which
+// takes seconds under -race on a loaded 2-core machine.
+const runDeadline = 60 * time.Second
+
 func (h *harness) run(e *registry.Entry, args ...any) process.Exit {
 	h.t.Helper()
 	done := make(chan process.Exit, 1)
@@ -256,10 +261,10 @@ func (h *harness) run(e *registry.Entry, args ...any) process.Exit {
 	select {
 	case ex := <-done:
 		return ex
-	case <-time.After(10 * time.Second):
+	case <-time.After(runDeadline):
 		_ = h.node.Terminate(pid)
 		_ = h.node.Terminate(watcher)
-		h.t.Fatalf("process %s did not exit within 10s", pid)
+		h.t.Fatalf("process %s did not exit within %s", pid, runDeadline)
 	}
 	return process.Exit{}
 }
