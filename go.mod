@@ -22,3 +22,5 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 	gopkg.in/check.v1 v1.0.0-20201130134442-10cb98267c6c // indirect
 )
+
+replace github.com/yuin/gopher-lua => ./third_party/gopher-lua

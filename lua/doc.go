@@ -15,7 +15,17 @@
 // collectgarbage or newproxy; require loads only the runtime modules and the
 // entry's own modules (its `modules` field). The process's context is set
 // on the state, so terminating a process stops even a script in an endless
-// loop.
+// loop, and the builtins that can run long look at it too.
+//
+// # Limits
+//
+// A script's limits are errors, never a crash of the runtime (limits.go):
+// one per-string limit for the .. operator and every builtin that builds a
+// string, a limit on the entries of one table, the call depth, and the
+// nesting of coroutines. The operator and table growth are checked inside
+// the VM, in Proctor's fork of gopher-lua (third_party/gopher-lua); the
+// string and table functions that can build large results or run long are
+// this package's own (strings.go, tables.go).
 //
 // # Writing a module
 //

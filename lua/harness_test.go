@@ -86,7 +86,11 @@ type exitWatch struct {
 	exit func() process.Exit
 }
 
-func newHarness(t testing.TB) *harness {
+func newHarness(t testing.TB) *harness { return newHarnessWith(t, Options{}) }
+
+// newHarnessWith is newHarness with the kind's options (Stdout is the
+// harness's own).
+func newHarnessWith(t testing.TB, opts Options) *harness {
 	h := &harness{t: t, dir: t.TempDir(), out: &syncBuffer{}, logs: &syncBuffer{}}
 	h.node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.DiscardHandler)})
 	h.look = &fakeLookup{h: h, m: map[registry.ID]*registry.Entry{}}
@@ -95,7 +99,8 @@ func newHarness(t testing.TB) *harness {
 		Logger:  slog.New(slog.NewTextHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Entries: h.look,
 	}
-	h.host = NewKind(Options{Stdout: h.out})
+	opts.Stdout = h.out
+	h.host = NewKind(opts)
 	t.Cleanup(h.stopAll)
 	return h
 }
@@ -208,6 +213,11 @@ func (h *harness) wait(pid process.PID, d time.Duration) process.Exit {
 }
 
 // run spawns e and waits for its exit.
+// runDeadline bounds one script's run. It is a ceiling for a hung script,
+// not an expected time: the memory-bomb scripts build 64 MiB strings, which
+// takes seconds under -race on a loaded 2-core machine.
+const runDeadline = 60 * time.Second
+
 func (h *harness) run(e *registry.Entry, args ...any) process.Exit {
 	h.t.Helper()
 	done := make(chan process.Exit, 1)
@@ -251,10 +261,10 @@ func (h *harness) run(e *registry.Entry, args ...any) process.Exit {
 	select {
 	case ex := <-done:
 		return ex
-	case <-time.After(10 * time.Second):
+	case <-time.After(runDeadline):
 		_ = h.node.Terminate(pid)
 		_ = h.node.Terminate(watcher)
-		h.t.Fatalf("process %s did not exit within 10s", pid)
+		h.t.Fatalf("process %s did not exit within %s", pid, runDeadline)
 	}
 	return process.Exit{}
 }
@@ -319,4 +329,20 @@ func runMain(t *testing.T, rt *registry.Runtime, node *process.Node, d time.Dura
 		t.Fatal("main did not finish")
 	}
 	return exit()
+}
+
+// expectExit runs src as the entry name and checks how it exits: returning
+// "ok" when want is empty, else raising an error that contains want.
+func expectExit(t *testing.T, h *harness, name, src, want string) {
+	t.Helper()
+	ex := h.run(h.entry(name, src))
+	if want == "" {
+		if ex.Err != nil || ex.Value != "ok" {
+			t.Fatalf("exit = %#v, %v", ex.Value, ex.Err)
+		}
+		return
+	}
+	if ex.Err == nil || !strings.Contains(ex.Err.Error(), want) {
+		t.Fatalf("exit = %v, want an error with %q", ex.Err, want)
+	}
 }

@@ -37,6 +37,8 @@ func newState(p *Process) *lua.LState {
 		RegistryMaxSize:     registryMax,
 		RegistryGrowStep:    registryGrowStep,
 		MinimizeStackMemory: true,
+		MaxStringSize:       p.host.limits.maxString,
+		MaxTableEntries:     p.host.limits.maxTable,
 	})
 	// NewState sizes its global table for the full standard library; a
 	// sandboxed script's own globals are few.
@@ -158,9 +160,11 @@ func (p *Process) scriptError(err error) error {
 		return e
 	}
 	// error({kind = …, message = …}): the table shape msg:reply(nil, err)
-	// takes; its string form ("table: 0x…") would say nothing.
-	if t, ok := ae.Object.(*lua.LTable); ok && (t.RawGetString("kind") != lua.LNil || t.RawGetString("message") != lua.LNil) {
-		return ErrorFromLua(t)
+	// takes; and tables and userdata with __tostring. Their string form
+	// ("table: 0x…") would say nothing.
+	switch ae.Object.(type) {
+	case *lua.LTable, *lua.LUserData:
+		return errorFromLua(p.L, ae.Object)
 	}
 	msg := ae.Object.String()
 	if ae.Type == lua.ApiErrorSyntax {
@@ -434,7 +438,7 @@ func msgReply(L *lua.LState) int {
 		rej error
 	)
 	if L.GetTop() >= 3 && L.Get(3) != lua.LNil {
-		rej = ErrorFromLua(L.Get(3))
+		rej = errorFromLua(L, L.Get(3))
 	} else {
 		var err error
 		v, err = ToGoAt(L.Get(2), "reply")
@@ -513,13 +517,23 @@ func luaRequire(L *lua.LState) int {
 // luaPrint writes its arguments, tab-separated, as one line to stdout.
 func luaPrint(L *lua.LState) int {
 	p := ProcessOf(L)
-	var b strings.Builder
 	n := L.GetTop()
+	parts := make([]string, n)
+	size := float64(n)
 	for i := 1; i <= n; i++ {
-		if i > 1 {
+		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
+		size += float64(len(parts[i-1]))
+	}
+	// The line is a string like any other: print(s, s, s, …) of one large
+	// string would otherwise build a line of gigabytes.
+	checkStringSize(L, "print", size)
+	var b strings.Builder
+	b.Grow(int(size))
+	for i, s := range parts {
+		if i > 0 {
 			b.WriteByte('\t')
 		}
-		b.WriteString(L.ToStringMeta(L.Get(i)).String())
+		b.WriteString(s)
 	}
 	b.WriteByte('\n')
 	h := p.host

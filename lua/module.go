@@ -88,6 +88,9 @@ type Process struct {
 
 	timers timerList // pending time.after timers
 	onExit []func()
+
+	coDepth int          // coroutines resumed inside one another (see resumeCounted)
+	stopFn  func() error // see stopCheck
 }
 
 // OnExit registers fn to run on the process's goroutine when its script

@@ -96,6 +96,11 @@ func TestValidation(t *testing.T) {
 	h.write("dynamic.lua", "return setmetatable({}, {__index = function() return function() end end})")
 	h.write("badmod.lua", "return {")
 	h.write("unclosed.lua", "local function f()\n  local x = 1\n  x = x + 1\n\n")
+	h.write("brace3.lua", "local a = 1\nlocal b = 2\nlocal t = {\n  x = 1,\n\n")
+	h.write("utf8.lua", "local a = 1\nlocal b = 2\n\xff\xfe = 3\n")
+	h.write("string3.lua", "local a = 1\nlocal b = 2\nlocal s = \"abc\nlocal c = 3\n")
+	h.write("long3.lua", "local a = 1\nlocal b = 2\nlocal s = [[abc\n\n")
+	h.write("trailing.lua", "local a = 1\nlocal b = 2 +\n\n")
 	for _, tc := range []struct {
 		name, fields string
 		want         []string // substrings of the errors, one per error
@@ -112,8 +117,13 @@ func TestValidation(t *testing.T) {
 		{"negative_mailbox", "source: file://ok.lua\nmailbox_size: -1", []string{"mailbox_size: must be 0"}},
 		{"args_not_list", "source: file://ok.lua\nargs: {a: 1}", []string{"args: must be a list"}},
 		{"unknown_field", "source: file://ok.lua\nmetod: main", []string{`metod: unknown field (did you mean "method"?)`}},
-		{"module_syntax", "source: file://ok.lua\nmodules:\n  bad: file://badmod.lua", []string{"modules.bad: syntax error", "badmod.lua:1: unexpected end of file"}},
-		{"syntax_at_eof", "source: file://unclosed.lua", []string{"unclosed.lua:3: unexpected end of file"}},
+		{"module_syntax", "source: file://ok.lua\nmodules:\n  bad: file://badmod.lua", []string{"modules.bad: syntax error", "badmod.lua:1:8: unexpected end of file: '{' is not closed"}},
+		{"syntax_at_eof", "source: file://unclosed.lua", []string{"unclosed.lua:1:7: unexpected end of file: 'function' is not closed"}},
+		{"unclosed_brace_line3", "source: file://brace3.lua", []string{"brace3.lua:3:11: unexpected end of file: '{' is not closed"}},
+		{"invalid_utf8_line3", "source: file://utf8.lua", []string{`utf8.lua:3:1: Invalid token near '\xff'`}},
+		{"unterminated_string_line3", "source: file://string3.lua", []string{"string3.lua:3:11: unterminated string near 'abc'"}},
+		{"unterminated_long_string_line3", "source: file://long3.lua", []string{"long3.lua:3:11: unterminated multiline string"}},
+		{"trailing_operator", "source: file://trailing.lua", []string{"trailing.lua:2: unexpected end of file"}},
 		{"module_runtime_name", "source: file://ok.lua\nmodules:\n  json: file://ok.lua", []string{"runtime module"}},
 		{"module_bad_name", "source: file://ok.lua\nmodules:\n  \"a-b\": file://ok.lua", []string{"invalid module name"}},
 	} {

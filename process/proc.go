@@ -116,5 +116,6 @@ func (p *process) runFunc(fn ProcFunc) {
 		v, err := fn(h)
 		e = Exit{Value: v, Err: err}
 	}()
+	p.node.returned(p, &p.ext.Load().run)
 	p.finish(p.exitReason(e))
 }

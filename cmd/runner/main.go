@@ -148,6 +148,7 @@ type app struct {
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
 	log := logging.New(logging.Options{Writer: stderr, Format: f.logFmt, Level: f.logLevel})
+	f.memLimit.apply(log)
 	if f.cluster.enabled() {
 		log.Warn("clustering is not enabled yet: running as a single node",
 			"cluster_bind", f.cluster.Bind, "cluster_join", f.cluster.Join, "secret", f.cluster.SecretFile != "")
