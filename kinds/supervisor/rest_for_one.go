@@ -5,6 +5,6 @@ import "slices"
 // restForOne is OTP's rest_for_one: for children that depend on those
 // started before them, the failed child and every child started after it
 // restart; those started before keep running.
-func restForOne(children []*child, failed *child) []*child {
-	return slices.Clone(children[slices.Index(children, failed):])
+func restForOne(dst, children []*child, failed *child) []*child {
+	return append(dst, children[slices.Index(children, failed):]...)
 }

@@ -56,23 +56,24 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 		return s.escalate(fmt.Errorf("supervisor %s: %w: more than %d restarts within %s; last child %q: %s",
 			s.id, ErrIntensity, s.spec.MaxRestarts, s.spec.RestartWindow, c.spec.ID, reason))
 	}
-	return s.restartSet(c, s.restartGroup(c))
+	var one [1]*child // the usual group, on the stack
+	return s.restartSet(c, s.restartGroup(one[:0], c))
 }
 
-// restartGroup returns the children that restart with failed, in start
-// order, by the supervisor's strategy. A child whose failure action is
-// resume restarts alone, whatever the strategy.
-func (s *Supervisor) restartGroup(failed *child) []*child {
+// restartGroup appends to dst the children that restart with failed, in
+// start order, by the supervisor's strategy. A child whose failure action
+// is resume restarts alone, whatever the strategy.
+func (s *Supervisor) restartGroup(dst []*child, failed *child) []*child {
 	if failed.spec.OnFailure == ActionResume {
-		return oneForOne(s.children, failed)
+		return oneForOne(dst, s.children, failed)
 	}
 	switch s.spec.Strategy {
 	case AllForOne:
-		return allForOne(s.children, failed)
+		return allForOne(dst, s.children, failed)
 	case RestForOne:
-		return restForOne(s.children, failed)
+		return restForOne(dst, s.children, failed)
 	}
-	return oneForOne(s.children, failed)
+	return oneForOne(dst, s.children, failed)
 }
 
 // terminated settles a child that stopped for good: a static supervisor
