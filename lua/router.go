@@ -2,7 +2,6 @@ package lua
 
 import (
 	"fmt"
-	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -33,11 +32,8 @@ func init() {
 // entry of another kind, is returned as an error for nil, err.
 func checkPool(L *lua.LState) (*Process, pool.Router, error) {
 	p := ProcessOf(L)
-	ref := L.CheckString(1)
-	if !strings.Contains(ref, ":") && p.Entry() != nil {
-		ref = p.Entry().ID.Namespace() + ":" + ref
-	}
-	pl, err := pool.FindRouter(p.Env(), registry.ID(ref))
+	ref := registry.Qualify(p.Entry(), L.CheckString(1))
+	pl, err := registry.Find[pool.Router](p.Env(), "router", string(ref), pool.KindName, pool.GroupKindName)
 	return p, pl, err
 }
 
