@@ -6,17 +6,12 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // What happens when a child exits: its restart type, its failure action,
 // the supervisor's intensity, and the strategy's set of children to
 // restart with it (one file per strategy).
-
-// shutdownExit reports whether e is an exit a transient child is not
-// restarted after: normal, or a requested shutdown.
-func shutdownExit(e process.Exit) bool {
-	return e.Err == nil || errors.Is(e.Err, process.ErrShutdown)
-}
 
 func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	s.setPID(c, process.PID{})
@@ -36,7 +31,7 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 		s.remove(c)
 		return nil
 	case Transient:
-		if shutdownExit(e) {
+		if registry.ShutdownExit(e) {
 			s.terminated(c)
 			return nil
 		}

@@ -149,19 +149,65 @@ entries:
 	}
 }
 
-func TestRootNormalReturnIsStopped(t *testing.T) {
+// The root applies each entry's lifecycle.restart.type: a permanent entry
+// is restarted whatever its exit; a transient one only after a failure,
+// and a normal return completes it; a temporary one never, failing for
+// good on a failure.
+func TestRootRestartTypes(t *testing.T) {
+	tests := []struct {
+		typ, topic string
+		want       registry.Status
+		restarts   int
+	}{
+		{"permanent", "return", registry.StatusRunning, 1},
+		{"permanent", "crash", registry.StatusRunning, 1},
+		{"transient", "return", registry.StatusCompleted, 0},
+		{"transient", "crash", registry.StatusRunning, 1},
+		{"temporary", "return", registry.StatusCompleted, 0},
+		{"temporary", "crash", registry.StatusFailed, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ+"/"+tt.topic, func(t *testing.T) {
+			rt, _ := rootSetup(t, `namespace: a
+entries:
+  - {name: s, kind: roottest.svc, lifecycle: {auto_start: true, restart: {type: `+tt.typ+`, initial_delay: 5ms}}}
+`)
+			old := rootCrash(t, rt, "a:s", tt.topic)
+			rootWaitFor(t, string(tt.want), func() bool {
+				info, _ := rt.Info("a:s")
+				return info.Status == tt.want && info.Restarts == tt.restarts && (tt.want != registry.StatusRunning || info.Instance.PID() != old)
+			})
+			time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing more may happen
+			info, _ := rt.Info("a:s")
+			if info.Status != tt.want || info.Restarts != tt.restarts {
+				t.Fatalf("then %+v", info)
+			}
+			ready := len(rt.NotReady()) == 0
+			if ready != (tt.want != registry.StatusFailed) {
+				t.Fatalf("status %s, ready %v", info.Status, ready)
+			}
+		})
+	}
+}
+
+// A transient entry stopped on request (process.terminate) is stopped,
+// not restarted and not completed.
+func TestRootTransientStoppedOnRequest(t *testing.T) {
 	rt, _ := rootSetup(t, `namespace: a
 entries:
-  - {name: s, kind: roottest.svc, lifecycle: {auto_start: true, restart: {initial_delay: 5ms}}}
+  - {name: s, kind: roottest.svc, lifecycle: {auto_start: true, restart: {type: transient, initial_delay: 5ms}}}
 `)
-	rootCrash(t, rt, "a:s", "return")
+	inst, _ := rt.Instance("a:s")
+	if err := rt.Env().Node.Terminate(inst.PID()); err != nil {
+		t.Fatal(err)
+	}
 	rootWaitFor(t, "stopped", func() bool {
 		info, _ := rt.Info("a:s")
 		return info.Status == registry.StatusStopped
 	})
-	time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing may come back
+	time.Sleep(50 * time.Millisecond)
 	if info, _ := rt.Info("a:s"); info.Status != registry.StatusStopped || info.Restarts != 0 {
-		t.Fatalf("restarted after a normal return: %+v", info)
+		t.Fatalf("after a shutdown: %+v", info)
 	}
 }
 
@@ -262,7 +308,7 @@ func (o releasingOwner) Watch(id registry.ID, inst registry.Instance) {
 	}
 }
 
-// A restarted instance that returns normally right away is stopped, not
+// A restarted instance that returns normally right away is completed, not
 // taken for a failure ("no such process") and restarted until the entry is
 // marked failed: the root watches it before it is published, as it does a
 // first start.
@@ -273,7 +319,7 @@ func TestRootRestartedInstanceReturnsAtOnce(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(p, []byte(`namespace: a
 entries:
-  - {name: s, kind: roottest.quick, lifecycle: {auto_start: true, restart: {initial_delay: 5ms, max_attempts: 3}}}
+  - {name: s, kind: roottest.quick, lifecycle: {auto_start: true, restart: {type: transient, initial_delay: 5ms, max_attempts: 3}}}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -298,12 +344,12 @@ entries:
 		t.Fatal(err)
 	}
 	rootCrash(t, rt, "a:s", "crash")
-	rootWaitFor(t, "stopped after one restart", func() bool {
+	rootWaitFor(t, "completed after one restart", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusStopped && info.Restarts == 1
+		return info.Status == registry.StatusCompleted && info.Restarts == 1
 	})
 	time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing may come back
-	if info, _ := rt.Info("a:s"); info.Status != registry.StatusStopped || info.Restarts != 1 || k.starts.Load() != 2 {
+	if info, _ := rt.Info("a:s"); info.Status != registry.StatusCompleted || info.Restarts != 1 || k.starts.Load() != 2 {
 		t.Fatalf("after a normal return: %+v, %d starts", info, k.starts.Load())
 	}
 }
