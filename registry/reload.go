@@ -382,4 +382,3 @@ func (rt *Runtime) depStarted(cfg *Config, id ID, started map[ID]bool) bool {
 	}
 	return false
 }
-
