@@ -137,9 +137,12 @@ func envName(s string) bool {
 	return true
 }
 
-// envUse is one scalar of an entry that a load substituted.
+// envUse is one scalar of an entry that a load substituted, or failed to
+// (then the error said what is wrong with it, and decoding has nothing to
+// add).
 type envUse struct {
 	pos      Pos
+	failed   bool
 	composed string // what the scalar became
 	written  string // what the file says
 	vals     []envValue
@@ -156,9 +159,12 @@ func (ld *load) expandEntry(file string, e *Entry, n *yaml.Node) []envUse {
 		switch k.Value {
 		case "meta":
 			continue
-		case "name", "kind":
+		case "name":
+			continue // checked where the ID is made
+		case "kind":
 			if v.Kind == yaml.ScalarNode && hasEnvRef(v.Value) {
-				ld.fail(posOf(file, v), e.ID, k.Value, "cannot come from the environment: entry IDs and kinds show in every log line and in /v1")
+				ld.fail(posOf(file, v), e.ID, k.Value, "cannot come from the environment: kinds show in /v1")
+				uses = append(uses, envUse{pos: posOf(file, v), failed: true})
 			}
 			continue
 		}
@@ -197,11 +203,11 @@ func (ld *load) expandNode(file string, e *Entry, path []pathStep, n *yaml.Node,
 		switch {
 		case err != nil:
 			ld.fail(pos, e.ID, fieldPath(path), "%v", err)
-			return uses
+			return append(uses, envUse{pos: pos, failed: true})
 		case len(missing) > 0:
 			ld.fail(pos, e.ID, fieldPath(path), "environment variable %s is not set and has no default (${env:%s:-VALUE} gives one)",
 				strings.Join(missing, ", "), missing[0])
-			return uses
+			return append(uses, envUse{pos: pos, failed: true})
 		}
 		n.Value = out
 		if n.Style&(yaml.TaggedStyle|yaml.DoubleQuotedStyle|yaml.SingleQuotedStyle|yaml.LiteralStyle|yaml.FoldedStyle) == 0 {
@@ -253,10 +259,33 @@ func (ld *load) fromEnv(n *yaml.Node) bool {
 
 // settle keeps the values entry e took from the environment, for Redact,
 // and rewrites the errors its decoding reported (errs[from:]) so that they
-// show the references as written rather than the values.
+// show the references as written rather than the values. A scalar whose
+// substitution failed has that error only: what decoding then found wrong
+// with it (an integer field holding "${env:X}") is no news.
 func (ld *load) settle(e *Entry, uses []envUse, from int) {
 	if len(uses) == 0 {
 		return
+	}
+	failed := map[Pos]bool{}
+	for _, u := range uses {
+		if u.failed {
+			failed[u.pos] = true
+		}
+	}
+	if len(failed) > 0 {
+		said := map[Pos]bool{}
+		kept := ld.errs[:from]
+		for _, err := range ld.errs[from:] {
+			if fe, ok := err.(*FieldError); ok && failed[fe.Pos] {
+				if said[fe.Pos] {
+					continue
+				}
+				said[fe.Pos] = true
+			}
+			kept = append(kept, err)
+		}
+		clear(ld.errs[len(kept):])
+		ld.errs = kept
 	}
 	seen := map[string]bool{}
 	for _, u := range uses {
@@ -275,7 +304,7 @@ func (ld *load) settle(e *Entry, uses []envUse, from int) {
 			continue
 		}
 		for _, u := range uses {
-			if fe.Pos == u.pos {
+			if fe.Pos == u.pos && !u.failed {
 				// An error about the scalar itself quotes what it became.
 				fe.Msg = replaceWord(fe.Msg, strconv.Quote(u.composed), strconv.Quote(u.written))
 				fe.Msg = replaceWord(fe.Msg, u.composed, u.written)

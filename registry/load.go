@@ -644,6 +644,9 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 		if _, v := d.lookup("name"); v == nil || v.Kind == yaml.ScalarNode {
 			d.Errorf("name", "required")
 		}
+	case hasEnvRef(name):
+		e.ID = ID(ns + ":" + name)
+		d.Errorf("name", "cannot come from the environment: entry IDs show in every log line and in /v1")
 	case !namePattern.MatchString(name):
 		e.ID = ID(ns + ":" + name)
 		d.Errorf("name", "invalid name %q: want [a-z][a-z0-9_.-]*", name)
