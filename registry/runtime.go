@@ -305,7 +305,12 @@ func (rt *Runtime) start(ctx context.Context, cfg *Config) error {
 
 // stopAll stops every entry in reverse dependency order; on the loop.
 func (rt *Runtime) stopAll() {
-	rt.startup = nil
+	if w := rt.startup; w != nil {
+		// Start waits no more: what it waited for is being stopped.
+		rt.startup = nil
+		w.err = ErrRuntimeStopped
+		close(w.done)
+	}
 	snap := rt.snap.Load()
 	ids := slices.Clone(snap.cfg.Order)
 	slices.Reverse(ids)

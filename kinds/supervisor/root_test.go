@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -434,4 +435,172 @@ entries:
 		info, _ := rt.Info("a:s")
 		return info.Status == registry.StatusFailed
 	})
+}
+
+// rootStartAsync loads yaml and starts it in the background, returning the
+// runtime at once and Start's result on a channel.
+func rootStartAsync(t *testing.T, yaml string) (*registry.Runtime, <-chan error) {
+	t.Helper()
+	kinds := registry.NewRegistry()
+	kinds.Register(rootTestKind{})
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := process.NewNode(process.Options{Name: "root-test"})
+	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
+	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.SetOwner(root)
+	t.Cleanup(func() {
+		rt.Stop(context.Background())
+		root.Stop(context.Background())
+		goleak.VerifyNone(t)
+	})
+	done := make(chan error, 1)
+	go func() { done <- rt.Start(context.Background(), cfg) }()
+	return rt, done
+}
+
+const migrateThenServe = `namespace: a
+entries:
+  - name: migrate
+    kind: roottest.svc
+    lifecycle:
+      auto_start: true
+      restart: {type: transient, initial_delay: 5ms}
+  - name: service
+    kind: roottest.svc
+    lifecycle: {auto_start: true, depends_on: [migrate]}
+`
+
+// Run the migrations, then start the service: the service waits, not
+// ready, while the transient migrate entry runs (failing once and being
+// restarted), and starts once it has completed. Start returns only then.
+func TestRootRunMigrationsThenStartService(t *testing.T) {
+	rt, started := rootStartAsync(t, migrateThenServe)
+	rootWaitFor(t, "migrate running", func() bool { _, ok := rt.Instance("a:migrate"); return ok })
+	status := func(id registry.ID) registry.Status { in, _ := rt.Info(id); return in.Status }
+	if s := status("a:service"); s != registry.StatusStarting {
+		t.Fatalf("service %s while migrations run", s)
+	}
+	if nr := rt.NotReady(); len(nr) != 1 || nr[0] != "a:service" {
+		t.Fatalf("not ready %v", nr)
+	}
+	select {
+	case err := <-started:
+		t.Fatalf("Start returned (%v) before the migrations completed", err)
+	default:
+	}
+	// A failed migration is restarted (transient); the service keeps waiting.
+	old := rootCrash(t, rt, "a:migrate", "crash")
+	rootWaitFor(t, "migrate restarted", func() bool {
+		inst, ok := rt.Instance("a:migrate")
+		return ok && inst.PID() != old
+	})
+	if s := status("a:service"); s != registry.StatusStarting {
+		t.Fatalf("service %s after a failed migration", s)
+	}
+	rootCrash(t, rt, "a:migrate", "return")
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start still waiting after the migrations completed")
+	}
+	if s := status("a:migrate"); s != registry.StatusCompleted {
+		t.Fatalf("migrate %s", s)
+	}
+	if s := status("a:service"); s != registry.StatusRunning {
+		t.Fatalf("service %s", s)
+	}
+	if nr := rt.NotReady(); len(nr) != 0 {
+		t.Fatalf("not ready %v: a completed entry counts as ready", nr)
+	}
+}
+
+// A task that fails for good (temporary) fails what waits for it, and
+// Start stops everything and fails: a configuration never half-runs.
+func TestRootFailedTaskFailsStart(t *testing.T) {
+	rt, started := rootStartAsync(t, `namespace: a
+entries:
+  - {name: other, kind: roottest.svc, lifecycle: {auto_start: true}}
+  - {name: migrate, kind: roottest.svc, lifecycle: {auto_start: true, restart: {type: temporary}}}
+  - {name: service, kind: roottest.svc, lifecycle: {auto_start: true, depends_on: [migrate]}}
+`)
+	rootCrash(t, rt, "a:migrate", "crash")
+	var err error
+	select {
+	case err = <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start still waiting after the task failed")
+	}
+	if err == nil || !strings.Contains(err.Error(), "start a:service: dependency a:migrate failed") {
+		t.Fatalf("start: %v", err)
+	}
+	for _, id := range []registry.ID{"a:other", "a:service"} {
+		if _, ok := rt.Instance(id); ok {
+			t.Fatalf("%s still runs after a failed start", id)
+		}
+	}
+}
+
+// What waits for a task waits at most its own start_timeout.
+func TestRootTaskWaitTimesOut(t *testing.T) {
+	_, started := rootStartAsync(t, `namespace: a
+entries:
+  - {name: migrate, kind: roottest.svc, lifecycle: {auto_start: true, restart: {type: transient}}}
+  - {name: service, kind: roottest.svc, lifecycle: {auto_start: true, depends_on: [migrate], start_timeout: 100ms}}
+`)
+	select {
+	case err := <-started:
+		if err == nil || !strings.Contains(err.Error(), "dependency a:migrate did not complete within start_timeout 100ms") {
+			t.Fatalf("start: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service waited past its start_timeout")
+	}
+}
+
+// A reload that adds a task and its dependent starts the dependent once
+// the task completes; a dependent added later next to a completed task
+// starts at once; an unchanged completed task is not run again.
+func TestReloadTasks(t *testing.T) {
+	rt, _ := rootSetup(t, "namespace: a\nentries:\n  - {name: other, kind: roottest.svc, lifecycle: {auto_start: true}}\n")
+	kinds := registry.NewRegistry()
+	kinds.Register(rootTestKind{})
+	dir := t.TempDir()
+	l := &registry.Loader{Kinds: kinds}
+	apply := func(body string) registry.ReloadSummary {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, sum, err := rt.Reload(context.Background(), l, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	apply(migrateThenServe)
+	if in, _ := rt.Info("a:service"); in.Status != registry.StatusStarting {
+		t.Fatalf("service %+v", in)
+	}
+	rootCrash(t, rt, "a:migrate", "return")
+	rootWaitFor(t, "service started after the task", func() bool { _, ok := rt.Instance("a:service"); return ok })
+	sum := apply(migrateThenServe + "  - {name: api, kind: roottest.svc, lifecycle: {auto_start: true, depends_on: [migrate]}}\n")
+	if _, ok := rt.Instance("a:api"); !ok || len(sum.Added) != 1 {
+		t.Fatalf("a dependent of a completed task did not start at once: %+v", sum)
+	}
+	if in, _ := rt.Info("a:migrate"); in.Status != registry.StatusCompleted {
+		t.Fatalf("the completed task ran again: %s", in.Status)
+	}
 }
