@@ -7,7 +7,7 @@ import (
 
 func TestChannels(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local ch = channel.new()
   assert(ch:send(1)); assert(ch:send({x = 2})); assert(ch:send(nil))
@@ -57,13 +57,13 @@ return { main = function()
   assert(tostring(process.inbox()) == "channel(inbox)")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestSelectAcrossSources(t *testing.T) {
 	h := newHarness(t)
-	h.entry("sender", `return { main = function(to, topic, delay) time.sleep(delay) process.send(to, topic, topic .. "!") end }`)
-	e := h.entry("main", `
+	h.Entry("sender", `return { main = function(to, topic, delay) time.sleep(delay) process.send(to, topic, topic .. "!") end }`)
+	e := h.Entry("main", `
 return { main = function()
   local inbox = process.inbox()
   local orders = process.listen("order")
@@ -85,12 +85,12 @@ return { main = function()
   assert(s == "event:EXIT,inbox:other!,order:order!", s)
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestListenKeepsOtherTopicsInInbox(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local me = process.pid()
   process.send(me, "a", 1)
@@ -109,7 +109,7 @@ return { main = function()
   assert(b:receive():payload() == 4)
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 // TestListenAfterMessagesWereSetAside: a receive on one listen channel
@@ -117,7 +117,7 @@ end }`)
 // one of those topics must still get them, in order, and the inbox not.
 func TestListenAfterMessagesWereSetAside(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local me = process.pid()
   process.send(me, "b", 1)
@@ -137,14 +137,14 @@ return { main = function()
   assert(r.default, "inbox holds a message listen('b') claims")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 // TestDurationBounds: a huge number of milliseconds is "forever", not an
 // overflow into a negative duration that fires at once; NaN raises.
 func TestDurationBounds(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local never = time.after(math.huge)
   local soon = time.after(30)
@@ -166,12 +166,12 @@ return { main = function()
   end
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestTime(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function(go_now)
   local t0 = time.now()
   assert(math.abs(t0 - go_now) < 5000, "now is epoch milliseconds")
@@ -187,5 +187,5 @@ return { main = function(go_now)
   assert(not pcall(time.after, {}), "table raises")
   return "ok"
 end }`)
-	check(t, h, e, float64(time.Now().UnixMilli()))
+	h.Check(e, float64(time.Now().UnixMilli()))
 }
