@@ -1,8 +1,11 @@
 package lua
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 func TestChannels(t *testing.T) {
@@ -188,4 +191,77 @@ return { main = function(go_now)
   return "ok"
 end }`)
 	h.Check(e, float64(time.Now().UnixMilli()))
+}
+
+// feedModule hands a script a channel that a goroutine fills with n items,
+// each after a short random pause, as a subscription would.
+var feedModule = Module{
+	Name: "feedtest",
+	Doc:  "Test only: a channel fed from another goroutine.",
+	Funcs: []Func{{Name: "start", Doc: "A channel that receives 1..n from a goroutine.", Params: "n: integer", Results: "channel",
+		Fn: func(L *lua.LState) int {
+			p := ProcessOf(L)
+			n := L.CheckInt(1)
+			c := p.NewChannel(0)
+			go func() {
+				for i := 1; i <= n; i++ {
+					if i%64 == 0 {
+						time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+					}
+					c.Offer(float64(i))
+				}
+				c.Close()
+			}()
+			L.Push(c.Value(L))
+			return 1
+		}}},
+}
+
+// A process parks on one wake-up, the core's, whatever it waits for: items
+// offered by Go code from other goroutines, mail from other processes,
+// timers and events all wake it, however they race with its parking. A
+// wake-up lost on any source hangs the script.
+func TestOneParkWakesForEverySource(t *testing.T) {
+	h := newHarnessWith(t, Options{Modules: []Module{feedModule}})
+	h.Entry("sender", `
+return { main = function(dest, n)
+  for i = 1, n do
+    assert(process.send(dest, "m", i))
+    if i % 50 == 0 then time.sleep(1) end
+  end
+end }`)
+	e := h.Entry("main", `
+return { main = function(n)
+  local fed = require("feedtest").start(n)
+  local inbox, events = process.inbox(), process.events()
+  assert(process.spawn_monitored("sender", process.pid(), n))
+  local got, mail, exited, ticks = 0, 0, false, 0
+  local tick = time.after(1)
+  local fed_open = true
+  while fed_open or mail < n or not exited do
+    local cases = { inbox:case_receive(), events:case_receive(), tick:case_receive() }
+    if fed_open then table.insert(cases, 1, fed:case_receive()) end
+    local r = channel.select(cases)
+    if r.channel == fed then
+      if r.ok then got = got + 1 else fed_open = false end
+    elseif r.channel == inbox then
+      mail = mail + 1
+    elseif r.channel == events then
+      assert(r.value.kind == "EXIT" and r.value.result.error == nil)
+      exited = true
+    else
+      ticks = ticks + 1
+      tick = time.after(1)
+    end
+    -- receive alone too, not only in select
+    if mail < n and mail % 100 == 99 then inbox:receive(); mail = mail + 1 end
+  end
+  assert(got == n, "fed items " .. got)
+  -- and a timer alone, with nothing else to come
+  local r = channel.select{ inbox:case_receive(), events:case_receive(), time.after(5):case_receive() }
+  assert(r.channel ~= inbox and r.channel ~= events)
+  return "ok"
+end }`)
+	// A lost wake-up shows as the script not returning (Run's deadline).
+	h.Check(e, float64(2000))
 }

@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -30,6 +31,31 @@ type Module struct {
 // builtinModules are the modules every host has: they bind no kind.
 func builtinModules() []Module { return []Module{jsonModule} }
 
+// Check reports what is wrong with m's declaration: its name, or a
+// function without a name, a Go function or a one-line Doc, with a
+// malformed signature, or declared twice.
+func (m Module) Check() error {
+	var errs []error
+	if !moduleNameRE.MatchString(m.Name) {
+		errs = append(errs, fmt.Errorf("invalid module name %q (letters, digits, _ and dots)", m.Name))
+	}
+	if strings.TrimSpace(m.Doc) == "" || strings.Contains(m.Doc, "\n") {
+		errs = append(errs, errors.New("Doc must be one line"))
+	}
+	if err := checkFuncs(m.Funcs); err != nil {
+		errs = append(errs, err)
+	}
+	for _, t := range m.Types {
+		if t == nil {
+			errs = append(errs, errors.New("a nil Type"))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("module %s: %w", m.Name, err)
+	}
+	return nil
+}
+
 // loadModules checks mods and builds the host's table of modules: the
 // built-in ones, then mods. A bad declaration is a programming error of
 // the embedder, reported when the host is made.
@@ -37,13 +63,12 @@ func loadModules(mods []Module) (map[string]*library, []Module) {
 	all := append(builtinModules(), mods...)
 	libs := make(map[string]*library, len(all))
 	for _, m := range all {
-		if !moduleNameRE.MatchString(m.Name) {
-			panic(fmt.Sprintf("lua: invalid module name %q (letters, digits, _ and dots)", m.Name))
+		if err := m.Check(); err != nil {
+			panic("lua: " + err.Error())
 		}
 		if _, dup := libs[m.Name]; dup {
 			panic(fmt.Sprintf("lua: module %q given twice", m.Name))
 		}
-		checkFuncs("module "+m.Name, m.Funcs)
 		libs[m.Name] = newLibrary(m.Funcs)
 	}
 	slices.SortFunc(all, func(a, b Module) int { return strings.Compare(a.Name, b.Name) })

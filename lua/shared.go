@@ -22,21 +22,6 @@ import (
 // getmetatable honours __metatable, and writes land in the proxy. Shared
 // tables are only ever read after init, so concurrent states may read them.
 
-// Func is one Go function a script can call: a function of a global
-// library or a module, or a method or metamethod of a Type. It is declared
-// once, with what a reader needs to know of it, so that documentation,
-// editor stubs and suggestions for a misspelt name all read the same list.
-type Func struct {
-	Name string
-	Fn   lua.LGFunction
-	// Doc says in one line what the function does.
-	Doc string
-	// Params and Results are the signature, written as LuaLS writes them:
-	// Params "dest: string, topic: string, payload?: any" (a method's
-	// self is not listed), Results "true|nil, error?". Empty means none.
-	Params, Results string
-}
-
 // library is a set of Funcs built into one shared table: a global library,
 // a module, or a type's methods. Its functions are shared by every state:
 // they must find their process with ProcessOf(L), never close over one.
@@ -48,19 +33,6 @@ type library struct {
 }
 
 func newLibrary(funcs []Func) *library { return &library{funcs: funcs} }
-
-// checkFuncs panics on a Func without a name or a function, or a name
-// given twice: a declaration the embedder must fix, found when the module
-// or type is made rather than when a script first calls it.
-func checkFuncs(owner string, funcs []Func) {
-	seen := make(map[string]bool, len(funcs))
-	for _, f := range funcs {
-		if f.Name == "" || f.Fn == nil || seen[f.Name] {
-			panic(fmt.Sprintf("lua: %s: function %q is unnamed, nil or given twice", owner, f.Name))
-		}
-		seen[f.Name] = true
-	}
-}
 
 // proxy returns a fresh table for one state that reads through to the
 // library: what require and the first use of a global hand the script.
@@ -108,8 +80,14 @@ type Type struct {
 
 // NewType returns the type name (as errors and documentation call it)
 // with funcs. Declare it once, as a package variable.
+//
+// A Func without a name, a function or a description, with a malformed
+// signature, or named twice panics: NewType is called at package
+// initialisation, where the declaration's author sees it at once.
 func NewType(name string, funcs ...Func) *Type {
-	checkFuncs("type "+name, funcs)
+	if err := checkFuncs(funcs); err != nil {
+		panic(fmt.Sprintf("lua: type %s: %v", name, err))
+	}
 	t := &Type{name: name, funcs: funcs}
 	var methods []Func
 	for _, f := range funcs {
