@@ -33,40 +33,15 @@
 // # Writing a module
 //
 // A runtime module is a Module value, declared once (usually in a package
-// of its own) and handed to the host in Options.Modules. Its functions are
-// Funcs: each has its Go function, a one-line description and its
-// signature as LuaLS writes it, so that documentation, editor stubs and
-// suggestions for a misspelt name read the same declaration. A module's
-// functions are shared by every state (the module's table is built once
-// and each process gets a read-through proxy of it), so they find their
-// process with ProcessOf(L) rather than close over one:
-//
-//	var greet = lua.Module{
-//		Name: "greet",
-//		Doc:  "Greetings.",
-//		Funcs: []lua.Func{{
-//			Name: "hello", Fn: hello,
-//			Doc:     "A greeting from this process.",
-//			Params:  "name: string, timeout?: number|string",
-//			Results: "string|nil, error?",
-//		}},
-//	}
-//
-//	// greet.hello(name [, timeout]) --> "hello name from <pid>" | nil, err
-//	func hello(L *glua.LState) int {
-//		p := lua.ProcessOf(L)
-//		name := L.CheckString(1)                   // wrong type: raises
-//		d := lua.OptDuration(L, 2, time.Second)    // ms number or "250ms"
-//		done := make(chan string, 1)
-//		go func() { done <- "hello " + name }()
-//		s, _, err := lua.AwaitTimeout(p, done, d)  // honours terminate
-//		if err != nil {
-//			return lua.ReturnError(L, err)     // nil, err (err.kind, err.message)
-//		}
-//		return lua.ReturnValue(L, s+" from "+p.PID().String())
-//	}
-//
-//	host := lua.NewKind(lua.Options{Modules: []lua.Module{greet}})
+// of its own, as lua/modules/pg) and handed to the host in
+// Options.Modules. Its functions are Funcs: each has its Go function, a
+// one-line description and its signature as LuaLS writes it, so that
+// documentation, editor stubs and suggestions for a misspelt name read the
+// same declaration; NewKind panics on a declaration that lacks one. A
+// module's functions are shared by every state (the module's table is
+// built once and each process gets a read-through proxy of it), so they
+// find their process with ProcessOf(L) rather than close over one. See
+// ExampleModule, and docs/lua/embedding.md.
 //
 // A module that hands scripts a handle with methods (a pg scope) declares
 // its kind once with NewType, methods and metamethods ("__tostring") as

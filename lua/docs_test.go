@@ -1,6 +1,10 @@
 package lua
 
 import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -32,3 +36,28 @@ end }`)
 		}
 	}
 }
+
+// TestEmbeddingDocShowsTestedExamples: every Go block of
+// docs/lua/embedding.md is code of lua/example_test.go, verbatim, so the
+// page shows only what `go test` runs.
+func TestEmbeddingDocShowsTestedExamples(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "lua", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlock.FindAllSubmatch(doc, -1)
+	if len(blocks) < 4 {
+		t.Fatalf("embedding.md has %d go blocks", len(blocks))
+	}
+	for i, b := range blocks {
+		if !bytes.Contains(examples, b[1]) {
+			t.Errorf("go block %d of embedding.md is not in example_test.go:\n%s", i+1, b[1])
+		}
+	}
+}
+
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
