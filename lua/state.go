@@ -13,7 +13,7 @@ import (
 )
 
 // State sizing, measured with BenchmarkLuaIdleMemory (100,000 idle
-// processes: about 10.5 KB of heap each, plus a 4 KB goroutine stack; a
+// processes: about 8 KB of heap each, plus a 4 KB goroutine stack; a
 // state with its own safe libraries costs 49 KB or more, see NOTES.md): the
 // data stack starts at the minimum gopher-lua allows (128 slots) and grows
 // on demand up to registryMax; the call stack grows in segments of 8 frames
