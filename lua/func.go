@@ -97,7 +97,7 @@ func checkFuncs(funcs []Func) error {
 		case f.Fn == nil:
 			errs = append(errs, fmt.Errorf("%s: no Go function", f.Name))
 		case strings.TrimSpace(f.Doc) == "" || strings.Contains(f.Doc, "\n"):
-			errs = append(errs, fmt.Errorf("%s: Doc must be one line", f.Name))
+			errs = append(errs, fmt.Errorf("%s: its description (Doc) must be one line", f.Name))
 		}
 		seen[f.Name] = true
 		if _, _, err := f.Signature(); err != nil {

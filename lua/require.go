@@ -40,7 +40,7 @@ func (m Module) Check() error {
 		errs = append(errs, fmt.Errorf("invalid module name %q (letters, digits, _ and dots)", m.Name))
 	}
 	if strings.TrimSpace(m.Doc) == "" || strings.Contains(m.Doc, "\n") {
-		errs = append(errs, errors.New("Doc must be one line"))
+		errs = append(errs, errors.New("its description (Doc) must be one line"))
 	}
 	if err := checkFuncs(m.Funcs); err != nil {
 		errs = append(errs, err)

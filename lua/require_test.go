@@ -62,11 +62,11 @@ func TestNewKindRejectsBadModules(t *testing.T) {
 		{"builtin name", []Module{{Name: "json", Doc: "x", Funcs: []Func{ok}}}, `module "json" given twice`},
 		{"twice", []Module{{Name: "m", Doc: "x"}, {Name: "m", Doc: "x"}}, `module "m" given twice`},
 		{"bad name", []Module{{Name: "no-dash", Doc: "x"}}, `invalid module name "no-dash"`},
-		{"no doc", []Module{{Name: "m"}}, "module m: Doc must be one line"},
+		{"no doc", []Module{{Name: "m"}}, "module m: its description (Doc) must be one line"},
 		{"unnamed func", []Module{{Name: "m", Doc: "x", Funcs: []Func{{Fn: nop, Doc: "x"}}}}, "a function has no name"},
 		{"nil func", []Module{{Name: "m", Doc: "x", Funcs: []Func{{Name: "f", Doc: "x"}}}}, "f: no Go function"},
 		{"func twice", []Module{{Name: "m", Doc: "x", Funcs: []Func{ok, ok}}}, "f: declared twice"},
-		{"func doc", []Module{{Name: "m", Doc: "x", Funcs: []Func{{Name: "f", Fn: nop}}}}, "f: Doc must be one line"},
+		{"func doc", []Module{{Name: "m", Doc: "x", Funcs: []Func{{Name: "f", Fn: nop}}}}, "f: its description (Doc) must be one line"},
 		{"bad param", []Module{{Name: "m", Doc: "x", Funcs: []Func{{Name: "f", Fn: nop, Doc: "x", Params: "string"}}}}, `f: parameter "string" is not "name: type"`},
 		{"empty result", []Module{{Name: "m", Doc: "x", Funcs: []Func{{Name: "f", Fn: nop, Doc: "x", Results: "string,"}}}}, `f: an empty result in "string,"`},
 	} {
