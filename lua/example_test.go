@@ -19,15 +19,16 @@ import (
 	"github.com/proctor-run/proctor/registry"
 )
 
-// askService loads the configuration in files (name to content) with
-// kinds, starts it, asks the service entry once and stops it all.
-func askService(kinds *registry.Registry, files map[string]string, service string, payload any) (any, error) {
+// askService writes config (app.yaml) and script (svc.lua) to a directory,
+// loads them with kinds, starts them, asks the service app:svc once from
+// Go, as any process would, and stops it all.
+func askService(kinds *registry.Registry, config, script string, payload any) (any, error) {
 	dir, err := os.MkdirTemp("", "embed")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	for name, text := range files {
+	for name, text := range map[string]string{"app.yaml": config, "svc.lua": script} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			return nil, err
 		}
@@ -44,7 +45,7 @@ func askService(kinds *registry.Registry, files map[string]string, service strin
 		return nil, err
 	}
 	defer rt.Stop(ctx)
-	pid, err := node.Resolve(service) // an auto_start entry is registered under its ID
+	pid, err := node.Resolve("app:svc") // an auto_start entry is registered under its ID
 	if err != nil {
 		return nil, err
 	}
@@ -52,19 +53,20 @@ func askService(kinds *registry.Registry, files map[string]string, service strin
 	return reply, err
 }
 
+// svcConfig is a configuration of one service, app:svc.
+const svcConfig = `namespace: app
+entries:
+  - name: svc
+    kind: process.lua
+    source: file://svc.lua
+    lifecycle: {auto_start: true}
+`
+
 // A host with no module but the built-in json: its scripts reach no kind.
 func ExampleNewKind() {
 	kinds := registry.NewRegistry()
 	kinds.Register(lua.NewKind(lua.Options{})) // no Modules
-	reply, err := askService(kinds, map[string]string{
-		"app.yaml": `namespace: app
-entries:
-  - name: greeter
-    kind: process.lua
-    source: file://greeter.lua
-    lifecycle: {auto_start: true}
-`,
-		"greeter.lua": `
+	reply, err := askService(kinds, svcConfig, `
 local json = require("json")             -- built into every host
 return { main = function()
   local inbox = process.inbox()
@@ -73,8 +75,7 @@ return { main = function()
     local has_pg = pcall(require, "pg")  -- not given to this host
     msg:reply(json.encode({hello = msg:payload(), pg = has_pg}))
   end
-end }`,
-	}, "app:greeter", "world")
+end }`, "world")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -87,18 +88,15 @@ func ExampleNewKind_onlyPG() {
 	kinds := registry.NewRegistry()
 	kinds.Register(lua.NewKind(lua.Options{Modules: []lua.Module{luapg.Module()}}))
 	kinds.Register(pgscope.Kind{})
-	reply, err := askService(kinds, map[string]string{
-		"app.yaml": `namespace: app
+	reply, err := askService(kinds, `namespace: app
 entries:
   - name: pg
     kind: pg.scope
-    lifecycle: {auto_start: true}
-  - name: member
+  - name: svc
     kind: process.lua
-    source: file://member.lua
+    source: file://svc.lua
     lifecycle: {auto_start: true, depends_on: [pg]}
-`,
-		"member.lua": `
+`, `
 local pg = require("pg")
 return { main = function()
   local scope = assert(pg.open("pg"))    -- app:pg
@@ -106,8 +104,7 @@ return { main = function()
   local msg = process.inbox():receive()
   local has_router = pcall(require, "router")
   msg:reply({members = #scope:get_members(msg:payload()), router = has_router})
-end }`,
-	}, "app:member", "workers")
+end }`, "workers")
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -142,23 +139,14 @@ func ExampleModule() {
 	}
 	kinds := registry.NewRegistry()
 	kinds.Register(lua.NewKind(lua.Options{Modules: []lua.Module{greet}}))
-	reply, err := askService(kinds, map[string]string{
-		"app.yaml": `namespace: app
-entries:
-  - name: svc
-    kind: process.lua
-    source: file://svc.lua
-    lifecycle: {auto_start: true}
-`,
-		"svc.lua": `
+	reply, err := askService(kinds, svcConfig, `
 local greet = require("greet")
 return { main = function()
   local msg = process.inbox():receive()
   local none, err = greet.hello("")
   assert(none == nil and err.message == "a name is required")
   msg:reply(greet.hello(msg:payload()))
-end }`,
-	}, "app:svc", "world")
+end }`, "world")
 	if err != nil {
 		log.Fatal(err)
 	}
