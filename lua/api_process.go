@@ -78,9 +78,9 @@ func procSend(L *lua.LState) int {
 }
 
 // procAsk sends an ask and waits for its reply, its deadline or the
-// process's stop, whichever is first. The reply reference is the process's
-// own, reused ask after ask; a reply that comes after the ask settled fails
-// its token check and is dropped.
+// process's stop, whichever is first. The reply reference is a pooled,
+// one-shot process.Call: a reply that comes after the ask settled fails its
+// token check and is dropped.
 func procAsk(L *lua.LState) int {
 	p := ProcessOf(L)
 	dest := L.CheckString(1)
@@ -139,10 +139,7 @@ func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, spawnLinked) }
 
 func spawnWith(L *lua.LState, mode spawnMode) int {
 	p := ProcessOf(L)
-	id := L.CheckString(1)
-	if !strings.Contains(id, ":") {
-		id = p.entry.ID.Namespace() + ":" + id
-	}
+	id := string(registry.Qualify(p.entry, L.CheckString(1)))
 	var args []any
 	if n := L.GetTop(); n > 1 {
 		args = make([]any, 0, n-1)

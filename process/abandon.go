@@ -46,10 +46,11 @@ func (n *Node) watchAbandon(p *process) {
 	}
 	time.AfterFunc(n.abandonAfter, func() {
 		if x.run.CompareAndSwap(runStarted, runAbandoned) {
-			n.abandonTotal.Add(1)
-			n.abandonRunning.Add(1)
+			// Log before counting: whoever sees the count sees the line.
 			n.log.Error("process abandoned: killed, but its goroutine has not returned; it runs on outside the node",
 				"pid", p.pid.String(), "waited", n.abandonAfter.String())
+			n.abandonTotal.Add(1)
+			n.abandonRunning.Add(1)
 		}
 	})
 }
@@ -61,7 +62,7 @@ func (n *Node) returned(p *process, run *atomic.Int32) {
 		return
 	}
 	if run.CompareAndSwap(runAbandoned, runReturned) {
-		n.abandonRunning.Add(-1)
 		n.log.Warn("abandoned process's goroutine returned at last", "pid", p.pid.String())
+		n.abandonRunning.Add(-1)
 	}
 }

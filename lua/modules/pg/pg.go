@@ -4,7 +4,6 @@ package pg
 
 import (
 	"fmt"
-	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -84,7 +83,7 @@ func (h *pgHandle) scope(p *host.Process) (*pgscope.Scope, error) {
 	if h.s != nil && !h.s.Stopped() {
 		return h.s, nil
 	}
-	s, err := pgscope.Find(p.Env(), h.id)
+	s, err := registry.Find[*pgscope.Scope](p.Env(), "pg scope", string(h.id), pgscope.KindName)
 	if err != nil {
 		return nil, err
 	}
@@ -92,18 +91,10 @@ func (h *pgHandle) scope(p *host.Process) (*pgscope.Scope, error) {
 	return s, nil
 }
 
-// pgScopeRef qualifies a bare entry name with the caller's namespace.
-func pgScopeRef(p *host.Process, s string) registry.ID {
-	if s == "" || strings.Contains(s, ":") || p.Entry() == nil {
-		return registry.ID(s)
-	}
-	return registry.ID(p.Entry().ID.Namespace() + ":" + s)
-}
-
 // pg.open(id) --> scope | nil, err
 func pgOpen(L *lua.LState) int {
 	p := host.ProcessOf(L)
-	h := &pgHandle{id: pgScopeRef(p, L.CheckString(1))}
+	h := &pgHandle{id: registry.Qualify(p.Entry(), L.CheckString(1))}
 	if _, err := h.scope(p); err != nil {
 		return host.ReturnError(L, err)
 	}

@@ -4,7 +4,6 @@ package router
 
 import (
 	"fmt"
-	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -40,11 +39,8 @@ var module = host.Module{
 // entry of another kind, is returned as an error for nil, err.
 func checkPool(L *lua.LState) (*host.Process, pool.Router, error) {
 	p := host.ProcessOf(L)
-	ref := L.CheckString(1)
-	if !strings.Contains(ref, ":") && p.Entry() != nil {
-		ref = p.Entry().ID.Namespace() + ":" + ref
-	}
-	pl, err := pool.FindRouter(p.Env(), registry.ID(ref))
+	ref := registry.Qualify(p.Entry(), L.CheckString(1))
+	pl, err := registry.Find[pool.Router](p.Env(), "router", string(ref), pool.KindName, pool.GroupKindName)
 	return p, pl, err
 }
 

@@ -5,7 +5,6 @@ package supervisor
 
 import (
 	"fmt"
-	"strings"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -42,31 +41,29 @@ var module = host.Module{
 	},
 }
 
-// qualifyID puts a bare name in the caller's namespace.
-func qualifyID(p *host.Process, s string) string {
-	if s == "" || strings.Contains(s, ":") || strings.HasPrefix(s, "<") || p.Entry() == nil {
-		return s
-	}
-	return p.Entry().ID.Namespace() + ":" + s
-}
-
 func checkSupervisor(L *lua.LState) (*host.Process, *supervisor.Supervisor, error) {
 	p := host.ProcessOf(L)
-	ref := qualifyID(p, L.CheckString(1))
-	s, err := supervisor.Find(p.Env(), ref)
+	s, err := findSupervisor(p, L.CheckString(1))
 	return p, s, err
+}
+
+// findSupervisor resolves ref, an entry ID (bare in the caller's
+// namespace) or a PID string (a nested tree).
+func findSupervisor(p *host.Process, ref string) (*supervisor.Supervisor, error) {
+	id := registry.Qualify(p.Entry(), ref)
+	return registry.Find[*supervisor.Supervisor](p.Env(), "supervisor", string(id), supervisor.KindStatic, supervisor.KindDynamic, supervisor.KindPartition)
 }
 
 // supervisor.start_child(sup, {id=, process=, restart=, args={…},
 // shutdown=, on_failure=}) --> pid | nil, err
 func supStartChild(L *lua.LState) int {
 	p := host.ProcessOf(L)
-	ref := qualifyID(p, L.CheckString(1))
+	ref := L.CheckString(1)
 	spec, err := childSpecArg(L, p, 2)
 	if err != nil {
 		return host.ReturnError(L, err)
 	}
-	s, err := supervisor.Find(p.Env(), ref)
+	s, err := findSupervisor(p, ref)
 	if err != nil {
 		return host.ReturnError(L, err)
 	}
@@ -101,7 +98,7 @@ func childSpecArg(L *lua.LState, p *host.Process, n int) (supervisor.ChildSpec, 
 	} else {
 		c.ID = str("id")
 	}
-	c.Process = registry.ID(qualifyID(p, str("process")))
+	c.Process = registry.Qualify(p.Entry(), str("process"))
 	c.Restart = supervisor.RestartType(str("restart"))
 	c.OnFailure = supervisor.FailureAction(str("on_failure"))
 	switch v := t.RawGetString("args").(type) {
