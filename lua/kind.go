@@ -34,7 +34,9 @@ type Options struct {
 	// Modules are the runtime modules scripts may require, besides json,
 	// which every host has. Default: none. cmd/runner gives pg, router and
 	// supervisor (lua/modules/*); an embedder gives what its scripts need.
-	// A module without a valid name, or named twice, makes NewKind panic.
+	// A module whose declaration Module.Check rejects, or one named twice
+	// (json included), makes NewKind panic: a mistake in the program, found
+	// when it starts.
 	Modules []Module
 }
 
@@ -53,7 +55,8 @@ type Host struct {
 	moduleList []Module            // the same, sorted by name
 }
 
-// NewKind returns the process.lua kind, for cmd/runner to register.
+// NewKind returns the process.lua kind, for a registry of kinds
+// (cmd/runner's, or an embedder's: see docs/lua/embedding.md).
 func NewKind(opts Options) *Host {
 	h := &Host{
 		stdout:  opts.Stdout,
