@@ -405,3 +405,26 @@ func gathered(t *testing.T, reg *prometheus.Registry, name, label string) (float
 	}
 	return 0, false
 }
+
+// BenchmarkSpawnTracking is what Runtime.Spawn adds to a script's spawn to
+// remember the process for the outdated count: one index insert, and a
+// share of the sweeps that drop exited processes (here every one has).
+func BenchmarkSpawnTracking(b *testing.B) {
+	node := process.NewNode(process.Options{Name: "t"})
+	pids := make([]process.PID, 4096)
+	for i := range pids {
+		pid, err := node.SpawnFunc(func(*process.Proc) (any, error) { return nil, nil }, process.SpawnOptions{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		pids[i] = pid
+	}
+	var x spawnIndex
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		p := pids[i%len(pids)]
+		p.ID += uint64(i / len(pids) * len(pids)) // a new PID each time, none of them alive
+		x.add(node, "a:w", p, "d1")
+	}
+}
