@@ -325,7 +325,8 @@ func (p *Pool) routeeExited(pid process.PID, exit process.Exit) {
 	}
 	s.lastExit = now
 	if exit.Err != nil {
-		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", exit.Err, "delay", s.backoff)
+		e, _ := p.env.Entries.Entry(p.spec.Routee)
+		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", e.Redact(exit.Err.Error()), "delay", s.backoff)
 	} else {
 		p.log.Info("routee returned; restarting it in place", "routee", pid.String(), "slot", s.n, "delay", s.backoff)
 	}

@@ -3,11 +3,16 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -281,5 +286,42 @@ func TestChildLifecycleTimeouts(t *testing.T) {
 	}
 	if took := time.Since(began); took > 3*time.Second {
 		t.Fatalf("start gave up after %v; the nested entry's start_timeout is 50ms", took)
+	}
+}
+
+// tokenKind reads a token, so a child's entry can take one from the
+// environment.
+type tokenKind struct{}
+
+func (tokenKind) Name() string                   { return "test.token" }
+func (tokenKind) Decode(d *registry.Decoder) any { return d.String("token", "") }
+
+// A child's error may quote what its entry took from the environment; the
+// supervisor's log lines show the reference instead.
+func TestChildExitLogHidesEnvironmentValues(t *testing.T) {
+	kinds := registry.NewRegistry()
+	kinds.Register(tokenKind{})
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte("namespace: t\nentries:\n  - name: w\n    kind: test.token\n    token: ${env:TOKEN}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The fake worker fails with "boom": the value the entry took.
+	cfg, err := (&registry.Loader{Kinds: kinds, Environ: func() []string { return []string{"TOKEN=boom"} }}).Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFake(t)
+	var logs testutil.SyncBuffer
+	f.env.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	f.mu.Lock()
+	f.entries["t:w"] = cfg.Entries["t:w"]
+	f.mu.Unlock()
+	s := f.start("t:sup", &Spec{MaxRestarts: 3, Children: kids("a")})
+	old := infoOf(t, s, "a").PID
+	send(t, f.env.Node, old, "crash")
+	waitRunning(t, s, "a", old)
+	out := logs.String()
+	if !strings.Contains(out, `msg="child exited"`) || !strings.Contains(out, `error=${env:TOKEN}`) || strings.Contains(out, "boom") {
+		t.Fatalf("logs:\n%s", out)
 	}
 }

@@ -16,7 +16,7 @@ import (
 func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	s.setPID(c, process.PID{})
 	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
-		s.log.Warn("child exited", "child", c.spec.ID, "error", e.Err)
+		s.log.Warn("child exited", "child", c.spec.ID, "error", s.redact(c, e.Err.Error()))
 	} else {
 		s.log.Debug("child exited", "child", c.spec.ID)
 	}
@@ -38,7 +38,7 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	}
 	reason := "exited normally"
 	if e.Err != nil {
-		reason = e.Err.Error()
+		reason = s.redact(c, e.Err.Error())
 	}
 	switch c.spec.OnFailure {
 	case ActionStop:
@@ -53,6 +53,16 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	}
 	var one [1]*child // the usual group, on the stack
 	return s.restartSet(c, s.restartGroup(one[:0], c))
+}
+
+// redact hides in text what c's entry took from the environment: a
+// child's error may quote its arguments.
+func (s *Supervisor) redact(c *child, text string) string {
+	if s.env.Entries == nil {
+		return text
+	}
+	e, _ := s.env.Entries.Entry(c.spec.Process)
+	return e.Redact(text)
 }
 
 // restartGroup appends to dst the children that restart with failed, in
