@@ -147,7 +147,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		stopOld[id] = true
 	}
 	for id := range old.slots {
-		if _, still := cfg.Entries[id]; still && !run[id] && isLive(old.slots[id]) {
+		if _, still := cfg.Entries[id]; still && !run[id] && (isLive(old.slots[id]) || rt.waiting[id] != nil) {
 			stopOld[id] = true
 		}
 	}

@@ -604,3 +604,35 @@ func TestReloadTasks(t *testing.T) {
 		t.Fatalf("the completed task ran again: %s", in.Status)
 	}
 }
+
+// A start that waits for a task and is no longer wanted (auto_start
+// switched off) stops waiting and is a definition again.
+func TestReloadDropsAWaitingStart(t *testing.T) {
+	rt, _ := rootSetup(t, "namespace: a\nentries:\n  - {name: other, kind: roottest.svc, lifecycle: {auto_start: true}}\n")
+	kinds := registry.NewRegistry()
+	kinds.Register(rootTestKind{})
+	dir := t.TempDir()
+	l := &registry.Loader{Kinds: kinds}
+	apply := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := rt.Reload(context.Background(), l, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(migrateThenServe)
+	if in, _ := rt.Info("a:service"); in.Status != registry.StatusStarting {
+		t.Fatalf("service %+v", in)
+	}
+	apply(strings.Replace(migrateThenServe, "{auto_start: true, depends_on: [migrate]}", "{depends_on: [migrate]}", 1))
+	if in, _ := rt.Info("a:service"); in.Status != registry.StatusDefined {
+		t.Fatalf("service %s after auto_start was switched off", in.Status)
+	}
+	rootCrash(t, rt, "a:migrate", "return")
+	rootWaitFor(t, "migrate completed", func() bool { in, _ := rt.Info("a:migrate"); return in.Status == registry.StatusCompleted })
+	if in, _ := rt.Info("a:service"); in.Status != registry.StatusDefined {
+		t.Fatalf("service %s: started though no longer wanted", in.Status)
+	}
+}
