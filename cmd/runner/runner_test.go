@@ -195,8 +195,17 @@ type runner struct {
 
 func start(t *testing.T, args ...string) *runner {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with env added to the runner's environment.
+func startEnv(t *testing.T, env []string, args ...string) *runner {
+	t.Helper()
 	r := &runner{cmd: exec.Command(binary(t), args...), addr: make(chan string, 1), done: make(chan error, 1)}
 	r.cmd.Dir = "../.."
+	if env != nil {
+		r.cmd.Env = append(os.Environ(), env...)
+	}
 	r.cmd.Stdout = &r.stdout
 	pipe, err := r.cmd.StderrPipe()
 	if err != nil {
@@ -272,7 +281,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("no HTTP address logged:\n%s", r.logs())
 	}
 	base := "http://" + addr
-	var entries []map[string]string
+	var entries []map[string]any
 	r.waitFor(t, "the services to run", func() bool {
 		code, body := httpGet(t, base+"/v1/entries")
 		entries = nil
@@ -282,7 +291,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("app:hello: %v", entries)
 	}
 	for _, e := range entries {
-		if len(e) != 3 || e["kind"] == "" {
+		if len(e) != 4 || e["kind"] == "" || e["outdated"] != float64(0) {
 			t.Fatalf("entry shape %v", e)
 		}
 	}
@@ -332,10 +341,11 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-func statusIn(entries []map[string]string, id string) string {
+func statusIn(entries []map[string]any, id string) string {
 	for _, e := range entries {
 		if e["id"] == id {
-			return e["status"]
+			s, _ := e["status"].(string)
+			return s
 		}
 	}
 	return ""

@@ -330,6 +330,11 @@ func validateChild(c ChildSpec) error {
 	default:
 		return fmt.Errorf("%w: on_failure %q is not restart, stop, escalate or resume", ErrInvalidChild, c.OnFailure)
 	}
+	switch c.OnReload {
+	case "", ReloadRestart, ReloadKeep:
+	default:
+		return fmt.Errorf("%w: on_reload %q is not restart or keep", ErrInvalidChild, c.OnReload)
+	}
 	if c.Shutdown < 0 && c.Shutdown != BrutalKill {
 		return fmt.Errorf("%w: negative shutdown %s", ErrInvalidChild, c.Shutdown)
 	}

@@ -55,7 +55,7 @@ func findSupervisor(p *host.Process, ref string) (*supervisor.Supervisor, error)
 }
 
 // supervisor.start_child(sup, {id=, process=, restart=, args={…},
-// shutdown=, on_failure=}) --> pid | nil, err
+// shutdown=, on_failure=, on_reload=}) --> pid | nil, err
 func supStartChild(L *lua.LState) int {
 	p := host.ProcessOf(L)
 	ref := L.CheckString(1)
@@ -101,6 +101,7 @@ func childSpecArg(L *lua.LState, p *host.Process, n int) (supervisor.ChildSpec, 
 	c.Process = registry.Qualify(p.Entry(), str("process"))
 	c.Restart = supervisor.RestartType(str("restart"))
 	c.OnFailure = supervisor.FailureAction(str("on_failure"))
+	c.OnReload = supervisor.ReloadAction(str("on_reload"))
 	switch v := t.RawGetString("args").(type) {
 	case *lua.LNilType:
 	case *lua.LTable:
