@@ -1,6 +1,7 @@
 package process
 
 import (
+	"encoding/json"
 	"testing"
 )
 
@@ -94,5 +95,20 @@ func TestMailboxesTopOrder(t *testing.T) {
 	}
 	if none := n.Mailboxes(0); len(none.Deepest) != 0 || none.Processes != 7 {
 		t.Fatalf("none %+v", none)
+	}
+}
+
+func TestPIDAsJSONText(t *testing.T) {
+	pid := PID{Node: "n1", ID: 7, Creation: 3}
+	b, err := json.Marshal(MailboxStats{PID: pid, Len: 1, HighWater: 2})
+	if err != nil || string(b) != `{"pid":"\u003cn1.7.3\u003e","len":1,"high_water":2}` {
+		t.Fatalf("%s, %v", b, err)
+	}
+	var back MailboxStats
+	if err := json.Unmarshal(b, &back); err != nil || back.PID != pid {
+		t.Fatalf("%+v, %v", back, err)
+	}
+	if err := json.Unmarshal([]byte(`{"pid":"app:x"}`), &back); err == nil {
+		t.Fatal("parsed a name as a PID")
 	}
 }

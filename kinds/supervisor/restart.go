@@ -20,6 +20,7 @@ func shutdownExit(e process.Exit) bool {
 
 func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	s.setPID(c, process.PID{})
+	c.lastExit = exitText(e)
 	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
 		s.log.Warn("child exited", "child", c.spec.ID, "error", e.Err)
 	} else {
@@ -170,4 +171,12 @@ func (s *Supervisor) escalate(err error) error {
 	s.publishStatus(StatusStopping)
 	s.stopAll()
 	return err
+}
+
+// exitText is how an exit reads in a view: "normal", or its error.
+func exitText(e process.Exit) string {
+	if e.Err == nil {
+		return "normal"
+	}
+	return e.Err.Error()
 }
