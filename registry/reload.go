@@ -31,7 +31,8 @@ func (rt *Runtime) Reload(ctx context.Context, l *Loader, paths ...string) (*Con
 	cfg, err := l.LoadContext(ctx, paths...)
 	if err != nil {
 		if ctx.Err() == nil && !Transient(err) {
-			rt.reloads.WithLabelValues("rejected").Inc()
+			rt.reloads.WithLabelValues(ReloadRejected).Inc()
+			rt.recordRejected(err)
 		}
 		return nil, ReloadSummary{}, err
 	}
@@ -63,8 +64,10 @@ func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error
 	if err := rt.do(ctx, func() { res <- rt.apply(ctx, cfg) }); err != nil {
 		return ReloadSummary{}, err
 	}
-	rt.reloads.WithLabelValues("applied").Inc()
-	return <-res, nil
+	rt.reloads.WithLabelValues(ReloadApplied).Inc()
+	sum := <-res
+	rt.recordApplied(sum)
+	return sum, nil
 }
 
 func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {

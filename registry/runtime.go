@@ -113,6 +113,7 @@ type Runtime struct {
 
 	restarts *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
+	history  reloadHistory
 	failedHC map[ID]bool // loop-owned: which entries have a failure health check
 }
 
