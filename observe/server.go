@@ -32,6 +32,8 @@ type Options struct {
 	Metrics *prometheus.Registry
 	// Logger receives errors while serving. Default: slog.Default().
 	Logger *slog.Logger
+	// Ops are the optional parts: the live view, messages, ops endpoints.
+	Ops
 }
 
 // Kinds listed by the per-kind views.
@@ -62,7 +64,7 @@ func Handler(opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &server{opts: opts}
+	s := newServer(opts)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
@@ -74,10 +76,8 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/pg", s.views(pgKinds))
 	mux.HandleFunc("GET /v1/pools", s.views(poolKinds))
 	mux.HandleFunc("GET /v1/supervisors", s.views(supervisorKinds))
-	return mux
+	return s.mountOps(mux)
 }
-
-type server struct{ opts Options }
 
 func (s *server) json(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
