@@ -126,7 +126,7 @@
       }
       var mbs = v.mailboxes || [];
       var peak = Math.max(1, Math.max.apply(null, mbs.map(function (m) { return m.len; }).concat([0])));
-      parts.push(el("p", { cls: "meta", text: "size " + v.size + (v.resizer ? " · resizer " + v.resizer.type + " " + v.resizer.lower_bound + "…" + v.resizer.upper_bound : "") + " · open scatters " + v.open_scatters + " · routed " + v.messages_counted }));
+      parts.push(el("p", { cls: "meta", text: "size " + v.size + (v.resizer ? " · resizer " + v.resizer.type + " " + v.resizer.lower_bound + "…" + v.resizer.upper_bound + " · " + v.messages_counted + " messages counted" : "") + " · open scatters " + v.open_scatters }));
       parts.push(table(["routee", "#queued", "#high-water", ""], mbs.slice(0, MAX_ROUTEES).map(function (m) {
         return el("tr", null, el("td", { cls: "pid", text: m.pid }), num(m.len), num(m.high_water),
           el("td", null, bar(80 * m.len / peak)));
