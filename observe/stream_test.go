@@ -40,18 +40,7 @@ func (l *liveSource) NotReady() []registry.ID                     { return nil }
 // streamServer serves a Handler over a real listener with short timeouts.
 func streamServer(t *testing.T, src Source, ui UIOptions, lo ListenOptions) *Server {
 	t.Helper()
-	lo.Logger = slog.New(slog.DiscardHandler)
-	h := Handler(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler), Ops: Ops{UI: ui}})
-	s, err := Listen("127.0.0.1:0", h, lo)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		s.Shutdown(ctx)
-	})
-	return s
+	return serve(t, Handler(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler), Ops: Ops{UI: ui}}), lo)
 }
 
 // sseClient reads the states of one stream.

@@ -229,15 +229,24 @@ func (s *server) failErr(w http.ResponseWriter, err error) {
 	s.json(w, statusOf(err), map[string]string{"error": err.Error(), "kind": string(value.KindOf(err))})
 }
 
-func (s *server) send(w http.ResponseWriter, r *http.Request) {
-	req, code, err := s.decodeMessage(w, r, false)
+// accept reads a message request and the endpoint's process to send it
+// from; ok is false once it has answered with the error.
+func (s *server) accept(w http.ResponseWriter, r *http.Request, ask bool) (req request, from process.PID, ok bool) {
+	req, code, err := s.decodeMessage(w, r, ask)
 	if err != nil {
 		s.fail(w, code, err.Error())
-		return
+		return request{}, process.PID{}, false
 	}
-	from, err := s.sender.self()
-	if err != nil {
+	if from, err = s.sender.self(); err != nil {
 		s.failErr(w, err)
+		return request{}, process.PID{}, false
+	}
+	return req, from, true
+}
+
+func (s *server) send(w http.ResponseWriter, r *http.Request) {
+	req, from, ok := s.accept(w, r, false)
+	if !ok {
 		return
 	}
 	if err := s.sender.deliver(req.dest, process.Message{From: from, Topic: req.topic, Payload: req.payload}); err != nil {
@@ -256,14 +265,8 @@ type askReply struct {
 }
 
 func (s *server) ask(w http.ResponseWriter, r *http.Request) {
-	req, code, err := s.decodeMessage(w, r, true)
-	if err != nil {
-		s.fail(w, code, err.Error())
-		return
-	}
-	from, err := s.sender.self()
-	if err != nil {
-		s.failErr(w, err)
+	req, from, ok := s.accept(w, r, true)
+	if !ok {
 		return
 	}
 	// The answer may take the whole timeout: the server's write deadline
@@ -272,6 +275,7 @@ func (s *server) ask(w http.ResponseWriter, r *http.Request) {
 	c := process.NewCall()
 	m := c.MessageWithin(process.Message{From: from, Topic: req.topic, Payload: req.payload}, req.timeout)
 	var res process.Reply
+	var err error
 	if derr := s.sender.deliver(req.dest, m); derr != nil {
 		res, err = c.Abandon(derr)
 	} else {

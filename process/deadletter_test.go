@@ -42,11 +42,7 @@ func TestDeadLettersOfSends(t *testing.T) {
 	if _, err := n.Stop(context.Background(), dead); err != nil {
 		t.Fatal(err)
 	}
-	full, _ := n.SpawnFunc(func(p *Proc) (any, error) {
-		<-p.Context().Done()
-		return nil, nil
-	}, SpawnOptions{MailboxSize: 1})
-	defer n.Kill(full)
+	full := parked(t, n, SpawnOptions{MailboxSize: 1})
 	if err := n.Send(full, Message{Topic: "fill"}); err != nil {
 		t.Fatal(err)
 	}

@@ -62,15 +62,8 @@ func jsonForm(v any, depth int, path string) (any, error) {
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			var ks string
-			switch kk := k.(type) {
-			case string:
-				ks = kk
-			case float64:
-				ks = strconv.FormatFloat(kk, 'f', -1, 64)
-			case bool:
-				ks = strconv.FormatBool(kk)
-			default:
+			ks, ok := JSONKey(k)
+			if !ok {
 				return nil, NewError(KindInvalid, "%s: a %T key has no JSON form", path, k)
 			}
 			if _, dup := out[ks]; dup {
@@ -93,4 +86,19 @@ func jsonForm(v any, depth int, path string) (any, error) {
 		return nil, NewError(KindInvalid, "%s: a %T has no JSON form", path, v)
 	}
 	return jsonForm(c, depth, path)
+}
+
+// JSONKey is the object key a table key becomes in JSON: a string as it
+// is, a number or a boolean in its text form. ok is false for a key of any
+// other type.
+func JSONKey(k any) (key string, ok bool) {
+	switch x := k.(type) {
+	case string:
+		return x, true
+	case float64:
+		return strconv.FormatFloat(x, 'f', -1, 64), true
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	return "", false
 }
