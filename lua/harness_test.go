@@ -79,6 +79,7 @@ type harness struct {
 	// exits holds each spawned process's exit watch, taken at spawn, so a
 	// test can wait for a process that may exit before it asks.
 	exits map[process.PID]exitWatch // guarded by look.mu
+	dead  *letterBox                // the node's dead letters
 }
 
 type exitWatch struct {
@@ -91,8 +92,8 @@ func newHarness(t testing.TB) *harness { return newHarnessWith(t, Options{}) }
 // newHarnessWith is newHarness with the kind's options (Stdout is the
 // harness's own).
 func newHarnessWith(t testing.TB, opts Options) *harness {
-	h := &harness{t: t, dir: t.TempDir(), out: &syncBuffer{}, logs: &syncBuffer{}}
-	h.node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.DiscardHandler)})
+	h := &harness{t: t, dir: t.TempDir(), out: &syncBuffer{}, logs: &syncBuffer{}, dead: &letterBox{}}
+	h.node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.DiscardHandler), DeadLetters: h.dead})
 	h.look = &fakeLookup{h: h, m: map[registry.ID]*registry.Entry{}}
 	h.env = &registry.Env{
 		Node:    h.node,
