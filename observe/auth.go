@@ -47,6 +47,7 @@ func bearer(h string) (string, bool) {
 func (s *server) authorized(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !s.token.set {
+			w.Header().Set("Allow", "") // no method is allowed while they are off
 			s.fail(w, http.StatusMethodNotAllowed, "write endpoints are off: start the runner with --http-token-file to enable them")
 			return
 		}
