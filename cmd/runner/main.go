@@ -356,7 +356,9 @@ func (a *app) shutdown() {
 			a.log.Warn("stopping HTTP", "error", err)
 		}
 	}
-	a.dead.Close()
+	if a.dead != nil {
+		a.dead.Close()
+	}
 	a.log.Info("stopped")
 }
 
