@@ -19,31 +19,46 @@ import (
 	"github.com/proctor-run/proctor/value"
 )
 
-var timeLib = NewLibrary(map[string]lua.LGFunction{
-	"now":   timeNow,
-	"sleep": timeSleep,
-	"after": timeAfter,
-})
+// timeModule is the global time.
+var timeModule = Module{
+	Name: "time",
+	Doc:  "The clock, sleeping and timers.",
+	Funcs: []Func{
+		{Name: "now", Fn: timeNow, Doc: "Milliseconds since the Unix epoch, with a fraction.", Results: "number"},
+		{Name: "sleep", Fn: timeSleep, Doc: "Waits a duration (ms or a string like \"250ms\").",
+			Params: "duration: number|string", Results: "true|nil, error?"},
+		{Name: "after", Fn: timeAfter, Doc: "A channel that receives time.now() once the duration has passed.",
+			Params: "duration: number|string", Results: "channel"},
+	},
+}
 
-var logLib = NewLibrary(map[string]lua.LGFunction{
-	"debug": func(L *lua.LState) int { return logAt(L, slog.LevelDebug) },
-	"info":  func(L *lua.LState) int { return logAt(L, slog.LevelInfo) },
-	"warn":  func(L *lua.LState) int { return logAt(L, slog.LevelWarn) },
-	"error": func(L *lua.LState) int { return logAt(L, slog.LevelError) },
-})
+// logModule is the global log: lines through the entry's logger, tagged
+// with its entry ID and the process's PID.
+var logModule = Module{
+	Name: "log",
+	Doc:  "Structured log lines, tagged with the entry and the PID.",
+	Funcs: []Func{
+		{Name: "debug", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelDebug) }, Doc: "Logs at debug level, with the fields of an optional table.",
+			Params: "message: any, fields?: table"},
+		{Name: "info", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelInfo) }, Doc: "Logs at info level, with the fields of an optional table.",
+			Params: "message: any, fields?: table"},
+		{Name: "warn", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelWarn) }, Doc: "Logs at warn level, with the fields of an optional table.",
+			Params: "message: any, fields?: table"},
+		{Name: "error", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelError) }, Doc: "Logs at error level, with the fields of an optional table.",
+			Params: "message: any, fields?: table"},
+	},
+}
 
-var jsonLib = NewLibrary(map[string]lua.LGFunction{
-	"encode": jsonEncode,
-	"decode": jsonDecode,
-})
-
-func init() {
-	globalLibs["time"] = timeLib
-	globalLibs["log"] = logLib
-	registerModule("json", func(_ *Process, L *lua.LState) int {
-		L.Push(jsonLib.Proxy(L))
-		return 1
-	})
+// jsonModule is built into every host: it binds no kind.
+var jsonModule = Module{
+	Name: "json",
+	Doc:  "JSON encoding and decoding of values.",
+	Funcs: []Func{
+		{Name: "encode", Fn: jsonEncode, Doc: "Encodes a value as JSON, object keys sorted.",
+			Params: "value: any", Results: "string|nil, error?"},
+		{Name: "decode", Fn: jsonDecode, Doc: "Decodes one JSON value.",
+			Params: "text: string", Results: "any|nil, error?"},
+	},
 }
 
 func nowMillis() lua.LNumber {
@@ -426,4 +441,33 @@ func jsonDecode(L *lua.LState) int {
 	}
 	L.Push(lv)
 	return 1
+}
+
+// luaPrint writes its arguments, tab-separated, as one line to stdout.
+func luaPrint(L *lua.LState) int {
+	p := ProcessOf(L)
+	n := L.GetTop()
+	parts := make([]string, n)
+	size := float64(n)
+	for i := 1; i <= n; i++ {
+		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
+		size += float64(len(parts[i-1]))
+	}
+	// The line is a string like any other: print(s, s, s, …) of one large
+	// string would otherwise build a line of gigabytes.
+	checkStringSize(L, "print", size)
+	var b strings.Builder
+	b.Grow(int(size))
+	for i, s := range parts {
+		if i > 0 {
+			b.WriteByte('\t')
+		}
+		b.WriteString(s)
+	}
+	b.WriteByte('\n')
+	h := p.host
+	h.outMu.Lock()
+	_, _ = h.stdout.Write([]byte(b.String()))
+	h.outMu.Unlock()
+	return 0
 }

@@ -7,7 +7,7 @@ import (
 
 func TestReturnsValue(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("w", `
+	e := h.Entry("w", `
 local M = {}
 function M.main(a, b)
   print("hello", a, b)
@@ -15,7 +15,7 @@ function M.main(a, b)
 end
 return M
 `)
-	ex := h.run(e, 1, 2)
+	ex := h.Run(e, 1, 2)
 	if ex.Err != nil {
 		t.Fatalf("exit error: %v", ex.Err)
 	}
@@ -23,15 +23,15 @@ return M
 	if !ok || m["sum"] != 3.0 {
 		t.Fatalf("value = %#v", ex.Value)
 	}
-	if got := h.out.String(); got != "hello\t1\t2\n" {
+	if got := h.Out.String(); got != "hello\t1\t2\n" {
 		t.Fatalf("stdout = %q", got)
 	}
 }
 
 func TestRaiseHasFileLine(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("boom", "local function main()\n  local x = 1\n  error(\"kaput\")\nend\nreturn {main = main}\n")
-	ex := h.run(e)
+	e := h.Entry("boom", "local function main()\n  local x = 1\n  error(\"kaput\")\nend\nreturn {main = main}\n")
+	ex := h.Run(e)
 	if ex.Err == nil || !strings.Contains(ex.Err.Error(), "boom.lua:3: kaput") {
 		t.Fatalf("exit error = %v", ex.Err)
 	}
@@ -39,8 +39,8 @@ func TestRaiseHasFileLine(t *testing.T) {
 
 func TestMissingMethodAtRunTime(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("dyn", `return setmetatable({}, {})`)
-	ex := h.run(e)
+	e := h.Entry("dyn", `return setmetatable({}, {})`)
+	ex := h.Run(e)
 	if ex.Err == nil || !strings.Contains(ex.Err.Error(), `method "main" is not a function`) {
 		t.Fatalf("exit = %v", ex.Err)
 	}
@@ -67,7 +67,7 @@ setmetatable(M, {__index = function() error("no methods here") end})
 return M`, "no methods here"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			expectExit(t, h, tc.name, tc.src, tc.want)
+			h.ExpectExit(tc.name, tc.src, tc.want)
 		})
 	}
 }
@@ -84,7 +84,7 @@ func TestResourceLimitsAreErrors(t *testing.T) {
 		{"many_args", `return select("#", unpack((function() local t = {} for i = 1, 10000 do t[i] = i end return t end)())) == 10000 and "ok"`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			expectExit(t, h, tc.name, "return { main = function() "+tc.body+" end }", tc.want)
+			h.ExpectExit(tc.name, "return { main = function() "+tc.body+" end }", tc.want)
 		})
 	}
 }

@@ -17,15 +17,15 @@ const maxCoroutineDepth = 100
 
 // wrapCoroutineLib replaces create, wrap and resume of the shared
 // coroutine table: coroutines run on their process's context, and resume
-// counts the nesting.
-func wrapCoroutineLib(L *lua.LState, lib *lua.LTable) {
+// counts the nesting. It returns gopher-lua's own resume.
+func wrapCoroutineLib(L *lua.LState, lib *lua.LTable) lua.LGFunction {
 	for _, fn := range []string{"create", "wrap"} {
 		orig := lib.RawGetString(fn).(*lua.LFunction).GFunction
 		lib.RawSetString(fn, L.NewFunction(coroutineOnProcessContext(orig)))
 	}
 	resume := lib.RawGetString("resume").(*lua.LFunction).GFunction
-	coResume = resume
 	lib.RawSetString("resume", L.NewFunction(func(L *lua.LState) int { return resumeCounted(L, resume) }))
+	return resume
 }
 
 // resumeCounted runs resume (coroutine.resume, or the body of a function
@@ -87,9 +87,5 @@ func coroutineOnProcessContext(orig lua.LGFunction) lua.LGFunction {
 // closure's thread with the call's arguments.
 func wrappedResume(L *lua.LState) int {
 	L.Insert(L.Get(lua.UpvalueIndex(1)), 1)
-	return resumeCounted(L, coResume)
+	return resumeCounted(L, templateVal.coResume)
 }
-
-// coResume is gopher-lua's coroutine.resume, taken from the shared table
-// when the template is built.
-var coResume lua.LGFunction

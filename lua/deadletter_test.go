@@ -1,46 +1,23 @@
 package lua
 
 import (
-	"sync"
 	"testing"
 
 	"github.com/proctor-run/proctor/process"
 )
 
-// letterBox keeps a node's dead letters.
-type letterBox struct {
-	mu  sync.Mutex
-	got []process.DeadLetter
-}
-
-func (b *letterBox) DeadLetter(d process.DeadLetter) {
-	b.mu.Lock()
-	b.got = append(b.got, d)
-	b.mu.Unlock()
-}
-
-func (b *letterBox) reasons() map[process.DeadLetterReason][]process.DeadLetter {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	out := map[process.DeadLetterReason][]process.DeadLetter{}
-	for _, d := range b.got {
-		out[d.Reason] = append(out[d.Reason], d)
-	}
-	return out
-}
-
 // What a script sends that reaches no one is a dead letter: to a name no
 // process holds, to a dead PID, and a reply after its ask ended.
 func TestScriptDeadLetters(t *testing.T) {
 	h := newHarness(t)
-	h.entry("server", `
+	h.Entry("server", `
 return { main = function()
   local msg = process.inbox():receive()
   time.sleep(50)
   process.send(msg:payload(), "settled", msg:reply("too late"))
   time.sleep(100000)
 end }`)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   assert(not process.send("nobody", "hello"))
   assert(not process.ask("nobody", "question"))
@@ -52,8 +29,8 @@ return { main = function()
   process.terminate(srv)
   return "ok"
 end }`)
-	check(t, h, e)
-	got := h.dead.reasons()
+	h.Check(e)
+	got := h.Dead.ByReason()
 	if n := got[process.DeadNameNotFound]; len(n) != 2 || n[0].To != "nobody" || n[0].Topic != "hello" || n[1].Topic != "question" || n[0].From.IsZero() {
 		t.Fatalf("unknown names: %+v", n)
 	}

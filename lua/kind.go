@@ -31,6 +31,13 @@ type Options struct {
 	// assignment, rawset or table.insert that would add one more raises.
 	// Default: DefaultMaxTableEntries.
 	MaxTableEntries int
+	// Modules are the runtime modules scripts may require, besides json,
+	// which every host has. Default: none. cmd/runner gives pg, router and
+	// supervisor (lua/modules/*); an embedder gives what its scripts need.
+	// A module whose declaration Module.Check rejects, or one named twice
+	// (json included), makes NewKind panic: a mistake in the program, found
+	// when it starts.
+	Modules []Module
 }
 
 // Host is the process.lua kind: it decodes entries, and spawns and starts
@@ -42,11 +49,21 @@ type Host struct {
 	limits limits
 	// metrics is the registry the abandon counts were last exported on.
 	metrics atomic.Pointer[prometheus.Registry]
+
+	globals    map[string]*library // process, channel, time, log
+	modules    map[string]*library // what require finds, by name
+	moduleList []Module            // the same, sorted by name
 }
 
-// NewKind returns the process.lua kind, for cmd/runner to register.
+// NewKind returns the process.lua kind, for a registry of kinds
+// (cmd/runner's, or an embedder's: see docs/lua/embedding.md).
 func NewKind(opts Options) *Host {
-	h := &Host{stdout: opts.Stdout, limits: limits{maxString: opts.MaxStringSize, maxTable: opts.MaxTableEntries}}
+	h := &Host{
+		stdout:  opts.Stdout,
+		limits:  limits{maxString: opts.MaxStringSize, maxTable: opts.MaxTableEntries},
+		globals: globalLibraries(),
+	}
+	h.modules, h.moduleList = loadModules(opts.Modules)
 	if h.stdout == nil {
 		h.stdout = os.Stdout
 	}
@@ -142,7 +159,7 @@ func (h *Host) Decode(d *registry.Decoder) any {
 					md.Errorf(name, "invalid module name %q (letters, digits, _ and dots)", name)
 					continue
 				}
-				if _, runtime := moduleLoader(name); runtime {
+				if _, runtime := h.modules[name]; runtime {
 					md.Errorf(name, "module %q is a runtime module and cannot be replaced", name)
 					continue
 				}

@@ -54,7 +54,7 @@ for v in gen(50) do assert(v == 50) end
 return "ok"`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			expectExit(t, h, tc.name, "return { main = function() "+tc.body+" end }", tc.want)
+			h.ExpectExit(tc.name, "return { main = function() "+tc.body+" end }", tc.want)
 		})
 	}
 }
@@ -89,18 +89,18 @@ func TestBuiltinsObserveTermination(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)
-			e := h.entry(tc.name, `local probe = require("benchprobe") return { main = function() probe.ready() `+tc.body+` end }`)
+			e := h.Entry(tc.name, `local probe = require("benchprobe") return { main = function() probe.ready() `+tc.body+` end }`)
 			probeReady.Store(0)
-			pid := h.spawn(e)
+			pid := h.Spawn(e)
 			eventually(t, 10*time.Second, "the script to start", func() bool { return probeReady.Load() == 1 })
 			// The loops run for minutes; give the process time to be deep
 			// inside the builtin.
 			time.Sleep(200 * time.Millisecond)
 			start := time.Now()
-			if err := h.node.Terminate(pid); err != nil {
+			if err := h.Node.Terminate(pid); err != nil {
 				t.Fatal(err)
 			}
-			ex := h.wait(pid, 10*time.Second)
+			ex := h.Wait(pid, 10*time.Second)
 			took := time.Since(start)
 			t.Logf("stopped %v after terminate", took)
 			// 100 ms is the promise; the machine is shared, so allow more.
@@ -123,7 +123,7 @@ func TestStringFunctionsAsLua51(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := newHarness(t)
-	check(t, h, h.entry("compat", "return { main = function() "+string(src)+" end }"))
+	h.Check(h.Entry("compat", "return { main = function() "+string(src)+" end }"))
 }
 
 // TestRaisedValuesBecomeReadableReasons: what a script raises becomes a
@@ -144,7 +144,7 @@ func TestRaisedValuesBecomeReadableReasons(t *testing.T) {
 		{"channel", `error(channel.new(1))`, "internal: channel("},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := h.run(h.entry(tc.name, "return { main = function() "+tc.body+" end }"))
+			ex := h.Run(h.Entry(tc.name, "return { main = function() "+tc.body+" end }"))
 			if ex.Err == nil {
 				t.Fatalf("exit = %v, want an error with %q", ex.Value, tc.want)
 			}
@@ -162,7 +162,7 @@ func TestRaisedValuesBecomeReadableReasons(t *testing.T) {
 // table may hold, are limit errors.
 func TestJSONRefusesWhatItCannotEncode(t *testing.T) {
 	h := newHarnessWith(t, Options{MaxStringSize: 1 << 16, MaxTableEntries: 1000})
-	check(t, h, h.entry("main", `
+	h.Check(h.Entry("main", `
 local json = require("json")
 return { main = function()
   local s, err = json.encode({name = "ok", list = {"a", "b\255c"}})
@@ -190,7 +190,7 @@ end }`))
 // limits.
 func TestMemoryBombsAreErrors(t *testing.T) {
 	h := newHarness(t)
-	check(t, h, h.entry("main", `
+	h.Check(h.Entry("main", `
 return { main = function()
   local s = string.rep("x", 64 * 2^20)
   local function fails(want, f, ...)
@@ -218,7 +218,7 @@ end }`))
 // the entries limit.
 func TestTableGrowthIsBounded(t *testing.T) {
 	h := newHarnessWith(t, Options{MaxTableEntries: 5000})
-	check(t, h, h.entry("limits", `
+	h.Check(h.Entry("limits", `
 return { main = function()
   local function fails(f)
     local ok, err = pcall(f)
@@ -242,7 +242,7 @@ return { main = function()
   return "ok"
 end }`))
 
-	e := h.entry("far", `
+	e := h.Entry("far", `
 return { main = function()
   local t = {}
   t[67000000] = true
@@ -265,18 +265,18 @@ end }`)
 	var before runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	pid := h.spawn(e)
-	eventually(t, 10*time.Second, "the script to wait for mail", func() bool { return h.node.Idle(pid) })
+	pid := h.Spawn(e)
+	eventually(t, 10*time.Second, "the script to wait for mail", func() bool { return h.Node.Idle(pid) })
 	var after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	if grew := int64(after.HeapAlloc) - int64(before.HeapAlloc); grew > 16<<20 {
 		t.Fatalf("a script with two far keys holds %d MB", grew>>20)
 	}
-	if err := h.node.Send(pid, process.Message{Topic: "done"}); err != nil {
+	if err := h.Node.Send(pid, process.Message{Topic: "done"}); err != nil {
 		t.Fatal(err)
 	}
-	if ex := h.wait(pid, 10*time.Second); ex.Err != nil || ex.Value != "ok" {
+	if ex := h.Wait(pid, 10*time.Second); ex.Err != nil || ex.Value != "ok" {
 		t.Fatalf("exit = %v, %v", ex.Value, ex.Err)
 	}
 }
@@ -285,7 +285,7 @@ end }`)
 // string table is a method of its strings, and of no other process's.
 func TestStringMethodsSeeTheProcessString(t *testing.T) {
 	h := newHarness(t)
-	check(t, h, h.entry("main", `
+	h.Check(h.Entry("main", `
 return { main = function()
   assert(("abc"):upper() == "ABC")
   function string.split(s, sep)
@@ -300,7 +300,7 @@ return { main = function()
   assert(getmetatable("") == false)
   return "ok"
 end }`))
-	check(t, h, h.entry("other", `
+	h.Check(h.Entry("other", `
 return { main = function()
   assert(("a,b").split == nil, "another process's string method leaked")
   assert(not pcall(function() return ("a,b"):split(",") end))
@@ -312,14 +312,12 @@ end }`))
 // ignores its process's context, as a stuck builtin would.
 var blockRelease = make(chan struct{})
 
-func init() {
-	lib := NewLibrary(map[string]lua.LGFunction{
-		"wait": func(L *lua.LState) int { probeReady.Add(1); <-blockRelease; return 0 },
-	})
-	registerModule("testblock", func(_ *Process, L *lua.LState) int {
-		L.Push(lib.Proxy(L))
-		return 1
-	})
+var testblockModule = Module{
+	Name: "testblock",
+	Doc:  "Test only: blocks in Go, ignoring the process's context.",
+	Funcs: []Func{
+		{Name: "wait", Fn: func(L *lua.LState) int { probeReady.Add(1); <-blockRelease; return 0 }, Doc: "Blocks until the test releases it."},
+	},
 }
 
 // TestStuckProcessIsReportedAbandoned: a process that does not stop by its
@@ -328,17 +326,17 @@ func init() {
 func TestStuckProcessIsReportedAbandoned(t *testing.T) {
 	h := newHarness(t)
 	reg := prometheus.NewRegistry()
-	h.env.Metrics = reg
+	h.Env.Metrics = reg
 	var logs syncBuffer
-	h.node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.NewTextHandler(&logs, nil)), AbandonAfter: 50 * time.Millisecond})
-	h.env.Node = h.node
-	e := h.entry("stuck", `return { main = function() require("testblock").wait() end }`)
+	h.Node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.NewTextHandler(&logs, nil)), AbandonAfter: 50 * time.Millisecond})
+	h.Env.Node = h.Node
+	e := h.Entry("stuck", `return { main = function() require("testblock").wait() end }`)
 	probeReady.Store(0)
-	pid := h.spawn(e)
+	pid := h.Spawn(e)
 	eventually(t, 10*time.Second, "the script to block", func() bool { return probeReady.Load() == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	if ex, err := h.node.Stop(ctx, pid); err != nil || !errors.Is(ex.Err, process.ErrKilled) {
+	if ex, err := h.Node.Stop(ctx, pid); err != nil || !errors.Is(ex.Err, process.ErrKilled) {
 		t.Fatalf("stop = %v, %v", ex.Err, err)
 	}
 	metric := func(name string) float64 {
@@ -374,7 +372,7 @@ func TestStuckProcessIsReportedAbandoned(t *testing.T) {
 // gigabytes.
 func TestPrintAndLogLinesAreStrings(t *testing.T) {
 	h := newHarnessWith(t, Options{MaxStringSize: 1 << 16})
-	check(t, h, h.entry("main", `
+	h.Check(h.Entry("main", `
 return { main = function()
   local s = string.rep("x", 30000)
   local ok, err = pcall(print, s, s, s)
@@ -385,7 +383,7 @@ return { main = function()
   log.info("fits", {a = s})
   return "ok"
 end }`))
-	if n := len(h.out.String()); n != 60002 {
+	if n := len(h.Out.String()); n != 60002 {
 		t.Fatalf("printed %d bytes", n)
 	}
 }

@@ -22,31 +22,63 @@ import (
 // getmetatable honours __metatable, and writes land in the proxy. Shared
 // tables are only ever read after init, so concurrent states may read them.
 
-// Library is a set of Go functions that becomes a global table or a
-// module. Its functions are shared by every state: they must find their
-// process with ProcessOf(L), never close over one.
-type Library struct {
-	funcs map[string]lua.LGFunction
+// library is a set of Funcs built into one shared table: a global library,
+// a module, or a type's methods. Its functions are shared by every state:
+// they must find their process with ProcessOf(L), never close over one.
+type library struct {
+	funcs []Func
 	once  sync.Once
 	table *lua.LTable // shared; never handed to a script
 	meta  *lua.LTable // {__index = table, __metatable = false}
 }
 
-// NewLibrary returns a library of funcs. Build it once (a package variable)
-// and hand each process a Proxy.
-func NewLibrary(funcs map[string]lua.LGFunction) *Library {
-	return &Library{funcs: funcs}
+func newLibrary(funcs []Func) *library { return &library{funcs: funcs} }
+
+// proxy returns a fresh table for one state that reads through to the
+// library: what require and the first use of a global hand the script.
+func (lib *library) proxy(L *lua.LState) *lua.LTable {
+	t := L.CreateTable(0, 0)
+	t.Metatable = lib.metatable()
+	return t
 }
 
-func (lib *Library) build() { lib.buildWith(template()) }
-
-// Proxy returns a fresh table for one state that reads through to the
-// library: what a module loader pushes.
-func (lib *Library) Proxy(L *lua.LState) *lua.LTable {
+func (lib *library) metatable() *lua.LTable {
 	lib.build()
-	t := L.CreateTable(0, 0)
-	t.Metatable = lib.meta
-	return t
+	return lib.meta
+}
+
+func (lib *library) shared() *lua.LTable {
+	lib.build()
+	return lib.table
+}
+
+func (lib *library) build() {
+	lib.once.Do(func() {
+		t := template()
+		tmplMu.Lock()
+		defer tmplMu.Unlock()
+		lib.table = t.L.CreateTable(0, len(lib.funcs))
+		for _, f := range lib.funcs {
+			lib.table.RawSetString(f.Name, t.L.NewFunction(f.Fn))
+		}
+		lib.meta = protectedMeta(t.L, lib.table)
+	})
+}
+
+// globalModules are the libraries every script has as globals. They are
+// declared like modules, but a script reaches them by name, without
+// require.
+func globalModules() []Module {
+	return []Module{processModule, channelModule, timeModule, logModule}
+}
+
+// globalLibraries builds a host's globals.
+func globalLibraries() map[string]*library {
+	libs := map[string]*library{}
+	for _, m := range globalModules() {
+		libs[m.Name] = newLibrary(m.Funcs)
+	}
+	return libs
 }
 
 // protectedMeta returns {__index = index, __metatable = false}: the
@@ -65,11 +97,8 @@ type templateState struct {
 	globals     *lua.LTable // shared index of every state's _G
 	globalsMeta *lua.LTable
 	stringMeta  *lua.LTable
-	errMeta     *lua.LTable
-	chanMeta    *lua.LTable
-	caseMeta    *lua.LTable
-	msgMeta     *lua.LTable
-	libs        map[string]*lua.LTable // name -> proxy metatable of a standard or global library
+	libs        map[string]*lua.LTable // name -> proxy metatable of a standard library
+	coResume    lua.LGFunction         // gopher-lua's coroutine.resume (see wrappedResume)
 }
 
 var (
@@ -77,10 +106,6 @@ var (
 	templateVal  *templateState
 	tmplMu       sync.Mutex // serialises builds that use the template state
 )
-
-// globalLibs are the tables that appear as globals (process, channel, time,
-// log), filled by init functions of this package.
-var globalLibs = map[string]*Library{}
 
 // baseRemoved are base functions a sandboxed script must not have: they
 // load code from files or strings, reach the environment of functions, or
@@ -127,7 +152,7 @@ func template() *templateState {
 			lib := g.RawGetString(name).(*lua.LTable)
 			switch name {
 			case lua.CoroutineLibName:
-				wrapCoroutineLib(L, lib)
+				t.coResume = wrapCoroutineLib(L, lib)
 			case lua.TabLibName:
 				wrapTableLib(L, lib)
 			}
@@ -149,38 +174,9 @@ func template() *templateState {
 		t.globals.Metatable = gm
 		t.globalsMeta = protectedMeta(L, t.globals)
 
-		t.errMeta = L.CreateTable(0, 4)
-		t.errMeta.RawSetString("__index", L.NewFunction(errorIndex))
-		t.errMeta.RawSetString("__tostring", L.NewFunction(errorToString))
-		t.errMeta.RawSetString("__metatable", lua.LFalse)
 		templateVal = t
-		// Libraries are built after templateVal is set: building uses it.
-		for name, lib := range globalLibs {
-			lib.buildWith(t)
-			t.libs[name] = lib.meta
-		}
-		t.chanMeta = protectedMeta(L, channelMethods.shared(t))
-		t.chanMeta.RawSetString("__tostring", L.NewFunction(channelToString))
-		t.caseMeta = protectedMeta(L, L.CreateTable(0, 0))
-		t.msgMeta = protectedMeta(L, messageMethods.shared(t))
-		t.msgMeta.RawSetString("__tostring", L.NewFunction(messageToString))
 	})
 	return templateVal
-}
-
-func (lib *Library) buildWith(t *templateState) {
-	lib.once.Do(func() {
-		lib.table = t.L.CreateTable(0, len(lib.funcs))
-		for name, fn := range lib.funcs {
-			lib.table.RawSetString(name, t.L.NewFunction(fn))
-		}
-		lib.meta = protectedMeta(t.L, lib.table)
-	})
-}
-
-func (lib *Library) shared(t *templateState) *lua.LTable {
-	lib.buildWith(t)
-	return lib.table
 }
 
 // globalIndex creates the calling state's proxy of a library on first use
@@ -192,7 +188,11 @@ func globalIndex(L *lua.LState) int {
 	}
 	meta, ok := templateVal.libs[string(key)]
 	if !ok {
-		return 0
+		lib, global := ProcessOf(L).host.globals[string(key)]
+		if !global {
+			return 0
+		}
+		meta = lib.metatable()
 	}
 	proxy := L.CreateTable(0, 0)
 	proxy.Metatable = meta
@@ -229,11 +229,15 @@ func ErrorValue(L *lua.LState, e *value.Error) lua.LValue {
 	if e == nil {
 		return lua.LNil
 	}
-	ud := L.NewUserData()
-	ud.Value = e
-	ud.Metatable = template().errMeta
-	return ud
+	return errorType.New(L, e)
 }
+
+// errorType is the type of error values: their fields are read through
+// __index (err.kind, err.message, err.errors).
+var errorType = NewType("error",
+	Func{Name: "__index", Fn: errorIndex, Doc: "err.kind, err.message and err.errors (a list of error values, for aggregates)."},
+	Func{Name: "__tostring", Fn: errorToString, Doc: "The error's message.", Results: "string"},
+)
 
 // AsError returns the *value.Error inside an error value, if lv is one.
 func AsError(lv lua.LValue) (*value.Error, bool) {
@@ -355,9 +359,17 @@ func errorIndex(L *lua.LState) int {
 			L.Push(lua.LNil)
 			return 1
 		}
+		// The members share err's metatable (ErrorValue would make an
+		// initialization cycle: errorType's methods would refer to it).
+		meta := L.Get(1).(*lua.LUserData).Metatable
 		t := L.CreateTable(len(e.Errors), 0)
 		for _, m := range e.Errors {
-			t.Append(ErrorValue(L, m))
+			if m == nil {
+				continue
+			}
+			ud := L.NewUserData()
+			ud.Value, ud.Metatable = m, meta
+			t.Append(ud)
 		}
 		L.Push(t)
 	default:

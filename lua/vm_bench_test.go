@@ -16,9 +16,9 @@ func BenchmarkLuaVM(b *testing.B) {
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			h := newHarness(b)
-			e := h.entry("vm", "return { main = function(n) for i = 1, n do "+bc.body+" end return true end }")
+			e := h.Entry("vm", "return { main = function(n) for i = 1, n do "+bc.body+" end return true end }")
 			b.ResetTimer()
-			ex := h.run(e, float64(b.N))
+			ex := h.Run(e, float64(b.N))
 			b.StopTimer()
 			if ex.Err != nil {
 				b.Fatal(ex.Err)

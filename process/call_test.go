@@ -177,6 +177,9 @@ func TestCallUrgentBypassesTheQueue(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
+	// The queue holds one command: read the order once "queued" has left
+	// it, or this call could find the queue still full.
+	eventually(t, "the queued command to leave the queue", func() bool { return l.Len() == 0 })
 	var got []string
 	if err := RunOn(context.Background(), l, CommandFunc(func() error { got = append(got, order...); return nil }), CallOptions{}); err != nil {
 		t.Fatal(err)

@@ -1323,6 +1323,11 @@ func compileFunctionExpr(context *funcContext, funcexpr *ast.FunctionExpr, ec *e
 			context.Proto.IsVarArg = VarArgHasArg | VarArgNeedsArg
 			if context.Parent != nil {
 				context.RegisterLocalVar("arg")
+			} else {
+				// proctor: a chunk has no local "arg" (Lua 5.1 gives
+				// one only to vararg functions), so the table no code
+				// can reach is not built on every run of the chunk.
+				context.Proto.IsVarArg &= ^VarArgNeedsArg
 			}
 		}
 		context.Proto.IsVarArg |= VarArgIsVarArg

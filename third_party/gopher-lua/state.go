@@ -655,11 +655,19 @@ func (rg *registry) IsFull() bool {
 
 /* Global {{{ */
 
-func newGlobal() *Global {
+func newGlobal(skipOpenLibs bool) *Global {
+	// proctor: a state that opens no library sizes its global and registry
+	// tables by what is put in them (on first use), not for the standard
+	// library: the two maps were most of the allocation of a sandboxed
+	// state, whose host replaces the global table anyway.
+	gcap, rcap := 64, 32
+	if skipOpenLibs {
+		gcap, rcap = 0, 0
+	}
 	return &Global{
 		MainThread: nil,
-		Registry:   newLTable(0, 32),
-		Global:     newLTable(0, 64),
+		Registry:   newLTable(0, rcap),
+		Global:     newLTable(0, gcap),
 		builtinMts: make(map[int]LValue),
 		tempFiles:  make([]*os.File, 0, 10),
 	}
@@ -683,7 +691,7 @@ func panicWithoutTraceback(L *LState) {
 func newLState(options Options) *LState {
 	al := newAllocator(32)
 	ls := &LState{
-		G:       newGlobal(),
+		G:       newGlobal(options.SkipOpenLibs),
 		Parent:  nil,
 		Panic:   panicWithTraceback,
 		Dead:    false,

@@ -1,55 +1,44 @@
-package lua
+package pg_test
 
 import (
 	"context"
-	"sync"
+	"io"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/kinds/pgscope"
+	"github.com/proctor-run/proctor/lua"
+	"github.com/proctor-run/proctor/lua/internal/luatest"
+	"github.com/proctor-run/proctor/lua/modules/pg"
 	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
 )
 
-// pgLookup adds running scopes to the harness's lookup, as the registry's
-// Instance does.
-type pgLookup struct {
-	*fakeLookup
-	mu     sync.Mutex
-	scopes map[registry.ID]*pgscope.Scope
-}
+func TestMain(m *testing.M) { luatest.Main(m) }
 
-func (l *pgLookup) Instance(id registry.ID) (registry.Instance, bool) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	s, ok := l.scopes[id]
-	return s, ok
-}
-
-func (l *pgLookup) set(id registry.ID, s *pgscope.Scope) {
-	l.mu.Lock()
-	l.scopes[id] = s
-	l.mu.Unlock()
-}
+var eventually = testutil.EventuallyWithin
 
 // pgHarness is the Lua harness with a scope test:pg running.
-func pgHarness(t *testing.T, mod func(*pgscope.Spec)) (*harness, *pgscope.Scope) {
+func pgHarness(t *testing.T, mod func(*pgscope.Spec)) (*luatest.Harness, *pgscope.Scope) {
 	t.Helper()
-	h := newHarness(t)
+	h := luatest.New(t, func(stdout io.Writer) luatest.Kind {
+		return lua.NewKind(lua.Options{Stdout: stdout, Modules: []lua.Module{pg.Module()}})
+	})
 	reg := prometheus.NewRegistry()
-	h.env.Metrics = reg
+	h.Env.Metrics = reg
 	spec := pgscope.DefaultSpec()
 	if mod != nil {
 		mod(&spec)
 	}
-	s, err := pgscope.New(h.env, "test:pg", spec)
+	s, err := pgscope.New(h.Env, "test:pg", spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	// The docs name it app:pg; tests use the harness namespace.
-	h.env.Entries = &pgLookup{fakeLookup: h.look, scopes: map[registry.ID]*pgscope.Scope{"test:pg": s, "app:pg": s}}
+	h.Look.SetInstance("test:pg", s)
+	h.Look.SetInstance("app:pg", s)
 	// Registered after the harness's own cleanup, so it runs first and the
 	// scope's process is gone before the harness counts processes.
 	t.Cleanup(func() {
@@ -63,7 +52,7 @@ func pgHarness(t *testing.T, mod func(*pgscope.Spec)) (*harness, *pgscope.Scope)
 // pg_SUITE:pg and single, from Lua.
 func TestLuaPGBasicAndMultiplicity(t *testing.T) {
 	h, _ := pgHarness(t, nil)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 local pg = require("pg")
 return { main = function()
   local scope = assert(pg.open("pg"))           -- the caller's namespace
@@ -90,13 +79,13 @@ return { main = function()
   assert(#scope:which_groups() == 0, "empty groups vanish")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 // Errors come back as nil, err; wrong argument types raise.
 func TestLuaPGErrors(t *testing.T) {
 	h, _ := pgHarness(t, func(s *pgscope.Spec) { s.MaxGroups = 1 })
-	e := h.entry("main", `
+	e := h.Entry("main", `
 local pg = require("pg")
 return { main = function()
   local s, err = pg.open("test:missing")
@@ -114,14 +103,14 @@ return { main = function()
   assert(tostring(scope) == "pg.scope test:pg")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 // A member that exits is removed once per join, one event per copy; the
 // subscription's snapshot and events are consistent.
 func TestLuaPGExitCleanupAndEvents(t *testing.T) {
 	h, _ := pgHarness(t, nil)
-	h.entry("member", `
+	h.Entry("member", `
 local pg = require("pg")
 return { main = function(parent)
   local scope = assert(pg.open("test:pg"))
@@ -130,7 +119,7 @@ return { main = function(parent)
   process.inbox():receive()   -- wait to be told to go
   return "bye"
 end }`)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 local pg = require("pg")
 local function expect(ch, kind, group, pids)
   local ev = ch:receive()
@@ -162,14 +151,14 @@ return { main = function()
   assert(v == nil and ok == false, "closed channel")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 // pg_SUITE:monitor_self and multi_monitor: a process that monitors and
 // joins, then exits; its subscriptions end with it.
 func TestLuaPGMonitorSelfAndOwnerExit(t *testing.T) {
 	h, s := pgHarness(t, nil)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 local pg = require("pg")
 return { main = function()
   local scope = assert(pg.open("test:pg"))
@@ -186,15 +175,15 @@ return { main = function()
   end
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 	eventually(t, 5*time.Second, "groups and subscriptions of the exited process to go", func() bool {
 		return len(s.WhichGroups()) == 0 && subscribers(t, h) == 0
 	})
 }
 
-func subscribers(t *testing.T, h *harness) float64 {
+func subscribers(t *testing.T, h *luatest.Harness) float64 {
 	t.Helper()
-	mfs, err := h.env.Metrics.Gather()
+	mfs, err := h.Env.Metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +200,7 @@ func subscribers(t *testing.T, h *harness) float64 {
 // one node.
 func TestLuaPGBroadcast(t *testing.T) {
 	h, _ := pgHarness(t, nil)
-	h.entry("worker", `
+	h.Entry("worker", `
 local pg = require("pg")
 return { main = function(parent)
   local scope = assert(pg.open("test:pg"))
@@ -229,7 +218,7 @@ return { main = function(parent)
     end
   end
 end }`)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 local pg = require("pg")
 return { main = function()
   local scope = assert(pg.open("test:pg"))
@@ -259,14 +248,14 @@ return { main = function()
   process.send(w2, "stop")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 // monitor_buffer bounds a script's subscription: the overflow is dropped
 // and counted for that subscriber; close with flush discards the rest.
 func TestLuaPGBufferDropAndFlush(t *testing.T) {
 	h, _ := pgHarness(t, func(s *pgscope.Spec) { s.MonitorBuffer = 2 })
-	e := h.entry("main", `
+	e := h.Entry("main", `
 local pg = require("pg")
 return { main = function()
   local scope = assert(pg.open("test:pg"))
@@ -285,23 +274,23 @@ return { main = function()
   assert(v == nil and ok == false, "then closed")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 // The ```lua blocks of docs/lua/pg.md run as scripts with app:pg running
 // and a "joiner" helper (joins the group it is given, then returns); each
 // returns "ok".
 func TestLuaPGDocExamples(t *testing.T) {
-	for i, src := range docExamples(t, "pg.md") {
+	for i, src := range luatest.DocExamples(t, "pg.md") {
 		t.Run(string(rune('1'+i)), func(t *testing.T) {
 			h, _ := pgHarness(t, nil)
-			h.entry("joiner", `
+			h.Entry("joiner", `
 return { main = function(group)
   local scope = assert(require("pg").open("app:pg"))
   assert(scope:join(group))
   return "done"
 end }`)
-			check(t, h, h.entry("example", src))
+			h.Check(h.Entry("example", src))
 		})
 	}
 }
@@ -310,7 +299,7 @@ end }`)
 // reach the new scope instead of failing with stopped.
 func TestLuaPGHandleFollowsRestart(t *testing.T) {
 	h, old := pgHarness(t, nil)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 local pg = require("pg")
 return { main = function()
   local scope = assert(pg.open("test:pg"))
@@ -321,25 +310,25 @@ return { main = function()
   process.inbox():receive()   -- the test checks the new scope meanwhile
   return "ok"
 end }`)
-	pid := h.spawn(e)
+	pid := h.Spawn(e)
 	eventually(t, 5*time.Second, "the join", func() bool { return len(old.GetMembers("a")) == 1 })
 	if err := old.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := pgscope.New(h.env, "test:pg", pgscope.DefaultSpec())
+	fresh, err := pgscope.New(h.Env, "test:pg", pgscope.DefaultSpec())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = fresh.Stop(context.Background()) })
-	h.env.Entries.(*pgLookup).set("test:pg", fresh)
-	if err := h.node.Send(pid, process.Message{Topic: "go"}); err != nil {
+	h.Look.SetInstance("test:pg", fresh)
+	if err := h.Node.Send(pid, process.Message{Topic: "go"}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 5*time.Second, "the join on the new scope", func() bool { return len(fresh.GetMembers("b")) == 1 })
-	if err := h.node.Send(pid, process.Message{Topic: "stop"}); err != nil {
+	if err := h.Node.Send(pid, process.Message{Topic: "stop"}); err != nil {
 		t.Fatal(err)
 	}
-	if ex := h.wait(pid, 10*time.Second); ex.Err != nil || ex.Value != "ok" {
+	if ex := h.Wait(pid, 10*time.Second); ex.Err != nil || ex.Value != "ok" {
 		t.Fatalf("exit = %+v", ex)
 	}
 }

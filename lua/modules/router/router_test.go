@@ -1,13 +1,18 @@
-package lua
+package router_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/kinds/pool"
+	"github.com/proctor-run/proctor/lua/internal/luatest"
+	"github.com/proctor-run/proctor/lua/modules/internal/modtest"
 	"github.com/proctor-run/proctor/registry"
 )
+
+func TestMain(m *testing.M) { luatest.Main(m) }
 
 // routerReplica answers {op=…} payloads: echo (after delay ms), fail
 // (rejects the ask), hang (sleeps past the pool's timeout), crash.
@@ -167,9 +172,9 @@ end }
 `
 
 func TestLuaRouter(t *testing.T) {
-	rt, node, stop := realRuntime(t, map[string]string{"config.yaml": routerConfig, "replica.lua": routerReplica, "main.lua": routerMain})
+	rt, node, stop := modtest.Runtime(t, map[string]string{"config.yaml": routerConfig, "replica.lua": routerReplica, "main.lua": routerMain})
 	defer stop()
-	if e := runMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != "ok" {
+	if e := modtest.RunMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != "ok" {
 		t.Fatalf("main: %v %v", e.Value, e.Err)
 	}
 }
@@ -199,7 +204,7 @@ return { main = function()
   return err.message
 end }
 `
-	rt, node, stop := realRuntime(t, map[string]string{"config.yaml": routerStopConfig, "replica.lua": routerReplica, "main.lua": main})
+	rt, node, stop := modtest.Runtime(t, map[string]string{"config.yaml": routerStopConfig, "replica.lua": routerReplica, "main.lua": main})
 	defer stop()
 	inst, ok := rt.Instance("app:sg")
 	if !ok {
@@ -211,7 +216,7 @@ end }
 		t.Fatal(err)
 	}
 	done, exit, _ := node.Done(pid)
-	eventually(t, 5*time.Second, "the scatter to open", func() bool { return p.View().(pool.View).OpenScatters == 1 })
+	testutil.EventuallyWithin(t, 5*time.Second, "the scatter to open", func() bool { return p.View().(pool.View).OpenScatters == 1 })
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if err := p.Stop(ctx); err != nil {
@@ -280,15 +285,15 @@ return { main = function()
   return done
 end }
 `
-	rt, node, stop := realRuntime(t, map[string]string{"config.yaml": routerResizeConfig, "slow.lua": slow, "main.lua": main})
+	rt, node, stop := modtest.Runtime(t, map[string]string{"config.yaml": routerResizeConfig, "slow.lua": slow, "main.lua": main})
 	defer stop()
-	if e := runMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != 300.0 {
+	if e := modtest.RunMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != 300.0 {
 		t.Fatalf("main: %v %v", e.Value, e.Err)
 	}
 	inst, _ := rt.Instance("app:elastic")
 	p := inst.(*pool.Pool)
 	// Left: the pool, its one routee, the root supervisor.
-	eventually(t, 5*time.Second, "the removed routees to stop", func() bool { return node.Count() == 2+1 })
+	testutil.EventuallyWithin(t, 5*time.Second, "the removed routees to stop", func() bool { return node.Count() == 2+1 })
 	if s := p.Size(); s != 1 {
 		t.Fatalf("size %d once idle", s)
 	}

@@ -1,12 +1,15 @@
-package lua
+package supervisor_test
 
 import (
 	"context"
+	"io"
 	"runtime"
 	"testing"
 	"time"
 
 	"github.com/proctor-run/proctor/kinds/supervisor"
+	"github.com/proctor-run/proctor/lua"
+	"github.com/proctor-run/proctor/lua/internal/luatest"
 	"github.com/proctor-run/proctor/process"
 )
 
@@ -14,9 +17,9 @@ import (
 // replacement — a fresh Lua state — answering an ask, under a one_for_one
 // supervisor.
 func BenchmarkLuaRestart(b *testing.B) {
-	h := newHarness(b)
-	h.entry("worker", supWorker)
-	s, err := supervisor.Start(context.Background(), h.env, "test:sup", &supervisor.Spec{
+	h := luatest.New(b, func(stdout io.Writer) luatest.Kind { return lua.NewKind(lua.Options{Stdout: stdout}) })
+	h.Entry("worker", supWorker)
+	s, err := supervisor.Start(context.Background(), h.Env, "test:sup", &supervisor.Spec{
 		MaxRestarts: 1 << 30, RestartWindow: time.Millisecond,
 		Children: []supervisor.ChildSpec{{ID: "w", Process: "test:worker", Args: []any{"w"}}},
 	}, process.SpawnOptions{})
@@ -29,7 +32,7 @@ func BenchmarkLuaRestart(b *testing.B) {
 	start := time.Now()
 	for range b.N {
 		old := s.WhichChildren()[0].PID
-		if err := h.node.Send(old, process.Message{Topic: "crash"}); err != nil {
+		if err := h.Node.Send(old, process.Message{Topic: "crash"}); err != nil {
 			b.Fatal(err)
 		}
 		var pid process.PID
@@ -41,7 +44,7 @@ func BenchmarkLuaRestart(b *testing.B) {
 			}
 			runtime.Gosched()
 		}
-		if _, _, err := h.node.Ask(pid, process.Message{Topic: "ping"}, time.Second); err != nil {
+		if _, _, err := h.Node.Ask(pid, process.Message{Topic: "ping"}, time.Second); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,6 @@
-package lua
+// Package router is the Lua module router: scripts' bindings over
+// kinds/pool's Go API. A host loads it when its Options list Module().
+package router
 
 import (
 	"fmt"
@@ -6,32 +8,37 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/proctor-run/proctor/kinds/pool"
+	host "github.com/proctor-run/proctor/lua"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
 
-// The router module: thin bindings over kinds/pool's Go API. Every
-// function takes the pool's entry ID first ("app:replicas", or "replicas"
-// in the caller's namespace); a router.group's ID works the same way.
-var routerLib = NewLibrary(map[string]lua.LGFunction{
-	"ask":     routerAsk,
-	"tell":    routerTell,
-	"size":    routerSize,
-	"routees": routerRoutees,
-})
+// Module returns the router module, for lua.Options.Modules: thin
+// bindings over kinds/pool's Go API. Every function takes the pool's entry
+// ID first ("app:replicas", or "replicas" in the caller's namespace); a
+// router.group's ID works the same way.
+func Module() host.Module { return module }
 
-func init() {
-	registerModule("router", func(p *Process, L *lua.LState) int {
-		L.Push(routerLib.Proxy(L))
-		return 1
-	})
+var module = host.Module{
+	Name: "router",
+	Doc:  "Messages and asks routed through a router.pool or router.group entry.",
+	Funcs: []host.Func{
+		{Name: "ask", Fn: routerAsk, Doc: "Asks the router's routees (by its strategy) and waits for the reply; returns it and the routee that answered.",
+			Params: "pool_id: string, payload: any, timeout?: number|string", Results: "any, string|error"},
+		{Name: "tell", Fn: routerTell, Doc: "Sends a message through the router.",
+			Params: "pool_id: string, payload: any", Results: "true|nil, error?"},
+		{Name: "size", Fn: routerSize, Doc: "How many routees the router has.",
+			Params: "pool_id: string", Results: "integer|nil, error?"},
+		{Name: "routees", Fn: routerRoutees, Doc: "The routees' PIDs.",
+			Params: "pool_id: string", Results: "string[]|nil, error?"},
+	},
 }
 
 // checkPool resolves argument 1 to a running router (a router.pool or a
 // router.group). A non-string raises; an unknown or stopped router, or an
 // entry of another kind, is returned as an error for nil, err.
-func checkPool(L *lua.LState) (*Process, pool.Router, error) {
-	p := ProcessOf(L)
+func checkPool(L *lua.LState) (*host.Process, pool.Router, error) {
+	p := host.ProcessOf(L)
 	ref := registry.Qualify(p.Entry(), L.CheckString(1))
 	pl, err := registry.Find[pool.Router](p.Env(), "router", string(ref), pool.KindName, pool.GroupKindName)
 	return p, pl, err
@@ -44,28 +51,28 @@ func checkPool(L *lua.LState) (*Process, pool.Router, error) {
 // routees failed. The sender is the routee that answered.
 func routerAsk(L *lua.LState) int {
 	p, pl, err := checkPool(L)
-	timeout := OptDuration(L, 3, 0)
+	timeout := host.OptDuration(L, 3, 0)
 	if L.Get(3) != lua.LNil && timeout <= 0 {
 		L.ArgError(3, "timeout must be positive")
 	}
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
-	payload, err := payloadArg(L, 2)
+	payload, err := host.PayloadArg(L, 2)
 	if err != nil {
-		return ReturnError(L, fmt.Errorf("router.ask %s: %w", pl.ID(), err))
+		return host.ReturnError(L, fmt.Errorf("router.ask %s: %w", pl.ID(), err))
 	}
 	m := process.Message{From: p.PID(), Topic: pool.Topic, Payload: payload}
 	v, from, err := pl.AskContext(p.Context(), m, timeout)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
-	lv, err := ToLua(L, v)
+	lv, err := host.ToLua(L, v)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(lv)
-	L.Push(PIDValue(from))
+	L.Push(host.PIDValue(from))
 	return 2
 }
 
@@ -73,14 +80,14 @@ func routerAsk(L *lua.LState) int {
 func routerTell(L *lua.LState) int {
 	p, pl, err := checkPool(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
-	payload, err := payloadArg(L, 2)
+	payload, err := host.PayloadArg(L, 2)
 	if err != nil {
-		return ReturnError(L, fmt.Errorf("router.tell %s: %w", pl.ID(), err))
+		return host.ReturnError(L, fmt.Errorf("router.tell %s: %w", pl.ID(), err))
 	}
 	if err := pl.Send(process.Message{From: p.PID(), Topic: pool.Topic, Payload: payload}); err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(lua.LTrue)
 	return 1
@@ -90,7 +97,7 @@ func routerTell(L *lua.LState) int {
 func routerSize(L *lua.LState) int {
 	_, pl, err := checkPool(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(lua.LNumber(pl.Size()))
 	return 1
@@ -100,7 +107,7 @@ func routerSize(L *lua.LState) int {
 func routerRoutees(L *lua.LState) int {
 	_, pl, err := checkPool(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	pids := pl.Routees()
 	t := L.CreateTable(len(pids), 0)

@@ -1,4 +1,7 @@
-package lua
+// Package supervisor is the Lua module supervisor: scripts' bindings over
+// kinds/supervisor's Go API. A host loads it when its Options list
+// Module().
+package supervisor
 
 import (
 	"fmt"
@@ -6,39 +9,47 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	// The kind this module binds; the package shares its name.
 	"github.com/proctor-run/proctor/kinds/supervisor"
+	host "github.com/proctor-run/proctor/lua"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
 )
 
-// The supervisor module: thin bindings over kinds/supervisor's Go API.
-// Every function takes the supervisor first, as an entry ID ("app:core",
-// or "core" in the caller's namespace) or a PID string (a nested tree).
-var supervisorLib = NewLibrary(map[string]lua.LGFunction{
-	"start_child":     supStartChild,
-	"terminate_child": supTerminateChild,
-	"which_children":  supWhichChildren,
-	"count_children":  supCountChildren,
-	"route":           supRoute,
-	"send":            supSend,
-})
+// Module returns the supervisor module, for lua.Options.Modules: thin
+// bindings over kinds/supervisor's Go API. Every function takes the
+// supervisor first, as an entry ID ("app:core", or "core" in the caller's
+// namespace) or a PID string (a nested tree).
+func Module() host.Module { return module }
 
-func init() {
-	registerModule("supervisor", func(p *Process, L *lua.LState) int {
-		L.Push(supervisorLib.Proxy(L))
-		return 1
-	})
+var module = host.Module{
+	Name: "supervisor",
+	Doc:  "Children of supervisor entries: start, terminate, list, count, and partition routing.",
+	Funcs: []host.Func{
+		{Name: "start_child", Fn: supStartChild, Doc: "Starts a child from a spec {id=, process=, restart=, args=, shutdown=, on_failure=}.",
+			Params: "sup: string, spec: table", Results: "string|nil, error?"},
+		{Name: "terminate_child", Fn: supTerminateChild, Doc: "Stops a child and removes its spec.",
+			Params: "sup: string, child_id: string", Results: "true|nil, error?"},
+		{Name: "which_children", Fn: supWhichChildren, Doc: "The children in start order: {id=, pid=, process=, restart=, type=, status=, restarts=}.",
+			Params: "sup: string", Results: "table[]|nil, error?"},
+		{Name: "count_children", Fn: supCountChildren, Doc: "Counts of the children: {specs=, active=, supervisors=, workers=}.",
+			Params: "sup: string", Results: "table|nil, error?"},
+		{Name: "route", Fn: supRoute, Doc: "The PID of the partition worker that owns a key.",
+			Params: "sup: string, key: string|number|table", Results: "string|nil, error?"},
+		{Name: "send", Fn: supSend, Doc: "Sends a message to the partition worker that owns the payload's key.",
+			Params: "sup: string, topic: string, payload: any", Results: "true|nil, error?"},
+	},
 }
 
-func checkSupervisor(L *lua.LState) (*Process, *supervisor.Supervisor, error) {
-	p := ProcessOf(L)
+func checkSupervisor(L *lua.LState) (*host.Process, *supervisor.Supervisor, error) {
+	p := host.ProcessOf(L)
 	s, err := findSupervisor(p, L.CheckString(1))
 	return p, s, err
 }
 
 // findSupervisor resolves ref, an entry ID (bare in the caller's
 // namespace) or a PID string (a nested tree).
-func findSupervisor(p *Process, ref string) (*supervisor.Supervisor, error) {
+func findSupervisor(p *host.Process, ref string) (*supervisor.Supervisor, error) {
 	id := registry.Qualify(p.Entry(), ref)
 	return registry.Find[*supervisor.Supervisor](p.Env(), "supervisor", string(id), supervisor.KindStatic, supervisor.KindDynamic, supervisor.KindPartition)
 }
@@ -46,21 +57,21 @@ func findSupervisor(p *Process, ref string) (*supervisor.Supervisor, error) {
 // supervisor.start_child(sup, {id=, process=, restart=, args={…},
 // shutdown=, on_failure=}) --> pid | nil, err
 func supStartChild(L *lua.LState) int {
-	p := ProcessOf(L)
+	p := host.ProcessOf(L)
 	ref := L.CheckString(1)
 	spec, err := childSpecArg(L, p, 2)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	s, err := findSupervisor(p, ref)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	pid, err := s.StartChild(p.Context(), spec)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
-	L.Push(PIDValue(pid))
+	L.Push(host.PIDValue(pid))
 	return 1
 }
 
@@ -68,7 +79,7 @@ func supStartChild(L *lua.LState) int {
 // unknown values of the right type are the supervisor's invalid error, and
 // args that cannot cross a process boundary are an invalid error returned
 // (as for process.spawn).
-func childSpecArg(L *lua.LState, p *Process, n int) (supervisor.ChildSpec, error) {
+func childSpecArg(L *lua.LState, p *host.Process, n int) (supervisor.ChildSpec, error) {
 	t := L.CheckTable(n)
 	var c supervisor.ChildSpec
 	str := func(field string) string {
@@ -93,7 +104,7 @@ func childSpecArg(L *lua.LState, p *Process, n int) (supervisor.ChildSpec, error
 	switch v := t.RawGetString("args").(type) {
 	case *lua.LNilType:
 	case *lua.LTable:
-		args, err := ToGoAt(v, "args")
+		args, err := host.ToGoAt(v, "args")
 		if err != nil {
 			return c, fmt.Errorf("start_child %s: %w", c.ID, err)
 		}
@@ -117,7 +128,7 @@ func childSpecArg(L *lua.LState, p *Process, n int) (supervisor.ChildSpec, error
 		if !(v > 0) { // NaN too
 			L.ArgError(n, "field shutdown must be positive")
 		}
-		c.Shutdown = millis(float64(v))
+		c.Shutdown = host.Millis(float64(v))
 	case lua.LString:
 		switch string(v) {
 		case "brutal_kill":
@@ -142,10 +153,10 @@ func supTerminateChild(L *lua.LState) int {
 	p, s, err := checkSupervisor(L)
 	id := L.CheckString(2)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	if err := s.TerminateChild(p.Context(), id); err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(lua.LTrue)
 	return 1
@@ -156,7 +167,7 @@ func supTerminateChild(L *lua.LState) int {
 func supWhichChildren(L *lua.LState) int {
 	_, s, err := checkSupervisor(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	kids := s.WhichChildren()
 	out := L.CreateTable(len(kids), 0)
@@ -164,7 +175,7 @@ func supWhichChildren(L *lua.LState) int {
 		row := L.CreateTable(0, 7)
 		row.RawSetString("id", lua.LString(c.ID))
 		if !c.PID.IsZero() {
-			row.RawSetString("pid", PIDValue(c.PID))
+			row.RawSetString("pid", host.PIDValue(c.PID))
 		}
 		row.RawSetString("process", lua.LString(c.Process))
 		row.RawSetString("restart", lua.LString(c.Restart))
@@ -181,7 +192,7 @@ func supWhichChildren(L *lua.LState) int {
 func supCountChildren(L *lua.LState) int {
 	_, s, err := checkSupervisor(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	c := s.CountChildren()
 	out := L.CreateTable(0, 4)
@@ -202,7 +213,7 @@ func keyArg(L *lua.LState, n int) (any, error) {
 	case lua.LNumber:
 		return float64(v), nil
 	case *lua.LTable:
-		return ToGoAt(v, "key")
+		return host.ToGoAt(v, "key")
 	default:
 		return nil, value.NewError(value.KindInvalid, "partition key must be a string, a number or a table with a key field, got %s", v.Type())
 	}
@@ -213,16 +224,16 @@ func supRoute(L *lua.LState) int {
 	_, s, err := checkSupervisor(L)
 	key, kerr := keyArg(L, 2)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	if kerr != nil {
-		return ReturnError(L, kerr)
+		return host.ReturnError(L, kerr)
 	}
 	pid, err := s.Route(key)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
-	L.Push(PIDValue(pid))
+	L.Push(host.PIDValue(pid))
 	return 1
 }
 
@@ -232,15 +243,15 @@ func supRoute(L *lua.LState) int {
 func supSend(L *lua.LState) int {
 	p, s, err := checkSupervisor(L)
 	topic := L.CheckString(2)
-	payload, perr := payloadArg(L, 3)
+	payload, perr := host.PayloadArg(L, 3)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	if perr != nil {
-		return ReturnError(L, perr)
+		return host.ReturnError(L, perr)
 	}
 	if err := s.Send(p.PID(), topic, payload); err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(lua.LTrue)
 	return 1

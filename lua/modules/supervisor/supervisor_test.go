@@ -1,9 +1,14 @@
-package lua
+package supervisor_test
 
 import (
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/lua/internal/luatest"
+	"github.com/proctor-run/proctor/lua/modules/internal/modtest"
 )
+
+func TestMain(m *testing.M) { luatest.Main(m) }
 
 // supWorker is the Lua child used by the supervisor scenarios: it crashes,
 // exits or answers on command.
@@ -217,9 +222,9 @@ end }
 `
 
 func TestLuaSupervisorScenarios(t *testing.T) {
-	rt, node, stop := realRuntime(t, map[string]string{"config.yaml": supConfig, "worker.lua": supWorker, "main.lua": supMain})
+	rt, node, stop := modtest.Runtime(t, map[string]string{"config.yaml": supConfig, "worker.lua": supWorker, "main.lua": supMain})
 	defer stop()
-	if e := runMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != "ok" {
+	if e := modtest.RunMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != "ok" {
 		t.Fatalf("main: %v %v", e.Value, e.Err)
 	}
 }
@@ -228,9 +233,9 @@ func TestLuaSupervisorScenarios(t *testing.T) {
 // do: `runner run --main app:main` on the config, exit 0 when every
 // scenario held.
 func TestLuaSupervisorScenariosThroughRunner(t *testing.T) {
-	dir := writeFiles(t, map[string]string{"config.yaml": supConfig, "worker.lua": supWorker, "main.lua": supMain})
-	r := runRunner(t, dir, "run", "--no-watch", "--log-level", "error", "--main", "app:main", "config.yaml")
-	if r.code != 0 {
-		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
+	dir := luatest.WriteFiles(t, map[string]string{"config.yaml": supConfig, "worker.lua": supWorker, "main.lua": supMain})
+	r := luatest.RunRunner(t, dir, "run", "--no-watch", "--log-level", "error", "--main", "app:main", "config.yaml")
+	if r.Code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }

@@ -1,17 +1,20 @@
-package lua
+// Package pg is the Lua module pg: scripts' bindings over kinds/pgscope's
+// Go API. A host loads it when its Options list Module().
+package pg
 
 import (
 	"fmt"
-	"sync"
 
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/proctor-run/proctor/kinds/pgscope"
+	host "github.com/proctor-run/proctor/lua"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
 
-// The pg module: thin bindings over kinds/pgscope's Go API.
+// Module returns the pg module, for lua.Options.Modules: thin bindings
+// over kinds/pgscope's Go API.
 //
 //	local pg = require("pg")
 //	local scope, err = pg.open("app:pg")
@@ -24,63 +27,49 @@ import (
 //
 // Operational failures are nil, err; wrong argument types raise. Calls that
 // wait for the scope stop waiting when the process is asked to stop.
-var pgLib = NewLibrary(map[string]lua.LGFunction{
-	"open": pgOpen,
-})
+func Module() host.Module { return module }
 
-// The method tables are filled in init: the methods build handles whose
-// metatables index these tables, which a package-level initializer could
-// not express without a cycle.
-var pgScopeMethods, pgSubMethods *Library
-
-func pgInitMethods() {
-	pgScopeMethods = NewLibrary(map[string]lua.LGFunction{
-		"join":               pgJoin,
-		"leave":              pgLeave,
-		"get_members":        pgGetMembers,
-		"get_local_members":  pgGetLocalMembers,
-		"which_groups":       pgWhichGroups,
-		"which_local_groups": pgWhichLocalGroups,
-		"broadcast":          pgBroadcast,
-		"broadcast_local":    pgBroadcastLocal,
-		"monitor":            pgMonitor,
-		"events":             pgEvents,
-		"id":                 pgScopeID,
-	})
-	pgSubMethods = NewLibrary(map[string]lua.LGFunction{
-		"channel": pgSubChannel,
-		"close":   pgSubClose,
-		"dropped": pgSubDropped,
-	})
+var module = host.Module{
+	Name: "pg",
+	Doc:  "Process groups: join, leave, members, broadcasts and membership events of a pg.scope entry.",
+	Funcs: []host.Func{
+		{Name: "open", Fn: pgOpen, Doc: "The running pg.scope entry with this ID (\"app:pg\", or \"pg\" in the caller's namespace).",
+			Params: "scope_id: string", Results: "pg.scope|nil, error?"},
+	},
+	Types: []*host.Type{scopeType, subType},
 }
 
-// The metatables of scope and subscription handles are built once, in the
-// template state, and shared read-only like the other host metatables.
-var (
-	pgMetaOnce             sync.Once
-	pgScopeMeta, pgSubMeta *lua.LTable
+// scopeType is a script's scope handle; subType a subscription's.
+var scopeType = host.NewType("pg.scope",
+	host.Func{Name: "join", Fn: pgJoin, Doc: "Joins this process to a group or a list of groups (once more per call).",
+		Params: "groups: string|string[]", Results: "true|nil, error?"},
+	host.Func{Name: "leave", Fn: pgLeave, Doc: "Leaves a group or a list of groups once (kind not_joined when not a member).",
+		Params: "groups: string|string[]", Results: "true|nil, error?"},
+	host.Func{Name: "get_members", Fn: pgGetMembers, Doc: "The group's members on every node, one PID per join.",
+		Params: "group: string", Results: "string[]|nil, error?"},
+	host.Func{Name: "get_local_members", Fn: pgGetLocalMembers, Doc: "The group's members on this node, one PID per join.",
+		Params: "group: string", Results: "string[]|nil, error?"},
+	host.Func{Name: "which_groups", Fn: pgWhichGroups, Doc: "The groups with members.", Results: "string[]|nil, error?"},
+	host.Func{Name: "which_local_groups", Fn: pgWhichLocalGroups, Doc: "The groups with members on this node.", Results: "string[]|nil, error?"},
+	host.Func{Name: "broadcast", Fn: pgBroadcast, Doc: "Sends a message to each distinct member of the group; returns how many it reached.",
+		Params: "group: string, topic: string, payload?: any", Results: "integer|nil, error?"},
+	host.Func{Name: "broadcast_local", Fn: pgBroadcastLocal, Doc: "broadcast to the members on this node only.",
+		Params: "group: string, topic: string, payload?: any", Results: "integer|nil, error?"},
+	host.Func{Name: "monitor", Fn: pgMonitor, Doc: "Subscribes to the group's joins and leaves; returns the subscription and the members now.",
+		Params: "group: string", Results: "pg.subscription|nil, string[]|error"},
+	host.Func{Name: "events", Fn: pgEvents, Doc: "Subscribes to every group's joins and leaves; returns the subscription and a snapshot.",
+		Results: "pg.subscription|nil, table|error"},
+	host.Func{Name: "id", Fn: pgScopeID, Doc: "The scope's entry ID.", Results: "string"},
+	host.Func{Name: "__tostring", Fn: pgScopeToString, Doc: "pg.scope ID", Results: "string"},
 )
 
-func pgMetas() (*lua.LTable, *lua.LTable) {
-	pgMetaOnce.Do(func() {
-		t := template()
-		tmplMu.Lock()
-		defer tmplMu.Unlock()
-		pgScopeMeta = protectedMeta(t.L, pgScopeMethods.shared(t))
-		pgScopeMeta.RawSetString("__tostring", t.L.NewFunction(pgScopeToString))
-		pgSubMeta = protectedMeta(t.L, pgSubMethods.shared(t))
-		pgSubMeta.RawSetString("__tostring", t.L.NewFunction(pgSubToString))
-	})
-	return pgScopeMeta, pgSubMeta
-}
-
-func init() {
-	pgInitMethods()
-	registerModule("pg", func(p *Process, L *lua.LState) int {
-		L.Push(pgLib.Proxy(L))
-		return 1
-	})
-}
+var subType = host.NewType("pg.subscription",
+	host.Func{Name: "channel", Fn: pgSubChannel, Doc: "The channel events arrive on: {kind=, group=, pids={...}}.", Results: "channel"},
+	host.Func{Name: "close", Fn: pgSubClose, Doc: "Ends the subscription; with {flush = true} events still queued are dropped.",
+		Params: "options?: table", Results: "true"},
+	host.Func{Name: "dropped", Fn: pgSubDropped, Doc: "How many events this subscription lost to a full buffer.", Results: "integer"},
+	host.Func{Name: "__tostring", Fn: pgSubToString, Doc: "pg subscription (monitor GROUP) or (events)", Results: "string"},
+)
 
 // pgHandle is a script's scope: the entry ID and the scope last found for
 // it. A restarted entry is a new *Scope, so a stopped one is looked up
@@ -90,7 +79,7 @@ type pgHandle struct {
 	s  *pgscope.Scope
 }
 
-func (h *pgHandle) scope(p *Process) (*pgscope.Scope, error) {
+func (h *pgHandle) scope(p *host.Process) (*pgscope.Scope, error) {
 	if h.s != nil && !h.s.Stopped() {
 		return h.s, nil
 	}
@@ -104,16 +93,12 @@ func (h *pgHandle) scope(p *Process) (*pgscope.Scope, error) {
 
 // pg.open(id) --> scope | nil, err
 func pgOpen(L *lua.LState) int {
-	p := ProcessOf(L)
+	p := host.ProcessOf(L)
 	h := &pgHandle{id: registry.Qualify(p.Entry(), L.CheckString(1))}
 	if _, err := h.scope(p); err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
-	meta, _ := pgMetas()
-	ud := L.NewUserData()
-	ud.Value = h
-	ud.Metatable = meta
-	L.Push(ud)
+	L.Push(scopeType.New(L, h))
 	return 1
 }
 
@@ -127,9 +112,9 @@ func checkPGHandle(L *lua.LState) *pgHandle {
 }
 
 // pgCall resolves the scope of a method call.
-func pgCall(L *lua.LState) (*Process, *pgscope.Scope, error) {
+func pgCall(L *lua.LState) (*host.Process, *pgscope.Scope, error) {
 	h := checkPGHandle(L)
-	p := ProcessOf(L)
+	p := host.ProcessOf(L)
 	s, err := h.scope(p)
 	return p, s, err
 }
@@ -157,7 +142,7 @@ func groupsArg(L *lua.LState, n int) []string {
 
 func pgReturnTrue(L *lua.LState, err error) int {
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(lua.LTrue)
 	return 1
@@ -168,7 +153,7 @@ func pgJoin(L *lua.LState) int {
 	groups := groupsArg(L, 2)
 	p, s, err := pgCall(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	return pgReturnTrue(L, s.JoinContext(p.Context(), p.PID(), groups...))
 }
@@ -178,7 +163,7 @@ func pgLeave(L *lua.LState) int {
 	groups := groupsArg(L, 2)
 	p, s, err := pgCall(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	return pgReturnTrue(L, s.LeaveContext(p.Context(), p.PID(), groups...))
 }
@@ -186,7 +171,7 @@ func pgLeave(L *lua.LState) int {
 func pidList(L *lua.LState, pids []process.PID) *lua.LTable {
 	t := L.CreateTable(len(pids), 0)
 	for _, pid := range pids {
-		t.Append(PIDValue(pid))
+		t.Append(host.PIDValue(pid))
 	}
 	return t
 }
@@ -204,7 +189,7 @@ func pgGetMembers(L *lua.LState) int {
 	g := L.CheckString(2)
 	_, s, err := pgCall(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(pidList(L, s.GetMembers(g)))
 	return 1
@@ -215,7 +200,7 @@ func pgGetLocalMembers(L *lua.LState) int {
 	g := L.CheckString(2)
 	_, s, err := pgCall(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(pidList(L, s.GetLocalMembers(g)))
 	return 1
@@ -225,7 +210,7 @@ func pgGetLocalMembers(L *lua.LState) int {
 func pgWhichGroups(L *lua.LState) int {
 	_, s, err := pgCall(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(stringList(L, s.WhichGroups()))
 	return 1
@@ -235,7 +220,7 @@ func pgWhichGroups(L *lua.LState) int {
 func pgWhichLocalGroups(L *lua.LState) int {
 	_, s, err := pgCall(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(stringList(L, s.WhichLocalGroups()))
 	return 1
@@ -244,13 +229,13 @@ func pgWhichLocalGroups(L *lua.LState) int {
 func pgBroadcastWith(L *lua.LState, local bool) int {
 	g := L.CheckString(2)
 	topic := L.CheckString(3)
-	payload, err := ToGoAt(L.Get(4), "payload")
+	payload, err := host.ToGoAt(L.Get(4), "payload")
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	p, s, err := pgCall(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	var n int
 	if local {
@@ -259,7 +244,7 @@ func pgBroadcastWith(L *lua.LState, local bool) int {
 		n, err = s.BroadcastContext(p.Context(), p.PID(), g, topic, payload)
 	}
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(lua.LNumber(n))
 	return 1
@@ -275,12 +260,12 @@ func pgBroadcastLocal(L *lua.LState) int { return pgBroadcastWith(L, true) }
 // into a channel of the script, bounded by the scope's monitor_buffer.
 type pgSub struct {
 	sub *pgscope.Subscription
-	ch  *Channel
+	ch  *host.Channel
 }
 
 // pgSink adapts a script channel to pgscope.Sink. Events become plain
 // tables ({kind=, group=, pids={...}}), converted on receipt.
-type pgSink struct{ ch *Channel }
+type pgSink struct{ ch *host.Channel }
 
 func (k pgSink) Offer(ev pgscope.Event) bool {
 	pids := make([]any, len(ev.PIDs))
@@ -293,11 +278,7 @@ func (k pgSink) Offer(ev pgscope.Event) bool {
 func (k pgSink) Close() { k.ch.Close() }
 
 func pgSubValue(L *lua.LState, s *pgSub) lua.LValue {
-	_, meta := pgMetas()
-	ud := L.NewUserData()
-	ud.Value = s
-	ud.Metatable = meta
-	return ud
+	return subType.New(L, s)
 }
 
 // scope:monitor(group) --> sub, {pid, ...} | nil, err
@@ -305,12 +286,12 @@ func pgMonitor(L *lua.LState) int {
 	g := L.CheckString(2)
 	p, s, err := pgCall(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	ch := p.NewChannel(s.Spec().MonitorBuffer)
 	sub, members, err := s.Subscribe(g, pgscope.SubscribeOptions{Owner: p.PID(), Sink: pgSink{ch}, Context: p.Context()})
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	L.Push(pgSubValue(L, &pgSub{sub: sub, ch: ch}))
 	L.Push(pidList(L, members))
@@ -321,12 +302,12 @@ func pgMonitor(L *lua.LState) int {
 func pgEvents(L *lua.LState) int {
 	p, s, err := pgCall(L)
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	ch := p.NewChannel(s.Spec().MonitorBuffer)
 	sub, snap, err := s.SubscribeAll(pgscope.SubscribeOptions{Owner: p.PID(), Sink: pgSink{ch}, Context: p.Context()})
 	if err != nil {
-		return ReturnError(L, err)
+		return host.ReturnError(L, err)
 	}
 	t := L.CreateTable(0, len(snap))
 	for g, pids := range snap {
@@ -377,7 +358,7 @@ func pgSubClose(L *lua.LState) int {
 	}
 	s.sub.Close(flush)
 	if flush {
-		s.ch.discardQueued()
+		s.ch.Discard()
 	}
 	L.Push(lua.LTrue)
 	return 1
@@ -397,12 +378,4 @@ func pgSubToString(L *lua.LState) int {
 	}
 	L.Push(lua.LString("pg subscription (" + what + ")"))
 	return 1
-}
-
-// discardQueued drops every item still queued, for a flushing close.
-func (c *Channel) discardQueued() {
-	c.mu.Lock()
-	clear(c.items)
-	c.items, c.head = c.items[:0], 0
-	c.mu.Unlock()
 }
