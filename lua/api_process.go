@@ -66,7 +66,7 @@ func procSend(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("send %q to %s: %w", topic, dest, err))
 	}
-	to, err := p.resolve(dest)
+	to, err := p.resolveTo(dest, topic)
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("send %q: %w", topic, err))
 	}
@@ -93,7 +93,7 @@ func procAsk(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("ask %q of %s: %w", topic, dest, err))
 	}
-	to, err := p.resolve(dest)
+	to, err := p.resolveTo(dest, topic)
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("ask %q: %w", topic, err))
 	}

@@ -85,7 +85,8 @@ func msgReply(L *lua.LState) int {
 			return ReturnError(L, err)
 		}
 	}
-	settled, err := m.m.Reply(p.self, v, rej)
+	// Through the node: a reply after the ask ended is a dead letter.
+	settled, err := p.Node().Reply(&m.m, p.self, v, rej)
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("reply to %q: %w", m.m.Topic, err))
 	}

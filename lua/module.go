@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -255,6 +256,16 @@ func (p *Process) resolve(dest string) (process.PID, error) {
 		p.destStr, p.destPID = dest, pid
 	}
 	return pid, nil
+}
+
+// resolveTo is resolve for a message about to be sent: a name no process
+// holds makes the message a dead letter, as a send to a dead PID does.
+func (p *Process) resolveTo(dest, topic string) (process.PID, error) {
+	pid, err := p.resolve(dest)
+	if errors.Is(err, process.ErrNameNotFound) {
+		p.Node().DeadLetter(process.DeadLetter{From: p.self, To: dest, Topic: topic, Reason: process.DeadNameNotFound})
+	}
+	return pid, err
 }
 
 // PIDValue renders a PID as scripts see it: its string form.

@@ -39,6 +39,8 @@ type Options struct {
 	Metrics *prometheus.Registry
 	// Logger receives errors while serving. Default: slog.Default().
 	Logger *slog.Logger
+	// Ops are the optional parts: the live view, messages, ops endpoints.
+	Ops
 }
 
 // Kinds listed by the per-kind views.
@@ -69,7 +71,7 @@ func Handler(opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &server{opts: opts}
+	s := newServer(opts)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
@@ -82,10 +84,8 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/pools", s.views(poolKinds))
 	mux.HandleFunc("GET /v1/supervisors", s.views(supervisorKinds))
 	mux.HandleFunc("GET /v1/reload", s.reload)
-	return mux
+	return s.mountOps(mux)
 }
-
-type server struct{ opts Options }
 
 func (s *server) json(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")

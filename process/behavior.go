@@ -51,9 +51,10 @@ func (c Context) Stop(v any, err error) {
 	c.p.selfStop = true
 }
 
-// Reply answers m on behalf of this process.
+// Reply answers m on behalf of this process (Node.Reply: a reply that
+// comes after its ask ended is a dead letter).
 func (c Context) Reply(m *Message, v any, err error) (bool, error) {
-	return m.Reply(c.p.pid, v, err)
+	return c.p.node.Reply(m, c.p.pid, v, err)
 }
 
 // spinTurns is how many times an emptied dispatcher yields before it lets

@@ -27,6 +27,9 @@ type Options struct {
 	// take to return before the process is reported abandoned (see
 	// Abandoned). Default: DefaultAbandonAfter.
 	AbandonAfter time.Duration
+	// DeadLetters receives the messages that reach no one (see
+	// DeadLetter). Default: none; they are only errors to their senders.
+	DeadLetters DeadLetterSink
 }
 
 // Node is the local runtime: it issues PIDs, holds the process table and
@@ -47,6 +50,9 @@ type Node struct {
 	abandonTotal   atomic.Int64
 	abandonRunning atomic.Int64
 
+	deadLetters DeadLetterSink
+	retiredHW   atomic.Int64 // the highest mailbox high-water mark of an exited process
+
 	// rel indexes, per remote node, the local processes that hold (or
 	// held) a link or monitor with one of its processes, so a node going
 	// down visits only those. A process leaves it when it exits.
@@ -58,7 +64,7 @@ type transportBox struct{ t Transport }
 
 // NewNode returns a node with no processes.
 func NewNode(opts Options) *Node {
-	n := &Node{name: opts.Name, creation: opts.Creation, log: opts.Logger, abandonAfter: opts.AbandonAfter}
+	n := &Node{name: opts.Name, creation: opts.Creation, log: opts.Logger, abandonAfter: opts.AbandonAfter, deadLetters: opts.DeadLetters}
 	if n.abandonAfter <= 0 {
 		n.abandonAfter = DefaultAbandonAfter
 	}
@@ -176,28 +182,34 @@ func (n *Node) MailboxLen(pid PID) int {
 // Send delivers m to the process named by to. It never blocks: a full
 // bounded mailbox is ErrMailboxFull, a dead or unknown local PID is
 // ErrNoProcess, a PID of an unreachable node is ErrUnreachable.
+//
+// A message that is not delivered is also reported as a dead letter
+// (Options.DeadLetters); a delivered one costs nothing more.
 func (n *Node) Send(to PID, m Message) error {
 	if to.Node == n.name {
 		if to.Creation != n.creation {
-			return fmt.Errorf("send to %s: %w", to, ErrNoProcess)
+			return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w", to, ErrNoProcess))
 		}
 		p := n.procs.load(to.ID)
 		if p == nil {
-			return fmt.Errorf("send to %s: %w", to, ErrNoProcess)
+			return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w", to, ErrNoProcess))
 		}
 		if err := p.deliver(&m); err != nil {
-			return fmt.Errorf("send to %s: %w", to, err)
+			return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w", to, err))
 		}
 		return nil
 	}
 	if to.IsZero() {
-		return fmt.Errorf("send: %w: zero pid", ErrNoProcess)
+		return n.undelivered("", &m, fmt.Errorf("send: %w: zero pid", ErrNoProcess))
 	}
 	t := n.remote()
 	if t == nil {
-		return fmt.Errorf("send to %s: %w: no transport to node %q", to, ErrUnreachable, to.Node)
+		return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w: no transport to node %q", to, ErrUnreachable, to.Node))
 	}
-	return t.Send(to, m)
+	if err := t.Send(to, m); err != nil {
+		return n.undelivered(to.String(), &m, err)
+	}
+	return nil
 }
 
 // SendName delivers m to the process registered as name on node —
@@ -209,7 +221,7 @@ func (n *Node) SendName(node, name string, m Message) error {
 	if node == n.name {
 		to, ok := n.Whereis(name)
 		if !ok {
-			return fmt.Errorf("send to %s@%s: %w", name, node, ErrNameNotFound)
+			return n.undelivered(name, &m, fmt.Errorf("send to %s@%s: %w", name, node, ErrNameNotFound))
 		}
 		return n.Send(to, m)
 	}
@@ -218,9 +230,12 @@ func (n *Node) SendName(node, name string, m Message) error {
 	}
 	t := n.remote()
 	if t == nil {
-		return fmt.Errorf("send to %s@%s: %w: no transport to node %q", name, node, ErrUnreachable, node)
+		return n.undelivered(name+"@"+node, &m, fmt.Errorf("send to %s@%s: %w: no transport to node %q", name, node, ErrUnreachable, node))
 	}
-	return t.SendName(node, name, m)
+	if err := t.SendName(node, name, m); err != nil {
+		return n.undelivered(name+"@"+node, &m, err)
+	}
+	return nil
 }
 
 // Register names pid on this node. A name is held until it is unregistered

@@ -204,6 +204,7 @@ func (p *process) finish(e Exit) {
 	n.procs.delete(p.pid.ID, n.nextID.Load())
 	n.live.Add(-1)
 	p.mb.close()
+	n.retireHighWater(p.mb.highWater())
 	if x == nil {
 		n.exited(p.pid, e)
 		return

@@ -119,12 +119,16 @@ func (in inbound) Send(to PID, m Message) error {
 	if p := in.n.lookup(to); p != nil {
 		err = p.deliver(&m)
 	}
+	if err != nil {
+		in.n.undelivered(to.String(), &m, err)
+	}
 	return rejectOnFailure(&m, err)
 }
 
 func (in inbound) SendName(name string, m Message) error {
 	to, ok := in.n.Whereis(name)
 	if !ok {
+		in.n.undelivered(name, &m, ErrNameNotFound)
 		return rejectOnFailure(&m, ErrNameNotFound)
 	}
 	return in.Send(to, m)

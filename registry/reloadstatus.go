@@ -2,6 +2,7 @@ package registry
 
 import (
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -22,6 +23,10 @@ var ReloadResults = []string{ReloadApplied, ReloadRejected}
 
 // DefaultReloadHistory is how many reload attempts a Runtime remembers.
 const DefaultReloadHistory = 20
+
+// reloadErrorsKept bounds the errors kept of one rejected attempt: a broken
+// configuration saved over and over must not grow the node.
+const reloadErrorsKept = 100
 
 // ReloadAttempt is one reload: when, how it ended, what it changed, and why it was rejected.
 type ReloadAttempt struct {
@@ -108,7 +113,11 @@ func rejectedAttempt(err error) ReloadAttempt {
 	a := ReloadAttempt{Time: time.Now(), Result: ReloadRejected}
 	var es Errors
 	if errors.As(err, &es) {
-		for _, e := range es {
+		for i, e := range es {
+			if i == reloadErrorsKept {
+				a.Errors = append(a.Errors, fmt.Sprintf("… and %d more", len(es)-i))
+				break
+			}
 			a.Errors = append(a.Errors, e.Error())
 		}
 	} else {

@@ -27,6 +27,7 @@ type runFlags struct {
 	cluster  clusterConfig
 	memLimit memoryLimit
 	load     *loadFlags
+	ops      *opsFlags
 }
 
 // clusterConfig is validated now; clustering itself comes later.
@@ -80,6 +81,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	fs.Var(&f.memLimit, "memory-limit", "the Go runtime's soft memory limit, a `SIZE` such as 2GiB or off (default: GOMEMLIMIT)")
 	f.load = addLoadFlags(fs)
+	f.ops = addOpsFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: runner run [flags] [PATH...] [-- ARGS for --main]")
 		fs.PrintDefaults()
@@ -125,6 +127,9 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 		return nil, err
 	}
 	if err := f.load.check(); err != nil {
+		return nil, err
+	}
+	if err := f.ops.check(f.http); err != nil {
 		return nil, err
 	}
 	return f, nil

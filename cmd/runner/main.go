@@ -33,6 +33,11 @@ var version = "dev"
 const usage = `usage:
   runner run [flags] [PATH...] [-- ARGS]   run a config (default: config.example.yaml)
   runner validate [flags] PATH...           check a config; exit 1 listing every error
+  runner send [flags] ADDR DEST TOPIC [JSON]
+                                            send a message on a running node (POST /v1/send)
+  runner ask [flags] ADDR DEST TOPIC [JSON] ask a running node's process; print the reply as JSON
+  runner entries ADDR                       list a running node's entries
+  runner tree ADDR                          print a running node's supervision trees
   runner version                            print the version
 
 run 'runner run -h' for the flags of run; docs/cli.md has the details.
@@ -64,6 +69,8 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 		return run(f, stdout, stderr, sigs, force)
 	case "validate":
 		return validate(args[1:], stdout, stderr, sigs)
+	case "send", "ask", "entries", "tree":
+		return remote(args[0], args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "runner %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
@@ -144,6 +151,7 @@ type app struct {
 	root    *supervisor.Root
 	srv     *observe.Server
 	watcher *registry.Watcher
+	dead    *observe.DeadLetters
 }
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
@@ -173,20 +181,23 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		}
 	}
 	a := &app{log: log}
-	a.node = process.NewNode(process.Options{Name: f.node, Logger: log})
 	metrics := prometheus.NewRegistry()
 	observe.RegisterStandardCollectors(metrics)
+	observe.RegisterBuildInfo(metrics, buildVersion())
+	a.dead = observe.NewDeadLetters(observe.DeadLetterOptions{Keep: f.ops.keep(), Metrics: metrics, Logger: log})
+	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: a.dead})
 	health := observe.NewHealth()
 	a.rt = registry.NewRuntime(registry.RuntimeOptions{Node: a.node, Kinds: kinds, Logger: log, Metrics: metrics, Health: health})
 	a.root, err = supervisor.StartRoot(supervisor.RootOptions{Node: a.node, Runtime: a.rt, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		a.rt.Stop(context.Background())
+		a.dead.Close()
 		return 1
 	}
 	a.rt.SetOwner(a.root)
 	if f.http != "" {
-		a.srv, err = observe.Listen(f.http, observe.Handler(observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log}), observe.ListenOptions{Logger: log})
+		a.srv, err = observe.Listen(f.http, observe.Handler(observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log, Ops: a.ops(f.ops)}), observe.ListenOptions{Logger: log})
 		if err != nil {
 			fmt.Fprintf(stderr, "runner run: %v\n", err)
 			a.shutdown()
@@ -344,6 +355,9 @@ func (a *app) shutdown() {
 		if err := a.srv.Shutdown(ctx); err != nil {
 			a.log.Warn("stopping HTTP", "error", err)
 		}
+	}
+	if a.dead != nil {
+		a.dead.Close()
 	}
 	a.log.Info("stopped")
 }

@@ -117,6 +117,7 @@ type Pool struct {
 	draining  bool
 	tick      *time.Timer
 	lastCount uint64
+	resizes   []ResizeDecision // the latest changes of size, oldest first
 }
 
 // behavior is the pool's process: the single writer of its state, which
@@ -447,6 +448,7 @@ func (p *Pool) applyDelta(d int, why string) {
 	default:
 		return
 	}
+	p.noteResize(from, len(p.slots), why)
 	p.publish()
 	p.log.Info("pool resized", "from", from, "to", len(p.slots), "by", why)
 }

@@ -34,6 +34,7 @@ type child struct {
 	pid      process.PID
 	status   Status
 	restarts int
+	lastExit string // how its last process ended; "" before the first exit
 	digest   string // the child entry's digest when it was spawned
 	declared bool   // from the entry's children (not started at run time)
 	slot     *childSlot
@@ -156,6 +157,7 @@ func (s *Supervisor) show(c *child) {
 	c.slot.info.Store(&ChildInfo{
 		ID: c.spec.ID, Process: c.spec.Process, PID: c.pid, Restart: c.spec.Restart,
 		Type: c.typ, Status: c.status, Restarts: c.restarts, Shutdown: c.spec.shutdownFor(c.typ, c.entryStop),
+		LastExit: c.lastExit,
 	})
 }
 

@@ -15,6 +15,7 @@ import (
 
 func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	s.setPID(c, process.PID{})
+	c.lastExit = exitText(e)
 	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
 		s.log.Warn("child exited", "child", c.spec.ID, "error", s.redact(c, e.Err.Error()))
 	} else {
@@ -175,4 +176,12 @@ func (s *Supervisor) escalate(err error) error {
 	s.publishStatus(StatusStopping)
 	s.stopAll()
 	return err
+}
+
+// exitText is how an exit reads in a view: "normal", or its error.
+func exitText(e process.Exit) string {
+	if e.Err == nil {
+		return "normal"
+	}
+	return e.Err.Error()
 }

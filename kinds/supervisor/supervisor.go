@@ -39,6 +39,9 @@ type ChildInfo struct {
 	// Shutdown is the child's resolved stop deadline (BrutalKill,
 	// Infinity, or a duration).
 	Shutdown time.Duration
+	// LastExit is how the child's last process ended: "normal", or its
+	// error; "" while none has ended.
+	LastExit string
 }
 
 // Counts is what CountChildren returns, as OTP's count_children: Specs
