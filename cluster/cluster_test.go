@@ -2,7 +2,8 @@ package cluster
 
 import (
 	"errors"
-	"slices"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -134,8 +135,11 @@ func TestWrongSecretIsRefused(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// It keeps trying; it never becomes a member, nor sees one.
-		time.Sleep(2 * time.Second)
+		// It keeps trying and failing; it never becomes a member, nor
+		// sees one.
+		testutil.Eventually(t, "several join attempts", func() bool {
+			return strings.Count(logs.String(), "join attempt failed") >= 3
+		})
 		if m := c.Membership().Members(); len(m) != 0 {
 			t.Errorf("intruder (secret %q) sees %v", secret, names(m))
 		}
@@ -144,17 +148,46 @@ func TestWrongSecretIsRefused(t *testing.T) {
 				t.Errorf("%s sees %v", n, names(m))
 			}
 		}
-		// Nor can it connect to a transport: its proof is refused, and
-		// so is the node's proof to it.
 		_ = c.Close()
-		_ = logs
 	}
-	key, _ := DeriveKeys([]byte("another secret of sixteen bytes+"))
-	err := dialRaw(t, tc.node("n2").c.Network().Addr(), key.Handshake, "n1", "n2")
-	if !errors.Is(err, ErrAuth) {
+
+	// Nor can a node with another secret use a transport: its proof is
+	// refused when it dials...
+	wrong, _ := DeriveKeys([]byte("another secret of sixteen bytes+"))
+	before := strings.Count(tc.node("n2").logs.String(), "connection refused")
+	if err := dialRaw(t, tc.node("n2").c.Network().Addr(), wrong.Handshake, "n1", "n2"); !errors.Is(err, ErrAuth) {
 		t.Fatalf("handshake with the wrong key: %v", err)
 	}
 	testutil.Eventually(t, "the refusal logged", func() bool {
-		return slices.ContainsFunc([]string{tc.node("n2").logs.String()}, func(s string) bool { return contains(s, "connection refused") })
+		return strings.Count(tc.node("n2").logs.String(), "connection refused") > before
 	})
+	// ...and a node dialing it finds its proof wrong, sends nothing and
+	// fails its sends at once.
+	impostor, err := ListenTCP(TCPOptions{Name: "zz", Listen: "127.0.0.1:0", Key: wrong.Handshake, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := &countingReceiver{}
+	if err := impostor.Start(recv); err != nil {
+		t.Fatal(err)
+	}
+	defer impostor.Close()
+	net1 := tc.node("n1").c.Network()
+	net1.PeerUp("zz", impostor.Addr())
+	defer net1.PeerDown("zz")
+	testutil.Eventually(t, "sends to the impostor to fail", func() bool {
+		err := net1.Send("zz", []byte{1})
+		return errors.Is(err, process.ErrUnreachable)
+	})
+	if !contains(tc.node("n1").logs.String(), "authentication failed") || recv.frames.Load() != 0 {
+		t.Fatalf("impostor received %d frames; n1 logs:\n%s", recv.frames.Load(), tc.node("n1").logs.String())
+	}
 }
+
+// countingReceiver counts what a bare network receives.
+type countingReceiver struct {
+	frames, downs atomic.Int64
+}
+
+func (r *countingReceiver) Receive(string, []byte) error { r.frames.Add(1); return nil }
+func (r *countingReceiver) NodeDown(string)              { r.downs.Add(1) }
