@@ -283,5 +283,20 @@ func (p *Process) resolve(dest string) (process.PID, error) {
 	return pid, nil
 }
 
+// send delivers m to dest: a PID string, a registered name, or name@node,
+// which is resolved on that node when the message arrives (Erlang's
+// {Name, Node} ! Msg: no round trip). verb names the operation in a
+// resolution error.
+func (p *Process) send(verb, dest string, m process.Message) error {
+	if name, node, ok := process.SplitNodeName(dest); ok && node != p.Node().Name() {
+		return p.Node().SendName(node, name, m)
+	}
+	to, err := p.resolve(dest)
+	if err != nil {
+		return fmt.Errorf("%s %q: %w", verb, m.Topic, err)
+	}
+	return p.Node().Send(to, m)
+}
+
 // PIDValue renders a PID as scripts see it: its string form.
 func PIDValue(pid process.PID) lua.LString { return lua.LString(pid.String()) }

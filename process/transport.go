@@ -25,6 +25,11 @@ type Transport interface {
 	// Erlang's {Name, Node} ! Msg: the name is resolved there, on
 	// arrival. Replies are kept as for Send.
 	SendName(node, name string, m Message) error
+	// Whereis asks node which process is registered as name there. m is
+	// an ask (Call.MessageWithin) whose reply target the answer settles:
+	// the process as the reply's From, or ErrNameNotFound. Replies are
+	// kept as for Send.
+	Whereis(node, name string, m Message) error
 	// Exit asks remote process to to stop with reason, on behalf of from
 	// (zero for the runtime itself). The far node applies it as
 	// TerminateFrom does: a system process refuses unless from is its

@@ -149,10 +149,23 @@ func (t *Transport) SendName(node, name string, m process.Message) error {
 	return t.sendMessage(process.PID{Node: node}, name, m)
 }
 
+// Whereis implements process.Transport.
+func (t *Transport) Whereis(node, name string, m process.Message) error {
+	if target, _ := m.ReplyTarget(); target == nil {
+		return fmt.Errorf("whereis %s@%s: %w", name, node, process.ErrNoReplyTarget)
+	}
+	return t.sendSignal(wire.Whereis, process.PID{Node: node}, name, m)
+}
+
 // sendMessage sends m to to, or to the process registered as name on
 // to's node; an ask's reply target waits in the pending table.
 func (t *Transport) sendMessage(to process.PID, name string, m process.Message) error {
-	e := wire.Envelope{Signal: wire.Send, From: m.From, To: to, Name: name, Topic: m.Topic, Payload: m.Payload}
+	return t.sendSignal(wire.Send, to, name, m)
+}
+
+// sendSignal sends m as a Send or a Whereis.
+func (t *Transport) sendSignal(sig wire.Signal, to process.PID, name string, m process.Message) error {
+	e := wire.Envelope{Signal: sig, From: m.From, To: to, Name: name, Topic: m.Topic, Payload: m.Payload}
 	target, tok := m.ReplyTarget()
 	if target != nil {
 		deadline, ok := m.Deadline()
@@ -272,6 +285,8 @@ func (t *Transport) Receive(node string, frame []byte) error {
 		if err != nil {
 			t.undelivered.Add(1)
 		}
+	case wire.Whereis:
+		t.whereis(node, &e)
 	case wire.Reply:
 		target, tok, ok := t.pending.take(e.Token, node)
 		if !ok {
@@ -289,6 +304,21 @@ func (t *Transport) Receive(node string, frame []byte) error {
 		exits[e.Signal](t.in, e.From, e.To, process.Exit{Value: e.Payload, Err: e.Err})
 	}
 	return nil
+}
+
+// whereis answers a peer's Whereis with the process registered under the
+// name, or process.ErrNameNotFound. Nothing is sent once the asker has
+// stopped waiting.
+func (t *Transport) whereis(node string, e *wire.Envelope) {
+	reply := wire.Envelope{Signal: wire.Reply, Token: e.Token}
+	if pid, ok := t.node.Whereis(e.Name); ok {
+		reply.From = pid
+	} else {
+		reply.Err = fmt.Errorf("%q on node %s: %w", e.Name, t.node.Name(), process.ErrNameNotFound)
+	}
+	if err := t.send(node, &reply); err != nil {
+		t.log.Debug("remote whereis reply not sent", "node", node, "name", e.Name, "error", err)
+	}
 }
 
 // The Inbound method of each relation signal.
@@ -319,7 +349,7 @@ func (t *Transport) check(node string, e *wire.Envelope) error {
 	switch {
 	case e.From.IsZero():
 		switch e.Signal {
-		case wire.Send, wire.Reply, wire.Exit, wire.Kill:
+		case wire.Send, wire.Reply, wire.Exit, wire.Kill, wire.Whereis:
 		default:
 			return fmt.Errorf("%w: %s from no process", ErrForged, e.Signal)
 		}

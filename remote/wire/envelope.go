@@ -11,7 +11,7 @@ import (
 
 // Version is the envelope format this package writes and reads. A change
 // to the format, or to the value codec inside it, takes a new version.
-const Version byte = 1
+const Version byte = 2
 
 // Signal tells what an envelope carries.
 type Signal uint8
@@ -45,13 +45,19 @@ const (
 	// MonitorExit: From, monitored by To, exited; Payload and Err as for
 	// LinkExit.
 	MonitorExit
+	// Whereis: which process is registered as Name on To's node (To
+	// names only the node)? An ask: it has a Token and a TTL, and is
+	// answered with a Reply whose From is the process (Err
+	// process.ErrNameNotFound when there is none). Since version 2.
+	Whereis
 
-	lastSignal = MonitorExit
+	lastSignal = Whereis
 )
 
 var signalNames = [...]string{
 	Send: "send", Reply: "reply", Exit: "exit", Kill: "kill", Link: "link", Unlink: "unlink",
 	LinkExit: "link_exit", Monitor: "monitor", Demonitor: "demonitor", MonitorExit: "monitor_exit",
+	Whereis: "whereis",
 }
 
 func (s Signal) String() string {
@@ -196,8 +202,8 @@ func Decode(b []byte) (Envelope, error) {
 		e.Topic = d.str("topic")
 	}
 	if flags&FlagName != 0 {
-		if e.Name = d.str("name"); d.err == nil && (e.Name == "" || e.Signal != Send || e.To.ID != 0) {
-			d.fail("a name only addresses a send to a node")
+		if e.Name = d.str("name"); d.err == nil && (e.Name == "" || (e.Signal != Send && e.Signal != Whereis) || e.To.ID != 0) {
+			d.fail("a name only addresses a send or a whereis to a node")
 		}
 	}
 	if flags&FlagToken != 0 {
@@ -230,6 +236,9 @@ func Decode(b []byte) (Envelope, error) {
 		} else {
 			e.Err, d.b = ve, rest
 		}
+	}
+	if e.Signal == Whereis && d.err == nil && (e.Name == "" || e.Token == 0) {
+		d.fail("a whereis without a name or a token")
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))

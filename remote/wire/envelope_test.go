@@ -37,6 +37,8 @@ func samples() []Envelope {
 		{Signal: Monitor, From: p1, To: p2},
 		{Signal: Demonitor, From: p1, To: p2},
 		{Signal: MonitorExit, From: p2, To: p1, Err: process.ErrNoConnection},
+		{Signal: Whereis, To: process.PID{Node: "n2"}, Name: "app:svc", Token: 4, TTL: time.Second},
+		{Signal: Whereis, From: p1, To: process.PID{Node: "n2"}, Name: "svc", Token: 5, TTL: time.Second},
 	}
 }
 
@@ -129,7 +131,7 @@ func TestDecodeRefuses(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"another version", mutate(func(b []byte) []byte { b[0] = 2; return b }), ErrVersion},
+		{"another version", mutate(func(b []byte) []byte { b[0] = Version + 1; return b }), ErrVersion},
 		{"signal 0", mutate(func(b []byte) []byte { b[1] = 0; return b }), ErrMalformed},
 		{"unknown signal", mutate(func(b []byte) []byte { b[1] = byte(lastSignal) + 1; return b }), ErrMalformed},
 		{"unknown flag", mutate(func(b []byte) []byte { b[2] |= 0x80; return b }), ErrMalformed},
@@ -140,6 +142,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"a creation without an id", []byte{Version, byte(Kill), 0, 0, 0, 0, 1, 'n', 0, 7}, ErrMalformed},
 		{"a name on a link", []byte{Version, byte(Link), FlagName, 0, 0, 0, 1, 'n', 0, 0, 1, 's'}, ErrMalformed},
 		{"a name with a full pid", []byte{Version, byte(Send), FlagName, 0, 0, 0, 1, 'n', 1, 1, 1, 's'}, ErrMalformed},
+		{"a whereis without a name", []byte{Version, byte(Whereis), FlagToken, 0, 0, 0, 1, 'n', 0, 0, 1}, ErrMalformed},
+		{"a whereis without a token", []byte{Version, byte(Whereis), FlagName, 0, 0, 0, 1, 'n', 0, 0, 1, 's'}, ErrMalformed},
 		{"an empty name", []byte{Version, byte(Send), FlagName, 0, 0, 0, 1, 'n', 0, 0, 0}, ErrMalformed},
 		{"creation past 32 bits", []byte{Version, byte(Kill), 0, 1, 'n', 1, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0}, ErrMalformed},
 		{"error field not an error", []byte{Version, byte(Reply), FlagToken | FlagErr, 0, 0, 0, 0, 0, 0, 1, 4, 0}, ErrMalformed},
