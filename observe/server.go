@@ -31,6 +31,9 @@ type Options struct {
 	Metrics *prometheus.Registry
 	// Logger receives errors while serving. Default: slog.Default().
 	Logger *slog.Logger
+	// Cluster, when the node is part of one, serves GET /v1/cluster.
+	// Nil: the endpoint says {"enabled": false}.
+	Cluster ClusterSource
 }
 
 // Kinds listed by the per-kind views.
@@ -73,6 +76,7 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/pg", s.views(pgKinds))
 	mux.HandleFunc("GET /v1/pools", s.views(poolKinds))
 	mux.HandleFunc("GET /v1/supervisors", s.views(supervisorKinds))
+	mux.HandleFunc("GET /v1/cluster", s.cluster)
 	return mux
 }
 

@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/observe"
@@ -144,14 +145,11 @@ type app struct {
 	root    *supervisor.Root
 	srv     *observe.Server
 	watcher *registry.Watcher
+	cluster *cluster.Cluster // nil without --cluster-bind
 }
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
 	log := logging.New(logging.Options{Writer: stderr, Format: f.logFmt, Level: f.logLevel})
-	if f.cluster.enabled() {
-		log.Warn("clustering is not enabled yet: running as a single node",
-			"cluster_bind", f.cluster.Bind, "cluster_join", f.cluster.Join, "secret", f.cluster.SecretFile != "")
-	}
 	kinds := newKinds(stdout)
 	loader := f.load.loader(kinds, log)
 	// A stop signal while the configuration loads abandons the load; a
@@ -175,17 +173,35 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	a.node = process.NewNode(process.Options{Name: f.node, Logger: log})
 	metrics := prometheus.NewRegistry()
 	observe.RegisterStandardCollectors(metrics)
+	if f.cluster.enabled() {
+		a.cluster, err = cluster.Start(cluster.Options{
+			Node: a.node, Bind: f.cluster.Bind, TransportBind: f.cluster.TransportBind,
+			Join: f.cluster.Join, Secret: f.cluster.Secret, Logger: log,
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "runner run: %v\n", err)
+			return 1
+		}
+		metrics.MustRegister(observe.NewClusterCollector(a.cluster))
+	}
 	health := observe.NewHealth()
 	a.rt = registry.NewRuntime(registry.RuntimeOptions{Node: a.node, Kinds: kinds, Logger: log, Metrics: metrics, Health: health})
 	a.root, err = supervisor.StartRoot(supervisor.RootOptions{Node: a.node, Runtime: a.rt, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		a.rt.Stop(context.Background())
+		if a.cluster != nil {
+			_ = a.cluster.Close()
+		}
 		return 1
 	}
 	a.rt.SetOwner(a.root)
 	if f.http != "" {
-		a.srv, err = observe.Listen(f.http, observe.Handler(observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log}), observe.ListenOptions{Logger: log})
+		opts := observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log}
+		if a.cluster != nil {
+			opts.Cluster = a.cluster
+		}
+		a.srv, err = observe.Listen(f.http, observe.Handler(opts), observe.ListenOptions{Logger: log})
 		if err != nil {
 			fmt.Fprintf(stderr, "runner run: %v\n", err)
 			a.shutdown()
@@ -338,6 +354,13 @@ func (a *app) shutdown() {
 	defer cancel()
 	if a.root != nil {
 		a.root.Stop(ctx)
+	}
+	if a.cluster != nil {
+		// Entries are stopped: leave, so the others see a leave rather
+		// than a failure.
+		if err := a.cluster.Close(); err != nil {
+			a.log.Warn("leaving the cluster", "error", err)
+		}
 	}
 	if a.srv != nil {
 		if err := a.srv.Shutdown(ctx); err != nil {

@@ -142,6 +142,8 @@ func TestParseRun(t *testing.T) {
 	os.WriteFile(secret, []byte("0123456789abcdef\n"), 0o600)
 	short := filepath.Join(t.TempDir(), "short")
 	os.WriteFile(short, []byte("abc"), 0o600)
+	long := filepath.Join(t.TempDir(), "long")
+	os.WriteFile(long, []byte("  any text of forty bytes will do here.. \n"), 0o600)
 	tests := []struct {
 		args    []string
 		check   func(*runFlags) bool
@@ -166,7 +168,16 @@ func TestParseRun(t *testing.T) {
 		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-join", "a:1, b:2", "--cluster-secret-file", secret, "--node", "n1"}, func(f *runFlags) bool {
 			return f.cluster.enabled() && fmt.Sprint(f.cluster.Join) == "[a:1 b:2]" && string(f.cluster.Secret) == "0123456789abcdef" && f.node == "n1"
 		}, ""},
-		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-secret-file", short}, nil, "3-byte key"},
+		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-secret-file", short}, nil, "the secret is 3 bytes after trimming whitespace; want at least 16"},
+		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-secret-file", long}, func(f *runFlags) bool {
+			return string(f.cluster.Secret) == "any text of forty bytes will do here.."
+		}, ""},
+		{[]string{"--node", "svc@n1"}, nil, "a node name may not hold"},
+		{[]string{"--cluster-transport-bind", "127.0.0.1:0"}, nil, "need --cluster-bind"},
+		{[]string{"--cluster-bind", "127.0.0.1:0", "--cluster-transport-bind", "nope"}, nil, "--cluster-transport-bind"},
+		{[]string{"--cluster-bind", "127.0.0.1:0", "--cluster-join", "seeds.example:7946"}, func(f *runFlags) bool {
+			return fmt.Sprint(f.cluster.Join) == "[seeds.example:7946]"
+		}, ""},
 		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-secret-file", "/nonexistent/key"}, nil, "no such file"},
 	}
 	for _, tt := range tests {
