@@ -360,7 +360,7 @@ func TestMainEntry(t *testing.T) {
 	if out := r.stdout.String(); !strings.Contains(out, "args: x y") || !strings.Contains(out, "the counter is at") {
 		t.Fatalf("stdout %q", out)
 	}
-	r = start(t, "run", "--log-format", "json", "--no-watch", "--cluster-bind", "127.0.0.1:7946", "--main", "app:hello", "--", "fail")
+	r = start(t, "run", "--log-format", "json", "--no-watch", "--cluster-bind", "127.0.0.1:0", "--main", "app:hello", "--", "fail")
 	if code := r.wait(t); code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s", code, r.logs())
 	}
