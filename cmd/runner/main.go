@@ -132,6 +132,9 @@ func printLoadErrors(w io.Writer, err error) {
 	fmt.Fprintln(w, err)
 }
 
+// joinWait bounds the wait for the first join at start-up.
+const joinWait = 10 * time.Second
+
 // startedHook, when a test sets it, is called with the app once its
 // entries run, before the runner waits for a signal: the soak and
 // root-death tests reach the node through it.
@@ -183,6 +186,15 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			return 1
 		}
 		metrics.MustRegister(observe.NewClusterCollector(a.cluster))
+		if len(f.cluster.Join) > 0 {
+			// Entries that talk to other nodes find them: wait (a
+			// while) for the first join before starting them.
+			ctx, cancel := context.WithTimeout(context.Background(), joinWait)
+			if err := a.cluster.WaitMembers(ctx, 1); err != nil {
+				log.Warn("no seed answered yet: starting alone; joining goes on in the background", "seeds", f.cluster.Join, "waited", joinWait.String())
+			}
+			cancel()
+		}
 	}
 	health := observe.NewHealth()
 	a.rt = registry.NewRuntime(registry.RuntimeOptions{Node: a.node, Kinds: kinds, Logger: log, Metrics: metrics, Health: health})
