@@ -188,6 +188,7 @@ func (c *Cluster) Network() *TCPNetwork { return c.net }
 // waiting for other nodes fail with it.
 func (c *Cluster) Close() error {
 	c.closeOnce.Do(func() {
+		c.net.Drain()
 		err := c.ms.leave()
 		if e := c.tr.Close(); err == nil {
 			err = e

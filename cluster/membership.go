@@ -358,8 +358,16 @@ const msgLeaving byte = 1
 // about to leave: memberlist's events do not tell a node that left from one
 // that failed, and the two differ (a failed node's address is retried).
 func (m *Membership) announceLeave() {
-	for _, mem := range m.Members() {
-		_ = m.sendTo(mem.Name, kindMembership, []byte{msgLeaving})
+	b, err := m.g.message(kindMembership, false, []byte{msgLeaving})
+	if err != nil {
+		return
+	}
+	// memberlist's own list: this node's loop may not have taken in a
+	// node that joined a moment ago.
+	for _, n := range m.ml.Members() {
+		if n.Name != m.cfg.name {
+			_ = m.ml.SendBestEffort(n, b)
+		}
 	}
 }
 
@@ -431,7 +439,7 @@ func (m *Membership) joined(mem Member) {
 	mem.State, mem.Since = StateAlive, time.Now()
 	m.members[mem.Name] = &mem
 	m.publish()
-	m.log.Info("cluster: node joined", "node", mem.Name, "gossip", mem.Gossip, "transport", mem.Transport)
+	m.log.Info("cluster: node joined", "peer", mem.Name, "gossip", mem.Gossip, "transport", mem.Transport)
 	m.cfg.peerUp(mem)
 	m.emit(Event{Kind: MemberJoined, Member: mem})
 }
@@ -451,7 +459,7 @@ func (m *Membership) left(name string, state MemberState) {
 	next.State, next.Since = state, time.Now()
 	m.members[name] = &next
 	m.publish()
-	m.log.Info("cluster: node gone", "node", name, "state", string(state))
+	m.log.Info("cluster: node gone", "peer", name, "state", string(state))
 	m.cfg.peerDown(next)
 	m.emit(Event{Kind: MemberLeft, Member: next})
 }
@@ -517,7 +525,7 @@ func memberOf(n *memberlist.Node) (Member, error) {
 // member.
 func (m *Membership) refuse(name string, err error) {
 	if _, seen := m.refused.LoadOrStore(name+"\x00"+err.Error(), struct{}{}); !seen {
-		m.log.Warn("cluster: ignoring a node this node cannot talk to", "node", name, "error", err)
+		m.log.Warn("cluster: ignoring a node this node cannot talk to", "peer", name, "error", err)
 	}
 }
 
@@ -681,7 +689,7 @@ func (d *delegate) NotifyUpdate(n *memberlist.Node) {
 }
 
 func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
-	d.m.log.Error("cluster: two nodes claim one name; the newcomer is ignored", "node", existing.Name,
+	d.m.log.Error("cluster: two nodes claim one name; the newcomer is ignored", "peer", existing.Name,
 		"existing", existing.Address(), "other", other.Address())
 }
 

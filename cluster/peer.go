@@ -145,7 +145,7 @@ func (p *peer) run() {
 	if p.prev != nil {
 		<-p.prev
 	}
-	log := p.n.log.With("node", p.name)
+	log := p.n.log.With("peer", p.name)
 	opts := &p.n.opts
 	var (
 		c       *conn
@@ -160,7 +160,7 @@ func (p *peer) run() {
 		}
 	}()
 	for {
-		if c == nil && p.dialer && p.up.Load() && retry == nil && p.ctx.Err() == nil {
+		if c == nil && p.dialer && p.up.Load() && retry == nil && p.ctx.Err() == nil && !p.n.draining.Load() {
 			nc, err := p.dial()
 			switch {
 			case err == nil:
@@ -282,7 +282,7 @@ func (p *peer) connect(nc net.Conn) *conn {
 	}
 	p.connected.Store(true)
 	p.failing.Store(false)
-	p.n.log.Debug("transport: connected", "node", p.name, "remote", nc.RemoteAddr().String())
+	p.n.log.Debug("transport: connected", "peer", p.name, "remote", nc.RemoteAddr().String())
 	p.n.wg.Add(1)
 	go p.read(c)
 	return c

@@ -121,7 +121,8 @@ type TCPNetwork struct {
 	recv   remote.Receiver
 	wg     sync.WaitGroup
 
-	peers atomic.Pointer[map[string]*peer] // read by Send; copied on change under mu
+	peers    atomic.Pointer[map[string]*peer] // read by Send; copied on change under mu
+	draining atomic.Bool                      // the node is leaving: no more dials
 
 	mu      sync.Mutex
 	down    map[string]bool // peers the membership reports gone: their dials are refused
@@ -144,7 +145,7 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
 	n := &TCPNetwork{
-		opts: opts, log: opts.Logger.With("transport", opts.Name), ln: ln, addr: ln.Addr().String(),
+		opts: opts, log: opts.Logger.With("node", opts.Name), ln: ln, addr: ln.Addr().String(),
 		down: map[string]bool{}, stats: map[string]*PeerCounters{},
 	}
 	if opts.Advertise != "" {
@@ -220,6 +221,11 @@ func (n *TCPNetwork) Send(node string, frame []byte) error {
 	}
 	return p.push(f)
 }
+
+// Drain stops dialing peers: the node is leaving the cluster, and the
+// peers close their connections as they see it go. Sends still work over
+// the connections that remain.
+func (n *TCPNetwork) Drain() { n.draining.Store(true) }
 
 // PeerUp tells the network that node is a live member whose transport
 // listens on addr: sends to it are accepted from now on, and the node
@@ -334,7 +340,7 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 		n.mu.Unlock()
 		stop()
 		c.Close()
-		n.log.Info("transport: connection refused: the membership reports the node gone", "node", name)
+		n.log.Info("transport: connection refused: the membership reports the node gone", "peer", name)
 		return
 	}
 	p := n.peerLocked(name)

@@ -91,19 +91,20 @@ func (t *Transport) Close() error {
 // Stats are a transport's counters.
 type Stats struct {
 	// Pending is the number of asks awaiting a reply from another node.
-	Pending int
+	Pending int `json:"pending"`
 	// Sent and Received count envelopes.
-	Sent, Received uint64
+	Sent     uint64 `json:"sent"`
+	Received uint64 `json:"received"`
 	// Expired counts asks dropped from the table at their deadline.
-	Expired uint64
+	Expired uint64 `json:"expired"`
 	// LateReplies counts replies that found no pending ask: it expired,
 	// or its node had been reported down.
-	LateReplies uint64
+	LateReplies uint64 `json:"late_replies"`
 	// Refused counts frames refused as malformed or forged.
-	Refused uint64
+	Refused uint64 `json:"refused"`
 	// Undelivered counts signals that arrived for a process that is gone
 	// (an ask among them is answered with process.ErrNoProcess).
-	Undelivered uint64
+	Undelivered uint64 `json:"undelivered"`
 }
 
 // Stats returns the transport's counters.
