@@ -61,8 +61,8 @@ func TestSubscribeSeesJoinLeaveWithMetadata(t *testing.T) {
 	if e.Kind != MemberJoined || e.Member.Name != "n2" || e.Member.Transport != n2.c.Network().Addr() || e.Member.Meta.Protocol != ProtocolVersion {
 		t.Fatalf("event %+v", e)
 	}
-	tc.stop("n2")
 	start := time.Now()
+	tc.stop("n2")
 	e = receive(t, events, "leave event")
 	if e.Kind != MemberLeft || e.Member.Name != "n2" || e.Member.State != StateLeft {
 		t.Fatalf("event %+v", e)
