@@ -191,3 +191,15 @@ type countingReceiver struct {
 
 func (r *countingReceiver) Receive(string, []byte) error { r.frames.Add(1); return nil }
 func (r *countingReceiver) NodeDown(string)              { r.downs.Add(1) }
+
+// Which bind addresses count as loopback for the no-secret warning.
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:0": true, "localhost:7946": true, "[::1]:1": true, "127.1.2.3:9": true,
+		"0.0.0.0:7946": false, "10.0.0.1:7946": false, ":7946": false, "nonsense": false,
+	} {
+		if got := loopback(addr); got != want {
+			t.Errorf("%s: %v", addr, got)
+		}
+	}
+}

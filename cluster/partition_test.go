@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,5 +127,39 @@ func TestFrameFaults(t *testing.T) {
 	}
 	if !slices.Equal(got, []string{"first", "slow", "after"}) || time.Since(start) < 300*time.Millisecond {
 		t.Fatalf("got %v after %s", got, time.Since(start))
+	}
+}
+
+// Membership packets between two nodes are all lost: memberlist's
+// indirect probes (through the third node) and TCP fallback keep each a
+// member of the other, and the transport is untouched. Removing the fault
+// leaves the cluster as it was.
+func TestPacketFault(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc.converged(20 * time.Second)
+	var dropped atomic.Int64
+	tc.faults.SetPacketFault(func(from, to string) (bool, time.Duration) {
+		if (from == "n1" && to == "n2") || (from == "n2" && to == "n1") {
+			dropped.Add(1)
+			return true, 0
+		}
+		return false, 10 * time.Millisecond
+	})
+	var left atomic.Int64
+	_, cancel := tc.node("n1").c.Membership().Subscribe(func(e Event) {
+		if e.Kind == MemberLeft {
+			left.Add(1)
+		}
+	})
+	defer cancel()
+	testutil.Eventually(t, "packets between n1 and n2 to be dropped", func() bool { return dropped.Load() >= 10 })
+	pid := spawn(t, tc.node("n2").node, echo)
+	if _, _, err := tc.node("n1").node.Ask(pid, process.Message{}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	tc.faults.SetPacketFault(nil)
+	tc.converged(20 * time.Second)
+	if n := left.Load(); n != 0 {
+		t.Errorf("n1 saw %d nodes leave", n)
 	}
 }
