@@ -308,9 +308,9 @@ func SplitNodeName(dest string) (name, node string, ok bool) {
 
 // whereisRemote asks node for the process registered as name there.
 func (n *Node) whereisRemote(node, name string, timeout time.Duration) (PID, error) {
-	t := n.remote()
-	if t == nil {
-		return PID{}, fmt.Errorf("%s@%s: %w: no transport to node %q", name, node, ErrUnreachable, node)
+	t, ok := n.remote().(Resolver)
+	if !ok {
+		return PID{}, fmt.Errorf("%s@%s: %w: no transport that resolves names on node %q", name, node, ErrUnreachable, node)
 	}
 	c := NewCall()
 	r, err := Reply{}, t.Whereis(node, name, c.MessageWithin(Message{}, timeout))

@@ -25,11 +25,6 @@ type Transport interface {
 	// Erlang's {Name, Node} ! Msg: the name is resolved there, on
 	// arrival. Replies are kept as for Send.
 	SendName(node, name string, m Message) error
-	// Whereis asks node which process is registered as name there. m is
-	// an ask (Call.MessageWithin) whose reply target the answer settles:
-	// the process as the reply's From, or ErrNameNotFound. Replies are
-	// kept as for Send.
-	Whereis(node, name string, m Message) error
 	// Exit asks remote process to to stop with reason, on behalf of from
 	// (zero for the runtime itself). The far node applies it as
 	// TerminateFrom does: a system process refuses unless from is its
@@ -56,6 +51,17 @@ type Transport interface {
 	// LinkExit tells remote to that local from, linked to it, exited
 	// with e (sent for normal exits too: the far side drops the link).
 	LinkExit(from, to PID, e Exit)
+}
+
+// Resolver is what a Transport implements to resolve name@node for
+// Node.Resolve: without it, a name on another node can still be sent to
+// (SendName) but not resolved to a PID.
+type Resolver interface {
+	// Whereis asks node which process is registered as name there. m is
+	// an ask (Call.MessageWithin) whose reply target the answer settles:
+	// the process as the reply's From, or ErrNameNotFound. Replies are
+	// kept as for Send.
+	Whereis(node, name string, m Message) error
 }
 
 // Inbound is the receiving half of the seam: what a transport calls on its

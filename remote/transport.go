@@ -48,6 +48,7 @@ type Transport struct {
 
 var (
 	_ process.Transport = (*Transport)(nil)
+	_ process.Resolver  = (*Transport)(nil)
 	_ Receiver          = (*Transport)(nil)
 )
 
@@ -150,7 +151,7 @@ func (t *Transport) SendName(node, name string, m process.Message) error {
 	return t.sendMessage(process.PID{Node: node}, name, m)
 }
 
-// Whereis implements process.Transport.
+// Whereis implements process.Resolver.
 func (t *Transport) Whereis(node, name string, m process.Message) error {
 	if target, _ := m.ReplyTarget(); target == nil {
 		return fmt.Errorf("whereis %s@%s: %w", name, node, process.ErrNoReplyTarget)
