@@ -136,6 +136,7 @@ func Start(opts Options) (*Cluster, error) {
 		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, faults: opts.Faults, log: log,
 		peerUp:   func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
 		peerDown: func(m Member) { c.net.PeerDown(m.Name) },
+		forget:   c.net.Forget,
 	})
 	if err != nil {
 		_ = c.tr.Close()

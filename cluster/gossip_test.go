@@ -202,3 +202,24 @@ func (d metaDelegate) NotifyMsg([]byte)                {}
 func (d metaDelegate) GetBroadcasts(int, int) [][]byte { return nil }
 func (d metaDelegate) LocalState(bool) []byte          { return nil }
 func (d metaDelegate) MergeRemoteState([]byte, bool)   {}
+
+// Nodes gone longer than ForgetAfter leave the membership's table and the
+// transport's counters; live ones stay.
+func TestPrune(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc.converged(20 * time.Second)
+	tc.stop("n3")
+	m := tc.node("n1").c.Membership()
+	testutil.Eventually(t, "n3 to have left", func() bool { return len(m.Known()) == 2 && len(m.Members()) == 1 })
+	done := make(chan struct{})
+	m.submit(func() { m.prune(time.Nanosecond); close(done) })
+	<-done
+	if k := names(m.Known()); !slices.Equal(k, []string{"n2"}) {
+		t.Fatalf("known after prune: %v", k)
+	}
+	for _, p := range tc.node("n1").c.Network().Peers() {
+		if p.Node == "n3" {
+			t.Fatalf("n3's counters kept: %+v", p)
+		}
+	}
+}

@@ -110,6 +110,7 @@ type membershipConfig struct {
 	log       *slog.Logger
 	peerUp    func(Member)
 	peerDown  func(Member)
+	forget    func(name string)
 }
 
 // Membership is the cluster's view of its nodes, on memberlist (SWIM):
@@ -479,6 +480,22 @@ func (m *Membership) updated(mem Member) {
 	m.emit(Event{Kind: MemberUpdated, Member: mem})
 }
 
+// prune forgets the nodes that failed or left longer than after ago, so a
+// cluster whose nodes come and go under new names does not grow.
+func (m *Membership) prune(after time.Duration) {
+	n := 0
+	for name, mem := range m.members {
+		if mem.State != StateAlive && time.Since(mem.Since) > after {
+			delete(m.members, name)
+			m.cfg.forget(name)
+			n++
+		}
+	}
+	if n > 0 {
+		m.publish()
+	}
+}
+
 func (m *Membership) emit(e Event) {
 	for _, fn := range m.subs {
 		fn(e)
@@ -543,8 +560,13 @@ func (m *Membership) rejoin() {
 	}
 	tries := map[string]*attempt{}
 	alone := true
+	lastPrune := time.Now()
 	for {
 		now := time.Now()
+		if now.Sub(lastPrune) > time.Minute {
+			lastPrune = now
+			m.submit(func() { m.prune(t.ForgetAfter) })
+		}
 		var targets []string
 		live := *m.live.Load()
 		if len(live) == 0 {
@@ -654,7 +676,12 @@ func (d *delegate) NotifyAlive(n *memberlist.Node) error {
 	return nil
 }
 
-func (d *delegate) NotifyJoin(n *memberlist.Node) {
+func (d *delegate) NotifyJoin(n *memberlist.Node)   { d.member(n, (*Membership).joined) }
+func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.member(n, (*Membership).updated) }
+
+// member hands another node's news to the loop, if it is a node this one
+// talks to.
+func (d *delegate) member(n *memberlist.Node, apply func(*Membership, Member)) {
 	if n.Name == d.m.cfg.name {
 		return
 	}
@@ -663,7 +690,7 @@ func (d *delegate) NotifyJoin(n *memberlist.Node) {
 		d.m.refuse(n.Name, err)
 		return
 	}
-	d.m.submit(func() { d.m.joined(mem) })
+	d.m.submit(func() { apply(d.m, mem) })
 }
 
 func (d *delegate) NotifyLeave(n *memberlist.Node) {
@@ -674,18 +701,6 @@ func (d *delegate) NotifyLeave(n *memberlist.Node) {
 	// leaving node's announcement does (membershipMsg).
 	name := n.Name
 	d.m.submit(func() { d.m.left(name, StateDead) })
-}
-
-func (d *delegate) NotifyUpdate(n *memberlist.Node) {
-	if n.Name == d.m.cfg.name {
-		return
-	}
-	mem, err := memberOf(n)
-	if err != nil {
-		d.m.refuse(n.Name, err)
-		return
-	}
-	d.m.submit(func() { d.m.updated(mem) })
 }
 
 func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {

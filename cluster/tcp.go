@@ -233,7 +233,9 @@ func (n *TCPNetwork) Drain() { n.draining.Store(true) }
 func (n *TCPNetwork) PeerUp(node, addr string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.closed || node == n.opts.Name {
+	if n.closed || !n.started || node == n.opts.Name {
+		// Before Start there is no Receiver to report to: the
+		// membership starts after the transport.
 		return
 	}
 	delete(n.down, node)
@@ -268,6 +270,17 @@ func (n *TCPNetwork) PeerDown(node string) {
 		}
 	}
 	n.peers.Store(&next)
+}
+
+// Forget drops the counters of a node that is gone for good (the
+// membership forgot it); a node that is up or connected keeps them.
+func (n *TCPNetwork) Forget(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := (*n.peers.Load())[node]; !ok {
+		delete(n.stats, node)
+		delete(n.down, node)
+	}
 }
 
 // peerLocked returns the peer entry of node, making it (not up) when there
