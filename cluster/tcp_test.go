@@ -127,3 +127,53 @@ func TestOrderPerPair(t *testing.T) {
 		t.Fatalf("message %d out of order", i)
 	}
 }
+
+// Monitors, links, terminate and kill of processes on another node, over
+// TCP, from Go.
+func TestRemoteProcessSignals(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2")
+	tc.converged(20 * time.Second)
+	n1, n2 := tc.node("n1").node, tc.node("n2").node
+	watcher := spawnProbe(t, n1)
+	if err := n1.SetTrapLinks(watcher.pid, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		stop func(process.PID) error
+		want error
+	}{
+		{"terminate", n1.Terminate, process.ErrShutdown},
+		{"kill", n1.Kill, process.ErrKilled},
+	} {
+		monitored := spawn(t, n2, echo)
+		linked := spawn(t, n2, echo)
+		if err := n1.Monitor(watcher.pid, monitored); err != nil {
+			t.Fatal(err)
+		}
+		if err := n1.Link(watcher.pid, linked); err != nil {
+			t.Fatal(err)
+		}
+		// The relations are in place on n2 once a round trip has gone by.
+		if _, _, err := n1.Ask(linked, process.Message{}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.stop(monitored); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.stop(linked); err != nil {
+			t.Fatal(err)
+		}
+		got := map[process.EventKind]process.Event{}
+		for range 2 {
+			e := receive(t, watcher.events, c.name+": event")
+			got[e.Kind] = e
+		}
+		if e := got[process.EventExit]; e.From != monitored || !errors.Is(e.Exit.Err, c.want) {
+			t.Errorf("%s: monitor event %+v", c.name, e)
+		}
+		if e := got[process.EventLinkDown]; e.From != linked || !errors.Is(e.Exit.Err, c.want) {
+			t.Errorf("%s: link event %+v", c.name, e)
+		}
+	}
+}

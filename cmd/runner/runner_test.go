@@ -368,8 +368,9 @@ func TestMainEntry(t *testing.T) {
 	if !strings.Contains(logs, "runner: app:hello: ") || !strings.Contains(logs, "asked to fail") {
 		t.Fatalf("error not printed:\n%s", logs)
 	}
-	if !strings.Contains(logs, "clustering is not enabled yet") {
-		t.Fatalf("no clustering warning:\n%s", logs)
+	// A cluster node of its own: it starts, then leaves after --main.
+	if !strings.Contains(logs, `"msg":"cluster: started"`) || !strings.Contains(logs, `"msg":"cluster: left"`) {
+		t.Fatalf("no cluster start and leave logged:\n%s", logs)
 	}
 	r = start(t, "run", "--no-watch", "--main", "app:nope")
 	if code := r.wait(t); code != 1 || !strings.Contains(r.logs(), "--main app:nope: no such entry") {
