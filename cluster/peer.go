@@ -21,6 +21,17 @@ type outFrame struct {
 	at time.Time // write no earlier (a delay fault)
 }
 
+// frameChunk is a piece of a peer's queue: the queue is a list of fixed
+// chunks, recycled, so a queue that fills and drains allocates nothing in
+// the steady state (a slice that grew anew for every batch did).
+type frameChunk struct {
+	f    [256]outFrame
+	n    int
+	next *frameChunk
+}
+
+var chunkPool = sync.Pool{New: func() any { return new(frameChunk) }}
+
 // peer is the transport's side of one other node: its queue of frames and
 // the goroutine (run) that owns its connection — dialing or accepting it,
 // writing the queue to it, and reporting its loss.
@@ -43,10 +54,10 @@ type peer struct {
 	errMu sync.Mutex
 	err   string // why it is failing
 
-	qmu   sync.Mutex
-	q     []outFrame
-	spare []outFrame
-	max   int
+	qmu        sync.Mutex
+	head, tail *frameChunk
+	qlen       int
+	max        int
 
 	wake   chan struct{} // the queue went from empty to not
 	poked  chan struct{} // up changed
@@ -75,12 +86,23 @@ func newPeer(n *TCPNetwork, name string, st *PeerCounters) *peer {
 
 func (p *peer) push(f outFrame) error {
 	p.qmu.Lock()
-	if len(p.q) >= p.max {
+	if p.qlen >= p.max {
 		p.qmu.Unlock()
 		return fmt.Errorf("node %q: %w (%d frames)", p.name, remote.ErrQueueFull, p.max)
 	}
-	p.q = append(p.q, f)
-	first := len(p.q) == 1
+	if p.tail == nil || p.tail.n == len(p.tail.f) {
+		c := chunkPool.Get().(*frameChunk)
+		if p.tail == nil {
+			p.head = c
+		} else {
+			p.tail.next = c
+		}
+		p.tail = c
+	}
+	p.tail.f[p.tail.n] = f
+	p.tail.n++
+	p.qlen++
+	first := p.qlen == 1
 	p.qmu.Unlock()
 	if first {
 		select {
@@ -91,19 +113,36 @@ func (p *peer) push(f outFrame) error {
 	return nil
 }
 
+// take removes the whole queue and returns its first chunk and length.
+func (p *peer) take() (*frameChunk, int) {
+	p.qmu.Lock()
+	head, n := p.head, p.qlen
+	p.head, p.tail, p.qlen = nil, nil, 0
+	p.qmu.Unlock()
+	return head, n
+}
+
+// release returns the chunks from c on to the pool.
+func release(c *frameChunk) {
+	for c != nil {
+		next := c.next
+		clear(c.f[:c.n])
+		c.n, c.next = 0, nil
+		chunkPool.Put(c)
+		c = next
+	}
+}
+
 func (p *peer) queueLen() int {
 	p.qmu.Lock()
 	defer p.qmu.Unlock()
-	return len(p.q)
+	return p.qlen
 }
 
 // dropQueue discards the frames not yet written.
 func (p *peer) dropQueue() {
-	p.qmu.Lock()
-	n := len(p.q)
-	clear(p.q)
-	p.q = p.q[:0]
-	p.qmu.Unlock()
+	head, n := p.take()
+	release(head)
 	p.st.Dropped.Add(uint64(n))
 }
 
@@ -352,42 +391,33 @@ func (p *peer) flush(c *conn) error {
 		p.st.BytesOut.Add(bytes)
 	}()
 	for {
-		p.qmu.Lock()
-		batch := p.q
-		p.q, p.spare = p.spare[:0], nil
-		p.qmu.Unlock()
-		if len(batch) == 0 {
-			p.keep(batch)
+		head, n := p.take()
+		if n == 0 {
 			return c.w.Flush()
 		}
-		for i := range batch {
-			f := &batch[i]
-			if !f.at.IsZero() {
-				if err := p.waitUntil(c, f.at); err != nil {
-					p.st.Dropped.Add(uint64(len(batch) - i))
+		left := n
+		for ch := head; ch != nil; ch = ch.next {
+			for i := range ch.f[:ch.n] {
+				f := &ch.f[i]
+				if !f.at.IsZero() {
+					if err := p.waitUntil(c, f.at); err != nil {
+						p.st.Dropped.Add(uint64(left))
+						release(head)
+						return err
+					}
+				}
+				if err := writeFrame(c.w, f.b); err != nil {
+					p.st.Dropped.Add(uint64(left))
+					release(head)
 					return err
 				}
+				left--
+				frames++
+				bytes += uint64(len(f.b) + frameHeaderSize)
 			}
-			if err := writeFrame(c.w, f.b); err != nil {
-				p.st.Dropped.Add(uint64(len(batch) - i))
-				return err
-			}
-			frames++
-			bytes += uint64(len(f.b) + frameHeaderSize)
-			f.b = nil
 		}
-		p.keep(batch)
+		release(head)
 	}
-}
-
-// keep makes batch's array the next queue's, unless a burst made it large.
-func (p *peer) keep(batch []outFrame) {
-	if cap(batch) > 8192 && len(batch) < 1024 {
-		return
-	}
-	p.qmu.Lock()
-	p.spare = batch[:0]
-	p.qmu.Unlock()
 }
 
 // waitUntil flushes what is written, then waits until at (a delay fault).

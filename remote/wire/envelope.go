@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
@@ -289,8 +291,68 @@ func (d *decoder) str(field string) string {
 	return s
 }
 
+// node reads a node name. Every PID of a node carries its name, so names
+// are interned: decoding a PID allocates nothing once its node is known.
+func (d *decoder) node(field string) string {
+	n := d.uvarint(field)
+	if d.err != nil {
+		return ""
+	}
+	if n > uint64(len(d.b)) {
+		d.fail(field + ": truncated")
+		return ""
+	}
+	s := nodeNames.intern(d.b[:n])
+	d.b = d.b[n:]
+	return s
+}
+
+// nodeNames interns node names: a copy-on-write map read without locking.
+// It holds at most maxInterned names of at most maxInternedLen bytes;
+// others are allocated as any string is (a peer can send names of nodes
+// that do not exist).
+var nodeNames internTable
+
+const (
+	maxInterned    = 4096
+	maxInternedLen = 255
+)
+
+type internTable struct {
+	m  atomic.Pointer[map[string]string]
+	mu sync.Mutex
+}
+
+func (t *internTable) intern(b []byte) string {
+	if m := t.m.Load(); m != nil {
+		if s, ok := (*m)[string(b)]; ok {
+			return s
+		}
+	}
+	s := string(b)
+	if len(b) > maxInternedLen {
+		return s
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.m.Load()
+	if old != nil && len(*old) >= maxInterned {
+		return s
+	}
+	next := make(map[string]string, 1)
+	if old != nil {
+		next = make(map[string]string, len(*old)+1)
+		for k, v := range *old {
+			next[k] = v
+		}
+	}
+	next[s] = s
+	t.m.Store(&next)
+	return s
+}
+
 func (d *decoder) pid(field string) process.PID {
-	node := d.str(field)
+	node := d.node(field)
 	id := d.uvarint(field)
 	cr := d.uvarint(field)
 	if d.err != nil {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/value"
@@ -203,4 +204,21 @@ func sameEnvelope(a, b Envelope) bool {
 	va, _, _ := value.Decode(ba)
 	vb, _, _ := value.Decode(bb)
 	return fmt.Sprintf("%v", va) == fmt.Sprintf("%v", vb)
+}
+
+// Node names are interned up to a bound, and long ones never are.
+func TestNodeNamesInterned(t *testing.T) {
+	var tab internTable
+	a, b := tab.intern([]byte("n1")), tab.intern([]byte("n1"))
+	if a != "n1" || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatal("a name decoded twice is not shared")
+	}
+	long := make([]byte, maxInternedLen+1)
+	tab.intern(long)
+	for i := range maxInterned + 10 {
+		tab.intern(fmt.Appendf(nil, "x%d", i))
+	}
+	if n := len(*tab.m.Load()); n != maxInterned {
+		t.Fatalf("%d names interned", n)
+	}
 }
