@@ -49,7 +49,16 @@ var (
 	ErrGossipTooLarge = errors.New("gossip payload too large")
 	// ErrKindTaken: a kind already has a handler.
 	ErrKindTaken = errors.New("gossip kind already handled")
+	// ErrGossipQueueFull: MaxGossipQueue broadcasts are already waiting
+	// to go out.
+	ErrGossipQueueFull = errors.New("gossip broadcast queue full")
 )
+
+// MaxGossipQueue bounds the broadcasts waiting to go out; past it
+// Broadcast fails with ErrGossipQueueFull and relays are dropped. Gossip
+// leaves in packets of about 1.4 KB, to GossipNodes nodes per
+// GossipInterval: a subsystem that needs more belongs on the transport.
+const MaxGossipQueue = 4096
 
 // The envelope of a gossip message, version 1:
 //
@@ -140,6 +149,9 @@ func (g *gossip) broadcast(kind Kind, payload []byte) error {
 	if err != nil {
 		return err
 	}
+	if g.queue.NumQueued() >= MaxGossipQueue {
+		return fmt.Errorf("%w (%d broadcasts)", ErrGossipQueueFull, MaxGossipQueue)
+	}
 	g.queue.QueueBroadcast(gossipBroadcast(b))
 	return nil
 }
@@ -171,7 +183,11 @@ func (g *gossip) receive(b []byte) {
 		}
 		// Relay it once: memberlist's queue alone did not reach every
 		// node of larger clusters (NOTES.md).
-		g.queue.QueueBroadcast(gossipBroadcast(append([]byte(nil), b...)))
+		if g.queue.NumQueued() < MaxGossipQueue {
+			g.queue.QueueBroadcast(gossipBroadcast(append([]byte(nil), b...)))
+		} else {
+			g.dropped.Add(1)
+		}
 	}
 	h := g.handlers[kind].Load()
 	if h == nil {

@@ -223,3 +223,16 @@ func TestPrune(t *testing.T) {
 		}
 	}
 }
+
+// Broadcasts past the queue's bound are refused, not queued without end.
+func TestGossipQueueBound(t *testing.T) {
+	g := newGossip("self", func() int { return 3 }, 3)
+	for range MaxGossipQueue {
+		if err := g.broadcast(KindPGSync, []byte("x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := g.broadcast(KindPGSync, []byte("x")); !errors.Is(err, ErrGossipQueueFull) {
+		t.Fatalf("broadcast past the bound: %v", err)
+	}
+}
