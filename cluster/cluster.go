@@ -173,6 +173,9 @@ func loopback(addr string) bool {
 // Name returns this node's name.
 func (c *Cluster) Name() string { return c.node.Name() }
 
+// Node returns the local runtime.
+func (c *Cluster) Node() *process.Node { return c.node }
+
 // Membership returns the cluster's membership: live members, events,
 // gossip.
 func (c *Cluster) Membership() *Membership { return c.ms }
