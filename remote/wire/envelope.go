@@ -277,34 +277,25 @@ func (d *decoder) uvarint(field string) uint64 {
 	return n
 }
 
-func (d *decoder) str(field string) string {
-	n := d.uvarint(field)
-	if d.err != nil {
-		return ""
-	}
-	if n > uint64(len(d.b)) {
-		d.fail(field + ": truncated")
-		return ""
-	}
-	s := string(d.b[:n])
-	d.b = d.b[n:]
-	return s
-}
+func (d *decoder) str(field string) string { return string(d.bytes(field)) }
 
 // node reads a node name. Every PID of a node carries its name, so names
 // are interned: decoding a PID allocates nothing once its node is known.
-func (d *decoder) node(field string) string {
+func (d *decoder) node(field string) string { return nodeNames.intern(d.bytes(field)) }
+
+// bytes reads a length-prefixed field; it aliases the frame.
+func (d *decoder) bytes(field string) []byte {
 	n := d.uvarint(field)
 	if d.err != nil {
-		return ""
+		return nil
 	}
 	if n > uint64(len(d.b)) {
 		d.fail(field + ": truncated")
-		return ""
+		return nil
 	}
-	s := nodeNames.intern(d.b[:n])
+	b := d.b[:n]
 	d.b = d.b[n:]
-	return s
+	return b
 }
 
 // nodeNames interns node names: a copy-on-write map read without locking.
