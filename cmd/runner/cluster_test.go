@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -103,6 +104,7 @@ func askName(n *process.Node, name, node, topic string, payload any, timeout tim
 // SIGSTOPped node is seen gone and comes back on SIGCONT; a SIGKILLed
 // node is gone from every other node within the 5 s target.
 func TestClusterOfRunners(t *testing.T) {
+	defer http.DefaultClient.CloseIdleConnections()
 	secretFile, secret := clusterSecret(t)
 	n1, seed, http1 := startNode(t, "n1", "", secretFile)
 	n2, _, http2 := startNode(t, "n2", seed, secretFile)
@@ -279,4 +281,53 @@ func spawnWatcher(t *testing.T, n *process.Node) (process.PID, <-chan process.Ev
 	}
 	t.Cleanup(func() { _ = n.Kill(pid) })
 	return pid, events
+}
+
+// The demo runs as a cluster: two more nodes of config.example.yaml start
+// on the same machine beside the first (README), and every node is ready.
+func TestDemoAsCluster(t *testing.T) {
+	defer http.DefaultClient.CloseIdleConnections()
+	secretFile, _ := clusterSecret(t)
+	nodes := map[string]*runner{}
+	https := map[string]string{}
+	var seed string
+	for _, name := range []string{"d1", "d2", "d3"} {
+		args := []string{"run", "--log-format", "json", "--no-watch", "--node", name, "--http", "127.0.0.1:0",
+			"--cluster-bind", "127.0.0.1:0", "--cluster-secret-file", secretFile}
+		if seed != "" {
+			args = append(args, "--cluster-join", seed)
+		}
+		r := start(t, append(args, "config.example.yaml")...)
+		select {
+		case https[name] = <-r.addr:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("%s: no HTTP address logged:\n%s", name, r.logs())
+		}
+		r.waitFor(t, name+" to log its cluster address", func() bool {
+			if seed == "" {
+				seed = logged(r, "cluster: started", "gossip")
+			}
+			return logged(r, "cluster: started", "gossip") != ""
+		})
+		nodes[name] = r
+	}
+	for name, h := range https {
+		nodes[name].waitFor(t, name+" to be ready and see the others", func() bool {
+			code, _ := httpGet(t, "http://"+h+"/readyz")
+			for _, other := range []string{"d1", "d2", "d3"} {
+				if other != name && memberState(t, h, other) != "alive" {
+					return false
+				}
+			}
+			return code == 200
+		})
+	}
+	for name, r := range nodes {
+		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := r.wait(t); code != 0 {
+			t.Fatalf("%s: exit %d:\n%s", name, code, r.logs())
+		}
+	}
 }
