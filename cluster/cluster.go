@@ -270,7 +270,6 @@ func (c *Cluster) Status() Status {
 		Node: c.Name(), Gossip: c.ms.Addr(), Transport: c.net.Addr(), Secret: c.opts.Secret != nil,
 		Remote: c.tr.Stats(), GossipDropped: c.ms.GossipDropped(),
 	}
-	states := c.ms.states()
 	peers := map[string]PeerStatus{}
 	for _, p := range c.net.Peers() {
 		peers[p.Node] = p
@@ -285,9 +284,6 @@ func (c *Cluster) Status() Status {
 		}
 	}
 	for _, m := range c.ms.Known() {
-		if st, ok := states[m.Name]; ok && m.State == StateAlive {
-			m.State = st
-		}
 		ms := MemberStatus{Member: m, Breakers: breakers[m.Name]}
 		if p, ok := peers[m.Name]; ok {
 			ms.Peer = &p

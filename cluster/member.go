@@ -1,39 +1,22 @@
 package cluster
 
-import (
-	"time"
-
-	"github.com/hashicorp/memberlist"
-)
+import "time"
 
 // MemberState is what the membership knows of a node.
 type MemberState string
 
 // The states of a member.
 const (
-	// StateAlive: the node answers probes.
+	// StateAlive: the node is a member (it answers probes, or is suspect
+	// and has not yet been declared dead: memberlist does not tell its
+	// users which).
 	StateAlive MemberState = "alive"
-	// StateSuspect: a probe failed; the node is still a member until the
-	// suspicion times out or it refutes.
-	StateSuspect MemberState = "suspect"
 	// StateDead: failure detection declared it gone (a crash, or a
 	// partition).
 	StateDead MemberState = "dead"
 	// StateLeft: it left gracefully.
 	StateLeft MemberState = "left"
 )
-
-func stateOf(s memberlist.NodeStateType) MemberState {
-	switch s {
-	case memberlist.StateSuspect:
-		return StateSuspect
-	case memberlist.StateDead:
-		return StateDead
-	case memberlist.StateLeft:
-		return StateLeft
-	}
-	return StateAlive
-}
 
 // Member is one node of the cluster.
 type Member struct {

@@ -217,8 +217,8 @@ func (m *Membership) Name() string { return m.cfg.name }
 // Addr returns the memberlist address this node advertises (host:port).
 func (m *Membership) Addr() string { return m.ml.LocalNode().Address() }
 
-// Members returns the live members other than this node, by name. Suspect
-// members are still members. It never waits.
+// Members returns the live members other than this node, by name; a
+// suspect node is a member until it is declared dead. It never waits.
 func (m *Membership) Members() []Member { return slices.Clone(*m.live.Load()) }
 
 // Member returns the live member named name.
@@ -321,16 +321,6 @@ func (m *Membership) sendTo(node string, kind Kind, payload []byte) error {
 // GossipDropped counts gossip messages dropped on arrival: malformed, of
 // another version, or of a kind nobody handles.
 func (m *Membership) GossipDropped() uint64 { return m.g.dropped.Load() }
-
-// stateOf returns the state memberlist holds for a live node (it tells
-// suspect from alive, which no event does).
-func (m *Membership) states() map[string]MemberState {
-	out := map[string]MemberState{}
-	for _, n := range m.ml.Members() {
-		out[n.Name] = stateOf(n.State)
-	}
-	return out
-}
 
 // leave leaves the cluster gracefully (others see StateLeft within a
 // gossip round or two) and stops the membership.
@@ -528,14 +518,15 @@ func (m *Membership) nameOf(addr string) string {
 	return ""
 }
 
-// memberOf makes a Member of a memberlist node; an error when its
-// metadata is not one this node speaks.
+// memberOf makes a Member of a live memberlist node (memberlist reports
+// joins and updates of live nodes only); an error when its metadata is not
+// one this node speaks.
 func memberOf(n *memberlist.Node) (Member, error) {
 	meta, err := decodeMeta(n.Meta)
 	if err != nil {
 		return Member{}, err
 	}
-	return Member{Name: n.Name, Gossip: n.Address(), Transport: meta.Transport, Meta: meta, State: stateOf(n.State)}, nil
+	return Member{Name: n.Name, Gossip: n.Address(), Transport: meta.Transport, Meta: meta, State: StateAlive}, nil
 }
 
 // refuse logs, once per node and reason, that a node is not taken as a

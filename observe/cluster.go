@@ -62,7 +62,7 @@ func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
 
 func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 	st := c.src.Status()
-	states := map[string]int{string(cluster.StateAlive): 0, string(cluster.StateSuspect): 0, string(cluster.StateDead): 0, string(cluster.StateLeft): 0}
+	states := map[string]int{string(cluster.StateAlive): 0, string(cluster.StateDead): 0, string(cluster.StateLeft): 0}
 	for _, m := range st.Members {
 		states[string(m.State)]++
 		for source, state := range m.Breakers {
