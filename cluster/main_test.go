@@ -106,8 +106,9 @@ func (tc *tcluster) crash(name string) {
 	tc.mu.Unlock()
 	m := n.c.ms
 	m.leaveOnce.Do(func() {
-		close(m.quit)
+		close(m.stopRejoin)
 		<-m.rejoinDone
+		close(m.quit)
 		_ = m.ml.Shutdown()
 		<-m.done
 	})

@@ -141,6 +141,7 @@ type Membership struct {
 	live  atomic.Pointer[[]Member] // alive members but this one, by name
 	known atomic.Pointer[[]Member] // every node seen but this one, by name
 
+	stopRejoin chan struct{}
 	rejoinDone chan struct{}
 	refused    sync.Map // "name\x00reason" -> struct{}: logged once
 	leaveOnce  sync.Once
@@ -150,7 +151,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	m := &Membership{
 		cfg: cfg, log: cfg.log,
 		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
-		members: map[string]*Member{}, leaving: map[string]time.Time{}, subs: map[int]func(Event){}, rejoinDone: make(chan struct{}),
+		members: map[string]*Member{}, leaving: map[string]time.Time{}, subs: map[int]func(Event){}, stopRejoin: make(chan struct{}), rejoinDone: make(chan struct{}),
 	}
 	m.live.Store(&[]Member{})
 	m.known.Store(&[]Member{})
@@ -200,7 +201,6 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	}
 	go m.loop()
 	m.ml, err = memberlist.Create(c)
-
 	if err != nil {
 		_ = m.nt.Shutdown()
 		close(m.quit)
@@ -327,9 +327,13 @@ func (m *Membership) GossipDropped() uint64 { return m.g.dropped.Load() }
 func (m *Membership) leave() error {
 	var err error
 	m.leaveOnce.Do(func() {
-		close(m.quit)
+		// No join in flight, then every node memberlist has told the
+		// loop about is in the snapshot the announcement goes to.
+		close(m.stopRejoin)
 		<-m.rejoinDone
+		m.settle()
 		m.announceLeave()
+		close(m.quit)
 		if e := m.ml.Leave(m.cfg.timing.LeaveTimeout); e != nil {
 			err = fmt.Errorf("cluster leave: %w", e)
 		}
@@ -349,16 +353,16 @@ const msgLeaving byte = 1
 // about to leave: memberlist's events do not tell a node that left from one
 // that failed, and the two differ (a failed node's address is retried).
 func (m *Membership) announceLeave() {
-	b, err := m.g.message(kindMembership, false, []byte{msgLeaving})
-	if err != nil {
-		return
+	for _, mem := range m.Members() {
+		_ = m.sendTo(mem.Name, kindMembership, []byte{msgLeaving})
 	}
-	// memberlist's own list: this node's loop may not have taken in a
-	// node that joined a moment ago.
-	for _, n := range m.ml.Members() {
-		if n.Name != m.cfg.name {
-			_ = m.ml.SendBestEffort(n, b)
-		}
+}
+
+// settle waits until the loop has run everything submitted so far.
+func (m *Membership) settle() {
+	done := make(chan struct{})
+	if m.submit(func() { close(done) }) {
+		<-done
 	}
 }
 
@@ -602,7 +606,7 @@ func (m *Membership) rejoin() {
 			}
 		}
 		select {
-		case <-m.quit:
+		case <-m.stopRejoin:
 			return
 		case <-time.After(t.RejoinMin):
 		}
