@@ -118,11 +118,12 @@ type membershipConfig struct {
 // every subsystem through one delegate. One goroutine owns the view;
 // readers get snapshots.
 type Membership struct {
-	cfg membershipConfig
-	log *slog.Logger
-	ml  *memberlist.Memberlist
-	g   *gossip
-	nt  *memberlist.NetTransport
+	cfg  membershipConfig
+	log  *slog.Logger
+	ml   *memberlist.Memberlist
+	addr string // advertised; read once (memberlist's own node struct changes under its lock)
+	g    *gossip
+	nt   *memberlist.NetTransport
 
 	// the loop's queue
 	qmu   sync.Mutex
@@ -207,6 +208,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 		<-m.done
 		return nil, fmt.Errorf("cluster membership: %w", err)
 	}
+	m.addr = net.JoinHostPort(advIP.String(), strconv.Itoa(c.AdvertisePort))
 	go m.rejoin()
 	return m, nil
 }
@@ -215,7 +217,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 func (m *Membership) Name() string { return m.cfg.name }
 
 // Addr returns the memberlist address this node advertises (host:port).
-func (m *Membership) Addr() string { return m.ml.LocalNode().Address() }
+func (m *Membership) Addr() string { return m.addr }
 
 // Members returns the live members other than this node, by name; a
 // suspect node is a member until it is declared dead. It never waits.
