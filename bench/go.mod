@@ -33,3 +33,5 @@ require (
 )
 
 replace github.com/proctor-run/proctor => ../
+
+replace github.com/yuin/gopher-lua => ../third_party/gopher-lua

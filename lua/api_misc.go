@@ -9,39 +9,56 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/proctor-run/proctor/value"
 )
 
-var timeLib = NewLibrary(map[string]lua.LGFunction{
-	"now":   timeNow,
-	"sleep": timeSleep,
-	"after": timeAfter,
-})
+// timeModule is the global time.
+var timeModule = Module{
+	Name: "time",
+	Doc:  "The clock, sleeping and timers.",
+	Funcs: []Func{
+		{Name: "now", Fn: timeNow, Doc: "Milliseconds since the Unix epoch, with a fraction.", Results: "number"},
+		{Name: "sleep", Fn: timeSleep, Doc: "Waits a duration (ms or a string like \"250ms\").",
+			Params: "duration: number|string", Results: "true|nil, error?"},
+		{Name: "after", Fn: timeAfter, Doc: "A channel that receives time.now() once the duration has passed.",
+			Params: "duration: number|string", Results: "channel"},
+	},
+}
 
-var logLib = NewLibrary(map[string]lua.LGFunction{
-	"debug": func(L *lua.LState) int { return logAt(L, slog.LevelDebug) },
-	"info":  func(L *lua.LState) int { return logAt(L, slog.LevelInfo) },
-	"warn":  func(L *lua.LState) int { return logAt(L, slog.LevelWarn) },
-	"error": func(L *lua.LState) int { return logAt(L, slog.LevelError) },
-})
+// logModule is the global log: lines through the entry's logger, tagged
+// with its entry ID and the process's PID.
+var logModule = Module{
+	Name: "log",
+	Doc:  "Structured log lines, tagged with the entry and the PID.",
+	Funcs: []Func{
+		{Name: "debug", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelDebug) }, Doc: "Logs at debug level, with the fields of an optional table.",
+			Params: "message: any, fields?: table"},
+		{Name: "info", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelInfo) }, Doc: "Logs at info level, with the fields of an optional table.",
+			Params: "message: any, fields?: table"},
+		{Name: "warn", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelWarn) }, Doc: "Logs at warn level, with the fields of an optional table.",
+			Params: "message: any, fields?: table"},
+		{Name: "error", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelError) }, Doc: "Logs at error level, with the fields of an optional table.",
+			Params: "message: any, fields?: table"},
+	},
+}
 
-var jsonLib = NewLibrary(map[string]lua.LGFunction{
-	"encode": jsonEncode,
-	"decode": jsonDecode,
-})
-
-func init() {
-	globalLibs["time"] = timeLib
-	globalLibs["log"] = logLib
-	registerModule("json", func(_ *Process, L *lua.LState) int {
-		L.Push(jsonLib.Proxy(L))
-		return 1
-	})
+// jsonModule is built into every host: it binds no kind.
+var jsonModule = Module{
+	Name: "json",
+	Doc:  "JSON encoding and decoding of values.",
+	Funcs: []Func{
+		{Name: "encode", Fn: jsonEncode, Doc: "Encodes a value as JSON, object keys sorted.",
+			Params: "value: any", Results: "string|nil, error?"},
+		{Name: "decode", Fn: jsonDecode, Doc: "Decodes one JSON value.",
+			Params: "text: string", Results: "any|nil, error?"},
+	},
 }
 
 func nowMillis() lua.LNumber {
@@ -135,13 +152,19 @@ func logAt(L *lua.LState, level slog.Level) int {
 		return 0
 	}
 	var attrs []slog.Attr
+	size := float64(len(msg))
 	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
 		t := L.CheckTable(2)
 		t.ForEach(func(k, v lua.LValue) {
-			attrs = append(attrs, slog.Any(k.String(), logValue(v)))
+			lv := logValue(v)
+			size += float64(len(k.String())) + valueSize(lv)
+			attrs = append(attrs, slog.Any(k.String(), lv))
 		})
 		sort.Slice(attrs, func(i, j int) bool { return attrs[i].Key < attrs[j].Key })
 	}
+	// A log line is a string too: fields that hold one large string many
+	// times would otherwise make the handler build a line of gigabytes.
+	checkStringSize(L, "log", size)
 	lg.LogAttrs(context.Background(), level, msg, attrs...)
 	return 0
 }
@@ -170,52 +193,139 @@ func logValue(v lua.LValue) any {
 
 // jsonEncode encodes a value as JSON (object keys sorted, so the output is
 // stable). Tables with mixed keys become objects with string keys; an
-// empty table is {}; error values are {"kind":…,"message":…}.
+// empty table is {}; error values are {"kind":…,"message":…}. A string
+// that is not valid UTF-8 is an invalid error (encoding/json would
+// silently replace its bad bytes with U+FFFD), and a result over the
+// per-string limit a limit error: both name where the value sits.
 func jsonEncode(L *lua.LState) int {
 	v, err := ToGoAt(L.CheckAny(1), "json.encode")
 	if err != nil {
 		return ReturnError(L, err)
 	}
-	j, err := jsonable(v)
+	limit := L.Options.MaxStringSize
+	s, err := offload(L, valueSize(v) > offloadBytes, func() (string, error) {
+		var prep jsonPrep
+		j, err := prep.value(v)
+		if err != nil {
+			return "", err
+		}
+		if limit > 0 && prep.size > float64(limit) {
+			return "", value.NewError(value.KindLimit, "json.encode: the result would be over %.0f bytes, over the limit of %d", prep.size, limit)
+		}
+		var b bytes.Buffer
+		b.Grow(int(prep.size))
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(j); err != nil {
+			return "", value.NewError(value.KindInvalid, "json.encode: %v", err)
+		}
+		return string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))), nil
+	})
 	if err != nil {
 		return ReturnError(L, err)
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(j); err != nil {
-		return ReturnError(L, value.NewError(value.KindInvalid, "json.encode: %v", err))
-	}
-	L.Push(lua.LString(bytes.TrimSuffix(b.Bytes(), []byte("\n"))))
+	L.Push(lua.LString(s))
 	return 1
 }
 
-func jsonable(v any) (any, error) {
+// offloadBytes is the size of input past which json does its work on a
+// goroutine of its own: decoding or encoding 64 MiB takes a few hundred
+// milliseconds in one Go call, longer than a process may take to stop.
+const offloadBytes = 1 << 20
+
+// offload runs f, on a goroutine of its own when large, so that the
+// process can stop meanwhile: it then raises (as the VM does when asked to
+// stop), and the goroutine finishes its bounded work alone and is dropped.
+// f must not touch the Lua state.
+func offload[T any](L *lua.LState, large bool, f func() (T, error)) (T, error) {
+	if !large {
+		return f()
+	}
+	type result struct {
+		v   T
+		err error
+	}
+	ch := make(chan result, 1)
+	go func() {
+		v, err := f()
+		ch <- result{v, err}
+	}()
+	r, _, err := Await(ProcessOf(L), ch)
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	return r.v, r.err
+}
+
+// jsonPrep turns a copied value into what encoding/json takes, checks
+// that it has a JSON form, and adds up at least the size of its encoding.
+type jsonPrep struct{ size float64 }
+
+// jsonPathError is an error at a place inside the value; the place is
+// built on the way out, so a value without error builds no paths.
+type jsonPathError struct {
+	kind value.Kind
+	msg  string
+	path []string // innermost first
+}
+
+func (e *jsonPathError) Error() string { return e.msg }
+
+func (e *jsonPathError) toValue() *value.Error {
+	var b strings.Builder
+	b.WriteString("value")
+	for i := len(e.path) - 1; i >= 0; i-- {
+		b.WriteString(e.path[i])
+	}
+	return value.NewError(e.kind, "json.encode: %s: %s", b.String(), e.msg)
+}
+
+func (j *jsonPrep) value(v any) (any, error) {
+	out, err := j.walk(v)
+	if pe, ok := err.(*jsonPathError); ok {
+		return nil, pe.toValue()
+	}
+	return out, err
+}
+
+func (j *jsonPrep) walk(v any) (any, error) {
 	switch x := v.(type) {
+	case nil:
+		j.size += 4
+	case bool:
+		j.size += 5
 	case float64:
 		if math.IsNaN(x) || math.IsInf(x, 0) {
-			return nil, value.NewError(value.KindInvalid, "json.encode: %v has no JSON form", x)
+			return nil, &jsonPathError{kind: value.KindInvalid, msg: fmt.Sprintf("%v has no JSON form", x)}
 		}
-		return x, nil
+		j.size += 40
+	case string:
+		if err := j.str(x); err != nil {
+			return nil, err
+		}
 	case []any:
+		j.size += 2 + float64(len(x))
 		for i, e := range x {
-			j, err := jsonable(e)
+			v, err := j.walk(e)
 			if err != nil {
-				return nil, err
+				return nil, inJSON(err, "["+strconv.Itoa(i+1)+"]")
 			}
-			x[i] = j
+			x[i] = v
 		}
-		return x, nil
 	case map[string]any:
+		j.size += 2
 		for k, e := range x {
-			j, err := jsonable(e)
-			if err != nil {
+			if err := j.key(k); err != nil {
 				return nil, err
 			}
-			x[k] = j
+			v, err := j.walk(e)
+			if err != nil {
+				return nil, inJSON(err, "."+k)
+			}
+			x[k] = v
 		}
-		return x, nil
 	case map[any]any:
+		j.size += 2
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			var ks string
@@ -227,17 +337,20 @@ func jsonable(v any) (any, error) {
 			case bool:
 				ks = strconv.FormatBool(kk)
 			default:
-				return nil, value.NewError(value.KindInvalid, "json.encode: a %T key has no JSON form", k)
+				return nil, &jsonPathError{kind: value.KindInvalid, msg: fmt.Sprintf("a %T key has no JSON form", k)}
 			}
 			if _, dup := out[ks]; dup {
 				// {[1] = "a", ["1"] = "b"}: one would silently replace the other.
-				return nil, value.NewError(value.KindInvalid, "json.encode: two keys become the object key %q", ks)
+				return nil, &jsonPathError{kind: value.KindInvalid, msg: fmt.Sprintf("two keys become the object key %q", ks)}
 			}
-			j, err := jsonable(e)
-			if err != nil {
+			if err := j.key(ks); err != nil {
 				return nil, err
 			}
-			out[ks] = j
+			v, err := j.walk(e)
+			if err != nil {
+				return nil, inJSON(err, "["+ks+"]")
+			}
+			out[ks] = v
 		}
 		return out, nil
 	case *value.Error:
@@ -245,25 +358,89 @@ func jsonable(v any) (any, error) {
 		if x.Errors != nil {
 			list := make([]any, len(x.Errors))
 			for i, e := range x.Errors {
-				list[i], _ = jsonable(e)
+				list[i] = e
 			}
 			m["errors"] = list
 		}
-		return m, nil
+		return j.walk(m)
 	}
 	return v, nil
+}
+
+// key counts an object key (with its quotes, colon and comma).
+func (j *jsonPrep) key(k string) error {
+	if err := j.str(k); err != nil {
+		return inJSON(err, " (a key)")
+	}
+	j.size += 2
+	return nil
+}
+
+// str counts the encoding of s as encoding/json writes it, and refuses
+// bytes that are not UTF-8.
+func (j *jsonPrep) str(s string) error {
+	n := 2
+	for i := 0; i < len(s); {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			switch {
+			case c >= 0x20 && c != '"' && c != '\\':
+				n++
+			case c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t':
+				n += 2
+			default:
+				n += 6
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			return &jsonPathError{kind: value.KindInvalid, msg: fmt.Sprintf("a string is not valid UTF-8 (byte 0x%02x at offset %d)", c, i)}
+		}
+		if r == '\u2028' || r == '\u2029' {
+			n += 6
+		} else {
+			n += size
+		}
+		i += size
+	}
+	j.size += float64(n)
+	return nil
+}
+
+// inJSON adds a step of the path to an error from inside a value.
+func inJSON(err error, step string) error {
+	if pe, ok := err.(*jsonPathError); ok {
+		pe.path = append(pe.path, step)
+	}
+	return err
 }
 
 // jsonDecode decodes one JSON value; malformed input is nil, err (invalid)
 // with the offset of the problem.
 func jsonDecode(L *lua.LState) int {
 	s := L.CheckString(1)
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		if se, ok := err.(*json.SyntaxError); ok {
-			return ReturnError(L, value.NewError(value.KindInvalid, "json.decode: at offset %d: %v", se.Offset, se))
+	// Every value but the first follows a comma or opens a container: an
+	// upper bound on the values the document holds, known before
+	// anything is allocated for them.
+	if limit := L.Options.MaxTableEntries; limit > 0 {
+		if n := 1 + strings.Count(s, ",") + strings.Count(s, "[") + strings.Count(s, "{"); n > limit {
+			return ReturnError(L, value.NewError(value.KindLimit, "json.decode: the document may hold %d values, over the limit of %d", n, limit))
 		}
-		return ReturnError(L, value.NewError(value.KindInvalid, "json.decode: %v", err))
+	}
+	v, err := offload(L, len(s) > offloadBytes, func() (any, error) {
+		var v any
+		if err := json.Unmarshal([]byte(s), &v); err != nil {
+			if se, ok := err.(*json.SyntaxError); ok {
+				return nil, value.NewError(value.KindInvalid, "json.decode: at offset %d: %v", se.Offset, se)
+			}
+			return nil, value.NewError(value.KindInvalid, "json.decode: %v", err)
+		}
+		return v, nil
+	})
+	if err != nil {
+		return ReturnError(L, err)
 	}
 	lv, err := ToLua(L, v)
 	if err != nil {
@@ -271,4 +448,33 @@ func jsonDecode(L *lua.LState) int {
 	}
 	L.Push(lv)
 	return 1
+}
+
+// luaPrint writes its arguments, tab-separated, as one line to stdout.
+func luaPrint(L *lua.LState) int {
+	p := ProcessOf(L)
+	n := L.GetTop()
+	parts := make([]string, n)
+	size := float64(n)
+	for i := 1; i <= n; i++ {
+		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
+		size += float64(len(parts[i-1]))
+	}
+	// The line is a string like any other: print(s, s, s, …) of one large
+	// string would otherwise build a line of gigabytes.
+	checkStringSize(L, "print", size)
+	var b strings.Builder
+	b.Grow(int(size))
+	for i, s := range parts {
+		if i > 0 {
+			b.WriteByte('\t')
+		}
+		b.WriteString(s)
+	}
+	b.WriteByte('\n')
+	h := p.host
+	h.outMu.Lock()
+	_, _ = h.stdout.Write([]byte(b.String()))
+	h.outMu.Unlock()
+	return 0
 }

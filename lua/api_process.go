@@ -12,54 +12,57 @@ import (
 	"github.com/proctor-run/proctor/value"
 )
 
-var processLib = NewLibrary(map[string]lua.LGFunction{
-	"pid":             procPID,
-	"send":            procSend,
-	"ask":             procAsk,
-	"spawn":           procSpawn,
-	"spawn_monitored": procSpawnMonitored,
-	"spawn_linked":    procSpawnLinked,
-	"monitor":         procMonitor,
-	"unmonitor":       procUnmonitor,
-	"link":            procLink,
-	"unlink":          procUnlink,
-	"terminate":       procTerminate,
-	"register":        procRegister,
-	"lookup":          procLookup,
-	"set_options":     procSetOptions,
-	"inbox":           procInbox,
-	"listen":          procListen,
-	"events":          procEvents,
-})
-
-func init() { globalLibs["process"] = processLib }
+// processModule is the global process: messages, asks, spawning, monitors,
+// links, names and the process's own channels.
+var processModule = Module{
+	Name: "process",
+	Doc:  "Messages, asks, spawning, monitors, links and names of processes.",
+	Funcs: []Func{
+		{Name: "pid", Fn: procPID, Doc: "This process's PID.", Results: "string"},
+		{Name: "send", Fn: procSend, Doc: "Sends a message to a PID or a registered name.",
+			Params: "dest: string, topic: string, payload?: any", Results: "true|nil, error?"},
+		{Name: "ask", Fn: procAsk, Doc: "Sends an ask and waits for its reply (timeout in ms or a duration string, default 5s).",
+			Params: "dest: string, topic: string, payload?: any, timeout?: number|string", Results: "any, string|error"},
+		{Name: "spawn", Fn: procSpawn, Doc: "Starts a process of an entry; extra arguments go to its method.",
+			Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
+		{Name: "spawn_monitored", Fn: procSpawnMonitored, Doc: "spawn, and monitor the new process: an EXIT event follows its exit.",
+			Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
+		{Name: "spawn_linked", Fn: procSpawnLinked, Doc: "spawn, and link the new process to this one.",
+			Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
+		{Name: "monitor", Fn: procMonitor, Doc: "Monitors a process: an EXIT event follows its exit.",
+			Params: "dest: string", Results: "true|nil, error?"},
+		{Name: "unmonitor", Fn: procUnmonitor, Doc: "Stops monitoring a process.",
+			Params: "dest: string", Results: "true|nil, error?"},
+		{Name: "link", Fn: procLink, Doc: "Links this process to another: an abnormal exit of one stops the other, unless it traps links.",
+			Params: "dest: string", Results: "true|nil, error?"},
+		{Name: "unlink", Fn: procUnlink, Doc: "Removes a link.",
+			Params: "dest: string", Results: "true|nil, error?"},
+		{Name: "terminate", Fn: procTerminate, Doc: "Stops a process (not one of the runtime's own).",
+			Params: "dest: string", Results: "true|nil, error?"},
+		{Name: "register", Fn: procRegister, Doc: "Names this process until it exits (names with ':' are the entries').",
+			Params: "name: string", Results: "true|nil, error?"},
+		{Name: "lookup", Fn: procLookup, Doc: "The PID a name is registered to.",
+			Params: "name: string", Results: "string|nil, error?"},
+		{Name: "set_options", Fn: procSetOptions, Doc: "Sets this process's options: {trap_links = boolean}.",
+			Params: "options: table", Results: "true"},
+		{Name: "inbox", Fn: procInbox, Doc: "The channel of messages that no listen channel claims.", Results: "channel"},
+		{Name: "listen", Fn: procListen, Doc: "The channel of the messages with one topic.",
+			Params: "topic: string", Results: "channel"},
+		{Name: "events", Fn: procEvents, Doc: "The channel of EXIT and LINK_DOWN events.", Results: "channel"},
+	},
+	Types: []*Type{messageType, errorType},
+}
 
 func procPID(L *lua.LState) int {
 	L.Push(ProcessOf(L).selfStr)
 	return 1
 }
 
-// payloadArg copies argument n for another process.
-func payloadArg(L *lua.LState, n int) (any, error) {
-	if L.GetTop() < n {
-		return nil, nil
-	}
-	switch v := L.Get(n).(type) {
-	case lua.LString:
-		return string(v), nil
-	case lua.LNumber:
-		return float64(v), nil
-	case lua.LBool:
-		return bool(v), nil
-	}
-	return ToGoAt(L.Get(n), "payload")
-}
-
 func procSend(L *lua.LState) int {
 	p := ProcessOf(L)
 	dest := L.CheckString(1)
 	topic := L.CheckString(2)
-	payload, err := payloadArg(L, 3)
+	payload, err := PayloadArg(L, 3)
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("send %q to %s: %w", topic, dest, err))
 	}
@@ -71,9 +74,9 @@ func procSend(L *lua.LState) int {
 }
 
 // procAsk sends an ask and waits for its reply, its deadline or the
-// process's stop, whichever is first. The reply reference is the process's
-// own, reused ask after ask; a reply that comes after the ask settled fails
-// its token check and is dropped.
+// process's stop, whichever is first. The reply reference is a pooled,
+// one-shot process.Call: a reply that comes after the ask settled fails its
+// token check and is dropped.
 func procAsk(L *lua.LState) int {
 	p := ProcessOf(L)
 	dest := L.CheckString(1)
@@ -82,7 +85,7 @@ func procAsk(L *lua.LState) int {
 	if timeout <= 0 {
 		L.ArgError(4, "timeout must be positive")
 	}
-	payload, err := payloadArg(L, 3)
+	payload, err := PayloadArg(L, 3)
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("ask %q of %s: %w", topic, dest, err))
 	}
@@ -128,10 +131,7 @@ func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, spawnLinked) }
 
 func spawnWith(L *lua.LState, mode spawnMode) int {
 	p := ProcessOf(L)
-	id := L.CheckString(1)
-	if !strings.Contains(id, ":") {
-		id = p.entry.ID.Namespace() + ":" + id
-	}
+	id := string(registry.Qualify(p.entry, L.CheckString(1)))
 	var args []any
 	if n := L.GetTop(); n > 1 {
 		args = make([]any, 0, n-1)

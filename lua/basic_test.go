@@ -7,7 +7,7 @@ import (
 
 func TestReturnsValue(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("w", `
+	e := h.Entry("w", `
 local M = {}
 function M.main(a, b)
   print("hello", a, b)
@@ -15,7 +15,7 @@ function M.main(a, b)
 end
 return M
 `)
-	ex := h.run(e, 1, 2)
+	ex := h.Run(e, 1, 2)
 	if ex.Err != nil {
 		t.Fatalf("exit error: %v", ex.Err)
 	}
@@ -23,15 +23,15 @@ return M
 	if !ok || m["sum"] != 3.0 {
 		t.Fatalf("value = %#v", ex.Value)
 	}
-	if got := h.out.String(); got != "hello\t1\t2\n" {
+	if got := h.Out.String(); got != "hello\t1\t2\n" {
 		t.Fatalf("stdout = %q", got)
 	}
 }
 
 func TestRaiseHasFileLine(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("boom", "local function main()\n  local x = 1\n  error(\"kaput\")\nend\nreturn {main = main}\n")
-	ex := h.run(e)
+	e := h.Entry("boom", "local function main()\n  local x = 1\n  error(\"kaput\")\nend\nreturn {main = main}\n")
+	ex := h.Run(e)
 	if ex.Err == nil || !strings.Contains(ex.Err.Error(), "boom.lua:3: kaput") {
 		t.Fatalf("exit error = %v", ex.Err)
 	}
@@ -39,8 +39,8 @@ func TestRaiseHasFileLine(t *testing.T) {
 
 func TestMissingMethodAtRunTime(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("dyn", `return setmetatable({}, {})`)
-	ex := h.run(e)
+	e := h.Entry("dyn", `return setmetatable({}, {})`)
+	ex := h.Run(e)
 	if ex.Err == nil || !strings.Contains(ex.Err.Error(), `method "main" is not a function`) {
 		t.Fatalf("exit = %v", ex.Err)
 	}
@@ -67,16 +67,7 @@ setmetatable(M, {__index = function() error("no methods here") end})
 return M`, "no methods here"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := h.run(h.entry(tc.name, tc.src))
-			if tc.want == "" {
-				if ex.Err != nil || ex.Value != "ok" {
-					t.Fatalf("exit = %#v, %v", ex.Value, ex.Err)
-				}
-				return
-			}
-			if ex.Err == nil || !strings.Contains(ex.Err.Error(), tc.want) {
-				t.Fatalf("exit = %v, want an error with %q", ex.Err, tc.want)
-			}
+			h.ExpectExit(tc.name, tc.src, tc.want)
 		})
 	}
 }
@@ -87,22 +78,13 @@ func TestResourceLimitsAreErrors(t *testing.T) {
 		{"recursion", `local function f(n) return 1 + f(n + 1) end return f(1)`, "stack overflow"},
 		{"deep_pcall", `local function f() return 1 + f() end local ok, err = pcall(f) assert(not ok) return "ok"`, ""},
 		{"big_table", `local t = {} for i = 1, 100000 do t[i] = {i} end return #t == 100000 and "ok"`, ""},
-		{"string_rep_limit", `return ("x"):rep(2^27)`, "string.rep: a result of 134217728 bytes is over the limit"},
+		{"string_rep_limit", `return ("x"):rep(2^27)`, "string too long: string.rep would make 134217728 bytes, over the limit of 67108864"},
 		{"string_rep_huge", `return string.rep("ab", 2^40)`, "over the limit"},
 		{"string_rep", `assert(("ab"):rep(3) == "ababab" and ("x"):rep(0) == "" and ("x"):rep(-1) == "" and (""):rep(1e18) == "" and ("x"):rep(2.7) == "xx") return "ok"`, ""},
 		{"many_args", `return select("#", unpack((function() local t = {} for i = 1, 10000 do t[i] = i end return t end)())) == 10000 and "ok"`, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := h.run(h.entry(tc.name, "return { main = function() "+tc.body+" end }"))
-			if tc.want == "" {
-				if ex.Err != nil || ex.Value != "ok" {
-					t.Fatalf("exit = %v, %v", ex.Value, ex.Err)
-				}
-				return
-			}
-			if ex.Err == nil || !strings.Contains(ex.Err.Error(), tc.want) {
-				t.Fatalf("exit = %v, want an error with %q", ex.Err, tc.want)
-			}
+			h.ExpectExit(tc.name, "return { main = function() "+tc.body+" end }", tc.want)
 		})
 	}
 }

@@ -23,34 +23,35 @@ var (
 	probeLat   []time.Duration
 )
 
-func init() {
-	var starts []time.Time
-	lib := NewLibrary(map[string]lua.LGFunction{
-		"ready": func(L *lua.LState) int { probeReady.Add(1); return 0 },
-		"start": func(L *lua.LState) int { starts = append(starts[:0], time.Now()); return 0 },
-		"stop": func(L *lua.LState) int {
-			d := time.Since(starts[0])
+// probeStarts is the start of the operation being timed (one process
+// times at a time).
+var probeStarts []time.Time
+
+var benchprobeModule = Module{
+	Name: "benchprobe",
+	Doc:  "Test only: counts idle processes and times operations.",
+	Funcs: []Func{
+		{Name: "ready", Fn: func(L *lua.LState) int { probeReady.Add(1); return 0 }, Doc: "Counts a process that reached its idle point."},
+		{Name: "start", Fn: func(L *lua.LState) int { probeStarts = append(probeStarts[:0], time.Now()); return 0 }, Doc: "Starts timing."},
+		{Name: "stop", Fn: func(L *lua.LState) int {
+			d := time.Since(probeStarts[0])
 			probeMu.Lock()
 			probeLat = append(probeLat, d)
 			probeMu.Unlock()
 			return 0
-		},
-	})
-	registerModule("benchprobe", func(_ *Process, L *lua.LState) int {
-		L.Push(lib.Proxy(L))
-		return 1
-	})
+		}, Doc: "Records the time since start."},
+	},
 }
 
 func BenchmarkLuaTell(b *testing.B) {
 	h := newHarness(b)
-	recv := h.entry("recv", `
+	recv := h.Entry("recv", `
 return { main = function(n)
   local inbox = process.inbox()
   for i = 1, n do inbox:receive() end
   return n
 end }`)
-	send := h.entry("send", `
+	send := h.Entry("send", `
 return { main = function(dest, n)
   local send = process.send
   for i = 1, n do
@@ -60,9 +61,9 @@ end }`)
 	n := b.N
 	b.ResetTimer()
 	start := time.Now()
-	r := h.spawn(recv, float64(n))
-	h.spawn(send, r.String(), float64(n))
-	ex := h.wait(r, 5*time.Minute)
+	r := h.Spawn(recv, float64(n))
+	h.Spawn(send, r.String(), float64(n))
+	ex := h.Wait(r, 5*time.Minute)
 	el := time.Since(start)
 	b.StopTimer()
 	if ex.Err != nil {
@@ -73,7 +74,7 @@ end }`)
 
 func BenchmarkLuaAsk(b *testing.B) {
 	h := newHarness(b)
-	srv := h.entry("srv", `
+	srv := h.Entry("srv", `
 return { main = function()
   local inbox = process.inbox()
   while true do
@@ -81,7 +82,7 @@ return { main = function()
     m:reply(m:payload())
   end
 end }`)
-	asker := h.entry("asker", `
+	asker := h.Entry("asker", `
 local probe = require("benchprobe")
 return { main = function(dest, n)
   local ask, start, stop = process.ask, probe.start, probe.stop
@@ -95,14 +96,14 @@ end }`)
 	probeMu.Lock()
 	probeLat = make([]time.Duration, 0, b.N)
 	probeMu.Unlock()
-	s := h.spawn(srv)
+	s := h.Spawn(srv)
 	b.ResetTimer()
-	ex := h.run(asker, s.String(), float64(b.N))
+	ex := h.Run(asker, s.String(), float64(b.N))
 	b.StopTimer()
 	if ex.Err != nil {
 		b.Fatal(ex.Err)
 	}
-	_ = h.node.Terminate(s)
+	_ = h.Node.Terminate(s)
 	probeMu.Lock()
 	lat := slices.Clone(probeLat)
 	probeMu.Unlock()
@@ -113,15 +114,15 @@ end }`)
 
 func BenchmarkLuaSpawn(b *testing.B) {
 	h := newHarness(b)
-	e := h.entry("idle", `return { main = function(x) return x end }`)
+	e := h.Entry("idle", `return { main = function(x) return x end }`)
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
-		if _, err := h.host.Spawn(h.env, e, registry.SpawnOptions{}); err != nil {
+		if _, err := h.Kind.Spawn(h.Env, e, registry.SpawnOptions{}); err != nil {
 			b.Fatal(err)
 		}
 	}
-	for h.node.Count() > 0 {
+	for h.Node.Count() > 0 {
 		time.Sleep(100 * time.Microsecond)
 	}
 	el := time.Since(start)
@@ -134,7 +135,7 @@ func BenchmarkLuaSpawn(b *testing.B) {
 // heap per process after GC, while they are all alive.
 func BenchmarkLuaIdleMemory(b *testing.B) {
 	h := newHarness(b)
-	e := h.entry("idle", `
+	e := h.Entry("idle", `
 local probe = require("benchprobe")
 return { main = function()
   probe.ready()
@@ -149,7 +150,7 @@ end }`)
 	b.ResetTimer()
 	pids := make([]process.PID, 0, n)
 	for i := 0; i < n; i++ {
-		pid, err := h.host.Spawn(h.env, e, registry.SpawnOptions{})
+		pid, err := h.Kind.Spawn(h.Env, e, registry.SpawnOptions{})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -170,9 +171,9 @@ end }`)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	for _, pid := range pids {
-		_ = h.node.Terminate(pid)
+		_ = h.Node.Terminate(pid)
 	}
-	for h.node.Count() > 0 && ctx.Err() == nil {
+	for h.Node.Count() > 0 && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
 	runtime.KeepAlive(pids)

@@ -79,6 +79,15 @@ func (c *Channel) Close() {
 	}
 }
 
+// Discard drops every item still queued: a subscription closed with a
+// flush discards what it had delivered but the script not yet received.
+func (c *Channel) Discard() {
+	c.mu.Lock()
+	clear(c.items)
+	c.items, c.head = c.items[:0], 0
+	c.mu.Unlock()
+}
+
 // Closed reports whether Close was called.
 func (c *Channel) Closed() bool {
 	c.mu.Lock()
@@ -97,10 +106,7 @@ func (c *Channel) Len() int {
 // so channels compare equal in select results).
 func (c *Channel) Value(L *lua.LState) lua.LValue {
 	if c.ud == nil {
-		ud := L.NewUserData()
-		ud.Value = c
-		ud.Metatable = template().chanMeta
-		c.ud = ud
+		c.ud = channelType.New(L, c)
 	}
 	return c.ud
 }
@@ -205,25 +211,32 @@ type selectCase struct {
 	v    lua.LValue
 }
 
-var channelLib = NewLibrary(map[string]lua.LGFunction{
-	"new":    channelNew,
-	"select": channelSelect,
-})
-
-// channelMethods is set in init: its functions reach template(), which
-// reads it.
-var channelMethods *Library
-
-func init() {
-	globalLibs["channel"] = channelLib
-	channelMethods = NewLibrary(map[string]lua.LGFunction{
-		"send":         channelSend,
-		"receive":      channelReceive,
-		"close":        channelClose,
-		"case_receive": channelCaseReceive,
-		"case_send":    channelCaseSend,
-	})
+// channelModule is the global channel.
+var channelModule = Module{
+	Name: "channel",
+	Doc:  "Channels, and select over them, the inbox, listen channels, events and timers.",
+	Funcs: []Func{
+		{Name: "new", Fn: channelNew, Doc: "A channel of this process: unbounded, or holding at most size values.",
+			Params: "size?: integer", Results: "channel"},
+		{Name: "select", Fn: channelSelect, Doc: "Waits for the first ready case, in the order given, or takes default when none is.",
+			Params: "cases: table", Results: "table|nil, error?"},
+	},
+	Types: []*Type{channelType, caseType},
 }
+
+var channelType = NewType("channel",
+	Func{Name: "send", Fn: channelSend, Doc: "Queues a value; a full bounded channel is a limit error, a closed one raises.",
+		Params: "value: any", Results: "true|nil, error?"},
+	Func{Name: "receive", Fn: channelReceive, Doc: "The next value and true, or nil, false once the channel is closed and drained.",
+		Results: "any, boolean|error"},
+	Func{Name: "close", Fn: channelClose, Doc: "Closes the channel; queued values can still be received."},
+	Func{Name: "case_receive", Fn: channelCaseReceive, Doc: "A receive case for channel.select.", Results: "channel.case"},
+	Func{Name: "case_send", Fn: channelCaseSend, Doc: "A send case for channel.select.", Params: "value: any", Results: "channel.case"},
+	Func{Name: "__tostring", Fn: channelToString, Doc: "channel(kind)", Results: "string"},
+)
+
+// caseType is what ch:case_receive() and ch:case_send(v) return.
+var caseType = NewType("channel.case")
 
 func channelNew(L *lua.LState) int {
 	p := ProcessOf(L)
@@ -295,10 +308,7 @@ func channelClose(L *lua.LState) int {
 
 func channelCaseReceive(L *lua.LState) int {
 	c := checkChannel(L, 1)
-	ud := L.NewUserData()
-	ud.Value = &selectCase{ch: c}
-	ud.Metatable = template().caseMeta
-	L.Push(ud)
+	L.Push(caseType.New(L, &selectCase{ch: c}))
 	return 1
 }
 
@@ -307,10 +317,7 @@ func channelCaseSend(L *lua.LState) int {
 	if c.kind != chanScript {
 		L.RaiseError("channel.case_send: only channels made with channel.new can be sent to")
 	}
-	ud := L.NewUserData()
-	ud.Value = &selectCase{ch: c, send: true, v: L.Get(2)}
-	ud.Metatable = template().caseMeta
-	L.Push(ud)
+	L.Push(caseType.New(L, &selectCase{ch: c, send: true, v: L.Get(2)}))
 	return 1
 }
 

@@ -1,13 +1,16 @@
 package lua
 
 import (
+	"math/rand/v2"
 	"testing"
 	"time"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 func TestChannels(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local ch = channel.new()
   assert(ch:send(1)); assert(ch:send({x = 2})); assert(ch:send(nil))
@@ -57,13 +60,13 @@ return { main = function()
   assert(tostring(process.inbox()) == "channel(inbox)")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestSelectAcrossSources(t *testing.T) {
 	h := newHarness(t)
-	h.entry("sender", `return { main = function(to, topic, delay) time.sleep(delay) process.send(to, topic, topic .. "!") end }`)
-	e := h.entry("main", `
+	h.Entry("sender", `return { main = function(to, topic, delay) time.sleep(delay) process.send(to, topic, topic .. "!") end }`)
+	e := h.Entry("main", `
 return { main = function()
   local inbox = process.inbox()
   local orders = process.listen("order")
@@ -85,12 +88,12 @@ return { main = function()
   assert(s == "event:EXIT,inbox:other!,order:order!", s)
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestListenKeepsOtherTopicsInInbox(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local me = process.pid()
   process.send(me, "a", 1)
@@ -109,7 +112,7 @@ return { main = function()
   assert(b:receive():payload() == 4)
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 // TestListenAfterMessagesWereSetAside: a receive on one listen channel
@@ -117,7 +120,7 @@ end }`)
 // one of those topics must still get them, in order, and the inbox not.
 func TestListenAfterMessagesWereSetAside(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local me = process.pid()
   process.send(me, "b", 1)
@@ -137,14 +140,14 @@ return { main = function()
   assert(r.default, "inbox holds a message listen('b') claims")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 // TestDurationBounds: a huge number of milliseconds is "forever", not an
 // overflow into a negative duration that fires at once; NaN raises.
 func TestDurationBounds(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local never = time.after(math.huge)
   local soon = time.after(30)
@@ -166,12 +169,12 @@ return { main = function()
   end
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestTime(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function(go_now)
   local t0 = time.now()
   assert(math.abs(t0 - go_now) < 5000, "now is epoch milliseconds")
@@ -187,5 +190,78 @@ return { main = function(go_now)
   assert(not pcall(time.after, {}), "table raises")
   return "ok"
 end }`)
-	check(t, h, e, float64(time.Now().UnixMilli()))
+	h.Check(e, float64(time.Now().UnixMilli()))
+}
+
+// feedModule hands a script a channel that a goroutine fills with n items,
+// each after a short random pause, as a subscription would.
+var feedModule = Module{
+	Name: "feedtest",
+	Doc:  "Test only: a channel fed from another goroutine.",
+	Funcs: []Func{{Name: "start", Doc: "A channel that receives 1..n from a goroutine.", Params: "n: integer", Results: "channel",
+		Fn: func(L *lua.LState) int {
+			p := ProcessOf(L)
+			n := L.CheckInt(1)
+			c := p.NewChannel(0)
+			go func() {
+				for i := 1; i <= n; i++ {
+					if i%64 == 0 {
+						time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+					}
+					c.Offer(float64(i))
+				}
+				c.Close()
+			}()
+			L.Push(c.Value(L))
+			return 1
+		}}},
+}
+
+// A process parks on one wake-up, the core's, whatever it waits for: items
+// offered by Go code from other goroutines, mail from other processes,
+// timers and events all wake it, however they race with its parking. A
+// wake-up lost on any source hangs the script.
+func TestOneParkWakesForEverySource(t *testing.T) {
+	h := newHarnessWith(t, Options{Modules: []Module{feedModule}})
+	h.Entry("sender", `
+return { main = function(dest, n)
+  for i = 1, n do
+    assert(process.send(dest, "m", i))
+    if i % 50 == 0 then time.sleep(1) end
+  end
+end }`)
+	e := h.Entry("main", `
+return { main = function(n)
+  local fed = require("feedtest").start(n)
+  local inbox, events = process.inbox(), process.events()
+  assert(process.spawn_monitored("sender", process.pid(), n))
+  local got, mail, exited, ticks = 0, 0, false, 0
+  local tick = time.after(1)
+  local fed_open = true
+  while fed_open or mail < n or not exited do
+    local cases = { inbox:case_receive(), events:case_receive(), tick:case_receive() }
+    if fed_open then table.insert(cases, 1, fed:case_receive()) end
+    local r = channel.select(cases)
+    if r.channel == fed then
+      if r.ok then got = got + 1 else fed_open = false end
+    elseif r.channel == inbox then
+      mail = mail + 1
+    elseif r.channel == events then
+      assert(r.value.kind == "EXIT" and r.value.result.error == nil)
+      exited = true
+    else
+      ticks = ticks + 1
+      tick = time.after(1)
+    end
+    -- receive alone too, not only in select
+    if mail < n and mail % 100 == 99 then inbox:receive(); mail = mail + 1 end
+  end
+  assert(got == n, "fed items " .. got)
+  -- and a timer alone, with nothing else to come
+  local r = channel.select{ inbox:case_receive(), events:case_receive(), time.after(5):case_receive() }
+  assert(r.channel ~= inbox and r.channel ~= events)
+  return "ok"
+end }`)
+	// A lost wake-up shows as the script not returning (Run's deadline).
+	h.Check(e, float64(2000))
 }

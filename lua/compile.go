@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -32,17 +33,7 @@ func Compile(name string, src []byte) (*Compiled, error) {
 	if err != nil {
 		var pe *parse.Error
 		if errors.As(err, &pe) {
-			if pe.Pos.Line == parse.EOF {
-				// The parser gives no position at the end of the input;
-				// the last line is where the reader looks for what is
-				// left open.
-				return nil, fmt.Errorf("%s:%d: unexpected end of file: %s", name, lastLine(src), strings.TrimSpace(pe.Message))
-			}
-			near := ""
-			if pe.Token != "" {
-				near = fmt.Sprintf(" near '%s'", pe.Token)
-			}
-			return nil, fmt.Errorf("%s:%d:%d: %s%s", name, pe.Pos.Line, pe.Pos.Column, strings.TrimSpace(pe.Message), near)
+			return nil, syntaxError(name, src, pe)
 		}
 		return nil, fmt.Errorf("%s: %s", name, strings.TrimSpace(err.Error()))
 	}
@@ -53,6 +44,106 @@ func Compile(name string, src []byte) (*Compiled, error) {
 	c := &Compiled{Name: name, Proto: proto}
 	c.methods, c.known = definedMethods(chunk)
 	return c, nil
+}
+
+// syntaxError renders a parse error as name:line:col: message. The parser
+// places some errors badly: at the end of the input it gives no position
+// at all, and a token the scanner cannot read (an unterminated string, a
+// byte that starts no token, such as one that is not UTF-8) is placed
+// where the scanner gave up, often on the next line at column 0. The
+// tokens are scanned again to place them: at the token's first byte, and
+// at the end of the input at the innermost construct left open, which is
+// where the reader must look ('{' on line 3, not the last line).
+func syntaxError(name string, src []byte, pe *parse.Error) error {
+	msg := strings.TrimSpace(pe.Message)
+	open, bad, lexErr := rescan(name, src)
+	eof := pe.Pos.Line == parse.EOF
+	switch {
+	case lexErr != nil && (eof || !before(pe.Pos, bad.Pos)):
+		// The parser's error is the scanner's, at the token that failed.
+		return fmt.Errorf("%s:%d:%d: %s%s", name, bad.Pos.Line, max(bad.Pos.Column, 1), msg, near(pe.Token))
+	case eof && open != nil:
+		return fmt.Errorf("%s:%d:%d: unexpected end of file: '%s' is not closed", name, open.Pos.Line, open.Pos.Column, open.Str)
+	case eof:
+		return fmt.Errorf("%s:%d: unexpected end of file: %s", name, lastLine(src), msg)
+	}
+	return fmt.Errorf("%s:%d:%d: %s%s", name, pe.Pos.Line, pe.Pos.Column, msg, near(pe.Token))
+}
+
+// near renders the token an error is near, escaped when it is not
+// printable UTF-8.
+func near(tok string) string {
+	if tok == "" {
+		return ""
+	}
+	q := strconv.QuoteToASCII(tok)
+	if q[1:len(q)-1] != tok {
+		tok = q[1 : len(q)-1]
+	}
+	return " near '" + tok + "'"
+}
+
+func before(a, b ast.Position) bool {
+	return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
+}
+
+// rescan reads src's tokens. It returns the innermost bracket or block
+// still open at the end of the input (nil when nothing is, or when the
+// nesting cannot be followed), and the token the scanner failed on with
+// its error.
+func rescan(name string, src []byte) (open *ast.Token, bad ast.Token, err error) {
+	sc := parse.NewScanner(bytes.NewReader(src), name)
+	lx := &parse.Lexer{}
+	type opener struct {
+		tok    ast.Token
+		wantDo bool // a while or for whose do has not come yet
+	}
+	var stack []opener
+	closes := map[int]int{')': '(', '}': '{', ']': '['}
+	for {
+		tok, err := sc.Scan(lx)
+		if err != nil {
+			return nil, tok, err
+		}
+		lx.PrevTokenType, lx.Token = tok.Type, tok
+		top := -1
+		if len(stack) > 0 {
+			top = stack[len(stack)-1].tok.Type
+		}
+		switch tok.Type {
+		case parse.EOF:
+			if len(stack) == 0 {
+				return nil, bad, nil
+			}
+			return &stack[len(stack)-1].tok, bad, nil
+		case '(', '{', '[', parse.TFunction, parse.TIf, parse.TRepeat:
+			stack = append(stack, opener{tok: tok})
+		case parse.TWhile, parse.TFor:
+			stack = append(stack, opener{tok: tok, wantDo: true})
+		case parse.TDo:
+			if (top == parse.TWhile || top == parse.TFor) && stack[len(stack)-1].wantDo {
+				stack[len(stack)-1].wantDo = false
+			} else {
+				stack = append(stack, opener{tok: tok})
+			}
+		case ')', '}', ']', parse.TEnd, parse.TUntil:
+			var ok bool
+			switch tok.Type {
+			case parse.TEnd:
+				ok = top == parse.TFunction || top == parse.TIf || top == parse.TWhile || top == parse.TFor || top == parse.TDo
+			case parse.TUntil:
+				ok = top == parse.TRepeat
+			default:
+				ok = top == closes[tok.Type]
+			}
+			if !ok {
+				// Not the nesting this follows (the parser stops here
+				// first): do not guess.
+				return nil, bad, nil
+			}
+			stack = stack[:len(stack)-1]
+		}
+	}
 }
 
 // lastLine returns the number of the last line of src that has content

@@ -12,7 +12,7 @@ import (
 // context, which only the coroutine's end or the process's exit released.
 func TestSuspendedCoroutinesAreFreed(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function(n)
   local function gen() for i = 1, 3 do coroutine.yield(i) end end
   for i = 1, n do
@@ -28,8 +28,8 @@ end }`)
 	var before, after runtime.MemStats
 	runtime.GC()
 	runtime.ReadMemStats(&before)
-	pid := h.spawn(e, n)
-	eventually(t, 30*time.Second, "the script to wait for mail", func() bool { return h.node.Idle(pid) })
+	pid := h.Spawn(e, n)
+	eventually(t, 30*time.Second, "the script to wait for mail", func() bool { return h.Node.Idle(pid) })
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	per := (int64(after.HeapAlloc) - int64(before.HeapAlloc)) / (2 * n)

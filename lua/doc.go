@@ -1,8 +1,11 @@
 // Package lua is Proctor's Lua host: the process.lua kind (NewKind), one
 // gopher-lua state per process on the process's own goroutine, the
-// sandboxed globals process, channel, time, log and print, the runtime
-// modules scripts require (json here; pg, router and supervisor in their
-// own files), and the copying of values at every process boundary.
+// sandboxed globals process, channel, time, log and print, require, and
+// the copying of values at every process boundary. The host knows no kind:
+// the modules that bind one (pg, router, supervisor) are packages of their
+// own under lua/modules, and a host loads those its Options.Modules list
+// (json, which binds nothing, is built in). cmd/runner gives all three; a
+// Go embedder gives what its scripts need, or none.
 //
 // # States
 //
@@ -15,39 +18,34 @@
 // collectgarbage or newproxy; require loads only the runtime modules and the
 // entry's own modules (its `modules` field). The process's context is set
 // on the state, so terminating a process stops even a script in an endless
-// loop.
+// loop, and the builtins that can run long look at it too.
+//
+// # Limits
+//
+// A script's limits are errors, never a crash of the runtime (limits.go):
+// one per-string limit for the .. operator and every builtin that builds a
+// string, a limit on the entries of one table, the call depth, and the
+// nesting of coroutines. The operator and table growth are checked inside
+// the VM, in Proctor's fork of gopher-lua (third_party/gopher-lua); the
+// string and table functions that can build large results or run long are
+// this package's own (strings.go, tables.go).
 //
 // # Writing a module
 //
-// A runtime module is a file of this package that registers a loader in an
-// init function. The loader runs on the process's goroutine the first time
-// the script requires the module and pushes the module's value. Functions
-// either close over the *Process they were loaded for, or are shared by
-// every state (a Library) and find their process with ProcessOf(L), which
-// costs less memory per process:
+// A runtime module is a Module value, declared once (usually in a package
+// of its own, as lua/modules/pg) and handed to the host in
+// Options.Modules. Its functions are Funcs: each has its Go function, a
+// one-line description and its signature as LuaLS writes it, so that
+// documentation, editor stubs and suggestions for a misspelt name read the
+// same declaration; NewKind panics on a declaration that lacks one. A
+// module's functions are shared by every state (the module's table is
+// built once and each process gets a read-through proxy of it), so they
+// find their process with ProcessOf(L) rather than close over one. See
+// ExampleModule, and docs/lua/embedding.md.
 //
-//	var greetLib = NewLibrary(map[string]lua.LGFunction{
-//		// greet.hello(name [, timeout]) --> "hello name from <pid>" | nil, err
-//		"hello": func(L *lua.LState) int {
-//			p := ProcessOf(L)
-//			name := L.CheckString(1)               // wrong type: raises
-//			d := OptDuration(L, 2, time.Second)    // ms number or "250ms"
-//			done := make(chan string, 1)
-//			go func() { done <- "hello " + name }()
-//			s, _, err := AwaitTimeout(p, done, d)  // honours terminate
-//			if err != nil {
-//				return ReturnError(L, err)     // nil, err (err.kind, err.message)
-//			}
-//			return ReturnValue(L, s+" from "+p.PID().String())
-//		},
-//	})
-//
-//	func init() {
-//		registerModule("greet", func(p *Process, L *lua.LState) int {
-//			L.Push(greetLib.Proxy(L))
-//			return 1
-//		})
-//	}
+// A module that hands scripts a handle with methods (a pg scope) declares
+// its kind once with NewType, methods and metamethods ("__tostring") as
+// Funcs, makes handles with Type.New and lists the type in Module.Types.
 //
 // What a module needs of its caller is on *Process: PID, Node (the process
 // core), Env (logger, metrics, entries), Entry, Context and Logger. Values

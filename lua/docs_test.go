@@ -1,31 +1,15 @@
 package lua
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/proctor-run/proctor/lua/internal/luatest"
 )
-
-var luaBlock = regexp.MustCompile("(?s)```lua\n(.*?)```")
-
-// docExamples returns the ```lua blocks of a page under docs/lua.
-func docExamples(t *testing.T, page string) []string {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("..", "docs", "lua", page))
-	if err != nil {
-		t.Fatalf("read %s: %v", page, err)
-	}
-	var out []string
-	for _, m := range luaBlock.FindAllStringSubmatch(string(b), -1) {
-		out = append(out, m[1])
-	}
-	if len(out) == 0 {
-		t.Fatalf("%s has no lua examples", page)
-	}
-	return out
-}
 
 // TestDocExamples runs every ```lua block of the pages this package owns
 // as the script of an entry named "example", next to two helpers: "echo"
@@ -33,10 +17,10 @@ func docExamples(t *testing.T, page string) []string {
 // "crasher" (raises at once). Each example must return "ok".
 func TestDocExamples(t *testing.T) {
 	for _, page := range []string{"process.md", "channel.md", "time.md", "log.md", "json.md"} {
-		for i, src := range docExamples(t, page) {
+		for i, src := range luatest.DocExamples(t, page) {
 			t.Run(strings.TrimSuffix(page, ".md")+"/"+string(rune('1'+i)), func(t *testing.T) {
 				h := newHarness(t)
-				h.entry("echo", `
+				h.Entry("echo", `
 return { main = function()
   local inbox = process.inbox()
   while true do
@@ -46,9 +30,34 @@ return { main = function()
     if replied == nil and msg:from() then process.send(msg:from(), "echo", msg:payload()) end
   end
 end }`)
-				h.entry("crasher", `return { main = function() error("crashed") end }`)
-				check(t, h, h.entry("example", src))
+				h.Entry("crasher", `return { main = function() error("crashed") end }`)
+				h.Check(h.Entry("example", src))
 			})
 		}
 	}
 }
+
+// TestEmbeddingDocShowsTestedExamples: every Go block of
+// docs/lua/embedding.md is code of lua/example_test.go, verbatim, so the
+// page shows only what `go test` runs.
+func TestEmbeddingDocShowsTestedExamples(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "lua", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	examples, err := os.ReadFile("example_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := goBlock.FindAllSubmatch(doc, -1)
+	if len(blocks) < 4 {
+		t.Fatalf("embedding.md has %d go blocks", len(blocks))
+	}
+	for i, b := range blocks {
+		if !bytes.Contains(examples, b[1]) {
+			t.Errorf("go block %d of embedding.md is not in example_test.go:\n%s", i+1, b[1])
+		}
+	}
+}
+
+var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")

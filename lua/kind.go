@@ -8,6 +8,9 @@ import (
 	"regexp"
 	"sort"
 	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -20,6 +23,21 @@ const KindName = "process.lua"
 type Options struct {
 	// Stdout receives what scripts print. Default: os.Stdout.
 	Stdout io.Writer
+	// MaxStringSize is the longest string, in bytes, that a script may
+	// build: the .. operator and every string-producing builtin raise
+	// rather than make a longer one. Default: DefaultMaxStringSize.
+	MaxStringSize int
+	// MaxTableEntries is the most entries one table may hold: an
+	// assignment, rawset or table.insert that would add one more raises.
+	// Default: DefaultMaxTableEntries.
+	MaxTableEntries int
+	// Modules are the runtime modules scripts may require, besides json,
+	// which every host has. Default: none. cmd/runner gives pg, router and
+	// supervisor (lua/modules/*); an embedder gives what its scripts need.
+	// A module whose declaration Module.Check rejects, or one named twice
+	// (json included), makes NewKind panic: a mistake in the program, found
+	// when it starts.
+	Modules []Module
 }
 
 // Host is the process.lua kind: it decodes entries, and spawns and starts
@@ -28,13 +46,32 @@ type Options struct {
 type Host struct {
 	stdout io.Writer
 	outMu  sync.Mutex // one print is one write, whole lines never interleave
+	limits limits
+	// metrics is the registry the abandon counts were last exported on.
+	metrics atomic.Pointer[prometheus.Registry]
+
+	globals    map[string]*library // process, channel, time, log
+	modules    map[string]*library // what require finds, by name
+	moduleList []Module            // the same, sorted by name
 }
 
-// NewKind returns the process.lua kind, for cmd/runner to register.
+// NewKind returns the process.lua kind, for a registry of kinds
+// (cmd/runner's, or an embedder's: see docs/lua/embedding.md).
 func NewKind(opts Options) *Host {
-	h := &Host{stdout: opts.Stdout}
+	h := &Host{
+		stdout:  opts.Stdout,
+		limits:  limits{maxString: opts.MaxStringSize, maxTable: opts.MaxTableEntries},
+		globals: globalLibraries(),
+	}
+	h.modules, h.moduleList = loadModules(opts.Modules)
 	if h.stdout == nil {
 		h.stdout = os.Stdout
+	}
+	if h.limits.maxString <= 0 {
+		h.limits.maxString = DefaultMaxStringSize
+	}
+	if h.limits.maxTable <= 0 {
+		h.limits.maxTable = DefaultMaxTableEntries
 	}
 	return h
 }
@@ -122,7 +159,7 @@ func (h *Host) Decode(d *registry.Decoder) any {
 					md.Errorf(name, "invalid module name %q (letters, digits, _ and dots)", name)
 					continue
 				}
-				if _, runtime := moduleLoader(name); runtime {
+				if _, runtime := h.modules[name]; runtime {
 					md.Errorf(name, "module %q is a runtime module and cannot be replaced", name)
 					continue
 				}
@@ -175,6 +212,7 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 	if !ok || spec.main == nil {
 		return process.PID{}, fmt.Errorf("spawn %s: not a valid process.lua entry", e.ID)
 	}
+	h.registerMetrics(env)
 	args := opts.Args
 	if args == nil {
 		args = spec.Args

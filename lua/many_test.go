@@ -14,7 +14,7 @@ func TestTenThousandProcesses(t *testing.T) {
 	}
 	const n = 10000
 	h := newHarness(t)
-	h.entry("member", `
+	h.Entry("member", `
 return { main = function()
   local inbox = process.inbox()
   local msg = inbox:receive()
@@ -22,7 +22,7 @@ return { main = function()
   inbox:receive() -- stay alive until released
   return "released"
 end }`)
-	e := h.entry("coordinator", `
+	e := h.Entry("coordinator", `
 return { main = function(n)
   local pids = {}
   for i = 1, n do pids[i] = assert(process.spawn("member")) end
@@ -41,14 +41,14 @@ return { main = function(n)
   return "ok"
 end }`)
 	start := time.Now()
-	pid := h.spawn(e, float64(n))
-	eventually(t, 60*time.Second, "10,000 members alive", func() bool { return h.node.Count() >= n+1 })
-	ex := h.wait(pid, 2*time.Minute)
+	pid := h.Spawn(e, float64(n))
+	eventually(t, 60*time.Second, "10,000 members alive", func() bool { return h.Node.Count() >= n+1 })
+	ex := h.Wait(pid, 2*time.Minute)
 	if ex.Err != nil || ex.Value != "ok" {
 		t.Fatalf("coordinator: %v %v", ex.Value, ex.Err)
 	}
 	t.Logf("10,000 processes spawned, asked and released in %s", time.Since(start))
-	if h.node.Count() != 0 {
-		eventually(t, 30*time.Second, "every member gone", func() bool { return h.node.Count() == 0 })
+	if h.Node.Count() != 0 {
+		eventually(t, 30*time.Second, "every member gone", func() bool { return h.Node.Count() == 0 })
 	}
 }

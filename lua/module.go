@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
-	"sort"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -16,48 +13,6 @@ import (
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
 )
-
-// ModuleLoader builds the value require(name) returns, for one process. It
-// runs on the process's own goroutine the first time the script requires
-// the module; the result is cached per process. It pushes exactly one
-// value (usually a table of functions closing over p) and returns 1.
-type ModuleLoader func(p *Process, L *lua.LState) int
-
-var modules = struct {
-	sync.RWMutex
-	m map[string]ModuleLoader
-}{m: map[string]ModuleLoader{}}
-
-// registerModule makes name loadable with require. Call it from an init
-// function; registering a name twice panics, since two files would then
-// fight over one module.
-func registerModule(name string, loader ModuleLoader) {
-	modules.Lock()
-	defer modules.Unlock()
-	if _, dup := modules.m[name]; dup {
-		panic(fmt.Sprintf("lua: module %q registered twice", name))
-	}
-	modules.m[name] = loader
-}
-
-func moduleLoader(name string) (ModuleLoader, bool) {
-	modules.RLock()
-	defer modules.RUnlock()
-	l, ok := modules.m[name]
-	return l, ok
-}
-
-// ModuleNames returns the names of the runtime modules, sorted.
-func ModuleNames() []string {
-	modules.RLock()
-	defer modules.RUnlock()
-	out := make([]string, 0, len(modules.m))
-	for n := range modules.m {
-		out = append(out, n)
-	}
-	sort.Strings(out)
-	return out
-}
 
 // Process is one running Lua process: its state, its goroutine's handle in
 // the process core, and the runtime it lives in. Everything on it except
@@ -76,9 +31,7 @@ type Process struct {
 	self    process.PID
 	selfStr lua.LString
 
-	wake  chan struct{} // signalled by Go-fed channels while armed
-	armed atomic.Bool   // the process is parked, or about to be
-	mbox  mailbox       // inbox, listen and events routing
+	mbox mailbox // inbox, listen and events routing
 
 	loaded  map[string]lua.LValue // require cache
 	loading map[string]bool       // entry modules being required (cycle check)
@@ -88,6 +41,9 @@ type Process struct {
 
 	timers timerList // pending time.after timers
 	onExit []func()
+
+	coDepth int          // coroutines resumed inside one another (see resumeCounted)
+	stopFn  func() error // see stopCheck
 }
 
 // OnExit registers fn to run on the process's goroutine when its script
@@ -224,7 +180,7 @@ func CheckDuration(L *lua.LState, n int) time.Duration {
 		if f < 0 {
 			L.ArgError(n, "duration must not be negative")
 		}
-		return millis(f)
+		return Millis(f)
 	case lua.LString:
 		d, err := time.ParseDuration(string(v))
 		if err != nil {
@@ -240,11 +196,11 @@ func CheckDuration(L *lua.LState, n int) time.Duration {
 	return 0
 }
 
-// millis converts a non-negative number of milliseconds (not NaN) to a
+// Millis converts a non-negative number of milliseconds (not NaN) to a
 // Duration. Past what a Duration holds (math.huge, 1e300) means "forever":
 // the plain conversion would overflow to a negative duration, and a timer
 // would fire at once.
-func millis(f float64) time.Duration {
+func Millis(f float64) time.Duration {
 	if ns := f * float64(time.Millisecond); ns < float64(math.MaxInt64) {
 		return time.Duration(ns)
 	}
@@ -257,6 +213,24 @@ func OptDuration(L *lua.LState, n int, def time.Duration) time.Duration {
 		return def
 	}
 	return CheckDuration(L, n)
+}
+
+// PayloadArg copies argument n for another process (a message's payload,
+// an ask's): nil when absent, an invalid error when the value cannot cross
+// a process boundary (see ToGo).
+func PayloadArg(L *lua.LState, n int) (any, error) {
+	if L.GetTop() < n {
+		return nil, nil
+	}
+	switch v := L.Get(n).(type) {
+	case lua.LString:
+		return string(v), nil
+	case lua.LNumber:
+		return float64(v), nil
+	case lua.LBool:
+		return bool(v), nil
+	}
+	return ToGoAt(L.Get(n), "payload")
 }
 
 // CheckPID reads argument n as a destination (a PID string or a registered

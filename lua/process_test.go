@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -12,26 +11,12 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
 )
 
-// check runs a script whose main returns "ok" when every assertion in it
-// held, or raises with what went wrong.
-func check(t *testing.T, h *harness, e *registry.Entry, args ...any) {
-	t.Helper()
-	ex := h.run(e, args...)
-	if ex.Err != nil {
-		t.Fatalf("script failed: %v", ex.Err)
-	}
-	if ex.Value != "ok" {
-		t.Fatalf("script returned %#v, want \"ok\"", ex.Value)
-	}
-}
-
 func TestSendAndInboxBetweenProcesses(t *testing.T) {
 	h := newHarness(t)
-	h.entry("echo", `
+	h.Entry("echo", `
 return { main = function()
   local inbox = process.inbox()
   while true do
@@ -41,7 +26,7 @@ return { main = function()
     process.send(msg:from(), "echo", msg:payload())
   end
 end }`)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local echo = assert(process.spawn("echo"))
   assert(process.send(echo, "ping", {n = 1, list = {"a", "b"}}))
@@ -53,12 +38,12 @@ return { main = function()
   assert(process.send(echo, "stop"))
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestAskReplyRejectAndTimeout(t *testing.T) {
 	h := newHarness(t)
-	h.entry("server", `
+	h.Entry("server", `
 return { main = function()
   local inbox = process.inbox()
   while true do
@@ -78,7 +63,7 @@ return { main = function()
     end
   end
 end }`)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local srv = assert(process.spawn("server"))
   local v, from = process.ask(srv, "add", {a = 2, b = 3})
@@ -98,13 +83,13 @@ return { main = function()
   process.terminate(srv)
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestSendErrors(t *testing.T) {
 	h := newHarness(t)
-	h.entry("sleeper", `return { main = function() time.sleep(100000) end }`, "mailbox_size: 1")
-	e := h.entry("main", `
+	h.Entry("sleeper", `return { main = function() time.sleep(100000) end }`, "mailbox_size: 1")
+	e := h.Entry("main", `
 return { main = function()
   local ok, err = process.send("nobody", "x")
   assert(ok == nil and err.kind == "not_found", "unknown name: " .. tostring(err))
@@ -131,15 +116,15 @@ return { main = function()
   assert(not good, "a wrong argument type raises")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestMonitorsAndEvents(t *testing.T) {
 	h := newHarness(t)
-	h.entry("ret", `return { main = function(x) return {got = x} end }`)
-	h.entry("crash", `return { main = function() error("crashed on purpose") end }`)
-	h.entry("wait", `return { main = function() process.inbox():receive() return "done" end }`)
-	e := h.entry("main", `
+	h.Entry("ret", `return { main = function(x) return {got = x} end }`)
+	h.Entry("crash", `return { main = function() error("crashed on purpose") end }`)
+	h.Entry("wait", `return { main = function() process.inbox():receive() return "done" end }`)
+	e := h.Entry("main", `
 return { main = function()
   local events = process.events()
   local a = assert(process.spawn_monitored("ret", 7))
@@ -163,14 +148,14 @@ return { main = function()
   assert(r.channel ~= events, "no event after unmonitor")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestLinks(t *testing.T) {
 	h := newHarness(t)
-	h.entry("crash", `return { main = function() time.sleep(20) error("linked crash") end }`)
-	h.entry("parent", `return { main = function() process.spawn_linked("crash") time.sleep(100000) end }`)
-	h.entry("trapper", `
+	h.Entry("crash", `return { main = function() time.sleep(20) error("linked crash") end }`)
+	h.Entry("parent", `return { main = function() process.spawn_linked("crash") time.sleep(100000) end }`)
+	h.Entry("trapper", `
 return { main = function()
   process.set_options{trap_links = true}
   local pid = assert(process.spawn_linked("crash"))
@@ -179,14 +164,14 @@ return { main = function()
   assert(ev.result.error.message:find("linked crash"), "reason")
   return "ok"
 end }`)
-	ex := h.run(h.look.m["test:parent"])
+	ex := h.Run(h.Known("test:parent"))
 	var le *process.LinkError
 	if !errors.As(ex.Err, &le) || !strings.Contains(ex.Err.Error(), "linked crash") {
 		t.Fatalf("parent exit = %v, want the linked crash", ex.Err)
 	}
-	check(t, h, h.look.m["test:trapper"])
+	h.Check(h.Known("test:trapper"))
 
-	e := h.entry("unlinker", `
+	e := h.Entry("unlinker", `
 return { main = function()
   local pid = assert(process.spawn_monitored("crash"))
   assert(process.link(pid))
@@ -201,12 +186,12 @@ return { main = function()
   assert(not ok and err.kind == "not_found", "link to nothing: " .. tostring(err))
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestRegisterLookupAndService(t *testing.T) {
 	h := newHarness(t)
-	svc := h.entry("worker", `
+	svc := h.Entry("worker", `
 return { main = function(greeting)
   local inbox = process.inbox()
   while true do
@@ -214,12 +199,12 @@ return { main = function(greeting)
     msg:reply(greeting .. " " .. msg:payload())
   end
 end }`, `args: ["hello"]`)
-	inst, err := h.host.Start(t.Context(), h.env, svc)
+	inst, err := h.Kind.(*Host).Start(t.Context(), h.Env, svc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.track(inst.PID())
-	e := h.entry("main", `
+	h.Track(inst.PID())
+	e := h.Entry("main", `
 return { main = function()
   local v = assert(process.ask("test:worker", "greet", "world"))
   assert(v == "hello world", v)
@@ -231,8 +216,8 @@ return { main = function()
   assert(not ok and err2.kind == "invalid", "name taken: " .. tostring(err2))
   return "ok"
 end }`)
-	check(t, h, e)
-	if _, err := h.node.Stop(t.Context(), inst.PID()); err != nil {
+	h.Check(e)
+	if _, err := h.Node.Stop(t.Context(), inst.PID()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -249,13 +234,13 @@ func TestTerminateStopsRunawayScript(t *testing.T) {
 		{"nested_coroutine_loop", `coroutine.resume(coroutine.create(function() coroutine.wrap(function() while true do end end)() end))`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := h.entry(tc.name, "return { main = function() "+tc.body+" end }")
-			pid := h.spawn(e)
+			e := h.Entry(tc.name, "return { main = function() "+tc.body+" end }")
+			pid := h.Spawn(e)
 			time.Sleep(20 * time.Millisecond)
 			ctx, cancel := t.Context(), func() {}
 			defer cancel()
 			start := time.Now()
-			ex, err := h.node.Stop(ctx, pid)
+			ex, err := h.Node.Stop(ctx, pid)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -283,7 +268,7 @@ func TestExitErrorKeepsKind(t *testing.T) {
 		{"string", `error("plain")`, value.KindInternal, "k_string.lua:1: plain"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			ex := h.run(h.entry("k_"+tc.name, "return { main = function() "+tc.raise+" end }"))
+			ex := h.Run(h.Entry("k_"+tc.name, "return { main = function() "+tc.raise+" end }"))
 			if value.KindOf(ex.Err) != tc.kind || !strings.Contains(fmt.Sprint(ex.Err), tc.msg) {
 				t.Fatalf("exit = %v (kind %s), want %s with %q", ex.Err, value.KindOf(ex.Err), tc.kind, tc.msg)
 			}
@@ -291,12 +276,23 @@ func TestExitErrorKeepsKind(t *testing.T) {
 	}
 }
 
-// exitHookModule registers the module TestOnExitHooks requires once per
-// test binary (a name registered twice panics, as with -count=2); each run
-// hands it the hooks to install.
+// exitHookModule installs, in the process that calls install(), the hooks
+// TestOnExitHooks stored.
 var (
-	exitHookOnce  sync.Once
-	exitHookHooks atomic.Pointer[[]func()]
+	exitHookHooks  atomic.Pointer[[]func()]
+	exitHookModule = Module{
+		Name: "exithook_test",
+		Doc:  "Test only: installs exit hooks.",
+		Funcs: []Func{
+			{Name: "install", Fn: func(L *lua.LState) int {
+				p := ProcessOf(L)
+				for _, fn := range *exitHookHooks.Load() {
+					p.OnExit(fn)
+				}
+				return 0
+			}, Doc: "Installs the test's hooks in this process."},
+		},
+	}
 )
 
 func TestOnExitHooks(t *testing.T) {
@@ -307,18 +303,9 @@ func TestOnExitHooks(t *testing.T) {
 		func() { order = append(order, "second") },
 		func() { panic("a broken hook does not stop the others") },
 	})
-	exitHookOnce.Do(func() {
-		registerModule("exithook_test", func(p *Process, L *lua.LState) int {
-			for _, fn := range *exitHookHooks.Load() {
-				p.OnExit(fn)
-			}
-			L.Push(lua.LTrue)
-			return 1
-		})
-	})
 	h := newHarness(t)
-	e := h.entry("hooks", `require("exithook_test") return { main = function() error("raised") end }`)
-	_ = h.run(e)
+	e := h.Entry("hooks", `require("exithook_test").install() return { main = function() error("raised") end }`)
+	_ = h.Run(e)
 	<-done
 	if strings.Join(order, ",") != "second,first" {
 		t.Fatalf("hooks ran as %v", order)

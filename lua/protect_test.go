@@ -13,20 +13,20 @@ import (
 // either. Ordinary processes still terminate.
 func TestScriptCannotStopRuntimeProcesses(t *testing.T) {
 	h := newHarness(t)
-	sys, err := h.node.SpawnFunc(func(p *process.Proc) (any, error) {
+	sys, err := h.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		<-p.Context().Done()
 		return nil, nil
 	}, process.SpawnOptions{System: true, Name: "sys"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer h.node.Kill(sys)
-	h.entry("echo", `return { main = function() process.inbox():receive() end }`)
-	h.entry("linker", `return { main = function(target)
+	defer h.Node.Kill(sys)
+	h.Entry("echo", `return { main = function() process.inbox():receive() end }`)
+	h.Entry("linker", `return { main = function(target)
   assert(process.link(target))
   error("crash while linked")
 end }`)
-	e := h.entry("attacker", `return { main = function(target)
+	e := h.Entry("attacker", `return { main = function(target)
   local ok, err = process.terminate(target)
   assert(ok == nil and err.kind == "invalid", "terminate: " .. tostring(err))
   assert(err.message:find("belongs to the runtime"), err.message)
@@ -44,8 +44,8 @@ end }`)
   assert(ev.kind == "EXIT" and ev.from == echo and ev.result.error.kind == "stopped", "echo exit")
   return "ok"
 end }`)
-	check(t, h, e, sys.String())
-	if !h.node.Alive(sys) {
+	h.Check(e, sys.String())
+	if !h.Node.Alive(sys) {
 		t.Fatal("the system process was stopped by a script")
 	}
 }
@@ -55,7 +55,7 @@ end }`)
 // that entry's service while it restarts.
 func TestRegisterRefusesEntryNames(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("squatter", `return { main = function()
+	e := h.Entry("squatter", `return { main = function()
   for _, name in ipairs({"app:svc", "test:squatter", ":x", "a:"}) do
     local ok, err = process.register(name)
     assert(ok == nil and err.kind == "invalid", name .. ": " .. tostring(err))
@@ -65,13 +65,13 @@ func TestRegisterRefusesEntryNames(t *testing.T) {
   assert(process.lookup("svc") == process.pid())
   return "ok"
 end }`)
-	check(t, h, e)
-	if _, ok := h.node.Whereis("app:svc"); ok {
+	h.Check(e)
+	if _, ok := h.Node.Whereis("app:svc"); ok {
 		t.Fatal("a script holds an entry's name")
 	}
 	// The runtime's own path still registers entry IDs.
-	pid := h.spawn(h.entry("svc", `return { main = function() process.inbox():receive() end }`))
-	if err := h.node.Register("app:svc", pid); err != nil {
+	pid := h.Spawn(h.Entry("svc", `return { main = function() process.inbox():receive() end }`))
+	if err := h.Node.Register("app:svc", pid); err != nil {
 		t.Fatalf("the runtime registers an entry name: %v", err)
 	}
 }

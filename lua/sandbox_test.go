@@ -7,7 +7,7 @@ import (
 
 func TestSandbox(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   for _, name in ipairs{"os", "io", "debug", "load", "loadstring", "loadfile", "dofile",
       "module", "getfenv", "setfenv", "collectgarbage", "newproxy", "_printregs", "package", "channel_lib"} do
@@ -38,27 +38,27 @@ return { main = function()
   assert(string.shout("a") == "A!")
   return "ok"
 end }`)
-	check(t, h, e)
-	other := h.entry("other", `
+	h.Check(e)
+	other := h.Entry("other", `
 return { main = function()
   assert(string.shout == nil, "another process's library write leaked")
   assert(process.extra == nil, "another process's library write leaked")
   return "ok"
 end }`)
-	check(t, h, other)
+	h.Check(other)
 }
 
 func TestRequireEntryModules(t *testing.T) {
 	h := newHarness(t)
-	h.write("lib/util.lua", `
+	h.Write("lib/util.lua", `
 local M = {}
 local count = 0
 function M.twice(x) count = count + 1 return x * 2, count end
 return M
 `)
-	h.write("lib/circ.lua", `return require("circ")`)
-	h.write("lib/flaky.lua", `error("flaky failed to load")`)
-	e := h.entry("main", `
+	h.Write("lib/circ.lua", `return require("circ")`)
+	h.Write("lib/flaky.lua", `error("flaky failed to load")`)
+	e := h.Entry("main", `
 local util = require("util")
 return { main = function()
   local u2 = require("util")
@@ -75,7 +75,7 @@ return { main = function()
   end
   return "ok"
 end }`, "modules:\n  util: file://lib/util.lua\n  circ: file://lib/circ.lua\n  flaky: file://lib/flaky.lua")
-	check(t, h, e)
+	h.Check(e)
 	found := 0
 	for _, s := range e.Sources {
 		if strings.HasSuffix(s.Path, "util.lua") || strings.HasSuffix(s.Path, "main.lua") {
@@ -89,13 +89,18 @@ end }`, "modules:\n  util: file://lib/util.lua\n  circ: file://lib/circ.lua\n  f
 
 func TestValidation(t *testing.T) {
 	h := newHarness(t)
-	h.write("ok.lua", "return { main = function() end, other = function() end }")
-	h.write("global.lua", "function main() end")
-	h.write("syntax.lua", "local x = 1\nlocal function f(\n  return 1\nend\n")
-	h.write("nomain.lua", "local M = {}\nfunction M.run() end\nreturn M\n")
-	h.write("dynamic.lua", "return setmetatable({}, {__index = function() return function() end end})")
-	h.write("badmod.lua", "return {")
-	h.write("unclosed.lua", "local function f()\n  local x = 1\n  x = x + 1\n\n")
+	h.Write("ok.lua", "return { main = function() end, other = function() end }")
+	h.Write("global.lua", "function main() end")
+	h.Write("syntax.lua", "local x = 1\nlocal function f(\n  return 1\nend\n")
+	h.Write("nomain.lua", "local M = {}\nfunction M.run() end\nreturn M\n")
+	h.Write("dynamic.lua", "return setmetatable({}, {__index = function() return function() end end})")
+	h.Write("badmod.lua", "return {")
+	h.Write("unclosed.lua", "local function f()\n  local x = 1\n  x = x + 1\n\n")
+	h.Write("brace3.lua", "local a = 1\nlocal b = 2\nlocal t = {\n  x = 1,\n\n")
+	h.Write("utf8.lua", "local a = 1\nlocal b = 2\n\xff\xfe = 3\n")
+	h.Write("string3.lua", "local a = 1\nlocal b = 2\nlocal s = \"abc\nlocal c = 3\n")
+	h.Write("long3.lua", "local a = 1\nlocal b = 2\nlocal s = [[abc\n\n")
+	h.Write("trailing.lua", "local a = 1\nlocal b = 2 +\n\n")
 	for _, tc := range []struct {
 		name, fields string
 		want         []string // substrings of the errors, one per error
@@ -112,13 +117,18 @@ func TestValidation(t *testing.T) {
 		{"negative_mailbox", "source: file://ok.lua\nmailbox_size: -1", []string{"mailbox_size: must be 0"}},
 		{"args_not_list", "source: file://ok.lua\nargs: {a: 1}", []string{"args: must be a list"}},
 		{"unknown_field", "source: file://ok.lua\nmetod: main", []string{`metod: unknown field (did you mean "method"?)`}},
-		{"module_syntax", "source: file://ok.lua\nmodules:\n  bad: file://badmod.lua", []string{"modules.bad: syntax error", "badmod.lua:1: unexpected end of file"}},
-		{"syntax_at_eof", "source: file://unclosed.lua", []string{"unclosed.lua:3: unexpected end of file"}},
+		{"module_syntax", "source: file://ok.lua\nmodules:\n  bad: file://badmod.lua", []string{"modules.bad: syntax error", "badmod.lua:1:8: unexpected end of file: '{' is not closed"}},
+		{"syntax_at_eof", "source: file://unclosed.lua", []string{"unclosed.lua:1:7: unexpected end of file: 'function' is not closed"}},
+		{"unclosed_brace_line3", "source: file://brace3.lua", []string{"brace3.lua:3:11: unexpected end of file: '{' is not closed"}},
+		{"invalid_utf8_line3", "source: file://utf8.lua", []string{`utf8.lua:3:1: Invalid token near '\xff'`}},
+		{"unterminated_string_line3", "source: file://string3.lua", []string{"string3.lua:3:11: unterminated string near 'abc'"}},
+		{"unterminated_long_string_line3", "source: file://long3.lua", []string{"long3.lua:3:11: unterminated multiline string"}},
+		{"trailing_operator", "source: file://trailing.lua", []string{"trailing.lua:2: unexpected end of file"}},
 		{"module_runtime_name", "source: file://ok.lua\nmodules:\n  json: file://ok.lua", []string{"runtime module"}},
 		{"module_bad_name", "source: file://ok.lua\nmodules:\n  \"a-b\": file://ok.lua", []string{"invalid module name"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, errs := h.decode(tc.name, tc.fields)
+			_, errs := h.Decode(tc.name, tc.fields)
 			if len(tc.want) == 0 {
 				if len(errs) > 0 {
 					t.Fatalf("unexpected errors: %v", errs)
@@ -143,7 +153,7 @@ func TestValidation(t *testing.T) {
 
 func TestLogAndPrint(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("logger", `
+	e := h.Entry("logger", `
 return { main = function()
   log.info("hello from lua", {user = "ann", n = 3, nested = {a = 1}})
   log.debug("dbg")
@@ -152,8 +162,8 @@ return { main = function()
   print("a", 1, nil, true, {} ~= nil)
   return "ok"
 end }`)
-	check(t, h, e)
-	logs := h.logs.String()
+	h.Check(e)
+	logs := h.Logs.String()
 	for _, want := range []string{
 		`level=INFO msg="hello from lua" entry=test:logger`, "n=3", "user=ann", "nested=map[a:1]",
 		"level=DEBUG msg=dbg", "level=WARN msg=careful", `level=ERROR msg=bad`, "nobody",
@@ -162,14 +172,14 @@ end }`)
 			t.Errorf("logs lack %q:\n%s", want, logs)
 		}
 	}
-	if got := h.out.String(); got != "a\t1\tnil\ttrue\ttrue\n" {
+	if got := h.Out.String(); got != "a\t1\tnil\ttrue\ttrue\n" {
 		t.Fatalf("stdout = %q", got)
 	}
 }
 
 func TestJSON(t *testing.T) {
 	h := newHarness(t)
-	e := h.entry("j", `
+	e := h.Entry("j", `
 local json = require("json")
 return { main = function()
   assert(json.encode({b = 1, a = {1, 2, "x"}, c = true}) == '{"a":[1,2,"x"],"b":1,"c":true}')
@@ -192,7 +202,7 @@ return { main = function()
   assert(json.decode(json.encode(e2)).kind == "not_found")
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }
 
 func TestDefinedMethods(t *testing.T) {
@@ -237,7 +247,7 @@ func TestDefinedMethods(t *testing.T) {
 // libraries at once; run with -race it proves they only read them.
 func TestSharedLibrariesUnderConcurrency(t *testing.T) {
 	h := newHarness(t)
-	h.entry("user", `
+	h.Entry("user", `
 local json = require("json")
 return { main = function(i)
   for n = 1, 200 do
@@ -258,7 +268,7 @@ return { main = function(i)
   end
   return "ok"
 end }`)
-	e := h.entry("main", `
+	e := h.Entry("main", `
 return { main = function()
   local events = process.events()
   for i = 1, 20 do assert(process.spawn_monitored("user", i)) end
@@ -268,5 +278,5 @@ return { main = function()
   end
   return "ok"
 end }`)
-	check(t, h, e)
+	h.Check(e)
 }

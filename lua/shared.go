@@ -1,7 +1,9 @@
 package lua
 
 import (
-	"math"
+	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -20,31 +22,63 @@ import (
 // getmetatable honours __metatable, and writes land in the proxy. Shared
 // tables are only ever read after init, so concurrent states may read them.
 
-// Library is a set of Go functions that becomes a global table or a
-// module. Its functions are shared by every state: they must find their
-// process with ProcessOf(L), never close over one.
-type Library struct {
-	funcs map[string]lua.LGFunction
+// library is a set of Funcs built into one shared table: a global library,
+// a module, or a type's methods. Its functions are shared by every state:
+// they must find their process with ProcessOf(L), never close over one.
+type library struct {
+	funcs []Func
 	once  sync.Once
 	table *lua.LTable // shared; never handed to a script
 	meta  *lua.LTable // {__index = table, __metatable = false}
 }
 
-// NewLibrary returns a library of funcs. Build it once (a package variable)
-// and hand each process a Proxy.
-func NewLibrary(funcs map[string]lua.LGFunction) *Library {
-	return &Library{funcs: funcs}
+func newLibrary(funcs []Func) *library { return &library{funcs: funcs} }
+
+// proxy returns a fresh table for one state that reads through to the
+// library: what require and the first use of a global hand the script.
+func (lib *library) proxy(L *lua.LState) *lua.LTable {
+	t := L.CreateTable(0, 0)
+	t.Metatable = lib.metatable()
+	return t
 }
 
-func (lib *Library) build() { lib.buildWith(template()) }
-
-// Proxy returns a fresh table for one state that reads through to the
-// library: what a module loader pushes.
-func (lib *Library) Proxy(L *lua.LState) *lua.LTable {
+func (lib *library) metatable() *lua.LTable {
 	lib.build()
-	t := L.CreateTable(0, 0)
-	t.Metatable = lib.meta
-	return t
+	return lib.meta
+}
+
+func (lib *library) shared() *lua.LTable {
+	lib.build()
+	return lib.table
+}
+
+func (lib *library) build() {
+	lib.once.Do(func() {
+		t := template()
+		tmplMu.Lock()
+		defer tmplMu.Unlock()
+		lib.table = t.L.CreateTable(0, len(lib.funcs))
+		for _, f := range lib.funcs {
+			lib.table.RawSetString(f.Name, t.L.NewFunction(f.Fn))
+		}
+		lib.meta = protectedMeta(t.L, lib.table)
+	})
+}
+
+// globalModules are the libraries every script has as globals. They are
+// declared like modules, but a script reaches them by name, without
+// require.
+func globalModules() []Module {
+	return []Module{processModule, channelModule, timeModule, logModule}
+}
+
+// globalLibraries builds a host's globals.
+func globalLibraries() map[string]*library {
+	libs := map[string]*library{}
+	for _, m := range globalModules() {
+		libs[m.Name] = newLibrary(m.Funcs)
+	}
+	return libs
 }
 
 // protectedMeta returns {__index = index, __metatable = false}: the
@@ -63,11 +97,8 @@ type templateState struct {
 	globals     *lua.LTable // shared index of every state's _G
 	globalsMeta *lua.LTable
 	stringMeta  *lua.LTable
-	errMeta     *lua.LTable
-	chanMeta    *lua.LTable
-	caseMeta    *lua.LTable
-	msgMeta     *lua.LTable
-	libs        map[string]*lua.LTable // name -> proxy metatable of a standard or global library
+	libs        map[string]*lua.LTable // name -> proxy metatable of a standard library
+	coResume    lua.LGFunction         // gopher-lua's coroutine.resume (see wrappedResume)
 }
 
 var (
@@ -75,10 +106,6 @@ var (
 	templateVal  *templateState
 	tmplMu       sync.Mutex // serialises builds that use the template state
 )
-
-// globalLibs are the tables that appear as globals (process, channel, time,
-// log), filled by init functions of this package.
-var globalLibs = map[string]*Library{}
 
 // baseRemoved are base functions a sandboxed script must not have: they
 // load code from files or strings, reach the environment of functions, or
@@ -123,17 +150,17 @@ func template() *templateState {
 		t.globals.RawSetString("getmetatable", L.NewFunction(luaGetMetatable))
 		for _, name := range []string{lua.TabLibName, lua.StringLibName, lua.MathLibName, lua.CoroutineLibName} {
 			lib := g.RawGetString(name).(*lua.LTable)
-			if name == lua.CoroutineLibName {
-				for _, fn := range []string{"create", "wrap"} {
-					orig := lib.RawGetString(fn).(*lua.LFunction).GFunction
-					lib.RawSetString(fn, L.NewFunction(coroutineOnProcessContext(orig)))
-				}
+			switch name {
+			case lua.CoroutineLibName:
+				t.coResume = wrapCoroutineLib(L, lib)
+			case lua.TabLibName:
+				wrapTableLib(L, lib)
 			}
 			if name == lua.StringLibName {
 				// gopher-lua's string table is also the string metatable.
 				lib.RawSetString("__index", lua.LNil)
 				lib.RawSetString("dump", lua.LNil)
-				lib.RawSetString("rep", L.NewFunction(strRep))
+				wrapStringLib(L, lib)
 			}
 			t.libs[name] = protectedMeta(L, lib)
 		}
@@ -147,91 +174,9 @@ func template() *templateState {
 		t.globals.Metatable = gm
 		t.globalsMeta = protectedMeta(L, t.globals)
 
-		t.errMeta = L.CreateTable(0, 4)
-		t.errMeta.RawSetString("__index", L.NewFunction(errorIndex))
-		t.errMeta.RawSetString("__tostring", L.NewFunction(errorToString))
-		t.errMeta.RawSetString("__metatable", lua.LFalse)
 		templateVal = t
-		// Libraries are built after templateVal is set: building uses it.
-		for name, lib := range globalLibs {
-			lib.buildWith(t)
-			t.libs[name] = lib.meta
-		}
-		t.chanMeta = protectedMeta(L, channelMethods.shared(t))
-		t.chanMeta.RawSetString("__tostring", L.NewFunction(channelToString))
-		t.caseMeta = protectedMeta(L, L.CreateTable(0, 0))
-		t.msgMeta = protectedMeta(L, messageMethods.shared(t))
-		t.msgMeta.RawSetString("__tostring", L.NewFunction(messageToString))
 	})
 	return templateVal
-}
-
-// maxRepLen bounds what string.rep may build. One call could otherwise ask
-// for terabytes ("x"):rep(2^40), and a failed allocation is fatal to the
-// whole runtime, not an error the script could catch.
-const maxRepLen = 64 << 20
-
-// strRep is string.rep(s, n) with maxRepLen.
-func strRep(L *lua.LState) int {
-	s := L.CheckString(1)
-	n := float64(L.CheckNumber(2))
-	if !(n >= 1) || s == "" { // n < 1 or NaN
-		L.Push(lua.LString(""))
-		return 1
-	}
-	if size := float64(len(s)) * math.Floor(n); size > maxRepLen {
-		L.RaiseError("string.rep: a result of %.0f bytes is over the limit of %d", size, maxRepLen)
-	}
-	L.Push(lua.LString(strings.Repeat(s, int(n))))
-	return 1
-}
-
-// coroutineOnProcessContext wraps coroutine.create or coroutine.wrap so
-// the new coroutine runs under its process's own context. gopher-lua gives
-// each coroutine a context derived from its creator's, registered with the
-// process's context until the coroutine finishes; one left suspended (an
-// iterator broken out of) stayed registered until the process exited,
-// about 230 bytes per coroutine. A coroutine runs on its process's
-// goroutine, so the process's context is the right one: terminating the
-// process stops it all the same.
-func coroutineOnProcessContext(orig lua.LGFunction) lua.LGFunction {
-	return func(L *lua.LState) int {
-		ctx := L.RemoveContext() // NewThread derives no context from nil
-		if ctx == nil {
-			return orig(L)
-		}
-		defer L.SetContext(ctx)
-		n := orig(L)
-		var th *lua.LState
-		switch v := L.Get(-1).(type) {
-		case *lua.LState: // create
-			th = v
-		case *lua.LFunction: // wrap: the thread is the closure's upvalue
-			if len(v.Upvalues) > 0 {
-				th, _ = v.Upvalues[0].Value().(*lua.LState)
-			}
-		}
-		if th == nil {
-			L.RaiseError("coroutine: internal error: no thread was made")
-		}
-		th.SetContext(ctx)
-		return n
-	}
-}
-
-func (lib *Library) buildWith(t *templateState) {
-	lib.once.Do(func() {
-		lib.table = t.L.CreateTable(0, len(lib.funcs))
-		for name, fn := range lib.funcs {
-			lib.table.RawSetString(name, t.L.NewFunction(fn))
-		}
-		lib.meta = protectedMeta(t.L, lib.table)
-	})
-}
-
-func (lib *Library) shared(t *templateState) *lua.LTable {
-	lib.buildWith(t)
-	return lib.table
 }
 
 // globalIndex creates the calling state's proxy of a library on first use
@@ -243,11 +188,22 @@ func globalIndex(L *lua.LState) int {
 	}
 	meta, ok := templateVal.libs[string(key)]
 	if !ok {
-		return 0
+		lib, global := ProcessOf(L).host.globals[string(key)]
+		if !global {
+			return 0
+		}
+		meta = lib.metatable()
 	}
 	proxy := L.CreateTable(0, 0)
 	proxy.Metatable = meta
 	L.G.Global.RawSetString(string(key), proxy)
+	if key == lua.StringLibName {
+		// Strings index the process's own string table from now on, so a
+		// function the script adds to it is a method too: after
+		// string.split = f, ("a,b"):split() works, as in Lua. Until the
+		// script names string, they index the shared library directly.
+		L.SetMetatable(lua.LString(""), protectedMeta(L, proxy))
+	}
 	L.Push(proxy)
 	return 1
 }
@@ -273,11 +229,15 @@ func ErrorValue(L *lua.LState, e *value.Error) lua.LValue {
 	if e == nil {
 		return lua.LNil
 	}
-	ud := L.NewUserData()
-	ud.Value = e
-	ud.Metatable = template().errMeta
-	return ud
+	return errorType.New(L, e)
 }
+
+// errorType is the type of error values: their fields are read through
+// __index (err.kind, err.message, err.errors).
+var errorType = NewType("error",
+	Func{Name: "__index", Fn: errorIndex, Doc: "err.kind, err.message and err.errors (a list of error values, for aggregates)."},
+	Func{Name: "__tostring", Fn: errorToString, Doc: "The error's message.", Results: "string"},
+)
 
 // AsError returns the *value.Error inside an error value, if lv is one.
 func AsError(lv lua.LValue) (*value.Error, bool) {
@@ -289,8 +249,21 @@ func AsError(lv lua.LValue) (*value.Error, bool) {
 }
 
 // ErrorFromLua turns what a script hands over as an error (an error
-// value, a string, or a table {kind=, message=}) into a *value.Error.
-func ErrorFromLua(lv lua.LValue) *value.Error {
+// value, a string, or a table {kind=, message=}) into a *value.Error. A
+// table whose kind is not an error kind, or whose message is not a string,
+// becomes an internal error that shows what was given.
+func ErrorFromLua(lv lua.LValue) *value.Error { return errorFromLua(nil, lv) }
+
+// errorKinds are the kinds a script may give an error table.
+var errorKinds = []value.Kind{
+	value.KindInvalid, value.KindNotFound, value.KindTimeout, value.KindNotJoined,
+	value.KindLimit, value.KindAggregate, value.KindStopped, value.KindInternal,
+}
+
+// errorFromLua is ErrorFromLua that, with a state, also renders any other
+// value through its __tostring metamethod (a table raised with one would
+// otherwise read "table: 0x…").
+func errorFromLua(L *lua.LState, lv lua.LValue) *value.Error {
 	if e, ok := AsError(lv); ok {
 		return e
 	}
@@ -298,20 +271,77 @@ func ErrorFromLua(lv lua.LValue) *value.Error {
 	case lua.LString:
 		return value.NewError(value.KindInternal, "%s", string(v))
 	case *lua.LTable:
-		kind := value.Kind(lua.LVAsString(v.RawGetString("kind")))
-		switch kind {
-		case value.KindInvalid, value.KindNotFound, value.KindTimeout, value.KindNotJoined,
-			value.KindLimit, value.KindAggregate, value.KindStopped, value.KindInternal:
-		default:
-			kind = value.KindInternal
+		kind, msg := v.RawGetString("kind"), v.RawGetString("message")
+		if kind != lua.LNil || msg != lua.LNil {
+			return errorFromTable(L, kind, msg)
 		}
-		msg := lua.LVAsString(v.RawGetString("message"))
-		if msg == "" {
-			msg = string(kind)
-		}
-		return value.NewError(kind, "%s", msg)
 	}
-	return value.NewError(value.KindInternal, "%s", lv.String())
+	return value.NewError(value.KindInternal, "%s", describe(L, lv))
+}
+
+// errorFromTable is the error of a table {kind = kind, message = msg}.
+func errorFromTable(L *lua.LState, kind, msg lua.LValue) *value.Error {
+	var bad []string
+	k := value.KindInternal
+	switch kv := kind.(type) {
+	case *lua.LNilType:
+	case lua.LString:
+		if slices.Contains(errorKinds, value.Kind(kv)) {
+			k = value.Kind(kv)
+		} else {
+			names := make([]string, len(errorKinds))
+			for i, ek := range errorKinds {
+				names[i] = string(ek)
+			}
+			bad = append(bad, fmt.Sprintf("kind %q is not one of %s", string(kv), strings.Join(names, ", ")))
+		}
+	default:
+		bad = append(bad, "kind is a "+kind.Type().String()+", not a string")
+	}
+	text := ""
+	switch mv := msg.(type) {
+	case *lua.LNilType:
+	case lua.LString, lua.LNumber:
+		text = lua.LVAsString(mv)
+	default:
+		bad = append(bad, "message is a "+msg.Type().String()+", not a string")
+	}
+	if len(bad) > 0 {
+		return value.NewError(value.KindInternal, "error raised with an invalid error table {kind = %s, message = %s}: %s",
+			describe(L, kind), describe(L, msg), strings.Join(bad, "; "))
+	}
+	if text == "" {
+		text = string(k)
+	}
+	return value.NewError(k, "%s", text)
+}
+
+// describe renders lv for an error message: strings quoted, anything with a
+// __tostring metamethod through it (when L is given and the metamethod
+// returns a string without raising), the rest as tostring would.
+func describe(L *lua.LState, lv lua.LValue) string {
+	switch v := lv.(type) {
+	case lua.LString:
+		return strconv.Quote(string(v))
+	case *lua.LTable, *lua.LUserData:
+		if L != nil && L.GetMetaField(lv, "__tostring") != lua.LNil {
+			L.Push(L.NewFunction(toStringMeta))
+			L.Push(lv)
+			if err := L.PCall(1, 1, nil); err == nil {
+				s, ok := L.Get(-1).(lua.LString)
+				L.Pop(1)
+				if ok {
+					return string(s)
+				}
+			}
+		}
+	}
+	return lv.String()
+}
+
+func toStringMeta(L *lua.LState) int {
+	L.Push(L.ToStringMeta(L.Get(1)))
+	return 1
 }
 
 func errorIndex(L *lua.LState) int {
@@ -329,9 +359,17 @@ func errorIndex(L *lua.LState) int {
 			L.Push(lua.LNil)
 			return 1
 		}
+		// The members share err's metatable (ErrorValue would make an
+		// initialization cycle: errorType's methods would refer to it).
+		meta := L.Get(1).(*lua.LUserData).Metatable
 		t := L.CreateTable(len(e.Errors), 0)
 		for _, m := range e.Errors {
-			t.Append(ErrorValue(L, m))
+			if m == nil {
+				continue
+			}
+			ud := L.NewUserData()
+			ud.Value, ud.Metatable = m, meta
+			t.Append(ud)
 		}
 		L.Push(t)
 	default:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sort"
 	"time"
 
@@ -211,7 +212,7 @@ func (s *server) views(kinds []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		out := []kindView{}
 		for _, in := range sortedInfos(s.opts.Runtime) {
-			if in.Status != registry.StatusRunning || !contains(kinds, in.Entry.Kind) {
+			if in.Status != registry.StatusRunning || !slices.Contains(kinds, in.Entry.Kind) {
 				continue
 			}
 			kv := kindView{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status}
@@ -222,13 +223,4 @@ func (s *server) views(kinds []string) http.HandlerFunc {
 		}
 		s.json(w, http.StatusOK, out)
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 )
 
@@ -23,7 +24,11 @@ type LoopOptions struct {
 // arrive through Submit, one goroutine runs them in order and owns every
 // piece of state they touch, and readers use snapshots the commands publish
 // through atomic pointers. Submit never blocks: a full queue is an error
-// the caller sees.
+// the caller sees. RunOn runs a command on it and waits for it.
+//
+// SubmitUrgent is a second lane past the queue limit: before each queued
+// command the loop first runs everything urgent, so work that must never
+// be refused (a member's exit) runs promptly even while the queue is full.
 type Loop struct {
 	q       queue[func()]
 	wake    chan struct{}
@@ -33,7 +38,15 @@ type Loop struct {
 	onWarn  func(int)
 	stopped atomic.Bool
 	done    chan struct{}
+
+	urgentMu     sync.Mutex
+	urgent       []func() // guarded by urgentMu; nil once stopped
+	urgentClosed bool     // guarded by urgentMu
+	urgentSet    atomic.Bool
+	urgentSpare  []func() // loop-owned: the drained list, reused
 }
+
+var _ UrgentOwner = (*Loop)(nil)
 
 // NewLoop returns a loop; call Run to start it.
 func NewLoop(opts LoopOptions) *Loop {
@@ -77,48 +90,68 @@ func (l *Loop) Submit(fn func()) error {
 			l.warned.Store(false)
 		}
 	}
+	l.wakeUp()
+	return nil
+}
+
+// SubmitUrgent queues fn to run on the loop before the next queued
+// command, whatever the queue holds: it fails only once the loop stopped.
+func (l *Loop) SubmitUrgent(fn func()) error {
+	l.urgentMu.Lock()
+	if l.urgentClosed {
+		l.urgentMu.Unlock()
+		return ErrLoopStopped
+	}
+	l.urgent = append(l.urgent, fn)
+	l.urgentMu.Unlock()
+	l.urgentSet.Store(true)
+	l.wakeUp()
+	return nil
+}
+
+// wakeUp wakes the loop if it sleeps.
+func (l *Loop) wakeUp() {
 	if l.waiting.Load() && l.waiting.CompareAndSwap(true, false) {
 		select {
 		case l.wake <- struct{}{}:
 		default:
 		}
 	}
-	return nil
 }
 
-// Call runs fn on the loop and waits for it, or for ctx.
-func (l *Loop) Call(ctx context.Context, fn func()) error {
-	done := make(chan struct{})
-	if err := l.Submit(func() { fn(); close(done) }); err != nil {
-		return err
+// runUrgent runs the urgent work queued so far; on the loop.
+func (l *Loop) runUrgent() {
+	l.urgentSet.Store(false)
+	l.urgentMu.Lock()
+	work := l.urgent
+	l.urgent = l.urgentSpare[:0]
+	l.urgentMu.Unlock()
+	for _, fn := range work {
+		fn()
 	}
-	select {
-	case <-done:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-l.done:
-		select {
-		case <-done:
-			return nil
-		default:
-			return ErrLoopStopped
-		}
-	}
+	clear(work)
+	l.urgentSpare = work
 }
 
-// Run runs commands until ctx is done. Commands still queued then are
-// dropped; Submit fails from then on.
+// Run runs commands until ctx is done. Commands still queued then, urgent
+// or not, are dropped; Submit fails from then on.
 func (l *Loop) Run(ctx context.Context) {
 	defer close(l.done)
 	defer func() {
 		l.stopped.Store(true)
 		l.q.close()
+		l.urgentMu.Lock()
+		l.urgentClosed = true
+		l.urgent = nil
+		l.urgentMu.Unlock()
 	}()
 	for {
 		for {
 			if ctx.Err() != nil {
 				return
+			}
+			if l.urgentSet.Load() {
+				l.runUrgent()
 			}
 			fn, ok := l.q.pop()
 			if !ok {
@@ -130,7 +163,7 @@ func (l *Loop) Run(ctx context.Context) {
 		// idle loop holds no buffer.
 		l.q.trim()
 		l.waiting.Store(true)
-		if l.q.len() > 0 {
+		if l.q.len() > 0 || l.urgentSet.Load() {
 			l.waiting.Store(false)
 			continue
 		}

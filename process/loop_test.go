@@ -24,7 +24,7 @@ func TestLoopRunsInOrderOnOneGoroutine(t *testing.T) {
 		}
 	}
 	var got []int
-	if err := l.Call(context.Background(), func() { got = append([]int(nil), state...) }); err != nil {
+	if err := RunOn(context.Background(), l, CommandFunc(func() error { got = append([]int(nil), state...); return nil }), CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for i, v := range got {
@@ -64,7 +64,7 @@ func TestLoopLimits(t *testing.T) {
 	if err := l.Submit(func() {}); !errors.Is(err, ErrLoopStopped) {
 		t.Fatalf("submit after stop: %v", err)
 	}
-	if err := l.Call(context.Background(), func() {}); !errors.Is(err, ErrLoopStopped) {
+	if err := RunOn(context.Background(), l, nop, CallOptions{}); !errors.Is(err, ErrLoopStopped) {
 		t.Fatalf("call after stop: %v", err)
 	}
 }
@@ -74,7 +74,7 @@ func TestLoopCallHonoursContext(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Millisecond)
 	defer cancel()
 	// The loop is not running, so the call cannot complete.
-	if err := l.Call(ctx, func() {}); !errors.Is(err, context.DeadlineExceeded) {
+	if err := RunOn(ctx, l, nop, CallOptions{}); !errors.Is(err, context.DeadlineExceeded) || !errors.Is(err, ErrCallAbandoned) {
 		t.Fatalf("call = %v", err)
 	}
 }
@@ -90,7 +90,7 @@ func TestLoopReleasesCommands(t *testing.T) {
 	defer func() { cancel(); <-l.Done() }()
 	big := new([1 << 20]byte)
 	w := weak.Make(big)
-	if err := l.Call(context.Background(), func() { big[0] = 1 }); err != nil {
+	if err := RunOn(context.Background(), l, CommandFunc(func() error { big[0] = 1; return nil }), CallOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	big = nil

@@ -24,6 +24,10 @@ type Options struct {
 	Creation uint32
 	// Logger receives the node's own diagnostics. Default: slog.Default().
 	Logger *slog.Logger
+	// AbandonAfter is how long a killed goroutine process's function may
+	// take to return before the process is reported abandoned (see
+	// Abandoned). Default: DefaultAbandonAfter.
+	AbandonAfter time.Duration
 }
 
 // Node is the local runtime: it issues PIDs, holds the process table and
@@ -40,6 +44,10 @@ type Node struct {
 
 	transport atomic.Pointer[transportBox]
 
+	abandonAfter   time.Duration
+	abandonTotal   atomic.Int64
+	abandonRunning atomic.Int64
+
 	// rel indexes, per remote node, the local processes that hold (or
 	// held) a link or monitor with one of its processes, so a node going
 	// down visits only those. A process leaves it when it exits.
@@ -51,7 +59,10 @@ type transportBox struct{ t Transport }
 
 // NewNode returns a node with no processes.
 func NewNode(opts Options) *Node {
-	n := &Node{name: opts.Name, creation: opts.Creation, log: opts.Logger}
+	n := &Node{name: opts.Name, creation: opts.Creation, log: opts.Logger, abandonAfter: opts.AbandonAfter}
+	if n.abandonAfter <= 0 {
+		n.abandonAfter = DefaultAbandonAfter
+	}
 	if n.name == "" {
 		h, err := os.Hostname()
 		if err != nil || h == "" {
@@ -370,9 +381,10 @@ func (n *Node) exitFrom(from, pid PID, reason error, op string) error {
 
 // Kill ends a process at once with ErrKilled: it is gone from the node, its
 // monitors and links are told, and its goroutine (if it has one) is left to
-// return on its own once it sees its context cancelled. A remote process
-// is killed by its node, which refuses for a system process as Terminate
-// does.
+// return on its own once it sees its context cancelled; one that has not
+// returned Options.AbandonAfter later is reported abandoned (see
+// Abandoned). A remote process is killed by its node, which refuses for a
+// system process as Terminate does.
 func (n *Node) Kill(pid PID) error {
 	if n.isRemote(pid) {
 		t := n.remote()
@@ -389,6 +401,7 @@ func (n *Node) Kill(pid PID) error {
 		return fmt.Errorf("kill %s: %w", pid, ErrNoProcess)
 	}
 	p.finish(Exit{Err: ErrKilled})
+	n.watchAbandon(p)
 	return nil
 }
 

@@ -67,6 +67,12 @@ func (h *Proc) Arm() {
 // Disarm withdraws Arm when the process found work after all.
 func (h *Proc) Disarm() { h.p.waiting.Store(false) }
 
+// Notify wakes the process if it waits on Wake, as a message does. Code
+// that feeds the process through a queue of its own (a Lua host's
+// channels, a timer) calls it after queueing, so the process waits on one
+// wake-up for every source. Any goroutine may call it.
+func (h *Proc) Notify() { h.p.notify() }
+
 // Receive blocks until a message arrives or ctx (or the process's own
 // context) is done.
 func (h *Proc) Receive(ctx context.Context) (Message, error) {
@@ -116,5 +122,6 @@ func (p *process) runFunc(fn ProcFunc) {
 		v, err := fn(h)
 		e = Exit{Value: v, Err: err}
 	}()
+	p.node.returned(p, &p.ext.Load().run)
 	p.finish(p.exitReason(e))
 }

@@ -37,6 +37,7 @@ type process struct {
 type procExt struct {
 	ctx    context.Context // goroutine process only
 	cancel context.CancelFunc
+	run    atomic.Int32 // goroutine process: runStarted, runReturned or runAbandoned
 
 	events queue[Event]
 

@@ -67,6 +67,7 @@ func (n *Node) SpawnFunc(fn ProcFunc, opts SpawnOptions) (PID, error) {
 	}
 	x := p.extLocked()
 	x.ctx, x.cancel = context.WithCancel(parent)
+	x.run.Store(runStarted)
 	if err := n.install(p, opts); err != nil {
 		x.cancel()
 		return PID{}, err

@@ -30,8 +30,9 @@ func (n *Node) Done(pid PID) (done <-chan struct{}, exit func() Exit, ok bool) {
 }
 
 // Stop terminates a local process and waits for it to exit. When ctx ends
-// first, the process is killed and Stop returns its ErrKilled exit. It
-// returns ErrNoProcess when there is no such process.
+// first, the process is killed and Stop returns its ErrKilled exit; a
+// goroutine that still does not return is reported abandoned (see Kill).
+// It returns ErrNoProcess when there is no such process.
 func (n *Node) Stop(ctx context.Context, pid PID) (Exit, error) {
 	done, exit, ok := n.Done(pid)
 	if !ok {

@@ -325,16 +325,9 @@ func (d *Decoder) Ref(field string, mode RefMode, kinds ...string) ID {
 	if s == "" {
 		return ""
 	}
-	id := d.qualify(s)
+	id := Qualify(d.entry, s)
 	d.entry.Refs = append(d.entry.Refs, Ref{Field: d.prefix + field, Pos: d.Pos(field), To: id, Kinds: kinds, Mode: mode})
 	return id
-}
-
-func (d *Decoder) qualify(s string) ID {
-	if strings.Contains(s, ":") || d.entry == nil {
-		return ID(s)
-	}
-	return ID(d.entry.ID.Namespace() + ":" + s)
 }
 
 // Source reads field as a Lua source ("file://path", relative to the YAML

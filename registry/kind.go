@@ -84,6 +84,9 @@ type Env struct {
 	// Entries resolves entry IDs against the configuration in force (after
 	// a reload, the new one).
 	Entries Lookup
+	// Instances holds the running instances that may be referred to by
+	// PID (see Find). Nil: none can be.
+	Instances *Directory
 }
 
 // HealthRegistry holds named health checks for /healthz.

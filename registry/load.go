@@ -3,7 +3,6 @@ package registry
 import (
 	"bytes"
 	"cmp"
-	"container/heap"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -710,7 +709,7 @@ func (ld *load) lifecycle(d *Decoder, e *Entry) {
 				lc.add(pos, field, "must be an entry ID (namespace:name)")
 				continue
 			}
-			id := lc.qualify(c.Value)
+			id := Qualify(lc.entry, c.Value)
 			if !validID(id) {
 				lc.add(pos, field, fmt.Sprintf("%q is not an entry ID (namespace:name)", c.Value))
 				continue
@@ -789,7 +788,7 @@ func (ld *load) checkRefs(cfg *Config) {
 				ld.fail(r.Pos, e.ID, r.Field, "%s", msg)
 				continue
 			}
-			if len(r.Kinds) > 0 && !contains(r.Kinds, t.Kind) {
+			if len(r.Kinds) > 0 && !slices.Contains(r.Kinds, t.Kind) {
 				ld.fail(r.Pos, e.ID, r.Field, "references %s, a %s; must be %s", r.To, t.Kind, strings.Join(r.Kinds, " or "))
 				continue
 			}
@@ -800,216 +799,4 @@ func (ld *load) checkRefs(cfg *Config) {
 		slices.Sort(deps)
 		cfg.Deps[e.ID] = deps
 	}
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
-}
-
-// checkCycles reports every dependency cycle (one error per strongly
-// connected component, listing one cycle through it). It reports whether
-// any was found.
-func (ld *load) checkCycles(cfg *Config) bool {
-	found := false
-	for _, comp := range sccs(cfg) {
-		if len(comp) == 1 {
-			continue
-		}
-		found = true
-		in := map[ID]bool{}
-		for _, id := range comp {
-			in[id] = true
-		}
-		start := comp[0]
-		for _, id := range comp {
-			if id < start {
-				start = id
-			}
-		}
-		cycle := findCycle(cfg, start, in)
-		e := cfg.Entries[start]
-		field := ""
-		pos := e.Pos
-		for _, r := range e.Refs {
-			if len(cycle) > 1 && r.To == cycle[1] {
-				field, pos = r.Field, r.Pos
-				break
-			}
-		}
-		parts := make([]string, len(cycle))
-		for i, id := range cycle {
-			parts[i] = string(id)
-		}
-		ld.fail(pos, start, field, "dependency cycle: %s", strings.Join(parts, " -> "))
-	}
-	return found
-}
-
-// findCycle returns a path start -> ... -> start within the component in.
-func findCycle(cfg *Config, start ID, in map[ID]bool) []ID {
-	prev := map[ID]ID{}
-	queue := []ID{start}
-	visited := map[ID]bool{start: true}
-	for len(queue) > 0 {
-		cur := queue[0]
-		queue = queue[1:]
-		for _, next := range cfg.Deps[cur] {
-			if !in[next] {
-				continue
-			}
-			if next == start {
-				path := []ID{start}
-				for at := cur; at != start; at = prev[at] {
-					path = append(path, at)
-				}
-				path = append(path[:1], reverse(path[1:])...)
-				return append(path, start)
-			}
-			if !visited[next] {
-				visited[next] = true
-				prev[next] = cur
-				queue = append(queue, next)
-			}
-		}
-	}
-	return []ID{start}
-}
-
-func reverse(ids []ID) []ID {
-	out := make([]ID, len(ids))
-	for i, id := range ids {
-		out[len(ids)-1-i] = id
-	}
-	return out
-}
-
-// sccs returns the strongly connected components of the dependency graph
-// (Tarjan's algorithm, iterative so a long chain cannot overflow the stack).
-func sccs(cfg *Config) [][]ID {
-	ids := make([]ID, 0, len(cfg.Entries))
-	for id := range cfg.Entries {
-		ids = append(ids, id)
-	}
-	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
-	index := map[ID]int{}
-	low := map[ID]int{}
-	onStack := map[ID]bool{}
-	var stack []ID
-	var out [][]ID
-	next := 0
-	type frame struct {
-		id ID
-		i  int
-	}
-	for _, root := range ids {
-		if _, done := index[root]; done {
-			continue
-		}
-		work := []frame{{id: root}}
-		index[root], low[root] = next, next
-		next++
-		stack = append(stack, root)
-		onStack[root] = true
-		for len(work) > 0 {
-			f := &work[len(work)-1]
-			deps := cfg.Deps[f.id]
-			if f.i < len(deps) {
-				w := deps[f.i]
-				f.i++
-				if _, seen := index[w]; !seen {
-					index[w], low[w] = next, next
-					next++
-					stack = append(stack, w)
-					onStack[w] = true
-					work = append(work, frame{id: w})
-				} else if onStack[w] {
-					low[f.id] = min(low[f.id], index[w])
-				}
-				continue
-			}
-			v := f.id
-			work = work[:len(work)-1]
-			if len(work) > 0 {
-				p := work[len(work)-1].id
-				low[p] = min(low[p], low[v])
-			}
-			if low[v] == index[v] {
-				var comp []ID
-				for {
-					w := stack[len(stack)-1]
-					stack = stack[:len(stack)-1]
-					onStack[w] = false
-					comp = append(comp, w)
-					if w == v {
-						break
-					}
-				}
-				out = append(out, comp)
-			}
-		}
-	}
-	return out
-}
-
-// order returns the entries in dependency order (Kahn's algorithm, ties
-// broken by ID so the order is stable from one load to the next: of the
-// entries whose dependencies are all placed, the least ID goes next).
-// Entries on a dependency cycle are left out. It works on the entries'
-// ranks in ID order, so the heap compares integers, not strings.
-func order(cfg *Config) []ID {
-	ids := make([]ID, 0, len(cfg.Entries))
-	for id := range cfg.Entries {
-		ids = append(ids, id)
-	}
-	slices.Sort(ids)
-	rank := make(map[ID]int, len(ids))
-	for i, id := range ids {
-		rank[id] = i
-	}
-	pending := make([]int, len(ids))
-	users := make([][]int, len(ids))
-	ready := &rankHeap{}
-	for i, id := range ids {
-		deps := cfg.Deps[id]
-		pending[i] = len(deps)
-		for _, dep := range deps {
-			if j, ok := rank[dep]; ok {
-				users[j] = append(users[j], i)
-			}
-		}
-		if len(deps) == 0 {
-			*ready = append(*ready, i) // ascending: already a heap
-		}
-	}
-	out := make([]ID, 0, len(ids))
-	for ready.Len() > 0 {
-		i := heap.Pop(ready).(int)
-		out = append(out, ids[i])
-		for _, u := range users[i] {
-			pending[u]--
-			if pending[u] == 0 {
-				heap.Push(ready, u)
-			}
-		}
-	}
-	return out
-}
-
-// rankHeap is a min-heap of ranks.
-type rankHeap []int
-
-func (h rankHeap) Len() int           { return len(h) }
-func (h rankHeap) Less(i, j int) bool { return h[i] < h[j] }
-func (h rankHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *rankHeap) Push(x any)        { *h = append(*h, x.(int)) }
-func (h *rankHeap) Pop() any {
-	old := *h
-	x := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return x
 }

@@ -285,15 +285,7 @@ func (rt *Runtime) stopInOrder(snap *snapshot, set map[ID]bool) {
 		}
 	}
 	slices.Reverse(ids)
-	prev := rt.snap.Load()
-	if prev != snap {
-		// stopEntry reads the published snapshot; stop with snap's slots.
-		rt.snap.Store(snap)
-		defer rt.snap.Store(prev)
-	}
-	for _, id := range ids {
-		rt.stopEntry(id)
-	}
+	rt.stopEntries(snap, ids)
 }
 
 // depStarted reports whether one of id's running dependencies was just

@@ -148,7 +148,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 		opts.StopTimeout = 5 * time.Second
 	}
 	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}}
-	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt}
+	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{}}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
 	rt.restarts = RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "runner_entry_restarts_total",
@@ -195,14 +195,18 @@ func (rt *Runtime) SetOwner(o Owner) { rt.owner.Store(&ownerBox{o}) }
 // Config returns the configuration in force.
 func (rt *Runtime) Config() *Config { return rt.snap.Load().cfg }
 
-// do runs fn on the loop and waits for it.
+// do runs fn on the loop and waits for it, or for ctx (whose error it then
+// returns).
 func (rt *Runtime) do(ctx context.Context, fn func()) error {
 	if rt.stopped.Load() {
 		return ErrRuntimeStopped
 	}
-	err := rt.loop.Call(ctx, fn)
-	if errors.Is(err, process.ErrLoopStopped) {
+	err := process.RunOn(ctx, rt.loop, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{})
+	switch {
+	case errors.Is(err, process.ErrLoopStopped):
 		return ErrRuntimeStopped
+	case errors.Is(err, process.ErrCallAbandoned):
+		return ctx.Err()
 	}
 	return err
 }
@@ -239,7 +243,7 @@ func (rt *Runtime) start(ctx context.Context, cfg *Config) error {
 		}
 		if err := rt.startEntry(ctx, id); err != nil {
 			slices.Reverse(started)
-			rt.stopEntries(started)
+			rt.stopEntries(rt.snap.Load(), started)
 			return err
 		}
 		started = append(started, id)
@@ -346,19 +350,19 @@ func (rt *Runtime) clearFailedCheck(id ID) {
 	}
 }
 
-// stopEntries stops ids in the given order, each within StopTimeout; on
-// the loop.
-func (rt *Runtime) stopEntries(ids []ID) {
+// stopEntries stops the entries ids of snap in the given order, each within
+// StopTimeout; on the loop. snap need not be the published snapshot: a
+// reload stops what the old configuration runs after it published the new.
+func (rt *Runtime) stopEntries(snap *snapshot, ids []ID) {
 	for _, id := range ids {
-		rt.stopEntry(id)
+		if s := snap.slots[id]; s != nil {
+			rt.stopEntry(id, s)
+		}
 	}
 }
 
-func (rt *Runtime) stopEntry(id ID) {
-	s := rt.snap.Load().slots[id]
-	if s == nil {
-		return
-	}
+// stopEntry stops the instance of slot s, the state of entry id.
+func (rt *Runtime) stopEntry(id ID, s *slot) {
 	cur := s.state.Load()
 	if cur.Instance == nil || (cur.Status != StatusRunning && cur.Status != StatusStarting) {
 		if cur.Status == StatusStarting {
@@ -419,7 +423,7 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 		snap := rt.snap.Load()
 		ids := slices.Clone(snap.cfg.Order)
 		slices.Reverse(ids)
-		rt.stopEntries(ids)
+		rt.stopEntries(snap, ids)
 		rt.stopped.Store(true)
 	})
 	rt.stopped.Store(true)

@@ -25,6 +25,7 @@ type runFlags struct {
 	logFmt   logging.Format
 	logLevel slog.Level
 	cluster  clusterConfig
+	memLimit memoryLimit
 	load     *loadFlags
 }
 
@@ -79,6 +80,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.cluster.SecretFile, "cluster-secret-file", "", "`FILE` holding the cluster's shared key")
 	logFmt := fs.String("log-format", "", "log `FORMAT`: text or json (default: text on a terminal, json otherwise)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
+	fs.Var(&f.memLimit, "memory-limit", "the Go runtime's soft memory limit, a `SIZE` such as 2GiB or off (default: GOMEMLIMIT)")
 	f.load = addLoadFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: runner run [flags] [PATH...] [-- ARGS for --main]")

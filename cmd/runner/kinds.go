@@ -7,13 +7,20 @@ import (
 	"github.com/proctor-run/proctor/kinds/pool"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/lua"
+	luapg "github.com/proctor-run/proctor/lua/modules/pg"
+	luarouter "github.com/proctor-run/proctor/lua/modules/router"
+	luasupervisor "github.com/proctor-run/proctor/lua/modules/supervisor"
 	"github.com/proctor-run/proctor/registry"
 )
 
-// newKinds registers every kind the runner knows.
+// newKinds registers every kind the runner knows, and gives the Lua host
+// the modules that bind them.
 func newKinds(stdout io.Writer) *registry.Registry {
 	r := registry.NewRegistry()
-	r.Register(lua.NewKind(lua.Options{Stdout: stdout}))
+	r.Register(lua.NewKind(lua.Options{
+		Stdout:  stdout,
+		Modules: []lua.Module{luapg.Module(), luarouter.Module(), luasupervisor.Module()},
+	}))
 	r.Register(pgscope.Kind{})
 	r.Register(pool.Kind{})
 	r.Register(pool.GroupKind{})

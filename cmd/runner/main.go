@@ -153,6 +153,7 @@ type app struct {
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
 	log := logging.New(logging.Options{Writer: stderr, Format: f.logFmt, Level: f.logLevel})
+	f.memLimit.apply(log)
 	kinds := newKinds(stdout)
 	loader := f.load.loader(kinds, log)
 	// A stop signal while the configuration loads abandons the load; a

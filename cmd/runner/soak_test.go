@@ -404,7 +404,7 @@ func treeSize(sup *supervisor.Supervisor) int {
 			continue
 		}
 		n++
-		if sub, ok := supervisor.ByPID(c.PID); ok {
+		if sub, ok := sup.ByPID(c.PID); ok {
 			n += treeSize(sub)
 		}
 	}
@@ -418,7 +418,7 @@ func workersOf(sup *supervisor.Supervisor) []process.PID {
 		if c.PID.IsZero() {
 			continue
 		}
-		if sub, ok := supervisor.ByPID(c.PID); ok {
+		if sub, ok := sup.ByPID(c.PID); ok {
 			out = append(out, workersOf(sub)...)
 			continue
 		}

@@ -161,21 +161,36 @@ func TestBroadcastTimeoutAndLocal(t *testing.T) {
 	}
 }
 
-// The health check is healthy on a single node, fails once peers exist and
-// no broadcast traffic was seen for a long period, and fails when stopped.
+// The health check is healthy on a single node however quiet it is; once
+// a peer's scope has been heard from (through the Replica API the cluster
+// layer drives) it fails after a long period without broadcast traffic,
+// heals with traffic and when the peer goes down; it fails when the scope
+// is stopped.
 func TestHealthCheck(t *testing.T) {
 	h := newHarness(t, func(s *Spec) { s.AntiEntropyInterval = 10 * time.Millisecond })
 	check, ok := h.health.get("pg.broadcast_recent.test:pg")
 	if !ok {
 		t.Fatal("no health check")
 	}
+	ctx := context.Background()
+	quiet := func() { h.s.lastTraffic.Store(time.Now().Add(-time.Hour).UnixNano()) }
+	quiet()
 	if err := check(); err != nil {
 		t.Fatalf("single node unhealthy: %v", err)
 	}
-	h.s.peers.Store(1)
-	h.s.lastTraffic.Store(time.Now().Add(-time.Second).UnixNano())
+	remote := process.PID{Node: "n2", ID: 1, Creation: 1}
+	if err := h.s.ApplyJoin(ctx, "n2", "g", []process.PID{remote}); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.s.peers.Load(); n != 1 {
+		t.Fatalf("%d peers after a remote join, want 1", n)
+	}
+	if err := check(); err != nil {
+		t.Fatalf("unhealthy right after a peer's join: %v", err)
+	}
+	quiet()
 	if err := check(); err == nil {
-		t.Fatal("quiet scope with peers reported healthy")
+		t.Fatal("quiet scope with a peer reported healthy")
 	}
 	if _, err := h.s.Broadcast(h.pid(), "g", "t", nil); err != nil {
 		t.Fatal(err)
@@ -183,7 +198,25 @@ func TestHealthCheck(t *testing.T) {
 	if err := check(); err != nil {
 		t.Fatalf("unhealthy right after a broadcast: %v", err)
 	}
-	h.s.peers.Store(0)
+	// A sync from a second peer with nothing in it is still a peer.
+	if err := h.s.ApplySync(ctx, "n3", nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := h.s.peers.Load(); n != 2 {
+		t.Fatalf("%d peers after a sync from n3, want 2", n)
+	}
+	for _, node := range []string{"n2", "n3"} {
+		if err := h.s.ApplyNodeDown(ctx, node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := h.s.peers.Load(); n != 0 {
+		t.Fatalf("%d peers after both went down", n)
+	}
+	quiet()
+	if err := check(); err != nil {
+		t.Fatalf("unhealthy with every peer down: %v", err)
+	}
 	_ = h.s.Stop(context.Background())
 	if err := check(); err == nil {
 		t.Fatal("stopped scope reported healthy")

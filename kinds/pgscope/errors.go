@@ -1,6 +1,9 @@
 package pgscope
 
-import "github.com/proctor-run/proctor/value"
+import (
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
 
 // Sentinel errors. Each is a *value.Error with a stable code (see
 // value.Sentinel), so its kind and identity survive wrapping, copying into
@@ -22,10 +25,10 @@ var (
 	ErrInvalidGroup = value.Sentinel("pgscope.invalid_group", value.KindInvalid, "invalid group name")
 	// ErrTimeout: the scope's loop did not answer within protocol_timeout.
 	ErrTimeout = value.Sentinel("pgscope.timeout", value.KindTimeout, "pg scope did not answer in time")
-	// ErrNotRunning: no running scope has that entry ID.
-	ErrNotRunning = value.Sentinel("pgscope.not_running", value.KindNotFound, "pg scope not running")
-	// ErrNotScope: the entry is not a pg.scope.
-	ErrNotScope = value.Sentinel("pgscope.not_scope", value.KindInvalid, "not a pg.scope entry")
+	// ErrNotRunning: no running scope has that entry ID (registry.Find).
+	ErrNotRunning = registry.ErrNotRunning
+	// ErrNotScope: the entry is not a pg.scope (registry.Find).
+	ErrNotScope = registry.ErrWrongKind
 	// ErrCallerGone: the caller's context ended (its process is stopping)
 	// while it waited for the scope.
 	ErrCallerGone = value.Sentinel("pgscope.caller_gone", value.KindStopped, "caller stopped waiting")

@@ -1,6 +1,8 @@
 package pgscope
 
 import (
+	"sync"
+
 	"github.com/proctor-run/proctor/registry"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -14,10 +16,29 @@ type scopeMetrics struct {
 	scope                               string
 }
 
+// collectors are the kind's metric families on one Prometheus registry,
+// registered as one Collector so that every scope reporting there shares
+// them (registry.RegisterCollector returns the one registered first).
+//
+// They also record which scope of each entry is the latest: the scopes of
+// one entry share its series and its health check, and a scope that stops
+// after a newer one of its entry started (a restart that overlapped the
+// stop) must leave both to that one. What they share is per registry, so
+// the record is kept with it rather than in a process-wide table.
 type collectors struct {
 	groups, members, queue, subscribers *prometheus.GaugeVec
 	joins, leaves, broadcasts, dropped  *prometheus.CounterVec
 	deliveries, refused                 *prometheus.CounterVec
+
+	mu     sync.Mutex
+	owners map[ownerKey]*Scope // the latest scope of each entry
+}
+
+// ownerKey is an entry of one runtime: two runtimes may share a Prometheus
+// registry, never an Env.
+type ownerKey struct {
+	env *registry.Env
+	id  registry.ID
 }
 
 func newCollectors() *collectors {
@@ -38,21 +59,49 @@ func newCollectors() *collectors {
 		dropped:     c("pg_monitor_dropped_total", "Events lost because a subscriber's monitor_buffer was full."),
 		deliveries:  c("pg_broadcast_deliveries_total", "Broadcast copies by outcome.", "result"),
 		refused:     c("pg_action_queue_refused_total", "Operations refused because the loop queue was at action_queue_max_size."),
+		owners:      map[ownerKey]*Scope{},
 	}
 }
 
+func (c *collectors) each(fn func(prometheus.Collector)) {
+	for _, v := range []prometheus.Collector{c.groups, c.members, c.queue, c.subscribers,
+		c.joins, c.leaves, c.broadcasts, c.dropped, c.deliveries, c.refused} {
+		fn(v)
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *collectors) Describe(ch chan<- *prometheus.Desc) {
+	c.each(func(v prometheus.Collector) { v.Describe(ch) })
+}
+
+// Collect implements prometheus.Collector.
+func (c *collectors) Collect(ch chan<- prometheus.Metric) {
+	c.each(func(v prometheus.Collector) { v.Collect(ch) })
+}
+
+// claim makes s the latest scope of its entry.
+func (c *collectors) claim(s *Scope) {
+	c.mu.Lock()
+	c.owners[ownerKey{s.env, s.id}] = s
+	c.mu.Unlock()
+}
+
+// release forgets s and reports whether it was the latest scope of its
+// entry, which then gives up the shared gauges and health check.
+func (c *collectors) release(s *Scope) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := ownerKey{s.env, s.id}
+	if c.owners[k] != s {
+		return false
+	}
+	delete(c.owners, k)
+	return true
+}
+
 func newScopeMetrics(reg *prometheus.Registry, scope string) *scopeMetrics {
-	c := newCollectors()
-	c.groups = registry.RegisterCollector(reg, c.groups)
-	c.members = registry.RegisterCollector(reg, c.members)
-	c.queue = registry.RegisterCollector(reg, c.queue)
-	c.subscribers = registry.RegisterCollector(reg, c.subscribers)
-	c.joins = registry.RegisterCollector(reg, c.joins)
-	c.leaves = registry.RegisterCollector(reg, c.leaves)
-	c.broadcasts = registry.RegisterCollector(reg, c.broadcasts)
-	c.dropped = registry.RegisterCollector(reg, c.dropped)
-	c.deliveries = registry.RegisterCollector(reg, c.deliveries)
-	c.refused = registry.RegisterCollector(reg, c.refused)
+	c := registry.RegisterCollector(reg, newCollectors())
 	m := &scopeMetrics{vecs: c, scope: scope}
 	m.groups = c.groups.WithLabelValues(scope)
 	m.members = c.members.WithLabelValues(scope)

@@ -18,8 +18,8 @@ import (
 )
 
 // Scope is a running pg.scope: an isolated namespace of process groups.
-// Other packages reach it with env.Entries.Instance(id) and a type
-// assertion to *Scope.
+// Other packages reach it with registry.Find[*Scope](env, "pg scope", id,
+// KindName).
 //
 // Mutations (Join, Leave, Monitor, Events, and the member snapshot of a
 // broadcast) are commands run in order by the scope's loop; the reads
@@ -40,18 +40,10 @@ type Scope struct {
 	ngroups atomic.Int64 // groups in root, to size WhichGroups
 	st      state        // owned by the loop; by halt once the loop has stopped
 
-	// urgent holds work that must never be refused by a full queue (a
-	// member's EXIT, a closed subscription). Every loop command drains it
-	// first, and urgentDo also submits a drain of its own, so it runs
-	// promptly whether or not the queue has room.
-	urgentMu      sync.Mutex
-	urgent        []func()
-	urgentPending atomic.Bool
-
 	m           *scopeMetrics
 	healthName  string
 	lastTraffic atomic.Int64 // unix nanoseconds of the last broadcast traffic
-	peers       atomic.Int64 // remote peers known; always 0 on a single node
+	peers       atomic.Int64 // remote peers heard from and not down; see state.heard
 
 	stopped  atomic.Bool
 	haltOnce sync.Once
@@ -79,7 +71,10 @@ func (Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (re
 }
 
 // New starts a scope outside the registry (for Go embedders and tests).
-// env needs a Node; Logger, Metrics, Health and Entries may be nil.
+// env needs a Node; Logger, Metrics, Health and Entries may be nil. The
+// scopes of one entry share their series and health check through
+// env.Metrics: without it, a scope that stops after a newer one of the
+// same entry started also removes that one's health check.
 func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
 	if env == nil || env.Node == nil {
 		return nil, fmt.Errorf("pg scope %s: env has no node", id)
@@ -110,9 +105,9 @@ func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
 	}
 	s.pid = pid
 	s.lastTraffic.Store(time.Now().UnixNano())
-	// Registered before anything can halt the scope, so halt always finds
+	// Claimed before anything can halt the scope, so halt always finds
 	// what it must release.
-	claim(s)
+	s.m.vecs.claim(s)
 	if env.Health != nil {
 		s.healthName = "pg.broadcast_recent." + string(id)
 		env.Health.SetCheck(s.healthName, s.checkBroadcastRecent)
@@ -133,57 +128,6 @@ func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
 		}
 	}()
 	s.log.Debug("pg scope started", "pid", pid.String())
-	return s, nil
-}
-
-// owners records which scope of an entry (per runtime) is the latest, so
-// that stopping an older one does not zero the gauges or remove the health
-// check the newer one shares.
-var owners = struct {
-	sync.Mutex
-	m map[ownerKey]*Scope
-}{m: map[ownerKey]*Scope{}}
-
-type ownerKey struct {
-	env *registry.Env
-	id  registry.ID
-}
-
-func claim(s *Scope) {
-	owners.Lock()
-	owners.m[ownerKey{s.env, s.id}] = s
-	owners.Unlock()
-}
-
-// release forgets s and reports whether it was the latest.
-func release(s *Scope) bool {
-	owners.Lock()
-	defer owners.Unlock()
-	k := ownerKey{s.env, s.id}
-	if owners.m[k] != s {
-		return false
-	}
-	delete(owners.m, k)
-	return true
-}
-
-// Find returns the running scope of entry id, for other kinds and the Lua
-// module: not_found when it is not running (or not a scope).
-func Find(env *registry.Env, id registry.ID) (*Scope, error) {
-	if env == nil || env.Entries == nil {
-		return nil, fmt.Errorf("pg scope %s: %w", id, ErrNotRunning)
-	}
-	inst, ok := env.Entries.Instance(id)
-	if !ok {
-		if e, known := env.Entries.Entry(id); known && e.Kind != KindName {
-			return nil, fmt.Errorf("pg scope %s: %w: it is a %s", id, ErrNotScope, e.Kind)
-		}
-		return nil, fmt.Errorf("pg scope %s: %w", id, ErrNotRunning)
-	}
-	s, ok := inst.(*Scope)
-	if !ok {
-		return nil, fmt.Errorf("pg scope %s: %w: instance is a %T", id, ErrNotScope, inst)
-	}
 	return s, nil
 }
 
@@ -219,15 +163,12 @@ func (s *Scope) halt() {
 		s.cancel()
 		<-s.loop.Done()
 		// The loop is gone: this goroutine owns the state now.
-		s.urgentMu.Lock()
-		s.urgent = nil
-		s.urgentMu.Unlock()
 		s.st.closeAll()
 		s.root.Store(nil)
 		s.ngroups.Store(0)
 		// A newer scope of the same entry (a restart that overlapped this
 		// stop) owns the shared gauges and the health check by now.
-		if release(s) {
+		if s.m.vecs.release(s) {
 			s.m.reset()
 			if s.healthName != "" {
 				s.env.Health.RemoveCheck(s.healthName)
@@ -260,20 +201,16 @@ func (s *Scope) warnQueue(depth int) {
 		"depth", depth, "action_queue_size", sp.ActionQueueSize, "action_queue_max_size", sp.ActionQueueMaxSize)
 }
 
-// urgentDo runs fn on the loop as soon as possible, bypassing the queue
-// limit. See Scope.urgent.
+// urgentDo runs fn on the loop as soon as possible, past the queue limit:
+// work that must never be refused (a member's EXIT, a closed subscription).
 func (s *Scope) urgentDo(fn func()) {
 	if s.stopped.Load() {
 		return
 	}
-	s.urgentMu.Lock()
-	s.urgent = append(s.urgent, fn)
-	s.urgentMu.Unlock()
-	if s.urgentPending.CompareAndSwap(false, true) {
-		// When the queue is full the submit fails, but then commands are
-		// queued, and each drains urgent work before its own.
-		_ = s.loop.Submit(s.drainUrgentSafe)
-	}
+	_ = s.loop.SubmitUrgent(func() {
+		defer s.recoverLoop(nil)
+		fn()
+	})
 }
 
 // recoverLoop turns a panic in a loop command (a bug) into the failure of
@@ -293,90 +230,55 @@ func (s *Scope) recoverLoop(errp *error) {
 	_ = s.node.Exit(s.pid, err)
 }
 
-func (s *Scope) drainUrgentSafe() {
-	defer s.recoverLoop(nil)
-	s.drainUrgent()
-}
-
-// drainUrgent runs on the loop, at the start of every command.
-func (s *Scope) drainUrgent() {
-	if !s.urgentPending.Load() {
-		return
-	}
-	s.urgentPending.Store(false)
-	s.urgentMu.Lock()
-	work := s.urgent
-	s.urgent = nil
-	s.urgentMu.Unlock()
-	for _, fn := range work {
-		fn()
-	}
-}
-
-// call is a reusable wait for one loop command. Joins and leaves carry
-// their arguments in it (groups copied into a reused buffer) instead of a
-// closure, so the hot path allocates nothing of its own.
-type call struct {
-	done   chan struct{}
-	state  atomic.Uint32 // callPending, callDone or callExpired: who settles the call
-	err    error
-	timer  *time.Timer // fires expire; created once per pooled call
-	fn     func() error
+// command is one loop command, run through process.RunOn. Joins and leaves
+// carry their arguments in it (groups copied into a reused buffer: the
+// command may run after its caller gave up and reused its slice) instead
+// of a closure, and commands are pooled, so the hot path allocates nothing
+// of its own.
+type command struct {
 	s      *Scope
-	op     callOp
+	op     commandOp
 	pid    process.PID
 	groups []string
-	ctx    context.Context // the caller's: it stops waiting when ctx is done
-	runFn  func()          // c.run, bound once: a method value per Submit would allocate
+	fn     func() error
 }
 
-type callOp uint8
+type commandOp uint8
 
 const (
-	opFunc callOp = iota
+	opFunc commandOp = iota
 	opJoin
 	opLeave
 )
 
-const (
-	callPending uint32 = iota
-	callDone
-	callExpired
-)
+var commands = sync.Pool{New: func() any { return new(command) }}
 
-var callPool = sync.Pool{New: func() any {
-	c := &call{done: make(chan struct{}, 1)}
-	// The deadline settles the call from the timer's goroutine, so the
-	// caller waits on c.done alone instead of a select with a timer
-	// channel, a large part of a round trip's cost.
-	c.timer = time.AfterFunc(time.Hour, c.expire)
-	c.timer.Stop()
-	c.runFn = c.run
-	return c
-}}
-
-func (c *call) expire() {
-	if c.state.CompareAndSwap(callPending, callExpired) {
-		c.done <- struct{}{}
-	}
-}
-
-// run is the command the loop executes.
-func (c *call) run() {
-	defer c.s.recoverLoop(&c.err)
-	c.s.drainUrgent()
+// Run implements process.Command, on the loop. The command goes back to
+// its pool once run: RunOn never touches it after Run returns.
+func (c *command) Run() (err error) {
+	s := c.s
+	defer s.recoverLoop(&err)
 	switch c.op {
 	case opJoin:
-		c.err = c.s.st.join(c.pid, c.groups)
+		err = s.st.join(c.pid, c.groups)
 	case opLeave:
-		c.err = c.s.st.leave(c.pid, c.groups)
+		err = s.st.leave(c.pid, c.groups)
 	default:
-		c.err = c.fn()
+		err = c.fn()
 	}
-	c.s.m.queue.Set(float64(c.s.loop.Len()))
-	if c.state.CompareAndSwap(callPending, callDone) {
-		c.done <- struct{}{}
+	s.m.queue.Set(float64(s.loop.Len()))
+	c.release()
+	return err
+}
+
+func (c *command) release() {
+	c.s, c.fn = nil, nil
+	clear(c.groups)
+	if cap(c.groups) > 64 {
+		c.groups = nil
 	}
+	c.groups = c.groups[:0]
+	commands.Put(c)
 }
 
 // do runs fn on the loop and waits for its result, at most
@@ -387,107 +289,52 @@ func (s *Scope) do(op string, fn func() error) error {
 
 // doCtx is do for a caller that stops waiting when ctx is done.
 func (s *Scope) doCtx(ctx context.Context, op string, fn func() error) error {
-	c := callPool.Get().(*call)
-	c.op, c.fn, c.ctx = opFunc, fn, ctx
-	return s.submit(op, c)
+	c := commands.Get().(*command)
+	c.op, c.fn = opFunc, fn
+	return s.call(ctx, op, c)
 }
 
 // doOp runs a join or leave of pid on the loop; see do.
-func (s *Scope) doOp(ctx context.Context, op callOp, pid process.PID, groups []string) error {
-	c := callPool.Get().(*call)
-	c.op, c.pid, c.ctx = op, pid, ctx
-	c.groups = append(c.groups[:0], groups...)
+func (s *Scope) doOp(ctx context.Context, op commandOp, pid process.PID, groups []string) error {
+	c := commands.Get().(*command)
+	c.op, c.pid = op, pid
+	c.groups = append(c.groups, groups...)
 	name := "join"
 	if op == opLeave {
 		name = "leave"
 	}
-	return s.submit(name, c)
+	return s.call(ctx, name, c)
 }
 
-func (c *call) reset() {
-	c.state.Store(callPending)
-	c.err, c.fn, c.s, c.ctx = nil, nil, nil, nil
-	clear(c.groups)
-	if cap(c.groups) > 64 {
-		c.groups = nil
-	}
-	c.groups = c.groups[:0]
-	callPool.Put(c)
-}
-
-// abandon settles a waiting call as given up, unless the loop settled it
-// first, in which case it waits for that (already sent) answer and returns
-// nil.
-func (c *call) abandon(op string, why error, cause error) error {
-	if !c.state.CompareAndSwap(callPending, callExpired) {
-		<-c.done
-		return nil
-	}
-	c.timer.Stop()
-	s := c.s
-	if cause != nil {
-		return fmt.Errorf("pg scope %s: %s: %w: %v", s.id, op, why, cause)
-	}
-	return fmt.Errorf("pg scope %s: %s: %w", s.id, op, why)
-}
-
-func (s *Scope) submit(op string, c *call) error {
+// call runs c on the loop and turns what went wrong into the scope's
+// errors: stopped, a full queue (counted), protocol_timeout, or a caller
+// that stopped waiting. A command that did not run is not put back in the
+// pool: it may yet run (after a timeout), and one that never will is only
+// garbage.
+func (s *Scope) call(ctx context.Context, op string, c *command) error {
 	if s.stopped.Load() {
-		c.reset()
+		c.release()
 		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
 	}
 	c.s = s
-	if err := s.loop.Submit(c.runFn); err != nil {
-		c.reset()
-		if errors.Is(err, process.ErrQueueFull) {
-			s.m.refused.Inc()
-			return fmt.Errorf("pg scope %s: %s: %w (action_queue_max_size %d)", s.id, op, err, s.spec.Load().ActionQueueMaxSize)
-		}
-		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
-	}
 	timeout := s.spec.Load().ProtocolTimeout
-	c.timer.Reset(timeout)
-	if gone := c.ctx.Done(); gone == nil {
-		// context.Background(): the two-case select is the cheaper one.
-		select {
-		case <-c.done:
-		case <-s.halted:
-			if err := c.abandon(op, ErrStopped, nil); err != nil {
-				return err
-			}
-		}
-	} else {
-		select {
-		case <-c.done:
-		case <-s.halted:
-			if err := c.abandon(op, ErrStopped, nil); err != nil {
-				return err
-			}
-		case <-gone:
-			// The caller is stopping (a terminated process): it stops
-			// waiting; the command may still run, as after a timeout.
-			if err := c.abandon(op, ErrCallerGone, context.Cause(c.ctx)); err != nil {
-				return err
-			}
-		}
-	}
-	timerStopped := c.timer.Stop()
-	if c.state.Load() == callExpired {
-		// The command may still run later; the call is abandoned, not
-		// reused, so its late completion touches nobody.
+	err := process.RunOn(ctx, s.loop, c, process.CallOptions{Timeout: timeout})
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, process.ErrQueueFull):
+		s.m.refused.Inc()
+		return fmt.Errorf("pg scope %s: %s: %w (action_queue_max_size %d)", s.id, op, err, s.spec.Load().ActionQueueMaxSize)
+	case errors.Is(err, process.ErrLoopStopped):
+		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
+	case errors.Is(err, process.ErrCallTimeout):
 		return fmt.Errorf("pg scope %s: %s: %w after %s", s.id, op, ErrTimeout, timeout)
+	case errors.Is(err, process.ErrCallAbandoned):
+		// The caller is stopping (a terminated process): it stops
+		// waiting; the command may still run, as after a timeout.
+		return fmt.Errorf("pg scope %s: %s: %w: %v", s.id, op, ErrCallerGone, context.Cause(ctx))
 	}
-	err := c.err
-	if timerStopped {
-		c.reset()
-	}
-	// Otherwise the timer fired as the answer came: its expire may still
-	// be on its way, and would settle the next call that reused this one
-	// as timed out at once. This call is dropped instead.
-	if err != nil {
-		return fmt.Errorf("pg scope %s: %w", s.id, err)
-	}
-	return nil
+	return fmt.Errorf("pg scope %s: %w", s.id, err)
 }
 
 func (s *Scope) checkGroups(groups []string) error {
@@ -580,6 +427,18 @@ func (s *Scope) DistinctMembers(group string) []process.PID {
 		return nil
 	}
 	return slices.Clone(v.distinct(false))
+}
+
+// SharedDistinctMembers is DistinctMembers without the copy: the scope's
+// cached list for the current version of group, shared by every caller and
+// never modified, so a caller must not modify it either. A router that
+// picks a member per message reads it without allocating.
+func (s *Scope) SharedDistinctMembers(group string) []process.PID {
+	v := s.root.Load().get(hashGroup(group), group)
+	if v == nil {
+		return nil
+	}
+	return v.distinct(false)
 }
 
 // DistinctLocalMembers is DistinctMembers restricted to this node.
@@ -691,30 +550,6 @@ func (s *Scope) SubscribeAll(opts SubscribeOptions) (*Subscription, map[string][
 		return nil, nil, err
 	}
 	return sub, snap, nil
-}
-
-// checkBroadcastRecent is the pg.broadcast_recent health check: a scope
-// with peers that has seen no broadcast traffic for three anti-entropy
-// periods (or three protocol timeouts when anti-entropy is off) has a stuck
-// loop or a lasting partition. Without peers there is nothing to hear, and
-// the scope is healthy.
-func (s *Scope) checkBroadcastRecent() error {
-	if s.stopped.Load() {
-		return fmt.Errorf("pg scope %s: %w", s.id, ErrStopped)
-	}
-	if s.peers.Load() == 0 {
-		return nil
-	}
-	sp := s.spec.Load()
-	limit := 3 * sp.AntiEntropyInterval
-	if limit == 0 {
-		limit = 3 * sp.ProtocolTimeout
-	}
-	quiet := time.Since(time.Unix(0, s.lastTraffic.Load()))
-	if quiet > limit {
-		return fmt.Errorf("pg scope %s: no broadcast traffic for %s with %d peers", s.id, quiet.Round(time.Second), s.peers.Load())
-	}
-	return nil
 }
 
 // scopeProc is the scope's own process: the PID that stands for the entry,

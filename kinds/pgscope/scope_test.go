@@ -287,6 +287,24 @@ func TestDistinctMembers(t *testing.T) {
 	if h.s.DistinctMembers("none") != nil || h.s.DistinctLocalMembers("none") != nil {
 		t.Fatal("unknown group has members")
 	}
+	// The shared list is the cache itself: the same slice until the group
+	// changes, then a new one.
+	shared := h.s.SharedDistinctMembers("g")
+	if !equalPIDs(shared, []process.PID{b, remote}) || &h.s.SharedDistinctMembers("g")[0] != &shared[0] {
+		t.Fatalf("shared = %v, or copied", shared)
+	}
+	if err := h.s.Join(a, "g"); err != nil {
+		t.Fatal(err)
+	}
+	if now := h.s.SharedDistinctMembers("g"); !equalPIDs(now, []process.PID{b, a, remote}) || &now[0] == &shared[0] {
+		t.Fatalf("shared after a join = %v", now)
+	}
+	if !equalPIDs(shared, []process.PID{b, remote}) {
+		t.Fatal("a published list changed")
+	}
+	if h.s.SharedDistinctMembers("none") != nil {
+		t.Fatal("unknown group has shared members")
+	}
 }
 
 // pg_SUITE:double — two joins, two copies.

@@ -23,6 +23,8 @@ type state struct {
 	procs  map[process.PID]*procState
 	// nodes maps a remote node to the groups it has members in.
 	nodes map[string]map[string]struct{}
+	// peers are the remote nodes heard from and not down (health.go).
+	peers map[string]struct{}
 
 	groupSubs map[string]map[*Subscription]struct{}
 	scopeSubs map[*Subscription]struct{}
@@ -55,6 +57,7 @@ func newState(s *Scope) state {
 		groups:    make(map[string]*groupState),
 		procs:     make(map[process.PID]*procState),
 		nodes:     make(map[string]map[string]struct{}),
+		peers:     make(map[string]struct{}),
 		groupSubs: make(map[string]map[*Subscription]struct{}),
 		scopeSubs: make(map[*Subscription]struct{}),
 	}
@@ -452,6 +455,7 @@ func (st *state) closeAll() {
 
 // remoteJoin records that pids of node joined group.
 func (st *state) remoteJoin(node, group string, pids []process.PID) {
+	st.heard(node)
 	if len(pids) == 0 {
 		return
 	}
@@ -470,6 +474,7 @@ func (st *state) remoteJoin(node, group string, pids []process.PID) {
 // remoteLeave records that pids of node left each of groups; copies that
 // were never known are ignored and raise no event.
 func (st *state) remoteLeave(node string, pids []process.PID, groups []string) {
+	st.heard(node)
 	for _, g := range groups {
 		gs := st.groups[g]
 		if gs == nil || len(gs.remote[node]) == 0 {
@@ -487,6 +492,7 @@ func (st *state) remoteLeave(node string, pids []process.PID, groups []string) {
 // syncNode replaces everything known of node by groups (a full sync) and
 // raises events only for the difference.
 func (st *state) syncNode(node string, groups map[string][]process.PID) {
+	st.heard(node)
 	names := make([]string, 0, len(groups))
 	for g := range groups {
 		names = append(names, g)
@@ -526,6 +532,7 @@ func (st *state) syncNode(node string, groups map[string][]process.PID) {
 func (st *state) nodeDown(node string) {
 	st.syncNode(node, nil)
 	delete(st.nodes, node)
+	st.lost(node)
 }
 
 func (st *state) nodeGroups(node string) map[string]struct{} {

@@ -11,9 +11,10 @@ import (
 	"github.com/proctor-run/proctor/registry"
 )
 
-// core is what a pool and a group share: identity, metrics, and the open
-// scatters that a stop must fail.
+// core is what a pool and a group share: identity, metrics, routing
+// (route.go), and the open scatters that a stop must fail.
 type core struct {
+	what   string // "pool" or "group", for errors
 	id     registry.ID
 	node   *process.Node
 	log    *slog.Logger
@@ -21,6 +22,7 @@ type core struct {
 	routed prometheus.Counter
 	pid    process.PID // the router's process; set before Start returns
 
+	rr       atomic.Uint64 // round-robin position
 	stopping atomic.Bool
 	warned   atomic.Bool  // the caller-timeout warning was logged
 	open     sync.Map     // *race -> struct{}: scatters and tail chops not yet resolved

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -95,12 +94,12 @@ type Group struct {
 	env    *registry.Env
 	spec   atomic.Pointer[GroupSpec]
 	scope  atomic.Pointer[pgscope.Scope]
-	rr     atomic.Uint64
 	hashed atomic.Pointer[memberRing]
 	ready  chan struct{}
 }
 
-// memberRing caches the consistent-hash ring of one membership.
+// memberRing caches the consistent-hash ring of one membership: the
+// scope's shared distinct list of one version of the group.
 type memberRing struct {
 	pids []process.PID
 	ring *ring
@@ -116,11 +115,7 @@ func (b groupBehavior) Init(c process.Context) error {
 
 func (b groupBehavior) Receive(_ process.Context, m process.Message) {
 	if err := b.g.Route(m); err != nil {
-		if m.CanReply() {
-			_, _ = m.Reply(b.g.pid, nil, value.FromError(err))
-			return
-		}
-		b.g.log.Warn("message dropped", "topic", m.Topic, "error", err)
+		b.g.notRouted(m, err)
 	}
 }
 
@@ -137,13 +132,13 @@ func StartGroup(ctx context.Context, env *registry.Env, id registry.ID, spec *Gr
 	met := newMetrics(env.Metrics)
 	g := &Group{
 		core: core{
-			id: id, node: env.Node, log: env.EntryLogger(id), met: met,
+			what: "group", id: id, node: env.Node, log: env.EntryLogger(id), met: met,
 			routed: met.routed.WithLabelValues(string(id), string(spec.Strategy)),
 		},
 		env: env, ready: make(chan struct{}),
 	}
 	g.spec.Store(spec)
-	s, err := pgscope.Find(env, spec.Scope)
+	s, err := findScope(env, spec.Scope)
 	if err != nil {
 		return nil, fmt.Errorf("group %s: %w", id, err)
 	}
@@ -161,44 +156,24 @@ func StartGroup(ctx context.Context, env *registry.Env, id registry.ID, spec *Gr
 	}
 }
 
-// members returns the group's distinct members, looking the scope up again
-// when it was restarted.
+// findScope returns the running scope of entry id.
+func findScope(env *registry.Env, id registry.ID) (*pgscope.Scope, error) {
+	return registry.Find[*pgscope.Scope](env, "pg scope", string(id), pgscope.KindName)
+}
+
+// members returns the group's distinct members (the scope's shared list:
+// read only), looking the scope up again when it was restarted.
 func (g *Group) members(sp *GroupSpec) ([]process.PID, error) {
 	s := g.scope.Load()
 	if s == nil || s.Stopped() {
-		ns, err := pgscope.Find(g.env, sp.Scope)
+		ns, err := findScope(g.env, sp.Scope)
 		if err != nil {
 			return nil, fmt.Errorf("group %s: %w", g.id, err)
 		}
 		g.scope.Store(ns)
 		s = ns
 	}
-	return distinct(s.GetMembers(sp.Group)), nil
-}
-
-// distinct drops repeated joins in place, keeping the first of each: a
-// process joined twice is one routee.
-func distinct(pids []process.PID) []process.PID {
-	if len(pids) < 2 {
-		return pids
-	}
-	out := pids[:0]
-	if len(pids) <= 32 {
-		for _, p := range pids {
-			if !slices.Contains(out, p) {
-				out = append(out, p)
-			}
-		}
-		return out
-	}
-	seen := make(map[process.PID]struct{}, len(pids))
-	for _, p := range pids {
-		if _, dup := seen[p]; !dup {
-			seen[p] = struct{}{}
-			out = append(out, p)
-		}
-	}
-	return out
+	return s.SharedDistinctMembers(sp.Group), nil
 }
 
 // Route routes m to the group's current members by the strategy.
@@ -211,75 +186,19 @@ func (g *Group) Route(m process.Message) error {
 	if err != nil {
 		return err
 	}
-	switch sp.Strategy {
-	case ScatterGather:
-		t, tok := m.ReplyTarget()
-		if t == nil {
-			g.noReplyTarget(sp.Strategy)
-			return nil
-		}
-		g.routed.Inc()
-		g.startRace(ScatterGather, sp.Timeout, 0, &snapshot{pids: pids}, m, t, tok)
-		return nil
-	case Broadcast:
-		sent := 0
-		var first error
-		for _, pid := range pids {
-			if err := g.node.Send(pid, m); err != nil {
-				first = cmpErr(first, err)
-				continue
-			}
-			sent++
-		}
-		if len(pids) == 0 {
-			return fmt.Errorf("group %s: %w", g.id, ErrNoRoutees)
-		}
-		if sent == 0 {
-			return fmt.Errorf("group %s: broadcast: %w", g.id, first)
-		}
-		g.routed.Inc()
-		return nil
+	rs := routees{pids: pids}
+	if sp.Strategy == ConsistentHash && len(pids) > 0 {
+		rs.ring = g.ring(pids)
 	}
-	n := len(pids)
-	if n == 0 {
-		return fmt.Errorf("group %s: %w", g.id, ErrNoRoutees)
-	}
-	var i int
-	switch sp.Strategy {
-	case Random:
-		i = rand.IntN(n)
-	case ConsistentHash:
-		key, ok := value.Key(m.Payload)
-		if !ok {
-			return fmt.Errorf("group %s: %w", g.id, ErrNoKey)
-		}
-		i = g.ring(pids).lookup(key)
-	default:
-		i = int((g.rr.Add(1) - 1) % uint64(n))
-	}
-	var last error
-	for try := 0; try < n; try++ {
-		err := g.node.Send(pids[i], m)
-		if err == nil {
-			g.routed.Inc()
-			return nil
-		}
-		last = err
-		// A member that just exited leaves the group shortly; the next
-		// one takes the message meanwhile.
-		if !errors.Is(err, process.ErrNoProcess) && !errors.Is(err, process.ErrUnreachable) {
-			break
-		}
-		i = (i + 1) % n
-	}
-	return fmt.Errorf("group %s: %w", g.id, last)
+	return g.route(sp.Strategy, rs, m, sp.Timeout, 0)
 }
 
-// ring returns the ring of this membership, rebuilt only when it changed.
-// Points come from member PIDs, so every node routes a key to the same
-// member.
+// ring returns the ring of this membership, rebuilt only when it changed:
+// the scope's list is shared and immutable, so a new version of the group
+// is a new list. Points come from member PIDs, so every node routes a key
+// to the same member.
 func (g *Group) ring(pids []process.PID) *ring {
-	if c := g.hashed.Load(); c != nil && slices.Equal(c.pids, pids) {
+	if c := g.hashed.Load(); c != nil && len(c.pids) == len(pids) && &c.pids[0] == &pids[0] {
 		return c.ring
 	}
 	names := make([]string, len(pids))
@@ -287,7 +206,7 @@ func (g *Group) ring(pids []process.PID) *ring {
 		names[i] = p.String()
 	}
 	r := newRing(names)
-	g.hashed.Store(&memberRing{pids: slices.Clone(pids), ring: r})
+	g.hashed.Store(&memberRing{pids: pids, ring: r})
 	return r
 }
 

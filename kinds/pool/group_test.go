@@ -3,6 +3,7 @@ package pool
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -36,7 +37,7 @@ func TestDecodeGroup(t *testing.T) {
 		errs := doc(src)
 		found := false
 		for _, e := range errs {
-			found = found || contains(e.Error(), want)
+			found = found || strings.Contains(e.Error(), want)
 		}
 		if !found {
 			t.Errorf("%q: no error %q in %v", src, want, errs)
@@ -83,6 +84,11 @@ func (h *groupHarness) member(t *testing.T, b process.Behavior, group string) pr
 
 func (h *groupHarness) startGroup(t *testing.T, spec *GroupSpec) *Group {
 	t.Helper()
+	return h.startGroupNamed(t, "app:search", spec)
+}
+
+func (h *groupHarness) startGroupNamed(t *testing.T, id registry.ID, spec *GroupSpec) *Group {
+	t.Helper()
 	if spec.Scope == "" {
 		spec.Scope = "app:pg"
 	}
@@ -92,12 +98,12 @@ func (h *groupHarness) startGroup(t *testing.T, spec *GroupSpec) *Group {
 	if spec.Strategy == "" {
 		spec.Strategy = RoundRobin
 	}
-	g, err := StartGroup(context.Background(), h.env, "app:search", spec)
+	g, err := StartGroup(context.Background(), h.env, id, spec)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.reg.mu.Lock()
-	h.reg.instances["app:search"] = g
+	h.reg.instances[id] = g
 	h.reg.mu.Unlock()
 	t.Cleanup(func() { _ = g.Stop(context.Background()) })
 	return g
@@ -128,7 +134,7 @@ func TestGroupRoundRobinOverMembers(t *testing.T) {
 	}
 	// Through the group's registered name, too.
 	v, from, err := h.node.Ask(g.PID(), process.Message{Payload: "k"}, time.Second)
-	if err != nil || (from != a && from != b) || !contains(fmt.Sprint(v), ":k") {
+	if err != nil || (from != a && from != b) || !strings.Contains(fmt.Sprint(v), ":k") {
 		t.Fatalf("%v %v %v", v, from, err)
 	}
 	<-got
@@ -245,20 +251,65 @@ func TestGroupConsistentHashAndBroadcast(t *testing.T) {
 }
 
 func TestFindRouter(t *testing.T) {
+	find := func(env *registry.Env, id string) (Router, error) {
+		return registry.Find[Router](env, "router", id, KindName, GroupKindName)
+	}
 	h := newGroupHarness(t)
 	echoRoutee(h.harness, nil)
 	p := h.start(t, &Spec{Size: 1})
 	g := h.startGroup(t, &GroupSpec{Group: "x"})
-	if r, err := FindRouter(h.env, "app:pool"); err != nil || r != Router(p) {
+	if r, err := find(h.env, "app:pool"); err != nil || r != Router(p) {
 		t.Errorf("pool: %v %v", r, err)
 	}
-	if r, err := FindRouter(h.env, "app:search"); err != nil || r != Router(g) {
+	if r, err := find(h.env, "app:search"); err != nil || r != Router(g) {
 		t.Errorf("group: %v %v", r, err)
 	}
-	if _, err := FindRouter(h.env, "app:pg"); value.KindOf(err) != value.KindInvalid {
+	if _, err := find(h.env, "app:pg"); value.KindOf(err) != value.KindInvalid {
 		t.Errorf("a scope: %v", err)
 	}
-	if _, err := FindRouter(h.env, "app:none"); value.KindOf(err) != value.KindNotFound {
+	if _, err := find(h.env, "app:none"); value.KindOf(err) != value.KindNotFound {
 		t.Errorf("missing: %v", err)
+	}
+}
+
+// A group routes over the scope's shared list of distinct members: routing
+// a message copies nothing, and the consistent-hash ring is built once per
+// version of the group.
+func TestGroupRoutesWithoutCopying(t *testing.T) {
+	h := newGroupHarness(t)
+	idle := func() process.PID {
+		pid, err := h.node.SpawnFunc(func(p *process.Proc) (any, error) { <-p.Context().Done(); return nil, nil }, process.SpawnOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = h.node.Stop(context.Background(), pid) })
+		if err := h.scope.Join(pid, "g", "g"); err != nil {
+			t.Fatal(err)
+		}
+		return pid
+	}
+	idle()
+	idle()
+	g := h.startGroup(t, &GroupSpec{Group: "g", Strategy: ConsistentHash})
+	first := g.ring(h.scope.SharedDistinctMembers("g"))
+	for i := range 10 {
+		if err := g.Tell(map[string]any{"key": i}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if g.ring(h.scope.SharedDistinctMembers("g")) != first {
+		t.Fatal("ring rebuilt for an unchanged group")
+	}
+	idle()
+	if g.ring(h.scope.SharedDistinctMembers("g")) == first {
+		t.Fatal("ring kept after the group changed")
+	}
+	if raceEnabled {
+		return // sync.Pool drops items at random under the race detector
+	}
+	rr := h.startGroupNamed(t, "app:rr", &GroupSpec{Group: "g"})
+	m := process.Message{Topic: Topic, Payload: "static"}
+	if a := testing.AllocsPerRun(1000, func() { _ = rr.Route(m) }); a != 0 {
+		t.Fatalf("a routed message allocates %v times", a)
 	}
 }

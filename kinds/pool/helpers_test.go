@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -275,8 +274,6 @@ func asAggregate(t testing.TB, err error) *value.Error {
 	}
 	return ve
 }
-
-func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // Shared helpers (internal/testutil).
 type syncBuffer = testutil.SyncBuffer

@@ -2,7 +2,6 @@ package pool
 
 import (
 	"context"
-	"fmt"
 	"reflect"
 	"time"
 
@@ -104,7 +103,8 @@ func (p *Pool) apply(ns *Spec) bool {
 }
 
 // Router is what the Lua module (and other Go code) needs of a pool or a
-// group router.
+// group router. Find one with
+// registry.Find[Router](env, "router", id, KindName, GroupKindName).
 type Router interface {
 	ID() registry.ID
 	PID() process.PID
@@ -118,45 +118,3 @@ var (
 	_ Router = (*Pool)(nil)
 	_ Router = (*Group)(nil)
 )
-
-// FindRouter returns the running pool or group router with entry ID id.
-func FindRouter(env *registry.Env, id registry.ID) (Router, error) {
-	if env == nil || env.Entries == nil {
-		return nil, value.NewError(value.KindNotFound, "router %s: no registry", id)
-	}
-	if inst, ok := env.Entries.Instance(id); ok {
-		if r, ok := inst.(Router); ok {
-			return r, nil
-		}
-		return nil, value.NewError(value.KindInvalid, "%s is not a router (its instance is a %T)", id, inst)
-	}
-	if e, ok := env.Entries.Entry(id); ok {
-		if e.Kind != KindName && e.Kind != GroupKindName {
-			return nil, value.NewError(value.KindInvalid, "%s is a %s entry, not a router", id, e.Kind)
-		}
-		return nil, value.NewError(value.KindNotFound, "router %s is not running", id)
-	}
-	return nil, value.NewError(value.KindNotFound, "no entry %s", id)
-}
-
-// Find returns the running pool with entry ID id.
-func Find(env *registry.Env, id registry.ID) (*Pool, error) {
-	if env == nil || env.Entries == nil {
-		return nil, value.NewError(value.KindNotFound, "pool %s: no registry", id)
-	}
-	inst, ok := env.Entries.Instance(id)
-	if !ok {
-		if e, ok := env.Entries.Entry(id); ok {
-			if e.Kind != KindName {
-				return nil, value.NewError(value.KindInvalid, "%s is a %s entry, not a %s", id, e.Kind, KindName)
-			}
-			return nil, value.NewError(value.KindNotFound, "pool %s is not running", id)
-		}
-		return nil, value.NewError(value.KindNotFound, "no entry %s", id)
-	}
-	p, ok := inst.(*Pool)
-	if !ok {
-		return nil, value.NewError(value.KindInvalid, "%s is not a %s (its instance is a %s)", id, KindName, fmt.Sprintf("%T", inst))
-	}
-	return p, nil
-}

@@ -99,11 +99,11 @@ type Pool struct {
 	snap atomic.Pointer[snapshot]
 	view atomic.Pointer[View]
 
-	rr       atomic.Uint64
 	counter  atomic.Uint64 // messages routed, the resizer's message counter
 	resizing atomic.Bool
 	final    atomic.Pointer[[]process.PID]
 	ready    chan error
+	owner    process.Owner // the pool's process; set before Start returns
 
 	// owned by the pool's process
 	spec      *Spec
@@ -119,17 +119,14 @@ type Pool struct {
 	lastCount uint64
 }
 
-// ctl is a command for the pool's own process; only this package can make one.
-type ctl struct{ fn func() }
-
-// behavior is the pool's process: the single writer of its state.
+// behavior is the pool's process: the single writer of its state, which
+// changes only in commands run through p.owner (process.RunOn).
 type behavior struct{ p *Pool }
 
 func (b behavior) Init(c process.Context) error { return b.p.init(c.Self()) }
 
 func (b behavior) Receive(_ process.Context, m process.Message) {
-	if x, ok := m.Payload.(*ctl); ok {
-		x.fn()
+	if process.RunCommand(m) {
 		return
 	}
 	b.p.receive(m)
@@ -152,7 +149,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 	met := newMetrics(env.Metrics)
 	p := &Pool{
 		core: core{
-			id: id, node: env.Node, log: env.EntryLogger(id), met: met,
+			what: "pool", id: id, node: env.Node, log: env.EntryLogger(id), met: met,
 			routed: met.routed.WithLabelValues(string(id), string(spec.Strategy)),
 		},
 		env:      env,
@@ -191,6 +188,13 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 
 func (p *Pool) init(self process.PID) error {
 	p.pid = self
+	o, ok := p.node.OwnerOf(self)
+	if !ok {
+		err := fmt.Errorf("pool process %s is gone", self)
+		p.ready <- err
+		return err
+	}
+	p.owner = o
 	p.digest = p.routeeDigest()
 	for i := 0; i < p.spec.Size; i++ {
 		if err := p.addSlot(); err != nil {
@@ -213,34 +217,16 @@ func (p *Pool) init(self process.PID) error {
 	return nil
 }
 
-// control runs fn on the pool's process.
-func (p *Pool) control(fn func()) error {
-	return p.node.Send(p.pid, process.Message{Payload: &ctl{fn}})
-}
-
 // call runs fn on the pool's process and waits for it.
 func (p *Pool) call(ctx context.Context, fn func()) error {
-	done := make(chan struct{})
-	exited, _, ok := p.node.Done(p.pid)
-	if !ok {
-		return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
-	}
-	if err := p.control(func() { fn(); close(done) }); err != nil {
-		return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
-	}
-	select {
-	case <-done:
-		return nil
-	case <-exited:
-		select {
-		case <-done:
-			return nil
-		default:
-			return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
-		}
-	case <-ctx.Done():
+	err := process.RunOn(ctx, p.owner, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{})
+	switch {
+	case errors.Is(err, process.ErrCallAbandoned):
 		return fmt.Errorf("pool %s: %w", p.id, ctx.Err())
+	case err != nil:
+		return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
 	}
+	return nil
 }
 
 // spawn starts one routee, linked to and monitored by the pool: the link
@@ -349,7 +335,7 @@ func (p *Pool) scheduleRestart(s *slot) {
 		p.restart(s)
 		return
 	}
-	time.AfterFunc(s.backoff, func() { _ = p.control(func() { p.restart(s) }) })
+	time.AfterFunc(s.backoff, func() { _ = p.owner.Submit(func() { p.restart(s) }) })
 }
 
 func (p *Pool) restart(s *slot) {
@@ -475,7 +461,7 @@ func (p *Pool) armDrain() {
 		return
 	}
 	p.draining = true
-	time.AfterFunc(drainTick, func() { _ = p.control(p.drain) })
+	time.AfterFunc(drainTick, func() { _ = p.owner.Submit(p.drain) })
 }
 
 // drain stops each retiring routee once no sender can still reach it
@@ -530,7 +516,7 @@ func (p *Pool) armTick() {
 	if s := p.rz.spec(); s.Type == OptimalResizerType {
 		every = s.ActionInterval
 	}
-	p.tick = time.AfterFunc(every, func() { _ = p.control(p.onTick) })
+	p.tick = time.AfterFunc(every, func() { _ = p.owner.Submit(p.onTick) })
 }
 
 // onTick resizes a pool that routed nothing since the last tick: Akka

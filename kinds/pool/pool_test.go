@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,7 +121,7 @@ func TestBroadcastReachesAll(t *testing.T) {
 	eventually(t, "20 deliveries", func() bool { return seen.Load() == 20 })
 	// An ask to a broadcast pool is answered by the first routee to reply.
 	v, from, err := p.Ask("x", time.Second)
-	if err != nil || from.IsZero() || !contains(fmt.Sprint(v), ":x") {
+	if err != nil || from.IsZero() || !strings.Contains(fmt.Sprint(v), ":x") {
 		t.Fatalf("%v %v %v", v, from, err)
 	}
 }
@@ -223,7 +224,7 @@ func TestSendAndAskToPoolPID(t *testing.T) {
 	if from != routees[0] && from != routees[1] {
 		t.Errorf("reply attributed to %s, not a routee", from)
 	}
-	if !contains(v.(string), ":k") {
+	if !strings.Contains(v.(string), ":k") {
 		t.Errorf("reply %v", v)
 	}
 }
@@ -316,7 +317,7 @@ func TestStartFailsWhenRouteesCannotSpawn(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Size: 2, Strategy: RoundRobin, Timeout: time.Second})
-	if err == nil || !contains(err.Error(), "pool app:pool") || !contains(err.Error(), "spawn routee app:worker") {
+	if err == nil || !strings.Contains(err.Error(), "pool app:pool") || !strings.Contains(err.Error(), "spawn routee app:worker") {
 		t.Fatalf("err %v", err)
 	}
 	eventually(t, "no process left", func() bool { return h.node.Count() == 0 })
@@ -415,13 +416,13 @@ func TestFind(t *testing.T) {
 	h := newHarness(t)
 	echoRoutee(h, nil)
 	p := h.start(t, &Spec{Size: 1})
-	if got, err := Find(h.env, "app:pool"); err != nil || got != p {
+	if got, err := registry.Find[*Pool](h.env, "pool", "app:pool", KindName); err != nil || got != p {
 		t.Errorf("find: %v %v", got, err)
 	}
-	if _, err := Find(h.env, "app:worker"); value.KindOf(err) != value.KindInvalid {
+	if _, err := registry.Find[*Pool](h.env, "pool", "app:worker", KindName); value.KindOf(err) != value.KindInvalid {
 		t.Errorf("a process.lua entry: %v", err)
 	}
-	if _, err := Find(h.env, "app:nope"); value.KindOf(err) != value.KindNotFound {
+	if _, err := registry.Find[*Pool](h.env, "pool", "app:nope"); value.KindOf(err) != value.KindNotFound {
 		t.Errorf("missing: %v", err)
 	}
 }

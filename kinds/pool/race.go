@@ -20,8 +20,10 @@ const (
 )
 
 // race is one scatter/gather or tail chop: several routees asked, the
-// first reply wins. It lives on AskFunc callbacks and timers, never on the
-// pool's loop; mu guards the per-routee bookkeeping shared by them.
+// first reply wins. It is the reply target of its own asks (the token is
+// the routee's index), with one deadline timer for the whole race, so it
+// never holds the router's loop, and a reply reaches the caller in one
+// hop. mu guards the per-routee bookkeeping.
 type race struct {
 	p      *core
 	target process.ReplyTarget
@@ -36,14 +38,26 @@ type race struct {
 
 	done     atomic.Bool
 	mu       sync.Mutex
+	answered []bool // routee i replied (or could not be asked)
+	expired  bool   // the deadline passed: later replies are late
 	errs     []*value.Error
 	failed   int
 	asked    int
 	next     *time.Timer // tail: the next ask
-	deadline *time.Timer // tail: the whole chop's deadline
+	deadline *time.Timer // the whole race's deadline
 }
 
-func (p *core) startRace(st Strategy, timeout, interval time.Duration, s *snapshot, m process.Message, t process.ReplyTarget, tok uint64) {
+var (
+	_ process.ReplyTarget = (*race)(nil)
+	_ process.Deadliner   = (*race)(nil)
+)
+
+// ReplyDeadline implements process.Deadliner: every ask of a race has the
+// race's deadline, so a transport carrying one to a routee on another node
+// can expire it.
+func (r *race) ReplyDeadline(uint64) (time.Time, bool) { return r.start.Add(r.tmo), true }
+
+func (p *core) startRace(st Strategy, timeout, interval time.Duration, rs routees, m process.Message, t process.ReplyTarget, tok uint64) {
 	r := &race{
 		p: p, target: t, token: tok, start: time.Now(), tmo: timeout,
 		tail: st == TailChopping, every: interval,
@@ -51,18 +65,21 @@ func (p *core) startRace(st Strategy, timeout, interval time.Duration, s *snapsh
 	}
 	// Every field a concurrent stop reads is set before r joins the open
 	// set: from then on Stop's sweep may settle it at any moment.
-	n := len(s.pids)
+	n := len(rs.pids)
 	if n > 0 {
 		r.errs = make([]*value.Error, n)
+		r.answered = make([]bool, n)
 		if !r.tail {
-			r.pids = s.pids
+			r.pids = rs.pids // immutable: a pool's snapshot, a scope's list
 		} else {
 			r.pids = make([]process.PID, n)
 			for i, j := range rand.Perm(n) {
-				r.pids[i] = s.pids[j]
+				r.pids[i] = rs.pids[j]
 			}
-			s.readers.Add(1)
-			r.hold = s
+			if rs.hold != nil {
+				rs.hold.readers.Add(1)
+				r.hold = rs.hold
+			}
 		}
 	}
 	p.open.Store(r, struct{}{})
@@ -76,18 +93,26 @@ func (p *core) startRace(st Strategy, timeout, interval time.Duration, s *snapsh
 		r.settleFail(OutcomeAllFailed, value.Aggregate(msgNoRoutees, nil))
 		return
 	}
-	if !r.tail {
-		for i, pid := range r.pids {
-			p.node.AskFunc(pid, r.msg, r.tmo, func(v any, from process.PID, err error) { r.settle(i, v, from, err) })
-		}
-		return
-	}
 	r.mu.Lock()
 	if !r.done.Load() {
 		r.deadline = time.AfterFunc(r.tmo, r.expire)
 	}
 	r.mu.Unlock()
-	r.askNext()
+	if r.tail {
+		r.askNext()
+		return
+	}
+	for i := range r.pids {
+		r.ask(i)
+	}
+}
+
+// ask sends the message to routee i with r as its reply target; a send
+// that fails is routee i's answer.
+func (r *race) ask(i int) {
+	if err := r.p.node.Send(r.pids[i], r.msg.WithReply(r, uint64(i))); err != nil {
+		r.Settle(uint64(i), process.PID{}, nil, err)
+	}
 }
 
 // askNext asks the next routee of a tail chop and schedules the one after.
@@ -107,13 +132,8 @@ func (r *race) askNext() {
 	if !last {
 		r.next = time.AfterFunc(r.every, r.askNext)
 	}
-	left := time.Until(r.start.Add(r.tmo))
 	r.mu.Unlock()
-	if left <= 0 {
-		r.expire()
-		return
-	}
-	r.p.node.AskFunc(r.pids[i], r.msg, left, func(v any, from process.PID, err error) { r.settle(i, v, from, err) })
+	r.ask(i)
 	if last {
 		r.release()
 	}
@@ -130,22 +150,32 @@ func (r *race) release() {
 	}
 }
 
-// settle takes routee i's answer: the first reply wins; an error moves on.
-func (r *race) settle(i int, v any, from process.PID, err error) {
-	if err == nil {
-		if r.done.CompareAndSwap(false, true) {
+// Settle implements process.ReplyTarget: routee token's answer. The first
+// reply wins the race; an error moves it on. It reports whether this was
+// routee token's first answer within the deadline: a loser that answers in
+// time settled its own ask, although the race was already won, and its
+// reply is dropped silently (no dead letter, no metric).
+func (r *race) Settle(token uint64, from process.PID, v any, err error) bool {
+	if token >= uint64(len(r.pids)) {
+		return false
+	}
+	i := int(token)
+	r.mu.Lock()
+	if r.answered[i] || r.expired {
+		r.mu.Unlock()
+		return false
+	}
+	r.answered[i] = true
+	if err == nil || r.done.Load() {
+		r.mu.Unlock()
+		if err == nil && r.done.CompareAndSwap(false, true) {
 			r.resolved(OutcomeFirst)
 			r.target.Settle(r.token, from, v, nil)
 		}
-		// A loser's reply lands on its own one-shot ref and is dropped
-		// silently: no dead letter, no metric.
-		return
+		return true
 	}
-	r.mu.Lock()
-	if r.errs[i] == nil {
-		r.errs[i] = value.FromError(err)
-		r.failed++
-	}
+	r.errs[i] = value.FromError(err)
+	r.failed++
 	all := r.failed == len(r.pids)
 	moveOn := r.tail && !all && r.failed == r.asked
 	r.mu.Unlock()
@@ -156,11 +186,17 @@ func (r *race) settle(i int, v any, from process.PID, err error) {
 		// rather than waiting out the interval.
 		r.askNext()
 	}
+	return true
 }
 
-// expire ends a tail chop at its deadline; routees that never answered, or
+// expire ends the race at its deadline; routees that never answered, or
 // were never asked, count as timed out.
-func (r *race) expire() { r.fail() }
+func (r *race) expire() {
+	r.mu.Lock()
+	r.expired = true
+	r.mu.Unlock()
+	r.fail()
+}
 
 func (r *race) fail() {
 	if r.done.Load() {
@@ -170,8 +206,13 @@ func (r *race) fail() {
 	errs := make([]*value.Error, len(r.errs))
 	allTimeout := true
 	for i, e := range r.errs {
-		if e == nil {
+		switch {
+		case e != nil:
+		case r.tail:
 			e = value.NewError(value.KindTimeout, "ask %s: no reply within %s", r.pids[i], r.tmo)
+		default:
+			// As the routee's own ask would have timed out.
+			e = value.NewError(value.KindTimeout, "ask %s after %s: %s", r.pids[i], r.tmo, process.ErrTimeout.Message)
 		}
 		errs[i] = e
 		allTimeout = allTimeout && e.Kind == value.KindTimeout

@@ -35,92 +35,102 @@ func (p *Pool) Route(m process.Message) error {
 	if c.rz != nil {
 		n := p.counter.Add(1)
 		if c.rz.isTimeForResize(n) && p.resizing.CompareAndSwap(false, true) {
-			if p.control(func() { p.resizeNow() }) != nil {
+			if p.owner.Submit(p.resizeNow) != nil {
 				p.resizing.Store(false)
 			}
 		}
 	}
 	s := p.acquire()
 	defer s.readers.Add(-1)
-	switch c.strategy {
+	return p.route(c.strategy, routees{pids: s.pids, ring: s.ring, hold: s}, m, c.timeout, c.interval)
+}
+
+// routees is what one message is routed over, held still while it is.
+type routees struct {
+	pids []process.PID
+	ring *ring     // consistent_hash: the ring over pids
+	hold *snapshot // a pool's snapshot: a tail chop keeps it in use until every routee was asked
+}
+
+// route sends m to rs by strategy st: to one routee, to all, or as a race
+// (timeout and interval are the race's). It is the one routing function of
+// pools and groups.
+func (c *core) route(st Strategy, rs routees, m process.Message, timeout, interval time.Duration) error {
+	switch st {
 	case ScatterGather, TailChopping:
 		t, tok := m.ReplyTarget()
 		if t == nil {
-			p.noReplyTarget(c.strategy)
+			c.noReplyTarget(st)
 			return nil
 		}
-		p.routed.Inc()
-		p.startRace(c.strategy, c.timeout, c.interval, s, m, t, tok)
+		c.routed.Inc()
+		c.startRace(st, timeout, interval, rs, m, t, tok)
 		return nil
 	case Broadcast:
-		if len(s.pids) == 0 {
-			return fmt.Errorf("pool %s: %w", p.id, ErrNoRoutees)
+		if len(rs.pids) == 0 {
+			return fmt.Errorf("%s %s: %w", c.what, c.id, ErrNoRoutees)
 		}
 		var first error
 		sent := 0
-		for _, pid := range s.pids {
-			if err := p.node.Send(pid, m); err != nil {
-				first = cmpErr(first, err)
+		for _, pid := range rs.pids {
+			if err := c.node.Send(pid, m); err != nil {
+				if first == nil {
+					first = err
+				}
 				continue
 			}
 			sent++
 		}
 		if sent == 0 {
-			return fmt.Errorf("pool %s: broadcast: %w", p.id, first)
+			return fmt.Errorf("%s %s: broadcast: %w", c.what, c.id, first)
 		}
-		p.routed.Inc()
+		c.routed.Inc()
 		return nil
 	}
-	n := len(s.pids)
+	n := len(rs.pids)
 	if n == 0 {
-		return fmt.Errorf("pool %s: %w", p.id, ErrNoRoutees)
+		return fmt.Errorf("%s %s: %w", c.what, c.id, ErrNoRoutees)
 	}
-	i, err := p.pick(c.strategy, s, m)
+	i, err := c.choose(st, rs, m)
 	if err != nil {
-		return fmt.Errorf("pool %s: %w", p.id, err)
+		return fmt.Errorf("%s %s: %w", c.what, c.id, err)
 	}
 	var last error
 	for try := 0; try < n; try++ {
-		err := p.node.Send(s.pids[i], m)
+		err := c.node.Send(rs.pids[i], m)
 		if err == nil {
-			p.routed.Inc()
+			c.routed.Inc()
 			return nil
 		}
 		last = err
-		// A routee that just exited is being restarted; the next one
-		// takes the message. A full mailbox is the caller's to see.
-		if !errors.Is(err, process.ErrNoProcess) {
+		// A routee that just exited is being restarted (a group member
+		// leaves its group shortly); the next one takes the message. A
+		// full mailbox is the caller's to see.
+		if !errors.Is(err, process.ErrNoProcess) && !errors.Is(err, process.ErrUnreachable) {
 			break
 		}
 		i = (i + 1) % n
 	}
-	return fmt.Errorf("pool %s: %w", p.id, last)
+	return fmt.Errorf("%s %s: %w", c.what, c.id, last)
 }
 
-func cmpErr(first, err error) error {
-	if first == nil {
-		return err
-	}
-	return first
-}
-
-// pick chooses a routee index for the single-routee strategies.
-func (p *Pool) pick(st Strategy, s *snapshot, m process.Message) (int, error) {
-	n := len(s.pids)
+// choose picks the routee of a single-routee strategy.
+func (c *core) choose(st Strategy, rs routees, m process.Message) (int, error) {
+	n := len(rs.pids)
 	switch st {
 	case Random:
 		return rand.IntN(n), nil
 	case SmallestMailbox:
 		// Idle first; else the fewest queued messages. The start rotates
 		// so that ties spread over the routees.
-		start := int(p.rr.Add(1) % uint64(n))
+		start := int(c.rr.Add(1) % uint64(n))
 		best, bestLen := start, int(^uint(0)>>1)
 		for k := 0; k < n; k++ {
 			i := (start + k) % n
-			if p.node.Idle(s.pids[i]) {
+			if c.node.Idle(rs.pids[i]) {
 				return i, nil
 			}
-			if l := p.node.MailboxLen(s.pids[i]); l >= 0 && l < bestLen {
+			if l := c.node.MailboxLen(rs.pids[i]); l >= 0 && l < bestLen {
 				best, bestLen = i, l
 			}
 		}
@@ -130,20 +140,26 @@ func (p *Pool) pick(st Strategy, s *snapshot, m process.Message) (int, error) {
 		if !ok {
 			return 0, ErrNoKey
 		}
-		return s.ring.lookup(key), nil
+		return rs.ring.lookup(key), nil
 	}
-	return int((p.rr.Add(1) - 1) % uint64(n)), nil
+	return int((c.rr.Add(1) - 1) % uint64(n)), nil
 }
 
 // receive routes a message that arrived at the pool's PID.
 func (p *Pool) receive(m process.Message) {
 	if err := p.Route(m); err != nil {
-		if m.CanReply() {
-			_, _ = m.Reply(p.pid, nil, value.FromError(err))
-			return
-		}
-		p.log.Warn("message dropped", "topic", m.Topic, "error", err)
+		p.notRouted(m, err)
 	}
+}
+
+// notRouted answers an ask that could not be routed with the error; a
+// plain send is dropped with a warning.
+func (c *core) notRouted(m process.Message, err error) {
+	if m.CanReply() {
+		_, _ = m.Reply(c.pid, nil, value.FromError(err))
+		return
+	}
+	c.log.Warn("message dropped", "topic", m.Topic, "error", err)
 }
 
 // noReplyTarget drops a plain send to a racing pool: fanning out N times

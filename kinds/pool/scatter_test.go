@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -124,7 +125,7 @@ func TestScatterTimeout(t *testing.T) {
 		}
 	}
 	for _, e := range agg.Errors {
-		if !errors.Is(e, process.ErrTimeout) && !contains(e.Message, "ask timed out") {
+		if !errors.Is(e, process.ErrTimeout) && !strings.Contains(e.Message, "ask timed out") {
 			t.Errorf("member %q is not the routee's ask timeout", e.Message)
 		}
 	}
@@ -189,7 +190,7 @@ func TestScatterPlainSendDropped(t *testing.T) {
 	if v := counterValue(t, h.env.Metrics, "router_scatter_gather_latency_seconds", nil); v != 0 {
 		t.Errorf("no-reply-target observed latency %v times", v)
 	}
-	if !contains(h.logs.String(), "without a reply target dropped") || !contains(h.logs.String(), "entry=app:pool") {
+	if !strings.Contains(h.logs.String(), "without a reply target dropped") || !strings.Contains(h.logs.String(), "entry=app:pool") {
 		t.Errorf("warning missing: %s", h.logs.String())
 	}
 	// Still serving asks.
@@ -323,7 +324,7 @@ func TestCallerTimeoutRule(t *testing.T) {
 	if got := p.CallerTimeout(0); got != 8500*time.Millisecond {
 		t.Errorf("default with an 8s pool: %s, want 8.5s", got)
 	}
-	if got := p.CallerTimeout(9 * time.Second); got != 9*time.Second || contains(h.logs.String(), "caller timeout") {
+	if got := p.CallerTimeout(9 * time.Second); got != 9*time.Second || strings.Contains(h.logs.String(), "caller timeout") {
 		t.Errorf("a caller above the pool: %s, no warning", got)
 	}
 	for i := 0; i < 3; i++ {
@@ -439,4 +440,98 @@ func TestTailChopping(t *testing.T) {
 			t.Errorf("timeout outcome %v", v)
 		}
 	})
+}
+
+// settled records what a race answered its caller.
+type settled struct {
+	from process.PID
+	v    any
+	err  error
+}
+
+type recordingTarget chan settled
+
+func (r recordingTarget) Settle(_ uint64, from process.PID, v any, err error) bool {
+	r <- settled{from, v, err}
+	return true
+}
+
+// A scatter is the reply target of its asks: each routee's first answer
+// within the deadline settles that routee's ask (msg:reply returns true),
+// the first value wins the scatter, a second answer from one routee and
+// any answer past the deadline are dropped (false).
+func TestScatterIsItsOwnReplyTarget(t *testing.T) {
+	h := newHarness(t)
+	echoRoutee(h, nil)
+	p := h.start(t, &Spec{Size: 1, Strategy: ScatterGather})
+	inboxes := make([]chan process.Message, 3)
+	pids := make([]process.PID, 3)
+	for i := range pids {
+		inboxes[i] = make(chan process.Message, 4)
+		in := inboxes[i]
+		pid, err := h.node.SpawnFunc(func(pr *process.Proc) (any, error) {
+			for {
+				m, err := pr.Receive(pr.Context())
+				if err != nil {
+					return nil, nil
+				}
+				in <- m
+			}
+		}, process.SpawnOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _, _ = h.node.Stop(context.Background(), pid) })
+		pids[i] = pid
+	}
+	scatter := func(timeout time.Duration) (recordingTarget, []process.Message) {
+		target := make(recordingTarget, 2)
+		p.startRace(ScatterGather, timeout, 0, routees{pids: pids}, process.Message{Topic: "t", Payload: "x"}, target, 7)
+		msgs := make([]process.Message, len(pids))
+		for i, in := range inboxes {
+			msgs[i] = <-in
+		}
+		return target, msgs
+	}
+	target, msgs := scatter(time.Minute)
+	reply := func(i int, v any, err error) bool {
+		t.Helper()
+		ok, rerr := msgs[i].Reply(pids[i], v, err)
+		if rerr != nil {
+			t.Fatal(rerr)
+		}
+		return ok
+	}
+	if !reply(1, nil, value.NewError(value.KindNotFound, "miss")) {
+		t.Fatal("a routee's first answer (an error) did not settle its ask")
+	}
+	if reply(1, "late", nil) {
+		t.Fatal("a routee's second answer settled something")
+	}
+	if !reply(0, "first", nil) {
+		t.Fatal("the winner's reply did not settle its ask")
+	}
+	if got := <-target; got.v != "first" || got.from != pids[0] || got.err != nil {
+		t.Fatalf("caller got %+v", got)
+	}
+	if !reply(2, "second", nil) {
+		t.Fatal("a loser that answered in time did not settle its own ask")
+	}
+	select {
+	case got := <-target:
+		t.Fatalf("the caller was answered twice: %+v", got)
+	default:
+	}
+	// Past the deadline every unanswered routee counts as timed out, and
+	// an answer after it is late.
+	target, msgs = scatter(30 * time.Millisecond)
+	got := <-target
+	agg := asAggregate(t, got.err)
+	if agg.Message != "none of 3 routees replied within 30ms" || len(agg.Errors) != 3 {
+		t.Fatalf("%s", agg.String())
+	}
+	if reply(0, "too late", nil) {
+		t.Fatal("a reply after the deadline settled its ask")
+	}
+	eventually(t, "no scatter left open", func() bool { return p.nOpen.Load() == 0 })
 }

@@ -1,12 +1,16 @@
 package supervisor
 
-import "github.com/proctor-run/proctor/value"
+import (
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
 
 // Errors callers branch on (err.kind in Lua). Each is wrapped with the
 // supervisor's ID and the child or key concerned; match with errors.Is.
 var (
-	// ErrNotSupervisor: the reference names no running supervisor.
-	ErrNotSupervisor = value.NewError(value.KindNotFound, "no running supervisor")
+	// ErrNotSupervisor: the reference names no running supervisor; what
+	// registry.Find returns for one.
+	ErrNotSupervisor = registry.ErrNotRunning
 	// ErrNoChild: no child has that id.
 	ErrNoChild = value.NewError(value.KindNotFound, "no such child")
 	// ErrDuplicateChild: a child with that id already exists (or runs).

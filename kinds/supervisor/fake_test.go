@@ -49,10 +49,11 @@ func newFake(t testing.TB) *fakeLookup {
 		release: make(chan struct{}),
 	}
 	f.env = &registry.Env{
-		Node:    process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}),
-		Logger:  slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Metrics: prometheus.NewRegistry(),
-		Entries: f,
+		Node:      process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}),
+		Logger:    slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Metrics:   prometheus.NewRegistry(),
+		Entries:   f,
+		Instances: &registry.Directory{},
 	}
 	t.Cleanup(func() { close(f.release) })
 	return f

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -52,35 +51,6 @@ type Counts struct {
 	Workers     int
 }
 
-// snapshot is what readers see. The list of slots is replaced only when
-// children are added, removed or reordered (an append reuses spare
-// capacity, which no reader can see); a child's own changes are one store
-// into its slot. A supervisor with many children thus publishes a restart
-// or a start_child in O(1).
-type snapshot struct {
-	spec   *Spec
-	status Status
-	slots  []*childSlot
-}
-
-type childSlot struct{ info atomic.Pointer[ChildInfo] }
-
-// child is loop-owned state of one child.
-type child struct {
-	spec     ChildSpec
-	typ      ChildType
-	pid      process.PID
-	status   Status
-	restarts int
-	digest   string // the child entry's digest when it was spawned
-	declared bool   // from the entry's children (not started at run time)
-	slot     *childSlot
-}
-
-func newChild(spec ChildSpec, typ ChildType, declared bool) *child {
-	return &child{spec: spec, typ: typ, status: StatusStarting, declared: declared, slot: &childSlot{}}
-}
-
 // Supervisor is a running supervisor of any of the three kinds. It is the
 // registry.Instance of its entry (or of a nested tree spawned as a child).
 type Supervisor struct {
@@ -93,6 +63,7 @@ type Supervisor struct {
 	parent    process.PID
 	ancestors []registry.ID
 	pid       process.PID
+	owner     process.Owner // the supervisor's process; set before Start returns
 	snap      atomic.Pointer[snapshot]
 	exited    chan struct{}
 	exitErr   atomic.Pointer[error]
@@ -119,47 +90,21 @@ var _ interface {
 	registry.Viewer
 } = (*Supervisor)(nil)
 
-// running maps the PID of every live supervisor to it, so nested trees
-// (which have no entry instance of their own) can be found and viewed.
-var running sync.Map // process.PID -> *Supervisor
-
-// ByPID returns the live supervisor whose process is pid.
-func ByPID(pid process.PID) (*Supervisor, bool) {
-	v, ok := running.Load(pid)
+// supervisorAt returns the live supervisor whose process is pid, from
+// env's directory of instances: every supervisor, nested trees included,
+// is there while it runs.
+func supervisorAt(env *registry.Env, pid process.PID) (*Supervisor, bool) {
+	inst, ok := env.Instances.Lookup(pid)
 	if !ok {
 		return nil, false
 	}
-	return v.(*Supervisor), true
+	s, ok := inst.(*Supervisor)
+	return s, ok
 }
 
-// Find resolves ref — an entry ID ("app:core") or a PID string — to a live
-// supervisor.
-func Find(env *registry.Env, ref string) (*Supervisor, error) {
-	if process.IsPIDString(ref) {
-		pid, err := process.ParsePID(ref)
-		if err != nil {
-			return nil, err
-		}
-		if s, ok := ByPID(pid); ok {
-			return s, nil
-		}
-		return nil, fmt.Errorf("supervisor %s: %w", ref, ErrNotSupervisor)
-	}
-	if env == nil || env.Entries == nil {
-		return nil, fmt.Errorf("supervisor %s: %w", ref, ErrNotSupervisor)
-	}
-	inst, ok := env.Entries.Instance(registry.ID(ref))
-	if !ok {
-		return nil, fmt.Errorf("supervisor %s: %w", ref, ErrNotSupervisor)
-	}
-	if s, ok := inst.(*Supervisor); ok {
-		return s, nil
-	}
-	if s, ok := ByPID(inst.PID()); ok {
-		return s, nil
-	}
-	return nil, fmt.Errorf("supervisor %s: %w", ref, ErrNotSupervisor)
-}
+// ByPID returns the live supervisor of s's runtime whose process is pid:
+// a nested tree's, when pid is a child of s.
+func (s *Supervisor) ByPID(pid process.PID) (*Supervisor, bool) { return supervisorAt(s.env, pid) }
 
 // Start runs a supervisor for spec and returns once every child has
 // started, in declared order. If one fails to start, those already started
@@ -177,7 +122,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 		id:     id,
 		env:    env,
 		node:   env.Node,
-		met:    metricsFor(env.Metrics),
+		met:    newSupMetrics(env.Metrics),
 		parent: opts.LinkTo,
 		exited: make(chan struct{}),
 		spec:   spec.withDefaults(),
@@ -191,7 +136,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 	} else {
 		s.log = slog.New(slog.DiscardHandler).With("entry", string(id))
 	}
-	if p, ok := ByPID(opts.LinkTo); ok {
+	if p, ok := supervisorAt(env, opts.LinkTo); ok {
 		s.ancestors = append(slices.Clone(p.ancestors), p.id)
 		if slices.Contains(s.ancestors, id) {
 			return nil, fmt.Errorf("supervisor %s: %w: %v -> %s", id, ErrCycle, s.ancestors, id)
@@ -301,7 +246,7 @@ func (s *Supervisor) killTree() {
 		if c.PID.IsZero() {
 			continue
 		}
-		if sub, ok := ByPID(c.PID); ok {
+		if sub, ok := s.ByPID(c.PID); ok {
 			_ = s.node.Kill(sub.pid)
 			sub.killTree()
 		}
@@ -312,14 +257,6 @@ func (s *Supervisor) killTree() {
 // WhichChildren lists the children in start order, from a snapshot.
 func (s *Supervisor) WhichChildren() []ChildInfo {
 	return s.snap.Load().infos()
-}
-
-func (sn *snapshot) infos() []ChildInfo {
-	out := make([]ChildInfo, len(sn.slots))
-	for i, sl := range sn.slots {
-		out[i] = *sl.info.Load()
-	}
-	return out
 }
 
 // CountChildren counts the children, from a snapshot.
@@ -343,35 +280,17 @@ func (s *Supervisor) CountChildren() Counts {
 // Status returns the supervisor's own status.
 func (s *Supervisor) Status() Status { return s.snap.Load().status }
 
-// command runs on the loop; its caller waits for done.
-type command struct {
-	fn   func() error
-	err  error
-	done chan struct{}
-}
-
-const commandTopic = "$supervisor.command"
-
 // call runs fn on the supervisor's loop and waits for it. A command whose
 // caller gave up (ctx) still runs.
 func (s *Supervisor) call(ctx context.Context, fn func() error) error {
-	cmd := &command{fn: fn, done: make(chan struct{})}
-	if err := s.node.Send(s.pid, process.Message{Topic: commandTopic, Payload: cmd}); err != nil {
+	err := process.RunOn(ctx, s.owner, process.CommandFunc(fn), process.CallOptions{})
+	switch {
+	case errors.Is(err, process.ErrCallAbandoned):
+		return fmt.Errorf("supervisor %s: %w", s.id, ctx.Err())
+	case errors.Is(err, process.ErrLoopStopped):
 		return fmt.Errorf("supervisor %s: %w", s.id, ErrStopped)
 	}
-	select {
-	case <-cmd.done:
-		return cmd.err
-	case <-s.exited:
-		select {
-		case <-cmd.done:
-			return cmd.err
-		default:
-			return fmt.Errorf("supervisor %s: %w", s.id, ErrStopped)
-		}
-	case <-ctx.Done():
-		return fmt.Errorf("supervisor %s: %w", s.id, ctx.Err())
-	}
+	return err
 }
 
 // StartChild adds and starts a child. A dynamic supervisor accepts any new
@@ -417,35 +336,6 @@ func validateChild(c ChildSpec) error {
 	return nil
 }
 
-// startChild runs on the loop.
-func (s *Supervisor) startChild(spec ChildSpec) (process.PID, error) {
-	if c, ok := s.byID[spec.ID]; ok {
-		if s.kind == KindDynamic || c.status != StatusTerminated {
-			return process.PID{}, fmt.Errorf("supervisor %s: start child %q: %w (status %s)", s.id, spec.ID, ErrDuplicateChild, c.status)
-		}
-		if err := s.spawnChild(c); err != nil {
-			// Still terminated: start_child failing is no restart.
-			s.set(c, StatusTerminated)
-			return process.PID{}, err
-		}
-		return c.pid, nil
-	}
-	if s.kind != KindDynamic {
-		return process.PID{}, fmt.Errorf("supervisor %s: start child %q: %w; use a supervisor.dynamic", s.id, spec.ID, ErrFixedChildren)
-	}
-	if m := s.spec.MaxChildren; m > 0 && len(s.children) >= m {
-		return process.PID{}, fmt.Errorf("supervisor %s: start child %q: %w (%d)", s.id, spec.ID, ErrMaxChildren, m)
-	}
-	c := newChild(spec, s.typeOf(spec.Process), false)
-	if err := s.spawnChild(c); err != nil {
-		return process.PID{}, err
-	}
-	// The id now names a run-time child; a reload treats it as such.
-	delete(s.spent, spec.ID)
-	s.appendChild(c)
-	return c.pid, nil
-}
-
 // TerminateChild stops a child within its shutdown deadline. A dynamic
 // supervisor forgets it; a static one keeps its spec (status terminated,
 // StartChild with the same spec restarts it) unless it is temporary.
@@ -468,180 +358,20 @@ func (s *Supervisor) TerminateChild(ctx context.Context, id string) error {
 	})
 }
 
-// appendChild adds c after the others and publishes it.
-func (s *Supervisor) appendChild(c *child) {
-	s.children = append(s.children, c)
-	s.byID[c.spec.ID] = c
-	if !c.pid.IsZero() {
-		s.byPID[c.pid] = c
-	}
-	s.show(c)
-	s.slots = append(s.slots, c.slot)
-	s.storeSnapshot()
-}
-
-// remove drops c (whose process is gone) and publishes the new list.
-func (s *Supervisor) remove(c *child) {
-	i := slices.Index(s.children, c)
-	if i < 0 {
-		return
-	}
-	s.children = slices.Delete(s.children, i, i+1)
-	if s.byID[c.spec.ID] == c {
-		delete(s.byID, c.spec.ID)
-	}
-	if c.declared {
-		s.spent[c.spec.ID] = c.spec
-	}
-	// A child that is gone for good takes its restart series with it, so
-	// a dynamic supervisor's churn of child IDs does not grow /metrics
-	// without bound. (A child added again later counts from zero: a
-	// counter reset, which Prometheus handles.)
-	s.met.restarts.DeleteLabelValues(string(s.id), c.spec.ID)
-	s.setPID(c, process.PID{})
-	s.relist()
-}
-
-// setChildren replaces the list (a reload) and publishes it.
-func (s *Supervisor) setChildren(cs []*child) {
-	s.children = cs
-	clear(s.byID)
-	clear(s.byPID)
-	for _, c := range cs {
-		s.byID[c.spec.ID] = c
-		if !c.pid.IsZero() {
-			s.byPID[c.pid] = c
-		}
-		s.show(c)
-	}
-	s.relist()
-}
-
-// relist publishes a fresh slot list: readers may hold the old one, so it
-// is never modified in place.
-func (s *Supervisor) relist() {
-	slots := make([]*childSlot, len(s.children))
-	for i, c := range s.children {
-		slots[i] = c.slot
-	}
-	s.slots = slots
-	s.storeSnapshot()
-}
-
-func (s *Supervisor) setPID(c *child, pid process.PID) {
-	if !c.pid.IsZero() && s.byPID[c.pid] == c {
-		delete(s.byPID, c.pid)
-	}
-	c.pid = pid
-	if !pid.IsZero() {
-		s.byPID[pid] = c
-	}
-}
-
-// set changes c's status and publishes it.
-func (s *Supervisor) set(c *child, st Status) {
-	c.status = st
-	s.show(c)
-}
-
-// show publishes c's current state in its slot.
-func (s *Supervisor) show(c *child) {
-	c.slot.info.Store(&ChildInfo{
-		ID: c.spec.ID, Process: c.spec.Process, PID: c.pid, Restart: c.spec.Restart,
-		Type: c.typ, Status: c.status, Restarts: c.restarts, Shutdown: c.spec.shutdownFor(c.typ),
-	})
-}
-
-func (s *Supervisor) typeOf(id registry.ID) ChildType {
-	if s.env.Entries != nil {
-		if e, ok := s.env.Entries.Entry(id); ok && isSupervisorKind(e.Kind) {
-			return SupervisorType
-		}
-	}
-	return Worker
-}
-
-func isSupervisorKind(k string) bool {
-	return k == KindStatic || k == KindDynamic || k == KindPartition
-}
-
-// publishStatus publishes the supervisor's own status.
-func (s *Supervisor) publishStatus(st Status) {
-	s.state = st
-	s.storeSnapshot()
-}
-
-func (s *Supervisor) storeSnapshot() {
-	s.snap.Store(&snapshot{spec: s.spec, status: s.state, slots: s.slots})
-}
-
-// spawnChild instantiates c's entry, linked to and monitored by the
-// supervisor before it runs, so no exit can be missed.
-func (s *Supervisor) spawnChild(c *child) error {
-	if s.env.Entries == nil {
-		return fmt.Errorf("supervisor %s: child %q: %w: no entries", s.id, c.spec.ID, ErrNotSupervisor)
-	}
-	e, ok := s.env.Entries.Entry(c.spec.Process)
-	if !ok {
-		return fmt.Errorf("supervisor %s: child %q: entry %s: %w", s.id, c.spec.ID, c.spec.Process, ErrNoChild)
-	}
-	if isSupervisorKind(e.Kind) {
-		c.typ = SupervisorType
-	} else {
-		c.typ = Worker
-	}
-	pid, err := s.env.Entries.Spawn(c.spec.Process, registry.SpawnOptions{
-		SpawnOptions: process.SpawnOptions{LinkTo: s.pid, MonitorBy: s.pid},
-		Args:         c.spec.Args,
-	})
-	if err != nil {
-		return fmt.Errorf("supervisor %s: child %q: spawn %s: %w", s.id, c.spec.ID, c.spec.Process, err)
-	}
-	s.setPID(c, pid)
-	c.digest = e.Digest
-	s.set(c, StatusRunning)
-	return nil
-}
-
-// stopChild stops c's process within its shutdown deadline (killing it
-// past the deadline, or at once for brutal_kill) and waits for it.
-func (s *Supervisor) stopChild(c *child) {
-	if c.pid.IsZero() {
-		return
-	}
-	pid := c.pid
-	s.set(c, StatusStopping)
-	switch d := c.spec.shutdownFor(c.typ); d {
-	case BrutalKill:
-		if done, _, ok := s.node.Done(pid); ok {
-			_ = s.node.Kill(pid)
-			<-done
-		}
-	case Infinity:
-		_, _ = s.node.Stop(context.Background(), pid)
-	default:
-		ctx, cancel := context.WithTimeout(context.Background(), d)
-		_, _ = s.node.Stop(ctx, pid)
-		cancel()
-	}
-	s.setPID(c, process.PID{})
-}
-
-// stopAll stops every child in reverse start order.
-func (s *Supervisor) stopAll() {
-	for i := len(s.children) - 1; i >= 0; i-- {
-		c := s.children[i]
-		s.stopChild(c)
-		s.set(c, StatusTerminated)
-	}
-}
-
 // run is the supervisor's process.
 func (s *Supervisor) run(h *process.Proc, initDone chan<- error) (any, error) {
 	s.pid = h.Self()
-	running.Store(s.pid, s)
+	o, ok := s.node.OwnerOf(s.pid)
+	if !ok {
+		err := fmt.Errorf("supervisor %s: its process is gone", s.id)
+		close(s.exited)
+		initDone <- err
+		return nil, err
+	}
+	s.owner = o
+	s.env.Instances.Add(s)
 	defer func() {
-		running.Delete(s.pid)
+		s.env.Instances.Remove(s)
 		close(s.exited)
 	}()
 	if err := s.startInitial(); err != nil {
@@ -661,21 +391,6 @@ func (s *Supervisor) run(h *process.Proc, initDone chan<- error) (any, error) {
 	}
 	s.publishStatus(StatusStopped)
 	return nil, nil
-}
-
-func (s *Supervisor) startInitial() error {
-	s.publishStatus(StatusStarting)
-	for i, c := range s.children {
-		if err := s.spawnChild(c); err != nil {
-			for j := i - 1; j >= 0; j-- {
-				s.stopChild(s.children[j])
-				s.set(s.children[j], StatusTerminated)
-			}
-			s.set(c, StatusTerminated)
-			return err
-		}
-	}
-	return nil
 }
 
 // loop serves events and commands until the supervisor is asked to stop
@@ -724,16 +439,13 @@ func (s *Supervisor) loop(h *process.Proc) error {
 }
 
 func (s *Supervisor) onMessage(m process.Message) {
-	cmd, ok := m.Payload.(*command)
-	if !ok || m.Topic != commandTopic {
-		s.log.Debug("supervisor ignores a message", "topic", m.Topic, "from", m.From.String())
-		if m.CanReply() {
-			_, _ = m.Reply(s.pid, nil, fmt.Errorf("supervisor %s: %w: supervisors take no messages", s.id, ErrInvalidChild))
-		}
+	if process.RunCommand(m) {
 		return
 	}
-	cmd.err = cmd.fn()
-	close(cmd.done)
+	s.log.Debug("supervisor ignores a message", "topic", m.Topic, "from", m.From.String())
+	if m.CanReply() {
+		_, _ = m.Reply(s.pid, nil, fmt.Errorf("supervisor %s: %w: supervisors take no messages", s.id, ErrInvalidChild))
+	}
 }
 
 func (s *Supervisor) onEvent(ev process.Event) error {
@@ -754,156 +466,4 @@ func (s *Supervisor) onEvent(ev process.Event) error {
 		}
 	}
 	return nil
-}
-
-// shutdownExit reports whether e is an exit a transient child is not
-// restarted after: normal, or a requested shutdown.
-func shutdownExit(e process.Exit) bool {
-	return e.Err == nil || errors.Is(e.Err, process.ErrShutdown)
-}
-
-func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
-	s.setPID(c, process.PID{})
-	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
-		s.log.Warn("child exited", "child", c.spec.ID, "error", e.Err)
-	} else {
-		s.log.Debug("child exited", "child", c.spec.ID)
-	}
-	switch c.spec.Restart {
-	case Temporary:
-		if s.kind == KindPartition {
-			// A partition's slot count maps keys to workers: dropping
-			// the slot would move the keys of every other worker.
-			s.set(c, StatusTerminated)
-			return nil
-		}
-		s.remove(c)
-		return nil
-	case Transient:
-		if shutdownExit(e) {
-			s.terminated(c)
-			return nil
-		}
-	}
-	reason := "exited normally"
-	if e.Err != nil {
-		reason = e.Err.Error()
-	}
-	switch c.spec.OnFailure {
-	case ActionStop:
-		s.terminated(c)
-		return nil
-	case ActionEscalate:
-		return s.escalate(fmt.Errorf("supervisor %s: child %q (%s): %w", s.id, c.spec.ID, reason, ErrEscalated))
-	}
-	if !s.addRestart() {
-		return s.escalate(fmt.Errorf("supervisor %s: %w: more than %d restarts within %s; last child %q: %s",
-			s.id, ErrIntensity, s.spec.MaxRestarts, s.spec.RestartWindow, c.spec.ID, reason))
-	}
-	var set []*child
-	switch {
-	case c.spec.OnFailure == ActionResume || s.spec.Strategy == OneForOne:
-		set = []*child{c}
-	case s.spec.Strategy == AllForOne:
-		set = slices.Clone(s.children)
-	case s.spec.Strategy == RestForOne:
-		set = slices.Clone(s.children[slices.Index(s.children, c):])
-	}
-	return s.restartSet(c, set)
-}
-
-// terminated settles a child that stopped for good: a static supervisor
-// keeps its spec; a dynamic one forgets it, as Elixir's DynamicSupervisor
-// does, so its ID is free again.
-func (s *Supervisor) terminated(c *child) {
-	if s.kind == KindDynamic {
-		s.remove(c)
-	} else {
-		s.set(c, StatusTerminated)
-	}
-}
-
-// addRestart records a restart and reports whether it is within the
-// intensity: at most MaxRestarts restarts inside RestartWindow.
-func (s *Supervisor) addRestart() bool {
-	now := time.Now()
-	keep := s.restarts[:0]
-	for _, t := range s.restarts {
-		if now.Sub(t) < s.spec.RestartWindow {
-			keep = append(keep, t)
-		}
-	}
-	s.restarts = append(keep, now)
-	return len(s.restarts) <= s.spec.MaxRestarts
-}
-
-// restartSet stops the bystanders of set in reverse order (dropping the
-// temporary ones), then starts set in order.
-func (s *Supervisor) restartSet(failed *child, set []*child) error {
-	for _, c := range set {
-		s.set(c, StatusRestarting)
-	}
-	for i := len(set) - 1; i >= 0; i-- {
-		if c := set[i]; c != failed {
-			s.stopChild(c)
-			s.set(c, StatusRestarting)
-		}
-	}
-	live := set[:0]
-	for _, c := range set {
-		if c != failed && c.spec.Restart == Temporary {
-			s.remove(c)
-			continue
-		}
-		live = append(live, c)
-	}
-	s.startInOrder(live)
-	return nil
-}
-
-// startInOrder starts cs in order; the first that fails to start and those
-// after it stay restarting and are retried on the loop's next turn (each
-// retry counts toward the intensity, as OTP's try_again does).
-func (s *Supervisor) startInOrder(cs []*child) {
-	for _, c := range cs {
-		c.restarts++ // shown by spawnChild's publication
-		if err := s.spawnChild(c); err != nil {
-			c.restarts--
-			s.log.Error("child restart failed", "child", c.spec.ID, "error", err)
-			s.retry = true
-			return
-		}
-		s.met.restarts.WithLabelValues(string(s.id), c.spec.ID).Inc()
-	}
-}
-
-func (s *Supervisor) pendingRestarts() bool { return s.retry }
-
-func (s *Supervisor) retryRestarts() error {
-	s.retry = false
-	var cs []*child
-	for _, c := range s.children {
-		if c.status == StatusRestarting && c.pid.IsZero() {
-			cs = append(cs, c)
-		}
-	}
-	if len(cs) == 0 {
-		return nil // terminated or removed meanwhile
-	}
-	if !s.addRestart() {
-		return s.escalate(fmt.Errorf("supervisor %s: %w: more than %d restarts within %s; child %q could not be restarted",
-			s.id, ErrIntensity, s.spec.MaxRestarts, s.spec.RestartWindow, cs[0].spec.ID))
-	}
-	s.startInOrder(cs)
-	return nil
-}
-
-// escalate stops every child in reverse order and returns err, which the
-// loop turns into the supervisor's abnormal exit.
-func (s *Supervisor) escalate(err error) error {
-	s.met.escalations.WithLabelValues(string(s.id)).Inc()
-	s.log.Error("supervisor escalates", "error", err)
-	s.publishStatus(StatusStopping)
-	s.stopAll()
-	return err
 }

@@ -176,10 +176,10 @@ func TestIntensityEscalates(t *testing.T) {
 	if n := f.env.Node.Count(); n != 0 {
 		t.Fatalf("%d processes left", n)
 	}
-	if v := counterValue(metricsFor(f.env.Metrics).escalations.WithLabelValues("t:sup")); v != 1 {
+	if v := counterValue(newSupMetrics(f.env.Metrics).escalations.WithLabelValues("t:sup")); v != 1 {
 		t.Fatalf("escalations metric %v", v)
 	}
-	if v := counterValue(metricsFor(f.env.Metrics).restarts.WithLabelValues("t:sup", "b")); v != 2 {
+	if v := counterValue(newSupMetrics(f.env.Metrics).restarts.WithLabelValues("t:sup", "b")); v != 2 {
 		t.Fatalf("restarts metric %v", v)
 	}
 }
@@ -229,14 +229,14 @@ func TestNestedEscalation(t *testing.T) {
 	}
 	x := infoOf(t, s, "x").PID
 	inner := infoOf(t, s, "inner").PID
-	in, ok := ByPID(inner)
+	in, ok := s.ByPID(inner)
 	if !ok {
 		t.Fatal("inner supervisor not found by pid")
 	}
 	w1 := infoOf(t, in, "w1").PID
 	send(t, f.env.Node, w1, "crash")
 	inner2 := waitRunning(t, s, "inner", inner)
-	in2, _ := ByPID(inner2)
+	in2, _ := s.ByPID(inner2)
 	if !errors.Is(in.Err(), ErrIntensity) {
 		t.Fatalf("inner exit %v", in.Err())
 	}
@@ -848,5 +848,27 @@ func TestRemovedChildTakesItsRestartSeries(t *testing.T) {
 	}
 	if n := series(); n != 0 {
 		t.Fatalf("%d restart series left after the child was removed", n)
+	}
+}
+
+// A supervisor is found by PID in its own runtime only: the directory of
+// instances is part of the runtime's Env, not of the process.
+func TestByPIDIsPerRuntime(t *testing.T) {
+	f1, f2 := newFake(t), newFake(t)
+	f1.addWorker("t:w")
+	f2.addWorker("t:w")
+	s := f1.start("t:sup", &Spec{Children: kids("a")})
+	ref := s.PID().String()
+	if got, err := registry.Find[*Supervisor](f1.env, "supervisor", ref); err != nil || got != s {
+		t.Fatalf("own runtime: %v %v", got, err)
+	}
+	if _, err := registry.Find[*Supervisor](f2.env, "supervisor", ref); !errors.Is(err, ErrNotSupervisor) {
+		t.Fatalf("another runtime found it: %v", err)
+	}
+	// Both nodes are named alike, so the PID may be taken over there:
+	// what it names there is that runtime's own.
+	other := f2.start("t:sup", &Spec{Children: kids("a")})
+	if got, ok := other.ByPID(s.PID()); ok && got == s {
+		t.Fatal("ByPID crossed runtimes")
 	}
 }

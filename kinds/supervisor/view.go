@@ -61,7 +61,7 @@ func (s *Supervisor) tree(depth int) *TreeView {
 		if !c.PID.IsZero() {
 			p := c.PID.String()
 			cv.PID = &p
-			if sub, ok := ByPID(c.PID); ok {
+			if sub, ok := s.ByPID(c.PID); ok {
 				if depth < MaxViewDepth {
 					cv.Tree = sub.tree(depth + 1)
 				} else {

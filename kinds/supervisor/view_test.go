@@ -50,7 +50,7 @@ func TestViewMarksTruncation(t *testing.T) {
 		t.Fatalf("JSON has %d markers", n)
 	}
 	// The rest is the view of the truncated child's own supervisor, whole.
-	rest, err := Find(f.env, *cut.PID)
+	rest, err := registry.Find[*Supervisor](f.env, "supervisor", *cut.PID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,173 @@
+package supervisor
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// What happens when a child exits: its restart type, its failure action,
+// the supervisor's intensity, and the strategy's set of children to
+// restart with it (one file per strategy).
+
+// shutdownExit reports whether e is an exit a transient child is not
+// restarted after: normal, or a requested shutdown.
+func shutdownExit(e process.Exit) bool {
+	return e.Err == nil || errors.Is(e.Err, process.ErrShutdown)
+}
+
+func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
+	s.setPID(c, process.PID{})
+	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
+		s.log.Warn("child exited", "child", c.spec.ID, "error", e.Err)
+	} else {
+		s.log.Debug("child exited", "child", c.spec.ID)
+	}
+	switch c.spec.Restart {
+	case Temporary:
+		if s.kind == KindPartition {
+			// A partition's slot count maps keys to workers: dropping
+			// the slot would move the keys of every other worker.
+			s.set(c, StatusTerminated)
+			return nil
+		}
+		s.remove(c)
+		return nil
+	case Transient:
+		if shutdownExit(e) {
+			s.terminated(c)
+			return nil
+		}
+	}
+	reason := "exited normally"
+	if e.Err != nil {
+		reason = e.Err.Error()
+	}
+	switch c.spec.OnFailure {
+	case ActionStop:
+		s.terminated(c)
+		return nil
+	case ActionEscalate:
+		return s.escalate(fmt.Errorf("supervisor %s: child %q (%s): %w", s.id, c.spec.ID, reason, ErrEscalated))
+	}
+	if !s.addRestart() {
+		return s.escalate(fmt.Errorf("supervisor %s: %w: more than %d restarts within %s; last child %q: %s",
+			s.id, ErrIntensity, s.spec.MaxRestarts, s.spec.RestartWindow, c.spec.ID, reason))
+	}
+	var one [1]*child // the usual group, on the stack
+	return s.restartSet(c, s.restartGroup(one[:0], c))
+}
+
+// restartGroup appends to dst the children that restart with failed, in
+// start order, by the supervisor's strategy. A child whose failure action
+// is resume restarts alone, whatever the strategy.
+func (s *Supervisor) restartGroup(dst []*child, failed *child) []*child {
+	if failed.spec.OnFailure == ActionResume {
+		return oneForOne(dst, s.children, failed)
+	}
+	switch s.spec.Strategy {
+	case AllForOne:
+		return allForOne(dst, s.children, failed)
+	case RestForOne:
+		return restForOne(dst, s.children, failed)
+	}
+	return oneForOne(dst, s.children, failed)
+}
+
+// terminated settles a child that stopped for good: a static supervisor
+// keeps its spec; a dynamic one forgets it, as Elixir's DynamicSupervisor
+// does, so its ID is free again.
+func (s *Supervisor) terminated(c *child) {
+	if s.kind == KindDynamic {
+		s.remove(c)
+	} else {
+		s.set(c, StatusTerminated)
+	}
+}
+
+// addRestart records a restart and reports whether it is within the
+// intensity: at most MaxRestarts restarts inside RestartWindow.
+func (s *Supervisor) addRestart() bool {
+	now := time.Now()
+	keep := s.restarts[:0]
+	for _, t := range s.restarts {
+		if now.Sub(t) < s.spec.RestartWindow {
+			keep = append(keep, t)
+		}
+	}
+	s.restarts = append(keep, now)
+	return len(s.restarts) <= s.spec.MaxRestarts
+}
+
+// restartSet stops the bystanders of set in reverse order (dropping the
+// temporary ones), then starts set in order.
+func (s *Supervisor) restartSet(failed *child, set []*child) error {
+	for _, c := range set {
+		s.set(c, StatusRestarting)
+	}
+	for i := len(set) - 1; i >= 0; i-- {
+		if c := set[i]; c != failed {
+			s.stopChild(c)
+			s.set(c, StatusRestarting)
+		}
+	}
+	live := set[:0]
+	for _, c := range set {
+		if c != failed && c.spec.Restart == Temporary {
+			s.remove(c)
+			continue
+		}
+		live = append(live, c)
+	}
+	s.startInOrder(live)
+	return nil
+}
+
+// startInOrder starts cs in order; the first that fails to start and those
+// after it stay restarting and are retried on the loop's next turn (each
+// retry counts toward the intensity, as OTP's try_again does).
+func (s *Supervisor) startInOrder(cs []*child) {
+	for _, c := range cs {
+		c.restarts++ // shown by spawnChild's publication
+		if err := s.spawnChild(c); err != nil {
+			c.restarts--
+			s.log.Error("child restart failed", "child", c.spec.ID, "error", err)
+			s.retry = true
+			return
+		}
+		s.met.restarts.WithLabelValues(string(s.id), c.spec.ID).Inc()
+	}
+}
+
+func (s *Supervisor) pendingRestarts() bool { return s.retry }
+
+func (s *Supervisor) retryRestarts() error {
+	s.retry = false
+	var cs []*child
+	for _, c := range s.children {
+		if c.status == StatusRestarting && c.pid.IsZero() {
+			cs = append(cs, c)
+		}
+	}
+	if len(cs) == 0 {
+		return nil // terminated or removed meanwhile
+	}
+	if !s.addRestart() {
+		return s.escalate(fmt.Errorf("supervisor %s: %w: more than %d restarts within %s; child %q could not be restarted",
+			s.id, ErrIntensity, s.spec.MaxRestarts, s.spec.RestartWindow, cs[0].spec.ID))
+	}
+	s.startInOrder(cs)
+	return nil
+}
+
+// escalate stops every child in reverse order and returns err, which the
+// loop turns into the supervisor's abnormal exit.
+func (s *Supervisor) escalate(err error) error {
+	s.met.escalations.WithLabelValues(string(s.id)).Inc()
+	s.log.Error("supervisor escalates", "error", err)
+	s.publishStatus(StatusStopping)
+	s.stopAll()
+	return err
+}

@@ -1,0 +1,495 @@
+package lua
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unicode"
+	"unicode/utf8"
+	"unsafe"
+
+	lua "github.com/yuin/gopher-lua"
+	"github.com/yuin/gopher-lua/pm"
+)
+
+// The string functions that can build a large string or run for a long
+// time are Proctor's own: they respect the per-string limit (see
+// limits.go) and stop when their process is asked to stop. The pattern
+// functions follow Lua 5.1 (lstrlib.c) on top of the fork's compiled
+// patterns (pm.Compile), matched one position at a time: gopher-lua's own
+// collected every match first, copied the whole result once per
+// replacement in gsub (quadratic), and could not be interrupted.
+
+// wrapStringLib replaces the functions of the shared string table.
+func wrapStringLib(L *lua.LState, lib *lua.LTable) {
+	for name, fn := range map[string]lua.LGFunction{
+		"rep":     strRep,
+		"find":    strFind,
+		"match":   strMatch,
+		"gsub":    strGsub,
+		"format":  strFormat,
+		"reverse": strReverse,
+		"upper":   func(L *lua.LState) int { return strCase(L, "string.upper", unicode.ToUpper, strings.ToUpper) },
+		"lower":   func(L *lua.LState) int { return strCase(L, "string.lower", unicode.ToLower, strings.ToLower) },
+	} {
+		lib.RawSetString(name, L.NewFunction(fn))
+	}
+	gmatch := L.NewFunction(strGmatch)
+	lib.RawSetString("gmatch", gmatch)
+	lib.RawSetString("gfind", gmatch)
+}
+
+// chunkBytes is how much a builtin copies or converts between two looks at
+// its process's stop request: a 64 MiB string.rep or upper takes a few
+// hundred milliseconds in one go on a busy machine, a chunk about one.
+const chunkBytes = 1 << 20
+
+// strRep is string.rep(s, n).
+func strRep(L *lua.LState) int {
+	s := L.CheckString(1)
+	n := float64(L.CheckNumber(2))
+	if !(n >= 1) || s == "" { // n < 1 or NaN
+		L.Push(lua.LString(""))
+		return 1
+	}
+	total := float64(len(s)) * math.Floor(n)
+	checkStringSize(L, "string.rep", total)
+	if total <= chunkBytes {
+		L.Push(lua.LString(strings.Repeat(s, int(n))))
+		return 1
+	}
+	// Double what is filled, a chunk at most at a time; the filled part
+	// is always whole copies of s.
+	buf := make([]byte, int(total))
+	filled := copy(buf, s)
+	for filled < len(buf) {
+		checkInterrupt(L)
+		k := filled
+		if k > chunkBytes {
+			k = max(chunkBytes/len(s), 1) * len(s)
+		}
+		filled += copy(buf[filled:], buf[:k])
+	}
+	L.Push(lua.LString(unsafe.String(&buf[0], len(buf))))
+	return 1
+}
+
+// strReverse is string.reverse(s).
+func strReverse(L *lua.LState) int {
+	s := L.CheckString(1)
+	if s == "" {
+		L.Push(lua.LString(""))
+		return 1
+	}
+	out := make([]byte, len(s))
+	for i := range out {
+		if i%chunkBytes == chunkBytes-1 {
+			checkInterrupt(L)
+		}
+		out[i] = s[len(s)-1-i]
+	}
+	L.Push(lua.LString(unsafe.String(&out[0], len(out))))
+	return 1
+}
+
+// strCase is string.upper or string.lower. A byte that is not UTF-8
+// becomes U+FFFD (three bytes) and a few letters change their length, so
+// a large result is measured before it is made, and made a chunk at a
+// time. Chunks end before a byte that starts a rune: no rune, valid or
+// not, spans two.
+func strCase(L *lua.LState, what string, mapRune func(rune) rune, mapString func(string) string) int {
+	s := L.CheckString(1)
+	if len(s) <= chunkBytes {
+		L.Push(lua.LString(mapString(s)))
+		return 1
+	}
+	n := 0
+	for i, r := range s {
+		if i%chunkBytes < 4 {
+			checkInterrupt(L)
+		}
+		n += utf8.RuneLen(mapRune(r))
+	}
+	checkStringSize(L, what, float64(n))
+	var b strings.Builder
+	b.Grow(n)
+	for i := 0; i < len(s); {
+		checkInterrupt(L)
+		j := min(i+chunkBytes, len(s))
+		for j < len(s) && j > i && !utf8.RuneStart(s[j]) {
+			j--
+		}
+		if j == i { // no rune start in a whole chunk: cannot happen, runes are short
+			j = min(i+chunkBytes, len(s))
+		}
+		b.WriteString(mapString(s[i:j]))
+		i = j
+	}
+	L.Push(lua.LString(b.String()))
+	return 1
+}
+
+// patterns caches compiled patterns: they are read-only, so every process
+// shares them. A script that makes a new pattern per call fills the cache
+// once; it is then emptied and refilled, so it stays small.
+var patterns struct {
+	m sync.Map // string -> *pm.Pattern
+	n atomic.Int32
+}
+
+const (
+	maxCachedPatterns   = 1024
+	maxCachedPatternLen = 256
+)
+
+// compilePattern compiles p, or raises with the reason.
+func compilePattern(L *lua.LState, p string) *pm.Pattern {
+	if v, ok := patterns.m.Load(p); ok {
+		return v.(*pm.Pattern)
+	}
+	pat, err := pm.Compile(p)
+	if err != nil {
+		L.RaiseError("malformed pattern %q: %s", p, err.Error())
+	}
+	if len(p) <= maxCachedPatternLen {
+		if patterns.n.Add(1) > maxCachedPatterns {
+			patterns.m.Clear()
+			patterns.n.Store(0)
+		}
+		patterns.m.Store(p, pat)
+	}
+	return pat
+}
+
+// findFrom returns the first match of pat in s at init or after it, or
+// nil; it raises on a pattern error and when the process is asked to stop
+// meanwhile.
+func findFrom(L *lua.LState, pat *pm.Pattern, s string, init int) *pm.MatchData {
+	md, err := pat.FindFrom(unsafeBytes(s), init, ProcessOf(L).stopCheck())
+	if err != nil {
+		L.RaiseError("%s", err.Error())
+	}
+	return md
+}
+
+// unsafeBytes views s as bytes; the matcher only reads them.
+func unsafeBytes(s string) []byte {
+	if s == "" {
+		return nil
+	}
+	return unsafe.Slice(unsafe.StringData(s), len(s))
+}
+
+// startIndex converts a Lua init argument (1-based, negative from the end)
+// to a 0-based offset in 0..n, as Lua 5.1's find and match do.
+func startIndex(init, n int) int {
+	if init < 0 {
+		init += n + 1
+	}
+	init--
+	if init < 0 {
+		return 0
+	}
+	if init > n {
+		return n
+	}
+	return init
+}
+
+// specials are the characters that make a pattern more than plain text.
+const specials = "^$*+?.([%-"
+
+func strFind(L *lua.LState) int  { return strFindAux(L, true) }
+func strMatch(L *lua.LState) int { return strFindAux(L, false) }
+
+// strFindAux is string.find (find) and string.match.
+func strFindAux(L *lua.LState, find bool) int {
+	s := L.CheckString(1)
+	p := L.CheckString(2)
+	init := startIndex(L.OptInt(3, 1), len(s))
+	if find && (lua.LVAsBool(L.Get(4)) || !strings.ContainsAny(p, specials)) {
+		i := strings.Index(s[init:], p)
+		if i < 0 {
+			L.Push(lua.LNil)
+			return 1
+		}
+		L.Push(lua.LNumber(init + i + 1))
+		L.Push(lua.LNumber(init + i + len(p)))
+		return 2
+	}
+	md := findFrom(L, compilePattern(L, p), s, init)
+	if md == nil {
+		L.Push(lua.LNil)
+		return 1
+	}
+	if find {
+		L.Push(lua.LNumber(md.Capture(0) + 1))
+		L.Push(lua.LNumber(md.Capture(1)))
+		return 2 + pushCaptures(L, s, md, false)
+	}
+	return pushCaptures(L, s, md, true)
+}
+
+// pushCaptures pushes the captures of md (position captures as numbers),
+// or the whole match when there are none and whole is set.
+func pushCaptures(L *lua.LState, s string, md *pm.MatchData, whole bool) int {
+	n := md.CaptureLength()/2 - 1
+	if n == 0 && whole {
+		L.Push(lua.LString(s[md.Capture(0):md.Capture(1)]))
+		return 1
+	}
+	for i := 1; i <= n; i++ {
+		L.Push(capture(s, md, i))
+	}
+	return n
+}
+
+// capture returns capture i (1-based) of md.
+func capture(s string, md *pm.MatchData, i int) lua.LValue {
+	if md.IsPosCapture(2 * i) {
+		return lua.LNumber(md.Capture(2 * i))
+	}
+	return lua.LString(s[md.Capture(2*i):md.Capture(2*i+1)])
+}
+
+// gmatchState is the state of one string.gmatch iterator.
+type gmatchState struct {
+	s    string
+	pat  *pm.Pattern
+	pos  int
+	done bool
+}
+
+// strGmatch is string.gmatch: it returns an iterator that finds the next
+// match each time it is called.
+func strGmatch(L *lua.LState) int {
+	s := L.CheckString(1)
+	pat := compilePattern(L, L.CheckString(2))
+	ud := L.NewUserData()
+	ud.Value = &gmatchState{s: s, pat: pat}
+	L.Push(L.NewClosure(gmatchNext, ud))
+	return 1
+}
+
+func gmatchNext(L *lua.LState) int {
+	st := L.CheckUserData(lua.UpvalueIndex(1)).Value.(*gmatchState)
+	if st.done {
+		return 0
+	}
+	md := findFrom(L, st.pat, st.s, st.pos)
+	if md == nil {
+		st.done = true
+		return 0
+	}
+	start, end := md.Capture(0), md.Capture(1)
+	st.pos = end
+	if end == start {
+		st.pos++ // an empty match: move on at least one position
+	}
+	if st.pos > len(st.s) || st.pat.MustHead {
+		st.done = true
+	}
+	return pushCaptures(L, st.s, md, true)
+}
+
+// strGsub is string.gsub(s, pattern, repl [, n]).
+func strGsub(L *lua.LState) int {
+	s := L.CheckString(1)
+	pat := compilePattern(L, L.CheckString(2))
+	L.CheckTypes(3, lua.LTNumber, lua.LTString, lua.LTTable, lua.LTFunction)
+	repl := L.Get(3)
+	maxN := -1
+	if L.Get(4) != lua.LNil {
+		if maxN = L.CheckInt(4); maxN < 0 {
+			maxN = 0
+		}
+	}
+	var b strings.Builder
+	add := func(piece string) {
+		checkStringSize(L, "string.gsub", float64(b.Len()+len(piece)))
+		b.WriteString(piece)
+	}
+	pos, n := 0, 0
+	for maxN < 0 || n < maxN {
+		if n%checkEvery == checkEvery-1 {
+			checkInterrupt(L)
+		}
+		md := findFrom(L, pat, s, pos)
+		if md == nil {
+			break
+		}
+		start, end := md.Capture(0), md.Capture(1)
+		n++
+		add(s[pos:start])
+		gsubValue(L, s, md, repl, add)
+		if end > start {
+			pos = end
+		} else {
+			if start < len(s) {
+				add(s[start : start+1])
+			}
+			pos = start + 1
+		}
+		if pos > len(s) || pat.MustHead {
+			break
+		}
+	}
+	if pos < len(s) {
+		add(s[pos:])
+	}
+	L.Push(lua.LString(b.String()))
+	L.Push(lua.LNumber(n))
+	return 2
+}
+
+// gsubValue adds the replacement of one match, as Lua 5.1's add_value.
+func gsubValue(L *lua.LState, s string, md *pm.MatchData, repl lua.LValue, add func(string)) {
+	whole := s[md.Capture(0):md.Capture(1)]
+	var v lua.LValue
+	switch r := repl.(type) {
+	case lua.LString, lua.LNumber:
+		gsubString(L, s, md, lua.LVAsString(r), add)
+		return
+	case *lua.LTable:
+		v = L.GetTable(r, firstCapture(s, md))
+	case *lua.LFunction:
+		L.Push(r)
+		L.Call(pushCaptures(L, s, md, true), 1)
+		v = L.Get(-1)
+		L.Pop(1)
+	}
+	switch x := v.(type) {
+	case lua.LString, lua.LNumber:
+		add(lua.LVAsString(x))
+	default:
+		if lua.LVIsFalse(v) {
+			add(whole) // keep the original text
+			return
+		}
+		L.RaiseError("invalid replacement value (a %s)", v.Type().String())
+	}
+}
+
+// firstCapture is the first capture of md, or the whole match.
+func firstCapture(s string, md *pm.MatchData) lua.LValue {
+	if md.CaptureLength() > 2 {
+		return capture(s, md, 1)
+	}
+	return lua.LString(s[md.Capture(0):md.Capture(1)])
+}
+
+// gsubString adds a replacement string: %0 is the whole match, %1-%9 the
+// captures (%1 is the whole match when there are none), %% a %.
+func gsubString(L *lua.LState, s string, md *pm.MatchData, repl string, add func(string)) {
+	ncap := md.CaptureLength()/2 - 1
+	for {
+		i := strings.IndexByte(repl, '%')
+		if i < 0 {
+			add(repl)
+			return
+		}
+		add(repl[:i])
+		if i+1 == len(repl) {
+			L.RaiseError("invalid use of '%%' in replacement string")
+		}
+		c := repl[i+1]
+		repl = repl[i+2:]
+		switch {
+		case c == '0' || (c == '1' && ncap == 0):
+			add(s[md.Capture(0):md.Capture(1)])
+		case c >= '1' && c <= '9':
+			k := int(c - '0')
+			if k > ncap {
+				L.RaiseError("invalid capture index %%%d", k)
+			}
+			add(lua.LVAsString(capture(s, md, k)))
+		default:
+			add(string(c))
+		}
+	}
+}
+
+// strFormat is string.format. Its result is measured before it is made:
+// each directive's width and precision (at most 1,000,000 each in Go's
+// fmt) plus the size of its argument as that verb may render it.
+func strFormat(L *lua.LState) int {
+	f := L.CheckString(1)
+	top := L.GetTop()
+	args := make([]any, 0, top-1)
+	sizes := make([]int, 0, top-1)
+	for i := 2; i <= top; i++ {
+		switch v := L.Get(i).(type) {
+		case lua.LNumber:
+			args = append(args, v)
+			sizes = append(sizes, 32)
+		case lua.LString:
+			args = append(args, v)
+			sizes = append(sizes, len(v))
+		default:
+			s := L.ToStringMeta(v).String()
+			args = append(args, lua.LString(s))
+			sizes = append(sizes, len(s))
+		}
+	}
+	n, used, err := formatSize(f, sizes)
+	if err != "" {
+		L.RaiseError("string.format: %s", err)
+	}
+	checkStringSize(L, "string.format", n)
+	L.Push(lua.LString(fmt.Sprintf(f, args[:used]...)))
+	return 1
+}
+
+// formatSize returns at least the length of fmt.Sprintf(f, args) for
+// arguments of the given sizes (a number's size is that of its shortest
+// form), and how many arguments f uses.
+func formatSize(f string, sizes []int) (n float64, used int, err string) {
+	for i := 0; i < len(f); i++ {
+		if f[i] != '%' {
+			n++
+			continue
+		}
+		i++
+		if i < len(f) && f[i] == '%' {
+			n++
+			continue
+		}
+		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
+			i++
+		}
+		width, prec := 0, 0
+		for i < len(f) && f[i] >= '0' && f[i] <= '9' {
+			width = min(width*10+int(f[i]-'0'), 1e7)
+			i++
+		}
+		if i < len(f) && f[i] == '.' {
+			i++
+			for i < len(f) && f[i] >= '0' && f[i] <= '9' {
+				prec = min(prec*10+int(f[i]-'0'), 1e7)
+				i++
+			}
+		}
+		if i >= len(f) {
+			return 0, 0, "incomplete directive at the end of the format"
+		}
+		if f[i] == '*' || f[i] == '[' {
+			return 0, 0, fmt.Sprintf("%q in a directive is not supported", f[i])
+		}
+		size := 0
+		if used < len(sizes) {
+			size = sizes[used]
+			used++
+		}
+		switch f[i] {
+		case 's', 'v':
+			n += float64(max(width, size))
+		default:
+			// %q escapes a byte into at most 4, %x writes 2 per byte, and a
+			// number is at most 330 digits (%f of 1e308) plus its precision.
+			n += float64(width) + float64(prec) + 4*float64(size) + 330
+		}
+	}
+	return n, used, ""
+}

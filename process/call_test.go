@@ -1,0 +1,396 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// nop is a command that does nothing.
+var nop = CommandFunc(func() error { return nil })
+
+// runLoop starts l and stops it at cleanup, or when cancel is called.
+func runLoop(t testing.TB, l *Loop) (cancel func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	go l.Run(ctx)
+	t.Cleanup(func() { cancel(); <-l.Done() })
+	return cancel
+}
+
+// blockLoop parks a running loop on a command until release is called.
+func blockLoop(t testing.TB, l *Loop) (release func()) {
+	t.Helper()
+	entered, gate := make(chan struct{}), make(chan struct{})
+	if err := l.Submit(func() { close(entered); <-gate }); err != nil {
+		t.Fatal(err)
+	}
+	<-entered
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	t.Cleanup(release)
+	return release
+}
+
+func TestCallReturnsTheCommandsResult(t *testing.T) {
+	l := NewLoop(LoopOptions{})
+	runLoop(t, l)
+	owned := 0 // loop state: touched by commands only
+	boom := errors.New("boom")
+	for i := range 3 {
+		err := RunOn(context.Background(), l, CommandFunc(func() error {
+			owned++
+			if i == 2 {
+				return boom
+			}
+			return nil
+		}), CallOptions{Timeout: 5 * time.Second})
+		if i < 2 && err != nil {
+			t.Fatalf("call %d: %v", i, err)
+		}
+		if i == 2 && err != boom {
+			t.Fatalf("call 2 returned %v, want the command's own error", err)
+		}
+	}
+	got := 0
+	if err := RunOn(context.Background(), l, CommandFunc(func() error { got = owned; return nil }), CallOptions{}); err != nil || got != 3 {
+		t.Fatalf("state %d, %v", got, err)
+	}
+}
+
+// What a caller sees when its command does not run, and when it runs but
+// too late: each failure has its own sentinel, and none hangs.
+func TestCallFailures(t *testing.T) {
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) (context.Context, Owner, CallOptions)
+		want  []error
+	}{
+		{"queue full", func(t *testing.T) (context.Context, Owner, CallOptions) {
+			l := NewLoop(LoopOptions{MaxQueue: 1})
+			runLoop(t, l)
+			blockLoop(t, l)
+			if err := l.Submit(func() {}); err != nil {
+				t.Fatal(err)
+			}
+			return context.Background(), l, CallOptions{}
+		}, []error{ErrQueueFull}},
+		{"stopped before", func(t *testing.T) (context.Context, Owner, CallOptions) {
+			l := NewLoop(LoopOptions{})
+			runLoop(t, l)()
+			<-l.Done()
+			return context.Background(), l, CallOptions{}
+		}, []error{ErrLoopStopped}},
+		{"stopped while queued", func(t *testing.T) (context.Context, Owner, CallOptions) {
+			l := NewLoop(LoopOptions{})
+			cancel := runLoop(t, l)
+			release := blockLoop(t, l)
+			time.AfterFunc(20*time.Millisecond, func() { cancel(); release() })
+			return context.Background(), l, CallOptions{}
+		}, []error{ErrLoopStopped}},
+		{"timeout", func(t *testing.T) (context.Context, Owner, CallOptions) {
+			l := NewLoop(LoopOptions{})
+			runLoop(t, l)
+			blockLoop(t, l)
+			return context.Background(), l, CallOptions{Timeout: 20 * time.Millisecond}
+		}, []error{ErrCallTimeout}},
+		{"caller gone", func(t *testing.T) (context.Context, Owner, CallOptions) {
+			l := NewLoop(LoopOptions{})
+			runLoop(t, l)
+			blockLoop(t, l)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			why := errors.New("process terminated")
+			time.AfterFunc(20*time.Millisecond, func() { cancel(why) })
+			return ctx, l, CallOptions{}
+		}, []error{ErrCallAbandoned}},
+		{"no urgent lane", func(t *testing.T) (context.Context, Owner, CallOptions) {
+			n := NewNode(Options{Name: "t"})
+			pid, err := n.Spawn(ownerBehavior{}, SpawnOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _, _ = n.Stop(context.Background(), pid) })
+			o, _ := n.OwnerOf(pid)
+			return context.Background(), o, CallOptions{Urgent: true}
+		}, []error{errNotUrgent}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, o, opts := tc.setup(t)
+			done := make(chan error, 1)
+			go func() { done <- RunOn(ctx, o, nop, opts) }()
+			select {
+			case err := <-done:
+				for _, w := range tc.want {
+					if !errors.Is(err, w) {
+						t.Fatalf("err = %v, want %v", err, w)
+					}
+				}
+			case <-time.After(5 * time.Second):
+				t.Fatal("call hangs")
+			}
+		})
+	}
+}
+
+// An abandoned call says why: the context's cause is in the chain.
+func TestCallAbandonKeepsTheCause(t *testing.T) {
+	l := NewLoop(LoopOptions{})
+	runLoop(t, l)
+	blockLoop(t, l)
+	ctx, cancel := context.WithCancelCause(context.Background())
+	why := errors.New("process terminated")
+	cancel(why)
+	err := RunOn(ctx, l, nop, CallOptions{})
+	if !errors.Is(err, ErrCallAbandoned) || !errors.Is(err, why) {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+// The urgent lane passes a full queue, and its work runs before the
+// commands queued ahead of it.
+func TestCallUrgentBypassesTheQueue(t *testing.T) {
+	l := NewLoop(LoopOptions{MaxQueue: 1})
+	runLoop(t, l)
+	release := blockLoop(t, l)
+	var order []string // loop-owned
+	if err := l.Submit(func() { order = append(order, "queued") }); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunOn(context.Background(), l, nop, CallOptions{Timeout: 10 * time.Millisecond}); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("ordinary call on a full queue: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		done <- RunOn(context.Background(), l, CommandFunc(func() error { order = append(order, "urgent"); return nil }), CallOptions{Urgent: true})
+	}()
+	// The urgent call waits for the command that holds the loop, not for
+	// room in the queue.
+	select {
+	case err := <-done:
+		t.Fatalf("urgent call returned %v while the loop was busy", err)
+	case <-time.After(20 * time.Millisecond):
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	// The queue holds one command: read the order once "queued" has left
+	// it, or this call could find the queue still full.
+	eventually(t, "the queued command to leave the queue", func() bool { return l.Len() == 0 })
+	var got []string
+	if err := RunOn(context.Background(), l, CommandFunc(func() error { got = append(got, order...); return nil }), CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0] != "urgent" || got[1] != "queued" {
+		t.Fatalf("order = %v, want urgent before queued", got)
+	}
+}
+
+// Urgent work submitted to an idle loop wakes it.
+func TestSubmitUrgentWakesAnIdleLoop(t *testing.T) {
+	l := NewLoop(LoopOptions{})
+	runLoop(t, l)
+	for range 100 {
+		ran := make(chan struct{})
+		if err := l.SubmitUrgent(func() { close(ran) }); err != nil {
+			t.Fatal(err)
+		}
+		select {
+		case <-ran:
+		case <-time.After(5 * time.Second):
+			t.Fatal("urgent work did not wake the loop")
+		}
+	}
+}
+
+// A call answered just as its timeout fires must not leave that timer's
+// late expiry to strike the next call that reuses the pooled waiter: that
+// call would report a timeout at once although its command ran. Commands
+// here take about as long as the timeout, so answers and expiries keep
+// crossing.
+func TestCallTimeoutNeverStrikesTheNextCall(t *testing.T) {
+	const timeout = time.Millisecond
+	l := NewLoop(LoopOptions{})
+	runLoop(t, l)
+	deadline := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		busy := timeout*3/4 + time.Duration(i%50)*timeout/100
+		if err := l.Submit(func() {
+			for end := time.Now().Add(busy); time.Now().Before(end); {
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		start := time.Now()
+		err := RunOn(context.Background(), l, nop, CallOptions{Timeout: timeout})
+		if took := time.Since(start); errors.Is(err, ErrCallTimeout) && took < timeout/2 {
+			t.Fatalf("call %d timed out after %s, before its %s timeout", i, took, timeout)
+		}
+	}
+}
+
+// A command that runs after its caller gave up touches nothing of the
+// caller's, and the waiter it ran on is not handed to another call.
+func TestLateCommandAfterTimeout(t *testing.T) {
+	l := NewLoop(LoopOptions{})
+	runLoop(t, l)
+	release := blockLoop(t, l)
+	var ran atomic.Int32
+	err := RunOn(context.Background(), l, CommandFunc(func() error { ran.Add(1); return nil }), CallOptions{Timeout: 10 * time.Millisecond})
+	if !errors.Is(err, ErrCallTimeout) {
+		t.Fatalf("err = %v", err)
+	}
+	release()
+	for i := range 100 {
+		if err := RunOn(context.Background(), l, nop, CallOptions{Timeout: 5 * time.Second}); err != nil {
+			t.Fatalf("call %d after a late command: %v", i, err)
+		}
+	}
+	if ran.Load() != 1 {
+		t.Fatalf("late command ran %d times", ran.Load())
+	}
+}
+
+// ownerBehavior runs the commands it is sent and ignores other messages.
+type ownerBehavior struct{ other chan Message }
+
+func (b ownerBehavior) Receive(_ Context, m Message) {
+	if RunCommand(m) {
+		return
+	}
+	if b.other != nil {
+		b.other <- m
+	}
+}
+
+// A process is an Owner through OwnerOf: commands run on its goroutine
+// among its messages; its exit fails what is still queued.
+func TestOwnerOfProcess(t *testing.T) {
+	n := NewNode(Options{Name: "t"})
+	other := make(chan Message, 1)
+	pid, err := n.Spawn(ownerBehavior{other: other}, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, ok := n.OwnerOf(pid)
+	if !ok {
+		t.Fatal("no owner for a live process")
+	}
+	count := 0 // owned by the process
+	for range 10 {
+		if err := RunOn(context.Background(), o, CommandFunc(func() error { count++; return nil }), CallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := 0
+	if err := RunOn(context.Background(), o, CommandFunc(func() error { got = count; return nil }), CallOptions{}); err != nil || got != 10 {
+		t.Fatalf("count %d, %v", got, err)
+	}
+	// A message that looks like a command but was not made by an owner is
+	// an ordinary message.
+	if err := n.Send(pid, Message{Topic: commandTopic, Payload: func() { t.Error("forged command ran") }}); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-other; m.Topic != commandTopic {
+		t.Fatalf("got %v", m)
+	}
+	if _, err := n.Stop(context.Background(), pid); err != nil {
+		t.Fatal(err)
+	}
+	if err := RunOn(context.Background(), o, nop, CallOptions{}); !errors.Is(err, ErrLoopStopped) {
+		t.Fatalf("call after exit: %v", err)
+	}
+	if _, ok := n.OwnerOf(pid); ok {
+		t.Fatal("owner of an exited process")
+	}
+}
+
+// A process that exits with a command still in its mailbox fails that
+// call rather than leaving it waiting.
+func TestOwnerExitFailsQueuedCall(t *testing.T) {
+	n := NewNode(Options{Name: "t"})
+	gate := make(chan struct{})
+	pid, err := n.Spawn(ownerBehavior{}, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, _ := n.OwnerOf(pid)
+	// Park the process inside a command, queue another (or not yet: a
+	// call to a killed owner fails the same way), then kill it.
+	entered := make(chan struct{})
+	go func() {
+		_ = RunOn(context.Background(), o, CommandFunc(func() error { close(entered); <-gate; return nil }), CallOptions{})
+	}()
+	<-entered
+	done := make(chan error, 1)
+	go func() { done <- RunOn(context.Background(), o, nop, CallOptions{}) }()
+	if err := n.Kill(pid); err != nil {
+		t.Fatal(err)
+	}
+	close(gate)
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLoopStopped) {
+			t.Fatalf("err = %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("queued call hangs after the owner exited")
+	}
+}
+
+// The hot path allocates nothing: a pooled waiter, its own timer, and a
+// command that is not a closure.
+func TestCallAllocatesNothing(t *testing.T) {
+	if raceEnabled {
+		t.Skip("sync.Pool drops items at random under the race detector")
+	}
+	l := NewLoop(LoopOptions{MaxQueue: 1024})
+	runLoop(t, l)
+	cmd := &counter{}
+	opts := CallOptions{Timeout: 5 * time.Second}
+	allocs := testing.AllocsPerRun(1000, func() {
+		if err := RunOn(context.Background(), l, cmd, opts); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("%v allocations per call", allocs)
+	}
+}
+
+type counter struct{ n int }
+
+func (c *counter) Run() error { c.n++; return nil }
+
+// BenchmarkCall: one command run on a loop and waited for, with a deadline.
+func BenchmarkCall(b *testing.B) {
+	l := NewLoop(LoopOptions{MaxQueue: 1024})
+	runLoop(b, l)
+	cmd := &counter{}
+	opts := CallOptions{Timeout: 5 * time.Second}
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := RunOn(context.Background(), l, cmd, opts); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkCallContext is BenchmarkCall for a caller with a cancellable
+// context (a process that may be asked to stop while it waits).
+func BenchmarkCallContext(b *testing.B) {
+	l := NewLoop(LoopOptions{MaxQueue: 1024})
+	runLoop(b, l)
+	cmd := &counter{}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	b.ReportAllocs()
+	for b.Loop() {
+		if err := RunOn(ctx, l, cmd, CallOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,144 @@
+package lua
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// Tests of Proctor's limits in the VM (see PATCHES.md).
+
+func TestMaxStringSizeConcat(t *testing.T) {
+	L := NewState(Options{MaxStringSize: 1000})
+	defer L.Close()
+	for _, tc := range []struct {
+		src, err string
+	}{
+		{`local s = string.rep("x", 500) s = s .. s`, ""},
+		{`local s = string.rep("x", 500) s = s .. s .. "!"`, "string too long: .. would make 1001 bytes, over the limit of 1000"},
+		{`local s = string.rep("x", 600) local t = s .. 1 .. s`, "over the limit"},
+		// coroutines inherit the limit
+		{`local s = string.rep("x", 600) local ok, err = coroutine.resume(coroutine.create(function() return s .. s end)) assert(not ok) error(err)`, "over the limit"},
+	} {
+		err := L.DoString(tc.src)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.src, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want %q", tc.src, err, tc.err)
+		}
+	}
+}
+
+func TestMaxTableEntries(t *testing.T) {
+	L := NewState(Options{MaxTableEntries: 100})
+	defer L.Close()
+	for _, tc := range []struct {
+		src, err string
+	}{
+		{`local t = {} for i = 1, 100 do t[i] = i end for i = 1, 100 do t[i] = -i end t[100] = nil t[100] = 1`, ""},
+		{`local t = {} for i = 1, 101 do t[i] = i end`, "table overflow: a table may hold at most 100 entries"},
+		{`local t = {} for i = 1, 101 do t["k" .. i] = i end`, "table overflow"},
+		{`local t = {} for i = 1, 101 do t[i + 0.5] = i end`, "table overflow"},
+		{`local t = {} for i = 1, 101 do rawset(t, i, i) end`, "table overflow"},
+		{`local t = {} for i = 1, 100 do t.x = i end`, ""},
+		{`t = {} for i = 1, 101 do t[i] = i end`, "table overflow"},
+		// the globals table is a table too
+		{`for i = 1, 101 do _G["g" .. i] = i end`, "table overflow"},
+	} {
+		err := L.DoString(tc.src)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.src, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want %q", tc.src, err, tc.err)
+		}
+	}
+}
+
+// TestRegistryGrowsGeometrically: pushing many values costs amortised
+// constant time per value, so hitting RegistryMaxSize is quick.
+func TestRegistryGrowsGeometrically(t *testing.T) {
+	L := NewState(Options{RegistrySize: 128, RegistryMaxSize: 1 << 20, RegistryGrowStep: 32})
+	defer L.Close()
+	start := time.Now()
+	err := L.DoString(`return select("#", unpack({}, 1, 1e8))`)
+	if err == nil || !strings.Contains(err.Error(), "registry overflow") {
+		t.Fatalf("err = %v", err)
+	}
+	// A fixed step of 32 copied the stack 32768 times on the way to
+	// a million slots (minutes); geometric growth takes milliseconds.
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("took %v", d)
+	}
+}
+
+// stateBytes is the heap a NewState(opts) allocates, on average.
+func stateBytes(opts Options) float64 {
+	const n = 200
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for range n {
+		NewState(opts).Close()
+	}
+	runtime.ReadMemStats(&after)
+	return float64(after.TotalAlloc-before.TotalAlloc) / n
+}
+
+// A state that opens no library does not size its global and registry
+// tables for the standard library: they were about 7 KB of the 11 KB such
+// a state allocated (3.6 KB now), and the registry table stayed allocated
+// for the state's life.
+func TestSkipOpenLibsStateIsSmall(t *testing.T) {
+	opts := Options{SkipOpenLibs: true, CallStackSize: 200, RegistrySize: 128, RegistryMaxSize: 64 * 1024, MinimizeStackMemory: true}
+	if b := stateBytes(opts); b > 6000 {
+		t.Fatalf("a state without libraries allocates %.0f bytes", b)
+	}
+	// The tables still work, and grow as needed.
+	L := NewState(opts)
+	defer L.Close()
+	for i := range 100 {
+		L.SetGlobal(fmt.Sprintf("g%d", i), LNumber(i))
+	}
+	L.G.Registry.RawSetString("k", LTrue)
+	if L.GetGlobal("g99") != LNumber(99) || L.G.Registry.RawGetString("k") != LTrue {
+		t.Fatal("globals or registry lost a value")
+	}
+	// With the libraries, the global table is sized for them as before.
+	full := NewState()
+	defer full.Close()
+	if full.GetGlobal("string") == LNil {
+		t.Fatal("no string library")
+	}
+}
+
+// A chunk builds no `arg` table on each run: no code can reach it (a chunk
+// has no local arg). A vararg function still gets its Lua 5.0 `arg`.
+func TestChunkBuildsNoArgTable(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	fn, err := L.LoadString(`return 1`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		L.Push(fn)
+		L.Call(0, 1)
+		L.Pop(1)
+	})
+	if allocs != 0 {
+		t.Fatalf("running a chunk allocates %.0f times", allocs)
+	}
+	if err := L.DoString(`
+assert(arg == nil, "a chunk has no arg")
+local function f(...) return arg.n, arg[2] end
+local n, second = f("a", "b", "c")
+assert(n == 3 and second == "b", "a vararg function has arg")
+local function g(...) return select("#", ...) end
+assert(g(1, 2) == 2)
+assert(select("#", ...) == 0, "the chunk's own varargs")`); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -1,0 +1,477 @@
+package lua
+
+const defaultArrayCap = 32
+const defaultHashCap = 32
+
+// proctor: maxArrayGap is how far past the end of the array part an integer
+// key may land and still grow the array (the slots between are filled with
+// nil). Stock gopher-lua grew the array to any key below MaxArrayIndex:
+// t[67000000] = true allocated a gigabyte. A key further away goes to the
+// hash part, as in Lua, and moves into the array when the array reaches
+// it. The invariant that keeps lookups and next() right: the hash part never
+// holds an integer key k with 1 <= k <= len(array)+1.
+const maxArrayGap = 64
+
+// Entries returns the number of slots the table holds: the length of its
+// array part (nil slots included) and the number of keys of its hash part.
+// proctor: what Options.MaxTableEntries bounds.
+func (tb *LTable) Entries() int {
+	return len(tb.array) + len(tb.strdict) + len(tb.dict)
+}
+
+// proctor: growArray sets t[index+1] = value where index >= len(array):
+// in the array when the gap is small, taking the keys the array now covers
+// out of the hash part, else in the hash part.
+func (tb *LTable) growArray(index int, value LValue) {
+	alen := len(tb.array)
+	if value == LNil {
+		if tb.dict != nil {
+			tb.RawSetH(LNumber(index+1), LNil)
+		}
+		return
+	}
+	if index-alen > maxArrayGap {
+		tb.RawSetH(LNumber(index+1), value)
+		return
+	}
+	if tb.array == nil {
+		tb.array = make([]LValue, 0, defaultArrayCap)
+	}
+	if len(tb.dict) == 0 {
+		for i := alen; i < index; i++ {
+			tb.array = append(tb.array, LNil)
+		}
+		tb.array = append(tb.array, value)
+		return
+	}
+	for i := alen; i < index; i++ {
+		tb.array = append(tb.array, tb.takeH(i+1))
+	}
+	tb.takeH(index + 1)
+	tb.array = append(tb.array, value)
+	tb.pullFromHash()
+}
+
+// proctor: pullFromHash moves the keys that continue the array part out of
+// the hash part, after the array grew.
+func (tb *LTable) pullFromHash() {
+	for len(tb.dict) > 0 {
+		v := tb.takeH(len(tb.array) + 1)
+		if v == LNil {
+			return
+		}
+		tb.array = append(tb.array, v)
+	}
+}
+
+// proctor: takeH removes the integer key k from the hash part and returns
+// its value (LNil when it was not there).
+func (tb *LTable) takeH(k int) LValue {
+	key := LNumber(k)
+	v, ok := tb.dict[key]
+	if !ok {
+		return LNil
+	}
+	delete(tb.dict, key)
+	return v
+}
+
+// proctor: compactKeys drops deleted keys from the key order that next()
+// follows, once they outnumber the live ones. Stock gopher-lua never
+// removed them (a TODO): a table used as a map with ever new keys (a
+// request ID set, then cleared) grew without bound. It runs only when a new
+// key is added, which next() does not allow during a traversal, so a
+// traversal that clears fields is unaffected.
+func (tb *LTable) compactKeys() {
+	live := len(tb.strdict) + len(tb.dict)
+	if len(tb.keys) < 2*live+64 {
+		return
+	}
+	keys := make([]LValue, 0, live+live/2)
+	k2i := make(map[LValue]int, live+live/2)
+	for _, k := range tb.keys {
+		if tb.RawGetH(k) != LNil {
+			k2i[k] = len(keys)
+			keys = append(keys, k)
+		}
+	}
+	tb.keys, tb.k2i = keys, k2i
+}
+
+type lValueArraySorter struct {
+	L      *LState
+	Fn     *LFunction
+	Values []LValue
+}
+
+func (lv lValueArraySorter) Len() int {
+	return len(lv.Values)
+}
+
+func (lv lValueArraySorter) Swap(i, j int) {
+	lv.Values[i], lv.Values[j] = lv.Values[j], lv.Values[i]
+}
+
+func (lv lValueArraySorter) Less(i, j int) bool {
+	if lv.Fn != nil {
+		lv.L.Push(lv.Fn)
+		lv.L.Push(lv.Values[i])
+		lv.L.Push(lv.Values[j])
+		lv.L.Call(2, 1)
+		return LVAsBool(lv.L.reg.Pop())
+	}
+	return lessThan(lv.L, lv.Values[i], lv.Values[j])
+}
+
+func newLTable(acap int, hcap int) *LTable {
+	if acap < 0 {
+		acap = 0
+	}
+	if hcap < 0 {
+		hcap = 0
+	}
+	tb := &LTable{}
+	tb.Metatable = LNil
+	if acap != 0 {
+		tb.array = make([]LValue, 0, acap)
+	}
+	if hcap != 0 {
+		tb.strdict = make(map[string]LValue, hcap)
+	}
+	return tb
+}
+
+// Len returns length of this LTable without using __len.
+func (tb *LTable) Len() int {
+	if tb.array == nil {
+		return 0
+	}
+	var prev LValue = LNil
+	for i := len(tb.array) - 1; i >= 0; i-- {
+		v := tb.array[i]
+		if prev == LNil && v != LNil {
+			return i + 1
+		}
+		prev = v
+	}
+	return 0
+}
+
+// Append appends a given LValue to this LTable.
+func (tb *LTable) Append(value LValue) {
+	if value == LNil {
+		return
+	}
+	if tb.array == nil {
+		tb.array = make([]LValue, 0, defaultArrayCap)
+	}
+	if len(tb.array) == 0 || tb.array[len(tb.array)-1] != LNil {
+		tb.takeH(len(tb.array) + 1) // proctor: see maxArrayGap
+		tb.array = append(tb.array, value)
+		tb.pullFromHash()
+	} else {
+		i := len(tb.array) - 2
+		for ; i >= 0; i-- {
+			if tb.array[i] != LNil {
+				break
+			}
+		}
+		tb.array[i+1] = value
+	}
+}
+
+// Insert inserts a given LValue at position `i` in this table.
+func (tb *LTable) Insert(i int, value LValue) {
+	if tb.array == nil {
+		tb.array = make([]LValue, 0, defaultArrayCap)
+	}
+	if i > len(tb.array) {
+		tb.RawSetInt(i, value)
+		return
+	}
+	if i <= 0 {
+		tb.RawSet(LNumber(i), value)
+		return
+	}
+	i -= 1
+	tb.array = append(tb.array, LNil)
+	copy(tb.array[i+1:], tb.array[i:])
+	tb.array[i] = value
+	tb.pullFromHash() // proctor: see maxArrayGap
+}
+
+// MaxN returns a maximum number key that nil value does not exist before it.
+func (tb *LTable) MaxN() int {
+	if tb.array == nil {
+		return 0
+	}
+	for i := len(tb.array) - 1; i >= 0; i-- {
+		if tb.array[i] != LNil {
+			return i + 1
+		}
+	}
+	return 0
+}
+
+// Remove removes from this table the element at a given position.
+func (tb *LTable) Remove(pos int) LValue {
+	if tb.array == nil {
+		return LNil
+	}
+	larray := len(tb.array)
+	if larray == 0 {
+		return LNil
+	}
+	i := pos - 1
+	oldval := LNil
+	switch {
+	case i >= larray:
+		// nothing to do
+	case i == larray-1 || i < 0:
+		oldval = tb.array[larray-1]
+		tb.array = tb.array[:larray-1]
+	default:
+		oldval = tb.array[i]
+		copy(tb.array[i:], tb.array[i+1:])
+		tb.array[larray-1] = nil
+		tb.array = tb.array[:larray-1]
+	}
+	return oldval
+}
+
+// RawSet sets a given LValue to a given index without the __newindex metamethod.
+// It is recommended to use `RawSetString` or `RawSetInt` for performance
+// if you already know the given LValue is a string or number.
+func (tb *LTable) RawSet(key LValue, value LValue) {
+	switch v := key.(type) {
+	case LNumber:
+		if isArrayKey(v) {
+			index := int(v) - 1
+			switch alen := len(tb.array); {
+			case index < alen:
+				tb.array[index] = value
+			case index == alen && alen > 0 && value != LNil && len(tb.dict) == 0:
+				tb.array = append(tb.array, value)
+			default:
+				tb.growArray(index, value) // proctor: see maxArrayGap
+			}
+			return
+		}
+	case LString:
+		tb.RawSetString(string(v), value)
+		return
+	}
+
+	tb.RawSetH(key, value)
+}
+
+// RawSetInt sets a given LValue at a position `key` without the __newindex metamethod.
+func (tb *LTable) RawSetInt(key int, value LValue) {
+	if key < 1 || key >= MaxArrayIndex {
+		tb.RawSetH(LNumber(key), value)
+		return
+	}
+	index := key - 1
+	switch alen := len(tb.array); {
+	case index < alen:
+		tb.array[index] = value
+	case index == alen && alen > 0 && value != LNil && len(tb.dict) == 0:
+		tb.array = append(tb.array, value)
+	default:
+		tb.growArray(index, value) // proctor: see maxArrayGap
+	}
+}
+
+// RawSetString sets a given LValue to a given string index without the __newindex metamethod.
+func (tb *LTable) RawSetString(key string, value LValue) {
+	if tb.strdict == nil {
+		tb.strdict = make(map[string]LValue, defaultHashCap)
+	}
+	if tb.keys == nil {
+		tb.keys = []LValue{}
+		tb.k2i = map[LValue]int{}
+	}
+
+	if value == LNil {
+		// TODO tb.keys and tb.k2i should also be removed
+		delete(tb.strdict, key)
+	} else {
+		tb.strdict[key] = value
+		lkey := LString(key)
+		if _, ok := tb.k2i[lkey]; !ok {
+			tb.compactKeys() // proctor
+			tb.k2i[lkey] = len(tb.keys)
+			tb.keys = append(tb.keys, lkey)
+		}
+	}
+}
+
+// RawSetH sets a given LValue to a given index without the __newindex metamethod.
+func (tb *LTable) RawSetH(key LValue, value LValue) {
+	if s, ok := key.(LString); ok {
+		tb.RawSetString(string(s), value)
+		return
+	}
+	if tb.dict == nil {
+		tb.dict = make(map[LValue]LValue, len(tb.strdict))
+	}
+	if tb.keys == nil {
+		tb.keys = []LValue{}
+		tb.k2i = map[LValue]int{}
+	}
+
+	if value == LNil {
+		// TODO tb.keys and tb.k2i should also be removed
+		delete(tb.dict, key)
+	} else {
+		tb.dict[key] = value
+		if _, ok := tb.k2i[key]; !ok {
+			tb.compactKeys() // proctor
+			tb.k2i[key] = len(tb.keys)
+			tb.keys = append(tb.keys, key)
+		}
+	}
+}
+
+// RawGet returns an LValue associated with a given key without __index metamethod.
+func (tb *LTable) RawGet(key LValue) LValue {
+	switch v := key.(type) {
+	case LNumber:
+		if isArrayKey(v) {
+			if index := int(v) - 1; index < len(tb.array) {
+				return tb.array[index]
+			}
+			// proctor: past the array part, the key may be in the hash
+			// part (see maxArrayGap).
+		}
+	case LString:
+		if tb.strdict == nil {
+			return LNil
+		}
+		if ret, ok := tb.strdict[string(v)]; ok {
+			return ret
+		}
+		return LNil
+	}
+	if tb.dict == nil {
+		return LNil
+	}
+	if v, ok := tb.dict[key]; ok {
+		return v
+	}
+	return LNil
+}
+
+// RawGetInt returns an LValue at position `key` without __index metamethod.
+func (tb *LTable) RawGetInt(key int) LValue {
+	index := int(key) - 1
+	if index < len(tb.array) && index >= 0 {
+		return tb.array[index]
+	}
+	// proctor: past the array part, the key may be in the hash part (see
+	// maxArrayGap).
+	if tb.dict == nil {
+		return LNil
+	}
+	if v, ok := tb.dict[LNumber(key)]; ok {
+		return v
+	}
+	return LNil
+}
+
+// RawGet returns an LValue associated with a given key without __index metamethod.
+func (tb *LTable) RawGetH(key LValue) LValue {
+	if s, sok := key.(LString); sok {
+		if tb.strdict == nil {
+			return LNil
+		}
+		if v, vok := tb.strdict[string(s)]; vok {
+			return v
+		}
+		return LNil
+	}
+	if tb.dict == nil {
+		return LNil
+	}
+	if v, ok := tb.dict[key]; ok {
+		return v
+	}
+	return LNil
+}
+
+// RawGetString returns an LValue associated with a given key without __index metamethod.
+func (tb *LTable) RawGetString(key string) LValue {
+	if tb.strdict == nil {
+		return LNil
+	}
+	if v, vok := tb.strdict[string(key)]; vok {
+		return v
+	}
+	return LNil
+}
+
+// ForEach iterates over this table of elements, yielding each in turn to a given function.
+func (tb *LTable) ForEach(cb func(LValue, LValue)) {
+	if tb.array != nil {
+		for i, v := range tb.array {
+			if v != LNil {
+				cb(LNumber(i+1), v)
+			}
+		}
+	}
+	if tb.strdict != nil {
+		for k, v := range tb.strdict {
+			if v != LNil {
+				cb(LString(k), v)
+			}
+		}
+	}
+	if tb.dict != nil {
+		for k, v := range tb.dict {
+			if v != LNil {
+				cb(k, v)
+			}
+		}
+	}
+}
+
+// This function is equivalent to lua_next ( http://www.lua.org/manual/5.1/manual.html#lua_next ).
+func (tb *LTable) Next(key LValue) (LValue, LValue) {
+	init := false
+	if key == LNil {
+		key = LNumber(0)
+		init = true
+	}
+
+	if init || key != LNumber(0) {
+		// proctor: an integer key past the array part is a key of the hash
+		// part (see maxArrayGap): its successor is found through k2i.
+		if kv, ok := key.(LNumber); ok && isInteger(kv) && int(kv) >= 0 && kv < LNumber(MaxArrayIndex) && int(kv) <= len(tb.array) {
+			index := int(kv)
+			if tb.array != nil {
+				for ; index < len(tb.array); index++ {
+					if v := tb.array[index]; v != LNil {
+						return LNumber(index + 1), v
+					}
+				}
+			}
+			if tb.array == nil || index == len(tb.array) {
+				if (tb.dict == nil || len(tb.dict) == 0) && (tb.strdict == nil || len(tb.strdict) == 0) {
+					return LNil, LNil
+				}
+				key = tb.keys[0]
+				if v := tb.RawGetH(key); v != LNil {
+					return key, v
+				}
+			}
+		}
+	}
+
+	for i := tb.k2i[key] + 1; i < len(tb.keys); i++ {
+		key := tb.keys[i]
+		if v := tb.RawGetH(key); v != LNil {
+			return key, v
+		}
+	}
+	return LNil, LNil
+}

@@ -1,0 +1,155 @@
+package lua
+
+import (
+	"math/rand"
+	"testing"
+)
+
+// Tests of Proctor's table patches (see PATCHES.md).
+
+// TestFarKeyGoesToHash: t[67000000] = true no longer fills the array part
+// with 67 million nils.
+func TestFarKeyGoesToHash(t *testing.T) {
+	tb := newLTable(0, 0)
+	tb.RawSetInt(67000000, LTrue)
+	tb.RawSet(LNumber(66000000), LTrue)
+	if len(tb.array) != 0 || tb.Entries() != 2 {
+		t.Fatalf("array part %d slots, %d entries", len(tb.array), tb.Entries())
+	}
+	if tb.RawGetInt(67000000) != LTrue || tb.RawGet(LNumber(66000000)) != LTrue || tb.RawGetInt(5) != LNil {
+		t.Fatal("far keys are not found")
+	}
+	if tb.Len() != 0 {
+		t.Fatalf("#t = %d", tb.Len())
+	}
+	n := 0
+	for k, _ := tb.Next(LNil); k != LNil; k, _ = tb.Next(k) {
+		n++
+		if n > 2 {
+			t.Fatal("next() does not end")
+		}
+	}
+	if n != 2 {
+		t.Fatalf("next() saw %d keys", n)
+	}
+}
+
+// TestArrayTakesKeysFromHash: keys set out of order end up in the array
+// part once it reaches them, so # and ipairs see the whole sequence.
+func TestArrayTakesKeysFromHash(t *testing.T) {
+	tb := newLTable(0, 0)
+	const n = 1000
+	for i := n; i >= 1; i-- {
+		tb.RawSetInt(i, LNumber(i))
+	}
+	if len(tb.array) != n || len(tb.dict) != 0 {
+		t.Fatalf("array %d, hash %d", len(tb.array), len(tb.dict))
+	}
+	if tb.Len() != n {
+		t.Fatalf("#t = %d, want %d", tb.Len(), n)
+	}
+	tb = newLTable(0, 0)
+	tb.RawSetInt(500, LString("far"))
+	tb.Append(LNumber(1))
+	for i := 2; i <= 499; i++ {
+		tb.Insert(i, LNumber(i))
+	}
+	if tb.Len() != 500 || tb.RawGetInt(500) != LString("far") || len(tb.dict) != 0 {
+		t.Fatalf("#t = %d, t[500] = %v, hash %d", tb.Len(), tb.RawGetInt(500), len(tb.dict))
+	}
+}
+
+// TestTableModel drives tables with random sets, deletes, appends and
+// inserts, and compares every read and every traversal with a Go map.
+func TestTableModel(t *testing.T) {
+	rng := rand.New(rand.NewSource(1))
+	for round := 0; round < 300; round++ {
+		tb := newLTable(0, 0)
+		model := map[LValue]LValue{}
+		span := 1 + rng.Intn(400)
+		for op := 0; op < 600; op++ {
+			var key LValue
+			switch rng.Intn(5) {
+			case 0:
+				key = LString(string(rune('a' + rng.Intn(20))))
+			case 1:
+				key = LNumber(float64(rng.Intn(span)) + 0.5)
+			default:
+				key = LNumber(rng.Intn(span) + 1)
+			}
+			var val LValue = LNumber(op)
+			if rng.Intn(4) == 0 {
+				val = LNil
+			}
+			switch rng.Intn(6) {
+			case 0:
+				if k, ok := key.(LNumber); ok && isArrayKey(k) {
+					tb.RawSetInt(int(k), val)
+				} else {
+					tb.RawSet(key, val)
+				}
+			case 1:
+				if val != LNil {
+					// Append writes at the border #t+1 (as t[#t+1] = v).
+					key = LNumber(tb.MaxN() + 1)
+					tb.Append(val)
+				} else {
+					tb.RawSet(key, val)
+				}
+			default:
+				tb.RawSet(key, val)
+			}
+			if val == LNil {
+				delete(model, key)
+			} else {
+				model[key] = val
+			}
+		}
+		for k, v := range model {
+			if got := tb.RawGet(k); got != v {
+				t.Fatalf("round %d: t[%v] = %v, want %v", round, k, got, v)
+			}
+			if n, ok := k.(LNumber); ok && isArrayKey(n) && tb.RawGetInt(int(n)) != v {
+				t.Fatalf("round %d: RawGetInt(%v) = %v, want %v", round, k, tb.RawGetInt(int(n)), v)
+			}
+		}
+		seen := map[LValue]bool{}
+		for k, v := tb.Next(LNil); k != LNil; k, v = tb.Next(k) {
+			if seen[k] {
+				t.Fatalf("round %d: next() returned %v twice", round, k)
+			}
+			seen[k] = true
+			if model[k] != v {
+				t.Fatalf("round %d: next() gave %v = %v, want %v", round, k, v, model[k])
+			}
+		}
+		if len(seen) != len(model) {
+			t.Fatalf("round %d: next() saw %d keys, the table holds %d", round, len(seen), len(model))
+		}
+		// # is a border: t[n] ~= nil (or n == 0) and t[n+1] == nil.
+		n := tb.Len()
+		if (n > 0 && model[LNumber(n)] == nil) || model[LNumber(n+1)] != nil {
+			t.Fatalf("round %d: #t = %d is not a border", round, n)
+		}
+		for k := range tb.dict {
+			if n, ok := k.(LNumber); ok && isArrayKey(n) && int(n) <= len(tb.array)+1 {
+				t.Fatalf("round %d: hash part holds %v, array part has %d slots", round, k, len(tb.array))
+			}
+		}
+	}
+}
+
+// TestDeletedKeysAreDropped: a map that sees ever new keys, each deleted
+// again, keeps a bounded key order.
+func TestDeletedKeysAreDropped(t *testing.T) {
+	tb := newLTable(0, 0)
+	for i := 0; i < 100000; i++ {
+		tb.RawSetString(string(rune(i)), LTrue)
+		tb.RawSetH(LNumber(float64(i)+0.5), LTrue)
+		tb.RawSetString(string(rune(i)), LNil)
+		tb.RawSetH(LNumber(float64(i)+0.5), LNil)
+	}
+	if len(tb.keys) > 200 || len(tb.k2i) > 200 {
+		t.Fatalf("%d keys kept for an empty table", len(tb.keys))
+	}
+}
