@@ -41,6 +41,9 @@ type Options struct {
 	Logger *slog.Logger
 	// Ops are the optional parts: the live view, messages, ops endpoints.
 	Ops
+	// Cluster, when the node is part of one, serves GET /v1/cluster.
+	// Nil: the endpoint says {"enabled": false}.
+	Cluster ClusterSource
 }
 
 // Kinds listed by the per-kind views.
@@ -84,6 +87,7 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/pools", s.views(poolKinds))
 	mux.HandleFunc("GET /v1/supervisors", s.views(supervisorKinds))
 	mux.HandleFunc("GET /v1/reload", s.reload)
+	mux.HandleFunc("GET /v1/cluster", s.cluster)
 	return s.mountOps(mux)
 }
 

@@ -77,12 +77,13 @@ func parseDest(s string) (destination, error) {
 		return destination{pid: pid, text: s}, nil
 	}
 	d := destination{name: s, text: s}
-	// Names hold no '@': the last one separates the node.
-	if i := strings.LastIndexByte(s, '@'); i >= 0 {
-		d.name, d.node = s[:i], s[i+1:]
-		if d.name == "" || d.node == "" || strings.IndexByte(d.name, '@') >= 0 {
-			return destination{}, fmt.Errorf("dest %q: want name@node", s)
-		}
+	if name, node, ok := process.SplitNodeName(s); ok {
+		d.name, d.node = name, node
+	}
+	// Names hold no '@' (Register refuses them): one left is a malformed
+	// name@node.
+	if d.name == "" || strings.IndexByte(d.name, '@') >= 0 {
+		return destination{}, fmt.Errorf("dest %q: want name@node", s)
 	}
 	return d, nil
 }

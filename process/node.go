@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -239,9 +240,10 @@ func (n *Node) SendName(node, name string, m Message) error {
 }
 
 // Register names pid on this node. A name is held until it is unregistered
-// or its process exits.
+// or its process exits. A name may not be empty, start with '<' (the shape
+// of a PID) or hold '@' (name@node addresses a name on a node).
 func (n *Node) Register(name string, pid PID) error {
-	if name == "" || IsPIDString(name) {
+	if name == "" || IsPIDString(name) || strings.IndexByte(name, '@') >= 0 {
 		return fmt.Errorf("register %q: %w", name, ErrInvalidName)
 	}
 	p := n.lookup(pid)
@@ -296,16 +298,60 @@ func (n *Node) Whereis(name string) (PID, bool) {
 	return v.(PID), true
 }
 
-// Resolve turns a destination string — a PID string or a registered name —
-// into a PID.
+// Resolve turns a destination string into a PID: a PID string, a name
+// registered on this node, or name@node — a name registered on another
+// node (Erlang's {Name, Node}), looked up there with a round trip that
+// waits at most DefaultAskTimeout. To send to a name on another node,
+// SendName needs no round trip: the name is resolved on arrival.
 func (n *Node) Resolve(dest string) (PID, error) {
 	if IsPIDString(dest) {
 		return ParsePID(dest)
+	}
+	if name, node, ok := SplitNodeName(dest); ok && node != n.name {
+		return n.whereisRemote(node, name, DefaultAskTimeout)
+	} else if ok {
+		dest = name
 	}
 	if pid, ok := n.Whereis(dest); ok {
 		return pid, nil
 	}
 	return PID{}, fmt.Errorf("%q: %w", dest, ErrNameNotFound)
+}
+
+// SplitNodeName splits a destination of the form name@node at its last
+// '@'. ok is false for a PID string, or when either part would be empty.
+// Registered names never hold '@', so name@node is never a local name.
+func SplitNodeName(dest string) (name, node string, ok bool) {
+	if IsPIDString(dest) {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(dest, '@')
+	if i <= 0 || i == len(dest)-1 {
+		return "", "", false
+	}
+	return dest[:i], dest[i+1:], true
+}
+
+// whereisRemote asks node for the process registered as name there.
+func (n *Node) whereisRemote(node, name string, timeout time.Duration) (PID, error) {
+	t, ok := n.remote().(Resolver)
+	if !ok {
+		return PID{}, fmt.Errorf("%s@%s: %w: no transport that resolves names on node %q", name, node, ErrUnreachable, node)
+	}
+	c := NewCall()
+	r, err := Reply{}, t.Whereis(node, name, c.MessageWithin(Message{}, timeout))
+	if err != nil {
+		r, err = c.Abandon(err)
+	} else {
+		r, err = c.Wait(timeout, nil)
+	}
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		return PID{}, fmt.Errorf("%s@%s: %w", name, node, err)
+	}
+	return r.From, nil
 }
 
 // Terminate asks a process to stop; it exits with ErrShutdown once its code
