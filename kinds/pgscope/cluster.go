@@ -155,3 +155,60 @@ func (s *Scope) SubscribeLocal(opts SubscribeOptions) (*Subscription, map[string
 	}
 	return sub, snap, nil
 }
+
+// Distributor connects scopes to the scopes of the same entry on other
+// nodes. The cluster layer implements it and a Kind (or NewWithOptions)
+// carries it; the scope calls it once it runs.
+type Distributor interface {
+	// Attach prepares the distribution of s. It returns nil (and no
+	// error) when s stays this node's alone, for instance because the
+	// node is not clustered. The scope then hands its process's messages
+	// and its peers' exits to the Peering and calls Start.
+	Attach(s *Scope) (Peering, error)
+}
+
+// Peering is one scope's part in the cluster, made by a Distributor.
+type Peering interface {
+	// Start begins the exchange with other nodes. Until it is called
+	// nothing is sent; an error fails the scope's start.
+	Start() error
+	// Receive handles a message addressed to the scope's process. It runs
+	// on that process's goroutine and must not block.
+	Receive(m process.Message)
+	// Down handles the exit of a process of another node that the scope's
+	// process monitors (a peer's scope), with its reason.
+	Down(pid process.PID, reason error)
+	// View describes the peers for the scope's view (JSON).
+	View() any
+	// Stop ends the peering once the scope's loop has stopped. It must
+	// not wait on the scope's process.
+	Stop()
+}
+
+// peeringBox holds a Peering in an atomic.Pointer.
+type peeringBox struct{ p Peering }
+
+// peering returns the scope's peering, nil when it is this node's alone.
+func (s *Scope) peering() Peering {
+	if b := s.dist.Load(); b != nil {
+		return b.p
+	}
+	return nil
+}
+
+// distribute attaches s through d and starts the exchange; on error the
+// scope is stopped.
+func (s *Scope) distribute(d Distributor) error {
+	p, err := d.Attach(s)
+	if err != nil {
+		return fmt.Errorf("pg scope %s: cluster: %w", s.id, err)
+	}
+	if p == nil {
+		return nil
+	}
+	s.dist.Store(&peeringBox{p})
+	if err := p.Start(); err != nil {
+		return fmt.Errorf("pg scope %s: cluster: %w", s.id, err)
+	}
+	return nil
+}

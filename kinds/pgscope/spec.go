@@ -99,8 +99,10 @@ func (Kind) Bounds() []registry.Bound {
 	}
 }
 
-// Kind implements registry.Kind (and Starter) for pg.scope.
-type Kind struct{}
+// Kind implements registry.Kind (and Starter) for pg.scope. The zero value
+// starts scopes of this node alone; a Distributor makes them part of a
+// cluster.
+type Kind struct{ Distributor Distributor }
 
 var (
 	_ registry.Kind    = Kind{}
