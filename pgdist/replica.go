@@ -54,17 +54,17 @@ type replica struct {
 
 	// Owned by the loop (by Attach and Start before it runs, by Stop
 	// after).
-	spec    pgscope.Spec                // as of the batch being handled
-	local   map[string][]process.PID    // this node's members: the subscription's snapshot and events
-	synced  string                      // the encoded local state; "" when it changed since
-	pending []op                        // local changes not yet sent
-	peers   map[string]*peer            // by node
-	list    []*peer                     // peers by node name: fan-out and anti-entropy order
-	aeNext  int                         // the next peer of anti-entropy
-	changed bool                        // a peer's state changed: publish
-	buf     []byte                      // encoding buffer
-	logged  map[string]struct{}         // problems logged once per node and kind
-	rng     *rand.Rand                  // the start's random peers
+	spec    pgscope.Spec             // as of the batch being handled
+	local   map[string][]process.PID // this node's members: the subscription's snapshot and events
+	synced  string                   // the encoded local state; "" when it changed since
+	pending []op                     // local changes not yet sent
+	peers   map[string]*peer         // by node
+	list    []*peer                  // peers by node name: fan-out and anti-entropy order
+	aeNext  int                      // the next peer of anti-entropy
+	changed bool                     // a peer's state changed: publish
+	buf     []byte                   // encoding buffer
+	logged  map[string]struct{}      // problems logged once per node and kind
+	rng     *rand.Rand               // the start's random peers
 
 	snap atomic.Pointer[[]peerSnap] // published for View and BreakerStates
 }

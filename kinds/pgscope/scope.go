@@ -42,9 +42,9 @@ type Scope struct {
 
 	m           *scopeMetrics
 	healthName  string
-	lastTraffic atomic.Int64  // unix nanoseconds of the last broadcast traffic
-	peers       atomic.Int64  // remote peers heard from and not down; see state.heard
-	events      atomic.Uint64 // membership events raised, whether or not anyone listens
+	lastTraffic atomic.Int64               // unix nanoseconds of the last broadcast traffic
+	peers       atomic.Int64               // remote peers heard from and not down; see state.heard
+	events      atomic.Uint64              // membership events raised, whether or not anyone listens
 	dist        atomic.Pointer[peeringBox] // the cluster's part; nil on one node
 
 	stopped  atomic.Bool
