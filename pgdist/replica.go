@@ -90,7 +90,7 @@ type peer struct {
 	held      []process.Message
 	br        breaker
 	want      want
-	attempt   int         // retries made for what it is owed
+	attempt   int         // retries made of what it is owed
 	timer     *time.Timer // the next retry
 	gen       uint64      // of timer: a stale timer's item is ignored
 	heard     time.Time
@@ -451,7 +451,6 @@ func (r *replica) arm(p *peer) {
 		return
 	}
 	d := backoff(p.attempt, r.spec.RetryBaseDelay, r.spec.RetryMaxDelay)
-	p.attempt++
 	p.gen++
 	node, gen := p.node, p.gen
 	p.timer = time.AfterFunc(d, func() { r.q.push(item{kind: itemRetry, node: node, gen: gen}) })
@@ -471,6 +470,8 @@ func (r *replica) retry(node string, gen uint64, now time.Time) {
 		return
 	}
 	p.timer = nil
+	p.attempt++
+	r.changed = true
 	r.flush(p, now)
 }
 
@@ -528,9 +529,10 @@ func (r *replica) hello(p *peer, from process.PID) {
 	r.changed = true
 	t := &helloTarget{r: r, node: p.node, asked: from}
 	timeout := r.spec.ProtocolTimeout
-	t.timer = time.AfterFunc(timeout, func() {
-		t.Settle(0, process.PID{}, nil, fmt.Errorf("hello %s@%s after %s: %w", r.id, p.node, timeout, process.ErrTimeout))
-	})
+	node := p.node
+	t.timer.Store(time.AfterFunc(timeout, func() {
+		t.Settle(0, process.PID{}, nil, fmt.Errorf("hello %s@%s after %s: %w", r.id, node, timeout, process.ErrTimeout))
+	}))
 	m := process.Message{From: r.self, Topic: topicHello, Payload: string([]byte{protoVersion})}.
 		WithReplyDeadline(t, 0, time.Now().Add(timeout))
 	r.met.sentHello.Inc()
@@ -544,7 +546,7 @@ type helloTarget struct {
 	r     *replica
 	node  string
 	asked process.PID
-	timer *time.Timer
+	timer atomic.Pointer[time.Timer]
 	done  atomic.Bool
 }
 
@@ -552,8 +554,8 @@ func (t *helloTarget) Settle(_ uint64, from process.PID, _ any, err error) bool 
 	if !t.done.CompareAndSwap(false, true) {
 		return false
 	}
-	if t.timer != nil {
-		t.timer.Stop()
+	if tm := t.timer.Load(); tm != nil {
+		tm.Stop()
 	}
 	if !t.r.stopped.Load() {
 		t.r.q.push(item{kind: itemVerified, node: t.node, pid: t.asked, from: from, err: err})
