@@ -20,6 +20,7 @@ import (
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -202,7 +203,8 @@ func (pc *pgCluster) scope(name string) *pgscope.Scope {
 }
 
 // echo is a member process: it answers every ask with its node and PID,
-// or with the error its payload names ({"fail": "message"}).
+// or rejects it with a not_found error whose message its payload names
+// ({"fail": "message"}), or answers after a while ({"sleep": "1s"}).
 type echo struct{}
 
 func (echo) Receive(c process.Context, m process.Message) {
@@ -211,7 +213,7 @@ func (echo) Receive(c process.Context, m process.Message) {
 	}
 	if p, ok := m.Payload.(map[string]any); ok {
 		if msg, ok := p["fail"].(string); ok {
-			_, _ = c.Reply(&m, nil, fmt.Errorf("%s: %s", c.Node().Name(), msg))
+			_, _ = c.Reply(&m, nil, value.NewError(value.KindNotFound, "%s", msg))
 			return
 		}
 		if d, ok := p["sleep"].(string); ok {
