@@ -61,7 +61,11 @@ func (d *Distributor) Attach(s *pgscope.Scope) (pgscope.Peering, error) {
 	if s.PID().Node != d.node.Name() {
 		return nil, fmt.Errorf("pgdist: scope %s runs on node %q, not %q", s.ID(), s.PID().Node, d.node.Name())
 	}
-	return newReplica(d, s)
+	r, err := newReplica(d, s)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
 }
 
 // Close stops taking gossip. Scopes still attached go on with what they

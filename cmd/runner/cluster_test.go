@@ -35,12 +35,18 @@ func clusterSecret(t *testing.T) (path string, secret []byte) {
 // for the first), and returns it with its gossip and HTTP addresses.
 func startNode(t *testing.T, name, seed, secretFile string, extra ...string) (r *runner, gossip, httpAddr string) {
 	t.Helper()
+	return startNodeOf(t, clusterTestConfig, name, seed, secretFile, extra...)
+}
+
+// startNodeOf is startNode with another configuration.
+func startNodeOf(t *testing.T, config, name, seed, secretFile string, extra ...string) (r *runner, gossip, httpAddr string) {
+	t.Helper()
 	args := []string{"run", "--log-format", "json", "--no-watch", "--node", name, "--http", "127.0.0.1:0",
 		"--cluster-bind", "127.0.0.1:0", "--cluster-secret-file", secretFile}
 	if seed != "" {
 		args = append(args, "--cluster-join", seed)
 	}
-	r = start(t, append(append(args, extra...), clusterTestConfig)...)
+	r = start(t, append(append(args, extra...), config)...)
 	select {
 	case httpAddr = <-r.addr:
 	case <-time.After(30 * time.Second):
