@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"maps"
 	"net/http"
+	"os"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -19,9 +21,12 @@ const pgClusterConfig = "cmd/runner/testdata/pgcluster"
 
 // pgNodes returns, for group, how many members each node has as the runner
 // at httpAddr sees it (GET /v1/entries/pgc:pg), nil when it cannot tell.
-func pgNodes(httpAddr, group string) map[string]int {
+func pgNodes(httpAddr, group string) map[string]int { return scopeNodes(httpAddr, "pgc:pg", group) }
+
+// scopeNodes is pgNodes for the scope of entry id.
+func scopeNodes(httpAddr, id, group string) map[string]int {
 	c := http.Client{Timeout: 2 * time.Second}
-	resp, err := c.Get("http://" + httpAddr + "/v1/entries/pgc:pg")
+	resp, err := c.Get("http://" + httpAddr + "/v1/entries/" + id)
 	if err != nil {
 		return nil
 	}
@@ -144,6 +149,61 @@ func TestPGAcrossRunners(t *testing.T) {
 	}
 
 	for _, r := range []*runner{n1, n3} {
+		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		if code := r.wait(t); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, r.logs())
+		}
+	}
+}
+
+// A pg.scope that a reload adds joins the cluster as one declared at
+// start does: the members of both nodes' new scope meet.
+func TestPGScopeAddedByReload(t *testing.T) {
+	defer http.DefaultClient.CloseIdleConnections()
+	dir := t.TempDir()
+	for _, f := range []string{"pg.yaml", "member.lua"} {
+		b, err := os.ReadFile(filepath.Join("testdata/pgcluster", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secretFile, _ := clusterSecret(t)
+	n1, seed, http1 := startNodeOf(t, dir, "n1", "", secretFile)
+	n2, _, http2 := startNodeOf(t, dir, "n2", seed, secretFile)
+	both := map[string]int{"n1": 1, "n2": 1}
+	for _, h := range []string{http1, http2} {
+		n1.waitFor(t, "the declared scope to hold both members", func() bool { return maps.Equal(pgNodes(h, "g"), both) })
+	}
+	extra := `namespace: pgc
+entries:
+  - name: extra
+    kind: pg.scope
+    lifecycle: {auto_start: true}
+  - name: extra_member
+    kind: process.lua
+    source: file://member.lua
+    args: [pgc:extra]
+    lifecycle: {auto_start: true, depends_on: [extra]}
+`
+	if err := os.WriteFile(filepath.Join(dir, "extra.yaml"), []byte(extra), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range []*runner{n1, n2} {
+		if err := r.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, h := range []string{http1, http2} {
+		n1.waitFor(t, "the added scope to hold both members", func() bool {
+			return maps.Equal(scopeNodes(h, "pgc:extra", "g"), both)
+		})
+	}
+	for _, r := range []*runner{n1, n2} {
 		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
 		}

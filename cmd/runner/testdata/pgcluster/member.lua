@@ -1,10 +1,10 @@
--- A member of group g of pgc:pg: it answers asks with its node and PID,
--- and joins or leaves another group when asked to ("join"/"leave" with the
--- group's name).
+-- A member of group g of a scope (pgc:pg unless its args name another):
+-- it answers asks with its node and PID, and joins or leaves another group
+-- when asked to ("join"/"leave" with the group's name).
 local pg = require("pg")
 
-return { main = function()
-  local scope = assert(pg.open("pgc:pg"))
+return { main = function(scope_id)
+  local scope = assert(pg.open(scope_id or "pgc:pg"))
   assert(scope:join("g"))
   local node = process.pid():match("^<(.+)%.%d+%.%d+>$")
   local inbox = process.inbox()
