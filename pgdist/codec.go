@@ -125,6 +125,17 @@ func (r *reader) count() (int, error) {
 	return int(n), nil
 }
 
+// str reads a string (a length and its bytes), copied.
+func (r *reader) str() (string, error) {
+	n, err := r.count()
+	if err != nil {
+		return "", err
+	}
+	s := strings.Clone(r.s[:n])
+	r.s = r.s[n:]
+	return s, nil
+}
+
 func (r *reader) group() (string, []process.PID, error) {
 	n, err := r.count()
 	if err != nil || n == 0 {

@@ -1,6 +1,7 @@
 package pgdist
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -101,26 +102,61 @@ func (d *Distributor) remove(r *replica) bool {
 
 // The gossip of the distribution, version 1: a scope's start notice.
 //
-//	version  byte    1
-//	scope    the rest: the scope's entry ID
+//	version  byte     1
+//	scope    string   the scope's entry ID
+//	asked    uvarint  a count, then as many node names: the nodes the
+//	                  scope sent discover to (they answer that instead)
 //
-// It tells every node that runs the scope that the sender's scope has just
-// started (and so knows nobody's members): each that has members of its
-// own sends it a full sync.
+// Strings are a uvarint length and bytes. The notice tells every node that
+// runs the scope that the sender's scope has just started (and so knows
+// nobody's members): each that has members of its own and was not asked
+// sends it a full sync.
 
-func notice(scope string) []byte {
-	return append([]byte{protoVersion}, scope...)
+// maxNotice is the largest notice: a gossip payload.
+const maxNotice = 1024
+
+func notice(scope string, asked []string) []byte {
+	b := appendString([]byte{protoVersion}, scope)
+	withAsked := binary.AppendUvarint(b, uint64(len(asked)))
+	for _, n := range asked {
+		withAsked = appendString(withAsked, n)
+	}
+	if len(withAsked) > maxNotice {
+		// Too many long names: everyone sends, the asked twice.
+		return binary.AppendUvarint(b, 0)
+	}
+	return withAsked
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(binary.AppendUvarint(b, uint64(len(s))), s...)
 }
 
 // gossip handles a notice, on memberlist's goroutine.
 func (d *Distributor) gossip(from string, payload []byte) {
-	if len(payload) < 2 || payload[0] != protoVersion || from == d.node.Name() {
+	self := d.node.Name()
+	if len(payload) < 2 || payload[0] != protoVersion || from == self {
 		return
 	}
+	r := &reader{s: string(payload[1:])}
+	scope, err := r.str()
+	if err != nil {
+		return
+	}
+	n, err := r.count()
+	if err != nil {
+		return
+	}
+	for range n {
+		asked, err := r.str()
+		if err != nil || asked == self {
+			return
+		}
+	}
 	d.mu.Lock()
-	r := d.scopes[string(payload[1:])]
+	rep := d.scopes[scope]
 	d.mu.Unlock()
-	if r != nil {
-		r.q.push(item{kind: itemNotice, node: from})
+	if rep != nil {
+		rep.q.push(item{kind: itemNotice, node: from})
 	}
 }

@@ -19,6 +19,7 @@ const (
 	itemNotice                       // node: its scope started
 	itemRetry                        // node, gen: retry what the peer is owed
 	itemGone                         // node: remove its members again
+	itemSettle                       // done: closed once everything queued before is handled
 )
 
 // item is one thing for the loop to do. Items are values, so the hot path
@@ -33,6 +34,7 @@ type item struct {
 	gen  uint64
 	ev   pgscope.Event
 	msg  process.Message
+	done chan struct{}
 }
 
 // inbox is the loop's queue: unbounded, so that no sender (the scope's

@@ -94,6 +94,7 @@ type peer struct {
 	timer     *time.Timer // the next retry
 	gen       uint64      // of timer: a stale timer's item is ignored
 	heard     time.Time
+	asked     time.Time // when a discover last went out: its answer is on its way
 }
 
 func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
@@ -189,6 +190,17 @@ func (r *replica) Down(pid process.PID, reason error) {
 	}
 }
 
+// settle waits until the loop has handled everything queued before it (and
+// sent the local changes among it), or the replica stopped.
+func (r *replica) settle() {
+	done := make(chan struct{})
+	r.q.push(item{kind: itemSettle, done: done})
+	select {
+	case <-done:
+	case <-r.done:
+	}
+}
+
 // localSink hands the scope's local changes to the loop; it never refuses
 // one (the inbox is unbounded), as the scope's SubscribeLocal asks.
 type localSink struct{ r *replica }
@@ -265,11 +277,13 @@ func (r *replica) begin() {
 	}
 	r.rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
 	now := time.Now()
+	var asked []string
 	for _, p := range live[:min(len(live), maxDiscover)] {
 		p.want |= wantDiscover
 		r.flush(p, now)
+		asked = append(asked, p.node)
 	}
-	if err := r.d.c.Gossip(notice(r.id)); err != nil {
+	if err := r.d.c.Gossip(notice(r.id, asked)); err != nil {
 		r.log.Debug("pg: start notice not sent", "error", err)
 	}
 }
@@ -304,6 +318,8 @@ func (r *replica) handle(batch []item) {
 			if p := r.peers[it.node]; p == nil || !p.live {
 				r.nodeDown(it.node)
 			}
+		case itemSettle:
+			close(it.done)
 		}
 	}
 	r.sendPending()
@@ -436,6 +452,9 @@ func (r *replica) flush(p *peer, now time.Time) {
 	if !r.send(p, m, now) {
 		p.want |= owed
 		return
+	}
+	if owed&wantDiscover != 0 {
+		p.asked = now
 	}
 	sent.Inc()
 	r.disarm(p)
@@ -596,7 +615,8 @@ func (r *replica) verified(it *item, now time.Time) {
 				"from", m.From.String(), "scope", p.pid.String())
 		}
 	}
-	if !p.synced {
+	// Ask for its whole state, unless a discover's answer is on its way.
+	if !p.synced && now.Sub(p.asked) > r.spec.ProtocolTimeout {
 		p.want |= wantDiscover
 		r.flush(p, now)
 	}
@@ -737,13 +757,19 @@ func (r *replica) member(node string, up bool, now time.Time) {
 		p = r.addPeer(node)
 	}
 	// A node that joins (or comes back) gets the whole state, and is
-	// asked for its own; its breaker starts afresh.
+	// asked for its own; its breaker starts afresh. Both nodes see the
+	// other join: the one whose name sorts first sends the discover, and
+	// its answer carries the other's state, so the two exchange their
+	// states once. (A scope that starts later announces itself.)
 	p.live, p.br = true, breaker{}
+	r.changed = true
+	if r.node.Name() > node {
+		return
+	}
 	p.want |= wantDiscover
 	p.attempt = 0
 	r.disarm(p)
 	r.flush(p, now)
-	r.changed = true
 }
 
 // notice handles another node's start notice: a scope that just started
