@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/process"
 )
 
@@ -48,13 +49,6 @@ var errMalformed = errors.New("malformed pg message")
 // errVersion: a payload of another protocol version.
 var errVersion = errors.New("pg message of another protocol version")
 
-// op is one change of a node's members: pids joined or left group.
-type op struct {
-	leave bool
-	group string
-	pids  []process.PID
-}
-
 func appendGroup(b []byte, group string, pids []process.PID) []byte {
 	b = binary.AppendUvarint(b, uint64(len(group)))
 	b = append(b, group...)
@@ -66,12 +60,12 @@ func appendGroup(b []byte, group string, pids []process.PID) []byte {
 }
 
 // appendOp appends one op to an ops body (started with the version byte).
-func appendOp(b []byte, o op) []byte {
+func appendOp(b []byte, o pgscope.Op) []byte {
 	kind := opJoin
-	if o.leave {
+	if o.Leave {
 		kind = opLeave
 	}
-	return appendGroup(append(b, kind), o.group, o.pids)
+	return appendGroup(append(b, kind), o.Group, o.PIDs)
 }
 
 // appendSync appends the groups body, groups sorted by name so that equal
@@ -173,12 +167,12 @@ func openPayload(payload any, from process.PID) (*reader, error) {
 }
 
 // decodeOps decodes a pg.ops payload from from.
-func decodeOps(payload any, from process.PID) ([]op, error) {
+func decodeOps(payload any, from process.PID) ([]pgscope.Op, error) {
 	r, err := openPayload(payload, from)
 	if err != nil {
 		return nil, err
 	}
-	var ops []op
+	var ops []pgscope.Op
 	for len(r.s) > 0 {
 		kind := r.s[0]
 		r.s = r.s[1:]
@@ -192,7 +186,7 @@ func decodeOps(payload any, from process.PID) ([]op, error) {
 		if len(pids) == 0 {
 			return nil, errMalformed
 		}
-		ops = append(ops, op{leave: kind == opLeave, group: g, pids: pids})
+		ops = append(ops, pgscope.Op{Leave: kind == opLeave, Group: g, PIDs: pids})
 	}
 	if len(ops) == 0 {
 		return nil, errMalformed

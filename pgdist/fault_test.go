@@ -34,7 +34,7 @@ func TestForgedSyncIgnored(t *testing.T) {
 		if topic == topicOps {
 			payload = []byte{protoVersion}
 			for g, pids := range groups {
-				payload = appendOp(payload, op{group: g, pids: pids})
+				payload = appendOp(payload, pgscope.Op{Group: g, PIDs: pids})
 			}
 		} else {
 			payload = appendSync([]byte{protoVersion}, groups)

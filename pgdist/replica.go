@@ -57,7 +57,7 @@ type replica struct {
 	spec    pgscope.Spec             // as of the batch being handled
 	local   map[string][]process.PID // this node's members: the subscription's snapshot and events
 	synced  string                   // the encoded local state; "" when it changed since
-	pending []op                     // local changes not yet sent
+	pending []pgscope.Op             // local changes not yet sent
 	peers   map[string]*peer         // by node
 	list    []*peer                  // peers by node name: fan-out and anti-entropy order
 	aeNext  int                      // the next peer of anti-entropy
@@ -354,7 +354,7 @@ func (r *replica) localChange(ev pgscope.Event) {
 		return
 	}
 	r.synced = ""
-	r.pending = append(r.pending, op{leave: ev.Kind == pgscope.MemberLeft, group: g, pids: ev.PIDs})
+	r.pending = append(r.pending, pgscope.Op{Leave: ev.Kind == pgscope.MemberLeft, Group: g, PIDs: ev.PIDs})
 }
 
 // sendPending fans the gathered local changes out, in one message, to
@@ -659,16 +659,9 @@ func (r *replica) apply(p *peer, m process.Message, now time.Time) {
 			r.bad(p, m, err)
 			return
 		}
-		for _, o := range ops {
-			if o.leave {
-				err = r.s.ApplyLeave(r.ctx, p.node, o.pids, []string{o.group})
-			} else {
-				err = r.s.ApplyJoin(r.ctx, p.node, o.group, o.pids)
-			}
-			if err != nil {
-				r.applyFailed(p, err)
-				return
-			}
+		if err := r.s.ApplyOps(r.ctx, p.node, ops); err != nil {
+			r.applyFailed(p, err)
+			return
 		}
 		r.met.recvOps.Inc()
 	case topicSync, topicDiscover:

@@ -29,6 +29,9 @@ type Replica interface {
 	// ApplyLeave records that pids of node left each of groups, once per
 	// naming; copies never known are ignored and raise no event.
 	ApplyLeave(ctx context.Context, node string, pids []process.PID, groups []string) error
+	// ApplyOps applies several joins and leaves of node in order, in one
+	// loop command (a peer's batch of changes).
+	ApplyOps(ctx context.Context, node string, ops []Op) error
 	// ApplySync replaces everything known of node's members by groups
 	// (group to members, a member repeated once per join).
 	ApplySync(ctx context.Context, node string, groups map[string][]process.PID) error
@@ -84,6 +87,38 @@ func (s *Scope) ApplyLeave(ctx context.Context, node string, pids []process.PID,
 	pids, groups = slices.Clone(pids), slices.Clone(groups)
 	return s.doCtx(ctx, "remote leave", func() error {
 		s.st.remoteLeave(node, pids, groups)
+		return nil
+	})
+}
+
+// Op is one change of a remote node's members, for ApplyOps: PIDs joined
+// Group, or left it (Leave).
+type Op struct {
+	Leave bool
+	Group string
+	PIDs  []process.PID
+}
+
+// ApplyOps implements Replica. Nothing is applied when an op is invalid.
+func (s *Scope) ApplyOps(ctx context.Context, node string, ops []Op) error {
+	own := make([]Op, len(ops))
+	for i, o := range ops {
+		if err := s.checkGroups([]string{o.Group}); err != nil {
+			return err
+		}
+		if err := s.checkNode("remote ops", node, o.PIDs); err != nil {
+			return err
+		}
+		own[i] = Op{Leave: o.Leave, Group: o.Group, PIDs: slices.Clone(o.PIDs)}
+	}
+	return s.doCtx(ctx, "remote ops", func() error {
+		for _, o := range own {
+			if o.Leave {
+				s.st.remoteLeave(node, o.PIDs, []string{o.Group})
+			} else {
+				s.st.remoteJoin(node, o.Group, o.PIDs)
+			}
+		}
 		return nil
 	})
 }
