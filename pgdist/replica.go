@@ -754,12 +754,16 @@ func (r *replica) member(node string, up bool, now time.Time) {
 	// other join: the one whose name sorts first sends the discover, and
 	// its answer carries the other's state, so the two exchange their
 	// states once. (A scope that starts later announces itself.)
+	// A node heard from before the membership reported it could not be
+	// answered yet: what it is owed goes now.
 	p.live, p.br = true, breaker{}
 	r.changed = true
-	if r.node.Name() > node {
+	if r.node.Name() > node && p.want == 0 {
 		return
 	}
-	p.want |= wantDiscover
+	if r.node.Name() < node {
+		p.want |= wantDiscover
+	}
 	p.attempt = 0
 	r.disarm(p)
 	r.flush(p, now)
