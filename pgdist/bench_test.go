@@ -77,7 +77,7 @@ func BenchmarkPGFanout64(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer func() { _ = node.Kill(pid) }()
-	r := d.scopes[scopeID]
+	r := d.replicaOf(scopeID)
 	r.settle() // the start's discovers are out
 	start := net.frames.Load()
 

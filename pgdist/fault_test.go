@@ -2,6 +2,7 @@ package pgdist
 
 import (
 	"slices"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -266,4 +267,40 @@ func TestProtocolTimeout(t *testing.T) {
 	}
 	mp.net.SetFault(nil)
 	mp.waitMembers("g", []process.PID{r}, "n1", "n2")
+}
+
+// A node that runs no scope of the entry is found out by a probe (a hello
+// answered name-not-found) and sent nothing more, so it is not flooded
+// with messages nobody takes; once a scope starts there it announces
+// itself and gets the members.
+func TestNodeWithoutTheScope(t *testing.T) {
+	mp := newMemPG(t, func(s *pgscope.Spec) { s.AntiEntropyInterval = 0 }, "n1")
+	var frames atomic.Int64
+	mp.net.SetFault(func(from, to string, _ []byte) (bool, time.Duration) {
+		if from == "n1" && to == "n3" {
+			frames.Add(1)
+		}
+		return false, 0
+	})
+	mp.add("n3", false)
+	mp.c.connect("n1", "n3")
+	testutil.Eventually(t, "n1 to find n3 has no scope", func() bool { return mp.view("n1", "n3").Absent })
+	n1 := mp.nodes["n1"]
+	before := frames.Load()
+	p := mp.spawn("n1")
+	for range 5 {
+		if err := n1.s.Join(p, "g"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := n1.d.replicaOf(scopeID)
+	r.settle()
+	if got := frames.Load() - before; got != 0 {
+		t.Fatalf("%d frames to a node without the scope", got)
+	}
+	mp.startScope("n3")
+	mp.waitMembers("g", copies(p, 5), "n1", "n3")
+	if mp.view("n1", "n3").Absent {
+		t.Fatal("n3 still absent with its scope running")
+	}
 }

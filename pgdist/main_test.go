@@ -305,3 +305,10 @@ func copies(p process.PID, n int) []process.PID {
 	}
 	return out
 }
+
+// replicaOf returns the replica of scope id.
+func (d *Distributor) replicaOf(id string) *replica {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.scopes[id]
+}

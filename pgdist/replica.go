@@ -95,6 +95,9 @@ type peer struct {
 	gen       uint64      // of timer: a stale timer's item is ignored
 	heard     time.Time
 	asked     time.Time // when a discover last went out: its answer is on its way
+	absent    bool      // it runs no scope of the entry (as far as is known): nothing is sent
+	probing   bool      // a hello is out to learn its scope's process
+	probeAsks bool      // when the probe finds the scope, send it a discover
 }
 
 func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
@@ -278,10 +281,16 @@ func (r *replica) begin() {
 	r.rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
 	now := time.Now()
 	var asked []string
-	for _, p := range live[:min(len(live), maxDiscover)] {
-		p.want |= wantDiscover
-		r.flush(p, now)
-		asked = append(asked, p.node)
+	for i, p := range live {
+		if i < maxDiscover {
+			p.want |= wantDiscover
+			r.flush(p, now)
+			asked = append(asked, p.node)
+			continue
+		}
+		// The others are only asked which process is their scope: a
+		// hello each, no state.
+		r.probe(p, false)
 	}
 	if err := r.d.c.Gossip(notice(r.id, asked)); err != nil {
 		r.log.Debug("pg: start notice not sent", "error", err)
@@ -377,6 +386,9 @@ func (r *replica) sendPending() {
 	msg := process.Message{From: r.self, Topic: topicOps, Payload: string(b)}
 	now := time.Now()
 	for _, p := range r.list {
+		if p.absent {
+			continue
+		}
 		if p.want != 0 {
 			// Owed the whole state, which carries this change too. A peer
 			// whose retries ran out starts over with a new change.
@@ -433,8 +445,12 @@ func (r *replica) send(p *peer, m process.Message, now time.Time) bool {
 	return true
 }
 
-// flush sends p what it is owed (discover or sync) now.
+// flush sends p what it is owed (discover or sync) now; a node known to
+// run no scope keeps it owed.
 func (r *replica) flush(p *peer, now time.Time) {
+	if p.absent {
+		return
+	}
 	var m process.Message
 	var sent interface{ Inc() }
 	switch {
@@ -501,6 +517,12 @@ func (r *replica) antiEntropy() {
 	}
 	p := r.list[r.aeNext%len(r.list)]
 	r.aeNext++
+	if p.absent {
+		// Has its scope come since? A probe tells, and a scope found
+		// gets a discover.
+		r.probe(p, true)
+		return
+	}
 	p.want |= wantSync
 	r.flush(p, time.Now())
 }
@@ -545,8 +567,24 @@ func (r *replica) message(m process.Message, now time.Time) {
 // the reply comes from the process that holds the name), to verify from.
 func (r *replica) hello(p *peer, from process.PID) {
 	p.verifying = from
+	r.sendHello(p, from)
+}
+
+// probe asks p's node which process is its scope, to learn whether it runs
+// one (a node that does not is sent nothing) and to watch it; with
+// discover, a scope it finds is sent a discover.
+func (r *replica) probe(p *peer, discover bool) {
+	p.probeAsks = p.probeAsks || discover
+	if p.probing {
+		return
+	}
+	p.probing = true
+	r.sendHello(p, process.PID{})
+}
+
+func (r *replica) sendHello(p *peer, asked process.PID) {
 	r.changed = true
-	t := &helloTarget{r: r, node: p.node, asked: from}
+	t := &helloTarget{r: r, node: p.node, asked: asked}
 	timeout := r.spec.ProtocolTimeout
 	node := p.node
 	t.timer.Store(time.AfterFunc(timeout, func() {
@@ -585,7 +623,14 @@ func (t *helloTarget) Settle(_ uint64, from process.PID, _ any, err error) bool 
 // verified handles a hello's answer: from is the node's scope process.
 func (r *replica) verified(it *item, now time.Time) {
 	p := r.peers[it.node]
-	if p == nil || p.verifying != it.pid {
+	if p == nil {
+		return
+	}
+	if it.pid.IsZero() {
+		r.probed(p, it, now)
+		return
+	}
+	if p.verifying != it.pid {
 		return
 	}
 	held := p.held
@@ -606,6 +651,7 @@ func (r *replica) verified(it *item, now time.Time) {
 		return
 	}
 	r.setScope(p, it.from)
+	p.absent = false
 	for _, m := range held {
 		if m.From == p.pid {
 			r.apply(p, m, now)
@@ -619,6 +665,32 @@ func (r *replica) verified(it *item, now time.Time) {
 	if !p.synced && now.Sub(p.asked) > r.spec.ProtocolTimeout {
 		p.want |= wantDiscover
 		r.flush(p, now)
+	}
+}
+
+// probed handles a probe's answer.
+func (r *replica) probed(p *peer, it *item, now time.Time) {
+	discover := p.probeAsks
+	p.probing, p.probeAsks = false, false
+	r.changed = true
+	switch {
+	case it.err == nil && !it.from.IsZero() && it.from.Node == p.node:
+		r.setScope(p, it.from)
+		p.absent = false
+		if discover && !p.synced {
+			p.want |= wantDiscover
+		}
+		r.flush(p, now)
+	case errors.Is(it.err, process.ErrNameNotFound):
+		// No scope there (yet): nothing is sent until it announces
+		// itself, sends something, or a probe finds it.
+		p.absent = true
+	default:
+		r.log.Debug("pg: could not reach a node's scope", "peer", p.node, "error", it.err)
+		if discover {
+			p.want |= wantDiscover
+			r.arm(p)
+		}
 	}
 }
 
@@ -730,8 +802,9 @@ func (r *replica) down(pid process.PID, reason error) {
 		r.arm(p)
 		return
 	}
-	// The scope itself stopped: its members went with it.
-	p.pid, p.synced = process.PID{}, false
+	// The scope itself stopped: its members went with it, and nothing is
+	// sent there until a scope runs there again.
+	p.pid, p.synced, p.absent = process.PID{}, false, true
 	r.nodeDown(p.node)
 	r.dropIfIdle(p)
 }
@@ -755,29 +828,35 @@ func (r *replica) member(node string, up bool, now time.Time) {
 	// its answer carries the other's state, so the two exchange their
 	// states once. (A scope that starts later announces itself.)
 	// A node heard from before the membership reported it could not be
-	// answered yet: what it is owed goes now.
-	p.live, p.br = true, breaker{}
+	// answered yet: what it is owed goes now. One whose scope is not known
+	// is probed first, so a node without the scope is sent nothing.
+	p.live, p.br, p.absent = true, breaker{}, false
 	r.changed = true
-	if r.node.Name() > node && p.want == 0 {
-		return
-	}
-	if r.node.Name() < node {
-		p.want |= wantDiscover
-	}
+	first := r.node.Name() < node
 	p.attempt = 0
 	r.disarm(p)
+	if p.pid.IsZero() {
+		r.probe(p, first)
+		r.flush(p, now)
+		return
+	}
+	if first {
+		p.want |= wantDiscover
+	}
 	r.flush(p, now)
 }
 
 // notice handles another node's start notice: a scope that just started
 // knows nobody's members, so this node sends its own, if it has any.
 func (r *replica) notice(node string, now time.Time) {
-	if len(r.local) == 0 {
-		return
-	}
 	p := r.peers[node]
 	if p == nil {
 		p = r.addPeer(node)
+	}
+	p.absent = false
+	r.changed = true
+	if len(r.local) == 0 {
+		return
 	}
 	p.want |= wantSync
 	p.attempt = 0

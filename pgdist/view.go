@@ -19,6 +19,9 @@ type PeerView struct {
 	Synced bool `json:"synced"`
 	// Verifying tells whether a hello to its scope is out.
 	Verifying bool `json:"verifying,omitempty"`
+	// Absent tells that it runs no scope of this entry, as far as is
+	// known: it is sent nothing until one announces itself there.
+	Absent bool `json:"absent,omitempty"`
 	// Breaker is its circuit breaker: closed, open or half_open.
 	Breaker string `json:"breaker"`
 	// Owed is what it is owed because a send failed: "sync" (this node's
@@ -37,6 +40,7 @@ type peerSnap struct {
 	pid       process.PID
 	synced    bool
 	verifying bool
+	absent    bool
 	br        breaker
 	want      want
 	attempt   int
@@ -55,7 +59,7 @@ func (r *replica) publish() {
 	out := make([]peerSnap, len(r.list))
 	verified := 0
 	for i, p := range r.list {
-		out[i] = peerSnap{node: p.node, live: p.live, pid: p.pid, synced: p.synced, verifying: !p.verifying.IsZero(),
+		out[i] = peerSnap{node: p.node, live: p.live, pid: p.pid, synced: p.synced, verifying: !p.verifying.IsZero() || p.probing, absent: p.absent,
 			br: p.br, want: p.want, attempt: p.attempt, heard: p.heard}
 		if !p.pid.IsZero() {
 			verified++
@@ -71,7 +75,7 @@ func (r *replica) View() any {
 	now, reset := time.Now(), r.s.Spec().CircuitBreakerResetTime
 	out := make([]PeerView, len(snap))
 	for i, p := range snap {
-		v := PeerView{Node: p.node, Live: p.live, Synced: p.synced, Verifying: p.verifying,
+		v := PeerView{Node: p.node, Live: p.live, Synced: p.synced, Verifying: p.verifying, Absent: p.absent,
 			Breaker: p.br.shown(now, reset).String(), Retries: p.attempt}
 		if !p.pid.IsZero() {
 			v.Scope = p.pid.String()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -290,7 +291,9 @@ func spawnWatcher(t *testing.T, n *process.Node) (process.PID, <-chan process.Ev
 }
 
 // The demo runs as a cluster: two more nodes of config.example.yaml start
-// on the same machine beside the first (README), and every node is ready.
+// on the same machine beside the first (README), and every node is ready;
+// each holds the indexers of all three in its pg scope, and the client of
+// each reports answers from indexers on the other nodes.
 func TestDemoAsCluster(t *testing.T) {
 	defer http.DefaultClient.CloseIdleConnections()
 	secretFile, _ := clusterSecret(t)
@@ -328,6 +331,17 @@ func TestDemoAsCluster(t *testing.T) {
 			return code == 200
 		})
 	}
+	every := map[string]int{"d1": 2, "d2": 2, "d3": 2}
+	for name, h := range https {
+		nodes[name].waitFor(t, name+" to hold every node's indexers", func() bool {
+			return maps.Equal(scopeNodes(h, "app:pg", "indexers"), every)
+		})
+	}
+	for name, r := range nodes {
+		r.waitFor(t, name+"'s client to hear from indexers on every node", func() bool {
+			return maps.Equal(lastRound(r), map[string]float64{"d1": 2, "d2": 2, "d3": 2})
+		})
+	}
 	for name, r := range nodes {
 		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -336,4 +350,21 @@ func TestDemoAsCluster(t *testing.T) {
 			t.Fatalf("%s: exit %d:\n%s", name, code, r.logs())
 		}
 	}
+}
+
+// lastRound returns which nodes answered in the last round the demo
+// client of r logged.
+func lastRound(r *runner) map[string]float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.stderr) - 1; i >= 0; i-- {
+		var m struct {
+			Msg        string             `json:"msg"`
+			AnsweredBy map[string]float64 `json:"answered_by"`
+		}
+		if json.Unmarshal([]byte(r.stderr[i]), &m) == nil && m.Msg == "round" {
+			return m.AnsweredBy
+		}
+	}
+	return nil
 }
