@@ -510,12 +510,22 @@ func (r *replica) retry(node string, gen uint64, now time.Time) {
 	r.flush(p, now)
 }
 
-// antiEntropy sends the whole state to the next peer, in turn.
+// antiEntropy sends the whole state to the next peer, in turn; a peer
+// owed it whose retries ran out goes first (taken in turn too), since it
+// is known to be behind.
 func (r *replica) antiEntropy() {
 	if r.spec.AntiEntropyInterval <= 0 || len(r.list) == 0 {
 		return
 	}
-	p := r.list[r.aeNext%len(r.list)]
+	n := len(r.list)
+	p := r.list[r.aeNext%n]
+	for i := range n {
+		if q := r.list[(r.aeNext+i)%n]; q.want != 0 && q.timer == nil && !q.absent {
+			p = q
+			r.aeNext += i
+			break
+		}
+	}
 	r.aeNext++
 	if p.absent {
 		// Has its scope come since? A probe tells, and a scope found
