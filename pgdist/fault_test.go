@@ -304,3 +304,68 @@ func TestNodeWithoutTheScope(t *testing.T) {
 		t.Fatal("n3 still absent with its scope running")
 	}
 }
+
+// Anti-entropy serves first a peer that is owed the state and whose
+// retries ran out: it is known to be behind; the others wait their turn.
+func TestAntiEntropyServesTheOwedFirst(t *testing.T) {
+	names := []string{"n1", "n2", "n3", "n4", "n5"}
+	mp := newMemPG(t, func(s *pgscope.Spec) {
+		s.AntiEntropyInterval = time.Hour // run by hand below
+		s.MaxRetries = 0
+	}, names...)
+	n1 := mp.nodes["n1"]
+	r := n1.d.replicaOf(scopeID)
+	// When each node last applied something of n1's.
+	heard := func(node string) time.Time {
+		if h := mp.view(node, "n1").Heard; h != nil {
+			return *h
+		}
+		return time.Time{}
+	}
+	// The start's exchanges are over when n1's messages stop arriving.
+	testutil.Eventually(t, "the start's exchanges to end", func() bool {
+		before := map[string]time.Time{}
+		for _, n := range names[1:] {
+			before[n] = heard(n)
+		}
+		time.Sleep(100 * time.Millisecond)
+		for _, n := range names[1:] {
+			if heard(n) != before[n] || before[n].IsZero() {
+				return false
+			}
+		}
+		return true
+	})
+
+	p := mp.spawn("n1")
+	mp.net.Cut("n1", "n5")
+	if err := n1.s.Join(p, "g"); err != nil {
+		t.Fatal(err)
+	}
+	r.settle()
+	if v := mp.view("n1", "n5"); v.Owed == "" {
+		t.Fatalf("n5 not owed after a failed send: %+v", v)
+	}
+	mp.net.Heal("n1", "n5")
+	mp.waitMembers("g", []process.PID{p}, "n2", "n3", "n4")
+	r.do(r.antiEntropy) // the turn is n2's, but n5 is owed
+	mp.waitMembers("g", []process.PID{p}, "n5")
+	if v := mp.view("n1", "n5"); v.Owed != "" {
+		t.Fatalf("n5 still owed: %+v", v)
+	}
+	// Then the turn goes on from where it was: n2 first.
+	for _, n := range names {
+		mp.nodes[n].d.replicaOf(scopeID).settle() // n5's view shows the sync
+	}
+	before := map[string]time.Time{}
+	for _, n := range names[1:] {
+		before[n] = heard(n)
+	}
+	r.do(r.antiEntropy)
+	testutil.Eventually(t, "n2 to get the next anti-entropy sync", func() bool { return heard("n2").After(before["n2"]) })
+	for _, n := range names[2:] {
+		if heard(n) != before[n] {
+			t.Errorf("%s got a sync out of turn", n)
+		}
+	}
+}

@@ -19,7 +19,7 @@ const (
 	itemNotice                       // node: its scope started
 	itemRetry                        // node, gen: retry what the peer is owed
 	itemGone                         // node: remove its members again
-	itemSettle                       // done: closed once everything queued before is handled
+	itemDo                           // fn: run on the loop once everything queued before is handled; then done is closed
 )
 
 // item is one thing for the loop to do. Items are values, so the hot path
@@ -34,6 +34,7 @@ type item struct {
 	gen  uint64
 	ev   pgscope.Event
 	msg  process.Message
+	fn   func()
 	done chan struct{}
 }
 

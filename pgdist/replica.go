@@ -195,9 +195,13 @@ func (r *replica) Down(pid process.PID, reason error) {
 
 // settle waits until the loop has handled everything queued before it (and
 // sent the local changes among it), or the replica stopped.
-func (r *replica) settle() {
+func (r *replica) settle() { r.do(func() {}) }
+
+// do runs fn on the loop after everything queued before, and waits for it
+// (or for the replica to stop). Tests and benchmarks use it.
+func (r *replica) do(fn func()) {
 	done := make(chan struct{})
-	r.q.push(item{kind: itemSettle, done: done})
+	r.q.push(item{kind: itemDo, fn: fn, done: done})
 	select {
 	case <-done:
 	case <-r.done:
@@ -327,7 +331,10 @@ func (r *replica) handle(batch []item) {
 			if p := r.peers[it.node]; p == nil || !p.live {
 				r.nodeDown(it.node)
 			}
-		case itemSettle:
+		case itemDo:
+			it.fn()
+			r.sendPending()
+			r.publishIfChanged()
 			close(it.done)
 		}
 	}
@@ -731,6 +738,7 @@ func (r *replica) monitor(p *peer) {
 // apply applies a message from p's verified scope to the scope.
 func (r *replica) apply(p *peer, m process.Message, now time.Time) {
 	p.heard = now
+	r.changed = true
 	if !p.monitored {
 		r.monitor(p)
 	}
