@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -84,6 +85,9 @@ func TestRouterGroupAcrossNodes(t *testing.T) {
 	rr := pc.group("n1", "test:rr", "indexers", pool.RoundRobin, 2*time.Second)
 	if rr.Size() != 3 {
 		t.Fatalf("routees %v", rr.Routees())
+	}
+	if v := rr.View().(pool.GroupView); !maps.Equal(v.Nodes, map[string]int{"n2": 2, "n3": 1}) {
+		t.Fatalf("view: routees by node %v", v.Nodes)
 	}
 	nodes, pids := map[string]int{}, map[string]int{}
 	for range 6 {
