@@ -180,8 +180,10 @@ func TestBreaker(t *testing.T) {
 	if !b.allow(now, reset) {
 		t.Fatal("closed breaker refused")
 	}
-	if b.failure(now, 3) || b.failure(now, 3) {
-		t.Fatal("opened before the third failure")
+	for i := range 2 {
+		if b.failure(now, 3) {
+			t.Fatalf("opened at failure %d of 3", i+1)
+		}
 	}
 	b.success()
 	b.failure(now, 3)

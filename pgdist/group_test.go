@@ -174,11 +174,8 @@ func TestScatterGatherAcrossNodes(t *testing.T) {
 	names := []string{"n1", "n2", "n3"}
 	pc := newPGCluster(t, nil, names...)
 	// The same three members, on one node ...
-	var local []process.PID
 	for range 3 {
-		p := pc.spawn("n1")
-		pc.join(p, "alone")
-		local = append(local, p)
+		pc.join(pc.spawn("n1"), "alone")
 	}
 	// ... and spread over the other two.
 	var spread []process.PID

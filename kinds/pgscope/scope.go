@@ -65,7 +65,9 @@ func (k Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (
 	if !ok || spec == nil {
 		return nil, fmt.Errorf("pg scope %s: spec is %T, not *pgscope.Spec", e.ID, e.Spec)
 	}
-	s, err := NewWithOptions(env, e.ID, *spec, Options{Distributor: k.Distributor})
+	var opts Options
+	opts.Distributor = k.Distributor
+	s, err := NewWithOptions(env, e.ID, *spec, opts)
 	if err != nil {
 		return nil, err
 	}
