@@ -91,6 +91,26 @@ func memberState(t *testing.T, httpAddr, node string) string {
 	return ""
 }
 
+// joinAsT0 makes the test's process node t0 of the cluster of seed and
+// waits until it sees others other nodes. The node leaves at the end of
+// the test.
+func joinAsT0(t *testing.T, seed string, secret []byte, others int) (*process.Node, *cluster.Cluster) {
+	t.Helper()
+	self := process.NewNode(process.Options{Name: "t0", Logger: slog.New(slog.DiscardHandler)})
+	c, err := cluster.Start(cluster.Options{Node: self, Bind: "127.0.0.1:0", Join: []string{seed}, Secret: secret,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitMembers(ctx, others); err != nil {
+		t.Fatal(err)
+	}
+	return self, c
+}
+
 // askName asks name@node from the test's own node.
 func askName(n *process.Node, name, node, topic string, payload any, timeout time.Duration) (any, process.PID, error) {
 	c := process.NewCall()
@@ -119,18 +139,7 @@ func TestClusterOfRunners(t *testing.T) {
 	_ = n1
 
 	// The test's own node.
-	self := process.NewNode(process.Options{Name: "t0", Logger: slog.New(slog.DiscardHandler)})
-	c, err := cluster.Start(cluster.Options{Node: self, Bind: "127.0.0.1:0", Join: []string{seed}, Secret: secret,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.WaitMembers(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	self, c := joinAsT0(t, seed, secret, 3)
 	views := map[string]string{"n1": http1, "n2": http2, "n3": http3}
 	for name, h := range views {
 		n2.waitFor(t, name+" to see every other node", func() bool {

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
-	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -13,8 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proctor-run/proctor/cluster"
-	"github.com/proctor-run/proctor/process"
 )
 
 const pgClusterConfig = "cmd/runner/testdata/pgcluster"
@@ -78,18 +74,7 @@ func TestPGAcrossRunners(t *testing.T) {
 	}
 	waitPG(n1, "every node to hold every node's member", "g", all, "n1", "n2", "n3")
 
-	self := process.NewNode(process.Options{Name: "t0", Logger: slog.New(slog.DiscardHandler)})
-	c, err := cluster.Start(cluster.Options{Node: self, Bind: "127.0.0.1:0", Join: []string{seed}, Secret: secret,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.WaitMembers(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	self, _ := joinAsT0(t, seed, secret, 3)
 	for name, h := range views {
 		n1.waitFor(t, name+" to see this node", func() bool { return memberState(t, h, "t0") == "alive" })
 	}
