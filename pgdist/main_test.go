@@ -302,14 +302,8 @@ func (pc *pgCluster) waitMembers(group string, want []process.PID, nodes ...stri
 	})
 }
 
-// pids makes a list of n copies of p.
-func copies(p process.PID, n int) []process.PID {
-	out := make([]process.PID, n)
-	for i := range out {
-		out[i] = p
-	}
-	return out
-}
+// copies makes a list of n copies of p.
+func copies(p process.PID, n int) []process.PID { return slices.Repeat([]process.PID{p}, n) }
 
 // replicaOf returns the replica of scope id.
 func (d *Distributor) replicaOf(id string) *replica {
