@@ -135,23 +135,12 @@ func appendString(b []byte, s string) []byte {
 // gossip handles a notice, on memberlist's goroutine.
 func (d *Distributor) gossip(from string, payload []byte) {
 	self := d.node.Name()
-	if len(payload) < 2 || payload[0] != protoVersion || from == self {
+	if from == self {
 		return
 	}
-	r := &reader{s: string(payload[1:])}
-	scope, err := r.str()
-	if err != nil {
+	scope, asked, err := parseNotice(payload, self)
+	if err != nil || asked {
 		return
-	}
-	n, err := r.count()
-	if err != nil {
-		return
-	}
-	for range n {
-		asked, err := r.str()
-		if err != nil || asked == self {
-			return
-		}
 	}
 	d.mu.Lock()
 	rep := d.scopes[scope]
@@ -159,4 +148,28 @@ func (d *Distributor) gossip(from string, payload []byte) {
 	if rep != nil {
 		rep.q.push(item{kind: itemNotice, node: from})
 	}
+}
+
+// parseNotice reads a start notice: the scope's entry ID, and whether self
+// is among the nodes the scope asked directly.
+func parseNotice(payload []byte, self string) (scope string, asked bool, err error) {
+	if len(payload) < 2 || payload[0] != protoVersion {
+		return "", false, errVersion
+	}
+	r := &reader{s: string(payload[1:])}
+	if scope, err = r.str(); err != nil {
+		return "", false, err
+	}
+	n, err := r.count()
+	if err != nil {
+		return "", false, err
+	}
+	for range n {
+		node, err := r.str()
+		if err != nil {
+			return "", false, err
+		}
+		asked = asked || node == self
+	}
+	return scope, asked, nil
 }
