@@ -108,6 +108,7 @@ type Field struct {
 	open     bool   // the lower limit is exclusive (a positive duration)
 	zero     string // what 0 means, when it is allowed and special ("unlimited")
 	below    string // the message for a value below the lower limit, if not the usual one
+	anyValue bool   // the schema takes any value (a common field in a kind's branch)
 }
 
 // StringField declares a text field.

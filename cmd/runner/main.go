@@ -34,6 +34,7 @@ var version = "dev"
 const usage = `usage:
   runner run [flags] [PATH...] [-- ARGS]   run a config (default: config.example.yaml)
   runner validate [flags] PATH...           check a config; exit 1 listing every error
+  runner schema                             print the JSON Schema of configuration files
   runner send [flags] ADDR DEST TOPIC [JSON]
                                             send a message on a running node (POST /v1/send)
   runner ask [flags] ADDR DEST TOPIC [JSON] ask a running node's process; print the reply as JSON
@@ -70,6 +71,8 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 		return run(f, stdout, stderr, sigs, force)
 	case "validate":
 		return validate(args[1:], stdout, stderr, sigs)
+	case "schema":
+		return schema(args[1:], stdout, stderr)
 	case "send", "ask", "entries", "tree":
 		return remote(args[0], args[1:], stdout, stderr)
 	case "version", "--version", "-version":
