@@ -35,6 +35,7 @@ const usage = `usage:
   runner run [flags] [PATH...] [-- ARGS]   run a config (default: config.example.yaml)
   runner validate [flags] PATH...           check a config; exit 1 listing every error
   runner schema                             print the JSON Schema of configuration files
+  runner stubs [--luarc FILE] DIR           write LuaLS stubs of the Lua API, and .luarc.json
   runner send [flags] ADDR DEST TOPIC [JSON]
                                             send a message on a running node (POST /v1/send)
   runner ask [flags] ADDR DEST TOPIC [JSON] ask a running node's process; print the reply as JSON
@@ -73,6 +74,8 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 		return validate(args[1:], stdout, stderr, sigs)
 	case "schema":
 		return schema(args[1:], stdout, stderr)
+	case "stubs":
+		return stubsCmd(args[1:], stdout, stderr)
 	case "send", "ask", "entries", "tree":
 		return remote(args[0], args[1:], stdout, stderr)
 	case "version", "--version", "-version":
