@@ -164,7 +164,7 @@ func TestStubsDescribeEveryFunction(t *testing.T) {
 	word := regexp.MustCompile(`[A-Za-z_][A-Za-z0-9_.]*`)
 	quoted := regexp.MustCompile(`"[^"]*"`)
 	retName := regexp.MustCompile(`([\w\]\)?]) (\w+|\.\.\.)$`) // "boolean ok", "any ..."
-	paramName := regexp.MustCompile(`\w+\??:`)               // fun(t: V[]): the names in a fun type
+	paramName := regexp.MustCompile(`\w+\??:`)                 // fun(t: V[]): the names in a fun type
 	funcLine := regexp.MustCompile(`^function (\S+)\((.*)\) end$`)
 	for name, src := range files {
 		lines := strings.Split(string(src), "\n")
