@@ -257,15 +257,6 @@ func (f *Field) Bound() int { return f.bound }
 // Required reports whether the field must be given.
 func (f *Field) Required() bool { return f.required != "" }
 
-// names returns the names of fields: what a mapping declares.
-func names(fields []*Field) []string {
-	out := make([]string, len(fields))
-	for i, f := range fields {
-		out[i] = f.Name
-	}
-	return out
-}
-
 // all returns f's fields and those of every variant, once each.
 func (f *Field) all() []*Field {
 	out := slices.Clone(f.Fields)

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -41,7 +42,7 @@ func Config(cfg *registry.Config, s lua.Surface) []*registry.FieldError {
 		if !ok || spec.Source == nil {
 			continue
 		}
-		modules := slices.Sorted(mapKeys(spec.Modules))
+		modules := slices.Sorted(maps.Keys(spec.Modules))
 		if a := memoAnalysis(spec.Source, s); a != nil {
 			fs := a.findings(modules)
 			if f, ok := a.literalFinding(spec.Method); ok {
@@ -86,14 +87,4 @@ func shown(path string) string {
 		}
 	}
 	return path
-}
-
-func mapKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }

@@ -3,6 +3,7 @@ package stubs
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -146,4 +147,4 @@ func sandboxStub(s lua.Surface) ([]byte, error) {
 }
 
 // baseNames returns the base functions stubs can describe, sorted.
-func baseNames() []string { return slices.Sorted(mapsKeys(base)) }
+func baseNames() []string { return slices.Sorted(maps.Keys(base)) }

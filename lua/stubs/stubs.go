@@ -11,6 +11,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -104,7 +105,7 @@ func Write(dir, luarc string, s lua.Surface) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, name := range slices.Sorted(mapsKeys(files)) {
+	for _, name := range slices.Sorted(maps.Keys(files)) {
 		if err := os.WriteFile(filepath.Join(dir, name), files[name], 0o644); err != nil {
 			return err
 		}
@@ -125,16 +126,6 @@ func Write(dir, luarc string, s lua.Surface) error {
 		return err
 	}
 	return os.WriteFile(luarc, b, 0o644)
-}
-
-func mapsKeys[V any](m map[string]V) func(func(string) bool) {
-	return func(yield func(string) bool) {
-		for k := range m {
-			if !yield(k) {
-				return
-			}
-		}
-	}
 }
 
 // libraryStub writes one global library or module: its functions, the
@@ -165,7 +156,7 @@ func libraryStub(m lua.Module, global bool, consts map[string]string, seen map[s
 	for _, f := range m.Funcs {
 		funcStub(&b, table+"."+f.Name, f)
 	}
-	for _, name := range slices.Sorted(mapsKeys(consts)) {
+	for _, name := range slices.Sorted(maps.Keys(consts)) {
 		fmt.Fprintf(&b, "%s.%s = %s\n", table, name, strconv.Quote(consts[name]))
 	}
 	if len(consts) > 0 {
