@@ -97,8 +97,8 @@ func (r *Registry) SchemaJSON() ([]byte, error) {
 	return b.Bytes(), nil
 }
 
-// entryFieldsAny are the common fields as a kind's branch lists them: any
-// value, since the entry's own schema checks them.
+// entryFieldsAny are the common fields as a kind's branch lists them:
+// allowed, with any value, since the entry's own schema checks them.
 func entryFieldsAny() []*Field {
 	out := make([]*Field, len(entryFields))
 	for i, f := range entryFields {
@@ -118,6 +118,11 @@ func objectSchema(fields []*Field, variants map[string][]*Field, disc string) ma
 	}
 	for _, f := range all {
 		if _, dup := props[f.Name]; dup {
+			continue
+		}
+		if f.anyValue {
+			// The entry's own schema describes it; here it is only allowed.
+			props[f.Name] = true
 			continue
 		}
 		props[f.Name] = fieldSchema(f)
@@ -163,9 +168,6 @@ func objectSchema(fields []*Field, variants map[string][]*Field, disc string) ma
 
 // fieldSchema is the schema of one field.
 func fieldSchema(f *Field) map[string]any {
-	if f.anyValue {
-		return obj("description", f.Doc)
-	}
 	var s map[string]any
 	env := false // the value may also be a ${env:…} reference
 	switch f.Type {
