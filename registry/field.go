@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -109,6 +110,9 @@ type Field struct {
 	zero     string // what 0 means, when it is allowed and special ("unlimited")
 	below    string // the message for a value below the lower limit, if not the usual one
 	anyValue bool   // the schema takes any value (a common field in a kind's branch)
+
+	allOnce   sync.Once
+	allFields []*Field // Fields and every variant's, once each (see all)
 }
 
 // StringField declares a text field.
@@ -258,7 +262,17 @@ func (f *Field) Bound() int { return f.bound }
 func (f *Field) Required() bool { return f.required != "" }
 
 // all returns f's fields and those of every variant, once each.
+// A mapping's decoder reads it for every entry: it is built once, when
+// the declaration is complete.
 func (f *Field) all() []*Field {
+	f.allOnce.Do(func() { f.allFields = f.collect() })
+	return f.allFields
+}
+
+func (f *Field) collect() []*Field {
+	if len(f.Variants) == 0 {
+		return f.Fields
+	}
 	out := slices.Clone(f.Fields)
 	for _, v := range sortedKeys(f.Variants) {
 		for _, vf := range f.Variants[v] {
@@ -283,14 +297,6 @@ func (f *Field) want(t FieldType) {
 	if f.Type != t {
 		panic(fmt.Sprintf("registry: field %s is declared a %s, read as a %s", f.Name, f.Type, t))
 	}
-}
-
-// clean runs read and reports whether it added no error: a value's limits
-// are checked only when it was read cleanly.
-func (d *Decoder) clean(read func()) bool {
-	n := len(*d.errs)
-	read()
-	return len(*d.errs) == n
 }
 
 // absent reports whether f is missing from d, reporting it when f is
@@ -338,8 +344,10 @@ func (f *Field) Bool(d *Decoder) bool {
 func (f *Field) Int(d *Decoder) int {
 	f.want(TypeInt)
 	def, _ := f.Default.(int)
-	var n int
-	if !d.clean(func() { n = d.Count(f.Name, def, f.bound) }) || !d.Has(f.Name) {
+	// Limits are checked on a value that was read cleanly.
+	errs := len(*d.errs)
+	n := d.Count(f.Name, def, f.bound)
+	if len(*d.errs) > errs || !d.Has(f.Name) {
 		return n
 	}
 	if f.hasLo && float64(n) < f.lo {
@@ -361,8 +369,9 @@ func (f *Field) Int(d *Decoder) int {
 func (f *Field) Float(d *Decoder) float64 {
 	f.want(TypeFloat)
 	def, _ := f.Default.(float64)
-	var v float64
-	if !d.clean(func() { v = d.Float(f.Name, def) }) || !d.Has(f.Name) {
+	errs := len(*d.errs)
+	v := d.Float(f.Name, def)
+	if len(*d.errs) > errs || !d.Has(f.Name) {
 		return v
 	}
 	switch {
@@ -382,8 +391,9 @@ func (f *Field) Float(d *Decoder) float64 {
 func (f *Field) Duration(d *Decoder) time.Duration {
 	f.want(TypeDuration)
 	def, _ := f.Default.(time.Duration)
-	var v time.Duration
-	if !d.clean(func() { v = d.Duration(f.Name, def) }) || !d.Has(f.Name) {
+	errs := len(*d.errs)
+	v := d.Duration(f.Name, def)
+	if len(*d.errs) > errs || !d.Has(f.Name) {
 		return v
 	}
 	switch {

@@ -121,6 +121,7 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 		aliasLeft: cmp.Or(l.MaxAliasNodes, DefaultMaxAliasNodes),
 		warn:      l.warn,
 		env:       l.environment(),
+		declared:  map[string][]*Field{},
 	}
 	ld.aliasBudget = ld.aliasLeft
 	// What was decoded under other options, or other kinds, is not reused.
@@ -197,6 +198,7 @@ type load struct {
 	deps        map[string][sha256.Size]byte // sources read for the file being decoded
 	scratch     []byte                       // for digests
 
+	declared map[string][]*Field   // by kind: the fields of its entries, common ones included
 	env      map[string]string     // what ${env:…} reads
 	envDeps  map[string]envDep     // variables read for the file being decoded
 	envNodes map[*yaml.Node]string // scalars written with ${env:…}, as written
@@ -669,8 +671,12 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 	e.Meta = entryMeta.Map(d)
 	ld.lifecycle(d, e)
 	if kind != nil {
-		if dk, ok := kind.(Declared); ok {
-			d.Declare("kind "+kindName, append(slices.Clone(entryFields), dk.Fields()...))
+		if decl, ok := ld.declared[kindName]; ok {
+			d.Declare("kind "+kindName, decl)
+		} else if dk, ok := kind.(Declared); ok {
+			decl = append(slices.Clone(entryFields), dk.Fields()...)
+			ld.declared[kindName] = decl
+			d.Declare("kind "+kindName, decl)
 		}
 		if e.Lifecycle.AutoStart {
 			if _, ok := kind.(Starter); !ok {
