@@ -61,6 +61,8 @@ type Decoder struct {
 	kids   []*Decoder
 	ld     *load          // the load reading the entry; nil outside a Loader
 	bounds map[string]int // the bounds in force, by KIND.FIELD; nil: the kinds' defaults
+	decl   []*Field       // the mapping's declared fields; nil: not declared
+	declOf string         // who declared them, for the error of a field read but not declared
 }
 
 // NewDecoder returns a decoder over the mapping node of entry e, read from
@@ -450,6 +452,7 @@ func (d *Decoder) child(n *yaml.Node, prefix string) *Decoder {
 // Finish reports every field of the mapping (and of its nested objects)
 // that nobody asked for, suggesting a known name when one is close.
 func (d *Decoder) Finish() {
+	d.undeclared()
 	if d.node != nil {
 		var known []string // sorted, for suggestions; only when needed
 		for i := 0; i+1 < len(d.node.Content); i += 2 {

@@ -22,6 +22,7 @@ import (
 	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/kinds/supervisor"
+	"github.com/proctor-run/proctor/lua/lint"
 	"github.com/proctor-run/proctor/observe"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -33,7 +34,11 @@ var version = "dev"
 
 const usage = `usage:
   runner run [flags] [PATH...] [-- ARGS]   run a config (default: config.example.yaml)
-  runner validate [flags] PATH...           check a config; exit 1 listing every error
+  runner validate [--strict] [flags] PATH...
+                                            check a config and lint its Lua; exit 1 listing every
+                                            error (--strict: lint warnings too)
+  runner schema                             print the JSON Schema of configuration files
+  runner stubs [--luarc FILE] DIR           write LuaLS stubs of the Lua API, and .luarc.json
   runner send [flags] ADDR DEST TOPIC [JSON]
                                             send a message on a running node (POST /v1/send)
   runner ask [flags] ADDR DEST TOPIC [JSON] ask a running node's process; print the reply as JSON
@@ -70,6 +75,10 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 		return run(f, stdout, stderr, sigs, force)
 	case "validate":
 		return validate(args[1:], stdout, stderr, sigs)
+	case "schema":
+		return schema(args[1:], stdout, stderr)
+	case "stubs":
+		return stubsCmd(args[1:], stdout, stderr)
 	case "send", "ask", "entries", "tree":
 		return remote(args[0], args[1:], stdout, stderr)
 	case "version", "--version", "-version":
@@ -97,8 +106,9 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	lf := addLoadFlags(fs)
+	strict := fs.Bool("strict", false, "treat the warnings of the Lua lint as errors (exit 1)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: runner validate [flags] PATH...")
+		fmt.Fprintln(stderr, "usage: runner validate [--strict] [flags] PATH...")
 		fs.PrintDefaults()
 	}
 	paths, _, err := parseInterleaved(fs, args)
@@ -114,7 +124,8 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		return 2
 	}
 	log := logging.New(logging.Options{Writer: stderr, Level: slog.LevelWarn})
-	cfg, sig, _, err := loadWatching(lf.loader(newKinds(io.Discard), log), paths, sigs)
+	kinds := newKinds(io.Discard)
+	cfg, sig, _, err := loadWatching(lf.loader(kinds, log), paths, sigs)
 	if sig != nil {
 		fmt.Fprintf(stderr, "runner validate: stopped by %s before the configuration was read\n", sig)
 		return signalExit(sig)
@@ -123,8 +134,33 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		printLoadErrors(stderr, err)
 		return 1
 	}
+	if found := lint.Config(cfg, hostOf(kinds).Surface()); len(found) > 0 {
+		for _, f := range found {
+			fmt.Fprintln(stderr, f.Error())
+		}
+		if *strict {
+			fmt.Fprintf(stderr, "%s (--strict)\n", count(len(found), "error"))
+			return 1
+		}
+		fmt.Fprintf(stderr, "%s of the Lua lint (errors with --strict)\n", count(len(found), "warning"))
+	}
 	fmt.Fprintf(stdout, "ok: %d entries in %d files\n", len(cfg.Entries), len(cfg.Files))
 	return 0
+}
+
+// count renders n things: "1 warning", "2 warnings".
+func count(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// logLint logs the Lua lint's findings on cfg, once, as warnings.
+func logLint(log *slog.Logger, kinds *registry.Registry, cfg *registry.Config) {
+	for _, f := range lint.Config(cfg, hostOf(kinds).Surface()) {
+		log.Warn("Lua lint: "+f.Msg, "at", f.Pos.String(), "entry", string(f.Entry))
+	}
 }
 
 func printLoadErrors(w io.Writer, err error) {
@@ -175,6 +211,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		printLoadErrors(stderr, err)
 		return 1
 	}
+	logLint(log, kinds, cfg)
 	if f.mainID != "" {
 		if _, ok := cfg.Entries[registry.ID(f.mainID)]; !ok {
 			fmt.Fprintf(stderr, "runner run: --main %s: no such entry\n", f.mainID)
