@@ -84,6 +84,7 @@ func (p *process) dispatch() {
 	idle := 0
 	for {
 		if p.dead.Load() {
+			p.settleOnExit(p.exitOf(Exit{}))
 			return
 		}
 		if p.stopReq.Load() {
@@ -147,10 +148,13 @@ func (p *process) receiveBatch(c Context) (n int, exit Exit, ok bool) {
 			return n, Exit{}, true
 		}
 		n++
+		p.cur = e.meta
 		b.Receive(c, e.open())
 		if p.selfStop || p.stopReq.Load() || p.dead.Load() {
+			// Left set: an ask it did not answer fails as the process ends.
 			return n, Exit{}, true
 		}
+		p.cur = nil
 	}
 }
 
@@ -179,10 +183,12 @@ func (p *process) guard(f func()) (exit Exit, ok bool) {
 	return Exit{}, true
 }
 
-// end finishes a Behavior, running its Terminator first.
+// end finishes a Behavior, running its Terminator first, and fails the
+// asks it will never answer.
 func (p *process) end(e Exit) {
 	if t, ok := p.behavior.(Terminator); ok {
 		p.guard(func() { t.Terminate(Context{p}, e) })
 	}
 	p.finish(e)
+	p.settleOnExit(p.exitOf(e))
 }

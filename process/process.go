@@ -29,6 +29,7 @@ type process struct {
 	stopReq  atomic.Bool // a stop was requested; see ext.stopReason
 	dead     atomic.Bool
 	selfStop bool // Behavior: Context.Stop was called; owned by the dispatcher
+	cur      *meta // Behavior: the message being received; owned by the dispatcher (see settle.go)
 
 	mu  sync.Mutex              // guards the fields of ext and the transition to dead
 	ext atomic.Pointer[procExt] // allocated on first use, never replaced
@@ -52,6 +53,7 @@ type procExt struct {
 	stopReason error
 	exit       Exit
 	done       chan struct{} // closed at teardown; created by the first waiter
+	held       []*meta       // goroutine process: asks it holds unanswered (Proc.Unanswered)
 }
 
 // extLocked returns p.ext.Load(), allocating it; p.mu must be held.
@@ -185,6 +187,11 @@ func (p *process) finish(e Exit) {
 	}
 	p.dead.Store(true)
 	x := p.ext.Load()
+	if x == nil && e.Err != nil {
+		// Keep an abnormal exit for whoever settles the asks p leaves
+		// (settle.go): a Behavior killed before it needed an extension.
+		x = p.extLocked()
+	}
 	// Take the relation sets while holding the lock: other processes that
 	// exit at the same moment edit them (removeLink, dropMonitor) under it.
 	var names, relNodes []string
@@ -204,6 +211,11 @@ func (p *process) finish(e Exit) {
 	n.procs.delete(p.pid.ID, n.nextID.Load())
 	n.live.Add(-1)
 	p.mb.close()
+	if p.behavior != nil && p.mb.len() > 0 {
+		// Killed from outside: a dispatcher settles the asks left in the
+		// mailbox (settle.go); one that runs now sees the process dead.
+		p.notify()
+	}
 	if x == nil {
 		n.exited(p.pid, e)
 		return
