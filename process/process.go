@@ -28,7 +28,7 @@ type process struct {
 	// Read by the consumer on every message, written rarely.
 	stopReq  atomic.Bool // a stop was requested; see ext.stopReason
 	dead     atomic.Bool
-	selfStop bool // Behavior: Context.Stop was called; owned by the dispatcher
+	selfStop bool  // Behavior: Context.Stop was called; owned by the dispatcher
 	cur      *meta // Behavior: the message being received; owned by the dispatcher (see settle.go)
 
 	mu  sync.Mutex              // guards the fields of ext and the transition to dead
