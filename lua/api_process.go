@@ -21,8 +21,8 @@ var processModule = Module{
 		{Name: "pid", Fn: procPID, Doc: "This process's PID.", Results: "string"},
 		{Name: "send", Fn: procSend, Doc: "Sends a message to a PID or a registered name.",
 			Params: "dest: string, topic: string, payload?: any", Results: "true|nil, error?"},
-		{Name: "ask", Fn: procAsk, Doc: "Sends an ask and waits for its reply (timeout in ms or a duration string, default 5s).",
-			Params: "dest: string, topic: string, payload?: any, timeout?: number|string", Results: "any, string|error"},
+		{Name: "ask", Fn: procAsk, Doc: "Sends an ask and waits for its reply (timeout in ms or a duration string, default 5s): reply, nil, replier_pid or nil, err.",
+			Params: "dest: string, topic: string, payload?: any, timeout?: number|string", Results: "any, error?, string?"},
 		{Name: "spawn", Fn: procSpawn, Doc: "Starts a process of an entry; extra arguments go to its method.",
 			Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
 		{Name: "spawn_monitored", Fn: procSpawnMonitored, Doc: "spawn, and monitor the new process: an EXIT event follows its exit.",
@@ -50,7 +50,7 @@ var processModule = Module{
 			Params: "topic: string", Results: "channel"},
 		{Name: "events", Fn: procEvents, Doc: "The channel of EXIT and LINK_DOWN events.", Results: "channel"},
 	},
-	Types: []*Type{messageType, errorType},
+	Types: []*Type{messageType},
 }
 
 func procPID(L *lua.LState) int {
@@ -120,9 +120,17 @@ func procAsk(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, err)
 	}
-	L.Push(lv)
-	L.Push(PIDValue(res.From))
-	return 2
+	return ReturnReply(L, lv, res.From)
+}
+
+// ReturnReply pushes what an ask returns on success: the reply, nil in the
+// place of the error, and the replier's PID third, so that the Lua idiom
+// `local reply, err = f(); if err then … end` holds for asks too.
+func ReturnReply(L *lua.LState, reply lua.LValue, from process.PID) int {
+	L.Push(reply)
+	L.Push(lua.LNil)
+	L.Push(PIDValue(from))
+	return 3
 }
 
 type spawnMode int

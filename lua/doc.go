@@ -4,7 +4,7 @@
 // the copying of values at every process boundary. The host knows no kind:
 // the modules that bind one (pg, router, supervisor) are packages of their
 // own under lua/modules, and a host loads those its Options.Modules list
-// (json, which binds nothing, is built in). cmd/runner gives all three; a
+// (json and errors, which bind nothing, are built in). cmd/runner gives all three; a
 // Go embedder gives what its scripts need, or none.
 //
 // # States

@@ -41,6 +41,12 @@ type Process struct {
 
 	timers timerList // pending time.after timers
 	onExit []func()
+	raised raised // see raise.go
+	where  string // where the error that ended the script was raised, for the crash report
+	trace  string // its Lua traceback
+
+	start *starting // the spawner waiting for init, until it is told (start.go)
+	asks  heldAsks  // asks handed to the script (asks.go)
 
 	coDepth int          // coroutines resumed inside one another (see resumeCounted)
 	stopFn  func() error // see stopCheck
