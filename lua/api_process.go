@@ -29,6 +29,8 @@ var processModule = Module{
 			Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
 		{Name: "spawn_linked", Fn: procSpawnLinked, Doc: "spawn, and link the new process to this one.",
 			Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
+		{Name: "with_options", Fn: procWithOptions, Doc: "A spawner whose processes start with these options: {name = string}, the name registered before init runs.",
+			Params: "options: table", Results: "spawner"},
 		{Name: "monitor", Fn: procMonitor, Doc: "Monitors a process: an EXIT event follows its exit.",
 			Params: "dest: string", Results: "true|nil, error?"},
 		{Name: "unmonitor", Fn: procUnmonitor, Doc: "Stops monitoring a process.",
@@ -50,7 +52,7 @@ var processModule = Module{
 			Params: "topic: string", Results: "channel"},
 		{Name: "events", Fn: procEvents, Doc: "The channel of EXIT and LINK_DOWN events.", Results: "channel"},
 	},
-	Types: []*Type{messageType},
+	Types: []*Type{messageType, spawnerType},
 }
 
 func procPID(L *lua.LState) int {
@@ -141,18 +143,21 @@ const (
 	spawnLinked
 )
 
-func procSpawn(L *lua.LState) int          { return spawnWith(L, spawnPlain) }
-func procSpawnMonitored(L *lua.LState) int { return spawnWith(L, spawnMonitored) }
-func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, spawnLinked) }
+func procSpawn(L *lua.LState) int          { return spawnWith(L, 1, spawnPlain, "") }
+func procSpawnMonitored(L *lua.LState) int { return spawnWith(L, 1, spawnMonitored, "") }
+func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, 1, spawnLinked, "") }
 
-func spawnWith(L *lua.LState, mode spawnMode) int {
+// spawnWith spawns the entry in argument at with the arguments after it,
+// registered under name when it is not "". It returns once the process is
+// ready (after its init, see start.go).
+func spawnWith(L *lua.LState, at int, mode spawnMode, name string) int {
 	p := ProcessOf(L)
-	id := string(registry.Qualify(p.entry, L.CheckString(1)))
+	id := string(registry.Qualify(p.entry, L.CheckString(at)))
 	var args []any
-	if n := L.GetTop(); n > 1 {
-		args = make([]any, 0, n-1)
-		for i := 2; i <= n; i++ {
-			a, err := ToGoAt(L.Get(i), fmt.Sprintf("args[%d]", i-1))
+	if n := L.GetTop(); n > at {
+		args = make([]any, 0, n-at)
+		for i := at + 1; i <= n; i++ {
+			a, err := ToGoAt(L.Get(i), fmt.Sprintf("args[%d]", i-at))
 			if err != nil {
 				return ReturnError(L, fmt.Errorf("spawn %s: %w", id, err))
 			}
@@ -163,6 +168,7 @@ func spawnWith(L *lua.LState, mode spawnMode) int {
 		return ReturnError(L, value.NewError(value.KindNotFound, "spawn %s: no entries are known to this runtime", id))
 	}
 	opts := registry.SpawnOptions{Args: args}
+	opts.Name = name
 	switch mode {
 	case spawnMonitored:
 		opts.MonitorBy = p.self

@@ -106,6 +106,10 @@ type ChildSpec struct {
 	Shutdown time.Duration
 	// OnFailure defaults to ActionRestart.
 	OnFailure FailureAction
+	// Name, when set, is registered for the child's process before it
+	// runs (before its init), and again for each restart: a name another
+	// process holds fails the start. Names with ':' are the entries'.
+	Name string
 }
 
 func (c ChildSpec) withDefaults() ChildSpec {
@@ -130,7 +134,7 @@ func (c ChildSpec) shutdownFor(t ChildType) time.Duration {
 }
 
 func (c ChildSpec) equal(o ChildSpec) bool {
-	if c.ID != o.ID || c.Process != o.Process || c.Restart != o.Restart || c.Shutdown != o.Shutdown || c.OnFailure != o.OnFailure {
+	if c.ID != o.ID || c.Process != o.Process || c.Restart != o.Restart || c.Shutdown != o.Shutdown || c.OnFailure != o.OnFailure || c.Name != o.Name {
 		return false
 	}
 	if (c.Args == nil) != (o.Args == nil) || len(c.Args) != len(o.Args) {
@@ -331,6 +335,12 @@ func decodeChildFields(d *registry.Decoder, self registry.ID, withID bool) Child
 		}
 		if !d.Has("process") {
 			d.Errorf("process", "is required")
+		}
+		c.Name = d.String("name", "")
+		if d.Has("name") {
+			if err := checkChildName(c.Name); err != nil {
+				d.Errorf("name", "%v", err)
+			}
 		}
 	}
 	c.Process = d.Ref("process", registry.RefDefinition, childKinds...)
