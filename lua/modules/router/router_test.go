@@ -167,6 +167,16 @@ return { main = function()
   assert(terr.message == "none of 3 routees replied within 300ms", terr.message)
   for _, e in ipairs(terr.errors) do assert(e.kind == "timeout") end
   assert(time.now() - t0 < 3000, "the caller waited for the pool, not its own default")
+
+  -- a routee that raises while it holds an ask fails it at once, naming
+  -- its exit; a scatter counts it as failed and moves on
+  t0 = time.now()
+  local c, cerr = router.ask("rr", {op = "crash"})
+  assert(c == nil and cerr.kind == "stopped" and cerr.message:find("told to crash", 1, true), tostring(cerr))
+  assert(time.now() - t0 < 3000, "the crashed routee's ask waited for its timeout")
+  local sc, serr = router.ask("sg", {op = "crash"})
+  assert(sc == nil and serr.message == "all 3 routees failed", tostring(serr))
+  for _, e in ipairs(serr.errors) do assert(e.kind == "stopped" and e.cause.message:find("told to crash", 1, true), tostring(e)) end
   return "ok"
 end }
 `
