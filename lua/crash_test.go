@@ -69,3 +69,29 @@ end }`))
 		t.Fatalf("no line with the suppressed count:\n%s", logs)
 	}
 }
+
+// A killed process did not crash, whatever its cancelled script raised.
+func TestKilledProcessIsNoCrash(t *testing.T) {
+	h := newHarness(t)
+	ended := make(chan struct{})
+	hooks := []func(){func() { close(ended) }}
+	exitHookHooks.Store(&hooks)
+	h.Entry("sleeper", `require("exithook_test").install()
+return { main = function() process.register("sleeper"); process.inbox():receive() end }`)
+	pid := h.Spawn(h.Known("test:sleeper"))
+	eventually(t, 5*time.Second, "the sleeper to wait", func() bool {
+		_, named := h.Node.Whereis("sleeper")
+		return named && h.Node.Idle(pid)
+	})
+	if err := h.Node.Kill(pid); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ended: // the exit hooks run after the crash report would have
+	case <-time.After(10 * time.Second):
+		t.Fatal("the killed script never ended")
+	}
+	if logs := h.Logs.String(); strings.Contains(logs, "process crashed") {
+		t.Fatalf("a killed process was reported as a crash:\n%s", logs)
+	}
+}

@@ -85,7 +85,7 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 			}
 		}()
 		v, err = p.run(args)
-		if err != nil && !pr.Stopping() {
+		if err != nil && !p.stopped() {
 			h.crashes.report(p, err)
 		}
 		return v, err
@@ -190,6 +190,13 @@ func (p *Process) lookup(mod lua.LValue, name string) (lua.LValue, error) {
 	return fn, nil
 }
 
+// stopped reports whether the process was asked to stop or was killed
+// (gone from the node while its script still ran): its script did not
+// crash, whatever error its cancelled context surfaced as.
+func (p *Process) stopped() bool {
+	return p.proc.Stopping() || !p.Node().Alive(p.self)
+}
+
 // methodLookup returns t[name], honouring __index.
 func methodLookup(L *lua.LState) int {
 	L.Push(L.GetField(L.Get(1), L.CheckString(2)))
@@ -205,7 +212,7 @@ func (p *Process) scriptError(err error) error {
 	if !errors.As(err, &ae) {
 		return value.FromError(err)
 	}
-	if p.proc.Stopping() {
+	if p.stopped() {
 		// The context's cancellation surfaced as a Lua error; the core
 		// replaces it with the stop reason.
 		return value.NewError(value.KindStopped, "stopped")
