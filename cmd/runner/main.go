@@ -115,7 +115,7 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		printLoadErrors(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "ok: %d entries in %d files\n", len(cfg.Entries), len(cfg.Files))
+	fmt.Fprintf(stdout, "ok: %s in %s\n", count(len(cfg.Entries), "entry", "entries"), count(len(cfg.Files), "file", "files"))
 	return 0
 }
 
@@ -125,7 +125,7 @@ func printLoadErrors(w io.Writer, err error) {
 		for _, e := range es {
 			fmt.Fprintln(w, e.Error())
 		}
-		fmt.Fprintf(w, "%d errors\n", len(es))
+		fmt.Fprintln(w, count(len(es), "error", "errors"))
 		return
 	}
 	fmt.Fprintln(w, err)
@@ -167,10 +167,12 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		return 1
 	}
 	if f.mainID != "" {
-		if _, ok := cfg.Entries[registry.ID(f.mainID)]; !ok {
-			fmt.Fprintf(stderr, "runner run: --main %s: no such entry\n", f.mainID)
+		id, err := resolveMain(cfg, f.mainID)
+		if err != nil {
+			fmt.Fprintf(stderr, "runner run: --main %s: %v\n", f.mainID, err)
 			return 1
 		}
+		f.mainID = string(id)
 	}
 	a := &app{log: log}
 	a.node = process.NewNode(process.Options{Name: f.node, Logger: log})
@@ -290,11 +292,8 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			done = true
 		case ex := <-mainDone:
 			if ex.Err != nil {
-				msg := ex.Err.Error()
-				if ve := value.FromError(ex.Err); ve != nil {
-					msg = ve.String()
-				}
-				fmt.Fprintf(stderr, "runner: %s: %s\n", f.mainID, msg)
+				ve := value.FromError(ex.Err)
+				fmt.Fprintf(stderr, "runner: %s: %s: %s\n", f.mainID, ve.Kind, ve.String())
 				code = 1
 			}
 			done = true
