@@ -328,15 +328,8 @@ func (j *jsonPrep) walk(v any) (any, error) {
 		j.size += 2
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			var ks string
-			switch kk := k.(type) {
-			case string:
-				ks = kk
-			case float64:
-				ks = strconv.FormatFloat(kk, 'f', -1, 64)
-			case bool:
-				ks = strconv.FormatBool(kk)
-			default:
+			ks, ok := value.JSONKey(k)
+			if !ok {
 				return nil, &jsonPathError{kind: value.KindInvalid, msg: fmt.Sprintf("a %T key has no JSON form", k)}
 			}
 			if _, dup := out[ks]; dup {

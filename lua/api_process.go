@@ -68,11 +68,7 @@ func procSend(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("send %q to %s: %w", topic, dest, err))
 	}
-	to, err := p.resolve(dest)
-	if err != nil {
-		return ReturnError(L, fmt.Errorf("send %q: %w", topic, err))
-	}
-	if err := p.Node().Send(to, process.Message{From: p.self, Topic: topic, Payload: payload}); err != nil {
+	if err := p.send("send", dest, process.Message{From: p.self, Topic: topic, Payload: payload}); err != nil {
 		return ReturnError(L, err)
 	}
 	L.Push(lua.LTrue)
@@ -95,14 +91,10 @@ func procAsk(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("ask %q of %s: %w", topic, dest, err))
 	}
-	to, err := p.resolve(dest)
-	if err != nil {
-		return ReturnError(L, fmt.Errorf("ask %q: %w", topic, err))
-	}
 	c := process.NewCall()
-	m := c.Message(process.Message{From: p.self, Topic: topic, Payload: payload})
+	m := c.MessageWithin(process.Message{From: p.self, Topic: topic, Payload: payload}, timeout)
 	var res process.Reply
-	if serr := p.Node().Send(to, m); serr != nil {
+	if serr := p.send("ask", dest, m); serr != nil {
 		res, err = c.Abandon(serr)
 	} else {
 		res, err = c.Wait(timeout, p.proc.Context().Done())

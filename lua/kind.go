@@ -9,7 +9,6 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -39,11 +38,6 @@ type Options struct {
 	// (json and errors included), makes NewKind panic: a mistake in the program, found
 	// when it starts.
 	Modules []Module
-	// StartTimeout bounds how long a start waits for a script's init
-	// (process.spawn, supervisor.start_child, a pool's routee, an entry's
-	// service): past it the process is killed and the start fails.
-	// Default: DefaultStartTimeout.
-	StartTimeout time.Duration
 	// CrashReports limits the crash reports logged per entry: at most
 	// Burst in each Window, the rest counted and their number logged when
 	// the window ends. Defaults: DefaultCrashBurst in DefaultCrashWindow.
@@ -64,8 +58,7 @@ type Host struct {
 	modules    map[string]*library // what require finds, by name
 	moduleList []Module            // the same, sorted by name
 
-	initTimeout time.Duration
-	crashes     crashLog
+	crashes crashLog
 }
 
 // NewKind returns the process.lua kind, for a registry of kinds
@@ -85,10 +78,6 @@ func NewKind(opts Options) *Host {
 	}
 	if h.limits.maxTable <= 0 {
 		h.limits.maxTable = DefaultMaxTableEntries
-	}
-	h.initTimeout = opts.StartTimeout
-	if h.initTimeout <= 0 {
-		h.initTimeout = DefaultStartTimeout
 	}
 	h.crashes.limit = opts.CrashReports.withDefaults()
 	return h

@@ -91,7 +91,8 @@ func msgReply(L *lua.LState) int {
 		}
 	}
 	m.replied = true
-	settled, err := m.m.Reply(p.self, v, rej)
+	// Through the node: a reply after the ask ended is a dead letter.
+	settled, err := p.Node().Reply(&m.m, p.self, v, rej)
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("reply to %q: %w", m.m.Topic, err))
 	}

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"math"
@@ -261,6 +262,25 @@ func (p *Process) resolve(dest string) (process.PID, error) {
 		p.destStr, p.destPID = dest, pid
 	}
 	return pid, nil
+}
+
+// send delivers m to dest: a PID string, a registered name, or name@node,
+// which is resolved on that node when the message arrives (Erlang's
+// {Name, Node} ! Msg: no round trip). verb names the operation in a
+// resolution error. A local name no process holds makes the message a dead
+// letter, as a send to a dead PID does.
+func (p *Process) send(verb, dest string, m process.Message) error {
+	if name, node, ok := process.SplitNodeName(dest); ok && node != p.Node().Name() {
+		return p.Node().SendName(node, name, m)
+	}
+	to, err := p.resolve(dest)
+	if err != nil {
+		if errors.Is(err, process.ErrNameNotFound) {
+			p.Node().DeadLetter(process.DeadLetter{From: p.self, To: dest, Topic: m.Topic, Reason: process.DeadNameNotFound})
+		}
+		return fmt.Errorf("%s %q: %w", verb, m.Topic, err)
+	}
+	return p.Node().Send(to, m)
 }
 
 // PIDValue renders a PID as scripts see it: its string form.

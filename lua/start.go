@@ -20,10 +20,6 @@ import (
 // defines no init (its shape shows what it defines, see Compiled) is not
 // waited for: its spawner returns at once, as before.
 
-// DefaultStartTimeout is how long a start waits for init when neither the
-// entry nor Options.StartTimeout names another.
-const DefaultStartTimeout = 30 * time.Second
-
 // starting is a spawner waiting for its process to be ready.
 type starting struct {
 	ready chan error // capacity 1: the process never blocks on it
@@ -64,16 +60,13 @@ func (p *Process) started(err error) error {
 	return err
 }
 
-// startTimeout is how long a start of e waits for init. (When entries gain
-// lifecycle.start_timeout, it is read here first.)
-func (h *Host) startTimeout(*registry.Entry) time.Duration { return h.initTimeout }
-
 // awaitStart waits until the process pid of e is ready. On a failed
 // start it returns the error once the process has exited; past the start
-// timeout it kills the process.
+// timeout (the entry's lifecycle.start_timeout, or the runtime's) it kills
+// the process.
 func (h *Host) awaitStart(env *registry.Env, e *registry.Entry, pid process.PID, st *starting) error {
 	done, _, alive := env.Node.Done(pid)
-	d := h.startTimeout(e)
+	d := env.StartTimeout(e)
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {

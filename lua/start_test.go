@@ -85,9 +85,10 @@ end }`))
 // An init still running after the start timeout fails the start with a
 // timeout, and the process is killed.
 func TestInitTimeout(t *testing.T) {
-	h := newHarnessWith(t, Options{StartTimeout: 100 * time.Millisecond})
+	h := newHarness(t)
 	h.Entry("slow", `return { init = function() time.sleep(100000) end, main = function() end }`)
 	e := h.Known("test:slow")
+	e.Lifecycle.StartTimeout = 100 * time.Millisecond
 	before := h.Node.Count()
 	start := time.Now()
 	_, err := h.Kind.Spawn(h.Env, e, registry.SpawnOptions{})

@@ -102,6 +102,9 @@ func Listen(addr string, h http.Handler, opts ListenOptions) (*Server, error) {
 		addr: ln.Addr(),
 		done: make(chan error, 1),
 	}
+	if sc, ok := h.(streamCloser); ok {
+		s.srv.RegisterOnShutdown(sc.CloseStreams)
+	}
 	go func() {
 		err := s.srv.Serve(ll)
 		if errors.Is(err, http.ErrServerClosed) {

@@ -16,9 +16,15 @@ import (
 
 func listenTest(t *testing.T, opts ListenOptions) *Server {
 	t.Helper()
-	opts.Logger = slog.New(slog.DiscardHandler)
 	h := http.NewServeMux()
 	h.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })
+	return serve(t, h, opts)
+}
+
+// serve serves h on a free loopback port until the end of the test.
+func serve(t *testing.T, h http.Handler, opts ListenOptions) *Server {
+	t.Helper()
+	opts.Logger = slog.New(slog.DiscardHandler)
 	s, err := Listen("127.0.0.1:0", h, opts)
 	if err != nil {
 		t.Fatal(err)

@@ -25,6 +25,13 @@ type Source interface {
 	NotReady() []registry.ID
 }
 
+// ReloadSource is implemented by a Source that reloads its configuration
+// (*registry.Runtime does): GET /v1/reload and the reload check of
+// /healthz read it.
+type ReloadSource interface {
+	LastReload() (registry.ReloadAttempt, bool)
+}
+
 // Options configure Handler. Runtime, Health and Metrics are required.
 type Options struct {
 	Runtime Source
@@ -32,6 +39,11 @@ type Options struct {
 	Metrics *prometheus.Registry
 	// Logger receives errors while serving. Default: slog.Default().
 	Logger *slog.Logger
+	// Ops are the optional parts: the live view, messages, ops endpoints.
+	Ops
+	// Cluster, when the node is part of one, serves GET /v1/cluster.
+	// Nil: the endpoint says {"enabled": false}.
+	Cluster ClusterSource
 }
 
 // Kinds listed by the per-kind views.
@@ -62,7 +74,7 @@ func Handler(opts Options) http.Handler {
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()
 	}
-	s := &server{opts: opts}
+	s := newServer(opts)
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(opts.Metrics, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(opts.Logger.Handler(), slog.LevelError),
@@ -74,10 +86,10 @@ func Handler(opts Options) http.Handler {
 	mux.HandleFunc("GET /v1/pg", s.views(pgKinds))
 	mux.HandleFunc("GET /v1/pools", s.views(poolKinds))
 	mux.HandleFunc("GET /v1/supervisors", s.views(supervisorKinds))
-	return mux
+	mux.HandleFunc("GET /v1/reload", s.reload)
+	mux.HandleFunc("GET /v1/cluster", s.cluster)
+	return s.mountOps(mux)
 }
-
-type server struct{ opts Options }
 
 func (s *server) json(w http.ResponseWriter, code int, v any) {
 	w.Header().Set("Content-Type", "application/json")
@@ -101,11 +113,52 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 			checks[c.Name] = "ok"
 		}
 	}
+	// A rejected reload changed nothing: the configuration in force still
+	// runs, so the node stays healthy, but a person reading the probe
+	// sees the rejection (and a machine reads /v1/reload).
+	var warnings map[string]string
+	if rs, ok := s.opts.Runtime.(ReloadSource); ok {
+		checks["reload"] = "ok"
+		if last, ok := rs.LastReload(); ok && last.Result != registry.ReloadApplied {
+			msg := reloadText(last)
+			checks["reload"] = msg
+			warnings = map[string]string{"reload": msg}
+		}
+	}
+	body := map[string]any{"status": "ok", "checks": checks}
+	if warnings != nil {
+		body["warnings"] = warnings
+	}
 	if len(failing) > 0 {
-		s.json(w, http.StatusServiceUnavailable, map[string]any{"status": "failing", "checks": checks, "failing": failing})
+		body["status"], body["failing"] = "failing", failing
+		s.json(w, http.StatusServiceUnavailable, body)
 		return
 	}
-	s.json(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
+	s.json(w, http.StatusOK, body)
+}
+
+// reloadText says how the last reload ended, for a person.
+func reloadText(a registry.ReloadAttempt) string {
+	msg := fmt.Sprintf("last reload %s at %s, nothing changed", a.Result, a.Time.UTC().Format(time.RFC3339))
+	if n := len(a.Errors); n > 0 {
+		msg += fmt.Sprintf(": %d errors, the first: %s", n, a.Errors[0])
+	}
+	return msg
+}
+
+// reload serves GET /v1/reload: the last reload attempt, 404 before any.
+func (s *server) reload(w http.ResponseWriter, r *http.Request) {
+	rs, ok := s.opts.Runtime.(ReloadSource)
+	if !ok {
+		s.json(w, http.StatusNotFound, map[string]string{"error": "this runtime does not reload"})
+		return
+	}
+	last, ok := rs.LastReload()
+	if !ok {
+		s.json(w, http.StatusNotFound, map[string]string{"error": "no reload has been attempted yet"})
+		return
+	}
+	s.json(w, http.StatusOK, last)
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -116,11 +169,13 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 	s.json(w, http.StatusOK, map[string]any{"status": "ready"})
 }
 
-// entrySummary is one element of GET /v1/entries, exactly as SPEC §5 shows.
+// entrySummary is one element of GET /v1/entries, as SPEC §5 shows, with
+// the count of processes left on an older definition of the entry.
 type entrySummary struct {
-	ID     registry.ID     `json:"id"`
-	Kind   string          `json:"kind"`
-	Status registry.Status `json:"status"`
+	ID       registry.ID     `json:"id"`
+	Kind     string          `json:"kind"`
+	Status   registry.Status `json:"status"`
+	Outdated int             `json:"outdated"`
 }
 
 func sortedInfos(src Source) []registry.EntryInfo {
@@ -133,7 +188,7 @@ func (s *server) entries(w http.ResponseWriter, r *http.Request) {
 	infos := sortedInfos(s.opts.Runtime)
 	out := make([]entrySummary, 0, len(infos))
 	for _, in := range infos {
-		out = append(out, entrySummary{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status})
+		out = append(out, entrySummary{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status, Outdated: in.Outdated})
 	}
 	s.json(w, http.StatusOK, out)
 }
@@ -145,6 +200,7 @@ type entryDetail struct {
 	Since     time.Time       `json:"since"`
 	Error     string          `json:"error,omitempty"`
 	Restarts  int             `json:"restarts"`
+	Outdated  int             `json:"outdated"`
 	PID       string          `json:"pid,omitempty"`
 	Declared  string          `json:"declared"`
 	AutoStart bool            `json:"auto_start"`
@@ -156,7 +212,7 @@ type entryDetail struct {
 
 func detail(in registry.EntryInfo) entryDetail {
 	d := entryDetail{
-		ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status, Since: in.Since, Restarts: in.Restarts,
+		ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status, Since: in.Since, Restarts: in.Restarts, Outdated: in.Outdated,
 		Declared: in.Entry.Pos.String(), AutoStart: in.Entry.Lifecycle.AutoStart,
 		DependsOn: in.Entry.Lifecycle.DependsOn, Meta: in.Entry.Meta, Digest: in.Entry.Digest,
 	}
@@ -164,27 +220,62 @@ func detail(in registry.EntryInfo) entryDetail {
 		d.DependsOn = []registry.ID{}
 	}
 	if in.Err != nil {
-		d.Error = in.Err.Error()
+		d.Error = in.Entry.Redact(in.Err.Error())
 	}
 	if in.Instance != nil {
 		if in.Status == registry.StatusRunning {
 			d.PID = in.Instance.PID().String()
 		}
 		if v, ok := in.Instance.(registry.Viewer); ok && in.Status == registry.StatusRunning {
-			d.View = safeView(v)
+			d.View = safeView(in.Entry, v)
 		}
 	}
 	return d
 }
 
-// safeView keeps a kind's broken View from taking the endpoint down.
-func safeView(v registry.Viewer) (out any) {
+// safeView keeps a kind's broken View from taking the endpoint down, and
+// values the entry took from the environment out of what it shows.
+func safeView(e *registry.Entry, v registry.Viewer) (out any) {
 	defer func() {
 		if r := recover(); r != nil {
 			out = map[string]string{"error": fmt.Sprintf("view panicked: %v", r)}
 		}
 	}()
-	return v.View()
+	return redactView(e, v.View())
+}
+
+// redactView returns view with e.Redact applied to every string in it. A
+// view of an entry that took nothing from the environment is returned as
+// it is; one that did goes through its JSON form, the form /v1 shows.
+func redactView(e *registry.Entry, view any) any {
+	if !e.Secret() || view == nil {
+		return view
+	}
+	b, err := json.Marshal(view)
+	if err != nil {
+		return map[string]string{"error": fmt.Sprintf("view: %v", err)}
+	}
+	var v any
+	if err := json.Unmarshal(b, &v); err != nil {
+		return map[string]string{"error": fmt.Sprintf("view: %v", err)}
+	}
+	return redactValue(e, v)
+}
+
+func redactValue(e *registry.Entry, v any) any {
+	switch x := v.(type) {
+	case string:
+		return e.Redact(x)
+	case []any:
+		for i := range x {
+			x[i] = redactValue(e, x[i])
+		}
+	case map[string]any:
+		for k, c := range x {
+			x[k] = redactValue(e, c)
+		}
+	}
+	return v
 }
 
 func (s *server) entry(w http.ResponseWriter, r *http.Request) {
@@ -213,7 +304,7 @@ func (s *server) views(kinds []string) http.HandlerFunc {
 			}
 			kv := kindView{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status}
 			if v, ok := in.Instance.(registry.Viewer); ok {
-				kv.View = safeView(v)
+				kv.View = safeView(in.Entry, v)
 			}
 			out = append(out, kv)
 		}

@@ -8,8 +8,11 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
@@ -58,8 +61,10 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 
 func TestEndpoints(t *testing.T) {
 	pid := process.PID{Node: "n", ID: 7, Creation: 1}
+	outdated := info("app:w", "process.lua", registry.StatusDefined, nil)
+	outdated.Outdated = 2
 	src := &fakeSource{infos: []registry.EntryInfo{
-		info("app:w", "process.lua", registry.StatusDefined, nil),
+		outdated,
 		info("app:pool", "router.pool", registry.StatusRunning, viewInst{pid}),
 		info("app:pg", "pg.scope", registry.StatusFailed, nil),
 	}, notReady: []registry.ID{"app:pg"}}
@@ -73,21 +78,26 @@ func TestEndpoints(t *testing.T) {
 	h := Handler(Options{Runtime: src, Health: health, Metrics: reg, Logger: slog.New(slog.DiscardHandler)})
 
 	code, body := get(t, h, "/v1/entries")
-	var list []map[string]string
+	var list []map[string]any
 	if code != 200 || json.Unmarshal([]byte(body), &list) != nil {
 		t.Fatalf("%d %s", code, body)
 	}
-	want := []map[string]string{
-		{"id": "app:pg", "kind": "pg.scope", "status": "failed"},
-		{"id": "app:pool", "kind": "router.pool", "status": "running"},
-		{"id": "app:w", "kind": "process.lua", "status": "defined"},
+	want := []map[string]any{
+		{"id": "app:pg", "kind": "pg.scope", "status": "failed", "outdated": float64(0)},
+		{"id": "app:pool", "kind": "router.pool", "status": "running", "outdated": float64(0)},
+		{"id": "app:w", "kind": "process.lua", "status": "defined", "outdated": float64(2)},
 	}
 	if len(list) != len(want) {
 		t.Fatalf("entries %s", body)
 	}
 	for i := range want {
-		if len(list[i]) != 3 || list[i]["id"] != want[i]["id"] || list[i]["kind"] != want[i]["kind"] || list[i]["status"] != want[i]["status"] {
+		if len(list[i]) != len(want[i]) {
 			t.Fatalf("entry %d: %v, want %v", i, list[i], want[i])
+		}
+		for k, v := range want[i] {
+			if list[i][k] != v {
+				t.Fatalf("entry %d: %v, want %v", i, list[i], want[i])
+			}
 		}
 	}
 
@@ -158,5 +168,98 @@ func TestListen(t *testing.T) {
 	}
 	if _, err := Listen(s.Addr().String()+"x", http.NotFoundHandler(), ListenOptions{}); err == nil {
 		t.Fatal("bad address accepted")
+	}
+}
+
+// reloadSource is a fakeSource that reloads.
+type reloadSource struct {
+	fakeSource
+	last *registry.ReloadAttempt
+}
+
+func (r *reloadSource) LastReload() (registry.ReloadAttempt, bool) {
+	if r.last == nil {
+		return registry.ReloadAttempt{}, false
+	}
+	return *r.last, true
+}
+
+// GET /v1/reload gives the last attempt; /healthz stays healthy after a
+// rejected reload, since the configuration in force still runs, and shows
+// the rejection as its reload check.
+func TestReloadStatusEndpoints(t *testing.T) {
+	src := &reloadSource{}
+	h := Handler(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
+	if code, body := get(t, h, "/v1/reload"); code != 404 || !strings.Contains(body, "no reload has been attempted yet") {
+		t.Fatalf("before any reload: %d %s", code, body)
+	}
+	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"reload": "ok"`) {
+		t.Fatalf("healthz %d %s", code, body)
+	}
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	src.last = &registry.ReloadAttempt{Time: at, Result: registry.ReloadRejected,
+		Errors: []string{"c.yaml:6:5: app:p: sise: unknown field (did you mean \"size\"?)", "c.yaml:9:1: app:q: kind: required"}}
+	code, body := get(t, h, "/v1/reload")
+	var got registry.ReloadAttempt
+	if code != 200 || json.Unmarshal([]byte(body), &got) != nil || got.Result != "rejected" || !got.Time.Equal(at) || len(got.Errors) != 2 ||
+		got.Errors[0] != src.last.Errors[0] || !strings.Contains(body, `"added": 0`) || !strings.Contains(body, `"unchanged": 0`) {
+		t.Fatalf("/v1/reload %d %s", code, body)
+	}
+	code, body = get(t, h, "/healthz")
+	if code != 200 || !strings.Contains(body, `"status": "ok"`) ||
+		!strings.Contains(body, `"reload": "last reload rejected at 2026-11-30T12:00:00Z, nothing changed: 2 errors, the first: c.yaml:6:5: app:p: sise: unknown field`) ||
+		!strings.Contains(body, `"warnings"`) {
+		t.Fatalf("healthz after a rejected reload: %d %s", code, body)
+	}
+	src.last = &registry.ReloadAttempt{Time: at, Result: registry.ReloadApplied, Added: 1, Unchanged: 4}
+	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"reload": "ok"`) || strings.Contains(body, "warnings") {
+		t.Fatalf("healthz after an applied reload: %d %s", code, body)
+	}
+	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"added": 1`) || strings.Contains(body, "errors") {
+		t.Fatalf("/v1/reload %d %s", code, body)
+	}
+}
+
+// secretKind reads a dsn and shows it in its view, as a careless kind
+// would.
+type secretKind struct{}
+
+func (secretKind) Name() string                   { return "test.secret" }
+func (secretKind) Decode(d *registry.Decoder) any { return d.String("dsn", "") }
+
+type secretInst struct {
+	pid process.PID
+	dsn string
+}
+
+func (s secretInst) PID() process.PID { return s.pid }
+func (s secretInst) View() any        { return map[string]any{"dsn": s.dsn, "tries": []any{3, s.dsn}} }
+
+// Values an entry took from the environment never show in /v1: not in its
+// error, not in its kind's view.
+func TestSecretsStayOutOfV1(t *testing.T) {
+	kinds := registry.NewRegistry()
+	kinds.Register(secretKind{})
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte("namespace: app\nentries:\n  - name: db\n    kind: test.secret\n    dsn: postgres://app:${env:DB_PASSWORD}@db\n    meta: {note: \"${env:DB_PASSWORD}\"}\n"), 0o644)
+	cfg, err := (&registry.Loader{Kinds: kinds, Environ: func() []string { return []string{"DB_PASSWORD=s3cr3t-pw"} }}).Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := cfg.Entries["app:db"]
+	in := registry.EntryInfo{Entry: e, EntryState: registry.EntryState{Status: registry.StatusRunning,
+		Instance: secretInst{pid: process.PID{Node: "n", ID: 1}, dsn: e.Spec.(string)}, Err: errors.New("connect postgres://app:s3cr3t-pw@db: refused")}}
+	src := &fakeSource{infos: []registry.EntryInfo{in}}
+	h := Handler(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
+	for _, path := range []string{"/v1/entries/app:db", "/v1/entries", "/v1/pools", "/v1/pg", "/v1/supervisors"} {
+		code, body := get(t, h, path)
+		if code != 200 || strings.Contains(body, "s3cr3t") {
+			t.Fatalf("%s: %d %s", path, code, body)
+		}
+	}
+	_, body := get(t, h, "/v1/entries/app:db")
+	if !strings.Contains(body, `"dsn": "postgres://app:${env:DB_PASSWORD}@db"`) || !strings.Contains(body, `"error": "connect postgres://app:${env:DB_PASSWORD}@db: refused"`) ||
+		!strings.Contains(body, `"note": "${env:DB_PASSWORD}"`) || !strings.Contains(body, `3,`) {
+		t.Fatalf("detail %s", body)
 	}
 }

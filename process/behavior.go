@@ -51,9 +51,10 @@ func (c Context) Stop(v any, err error) {
 	c.p.selfStop = true
 }
 
-// Reply answers m on behalf of this process.
+// Reply answers m on behalf of this process (Node.Reply: a reply that
+// comes after its ask ended is a dead letter).
 func (c Context) Reply(m *Message, v any, err error) (bool, error) {
-	return m.Reply(c.p.pid, v, err)
+	return c.p.node.Reply(m, c.p.pid, v, err)
 }
 
 // spinTurns is how many times an emptied dispatcher yields before it lets
@@ -68,11 +69,11 @@ func (p *process) dispatchInit(i Initializer) {
 			c.Stop(nil, fmt.Errorf("init: %w", err))
 		}
 	}); !ok {
-		p.end(exit)
+		p.end(exit, nil)
 		return
 	}
 	if p.selfStop {
-		p.end(p.ext.Load().exit)
+		p.end(p.ext.Load().exit, nil)
 		return
 	}
 	p.dispatch()
@@ -82,31 +83,35 @@ func (p *process) dispatchInit(i Initializer) {
 func (p *process) dispatch() {
 	c := Context{p}
 	idle := 0
+	var held *meta // the message a Receive that ended the process was handling
 	for {
 		if p.dead.Load() {
-			p.settleOnExit(p.exitOf(Exit{}))
+			p.settleOnExit(p.exitOf(Exit{}), held)
 			return
 		}
 		if p.stopReq.Load() {
-			p.end(p.exitReason(Exit{}))
+			p.end(p.exitReason(Exit{}), held)
 			return
 		}
 		worked := false
 		if x := p.ext.Load(); x != nil && x.events.len() > 0 {
 			if exit, ok := p.guard(func() { p.drainEvents(c) }); !ok {
-				p.end(exit)
+				p.end(exit, nil)
 				return
 			}
 			worked = true
 		}
 		{
-			n, exit, ok := p.receiveBatch(c)
+			var n int
+			var exit Exit
+			var ok bool
+			n, held, exit, ok = p.receiveBatch(c)
 			if !ok {
-				p.end(exit)
+				p.end(exit, held)
 				return
 			}
 			if p.selfStop {
-				p.end(p.ext.Load().exit)
+				p.end(p.ext.Load().exit, held)
 				return
 			}
 			worked = worked || n > 0
@@ -134,7 +139,9 @@ func (p *process) dispatch() {
 
 // receiveBatch hands queued messages to Receive until the mailbox is empty
 // or the process must stop. One deferred recover covers the whole batch.
-func (p *process) receiveBatch(c Context) (n int, exit Exit, ok bool) {
+// held is the message whose Receive panicked or ended the process: an ask
+// it did not answer fails as the process ends (settle.go).
+func (p *process) receiveBatch(c Context) (n int, held *meta, exit Exit, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.node.log.Error("process panicked", "pid", p.pid.String(), "panic", r, "stack", string(debug.Stack()))
@@ -145,16 +152,14 @@ func (p *process) receiveBatch(c Context) (n int, exit Exit, ok bool) {
 	for {
 		e, more := p.mb.pop()
 		if !more {
-			return n, Exit{}, true
+			return n, nil, Exit{}, true
 		}
 		n++
-		p.cur = e.meta
+		held = e.meta
 		b.Receive(c, e.open())
 		if p.selfStop || p.stopReq.Load() || p.dead.Load() {
-			// Left set: an ask it did not answer fails as the process ends.
-			return n, Exit{}, true
+			return n, held, Exit{}, true
 		}
-		p.cur = nil
 	}
 }
 
@@ -184,11 +189,11 @@ func (p *process) guard(f func()) (exit Exit, ok bool) {
 }
 
 // end finishes a Behavior, running its Terminator first, and fails the
-// asks it will never answer.
-func (p *process) end(e Exit) {
+// asks it will never answer, held (the message it was handling) among them.
+func (p *process) end(e Exit, held *meta) {
 	if t, ok := p.behavior.(Terminator); ok {
 		p.guard(func() { t.Terminate(Context{p}, e) })
 	}
 	p.finish(e)
-	p.settleOnExit(p.exitOf(e))
+	p.settleOnExit(p.exitOf(e), held)
 }

@@ -46,5 +46,6 @@ var (
 	ErrSystemProcess = value.Sentinel("process.system_process", value.KindInvalid, "the process belongs to the runtime (a supervisor, pg scope or pool): use its kind's API")
 )
 
-// ErrInvalidName: a name that cannot be registered (empty, or shaped like a PID).
+// ErrInvalidName: a name that cannot be registered (empty, shaped like a
+// PID, or holding '@').
 var ErrInvalidName = value.Sentinel("process.invalid_name", value.KindInvalid, "invalid name")

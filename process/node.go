@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -27,6 +28,9 @@ type Options struct {
 	// take to return before the process is reported abandoned (see
 	// Abandoned). Default: DefaultAbandonAfter.
 	AbandonAfter time.Duration
+	// DeadLetters receives the messages that reach no one (see
+	// DeadLetter). Default: none; they are only errors to their senders.
+	DeadLetters DeadLetterSink
 }
 
 // Node is the local runtime: it issues PIDs, holds the process table and
@@ -47,6 +51,9 @@ type Node struct {
 	abandonTotal   atomic.Int64
 	abandonRunning atomic.Int64
 
+	deadLetters DeadLetterSink
+	retiredHW   atomic.Int64 // the highest mailbox high-water mark of an exited process
+
 	// rel indexes, per remote node, the local processes that hold (or
 	// held) a link or monitor with one of its processes, so a node going
 	// down visits only those. A process leaves it when it exits.
@@ -58,7 +65,7 @@ type transportBox struct{ t Transport }
 
 // NewNode returns a node with no processes.
 func NewNode(opts Options) *Node {
-	n := &Node{name: opts.Name, creation: opts.Creation, log: opts.Logger, abandonAfter: opts.AbandonAfter}
+	n := &Node{name: opts.Name, creation: opts.Creation, log: opts.Logger, abandonAfter: opts.AbandonAfter, deadLetters: opts.DeadLetters}
 	if n.abandonAfter <= 0 {
 		n.abandonAfter = DefaultAbandonAfter
 	}
@@ -176,28 +183,34 @@ func (n *Node) MailboxLen(pid PID) int {
 // Send delivers m to the process named by to. It never blocks: a full
 // bounded mailbox is ErrMailboxFull, a dead or unknown local PID is
 // ErrNoProcess, a PID of an unreachable node is ErrUnreachable.
+//
+// A message that is not delivered is also reported as a dead letter
+// (Options.DeadLetters); a delivered one costs nothing more.
 func (n *Node) Send(to PID, m Message) error {
 	if to.Node == n.name {
 		if to.Creation != n.creation {
-			return fmt.Errorf("send to %s: %w", to, ErrNoProcess)
+			return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w", to, ErrNoProcess))
 		}
 		p := n.procs.load(to.ID)
 		if p == nil {
-			return fmt.Errorf("send to %s: %w", to, ErrNoProcess)
+			return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w", to, ErrNoProcess))
 		}
 		if err := p.deliver(&m); err != nil {
-			return fmt.Errorf("send to %s: %w", to, err)
+			return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w", to, err))
 		}
 		return nil
 	}
 	if to.IsZero() {
-		return fmt.Errorf("send: %w: zero pid", ErrNoProcess)
+		return n.undelivered("", &m, fmt.Errorf("send: %w: zero pid", ErrNoProcess))
 	}
 	t := n.remote()
 	if t == nil {
-		return fmt.Errorf("send to %s: %w: no transport to node %q", to, ErrUnreachable, to.Node)
+		return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w: no transport to node %q", to, ErrUnreachable, to.Node))
 	}
-	return t.Send(to, m)
+	if err := t.Send(to, m); err != nil {
+		return n.undelivered(to.String(), &m, err)
+	}
+	return nil
 }
 
 // SendName delivers m to the process registered as name on node —
@@ -209,7 +222,7 @@ func (n *Node) SendName(node, name string, m Message) error {
 	if node == n.name {
 		to, ok := n.Whereis(name)
 		if !ok {
-			return fmt.Errorf("send to %s@%s: %w", name, node, ErrNameNotFound)
+			return n.undelivered(name, &m, fmt.Errorf("send to %s@%s: %w", name, node, ErrNameNotFound))
 		}
 		return n.Send(to, m)
 	}
@@ -218,15 +231,19 @@ func (n *Node) SendName(node, name string, m Message) error {
 	}
 	t := n.remote()
 	if t == nil {
-		return fmt.Errorf("send to %s@%s: %w: no transport to node %q", name, node, ErrUnreachable, node)
+		return n.undelivered(name+"@"+node, &m, fmt.Errorf("send to %s@%s: %w: no transport to node %q", name, node, ErrUnreachable, node))
 	}
-	return t.SendName(node, name, m)
+	if err := t.SendName(node, name, m); err != nil {
+		return n.undelivered(name+"@"+node, &m, err)
+	}
+	return nil
 }
 
 // Register names pid on this node. A name is held until it is unregistered
-// or its process exits.
+// or its process exits. A name may not be empty, start with '<' (the shape
+// of a PID) or hold '@' (name@node addresses a name on a node).
 func (n *Node) Register(name string, pid PID) error {
-	if name == "" || IsPIDString(name) {
+	if name == "" || IsPIDString(name) || strings.IndexByte(name, '@') >= 0 {
 		return fmt.Errorf("register %q: %w", name, ErrInvalidName)
 	}
 	p := n.lookup(pid)
@@ -281,16 +298,60 @@ func (n *Node) Whereis(name string) (PID, bool) {
 	return v.(PID), true
 }
 
-// Resolve turns a destination string — a PID string or a registered name —
-// into a PID.
+// Resolve turns a destination string into a PID: a PID string, a name
+// registered on this node, or name@node — a name registered on another
+// node (Erlang's {Name, Node}), looked up there with a round trip that
+// waits at most DefaultAskTimeout. To send to a name on another node,
+// SendName needs no round trip: the name is resolved on arrival.
 func (n *Node) Resolve(dest string) (PID, error) {
 	if IsPIDString(dest) {
 		return ParsePID(dest)
+	}
+	if name, node, ok := SplitNodeName(dest); ok && node != n.name {
+		return n.whereisRemote(node, name, DefaultAskTimeout)
+	} else if ok {
+		dest = name
 	}
 	if pid, ok := n.Whereis(dest); ok {
 		return pid, nil
 	}
 	return PID{}, fmt.Errorf("%q: %w", dest, ErrNameNotFound)
+}
+
+// SplitNodeName splits a destination of the form name@node at its last
+// '@'. ok is false for a PID string, or when either part would be empty.
+// Registered names never hold '@', so name@node is never a local name.
+func SplitNodeName(dest string) (name, node string, ok bool) {
+	if IsPIDString(dest) {
+		return "", "", false
+	}
+	i := strings.LastIndexByte(dest, '@')
+	if i <= 0 || i == len(dest)-1 {
+		return "", "", false
+	}
+	return dest[:i], dest[i+1:], true
+}
+
+// whereisRemote asks node for the process registered as name there.
+func (n *Node) whereisRemote(node, name string, timeout time.Duration) (PID, error) {
+	t, ok := n.remote().(Resolver)
+	if !ok {
+		return PID{}, fmt.Errorf("%s@%s: %w: no transport that resolves names on node %q", name, node, ErrUnreachable, node)
+	}
+	c := NewCall()
+	r, err := Reply{}, t.Whereis(node, name, c.MessageWithin(Message{}, timeout))
+	if err != nil {
+		r, err = c.Abandon(err)
+	} else {
+		r, err = c.Wait(timeout, nil)
+	}
+	if err == nil {
+		err = r.Err
+	}
+	if err != nil {
+		return PID{}, fmt.Errorf("%s@%s: %w", name, node, err)
+	}
+	return r.From, nil
 }
 
 // Terminate asks a process to stop; it exits with ErrShutdown once its code

@@ -125,5 +125,5 @@ func (p *process) runFunc(fn ProcFunc) {
 	p.node.returned(p, &p.ext.Load().run)
 	e = p.exitReason(e)
 	p.finish(e)
-	p.settleOnExit(p.exitOf(e))
+	p.settleOnExit(p.exitOf(e), nil)
 }

@@ -28,8 +28,7 @@ type process struct {
 	// Read by the consumer on every message, written rarely.
 	stopReq  atomic.Bool // a stop was requested; see ext.stopReason
 	dead     atomic.Bool
-	selfStop bool  // Behavior: Context.Stop was called; owned by the dispatcher
-	cur      *meta // Behavior: the message being received; owned by the dispatcher (see settle.go)
+	selfStop bool // Behavior: Context.Stop was called; owned by the dispatcher
 
 	mu  sync.Mutex              // guards the fields of ext and the transition to dead
 	ext atomic.Pointer[procExt] // allocated on first use, never replaced
@@ -211,6 +210,7 @@ func (p *process) finish(e Exit) {
 	n.procs.delete(p.pid.ID, n.nextID.Load())
 	n.live.Add(-1)
 	p.mb.close()
+	n.retireHighWater(p.mb.highWater())
 	if p.behavior != nil && p.mb.len() > 0 {
 		// Killed from outside: a dispatcher settles the asks left in the
 		// mailbox (settle.go); one that runs now sees the process dead.

@@ -20,6 +20,7 @@ type queue[T any] struct {
 	limit  int64     // guarded by mu; 0 = unbounded
 
 	pushed atomic.Int64             // written under mu
+	hw     atomic.Int64             // high-water mark (see mark); written under mu
 	first  atomic.Pointer[chunk[T]] // set by a producer that found no chunk
 
 	// The consumer's fields sit on their own cache line, so its progress
@@ -96,9 +97,14 @@ func (q *queue[T]) push(v *T) (ok bool, full bool) {
 		return false, false
 	}
 	pushed := q.pushed.Load()
-	if q.limit > 0 && pushed-q.popped.Load() >= q.limit {
-		q.mu.Unlock()
-		return false, true
+	if q.limit > 0 {
+		// A bounded queue reads the consumer's count anyway: its mark is exact.
+		depth := pushed - q.popped.Load()
+		if depth >= q.limit {
+			q.mu.Unlock()
+			return false, true
+		}
+		q.mark(depth + 1)
 	}
 	t := q.tail
 	if t == nil {
@@ -106,6 +112,10 @@ func (q *queue[T]) push(v *T) (ok bool, full bool) {
 		q.tail, q.tailN = t, 0
 		q.first.Store(t)
 	} else if q.tailN == chunkSize {
+		// Reading the consumer's count costs a cache-line transfer while it
+		// is popping: an unbounded queue samples its depth only here, once
+		// per chunk, so its mark is within chunkSize of the true one.
+		q.mark(pushed + 1 - q.popped.Load())
 		nt := newChunk[T]()
 		t.next.Store(nt)
 		q.tail, q.tailN = nt, 0
@@ -175,6 +185,17 @@ func (q *queue[T]) trim() {
 	}
 	q.mu.Unlock()
 }
+
+// mark raises the high-water mark to depth; q.mu must be held.
+func (q *queue[T]) mark(depth int64) {
+	if depth > q.hw.Load() {
+		q.hw.Store(depth)
+	}
+}
+
+// highWater is the most items seen waiting at once: exact for a bounded
+// queue, sampled once per chunk of pushes for an unbounded one.
+func (q *queue[T]) highWater() int { return int(q.hw.Load()) }
 
 // len is the number of items pushed and not yet popped.
 func (q *queue[T]) len() int { return int(q.pushed.Load() - q.popped.Load()) }

@@ -48,10 +48,12 @@ func (h *Proc) Unanswered(ms ...Message) {
 	}
 }
 
-// settleOnExit fails every ask p will never answer. Only the consumer of
-// p's mailbox calls it, once p is dead, so the mailbox is closed to
-// senders and nobody else pops.
-func (p *process) settleOnExit(e Exit) {
+// settleOnExit fails every ask p will never answer: held (the message a
+// Behavior was handling when it ended), those a goroutine process handed
+// back, and those left in its mailbox. Only the consumer of p's mailbox
+// calls it, once p is dead, so the mailbox is closed to senders and nobody
+// else pops.
+func (p *process) settleOnExit(e Exit, held *meta) {
 	var err *value.Error
 	settle := func(m *meta) {
 		if m == nil || m.target == nil {
@@ -62,12 +64,11 @@ func (p *process) settleOnExit(e Exit) {
 		}
 		m.target.Settle(m.token, p.pid, nil, err)
 	}
-	settle(p.cur)
-	p.cur = nil
+	settle(held)
 	if x := p.ext.Load(); x != nil && len(x.held) > 0 {
-		held := x.held
+		kept := x.held
 		x.held = nil
-		for _, m := range held {
+		for _, m := range kept {
 			settle(m)
 		}
 	}

@@ -53,6 +53,17 @@ type Transport interface {
 	LinkExit(from, to PID, e Exit)
 }
 
+// Resolver is what a Transport implements to resolve name@node for
+// Node.Resolve: without it, a name on another node can still be sent to
+// (SendName) but not resolved to a PID.
+type Resolver interface {
+	// Whereis asks node which process is registered as name there. m is
+	// an ask (Call.MessageWithin) whose reply target the answer settles:
+	// the process as the reply's From, or ErrNameNotFound. Replies are
+	// kept as for Send.
+	Whereis(node, name string, m Message) error
+}
+
 // Inbound is the receiving half of the seam: what a transport calls on its
 // node for each signal a peer sends. Node.Inbound returns it. In every
 // method from is the process of the sending node and to the process of
@@ -119,12 +130,16 @@ func (in inbound) Send(to PID, m Message) error {
 	if p := in.n.lookup(to); p != nil {
 		err = p.deliver(&m)
 	}
+	if err != nil {
+		in.n.undelivered(to.String(), &m, err)
+	}
 	return rejectOnFailure(&m, err)
 }
 
 func (in inbound) SendName(name string, m Message) error {
 	to, ok := in.n.Whereis(name)
 	if !ok {
+		in.n.undelivered(name, &m, ErrNameNotFound)
 		return rejectOnFailure(&m, ErrNameNotFound)
 	}
 	return in.Send(to, m)

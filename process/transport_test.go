@@ -20,6 +20,8 @@ type fakeTransport struct {
 	calls  []string
 	err    error
 	answer func(call string, from, to PID)
+	// where answers Whereis (nil: no answer).
+	where map[string]PID
 }
 
 func (f *fakeTransport) record(call string, from, to PID) error {
@@ -44,6 +46,23 @@ func (f *fakeTransport) took() []string {
 func (f *fakeTransport) Send(to PID, m Message) error { return f.record("send", m.From, to) }
 func (f *fakeTransport) SendName(node, name string, m Message) error {
 	return f.record("send_name", m.From, PID{Node: node + "/" + name})
+}
+func (f *fakeTransport) Whereis(node, name string, m Message) error {
+	if err := f.record("whereis", m.From, PID{Node: node + "/" + name}); err != nil {
+		return err
+	}
+	f.mu.Lock()
+	where := f.where
+	f.mu.Unlock()
+	if where != nil {
+		target, tok := m.ReplyTarget()
+		if pid, ok := where[name+"@"+node]; ok {
+			target.Settle(tok, pid, nil, nil)
+		} else {
+			target.Settle(tok, PID{}, nil, ErrNameNotFound)
+		}
+	}
+	return nil
 }
 func (f *fakeTransport) Exit(from, to PID, reason error) error {
 	return f.record("exit", from, to)
@@ -556,5 +575,56 @@ func TestErrorCodesDocumented(t *testing.T) {
 	}
 	if n < 16 {
 		t.Fatalf("only %d process codes registered", n)
+	}
+}
+
+func TestSplitNodeName(t *testing.T) {
+	for _, c := range []struct {
+		dest, name, node string
+		ok               bool
+	}{
+		{"svc@n2", "svc", "n2", true},
+		{"a@b@n3", "a@b", "n3", true},
+		{"svc", "", "", false},
+		{"@n2", "", "", false},
+		{"svc@", "", "", false},
+		{"<n1.1.2>", "", "", false},
+	} {
+		name, node, ok := SplitNodeName(c.dest)
+		if name != c.name || node != c.node || ok != c.ok {
+			t.Errorf("%q: %q %q %v", c.dest, name, node, ok)
+		}
+	}
+}
+
+// name@node resolves on that node, through the transport's Whereis; on
+// this node it is the local name.
+func TestResolveNameAtNode(t *testing.T) {
+	n, f := newRemoteTestNode(t)
+	f.where = map[string]PID{"svc@far": far(9)}
+	local, _ := n.SpawnFunc(func(p *Proc) (any, error) { <-p.Context().Done(); return nil, nil }, SpawnOptions{})
+	defer n.Kill(local)
+	if err := n.Register("here", local); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Register("a@b", local); !errors.Is(err, ErrInvalidName) {
+		t.Fatalf("register a@b: %v", err)
+	}
+	if pid, err := n.Resolve("here@" + n.Name()); err != nil || pid != local {
+		t.Fatalf("local name@node: %v %v", pid, err)
+	}
+	if pid, err := n.Resolve("svc@far"); err != nil || pid != far(9) {
+		t.Fatalf("svc@far: %v %v", pid, err)
+	}
+	if _, err := n.Resolve("nobody@far"); !errors.Is(err, ErrNameNotFound) {
+		t.Fatalf("nobody@far: %v", err)
+	}
+	f.err = ErrUnreachable
+	if _, err := n.Resolve("svc@far"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("unreachable: %v", err)
+	}
+	n.SetTransport(nil)
+	if _, err := n.Resolve("svc@far"); !errors.Is(err, ErrUnreachable) {
+		t.Fatalf("no transport: %v", err)
 	}
 }

@@ -27,6 +27,7 @@ type fileResult struct {
 	charge  int64                        // alias nodes its documents expand to
 	entries []*Entry                     // in the order written
 	deps    map[string][sha256.Size]byte // sources its entries read, by path
+	env     map[string]envDep            // environment variables it read
 }
 
 // sourceFile is one version of a source file, shared by every entry that

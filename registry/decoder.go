@@ -325,6 +325,10 @@ func (d *Decoder) Ref(field string, mode RefMode, kinds ...string) ID {
 	if s == "" {
 		return ""
 	}
+	if _, v := d.lookup(field); d.ld.fromEnv(v) {
+		d.Errorf(field, "%s", errIDFromEnv)
+		return ""
+	}
 	id := Qualify(d.entry, s)
 	d.entry.Refs = append(d.entry.Refs, Ref{Field: d.prefix + field, Pos: d.Pos(field), To: id, Kinds: kinds, Mode: mode})
 	return id

@@ -2,9 +2,12 @@ package registry
 
 import (
 	"crypto/sha256"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/proctor-run/proctor/process"
 )
 
 // ID identifies an entry: "namespace:name".
@@ -57,6 +60,8 @@ type Entry struct {
 	// with Digest not, the lifecycle alone changed. The YAML itself is not
 	// kept: it weighs ten times what the decoded entry does.
 	bodyDigest string
+	// env are the values its fields took from the environment, for Redact.
+	env []envValue
 }
 
 // Lifecycle is the common lifecycle block.
@@ -64,10 +69,22 @@ type Lifecycle struct {
 	AutoStart bool
 	DependsOn []ID
 	Restart   RestartPolicy
+	// StartTimeout bounds the entry's start (and a dependent's wait for the
+	// tasks it depends on); StopTimeout its graceful stop, after which its
+	// process is killed. Zero means the runtime's default (Env.StartTimeout,
+	// Env.StopTimeout).
+	StartTimeout time.Duration
+	StopTimeout  time.Duration
 }
 
-// RestartPolicy is how the root supervisor restarts a failed entry.
+// MaxLifecycleTimeout bounds lifecycle.start_timeout and stop_timeout.
+const MaxLifecycleTimeout = 24 * time.Hour
+
+// RestartPolicy is how the root supervisor restarts an entry whose process
+// exited.
 type RestartPolicy struct {
+	// Type says which exits call for a restart. Default RestartPermanent.
+	Type          RestartType
 	InitialDelay  time.Duration // default 100ms
 	MaxDelay      time.Duration // default 30s
 	BackoffFactor float64       // default 2
@@ -76,9 +93,51 @@ type RestartPolicy struct {
 
 // DefaultRestartPolicy is the policy of an entry that names none.
 var DefaultRestartPolicy = RestartPolicy{
+	Type:          RestartPermanent,
 	InitialDelay:  100 * time.Millisecond,
 	MaxDelay:      30 * time.Second,
 	BackoffFactor: 2,
+}
+
+// RestartType is OTP's restart type: which exits of a process call for a
+// restart. The root supervisor applies an entry's lifecycle.restart.type;
+// supervisors their children's restart.
+type RestartType string
+
+const (
+	// RestartPermanent is always restarted, whatever the exit: a service.
+	RestartPermanent RestartType = "permanent"
+	// RestartTransient is restarted only after an abnormal exit (an error, a
+	// kill; not a normal return, not a requested shutdown): a task that
+	// should finish.
+	RestartTransient RestartType = "transient"
+	// RestartTemporary is never restarted.
+	RestartTemporary RestartType = "temporary"
+)
+
+// RestartTypes lists the restart types, in the order documentation names them.
+var RestartTypes = []string{string(RestartPermanent), string(RestartTransient), string(RestartTemporary)}
+
+// Restarts reports whether a process of restart type t that ended with
+// exit is restarted. The empty type is RestartPermanent.
+func (t RestartType) Restarts(exit process.Exit) bool {
+	switch t {
+	case RestartTemporary:
+		return false
+	case RestartTransient:
+		return !ShutdownExit(exit)
+	}
+	return true
+}
+
+// Task reports whether t is a one-shot type (transient or temporary): an
+// entry that may complete, so what depends on it waits for that.
+func (t RestartType) Task() bool { return t == RestartTransient || t == RestartTemporary }
+
+// ShutdownExit reports whether exit is normal or a requested shutdown:
+// the exits after which a transient process stays down.
+func ShutdownExit(exit process.Exit) bool {
+	return exit.Err == nil || errors.Is(exit.Err, process.ErrShutdown)
 }
 
 // RefMode says how an entry uses a referenced entry.

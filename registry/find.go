@@ -117,6 +117,15 @@ func (d *Directory) Lookup(pid process.PID) (Instance, bool) {
 	return v.(Instance), true
 }
 
+// Range calls fn for each instance, in no particular order, until fn
+// returns false.
+func (d *Directory) Range(fn func(Instance) bool) {
+	if d == nil {
+		return
+	}
+	d.m.Range(func(_, v any) bool { return fn(v.(Instance)) })
+}
+
 func (env *Env) instances() *Directory {
 	if env == nil {
 		return nil

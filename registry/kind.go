@@ -59,6 +59,18 @@ type Updater interface {
 	Update(ctx context.Context, e *Entry) (applied bool, err error)
 }
 
+// Refresher is implemented by instances that run instances of other
+// entries (a supervisor's children, a pool's routees) and know which
+// definition — entry ID and digest — each one runs. After a reload that
+// changed a definition the runtime calls Refresh on every running one it
+// knows of (entries' instances, and those in Env.Instances: trees nested
+// in a supervisor or started by a script), and Refresh restarts, through
+// the instance's own machinery, what runs a definition that is no longer
+// the one in force. It must be cheap when nothing changed.
+type Refresher interface {
+	Refresh(ctx context.Context) error
+}
+
 // Template is implemented by kinds whose entries are definitions that
 // others instantiate: a pool spawns its routees, a supervisor its
 // children, process.spawn a process.lua entry.
@@ -72,6 +84,12 @@ type SpawnOptions struct {
 	// Args are passed to the instance (a Lua process's method arguments).
 	// nil means the entry's own args.
 	Args []any
+	// Managed says that the caller restarts the instance when a reload
+	// changes its entry (a supervisor, a pool: see Refresher). An
+	// unmanaged instance, such as a process a script spawned, keeps
+	// running the code it started with and is counted as outdated until
+	// it exits.
+	Managed bool
 }
 
 // Env is what kinds get from the runtime: the node, logging, metrics, health
@@ -87,6 +105,41 @@ type Env struct {
 	// Instances holds the running instances that may be referred to by
 	// PID (see Find). Nil: none can be.
 	Instances *Directory
+
+	// The runtime's defaults for entries that set no lifecycle timeouts;
+	// zero: DefaultStartTimeout, DefaultStopTimeout.
+	startTimeout, stopTimeout time.Duration
+}
+
+// Default lifecycle timeouts, for entries that set none and runtimes whose
+// options name none.
+const (
+	DefaultStartTimeout = 30 * time.Second
+	DefaultStopTimeout  = 5 * time.Second
+)
+
+// StartTimeout is how long e has to start: its lifecycle.start_timeout, or
+// the runtime's default.
+func (env *Env) StartTimeout(e *Entry) time.Duration {
+	if e != nil && e.Lifecycle.StartTimeout > 0 {
+		return e.Lifecycle.StartTimeout
+	}
+	if env != nil && env.startTimeout > 0 {
+		return env.startTimeout
+	}
+	return DefaultStartTimeout
+}
+
+// StopTimeout is how long e has to stop gracefully before it is killed:
+// its lifecycle.stop_timeout, or the runtime's default.
+func (env *Env) StopTimeout(e *Entry) time.Duration {
+	if e != nil && e.Lifecycle.StopTimeout > 0 {
+		return e.Lifecycle.StopTimeout
+	}
+	if env != nil && env.stopTimeout > 0 {
+		return env.stopTimeout
+	}
+	return DefaultStopTimeout
 }
 
 // HealthRegistry holds named health checks for /healthz.

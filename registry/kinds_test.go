@@ -140,6 +140,16 @@ func testKinds() (*Registry, *svcKind) {
 	return r, svc
 }
 
+// argsKind is a definition whose spec is its args, as a value.
+type argsKind struct{}
+
+func (argsKind) Name() string { return "test.args" }
+
+func (argsKind) Decode(d *Decoder) any {
+	v, _ := d.Value("args")
+	return v
+}
+
 // updKind's instances apply a change in place unless its mode is "restart".
 type updKind struct{ svc *svcKind }
 

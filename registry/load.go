@@ -81,10 +81,15 @@ type Loader struct {
 	// Logger receives warnings: files skipped because they are not regular
 	// files (each once per Loader). Default: slog.Default().
 	Logger *slog.Logger
+	// Environ lists the environment ${env:NAME} reads, as "NAME=value".
+	// It is read on the first load and again after ReadEnvironment, never
+	// in between. Default: os.Environ.
+	Environ func() []string
 
 	mu     sync.Mutex
 	cache  *loadCache
 	warned map[string]bool
+	env    map[string]string // the snapshot ${env:…} reads
 }
 
 var namePattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]*$`)
@@ -115,6 +120,7 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 		maxSource: cmp.Or(l.MaxSourceSize, DefaultMaxSourceSize),
 		aliasLeft: cmp.Or(l.MaxAliasNodes, DefaultMaxAliasNodes),
 		warn:      l.warn,
+		env:       l.environment(),
 	}
 	ld.aliasBudget = ld.aliasLeft
 	// What was decoded under other options, or other kinds, is not reused.
@@ -190,6 +196,10 @@ type load struct {
 	seenSources map[string]*sourceFile       // sources looked at by this load
 	deps        map[string][sha256.Size]byte // sources read for the file being decoded
 	scratch     []byte                       // for digests
+
+	env      map[string]string     // what ${env:…} reads
+	envDeps  map[string]envDep     // variables read for the file being decoded
+	envNodes map[*yaml.Node]string // scalars written with ${env:…}, as written
 }
 
 func (ld *load) fail(pos Pos, entry ID, field, format string, args ...any) {
@@ -331,6 +341,11 @@ func (ld *load) file(file string, cfg *Config, next *loadCache) {
 		return
 	}
 	prev := ld.cache.files[file]
+	if prev != nil && ld.envChanged(prev.env) {
+		// Same text, other values: decoded again (SIGHUP read a changed
+		// environment).
+		prev = nil
+	}
 	if prev != nil && prev.stamp.unchanged(fi) && ld.reuse(prev, cfg) {
 		next.files[file] = prev
 		return
@@ -349,11 +364,11 @@ func (ld *load) file(file string, cfg *Config, next *loadCache) {
 		next.files[file] = prev
 		return
 	}
-	fr := &fileResult{stamp: newStamp(fi, now), digest: sum, deps: map[string][sha256.Size]byte{}}
+	fr := &fileResult{stamp: newStamp(fi, now), digest: sum, deps: map[string][sha256.Size]byte{}, env: map[string]envDep{}}
 	nerr := len(ld.errs)
-	ld.deps = fr.deps
+	ld.deps, ld.envDeps = fr.deps, fr.env
 	ld.parse(file, b, fr)
-	ld.deps = nil
+	ld.deps, ld.envDeps = nil, nil
 	if len(ld.errs) == nerr && ld.ctx.Err() == nil {
 		next.files[file] = fr
 	}
@@ -476,6 +491,9 @@ func (ld *load) document(file string, doc *yaml.Node, fr *fileResult) {
 	switch {
 	case ns == "" && !top.Has("namespace"):
 		top.Errorf("namespace", "required: every file names its namespace")
+		nsOK = false
+	case hasEnvRef(ns):
+		top.Errorf("namespace", "cannot come from the environment: entry IDs show in every log line and in /v1")
 		nsOK = false
 	case !namePattern.MatchString(ns):
 		top.Errorf("namespace", "invalid namespace %q: want [a-z][a-z0-9_.-]*", ns)
@@ -609,6 +627,7 @@ func (ld *load) dupKeysAt(file string, entry ID, path []pathStep, n *yaml.Node) 
 // all through one Decoder so every field nobody read is reported.
 func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 	e = &Entry{Pos: posOf(file, n), Lifecycle: Lifecycle{Restart: DefaultRestartPolicy}}
+	firstErr := len(ld.errs)
 	d := NewDecoder(e, file, n, &ld.errs)
 	d.ld, d.bounds = ld, ld.bounds
 	// Until the name is known the entry goes by its place, so an error
@@ -625,11 +644,15 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 		if _, v := d.lookup("name"); v == nil || v.Kind == yaml.ScalarNode {
 			d.Errorf("name", "required")
 		}
+	case hasEnvRef(name):
+		e.ID = ID(ns + ":" + name)
+		d.Errorf("name", "cannot come from the environment: entry IDs show in every log line and in /v1")
 	case !namePattern.MatchString(name):
 		e.ID = ID(ns + ":" + name)
 		d.Errorf("name", "invalid name %q: want [a-z][a-z0-9_.-]*", name)
 	}
 	ld.dupKeys(file, e.ID, "", n)
+	uses := ld.expandEntry(file, e, n)
 	kindName := d.String("kind", "")
 	e.Kind = kindName
 	var kind Kind
@@ -671,6 +694,7 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 		}
 	}
 	d.Finish()
+	ld.settle(e, uses, firstErr)
 	e.Digest, ld.scratch = digest(ld.scratch, e, n, "meta")
 	e.bodyDigest, ld.scratch = digest(ld.scratch, e, n, "meta", "lifecycle")
 	return e
@@ -709,6 +733,10 @@ func (ld *load) lifecycle(d *Decoder, e *Entry) {
 				lc.add(pos, field, "must be an entry ID (namespace:name)")
 				continue
 			}
+			if ld.fromEnv(c) {
+				lc.add(pos, field, errIDFromEnv)
+				continue
+			}
 			id := Qualify(lc.entry, c.Value)
 			if !validID(id) {
 				lc.add(pos, field, fmt.Sprintf("%q is not an entry ID (namespace:name)", c.Value))
@@ -722,11 +750,14 @@ func (ld *load) lifecycle(d *Decoder, e *Entry) {
 			e.Refs = append(e.Refs, Ref{Field: field, Pos: pos, To: id, Mode: RefRunning})
 		}
 	}
+	e.Lifecycle.StartTimeout = lifecycleTimeout(lc, "start_timeout")
+	e.Lifecycle.StopTimeout = lifecycleTimeout(lc, "stop_timeout")
 	r := lc.Object("restart")
 	if r == nil {
 		return
 	}
 	p := &e.Lifecycle.Restart
+	p.Type = RestartType(r.Enum("type", string(RestartPermanent), RestartTypes...))
 	p.InitialDelay = r.Duration("initial_delay", p.InitialDelay)
 	if p.InitialDelay <= 0 {
 		r.Errorf("initial_delay", "must be positive")
@@ -749,6 +780,27 @@ func (ld *load) lifecycle(d *Decoder, e *Entry) {
 		r.Errorf("max_attempts", "must be 0 (unlimited) or more, got %d", p.MaxAttempts)
 		p.MaxAttempts = 0
 	}
+}
+
+// lifecycleTimeout reads a positive duration up to MaxLifecycleTimeout;
+// absent (or invalid, once reported) it is 0, the runtime's default.
+func lifecycleTimeout(lc *Decoder, field string) time.Duration {
+	if !lc.Has(field) {
+		return 0
+	}
+	n := len(*lc.errs)
+	d := lc.Duration(field, 0)
+	switch {
+	case len(*lc.errs) > n:
+		return 0 // not a duration, and said so
+	case d <= 0:
+		lc.Errorf(field, "must be a positive duration, got %s", d)
+		return 0
+	case d > MaxLifecycleTimeout:
+		lc.Errorf(field, "must be at most %s, got %s", MaxLifecycleTimeout, d)
+		return 0
+	}
+	return d
 }
 
 func validID(id ID) bool {

@@ -29,7 +29,7 @@ func TestLoadGood(t *testing.T) {
 	if api.Kind != "test.svc" || !api.Lifecycle.AutoStart {
 		t.Fatalf("api: %+v", api)
 	}
-	want := RestartPolicy{InitialDelay: 10 * time.Millisecond, MaxDelay: time.Second, BackoffFactor: 3, MaxAttempts: 4}
+	want := RestartPolicy{Type: RestartPermanent, InitialDelay: 10 * time.Millisecond, MaxDelay: time.Second, BackoffFactor: 3, MaxAttempts: 4}
 	if api.Lifecycle.Restart != want {
 		t.Fatalf("restart %+v, want %+v", api.Lifecycle.Restart, want)
 	}

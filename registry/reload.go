@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
 )
 
 // ReloadSummary says what a reload did, by entry ID.
@@ -17,6 +20,11 @@ type ReloadSummary struct {
 	// Failed are entries that should run but did not start; the rest of
 	// the reload still applied.
 	Failed []ID
+	// Outdated counts the processes left running an older definition once
+	// the reload applied: spawned by scripts outside any supervisor (or
+	// children that say on_reload: keep), by entry.
+	Outdated   int
+	OutdatedBy map[ID]int
 }
 
 func (s ReloadSummary) String() string {
@@ -31,7 +39,8 @@ func (rt *Runtime) Reload(ctx context.Context, l *Loader, paths ...string) (*Con
 	cfg, err := l.LoadContext(ctx, paths...)
 	if err != nil {
 		if ctx.Err() == nil && !Transient(err) {
-			rt.reloads.WithLabelValues("rejected").Inc()
+			rt.reloads.WithLabelValues(ReloadRejected).Inc()
+			rt.history.record(rejectedAttempt(err))
 		}
 		return nil, ReloadSummary{}, err
 	}
@@ -63,8 +72,12 @@ func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error
 	if err := rt.do(ctx, func() { res <- rt.apply(ctx, cfg) }); err != nil {
 		return ReloadSummary{}, err
 	}
-	rt.reloads.WithLabelValues("applied").Inc()
-	return <-res, nil
+	sum := <-res
+	rt.reloads.WithLabelValues(ReloadApplied).Inc()
+	rt.history.record(ReloadAttempt{Time: time.Now(), Result: ReloadApplied,
+		Added: len(sum.Added), Updated: len(sum.Updated), Removed: len(sum.Removed), Unchanged: len(sum.Unchanged),
+		Outdated: sum.Outdated})
+	return sum, nil
 }
 
 func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
@@ -125,7 +138,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		}
 	}
 	run := RunSet(cfg, rt.opts.Kinds)
-	oldRun := RunSet(old.cfg, rt.opts.Kinds)
+	oldRun := rt.runSet
 
 	// 1. Stop what is removed, and what changed but is no longer wanted
 	// running, in reverse dependency order of the old configuration.
@@ -134,7 +147,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		stopOld[id] = true
 	}
 	for id := range old.slots {
-		if _, still := cfg.Entries[id]; still && !run[id] && isLive(old.slots[id]) {
+		if _, still := cfg.Entries[id]; still && !run[id] && (isLive(old.slots[id]) || rt.waiting[id] != nil) {
 			stopOld[id] = true
 		}
 	}
@@ -155,7 +168,9 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		}
 		slots[id] = s
 	}
-	rt.snap.Store(&snapshot{cfg: cfg, slots: slots})
+	snap := &snapshot{cfg: cfg, slots: slots}
+	rt.snap.Store(snap)
+	rt.runSet = run
 
 	// 3. Update changed running entries in place, or restart them.
 	restart := map[ID]bool{}
@@ -201,35 +216,104 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 
 	// 4. Start, dependencies first, what must run and does not: added,
 	// changed and restarted entries, and those newly needed. An unchanged
-	// entry that is not running (a service that returned, one the root gave
-	// up on) is left as it is. A failure marks that entry failed and skips
-	// what needs it; the rest of the reload stands.
+	// entry that is not running (a task that completed, one the root gave
+	// up on) is left as it is; one that failed is tried again when a
+	// dependency of it was just started. A start that waits for a task
+	// waits on; one whose dependency cannot run fails, and what needs it
+	// with it; the rest of the reload stands.
 	started := map[ID]bool{}
 	for _, id := range cfg.Order {
 		_, existed := old.slots[id]
 		if !run[id] || isLive(slots[id]) {
 			continue
 		}
-		if existed && !changed[id] && !restart[id] && oldRun[id] && !rt.depStarted(cfg, id, started) {
+		if existed && !changed[id] && !restart[id] && oldRun[id] &&
+			(rt.waiting[id] != nil || slots[id].state.Load().Status != StatusFailed || !rt.depStarted(cfg, id, started)) {
 			continue
 		}
-		if dep := rt.missingDep(cfg, slots, run, id); dep != "" {
-			err := fmt.Errorf("dependency %s is not running", dep)
-			slots[id].set(EntryState{Status: StatusFailed, Err: err})
-			rt.setFailedCheck(id, err)
+		if err := rt.launch(ctx, snap, id); err != nil {
 			sum.Failed = append(sum.Failed, id)
 			continue
 		}
-		if err := rt.startEntry(ctx, id); err != nil {
-			sum.Failed = append(sum.Failed, id)
-			continue
+		if rt.waiting[id] == nil {
+			started[id] = true
 		}
-		started[id] = true
+	}
+	rt.kick()
+
+	// 5. Whatever runs instances of a changed definition renews them.
+	if len(changed) > 0 || len(sum.Removed) > 0 {
+		rt.refresh(ctx, snap)
+	}
+	sum.OutdatedBy = rt.outdatedAll()
+	for _, n := range sum.OutdatedBy {
+		sum.Outdated += n
+	}
+	if sum.Outdated > 0 {
+		rt.log.Warn("reload left processes on old code: no supervisor restarts them; they run their old definition until they exit",
+			"outdated", sum.Outdated, "entries", outdatedText(sum.OutdatedBy))
 	}
 	for _, l := range [][]ID{sum.Added, sum.Updated, sum.Restarted, sum.Removed, sum.Unchanged, sum.Failed} {
 		slices.Sort(l)
 	}
 	return sum
+}
+
+// refresh offers every running Refresher the reloaded configuration: the
+// instances of entries, then those only the directory knows (trees nested
+// in supervisors, or started by scripts), each once.
+func (rt *Runtime) refresh(ctx context.Context, snap *snapshot) {
+	seen := map[process.PID]bool{}
+	call := func(what string, e *Entry, inst Instance) {
+		r, ok := inst.(Refresher)
+		if !ok || seen[inst.PID()] {
+			return
+		}
+		seen[inst.PID()] = true
+		rctx, cancel := context.WithTimeout(ctx, rt.env.StartTimeout(e))
+		defer cancel()
+		defer func() {
+			if p := recover(); p != nil {
+				rt.log.Error("refresh panicked", "instance", what, "panic", p)
+			}
+		}()
+		if err := r.Refresh(rctx); err != nil {
+			rt.log.Warn("renewing what runs a changed definition failed", "instance", what, "error", err)
+		}
+	}
+	for _, id := range snap.cfg.Order {
+		s := snap.slots[id]
+		if st := s.state.Load(); st.Status == StatusRunning && st.Instance != nil {
+			call(string(id), s.entry, st.Instance)
+		}
+	}
+	var rest []Instance
+	rt.env.Instances.Range(func(inst Instance) bool {
+		if !seen[inst.PID()] {
+			rest = append(rest, inst)
+		}
+		return true
+	})
+	for _, inst := range rest {
+		call(inst.PID().String(), nil, inst)
+	}
+}
+
+// outdatedText lists counts by entry, sorted, for a log line.
+func outdatedText(by map[ID]int) string {
+	ids := make([]ID, 0, len(by))
+	for id := range by {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var b strings.Builder
+	for i, id := range ids {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "%s=%d", id, by[id])
+	}
+	return b.String()
 }
 
 // isLive reports whether s has an instance the runtime is responsible for:
@@ -246,7 +330,7 @@ func (rt *Runtime) updateInPlace(ctx context.Context, id ID, e *Entry, st *Entry
 	if !ok || st.Status != StatusRunning {
 		return false
 	}
-	ctx, cancel := context.WithTimeout(ctx, rt.opts.StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, rt.env.StartTimeout(e))
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
@@ -256,7 +340,7 @@ func (rt *Runtime) updateInPlace(ctx context.Context, id ID, e *Entry, st *Entry
 	}()
 	applied, err := u.Update(ctx, e)
 	if err != nil {
-		rt.log.Warn("update in place failed; restarting the entry", "entry", string(id), "error", err)
+		rt.log.Warn("update in place failed; restarting the entry", "entry", string(id), "error", e.Redact(err.Error()))
 		return false
 	}
 	if applied {
@@ -297,14 +381,4 @@ func (rt *Runtime) depStarted(cfg *Config, id ID, started map[ID]bool) bool {
 		}
 	}
 	return false
-}
-
-// missingDep returns a running dependency of id that is not running.
-func (rt *Runtime) missingDep(cfg *Config, slots map[ID]*slot, run map[ID]bool, id ID) ID {
-	for _, r := range cfg.Entries[id].Refs {
-		if r.Mode == RefRunning && run[r.To] && slots[r.To].state.Load().Status != StatusRunning {
-			return r.To
-		}
-	}
-	return ""
 }

@@ -227,7 +227,7 @@ entries:
 	if fmt.Sprint(sum.Failed) != "[a:bad a:needs]" {
 		t.Fatalf("failed %v", sum.Failed)
 	}
-	if in, _ := r.rt.Info("a:needs"); in.Status != StatusFailed || !strings.Contains(in.Err.Error(), "dependency a:bad is not running") {
+	if in, _ := r.rt.Info("a:needs"); in.Status != StatusFailed || !strings.Contains(in.Err.Error(), "dependency a:bad failed") {
 		t.Fatalf("needs: %+v", in)
 	}
 	if r.pid("a:x").IsZero() {

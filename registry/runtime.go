@@ -26,8 +26,13 @@ const (
 	StatusRunning Status = "running"
 	// StatusStopping: being stopped.
 	StatusStopping Status = "stopping"
-	// StatusStopped: it ran and stopped (shut down, or its service returned normally).
+	// StatusStopped: it ran and stopped (shut down, or a transient or
+	// temporary entry stopped on request).
 	StatusStopped Status = "stopped"
+	// StatusCompleted: a one-shot entry (restart type transient or
+	// temporary) returned normally. It counts as ready, and what depends
+	// on it starts.
+	StatusCompleted Status = "completed"
 	// StatusFailed: it failed more often than its restart policy allows.
 	StatusFailed Status = "failed"
 )
@@ -54,19 +59,23 @@ type RuntimeOptions struct {
 	Metrics *prometheus.Registry
 	// Health receives the runtime's checks. Default: checks are dropped.
 	Health HealthRegistry
-	// StartTimeout bounds one entry's Start. Default: 30s.
+	// StartTimeout bounds the Start of an entry without
+	// lifecycle.start_timeout. Default: DefaultStartTimeout (30s).
 	StartTimeout time.Duration
-	// StopTimeout bounds one entry's stop (unless its instance is a
-	// ShutdownTimer), after which its process is
-	// killed. Default: 5s.
+	// StopTimeout bounds the stop of an entry without
+	// lifecycle.stop_timeout (unless its instance is a ShutdownTimer),
+	// after which its process is killed. Default: DefaultStopTimeout (5s).
 	StopTimeout time.Duration
+	// ReloadHistory is how many reload attempts ReloadHistory keeps.
+	// Default: DefaultReloadHistory (20).
+	ReloadHistory int
 }
 
 // EntryState is an entry's published state: immutable, replaced whole.
 type EntryState struct {
 	Status   Status
 	Instance Instance // the current (or last) instance; nil when never started
-	Err      error    // the last failure, nil when none
+	Err      error    // the last failure (or what a waiting start waits for), nil when none
 	Restarts int      // restarts by the owner since the entry was (re)configured
 	Since    time.Time
 }
@@ -75,6 +84,11 @@ type EntryState struct {
 type EntryInfo struct {
 	Entry *Entry
 	EntryState
+	// Outdated counts the live processes a script spawned from an older
+	// definition of the entry (before the reload that changed it): no
+	// supervisor restarts them, so they keep their old code until they
+	// exit.
+	Outdated int
 }
 
 type slot struct {
@@ -113,7 +127,14 @@ type Runtime struct {
 
 	restarts *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
-	failedHC map[ID]bool // loop-owned: which entries have a failure health check
+	spawned  spawnIndex
+	history  *reloadHistory
+
+	// Owned by the loop.
+	failedHC map[ID]bool          // which entries have a failure health check
+	runSet   map[ID]bool          // what the configuration in force runs
+	waiting  map[ID]*waitingStart // starts waiting for tasks to complete
+	startup  *startupWatch        // Start waiting for those, if it is
 }
 
 type ownerBox struct{ o Owner }
@@ -142,13 +163,17 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 		opts.Health = nopHealth{}
 	}
 	if opts.StartTimeout <= 0 {
-		opts.StartTimeout = 30 * time.Second
+		opts.StartTimeout = DefaultStartTimeout
 	}
 	if opts.StopTimeout <= 0 {
-		opts.StopTimeout = 5 * time.Second
+		opts.StopTimeout = DefaultStopTimeout
 	}
-	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}}
-	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{}}
+	if opts.ReloadHistory <= 0 {
+		opts.ReloadHistory = DefaultReloadHistory
+	}
+	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{}}
+	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{},
+		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
 	rt.restarts = RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "runner_entry_restarts_total",
@@ -158,6 +183,14 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 		Name: "runner_reload_total",
 		Help: "Configuration reloads, by result (applied or rejected).",
 	}, []string{"result"}))
+	rt.history = newReloadHistory(opts.Metrics, opts.ReloadHistory)
+	for _, r := range ReloadResults {
+		// Every result is a series from the start, at 0, so a rate or an
+		// alert on rejections works before the first one.
+		rt.reloads.WithLabelValues(r)
+	}
+	RegisterCollector(opts.Metrics, prometheus.Collector(&outdatedCollector{rt: rt, desc: prometheus.NewDesc(
+		"runner_outdated_processes", "Live processes a script spawned from an older definition of an entry, by entry.", []string{"entry"}, nil)}))
 	// A second runtime on the same registry reports through the first's
 	// status collector.
 	RegisterCollector(opts.Metrics, prometheus.Collector(&statusCollector{rt: rt, desc: prometheus.NewDesc(
@@ -181,7 +214,7 @@ func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
 	for _, s := range c.rt.snap.Load().slots {
 		counts[c.rt.observed(s).Status]++
 	}
-	for _, st := range []Status{StatusDefined, StatusStarting, StatusRunning, StatusStopping, StatusStopped, StatusFailed} {
+	for _, st := range []Status{StatusDefined, StatusStarting, StatusRunning, StatusStopping, StatusStopped, StatusCompleted, StatusFailed} {
 		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(counts[st]), string(st))
 	}
 }
@@ -215,10 +248,28 @@ func (rt *Runtime) do(ctx context.Context, fn func()) error {
 // and what it needs running, dependencies first. When an entry fails to
 // start, everything already started is stopped again and the error is
 // returned: a configuration that cannot come up does not half-run.
+//
+// An entry that depends on a task (restart type transient or temporary)
+// starts once the task has completed: Start returns when every such entry
+// has started too, or stops everything again when one cannot.
 func (rt *Runtime) Start(ctx context.Context, cfg *Config) error {
 	var err error
-	if derr := rt.do(ctx, func() { err = rt.start(ctx, cfg) }); derr != nil {
+	var w *startupWatch
+	if derr := rt.do(ctx, func() { err = rt.start(ctx, cfg); w = rt.startup }); derr != nil {
 		return derr
+	}
+	if err != nil || w == nil {
+		return err
+	}
+	select {
+	case <-w.done:
+		err = w.err
+	case <-ctx.Done():
+		err = ctx.Err()
+	}
+	if err != nil {
+		// Nothing half-runs: stop what started while the rest waited.
+		_ = rt.do(context.Background(), func() { rt.stopAll() })
 	}
 	return err
 }
@@ -234,21 +285,36 @@ func newSlots(cfg *Config) map[ID]*slot {
 }
 
 func (rt *Runtime) start(ctx context.Context, cfg *Config) error {
-	rt.snap.Store(&snapshot{cfg: cfg, slots: newSlots(cfg)})
-	run := RunSet(cfg, rt.opts.Kinds)
-	var started []ID
+	snap := &snapshot{cfg: cfg, slots: newSlots(cfg)}
+	rt.snap.Store(snap)
+	rt.runSet = RunSet(cfg, rt.opts.Kinds)
 	for _, id := range cfg.Order {
-		if !run[id] {
+		if !rt.runSet[id] {
 			continue
 		}
-		if err := rt.startEntry(ctx, id); err != nil {
-			slices.Reverse(started)
-			rt.stopEntries(rt.snap.Load(), started)
+		if err := rt.launch(ctx, snap, id); err != nil {
+			rt.stopAll()
 			return err
 		}
-		started = append(started, id)
+	}
+	if len(rt.waiting) > 0 {
+		rt.startup = &startupWatch{done: make(chan struct{})}
 	}
 	return nil
+}
+
+// stopAll stops every entry in reverse dependency order; on the loop.
+func (rt *Runtime) stopAll() {
+	if w := rt.startup; w != nil {
+		// Start waits no more: what it waited for is being stopped.
+		rt.startup = nil
+		w.err = ErrRuntimeStopped
+		close(w.done)
+	}
+	snap := rt.snap.Load()
+	ids := slices.Clone(snap.cfg.Order)
+	slices.Reverse(ids)
+	rt.stopEntries(snap, ids)
 }
 
 // RunSet returns the entries that must run for cfg: every auto_start entry
@@ -308,7 +374,7 @@ func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
 	if err != nil {
 		s.set(EntryState{Status: StatusFailed, Err: err, Restarts: prev.Restarts})
 		rt.setFailedCheck(id, err)
-		rt.log.Error("entry failed to start", "entry", string(id), "error", err)
+		rt.log.Error("entry failed to start", "entry", string(id), "error", e.Redact(err.Error()))
 		return fmt.Errorf("start %s: %w", id, err)
 	}
 	// The owner watches before the instance is published, so no one can
@@ -323,7 +389,7 @@ func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
 }
 
 func (rt *Runtime) callStart(ctx context.Context, st Starter, e *Entry) (inst Instance, err error) {
-	ctx, cancel := context.WithTimeout(ctx, rt.opts.StartTimeout)
+	ctx, cancel := context.WithTimeout(ctx, rt.env.StartTimeout(e))
 	defer cancel()
 	defer func() {
 		if r := recover(); r != nil {
@@ -340,6 +406,9 @@ func (rt *Runtime) callStart(ctx context.Context, st Starter, e *Entry) (inst In
 func (rt *Runtime) setFailedCheck(id ID, err error) {
 	rt.failedHC[id] = true
 	msg := err.Error()
+	if s, ok := rt.snap.Load().slots[id]; ok {
+		msg = s.entry.Redact(msg)
+	}
 	rt.opts.Health.SetCheck("entry."+string(id), func() error { return fmt.Errorf("entry failed: %s", msg) })
 }
 
@@ -363,6 +432,7 @@ func (rt *Runtime) stopEntries(snap *snapshot, ids []ID) {
 
 // stopEntry stops the instance of slot s, the state of entry id.
 func (rt *Runtime) stopEntry(id ID, s *slot) {
+	rt.unwait(id)
 	cur := s.state.Load()
 	if cur.Instance == nil || (cur.Status != StatusRunning && cur.Status != StatusStarting) {
 		if cur.Status == StatusStarting {
@@ -373,9 +443,9 @@ func (rt *Runtime) stopEntry(id ID, s *slot) {
 		return
 	}
 	s.set(EntryState{Status: StatusStopping, Instance: cur.Instance, Err: cur.Err, Restarts: cur.Restarts})
-	err := rt.stopInstance(id, cur.Instance)
+	err := rt.stopInstance(id, s.entry, cur.Instance)
 	if err != nil {
-		rt.log.Warn("entry did not stop cleanly", "entry", string(id), "error", err)
+		rt.log.Warn("entry did not stop cleanly", "entry", string(id), "error", s.entry.Redact(err.Error()))
 	} else {
 		rt.log.Debug("entry stopped", "entry", string(id))
 	}
@@ -383,9 +453,11 @@ func (rt *Runtime) stopEntry(id ID, s *slot) {
 	rt.clearFailedCheck(id)
 }
 
-func (rt *Runtime) stopInstance(id ID, inst Instance) (err error) {
-	d := rt.opts.StopTimeout
-	if st, ok := inst.(ShutdownTimer); ok {
+// stopInstance stops inst, entry e's, within e's stop_timeout; without
+// one, a ShutdownTimer says how long it needs, else the runtime's default.
+func (rt *Runtime) stopInstance(id ID, e *Entry, inst Instance) (err error) {
+	d := rt.env.StopTimeout(e)
+	if st, ok := inst.(ShutdownTimer); ok && e.Lifecycle.StopTimeout == 0 {
 		d = st.ShutdownTimeout()
 	}
 	ctx, cancel := context.Background(), context.CancelFunc(func() {})
@@ -420,10 +492,7 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 		return nil
 	}
 	err := rt.do(ctx, func() {
-		snap := rt.snap.Load()
-		ids := slices.Clone(snap.cfg.Order)
-		slices.Reverse(ids)
-		rt.stopEntries(snap, ids)
+		rt.stopAll()
 		rt.stopped.Store(true)
 	})
 	rt.stopped.Store(true)
@@ -465,7 +534,11 @@ func (rt *Runtime) Spawn(id ID, opts SpawnOptions) (process.PID, error) {
 	if !ok {
 		return process.PID{}, fmt.Errorf("spawn %s: %w: kind %s", id, ErrNotTemplate, s.entry.Kind)
 	}
-	return t.Spawn(rt.env, s.entry, opts)
+	pid, err := t.Spawn(rt.env, s.entry, opts)
+	if err == nil && !opts.Managed {
+		rt.spawned.add(rt.opts.Node, id, pid, s.entry.Digest)
+	}
+	return pid, err
 }
 
 // Info returns the entry id with its state.
@@ -474,7 +547,11 @@ func (rt *Runtime) Info(id ID) (EntryInfo, bool) {
 	if !ok {
 		return EntryInfo{}, false
 	}
-	return EntryInfo{Entry: s.entry, EntryState: rt.observed(s)}, true
+	return rt.info(s), true
+}
+
+func (rt *Runtime) info(s *slot) EntryInfo {
+	return EntryInfo{Entry: s.entry, EntryState: rt.observed(s), Outdated: rt.spawned.outdated(rt.opts.Node, s.entry.ID, s.entry.Digest)}
 }
 
 // Entries returns every entry with its state, in dependency order.
@@ -483,18 +560,22 @@ func (rt *Runtime) Entries() []EntryInfo {
 	out := make([]EntryInfo, 0, len(snap.cfg.Order))
 	for _, id := range snap.cfg.Order {
 		s := snap.slots[id]
-		out = append(out, EntryInfo{Entry: s.entry, EntryState: rt.observed(s)})
+		out = append(out, rt.info(s))
 	}
 	return out
 }
 
-// NotReady returns the auto_start entries that are not running.
+// NotReady returns the auto_start entries that are neither running nor
+// completed.
 func (rt *Runtime) NotReady() []ID {
 	snap := rt.snap.Load()
 	var out []ID
 	for _, id := range snap.cfg.Order {
 		s := snap.slots[id]
-		if s.entry.Lifecycle.AutoStart && rt.observed(s).Status != StatusRunning {
+		if !s.entry.Lifecycle.AutoStart {
+			continue
+		}
+		if st := rt.observed(s).Status; st != StatusRunning && st != StatusCompleted {
 			out = append(out, id)
 		}
 	}
@@ -502,10 +583,12 @@ func (rt *Runtime) NotReady() []ID {
 }
 
 // Exited is how the owner reports that inst, an instance of id, exited.
-// A normal exit marks the entry stopped (a service that returns is done,
-// not failed) and returns false. An abnormal one marks it starting again
-// and returns true: the owner should restart it after its backoff. When
-// the runtime stopped or replaced inst itself, it returns ErrNotCurrent.
+// The entry's restart type decides: when the exit calls for a restart the
+// entry is marked starting again and Exited returns true (the owner
+// restarts it after its backoff). Otherwise a normal return marks it
+// completed, a requested shutdown stopped, and a failure (of a temporary
+// entry) failed. When the runtime stopped or replaced inst itself, it
+// returns ErrNotCurrent.
 func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit process.Exit) (restart bool, err error) {
 	derr := rt.do(ctx, func() {
 		s, cur, ok := rt.current(id, inst, StatusRunning)
@@ -513,14 +596,36 @@ func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit pro
 			err = ErrNotCurrent
 			return
 		}
-		if exit.Normal() {
-			rt.log.Info("entry returned; marked stopped", "entry", string(id))
-			s.set(EntryState{Status: StatusStopped, Instance: cur.Instance, Restarts: cur.Restarts})
-			return
+		typ := s.entry.Lifecycle.Restart.Type
+		if typ == "" {
+			typ = RestartPermanent
 		}
-		rt.log.Warn("entry failed", "entry", string(id), "error", exit.Err)
-		s.set(EntryState{Status: StatusStarting, Instance: cur.Instance, Err: exit.Err, Restarts: cur.Restarts})
-		restart = true
+		log := rt.log.With("entry", string(id), "restart", string(typ))
+		next := EntryState{Instance: cur.Instance, Err: exit.Err, Restarts: cur.Restarts}
+		switch {
+		case typ.Restarts(exit):
+			next.Status = StatusStarting
+			restart = true
+			if exit.Err == nil {
+				log.Info("entry returned; restarting it")
+			} else {
+				log.Warn("entry failed", "error", s.entry.Redact(exit.Err.Error()))
+			}
+		case exit.Err == nil:
+			next.Status = StatusCompleted
+			log.Info("entry completed")
+		case ShutdownExit(exit):
+			next.Status = StatusStopped
+			log.Info("entry stopped on request; not restarting it")
+		default:
+			next.Status = StatusFailed
+			rt.setFailedCheck(id, exit.Err)
+			log.Error("entry failed; not restarting it", "error", s.entry.Redact(exit.Err.Error()))
+		}
+		s.set(next)
+		if !restart {
+			rt.kick()
+		}
 	})
 	if derr != nil {
 		return false, derr
@@ -576,6 +681,7 @@ func (rt *Runtime) Restart(ctx context.Context, id ID, old process.PID) (Instanc
 		}
 		s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: cur.Restarts + 1})
 		rt.clearFailedCheck(id)
+		rt.kick()
 		rt.log.Info("entry restarted", "entry", string(id), "pid", inst.PID().String(), "restarts", cur.Restarts+1)
 	})
 	if derr != nil {
@@ -596,7 +702,8 @@ func (rt *Runtime) Fail(ctx context.Context, id ID, old process.PID, reason erro
 		}
 		s.set(EntryState{Status: StatusFailed, Instance: cur.Instance, Err: reason, Restarts: cur.Restarts})
 		rt.setFailedCheck(id, reason)
-		rt.log.Error("entry failed for good; not restarting it", "entry", string(id), "error", reason, "restarts", cur.Restarts)
+		rt.log.Error("entry failed for good; not restarting it", "entry", string(id), "error", s.entry.Redact(reason.Error()), "restarts", cur.Restarts)
+		rt.kick()
 	})
 	if derr != nil {
 		return derr

@@ -210,15 +210,15 @@ func TestRuntimeOwnerProtocol(t *testing.T) {
 	if _, err := rt.Restart(ctx, "other:worker", old); !errors.Is(err, ErrNotCurrent) {
 		t.Fatalf("second restart of the same instance: %v", err)
 	}
-	// A service that returns normally is stopped, not restarted.
+	// A permanent service that returns normally is restarted too.
 	done, exit, _ = node.Done(nw.PID())
 	node.Send(nw.PID(), process.Message{Topic: "return"})
 	<-done
-	if restart, err := rt.Exited(ctx, "other:worker", nw.PID(), exit()); err != nil || restart {
+	if restart, err := rt.Exited(ctx, "other:worker", nw.PID(), exit()); err != nil || !restart {
 		t.Fatalf("normal exit: %v %v", restart, err)
 	}
-	if statusOf(rt, "other:worker") != StatusStopped {
-		t.Fatal("not stopped after a normal return")
+	if statusOf(rt, "other:worker") != StatusStarting {
+		t.Fatal("not starting again after a normal return")
 	}
 	// Giving up marks the entry failed, with a failing health check.
 	inst, _ = rt.Instance("app:api")

@@ -99,7 +99,9 @@ func Watch(opts WatchOptions) (*Watcher, error) {
 	return w, nil
 }
 
-// Trigger forces a reload (SIGHUP).
+// Trigger forces a reload (SIGHUP). It is the one reload that reads the
+// environment again (Loader.ReadEnvironment): a file saved meanwhile
+// reloads with the environment the runner had.
 func (w *Watcher) Trigger() {
 	select {
 	case w.trigger <- struct{}{}:
@@ -281,6 +283,7 @@ func (w *Watcher) run() {
 		case <-w.trigger:
 			timer.Stop()
 			pending = false
+			w.opts.Loader.ReadEnvironment()
 			reload("signal")
 		case <-timer.C:
 			if pending {

@@ -275,3 +275,39 @@ func TestWatchNamedPipe(t *testing.T) {
 		t.Fatal("Close blocks")
 	}
 }
+
+// A saved file reloads with the environment the runner had; only SIGHUP
+// (Trigger) reads it again, and then an unchanged file whose variables
+// changed is applied anew.
+func TestWatchRereadsEnvironmentOnlyOnSIGHUP(t *testing.T) {
+	var env atomic.Pointer[[]string]
+	env.Store(&[]string{"SIZE=1"})
+	body := "namespace: a\nentries:\n  - name: x\n    kind: test.svc\n    size: ${env:SIZE}\n    lifecycle: {auto_start: true}\n"
+	kinds, _ := testKinds()
+	r := &reloadEnv{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
+	r.loader = &Loader{Kinds: kinds, Environ: func() []string { return *env.Load() }}
+	r.write("c.yaml", body)
+	r.rt = NewRuntime(RuntimeOptions{Node: process.NewNode(process.Options{Name: "t"}), Kinds: kinds, StopTimeout: time.Second,
+		Logger: slog.New(slog.NewJSONHandler(r.logs, nil))})
+	t.Cleanup(func() { r.rt.Stop(context.Background()) })
+	cfg, err := r.loader.Load(r.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	w := r.watch(10 * time.Millisecond)
+	size := func() int {
+		e, _ := r.rt.Entry("a:x")
+		return e.Spec.(*svcSpec).Size
+	}
+	env.Store(&[]string{"SIZE=2"})
+	saveRename(t, filepath.Join(r.dir, "c.yaml"), body+"# saved\n")
+	waitUntil(t, "the save applied", func() bool { return r.applied() >= 1 })
+	if size() != 1 {
+		t.Fatal("a saved file read the environment again")
+	}
+	w.Trigger()
+	waitUntil(t, "SIGHUP applied the new environment", func() bool { return size() == 2 })
+}

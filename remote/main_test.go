@@ -28,6 +28,20 @@ type cluster struct {
 
 	mu    sync.Mutex
 	procs []process.PID
+	dead  []process.DeadLetter // every node's, in arrival order
+}
+
+// DeadLetter records the dead letters of every node of the cluster.
+func (c *cluster) DeadLetter(d process.DeadLetter) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dead = append(c.dead, d)
+}
+
+func (c *cluster) deadLetters() []process.DeadLetter {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]process.DeadLetter(nil), c.dead...)
 }
 
 // newCluster starts one node per name, each with its transport, and
@@ -45,7 +59,7 @@ func newCluster(t *testing.T, names ...string) *cluster {
 // start adds (or restarts) node name.
 func (c *cluster) start(name string) *process.Node {
 	c.t.Helper()
-	n := process.NewNode(process.Options{Name: name, Logger: quiet})
+	n := process.NewNode(process.Options{Name: name, Logger: quiet, DeadLetters: c})
 	tr, err := New(n, c.net.Endpoint(name), Options{Logger: quiet})
 	if err != nil {
 		c.t.Fatal(err)

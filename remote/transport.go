@@ -48,6 +48,7 @@ type Transport struct {
 
 var (
 	_ process.Transport = (*Transport)(nil)
+	_ process.Resolver  = (*Transport)(nil)
 	_ Receiver          = (*Transport)(nil)
 )
 
@@ -91,19 +92,20 @@ func (t *Transport) Close() error {
 // Stats are a transport's counters.
 type Stats struct {
 	// Pending is the number of asks awaiting a reply from another node.
-	Pending int
+	Pending int `json:"pending"`
 	// Sent and Received count envelopes.
-	Sent, Received uint64
+	Sent     uint64 `json:"sent"`
+	Received uint64 `json:"received"`
 	// Expired counts asks dropped from the table at their deadline.
-	Expired uint64
+	Expired uint64 `json:"expired"`
 	// LateReplies counts replies that found no pending ask: it expired,
 	// or its node had been reported down.
-	LateReplies uint64
+	LateReplies uint64 `json:"late_replies"`
 	// Refused counts frames refused as malformed or forged.
-	Refused uint64
+	Refused uint64 `json:"refused"`
 	// Undelivered counts signals that arrived for a process that is gone
 	// (an ask among them is answered with process.ErrNoProcess).
-	Undelivered uint64
+	Undelivered uint64 `json:"undelivered"`
 }
 
 // Stats returns the transport's counters.
@@ -149,10 +151,23 @@ func (t *Transport) SendName(node, name string, m process.Message) error {
 	return t.sendMessage(process.PID{Node: node}, name, m)
 }
 
+// Whereis implements process.Resolver.
+func (t *Transport) Whereis(node, name string, m process.Message) error {
+	if target, _ := m.ReplyTarget(); target == nil {
+		return fmt.Errorf("whereis %s@%s: %w", name, node, process.ErrNoReplyTarget)
+	}
+	return t.sendSignal(wire.Whereis, process.PID{Node: node}, name, m)
+}
+
 // sendMessage sends m to to, or to the process registered as name on
 // to's node; an ask's reply target waits in the pending table.
 func (t *Transport) sendMessage(to process.PID, name string, m process.Message) error {
-	e := wire.Envelope{Signal: wire.Send, From: m.From, To: to, Name: name, Topic: m.Topic, Payload: m.Payload}
+	return t.sendSignal(wire.Send, to, name, m)
+}
+
+// sendSignal sends m as a Send or a Whereis.
+func (t *Transport) sendSignal(sig wire.Signal, to process.PID, name string, m process.Message) error {
+	e := wire.Envelope{Signal: sig, From: m.From, To: to, Name: name, Topic: m.Topic, Payload: m.Payload}
 	target, tok := m.ReplyTarget()
 	if target != nil {
 		deadline, ok := m.Deadline()
@@ -272,10 +287,17 @@ func (t *Transport) Receive(node string, frame []byte) error {
 		if err != nil {
 			t.undelivered.Add(1)
 		}
+	case wire.Whereis:
+		t.whereis(node, &e)
 	case wire.Reply:
 		target, tok, ok := t.pending.take(e.Token, node)
 		if !ok {
+			// The ask ended (its deadline passed, or its asker gave up)
+			// before the reply crossed: a dead letter, as a late local
+			// reply is. The pending entry is gone, so the asker is known
+			// only by its token.
 			t.late.Add(1)
+			t.node.DeadLetter(process.DeadLetter{From: e.From, To: fmt.Sprintf("ask #%d", e.Token), Reason: process.DeadLateReply})
 			return nil
 		}
 		target.Settle(tok, e.From, e.Payload, e.Err)
@@ -289,6 +311,21 @@ func (t *Transport) Receive(node string, frame []byte) error {
 		exits[e.Signal](t.in, e.From, e.To, process.Exit{Value: e.Payload, Err: e.Err})
 	}
 	return nil
+}
+
+// whereis answers a peer's Whereis with the process registered under the
+// name, or process.ErrNameNotFound. Nothing is sent once the asker has
+// stopped waiting.
+func (t *Transport) whereis(node string, e *wire.Envelope) {
+	reply := wire.Envelope{Signal: wire.Reply, Token: e.Token}
+	if pid, ok := t.node.Whereis(e.Name); ok {
+		reply.From = pid
+	} else {
+		reply.Err = fmt.Errorf("%q on node %s: %w", e.Name, t.node.Name(), process.ErrNameNotFound)
+	}
+	if err := t.send(node, &reply); err != nil {
+		t.log.Debug("remote whereis reply not sent", "node", node, "name", e.Name, "error", err)
+	}
 }
 
 // The Inbound method of each relation signal.
@@ -319,7 +356,7 @@ func (t *Transport) check(node string, e *wire.Envelope) error {
 	switch {
 	case e.From.IsZero():
 		switch e.Signal {
-		case wire.Send, wire.Reply, wire.Exit, wire.Kill:
+		case wire.Send, wire.Reply, wire.Exit, wire.Kill, wire.Whereis:
 		default:
 			return fmt.Errorf("%w: %s from no process", ErrForged, e.Signal)
 		}

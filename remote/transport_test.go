@@ -87,6 +87,24 @@ func TestSendByNameAcrossNodes(t *testing.T) {
 	}
 }
 
+// name@node resolves on that node (a Whereis round trip).
+func TestResolveAcrossNodes(t *testing.T) {
+	c := newCluster(t, "n1", "n2")
+	e := c.spawn("n2", echo, process.SpawnOptions{Name: "echo"})
+	if pid, err := c.nodes["n1"].Resolve("echo@n2"); err != nil || pid != e {
+		t.Fatalf("resolve echo@n2 = %v %v", pid, err)
+	}
+	if _, err := c.nodes["n1"].Resolve("nobody@n2"); !errors.Is(err, process.ErrNameNotFound) {
+		t.Fatalf("resolve nobody@n2: %v", err)
+	}
+	if _, err := c.nodes["n1"].Resolve("echo@n9"); !errors.Is(err, process.ErrUnreachable) {
+		t.Fatalf("resolve echo@n9: %v", err)
+	}
+	if err := c.trs["n1"].Whereis("n2", "echo", process.Message{}); !errors.Is(err, process.ErrNoReplyTarget) {
+		t.Fatalf("whereis without a reply target: %v", err)
+	}
+}
+
 // An ask to a remote process that is gone fails at once with
 // ErrNoProcess, as a local one does; a tell to it is dropped.
 func TestAskOfAGoneRemoteProcess(t *testing.T) {
@@ -582,6 +600,9 @@ func TestAskExpiresWhileReplyInFlight(t *testing.T) {
 		s := c.trs["n1"].Stats()
 		return s.LateReplies == 1 && s.Pending == 0 && s.Expired == 1
 	})
+	if d := c.deadLetters(); len(d) != 1 || d[0].Reason != process.DeadLateReply || d[0].From != e {
+		t.Fatalf("dead letters %+v, want one late reply from %s", d, e)
+	}
 
 	// A reply that never comes: the entry still leaves at the deadline.
 	c.net.SetFault(func(from, to string, frame []byte) (bool, time.Duration) { return from == "n2", 0 })

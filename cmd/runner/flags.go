@@ -7,10 +7,10 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 
+	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/internal/logging"
 )
 
@@ -27,14 +27,16 @@ type runFlags struct {
 	cluster  clusterConfig
 	memLimit memoryLimit
 	load     *loadFlags
+	ops      *opsFlags
 }
 
-// clusterConfig is validated now; clustering itself comes later.
+// clusterConfig is what the cluster flags say.
 type clusterConfig struct {
-	Bind       string
-	Join       []string
-	SecretFile string
-	Secret     []byte
+	Bind          string
+	TransportBind string
+	Join          []string
+	SecretFile    string
+	Secret        []byte
 }
 
 func (c clusterConfig) enabled() bool { return c.Bind != "" }
@@ -74,12 +76,14 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.node, "node", "", "node `NAME` (default: host name)")
 	fs.StringVar(&f.http, "http", "", "serve /metrics, /healthz, /readyz and /v1 on `ADDR` (host:port)")
 	fs.StringVar(&f.cluster.Bind, "cluster-bind", "", "memberlist bind `ADDR` (enables clustering)")
-	join := fs.String("cluster-join", "", "seed `ADDR`s to join, comma-separated")
+	fs.StringVar(&f.cluster.TransportBind, "cluster-transport-bind", "", "the node-to-node transport's `ADDR` (default: the --cluster-bind host, a free port)")
+	join := fs.String("cluster-join", "", "seed `ADDR`s (host:port, or a DNS name resolving to several) to join, comma-separated")
 	fs.StringVar(&f.cluster.SecretFile, "cluster-secret-file", "", "`FILE` holding the cluster's shared key")
 	logFmt := fs.String("log-format", "", "log `FORMAT`: text or json (default: text on a terminal, json otherwise)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	fs.Var(&f.memLimit, "memory-limit", "the Go runtime's soft memory limit, a `SIZE` such as 2GiB or off (default: GOMEMLIMIT)")
 	f.load = addLoadFlags(fs)
+	f.ops = addOpsFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: runner run [flags] [PATH...] [-- ARGS for --main]")
 		fs.PrintDefaults()
@@ -104,8 +108,8 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.logLevel, err = logging.ParseLevel(*logLevel); err != nil {
 		return nil, err
 	}
-	if f.node != "" && strings.ContainsAny(f.node, "<>:, \t\n") {
-		return nil, fmt.Errorf("--node %q: a node name may not hold spaces, commas, colons or angle brackets (PIDs print as <node.id.creation>)", f.node)
+	if f.node != "" && strings.ContainsAny(f.node, "<>:,@ \t\n") {
+		return nil, fmt.Errorf("--node %q: a node name may not hold spaces, commas, colons, '@' or angle brackets (PIDs print as <node.id.creation>, names on nodes as name@node)", f.node)
 	}
 	if f.http != "" {
 		if err := checkHostPort(f.http); err != nil {
@@ -127,28 +131,32 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if err := f.load.check(); err != nil {
 		return nil, err
 	}
+	if err := f.ops.check(f.http); err != nil {
+		return nil, err
+	}
 	return f, nil
 }
 
 func (c *clusterConfig) validate() error {
 	if c.Bind == "" {
-		if len(c.Join) > 0 || c.SecretFile != "" {
-			return errors.New("--cluster-join and --cluster-secret-file need --cluster-bind")
+		if len(c.Join) > 0 || c.SecretFile != "" || c.TransportBind != "" {
+			return errors.New("--cluster-join, --cluster-transport-bind and --cluster-secret-file need --cluster-bind")
 		}
 		return nil
 	}
 	if err := checkHostPort(c.Bind); err != nil {
 		return fmt.Errorf("--cluster-bind: %w", err)
 	}
+	if c.TransportBind != "" {
+		if err := checkHostPort(c.TransportBind); err != nil {
+			return fmt.Errorf("--cluster-transport-bind: %w", err)
+		}
+	}
 	if c.SecretFile != "" {
-		b, err := os.ReadFile(c.SecretFile)
+		// Any text of 16 bytes or more: the keys are derived from it.
+		key, err := cluster.ReadSecretFile(c.SecretFile)
 		if err != nil {
 			return fmt.Errorf("--cluster-secret-file: %w", err)
-		}
-		key := []byte(strings.TrimSpace(string(b)))
-		// memberlist keys are AES keys: 16, 24 or 32 bytes.
-		if n := len(key); n != 16 && n != 24 && n != 32 {
-			return fmt.Errorf("--cluster-secret-file: %s holds a %d-byte key; want 16, 24 or 32 bytes", c.SecretFile, n)
 		}
 		c.Secret = key
 	}

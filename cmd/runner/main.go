@@ -19,6 +19,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/observe"
@@ -33,6 +34,11 @@ var version = "dev"
 const usage = `usage:
   runner run [flags] [PATH...] [-- ARGS]   run a config (default: config.example.yaml)
   runner validate [flags] PATH...           check a config; exit 1 listing every error
+  runner send [flags] ADDR DEST TOPIC [JSON]
+                                            send a message on a running node (POST /v1/send)
+  runner ask [flags] ADDR DEST TOPIC [JSON] ask a running node's process; print the reply as JSON
+  runner entries ADDR                       list a running node's entries
+  runner tree ADDR                          print a running node's supervision trees
   runner version                            print the version
 
 run 'runner run -h' for the flags of run; docs/cli.md has the details.
@@ -64,6 +70,8 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 		return run(f, stdout, stderr, sigs, force)
 	case "validate":
 		return validate(args[1:], stdout, stderr, sigs)
+	case "send", "ask", "entries", "tree":
+		return remote(args[0], args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "runner %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
 		return 0
@@ -131,6 +139,9 @@ func printLoadErrors(w io.Writer, err error) {
 	fmt.Fprintln(w, err)
 }
 
+// joinWait bounds the wait for the first join at start-up.
+const joinWait = 10 * time.Second
+
 // startedHook, when a test sets it, is called with the app once its
 // entries run, before the runner waits for a signal: the soak and
 // root-death tests reach the node through it.
@@ -144,15 +155,13 @@ type app struct {
 	root    *supervisor.Root
 	srv     *observe.Server
 	watcher *registry.Watcher
+	dead    *observe.DeadLetters
+	cluster *cluster.Cluster // nil without --cluster-bind
 }
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
 	log := logging.New(logging.Options{Writer: stderr, Format: f.logFmt, Level: f.logLevel})
 	f.memLimit.apply(log)
-	if f.cluster.enabled() {
-		log.Warn("clustering is not enabled yet: running as a single node",
-			"cluster_bind", f.cluster.Bind, "cluster_join", f.cluster.Join, "secret", f.cluster.SecretFile != "")
-	}
 	kinds := newKinds(stdout)
 	loader := f.load.loader(kinds, log)
 	// A stop signal while the configuration loads abandons the load; a
@@ -175,20 +184,51 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		f.mainID = string(id)
 	}
 	a := &app{log: log}
-	a.node = process.NewNode(process.Options{Name: f.node, Logger: log})
 	metrics := prometheus.NewRegistry()
 	observe.RegisterStandardCollectors(metrics)
+	observe.RegisterBuildInfo(metrics, buildVersion())
+	a.dead = observe.NewDeadLetters(observe.DeadLetterOptions{Keep: f.ops.keep(), Metrics: metrics, Logger: log})
+	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: a.dead})
+	if f.cluster.enabled() {
+		a.cluster, err = cluster.Start(cluster.Options{
+			Node: a.node, Bind: f.cluster.Bind, TransportBind: f.cluster.TransportBind,
+			Join: f.cluster.Join, Secret: f.cluster.Secret, Logger: log,
+		})
+		if err != nil {
+			fmt.Fprintf(stderr, "runner run: %v\n", err)
+			a.dead.Close()
+			return 1
+		}
+		metrics.MustRegister(observe.NewClusterCollector(a.cluster))
+		if len(f.cluster.Join) > 0 {
+			// Entries that talk to other nodes find them: wait (a
+			// while) for the first join before starting them.
+			ctx, cancel := context.WithTimeout(context.Background(), joinWait)
+			if err := a.cluster.WaitMembers(ctx, 1); err != nil {
+				log.Warn("no seed answered yet: starting alone; joining goes on in the background", "seeds", f.cluster.Join, "waited", joinWait.String())
+			}
+			cancel()
+		}
+	}
 	health := observe.NewHealth()
 	a.rt = registry.NewRuntime(registry.RuntimeOptions{Node: a.node, Kinds: kinds, Logger: log, Metrics: metrics, Health: health})
 	a.root, err = supervisor.StartRoot(supervisor.RootOptions{Node: a.node, Runtime: a.rt, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		a.rt.Stop(context.Background())
+		a.dead.Close()
+		if a.cluster != nil {
+			_ = a.cluster.Close()
+		}
 		return 1
 	}
 	a.rt.SetOwner(a.root)
 	if f.http != "" {
-		a.srv, err = observe.Listen(f.http, observe.Handler(observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log}), observe.ListenOptions{Logger: log})
+		opts := observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log, Ops: a.ops(f.ops)}
+		if a.cluster != nil {
+			opts.Cluster = a.cluster
+		}
+		a.srv, err = observe.Listen(f.http, observe.Handler(opts), observe.ListenOptions{Logger: log})
 		if err != nil {
 			fmt.Fprintf(stderr, "runner run: %v\n", err)
 			a.shutdown()
@@ -339,10 +379,20 @@ func (a *app) shutdown() {
 	if a.root != nil {
 		a.root.Stop(ctx)
 	}
+	if a.cluster != nil {
+		// Entries are stopped: leave, so the others see a leave rather
+		// than a failure.
+		if err := a.cluster.Close(); err != nil {
+			a.log.Warn("leaving the cluster", "error", err)
+		}
+	}
 	if a.srv != nil {
 		if err := a.srv.Shutdown(ctx); err != nil {
 			a.log.Warn("stopping HTTP", "error", err)
 		}
+	}
+	if a.dead != nil {
+		a.dead.Close()
 	}
 	a.log.Info("stopped")
 }

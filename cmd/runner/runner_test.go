@@ -142,6 +142,8 @@ func TestParseRun(t *testing.T) {
 	os.WriteFile(secret, []byte("0123456789abcdef\n"), 0o600)
 	short := filepath.Join(t.TempDir(), "short")
 	os.WriteFile(short, []byte("abc"), 0o600)
+	long := filepath.Join(t.TempDir(), "long")
+	os.WriteFile(long, []byte("  any text of forty bytes will do here.. \n"), 0o600)
 	tests := []struct {
 		args    []string
 		check   func(*runFlags) bool
@@ -166,7 +168,16 @@ func TestParseRun(t *testing.T) {
 		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-join", "a:1, b:2", "--cluster-secret-file", secret, "--node", "n1"}, func(f *runFlags) bool {
 			return f.cluster.enabled() && fmt.Sprint(f.cluster.Join) == "[a:1 b:2]" && string(f.cluster.Secret) == "0123456789abcdef" && f.node == "n1"
 		}, ""},
-		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-secret-file", short}, nil, "3-byte key"},
+		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-secret-file", short}, nil, "the secret is 3 bytes after trimming whitespace; want at least 16"},
+		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-secret-file", long}, func(f *runFlags) bool {
+			return string(f.cluster.Secret) == "any text of forty bytes will do here.."
+		}, ""},
+		{[]string{"--node", "svc@n1"}, nil, "a node name may not hold"},
+		{[]string{"--cluster-transport-bind", "127.0.0.1:0"}, nil, "need --cluster-bind"},
+		{[]string{"--cluster-bind", "127.0.0.1:0", "--cluster-transport-bind", "nope"}, nil, "--cluster-transport-bind"},
+		{[]string{"--cluster-bind", "127.0.0.1:0", "--cluster-join", "seeds.example:7946"}, func(f *runFlags) bool {
+			return fmt.Sprint(f.cluster.Join) == "[seeds.example:7946]"
+		}, ""},
 		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-secret-file", "/nonexistent/key"}, nil, "no such file"},
 	}
 	for _, tt := range tests {
@@ -195,8 +206,17 @@ type runner struct {
 
 func start(t *testing.T, args ...string) *runner {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with env added to the runner's environment.
+func startEnv(t *testing.T, env []string, args ...string) *runner {
+	t.Helper()
 	r := &runner{cmd: exec.Command(binary(t), args...), addr: make(chan string, 1), done: make(chan error, 1)}
 	r.cmd.Dir = "../.."
+	if env != nil {
+		r.cmd.Env = append(os.Environ(), env...)
+	}
 	r.cmd.Stdout = &r.stdout
 	pipe, err := r.cmd.StderrPipe()
 	if err != nil {
@@ -272,7 +292,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("no HTTP address logged:\n%s", r.logs())
 	}
 	base := "http://" + addr
-	var entries []map[string]string
+	var entries []map[string]any
 	r.waitFor(t, "the services to run", func() bool {
 		code, body := httpGet(t, base+"/v1/entries")
 		entries = nil
@@ -282,7 +302,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("app:hello: %v", entries)
 	}
 	for _, e := range entries {
-		if len(e) != 3 || e["kind"] == "" {
+		if len(e) != 4 || e["kind"] == "" || e["outdated"] != float64(0) {
 			t.Fatalf("entry shape %v", e)
 		}
 	}
@@ -332,10 +352,11 @@ func TestEndToEnd(t *testing.T) {
 	}
 }
 
-func statusIn(entries []map[string]string, id string) string {
+func statusIn(entries []map[string]any, id string) string {
 	for _, e := range entries {
 		if e["id"] == id {
-			return e["status"]
+			s, _ := e["status"].(string)
+			return s
 		}
 	}
 	return ""
@@ -349,7 +370,7 @@ func TestMainEntry(t *testing.T) {
 	if out := r.stdout.String(); !strings.Contains(out, "args: x y") || !strings.Contains(out, "the counter is at") {
 		t.Fatalf("stdout %q", out)
 	}
-	r = start(t, "run", "--log-format", "json", "--no-watch", "--cluster-bind", "127.0.0.1:7946", "--main", "app:hello", "--", "fail")
+	r = start(t, "run", "--log-format", "json", "--no-watch", "--cluster-bind", "127.0.0.1:0", "--main", "app:hello", "--", "fail")
 	if code := r.wait(t); code != 1 {
 		t.Fatalf("exit %d, want 1:\n%s", code, r.logs())
 	}
@@ -357,8 +378,9 @@ func TestMainEntry(t *testing.T) {
 	if !strings.Contains(logs, "runner: app:hello: ") || !strings.Contains(logs, "asked to fail") {
 		t.Fatalf("error not printed:\n%s", logs)
 	}
-	if !strings.Contains(logs, "clustering is not enabled yet") {
-		t.Fatalf("no clustering warning:\n%s", logs)
+	// A cluster node of its own: it starts, then leaves after --main.
+	if !strings.Contains(logs, `"msg":"cluster: started"`) || !strings.Contains(logs, `"msg":"cluster: left"`) {
+		t.Fatalf("no cluster start and leave logged:\n%s", logs)
 	}
 	r = start(t, "run", "--no-watch", "--main", "app:nope")
 	if code := r.wait(t); code != 1 || !strings.Contains(r.logs(), "--main app:nope: no such entry") {

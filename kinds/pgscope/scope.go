@@ -42,8 +42,9 @@ type Scope struct {
 
 	m           *scopeMetrics
 	healthName  string
-	lastTraffic atomic.Int64 // unix nanoseconds of the last broadcast traffic
-	peers       atomic.Int64 // remote peers heard from and not down; see state.heard
+	lastTraffic atomic.Int64  // unix nanoseconds of the last broadcast traffic
+	peers       atomic.Int64  // remote peers heard from and not down; see state.heard
+	events      atomic.Uint64 // membership events raised, whether or not anyone listens
 
 	stopped  atomic.Bool
 	haltOnce sync.Once

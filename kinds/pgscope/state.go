@@ -325,6 +325,7 @@ func (st *state) publish(name string, gs *groupState) {
 // someone listens.
 func (st *state) notifyN(kind EventKind, group string, pid process.PID, n int) {
 	if len(st.groupSubs[group]) == 0 && len(st.scopeSubs) == 0 {
+		st.s.events.Add(1)
 		return
 	}
 	st.notify(kind, group, repeat(pid, n))
@@ -332,6 +333,7 @@ func (st *state) notifyN(kind EventKind, group string, pid process.PID, n int) {
 
 // notify offers an event to the group's monitors and the scope's.
 func (st *state) notify(kind EventKind, group string, pids []process.PID) {
+	st.s.events.Add(1)
 	subs := st.groupSubs[group]
 	if len(subs) == 0 && len(st.scopeSubs) == 0 {
 		return

@@ -16,6 +16,10 @@ type ScopeView struct {
 	Running bool        `json:"running"`
 	Groups  []GroupView `json:"groups"`
 	Limits  LimitsView  `json:"limits"`
+	// Events counts the membership events (member.joined, member.left)
+	// the scope has raised, local and remote, whether or not anyone
+	// listened: its rate is the scope's churn.
+	Events uint64 `json:"events"`
 }
 
 // LimitsView shows the limits in force.
@@ -37,6 +41,7 @@ func (s *Scope) View() any {
 		PID:     s.pid.String(),
 		Running: !s.stopped.Load(),
 		Groups:  []GroupView{},
+		Events:  s.events.Load(),
 		Limits: LimitsView{
 			MaxGroups:          sp.MaxGroups,
 			MaxMembersPerGroup: sp.MaxMembersPerGroup,
@@ -56,3 +61,7 @@ func (s *Scope) View() any {
 	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].Name < out.Groups[j].Name })
 	return out
 }
+
+// EventCount returns how many membership events the scope has raised
+// (see ScopeView.Events).
+func (s *Scope) EventCount() uint64 { return s.events.Load() }

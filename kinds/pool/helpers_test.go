@@ -70,10 +70,30 @@ type harness struct {
 	reg  *fakeRegistry
 	env  *registry.Env
 	logs *syncBuffer
+	dead *letterBox // the node's dead letters
+}
+
+// letterBox keeps a node's dead letters.
+type letterBox struct {
+	mu  sync.Mutex
+	got []process.DeadLetter
+}
+
+func (b *letterBox) DeadLetter(d process.DeadLetter) {
+	b.mu.Lock()
+	b.got = append(b.got, d)
+	b.mu.Unlock()
+}
+
+func (b *letterBox) all() []process.DeadLetter {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]process.DeadLetter(nil), b.got...)
 }
 
 func newHarness(t testing.TB) *harness {
-	node := process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	dead := &letterBox{}
+	node := process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), DeadLetters: dead})
 	fr := &fakeRegistry{
 		node: node, templates: map[registry.ID]func() process.Behavior{},
 		instances: map[registry.ID]registry.Instance{}, entries: map[registry.ID]*registry.Entry{},
@@ -85,7 +105,7 @@ func newHarness(t testing.TB) *harness {
 		Metrics: prometheus.NewRegistry(),
 		Entries: fr,
 	}
-	h := &harness{node: node, reg: fr, env: env, logs: logs}
+	h := &harness{node: node, reg: fr, env: env, logs: logs, dead: dead}
 	if tt, ok := t.(*testing.T); ok {
 		h.t = tt
 	}

@@ -17,11 +17,12 @@ const KindName = "router.pool"
 type Kind struct{}
 
 var (
-	_ registry.Kind    = Kind{}
-	_ registry.Starter = Kind{}
-	_ registry.Stopper = (*Pool)(nil)
-	_ registry.Updater = (*Pool)(nil)
-	_ registry.Viewer  = (*Pool)(nil)
+	_ registry.Kind      = Kind{}
+	_ registry.Starter   = Kind{}
+	_ registry.Stopper   = (*Pool)(nil)
+	_ registry.Updater   = (*Pool)(nil)
+	_ registry.Viewer    = (*Pool)(nil)
+	_ registry.Refresher = (*Pool)(nil)
 )
 
 // Name implements registry.Kind.
@@ -88,10 +89,7 @@ func (p *Pool) apply(ns *Spec) bool {
 		}
 	}
 	p.cfg.Store(&config{strategy: ns.Strategy, timeout: ns.Timeout, interval: ns.Interval, rz: p.rz})
-	if d := p.routeeDigest(); d != p.digest {
-		p.digest = d
-		p.renew()
-	}
+	p.renew()
 	if p.rz == nil {
 		p.applyDelta(ns.Size-len(p.slots), "update")
 	} else if p.resizing.CompareAndSwap(false, true) {
@@ -100,6 +98,13 @@ func (p *Pool) apply(ns *Spec) bool {
 	p.publishView()
 	p.log.Info("pool updated in place", "size", len(p.slots), "timeout", ns.Timeout)
 	return true
+}
+
+// Refresh implements registry.Refresher: routees that run another
+// definition than the routee entry in force (a renewal that failed, or a
+// change the pool was not offered) are renewed in place.
+func (p *Pool) Refresh(ctx context.Context) error {
+	return p.call(ctx, p.renew)
 }
 
 // Router is what the Lua module (and other Go code) needs of a pool or a

@@ -78,6 +78,7 @@ func (s *snapshot) has(pid process.PID) bool {
 type slot struct {
 	n        int
 	pid      process.PID // zero while waiting for a restart
+	digest   string      // of the routee entry pid was spawned from
 	removed  bool
 	lastExit time.Time
 	backoff  time.Duration
@@ -107,7 +108,6 @@ type Pool struct {
 
 	// owned by the pool's process
 	spec      *Spec
-	digest    string // of the routee entry the routees were spawned from
 	rz        resizer
 	slots     []*slot
 	byPID     map[process.PID]*slot
@@ -117,6 +117,7 @@ type Pool struct {
 	draining  bool
 	tick      *time.Timer
 	lastCount uint64
+	resizes   []ResizeDecision // the latest changes of size, oldest first
 }
 
 // behavior is the pool's process: the single writer of its state, which
@@ -195,7 +196,6 @@ func (p *Pool) init(self process.PID) error {
 		return err
 	}
 	p.owner = o
-	p.digest = p.routeeDigest()
 	for i := 0; i < p.spec.Size; i++ {
 		if err := p.addSlot(); err != nil {
 			// Returning the error ends the process; its Terminator
@@ -231,28 +231,32 @@ func (p *Pool) call(ctx context.Context, fn func()) error {
 
 // spawn starts one routee, linked to and monitored by the pool: the link
 // takes routees down with the pool however it ends (even killed), the
-// monitor tells the pool when a routee exits, normally or not.
-func (p *Pool) spawn() (process.PID, error) {
+// monitor tells the pool when a routee exits, normally or not. It returns
+// the digest of the definition the routee runs (read before the spawn: a
+// reload in between makes it older, never newer, so renew catches it).
+func (p *Pool) spawn() (process.PID, string, error) {
+	digest := p.routeeDigest()
 	pid, err := p.env.Entries.Spawn(p.spec.Routee, registry.SpawnOptions{
 		SpawnOptions: process.SpawnOptions{LinkTo: p.pid, MonitorBy: p.pid},
+		Managed:      true,
 	})
 	if err != nil {
-		return process.PID{}, fmt.Errorf("spawn routee %s: %w", p.spec.Routee, err)
+		return process.PID{}, "", fmt.Errorf("spawn routee %s: %w", p.spec.Routee, err)
 	}
 	// A Template that ignores the options still ends up linked and
 	// monitored; both are idempotent, and a routee already gone yields an
 	// EXIT event at once, which restarts its slot.
 	_ = p.node.Link(p.pid, pid)
 	_ = p.node.Monitor(p.pid, pid)
-	return pid, nil
+	return pid, digest, nil
 }
 
 func (p *Pool) addSlot() error {
-	pid, err := p.spawn()
+	pid, digest, err := p.spawn()
 	if err != nil {
 		return err
 	}
-	s := &slot{n: p.nextSlot, pid: pid}
+	s := &slot{n: p.nextSlot, pid: pid, digest: digest}
 	p.nextSlot++
 	p.slots = append(p.slots, s)
 	p.byPID[pid] = s
@@ -322,7 +326,8 @@ func (p *Pool) routeeExited(pid process.PID, exit process.Exit) {
 	}
 	s.lastExit = now
 	if exit.Err != nil {
-		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", exit.Err, "delay", s.backoff)
+		e, _ := p.env.Entries.Entry(p.spec.Routee)
+		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", e.Redact(exit.Err.Error()), "delay", s.backoff)
 	} else {
 		p.log.Info("routee returned; restarting it in place", "routee", pid.String(), "slot", s.n, "delay", s.backoff)
 	}
@@ -342,14 +347,14 @@ func (p *Pool) restart(s *slot) {
 	if s.removed || !s.pid.IsZero() || p.stopping.Load() {
 		return
 	}
-	pid, err := p.spawn()
+	pid, digest, err := p.spawn()
 	if err != nil {
 		s.backoff = min(max(2*s.backoff, 10*time.Millisecond), restartBackoffMax)
 		p.log.Error("restarting routee failed; retrying", "slot", s.n, "error", err, "delay", s.backoff)
 		p.scheduleRestart(s)
 		return
 	}
-	s.pid = pid
+	s.pid, s.digest = pid, digest
 	p.byPID[pid] = s
 	p.publish()
 }
@@ -363,17 +368,23 @@ func (p *Pool) routeeDigest() string {
 	return ""
 }
 
-// renew gives every slot a routee spawned from the routee entry now in
-// force (a reload changed its source or fields). The old routees leave the
-// routing snapshot at once and stop once idle and unreachable, as those a
-// shrink removes do, so nothing they accepted is dropped. A slot whose new
-// routee cannot be spawned keeps its old one.
+// renew gives every slot whose routee runs another definition than the
+// routee entry now in force (a reload changed its source or fields) a
+// routee spawned from it. The old routees leave the routing snapshot at
+// once and stop once idle and unreachable, as those a shrink removes do,
+// so nothing they accepted is dropped. A slot whose new routee cannot be
+// spawned keeps its old one, and is renewed by the next reload's Refresh.
 func (p *Pool) renew() {
+	cur := p.routeeDigest()
 	deadline := time.Now().Add(max(minDrainTimeout, 2*p.cfg.Load().timeout))
-	renewed := 0
+	renewed, failed := 0, 0
 	for _, s := range p.slots {
-		pid, err := p.spawn()
+		if s.digest == cur {
+			continue
+		}
+		pid, digest, err := p.spawn()
 		if err != nil {
+			failed++
 			p.log.Error("renewing a routee failed; the slot keeps its old one", "slot", s.n, "error", err)
 			continue
 		}
@@ -381,14 +392,17 @@ func (p *Pool) renew() {
 			delete(p.byPID, s.pid)
 			p.retiring[s.pid] = &retiree{deadline: deadline}
 		}
-		s.pid = pid
+		s.pid, s.digest = pid, digest
 		p.byPID[pid] = s
 		renewed++
+	}
+	if renewed == 0 && failed == 0 {
+		return
 	}
 	p.publish()
 	p.armDrain()
 	p.met.renewals.WithLabelValues(string(p.id)).Add(float64(renewed))
-	p.log.Info("routees renewed on a new definition", "routee", string(p.spec.Routee), "renewed", renewed)
+	p.log.Info("routees renewed on a new definition", "routee", string(p.spec.Routee), "renewed", renewed, "failed", failed)
 }
 
 // loads reads what the resizer needs of every slot.
@@ -434,6 +448,7 @@ func (p *Pool) applyDelta(d int, why string) {
 	default:
 		return
 	}
+	p.noteResize(from, len(p.slots), why)
 	p.publish()
 	p.log.Info("pool resized", "from", from, "to", len(p.slots), "by", why)
 }

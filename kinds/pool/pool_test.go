@@ -482,3 +482,73 @@ func TestNewRouteeDefinitionRenewsRoutees(t *testing.T) {
 		t.Errorf("renewals metric %v", v)
 	}
 }
+
+// A routee whose renewal failed keeps running its old definition and is
+// renewed by the next Refresh (the runtime refreshes after every reload
+// that changed a definition); routees are spawned managed, so the runtime
+// does not count them as outdated.
+func TestRefreshRenewsRouteesLeftOnAnOldDefinition(t *testing.T) {
+	h := newHarness(t)
+	var managed atomic.Int64
+	h.routee("app:worker", func() process.Behavior { return &worker{} })
+	inner := h.env.Entries
+	h.env.Entries = managedCounter{inner, &managed}
+	spec := &Spec{Routee: "app:worker", Size: 3, Strategy: RoundRobin, Timeout: DefaultTimeout, Interval: DefaultInterval}
+	p := h.start(t, spec)
+	before := append([]process.PID(nil), p.snap.Load().pids...)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := p.snap.Load().pids; fmt.Sprint(got) != fmt.Sprint(before) {
+		t.Fatalf("a refresh with no new definition renewed routees: %v -> %v", before, got)
+	}
+	h.reg.mu.Lock()
+	h.reg.entries["app:worker"] = &registry.Entry{ID: "app:worker", Kind: "process.lua", Digest: "v2"}
+	h.reg.mu.Unlock()
+	// Only one more spawn succeeds: two slots keep their old routees.
+	h.reg.failAfter.Store(h.reg.spawned.Load() + 1)
+	if ok, err := p.Update(ctx, &registry.Entry{ID: "app:pool", Spec: spec}); err != nil || !ok {
+		t.Fatalf("update: %v %v", ok, err)
+	}
+	kept := 0
+	for _, pid := range p.snap.Load().pids {
+		for _, old := range before {
+			if pid == old {
+				kept++
+			}
+		}
+	}
+	if kept != 2 {
+		t.Fatalf("%d old routees kept, want 2", kept)
+	}
+	h.reg.failAfter.Store(0)
+	if err := p.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, pid := range p.snap.Load().pids {
+		for _, old := range before {
+			if pid == old {
+				t.Fatalf("routee %s still on the old definition after Refresh", pid)
+			}
+		}
+	}
+	if n := h.reg.spawned.Load(); managed.Load() != n {
+		t.Fatalf("%d of %d spawns managed", managed.Load(), n)
+	}
+}
+
+// managedCounter counts the spawns that say Managed.
+type managedCounter struct {
+	registry.Lookup
+	n *atomic.Int64
+}
+
+func (m managedCounter) Spawn(id registry.ID, opts registry.SpawnOptions) (process.PID, error) {
+	pid, err := m.Lookup.Spawn(id, opts)
+	if err == nil && opts.Managed {
+		m.n.Add(1)
+	}
+	return pid, err
+}

@@ -60,7 +60,7 @@ func (c *core) route(st Strategy, rs routees, m process.Message, timeout, interv
 	case ScatterGather, TailChopping:
 		t, tok := m.ReplyTarget()
 		if t == nil {
-			c.noReplyTarget(st)
+			c.noReplyTarget(st, &m)
 			return nil
 		}
 		c.routed.Inc()
@@ -153,12 +153,13 @@ func (p *Pool) receive(m process.Message) {
 }
 
 // notRouted answers an ask that could not be routed with the error; a
-// plain send is dropped with a warning.
+// plain send is dropped with a warning, as a dead letter.
 func (c *core) notRouted(m process.Message, err error) {
 	if m.CanReply() {
 		_, _ = m.Reply(c.pid, nil, value.FromError(err))
 		return
 	}
+	c.node.DeadLetter(process.DeadLetter{From: m.From, To: string(c.id), Topic: m.Topic, Reason: process.DeadUnroutable})
 	c.log.Warn("message dropped", "topic", m.Topic, "error", err)
 }
 
@@ -166,8 +167,9 @@ func (c *core) notRouted(m process.Message, err error) {
 // for an answer nobody takes is the waste the pattern exists to buy
 // something with. The warning is logged at most once a second, with the
 // count, so a misbehaving sender cannot flood the log.
-func (p *core) noReplyTarget(st Strategy) {
+func (p *core) noReplyTarget(st Strategy, m *process.Message) {
 	p.met.resolved.WithLabelValues(OutcomeNoReplyTarget).Inc()
+	p.node.DeadLetter(process.DeadLetter{From: m.From, To: string(p.id), Topic: m.Topic, Reason: process.DeadNoReplyTarget})
 	n := p.dropped.Add(1)
 	now := time.Now().UnixNano()
 	last := p.warnAt.Load()

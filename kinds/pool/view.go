@@ -1,5 +1,11 @@
 package pool
 
+import (
+	"slices"
+
+	"github.com/proctor-run/proctor/process"
+)
+
 // View is the JSON view of a pool under /v1 (GET /v1/entries/{id}).
 type View struct {
 	ID           string       `json:"id"`
@@ -13,6 +19,11 @@ type View struct {
 	OpenScatters int64        `json:"open_scatters"`
 	Routed       uint64       `json:"messages_counted"`
 	Stopping     bool         `json:"stopping"`
+	// Mailboxes are the live routees' mailboxes, in slot order.
+	Mailboxes []process.MailboxStats `json:"mailboxes"`
+	// Resizes are the latest changes of size (at most ResizeHistory),
+	// oldest first.
+	Resizes []ResizeDecision `json:"resizes"`
 }
 
 // ResizerView shows a resizer's settings.
@@ -29,6 +40,13 @@ func (p *Pool) View() any {
 	v.OpenScatters = p.nOpen.Load()
 	v.Routed = p.counter.Load()
 	v.Stopping = p.stopping.Load()
+	pids := p.snap.Load().pids
+	v.Mailboxes = make([]process.MailboxStats, 0, len(pids))
+	for _, pid := range pids {
+		if st, ok := p.node.Mailbox(pid); ok {
+			v.Mailboxes = append(v.Mailboxes, st)
+		}
+	}
 	return v
 }
 
@@ -52,6 +70,10 @@ func (p *Pool) publishView() {
 	v := &View{
 		ID: string(p.id), Routee: string(p.spec.Routee), Strategy: string(c.strategy),
 		Size: p.snap.Load().size, Routees: p.Routees(), Timeout: c.timeout.String(),
+		Resizes: slices.Clone(p.resizes),
+	}
+	if v.Resizes == nil {
+		v.Resizes = []ResizeDecision{}
 	}
 	if c.strategy == TailChopping {
 		v.Interval = c.interval.String()

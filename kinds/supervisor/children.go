@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"sync/atomic"
+	"time"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -33,9 +34,13 @@ type child struct {
 	pid      process.PID
 	status   Status
 	restarts int
+	lastExit string // how its last process ended; "" before the first exit
 	digest   string // the child entry's digest when it was spawned
 	declared bool   // from the entry's children (not started at run time)
 	slot     *childSlot
+	// entryStop is the child entry's lifecycle.stop_timeout (0: none),
+	// its shutdown when the spec names none.
+	entryStop time.Duration
 }
 
 func newChild(spec ChildSpec, typ ChildType, declared bool) *child {
@@ -151,7 +156,8 @@ func (s *Supervisor) set(c *child, st Status) {
 func (s *Supervisor) show(c *child) {
 	c.slot.info.Store(&ChildInfo{
 		ID: c.spec.ID, Process: c.spec.Process, PID: c.pid, Restart: c.spec.Restart,
-		Type: c.typ, Status: c.status, Restarts: c.restarts, Shutdown: c.spec.shutdownFor(c.typ),
+		Type: c.typ, Status: c.status, Restarts: c.restarts, Shutdown: c.spec.shutdownFor(c.typ, c.entryStop),
+		LastExit: c.lastExit,
 	})
 }
 
@@ -187,7 +193,9 @@ func (sn *snapshot) infos() []ChildInfo {
 }
 
 // spawnChild instantiates c's entry, linked to and monitored by the
-// supervisor before it runs, so no exit can be missed.
+// supervisor before it runs, so no exit can be missed. The child is
+// managed (the supervisor renews it on a reload) unless its spec says
+// on_reload: keep.
 func (s *Supervisor) spawnChild(c *child) error {
 	if s.env.Entries == nil {
 		return fmt.Errorf("supervisor %s: child %q: %w: no entries", s.id, c.spec.ID, ErrNotSupervisor)
@@ -201,9 +209,11 @@ func (s *Supervisor) spawnChild(c *child) error {
 	} else {
 		c.typ = Worker
 	}
+	c.entryStop = e.Lifecycle.StopTimeout
 	pid, err := s.env.Entries.Spawn(c.spec.Process, registry.SpawnOptions{
 		SpawnOptions: process.SpawnOptions{LinkTo: s.pid, MonitorBy: s.pid, Name: c.spec.Name},
 		Args:         c.spec.Args,
+		Managed:      c.spec.OnReload != ReloadKeep,
 	})
 	if err != nil {
 		return fmt.Errorf("supervisor %s: child %q: spawn %s: %w", s.id, c.spec.ID, c.spec.Process, err)
@@ -222,7 +232,7 @@ func (s *Supervisor) stopChild(c *child) {
 	}
 	pid := c.pid
 	s.set(c, StatusStopping)
-	switch d := c.spec.shutdownFor(c.typ); d {
+	switch d := c.spec.shutdownFor(c.typ, c.entryStop); d {
 	case BrutalKill:
 		if done, _, ok := s.node.Done(pid); ok {
 			_ = s.node.Kill(pid)

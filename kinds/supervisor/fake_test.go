@@ -32,6 +32,7 @@ type fakeLookup struct {
 	gate    map[registry.ID]chan struct{} // spawns of that entry wait for it
 	release chan struct{}                 // lets stubborn workers return at test end
 	spawned int
+	kept    []string // workers spawned unmanaged (on_reload: keep)
 }
 
 // worker modes, chosen by the entry's name prefix.
@@ -153,6 +154,11 @@ func (f *fakeLookup) Spawn(id registry.ID, opts registry.SpawnOptions) (process.
 		name = fmt.Sprint(opts.Args[0])
 	}
 	stubborn := strings.HasPrefix(id.Name(), modeStubborn)
+	if !opts.Managed {
+		f.mu.Lock()
+		f.kept = append(f.kept, name)
+		f.mu.Unlock()
+	}
 	// Logged here, not in the worker, so the log has the spawn order.
 	f.record("start:" + name)
 	return f.env.Node.SpawnFunc(f.worker(name, stubborn), opts.SpawnOptions)

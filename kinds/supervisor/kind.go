@@ -68,6 +68,9 @@ func (k *SupervisorKind) Spawn(env *registry.Env, e *registry.Entry, opts regist
 	if ctx == nil {
 		ctx = context.Background()
 	}
+	// A nested tree has its entry's start_timeout to start its children.
+	ctx, cancel := context.WithTimeout(ctx, env.StartTimeout(e))
+	defer cancel()
 	s, err := Start(ctx, env, e.ID, spec, opts.SpawnOptions)
 	if err != nil {
 		return process.PID{}, err

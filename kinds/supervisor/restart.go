@@ -6,22 +6,18 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // What happens when a child exits: its restart type, its failure action,
 // the supervisor's intensity, and the strategy's set of children to
 // restart with it (one file per strategy).
 
-// shutdownExit reports whether e is an exit a transient child is not
-// restarted after: normal, or a requested shutdown.
-func shutdownExit(e process.Exit) bool {
-	return e.Err == nil || errors.Is(e.Err, process.ErrShutdown)
-}
-
 func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	s.setPID(c, process.PID{})
+	c.lastExit = exitText(e)
 	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
-		s.log.Warn("child exited", "child", c.spec.ID, "error", e.Err)
+		s.log.Warn("child exited", "child", c.spec.ID, "error", s.redact(c, e.Err.Error()))
 	} else {
 		s.log.Debug("child exited", "child", c.spec.ID)
 	}
@@ -36,14 +32,14 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 		s.remove(c)
 		return nil
 	case Transient:
-		if shutdownExit(e) {
+		if registry.ShutdownExit(e) {
 			s.terminated(c)
 			return nil
 		}
 	}
 	reason := "exited normally"
 	if e.Err != nil {
-		reason = e.Err.Error()
+		reason = s.redact(c, e.Err.Error())
 	}
 	switch c.spec.OnFailure {
 	case ActionStop:
@@ -58,6 +54,16 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	}
 	var one [1]*child // the usual group, on the stack
 	return s.restartSet(c, s.restartGroup(one[:0], c))
+}
+
+// redact hides in text what c's entry took from the environment: a
+// child's error may quote its arguments.
+func (s *Supervisor) redact(c *child, text string) string {
+	if s.env.Entries == nil {
+		return text
+	}
+	e, _ := s.env.Entries.Entry(c.spec.Process)
+	return e.Redact(text)
 }
 
 // restartGroup appends to dst the children that restart with failed, in
@@ -170,4 +176,12 @@ func (s *Supervisor) escalate(err error) error {
 	s.publishStatus(StatusStopping)
 	s.stopAll()
 	return err
+}
+
+// exitText is how an exit reads in a view: "normal", or its error.
+func exitText(e process.Exit) string {
+	if e.Err == nil {
+		return "normal"
+	}
+	return e.Err.Error()
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
 )
 
 // RootRuntime is what the root supervisor needs from the runtime whose
@@ -38,13 +39,14 @@ type RootOptions struct {
 }
 
 // Root is the root supervisor: a process that monitors every running
-// entry's instance and restarts a failed one after its lifecycle.restart
-// backoff (initial_delay, growing by backoff_factor up to max_delay, with
-// jitter). Past max_attempts it gives up and the runtime marks the entry
-// failed. Unlike an ordinary supervisor it never escalates: there is
-// nobody above it, and one broken entry must not take the others down. A
-// service that returns normally is done: it is marked stopped, not
-// restarted.
+// entry's instance and, when its exit calls for a restart by the entry's
+// lifecycle.restart.type (permanent: any exit; transient: a failure;
+// temporary: none — the runtime decides, see registry.Runtime.Exited),
+// restarts it after its lifecycle.restart backoff (initial_delay, growing
+// by backoff_factor up to max_delay, with jitter). Past max_attempts it
+// gives up and the runtime marks the entry failed. Unlike an ordinary
+// supervisor it never escalates: there is nobody above it, and one broken
+// entry must not take the others down.
 //
 // An instance that stays up for at least max_delay counts as recovered: its
 // attempt count and delay start over.
@@ -262,8 +264,15 @@ func (s *rootState) event(e process.Event) {
 	if time.Since(w.since) >= entry.Lifecycle.Restart.MaxDelay {
 		s.attempts[w.id] = 0
 	}
-	s.failed(w.id, e.From, e.Exit.Err)
+	reason := e.Exit.Err
+	if reason == nil {
+		reason = errReturned
+	}
+	s.failed(w.id, e.From, reason)
 }
+
+// errReturned is why a permanent entry that returned normally is restarted.
+var errReturned = value.NewError(value.KindStopped, "returned normally (restart type permanent)")
 
 // failed decides what follows a failure of id's instance old: a restart
 // after the backoff, or giving up.
@@ -278,14 +287,14 @@ func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
 		delete(s.attempts, id)
 		err := fmt.Errorf("gave up after %d restart attempts: %w", n, reason)
 		if ferr := s.r.rt.Fail(s.p.Context(), id, old, err); ferr != nil && !errors.Is(ferr, registry.ErrNotCurrent) {
-			s.r.log.Error("root supervisor cannot mark entry failed", "entry", string(id), "error", ferr)
+			s.r.log.Error("root supervisor cannot mark entry failed", "entry", string(id), "error", entry.Redact(ferr.Error()))
 		}
 		return
 	}
 	n++
 	s.attempts[id] = n
 	d := s.r.backoff(pol, n)
-	s.r.log.Info("restarting entry", "entry", string(id), "attempt", n, "delay", d, "error", reason)
+	s.r.log.Info("restarting entry", "entry", string(id), "attempt", n, "delay", d, "error", entry.Redact(reason.Error()))
 	self, node := s.p.Self(), s.r.node
 	if prev, ok := s.timers[id]; ok {
 		prev.t.Stop()

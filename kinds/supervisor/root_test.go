@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -149,19 +150,65 @@ entries:
 	}
 }
 
-func TestRootNormalReturnIsStopped(t *testing.T) {
+// The root applies each entry's lifecycle.restart.type: a permanent entry
+// is restarted whatever its exit; a transient one only after a failure,
+// and a normal return completes it; a temporary one never, failing for
+// good on a failure.
+func TestRootRestartTypes(t *testing.T) {
+	tests := []struct {
+		typ, topic string
+		want       registry.Status
+		restarts   int
+	}{
+		{"permanent", "return", registry.StatusRunning, 1},
+		{"permanent", "crash", registry.StatusRunning, 1},
+		{"transient", "return", registry.StatusCompleted, 0},
+		{"transient", "crash", registry.StatusRunning, 1},
+		{"temporary", "return", registry.StatusCompleted, 0},
+		{"temporary", "crash", registry.StatusFailed, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.typ+"/"+tt.topic, func(t *testing.T) {
+			rt, _ := rootSetup(t, `namespace: a
+entries:
+  - {name: s, kind: roottest.svc, lifecycle: {auto_start: true, restart: {type: `+tt.typ+`, initial_delay: 5ms}}}
+`)
+			old := rootCrash(t, rt, "a:s", tt.topic)
+			rootWaitFor(t, string(tt.want), func() bool {
+				info, _ := rt.Info("a:s")
+				return info.Status == tt.want && info.Restarts == tt.restarts && (tt.want != registry.StatusRunning || info.Instance.PID() != old)
+			})
+			time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing more may happen
+			info, _ := rt.Info("a:s")
+			if info.Status != tt.want || info.Restarts != tt.restarts {
+				t.Fatalf("then %+v", info)
+			}
+			ready := len(rt.NotReady()) == 0
+			if ready != (tt.want != registry.StatusFailed) {
+				t.Fatalf("status %s, ready %v", info.Status, ready)
+			}
+		})
+	}
+}
+
+// A transient entry stopped on request (process.terminate) is stopped,
+// not restarted and not completed.
+func TestRootTransientStoppedOnRequest(t *testing.T) {
 	rt, _ := rootSetup(t, `namespace: a
 entries:
-  - {name: s, kind: roottest.svc, lifecycle: {auto_start: true, restart: {initial_delay: 5ms}}}
+  - {name: s, kind: roottest.svc, lifecycle: {auto_start: true, restart: {type: transient, initial_delay: 5ms}}}
 `)
-	rootCrash(t, rt, "a:s", "return")
+	inst, _ := rt.Instance("a:s")
+	if err := rt.Env().Node.Terminate(inst.PID()); err != nil {
+		t.Fatal(err)
+	}
 	rootWaitFor(t, "stopped", func() bool {
 		info, _ := rt.Info("a:s")
 		return info.Status == registry.StatusStopped
 	})
-	time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing may come back
+	time.Sleep(50 * time.Millisecond)
 	if info, _ := rt.Info("a:s"); info.Status != registry.StatusStopped || info.Restarts != 0 {
-		t.Fatalf("restarted after a normal return: %+v", info)
+		t.Fatalf("after a shutdown: %+v", info)
 	}
 }
 
@@ -262,7 +309,7 @@ func (o releasingOwner) Watch(id registry.ID, inst registry.Instance) {
 	}
 }
 
-// A restarted instance that returns normally right away is stopped, not
+// A restarted instance that returns normally right away is completed, not
 // taken for a failure ("no such process") and restarted until the entry is
 // marked failed: the root watches it before it is published, as it does a
 // first start.
@@ -273,7 +320,7 @@ func TestRootRestartedInstanceReturnsAtOnce(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(p, []byte(`namespace: a
 entries:
-  - {name: s, kind: roottest.quick, lifecycle: {auto_start: true, restart: {initial_delay: 5ms, max_attempts: 3}}}
+  - {name: s, kind: roottest.quick, lifecycle: {auto_start: true, restart: {type: transient, initial_delay: 5ms, max_attempts: 3}}}
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -298,12 +345,12 @@ entries:
 		t.Fatal(err)
 	}
 	rootCrash(t, rt, "a:s", "crash")
-	rootWaitFor(t, "stopped after one restart", func() bool {
+	rootWaitFor(t, "completed after one restart", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusStopped && info.Restarts == 1
+		return info.Status == registry.StatusCompleted && info.Restarts == 1
 	})
 	time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing may come back
-	if info, _ := rt.Info("a:s"); info.Status != registry.StatusStopped || info.Restarts != 1 || k.starts.Load() != 2 {
+	if info, _ := rt.Info("a:s"); info.Status != registry.StatusCompleted || info.Restarts != 1 || k.starts.Load() != 2 {
 		t.Fatalf("after a normal return: %+v, %d starts", info, k.starts.Load())
 	}
 }
@@ -388,4 +435,204 @@ entries:
 		info, _ := rt.Info("a:s")
 		return info.Status == registry.StatusFailed
 	})
+}
+
+// rootStartAsync loads yaml and starts it in the background, returning the
+// runtime at once and Start's result on a channel.
+func rootStartAsync(t *testing.T, yaml string) (*registry.Runtime, <-chan error) {
+	t.Helper()
+	kinds := registry.NewRegistry()
+	kinds.Register(rootTestKind{})
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := process.NewNode(process.Options{Name: "root-test"})
+	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
+	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.SetOwner(root)
+	t.Cleanup(func() {
+		rt.Stop(context.Background())
+		root.Stop(context.Background())
+		goleak.VerifyNone(t)
+	})
+	done := make(chan error, 1)
+	go func() { done <- rt.Start(context.Background(), cfg) }()
+	return rt, done
+}
+
+const migrateThenServe = `namespace: a
+entries:
+  - name: migrate
+    kind: roottest.svc
+    lifecycle:
+      auto_start: true
+      restart: {type: transient, initial_delay: 5ms}
+  - name: service
+    kind: roottest.svc
+    lifecycle: {auto_start: true, depends_on: [migrate]}
+`
+
+// Run the migrations, then start the service: the service waits, not
+// ready, while the transient migrate entry runs (failing once and being
+// restarted), and starts once it has completed. Start returns only then.
+func TestRootRunMigrationsThenStartService(t *testing.T) {
+	rt, started := rootStartAsync(t, migrateThenServe)
+	rootWaitFor(t, "migrate running", func() bool { _, ok := rt.Instance("a:migrate"); return ok })
+	status := func(id registry.ID) registry.Status { in, _ := rt.Info(id); return in.Status }
+	if s := status("a:service"); s != registry.StatusStarting {
+		t.Fatalf("service %s while migrations run", s)
+	}
+	if nr := rt.NotReady(); len(nr) != 1 || nr[0] != "a:service" {
+		t.Fatalf("not ready %v", nr)
+	}
+	select {
+	case err := <-started:
+		t.Fatalf("Start returned (%v) before the migrations completed", err)
+	default:
+	}
+	// A failed migration is restarted (transient); the service keeps waiting.
+	old := rootCrash(t, rt, "a:migrate", "crash")
+	rootWaitFor(t, "migrate restarted", func() bool {
+		inst, ok := rt.Instance("a:migrate")
+		return ok && inst.PID() != old
+	})
+	if s := status("a:service"); s != registry.StatusStarting {
+		t.Fatalf("service %s after a failed migration", s)
+	}
+	rootCrash(t, rt, "a:migrate", "return")
+	select {
+	case err := <-started:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start still waiting after the migrations completed")
+	}
+	if s := status("a:migrate"); s != registry.StatusCompleted {
+		t.Fatalf("migrate %s", s)
+	}
+	if s := status("a:service"); s != registry.StatusRunning {
+		t.Fatalf("service %s", s)
+	}
+	if nr := rt.NotReady(); len(nr) != 0 {
+		t.Fatalf("not ready %v: a completed entry counts as ready", nr)
+	}
+}
+
+// A task that fails for good (temporary) fails what waits for it, and
+// Start stops everything and fails: a configuration never half-runs.
+func TestRootFailedTaskFailsStart(t *testing.T) {
+	rt, started := rootStartAsync(t, `namespace: a
+entries:
+  - {name: other, kind: roottest.svc, lifecycle: {auto_start: true}}
+  - {name: migrate, kind: roottest.svc, lifecycle: {auto_start: true, restart: {type: temporary}}}
+  - {name: service, kind: roottest.svc, lifecycle: {auto_start: true, depends_on: [migrate]}}
+`)
+	rootCrash(t, rt, "a:migrate", "crash")
+	var err error
+	select {
+	case err = <-started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Start still waiting after the task failed")
+	}
+	if err == nil || !strings.Contains(err.Error(), "start a:service: dependency a:migrate failed") {
+		t.Fatalf("start: %v", err)
+	}
+	for _, id := range []registry.ID{"a:other", "a:service"} {
+		if _, ok := rt.Instance(id); ok {
+			t.Fatalf("%s still runs after a failed start", id)
+		}
+	}
+}
+
+// What waits for a task waits at most its own start_timeout.
+func TestRootTaskWaitTimesOut(t *testing.T) {
+	_, started := rootStartAsync(t, `namespace: a
+entries:
+  - {name: migrate, kind: roottest.svc, lifecycle: {auto_start: true, restart: {type: transient}}}
+  - {name: service, kind: roottest.svc, lifecycle: {auto_start: true, depends_on: [migrate], start_timeout: 100ms}}
+`)
+	select {
+	case err := <-started:
+		if err == nil || !strings.Contains(err.Error(), "dependency a:migrate did not complete within start_timeout 100ms") {
+			t.Fatalf("start: %v", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the service waited past its start_timeout")
+	}
+}
+
+// A reload that adds a task and its dependent starts the dependent once
+// the task completes; a dependent added later next to a completed task
+// starts at once; an unchanged completed task is not run again.
+func TestReloadTasks(t *testing.T) {
+	rt, _ := rootSetup(t, "namespace: a\nentries:\n  - {name: other, kind: roottest.svc, lifecycle: {auto_start: true}}\n")
+	kinds := registry.NewRegistry()
+	kinds.Register(rootTestKind{})
+	dir := t.TempDir()
+	l := &registry.Loader{Kinds: kinds}
+	apply := func(body string) registry.ReloadSummary {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, sum, err := rt.Reload(context.Background(), l, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sum
+	}
+	apply(migrateThenServe)
+	if in, _ := rt.Info("a:service"); in.Status != registry.StatusStarting {
+		t.Fatalf("service %+v", in)
+	}
+	rootCrash(t, rt, "a:migrate", "return")
+	rootWaitFor(t, "service started after the task", func() bool { _, ok := rt.Instance("a:service"); return ok })
+	sum := apply(migrateThenServe + "  - {name: api, kind: roottest.svc, lifecycle: {auto_start: true, depends_on: [migrate]}}\n")
+	if _, ok := rt.Instance("a:api"); !ok || len(sum.Added) != 1 {
+		t.Fatalf("a dependent of a completed task did not start at once: %+v", sum)
+	}
+	if in, _ := rt.Info("a:migrate"); in.Status != registry.StatusCompleted {
+		t.Fatalf("the completed task ran again: %s", in.Status)
+	}
+}
+
+// A start that waits for a task and is no longer wanted (auto_start
+// switched off) stops waiting and is a definition again.
+func TestReloadDropsAWaitingStart(t *testing.T) {
+	rt, _ := rootSetup(t, "namespace: a\nentries:\n  - {name: other, kind: roottest.svc, lifecycle: {auto_start: true}}\n")
+	kinds := registry.NewRegistry()
+	kinds.Register(rootTestKind{})
+	dir := t.TempDir()
+	l := &registry.Loader{Kinds: kinds}
+	apply := func(body string) {
+		t.Helper()
+		if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := rt.Reload(context.Background(), l, dir); err != nil {
+			t.Fatal(err)
+		}
+	}
+	apply(migrateThenServe)
+	if in, _ := rt.Info("a:service"); in.Status != registry.StatusStarting {
+		t.Fatalf("service %+v", in)
+	}
+	apply(strings.Replace(migrateThenServe, "{auto_start: true, depends_on: [migrate]}", "{depends_on: [migrate]}", 1))
+	if in, _ := rt.Info("a:service"); in.Status != registry.StatusDefined {
+		t.Fatalf("service %s after auto_start was switched off", in.Status)
+	}
+	rootCrash(t, rt, "a:migrate", "return")
+	rootWaitFor(t, "migrate completed", func() bool { in, _ := rt.Info("a:migrate"); return in.Status == registry.StatusCompleted })
+	if in, _ := rt.Info("a:service"); in.Status != registry.StatusDefined {
+		t.Fatalf("service %s: started though no longer wanted", in.Status)
+	}
 }

@@ -29,18 +29,33 @@ const (
 	RestForOne Strategy = "rest_for_one"
 )
 
-// RestartType says when a child is restarted.
-type RestartType string
+// RestartType says when a child is restarted: the registry's, which the
+// root supervisor applies to entries too.
+type RestartType = registry.RestartType
 
 const (
 	// Permanent children are always restarted.
-	Permanent RestartType = "permanent"
+	Permanent = registry.RestartPermanent
 	// Transient children are restarted only after an abnormal exit (an exit
 	// that is neither normal nor a shutdown).
-	Transient RestartType = "transient"
+	Transient = registry.RestartTransient
 	// Temporary children are never restarted; their spec is dropped when
 	// they exit, and they are not restarted as bystanders either.
-	Temporary RestartType = "temporary"
+	Temporary = registry.RestartTemporary
+)
+
+// ReloadAction is what a reload does to a running child whose definition
+// (its process entry's fields or code) changed.
+type ReloadAction string
+
+const (
+	// ReloadRestart restarts the child on the new definition through the
+	// supervisor's own machinery: its strategy and shutdown apply, the
+	// restart intensity does not (a reload is no failure).
+	ReloadRestart ReloadAction = "restart"
+	// ReloadKeep leaves the child on the code it started with until it
+	// exits for another reason; it counts as outdated meanwhile.
+	ReloadKeep ReloadAction = "keep"
 )
 
 // FailureAction is what the supervisor does when a child exits in a way its
@@ -106,6 +121,8 @@ type ChildSpec struct {
 	Shutdown time.Duration
 	// OnFailure defaults to ActionRestart.
 	OnFailure FailureAction
+	// OnReload defaults to ReloadRestart.
+	OnReload ReloadAction
 	// Name, when set, is registered for the child's process before it
 	// runs (before its init), and again for each restart: a name another
 	// process holds fails the start. Names with ':' are the entries'.
@@ -119,20 +136,29 @@ func (c ChildSpec) withDefaults() ChildSpec {
 	if c.OnFailure == "" {
 		c.OnFailure = ActionRestart
 	}
+	if c.OnReload == "" {
+		c.OnReload = ReloadRestart
+	}
 	return c
 }
 
-// shutdownFor resolves the default shutdown of a child of type t.
-func (c ChildSpec) shutdownFor(t ChildType) time.Duration {
-	if c.Shutdown != 0 {
+// shutdownFor resolves the shutdown of a child of type t whose entry's
+// lifecycle.stop_timeout is entryStop (0: none): its own shutdown, else
+// its entry's stop_timeout, else the default of its type.
+func (c ChildSpec) shutdownFor(t ChildType, entryStop time.Duration) time.Duration {
+	switch {
+	case c.Shutdown != 0:
 		return c.Shutdown
-	}
-	if t == SupervisorType {
+	case entryStop > 0:
+		return entryStop
+	case t == SupervisorType:
 		return Infinity
 	}
 	return DefaultShutdown
 }
 
+// equal reports whether o is c as far as the running child is concerned:
+// on_reload aside, which a reload changes in place.
 func (c ChildSpec) equal(o ChildSpec) bool {
 	if c.ID != o.ID || c.Process != o.Process || c.Restart != o.Restart || c.Shutdown != o.Shutdown || c.OnFailure != o.OnFailure || c.Name != o.Name {
 		return false
@@ -349,6 +375,7 @@ func decodeChildFields(d *registry.Decoder, self registry.ID, withID bool) Child
 	}
 	c.Restart = RestartType(d.Enum("restart", string(Permanent), string(Permanent), string(Transient), string(Temporary)))
 	c.OnFailure = FailureAction(d.Enum("on_failure", string(ActionRestart), string(ActionRestart), string(ActionStop), string(ActionEscalate), string(ActionResume)))
+	c.OnReload = ReloadAction(d.Enum("on_reload", string(ReloadRestart), string(ReloadRestart), string(ReloadKeep)))
 	if v, ok := d.Value("args"); ok && v != nil {
 		list, isList := v.([]any)
 		if !isList {

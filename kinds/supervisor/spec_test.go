@@ -193,3 +193,21 @@ func TestStartValidatesGoSpec(t *testing.T) {
 		t.Fatalf("%d processes left by refused starts", n)
 	}
 }
+
+func TestDecodeOnReload(t *testing.T) {
+	spec, _, errs := decodeYAML(t, KindStatic, `children: [{id: a, process: w, on_reload: keep}, {id: b, process: w}]`)
+	if len(errs) > 0 || spec.Children[0].OnReload != ReloadKeep || spec.withDefaults().Children[1].OnReload != ReloadRestart {
+		t.Fatalf("%+v %v", spec.Children, errs)
+	}
+	spec, _, errs = decodeYAML(t, KindPartition, `{process: w, on_reload: keep}`)
+	if len(errs) > 0 || spec.Worker.OnReload != ReloadKeep {
+		t.Fatalf("partition %+v %v", spec.Worker, errs)
+	}
+	_, _, errs = decodeYAML(t, KindStatic, `children: [{id: a, process: w, on_reload: never}]`)
+	if len(errs) != 1 || !strings.Contains(errs[0], `children[0].on_reload: unknown value "never"; one of restart, keep`) {
+		t.Fatalf("errors %v", errs)
+	}
+	if err := validateChild(ChildSpec{ID: "a", Process: "t:w", OnReload: "never"}); !errors.Is(err, ErrInvalidChild) {
+		t.Fatalf("a Go spec with on_reload never: %v", err)
+	}
+}

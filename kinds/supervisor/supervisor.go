@@ -40,6 +40,9 @@ type ChildInfo struct {
 	// Shutdown is the child's resolved stop deadline (BrutalKill,
 	// Infinity, or a duration).
 	Shutdown time.Duration
+	// LastExit is how the child's last process ended: "normal", or its
+	// error; "" while none has ended.
+	LastExit string
 }
 
 // Counts is what CountChildren returns, as OTP's count_children: Specs
@@ -348,6 +351,11 @@ func validateChild(c ChildSpec) error {
 	case "", ActionRestart, ActionStop, ActionEscalate, ActionResume:
 	default:
 		return fmt.Errorf("%w: on_failure %q is not restart, stop, escalate or resume", ErrInvalidChild, c.OnFailure)
+	}
+	switch c.OnReload {
+	case "", ReloadRestart, ReloadKeep:
+	default:
+		return fmt.Errorf("%w: on_reload %q is not restart or keep", ErrInvalidChild, c.OnReload)
 	}
 	if c.Shutdown < 0 && c.Shutdown != BrutalKill {
 		return fmt.Errorf("%w: negative shutdown %s", ErrInvalidChild, c.Shutdown)

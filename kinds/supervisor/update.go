@@ -11,10 +11,12 @@ import (
 // Update applies a changed entry in place when it can: max_restarts,
 // restart_window, strategy and max_children take effect at once; the
 // declared children are diffed by id — added ones start, removed ones stop
-// (reverse order), changed ones (any field, or the bytes of the entry they
-// instantiate) are stopped and started again, unchanged ones are not
-// touched. A partition supervisor whose partitions or worker template
-// changed, or a change of kind, needs a restart (false).
+// (reverse order), changed ones (any field but on_reload, which applies
+// in place) are stopped and started again, unchanged ones are not
+// touched. Then every child whose entry's definition changed, declared or
+// not, is restarted on the new one (restartOutdated). A partition
+// supervisor whose partitions or worker fields changed, or a change of
+// kind, needs a restart (false).
 func (s *Supervisor) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 	spec, ok := e.Spec.(*Spec)
 	if !ok || spec == nil {
@@ -35,27 +37,18 @@ func (s *Supervisor) Update(ctx context.Context, e *registry.Entry) (bool, error
 	return applied, nil
 }
 
-func (s *Supervisor) digestChanged(c *child) bool {
-	if c.pid.IsZero() || c.digest == "" || s.env.Entries == nil {
-		return false
-	}
-	e, ok := s.env.Entries.Entry(c.spec.Process)
-	return ok && e.Digest != c.digest
-}
-
 // applyUpdate runs on the loop.
 func (s *Supervisor) applyUpdate(ns *Spec) bool {
 	if s.kind == KindPartition {
 		if ns.Partitions != s.spec.Partitions || !ns.Worker.withDefaults().equal(s.spec.Worker.withDefaults()) {
 			return false
 		}
-		for _, c := range s.children {
-			if s.digestChanged(c) {
-				return false
-			}
-		}
 		s.spec = ns
+		for _, c := range s.children {
+			s.setOnReload(c, ns.Worker.withDefaults().OnReload)
+		}
 		s.storeSnapshot()
+		s.restartOutdated()
 		return true
 	}
 	old := map[string]*child{}
@@ -71,7 +64,8 @@ func (s *Supervisor) applyUpdate(ns *Spec) bool {
 		declared[cs.ID] = true
 		if c, ok := old[cs.ID]; ok {
 			delete(old, cs.ID)
-			if c.spec.equal(cs) && !s.digestChanged(c) {
+			if c.spec.equal(cs) {
+				s.setOnReload(c, cs.OnReload)
 				next = append(next, c)
 				continue
 			}
@@ -120,5 +114,14 @@ func (s *Supervisor) applyUpdate(ns *Spec) bool {
 		}
 	}
 	s.log.Info("supervisor updated in place", "children", len(s.children), "stopped", len(stop))
+	s.restartOutdated()
 	return true
+}
+
+// setOnReload changes c's on_reload, which needs no restart.
+func (s *Supervisor) setOnReload(c *child, a ReloadAction) {
+	if c.spec.OnReload != a {
+		c.spec.OnReload = a
+		s.show(c)
+	}
 }

@@ -27,6 +27,7 @@ type ChildView struct {
 	Type      ChildType   `json:"type"`
 	Status    Status      `json:"status"`
 	Restarts  int         `json:"restarts"`
+	LastExit  string      `json:"last_exit,omitempty"`
 	Tree      *TreeView   `json:"tree,omitempty"`
 	Truncated bool        `json:"truncated,omitempty"`
 }
@@ -57,7 +58,7 @@ func (s *Supervisor) tree(depth int) *TreeView {
 		v.Partitions = len(kids)
 	}
 	for _, c := range kids {
-		cv := ChildView{ID: c.ID, Process: string(c.Process), Restart: c.Restart, Type: c.Type, Status: c.Status, Restarts: c.Restarts}
+		cv := ChildView{ID: c.ID, Process: string(c.Process), Restart: c.Restart, Type: c.Type, Status: c.Status, Restarts: c.Restarts, LastExit: c.LastExit}
 		if !c.PID.IsZero() {
 			p := c.PID.String()
 			cv.PID = &p

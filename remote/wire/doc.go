@@ -9,23 +9,25 @@
 // length-prefixed TCP connection) delimits frames; one frame holds one
 // envelope and nothing else.
 //
-// Format, version 1 (uvarint: encoding/binary's unsigned varint; string:
+// Format, version 2 (uvarint: encoding/binary's unsigned varint; string:
 // uvarint length then bytes; pid: node string, id uvarint, creation
 // uvarint — the zero PID is "", 0, 0):
 //
-//	version   byte   1
+//	version   byte   2
 //	signal    byte   Signal
 //	flags     byte   which optional fields follow (bits below)
 //	from      pid
 //	to        pid
 //	topic     string        if flags&FlagTopic
-//	name      string        if flags&FlagName    (a send to a registered
-//	                                              name; to is then only
-//	                                              the node: id 0)
+//	name      string        if flags&FlagName    (a send or whereis to a
+//	                                              registered name; to is
+//	                                              then only the node: id 0)
 //	token     uvarint       if flags&FlagToken   (never 0)
 //	ttl       uvarint (ns)  if flags&FlagTTL     (never 0)
 //	payload   value         if flags&FlagPayload (value codec)
 //	err       value error   if flags&FlagErr     (value codec, an *Error)
+//
+// Version 2 added the Whereis signal (11); nothing else changed.
 //
 // A deadline crosses as the time left (ttl), not as a point in time, so
 // the two nodes' clocks need not agree; the receiver adds it to its own

@@ -3,6 +3,8 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
@@ -11,7 +13,7 @@ import (
 
 // Version is the envelope format this package writes and reads. A change
 // to the format, or to the value codec inside it, takes a new version.
-const Version byte = 1
+const Version byte = 2
 
 // Signal tells what an envelope carries.
 type Signal uint8
@@ -45,13 +47,19 @@ const (
 	// MonitorExit: From, monitored by To, exited; Payload and Err as for
 	// LinkExit.
 	MonitorExit
+	// Whereis: which process is registered as Name on To's node (To
+	// names only the node)? An ask: it has a Token and a TTL, and is
+	// answered with a Reply whose From is the process (Err
+	// process.ErrNameNotFound when there is none). Since version 2.
+	Whereis
 
-	lastSignal = MonitorExit
+	lastSignal = Whereis
 )
 
 var signalNames = [...]string{
 	Send: "send", Reply: "reply", Exit: "exit", Kill: "kill", Link: "link", Unlink: "unlink",
 	LinkExit: "link_exit", Monitor: "monitor", Demonitor: "demonitor", MonitorExit: "monitor_exit",
+	Whereis: "whereis",
 }
 
 func (s Signal) String() string {
@@ -196,8 +204,8 @@ func Decode(b []byte) (Envelope, error) {
 		e.Topic = d.str("topic")
 	}
 	if flags&FlagName != 0 {
-		if e.Name = d.str("name"); d.err == nil && (e.Name == "" || e.Signal != Send || e.To.ID != 0) {
-			d.fail("a name only addresses a send to a node")
+		if e.Name = d.str("name"); d.err == nil && (e.Name == "" || (e.Signal != Send && e.Signal != Whereis) || e.To.ID != 0) {
+			d.fail("a name only addresses a send or a whereis to a node")
 		}
 	}
 	if flags&FlagToken != 0 {
@@ -230,6 +238,9 @@ func Decode(b []byte) (Envelope, error) {
 		} else {
 			e.Err, d.b = ve, rest
 		}
+	}
+	if e.Signal == Whereis && d.err == nil && (e.Name == "" || e.Token == 0) {
+		d.fail("a whereis without a name or a token")
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))
@@ -266,22 +277,73 @@ func (d *decoder) uvarint(field string) uint64 {
 	return n
 }
 
-func (d *decoder) str(field string) string {
+func (d *decoder) str(field string) string { return string(d.bytes(field)) }
+
+// node reads a node name. Every PID of a node carries its name, so names
+// are interned: decoding a PID allocates nothing once its node is known.
+func (d *decoder) node(field string) string { return nodeNames.intern(d.bytes(field)) }
+
+// bytes reads a length-prefixed field; it aliases the frame.
+func (d *decoder) bytes(field string) []byte {
 	n := d.uvarint(field)
 	if d.err != nil {
-		return ""
+		return nil
 	}
 	if n > uint64(len(d.b)) {
 		d.fail(field + ": truncated")
-		return ""
+		return nil
 	}
-	s := string(d.b[:n])
+	b := d.b[:n]
 	d.b = d.b[n:]
+	return b
+}
+
+// nodeNames interns node names: a copy-on-write map read without locking.
+// It holds at most maxInterned names of at most maxInternedLen bytes;
+// others are allocated as any string is (a peer can send names of nodes
+// that do not exist).
+var nodeNames internTable
+
+const (
+	maxInterned    = 4096
+	maxInternedLen = 255
+)
+
+type internTable struct {
+	m  atomic.Pointer[map[string]string]
+	mu sync.Mutex
+}
+
+func (t *internTable) intern(b []byte) string {
+	if m := t.m.Load(); m != nil {
+		if s, ok := (*m)[string(b)]; ok {
+			return s
+		}
+	}
+	s := string(b)
+	if len(b) > maxInternedLen {
+		return s
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	old := t.m.Load()
+	if old != nil && len(*old) >= maxInterned {
+		return s
+	}
+	next := make(map[string]string, 1)
+	if old != nil {
+		next = make(map[string]string, len(*old)+1)
+		for k, v := range *old {
+			next[k] = v
+		}
+	}
+	next[s] = s
+	t.m.Store(&next)
 	return s
 }
 
 func (d *decoder) pid(field string) process.PID {
-	node := d.str(field)
+	node := d.node(field)
 	id := d.uvarint(field)
 	cr := d.uvarint(field)
 	if d.err != nil {

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/value"
@@ -37,6 +38,8 @@ func samples() []Envelope {
 		{Signal: Monitor, From: p1, To: p2},
 		{Signal: Demonitor, From: p1, To: p2},
 		{Signal: MonitorExit, From: p2, To: p1, Err: process.ErrNoConnection},
+		{Signal: Whereis, To: process.PID{Node: "n2"}, Name: "app:svc", Token: 4, TTL: time.Second},
+		{Signal: Whereis, From: p1, To: process.PID{Node: "n2"}, Name: "svc", Token: 5, TTL: time.Second},
 	}
 }
 
@@ -129,7 +132,7 @@ func TestDecodeRefuses(t *testing.T) {
 		b    []byte
 		want error
 	}{
-		{"another version", mutate(func(b []byte) []byte { b[0] = 2; return b }), ErrVersion},
+		{"another version", mutate(func(b []byte) []byte { b[0] = Version + 1; return b }), ErrVersion},
 		{"signal 0", mutate(func(b []byte) []byte { b[1] = 0; return b }), ErrMalformed},
 		{"unknown signal", mutate(func(b []byte) []byte { b[1] = byte(lastSignal) + 1; return b }), ErrMalformed},
 		{"unknown flag", mutate(func(b []byte) []byte { b[2] |= 0x80; return b }), ErrMalformed},
@@ -140,6 +143,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"a creation without an id", []byte{Version, byte(Kill), 0, 0, 0, 0, 1, 'n', 0, 7}, ErrMalformed},
 		{"a name on a link", []byte{Version, byte(Link), FlagName, 0, 0, 0, 1, 'n', 0, 0, 1, 's'}, ErrMalformed},
 		{"a name with a full pid", []byte{Version, byte(Send), FlagName, 0, 0, 0, 1, 'n', 1, 1, 1, 's'}, ErrMalformed},
+		{"a whereis without a name", []byte{Version, byte(Whereis), FlagToken, 0, 0, 0, 1, 'n', 0, 0, 1}, ErrMalformed},
+		{"a whereis without a token", []byte{Version, byte(Whereis), FlagName, 0, 0, 0, 1, 'n', 0, 0, 1, 's'}, ErrMalformed},
 		{"an empty name", []byte{Version, byte(Send), FlagName, 0, 0, 0, 1, 'n', 0, 0, 0}, ErrMalformed},
 		{"creation past 32 bits", []byte{Version, byte(Kill), 0, 1, 'n', 1, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0}, ErrMalformed},
 		{"error field not an error", []byte{Version, byte(Reply), FlagToken | FlagErr, 0, 0, 0, 0, 0, 0, 1, 4, 0}, ErrMalformed},
@@ -199,4 +204,21 @@ func sameEnvelope(a, b Envelope) bool {
 	va, _, _ := value.Decode(ba)
 	vb, _, _ := value.Decode(bb)
 	return fmt.Sprintf("%v", va) == fmt.Sprintf("%v", vb)
+}
+
+// Node names are interned up to a bound, and long ones never are.
+func TestNodeNamesInterned(t *testing.T) {
+	var tab internTable
+	a, b := tab.intern([]byte("n1")), tab.intern([]byte("n1"))
+	if a != "n1" || unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Fatal("a name decoded twice is not shared")
+	}
+	long := make([]byte, maxInternedLen+1)
+	tab.intern(long)
+	for i := range maxInterned + 10 {
+		tab.intern(fmt.Appendf(nil, "x%d", i))
+	}
+	if n := len(*tab.m.Load()); n != maxInterned {
+		t.Fatalf("%d names interned", n)
+	}
 }

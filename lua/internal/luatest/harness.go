@@ -55,6 +55,7 @@ type Harness struct {
 	Out  *testutil.SyncBuffer // what scripts print
 	Logs *testutil.SyncBuffer // the entries' log, at debug level
 	Look *Lookup              // Env.Entries: the entries Entry decoded
+	Dead *Letters             // the node's dead letters
 
 	mu   sync.Mutex
 	pids []process.PID
@@ -72,8 +73,8 @@ type exitWatch struct {
 // writer scripts print to. Every process the harness spawned is stopped
 // when the test ends.
 func New(t testing.TB, newKind func(stdout io.Writer) Kind) *Harness {
-	h := &Harness{T: t, Dir: t.TempDir(), Out: &testutil.SyncBuffer{}, Logs: &testutil.SyncBuffer{}}
-	h.Node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.DiscardHandler)})
+	h := &Harness{T: t, Dir: t.TempDir(), Out: &testutil.SyncBuffer{}, Logs: &testutil.SyncBuffer{}, Dead: &Letters{}}
+	h.Node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.DiscardHandler), DeadLetters: h.Dead})
 	h.Look = &Lookup{h: h, entries: map[registry.ID]*registry.Entry{}}
 	h.Env = &registry.Env{
 		Node:    h.Node,
@@ -83,6 +84,30 @@ func New(t testing.TB, newKind func(stdout io.Writer) Kind) *Harness {
 	h.Kind = newKind(h.Out)
 	t.Cleanup(h.stopAll)
 	return h
+}
+
+// Letters keeps the harness node's dead letters.
+type Letters struct {
+	mu  sync.Mutex
+	got []process.DeadLetter
+}
+
+// DeadLetter implements process.DeadLetterSink.
+func (l *Letters) DeadLetter(d process.DeadLetter) {
+	l.mu.Lock()
+	l.got = append(l.got, d)
+	l.mu.Unlock()
+}
+
+// ByReason returns the dead letters so far, by reason, in order.
+func (l *Letters) ByReason() map[process.DeadLetterReason][]process.DeadLetter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := map[process.DeadLetterReason][]process.DeadLetter{}
+	for _, d := range l.got {
+		out[d.Reason] = append(out[d.Reason], d)
+	}
+	return out
 }
 
 // Lookup resolves the entries the harness decoded and spawns them with the

@@ -55,8 +55,8 @@ func findSupervisor(p *host.Process, ref string) (*supervisor.Supervisor, error)
 }
 
 // supervisor.start_child(sup, {id=, process=, restart=, args={…},
-// shutdown=, on_failure=, name=}) --> pid | nil, err, once the child's
-// init (if it has one) has returned
+// shutdown=, on_failure=, on_reload=, name=}) --> pid | nil, err, once
+// the child's init (if it has one) has returned
 func supStartChild(L *lua.LState) int {
 	p := host.ProcessOf(L)
 	ref := L.CheckString(1)
@@ -103,6 +103,7 @@ func childSpecArg(L *lua.LState, p *host.Process, n int) (supervisor.ChildSpec, 
 	c.Name = str("name")
 	c.Restart = supervisor.RestartType(str("restart"))
 	c.OnFailure = supervisor.FailureAction(str("on_failure"))
+	c.OnReload = supervisor.ReloadAction(str("on_reload"))
 	switch v := t.RawGetString("args").(type) {
 	case *lua.LNilType:
 	case *lua.LTable:

@@ -1,0 +1,208 @@
+package cluster
+
+import (
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/process"
+)
+
+func TestConvergeAndMessage(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3", "n4")
+	tc.converged(20 * time.Second)
+	// Every pair exchanges an ask both ways: each direction's connection
+	// works, whichever node dialed it.
+	for _, a := range []string{"n1", "n2", "n3", "n4"} {
+		for _, b := range []string{"n1", "n2", "n3", "n4"} {
+			if a == b {
+				continue
+			}
+			pid := spawn(t, tc.node(b).node, echo)
+			v, from, err := tc.node(a).node.Ask(pid, process.Message{Topic: "ping", Payload: a}, 10*time.Second)
+			if err != nil || v != a || from != pid {
+				t.Fatalf("%s asks %s: %v %v %v", a, b, v, from, err)
+			}
+		}
+	}
+	st := tc.node("n1").c.Status()
+	if len(st.Members) != 3 || st.Members[0].Name != "n2" || st.Members[0].Peer == nil || !st.Members[0].Peer.Connected {
+		t.Fatalf("status: %+v", st)
+	}
+}
+
+func TestSendToUnknownNodeFailsAtOnce(t *testing.T) {
+	tc := newTestCluster(t, "n1")
+	n := tc.node("n1").node
+	start := time.Now()
+	err := n.Send(process.PID{Node: "nowhere", ID: 1, Creation: 1}, process.Message{Topic: "x"})
+	if !errors.Is(err, process.ErrUnreachable) {
+		t.Fatalf("send: %v", err)
+	}
+	_, _, err = n.Ask(process.PID{Node: "nowhere", ID: 1, Creation: 1}, process.Message{Topic: "x"}, 10*time.Second)
+	if !errors.Is(err, process.ErrUnreachable) || time.Since(start) > time.Second {
+		t.Fatalf("ask: %v after %s", err, time.Since(start))
+	}
+}
+
+func TestSubscribeSeesJoinLeaveWithMetadata(t *testing.T) {
+	tc := newTestCluster(t, "n1")
+	events := make(chan Event, 16)
+	members, cancel := tc.node("n1").c.Membership().Subscribe(func(e Event) { events <- e })
+	defer cancel()
+	if len(members) != 0 {
+		t.Fatalf("members %v", members)
+	}
+	n2 := tc.start("n2")
+	e := receive(t, events, "join event")
+	if e.Kind != MemberJoined || e.Member.Name != "n2" || e.Member.Transport != n2.c.Network().Addr() || e.Member.Meta.Protocol != ProtocolVersion {
+		t.Fatalf("event %+v", e)
+	}
+	start := time.Now()
+	tc.stop("n2")
+	e = receive(t, events, "leave event")
+	if e.Kind != MemberLeft || e.Member.Name != "n2" || e.Member.State != StateLeft {
+		t.Fatalf("event %+v", e)
+	}
+	t.Logf("graceful leave seen after %s", time.Since(start))
+	if m := tc.node("n1").c.Membership().Members(); len(m) != 0 {
+		t.Fatalf("members after leave: %v", names(m))
+	}
+	known := tc.node("n1").c.Membership().Known()
+	if len(known) != 1 || known[0].State != StateLeft {
+		t.Fatalf("known: %+v", known)
+	}
+}
+
+// A crashed node (no leave) is gone from every other node within the
+// target of 5 s, and the monitors of its processes fire with
+// noconnection.
+func TestCrashedNodeIsGone(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3", "n4")
+	tc.converged(20 * time.Second)
+	victim := spawn(t, tc.node("n4").node, echo)
+	watchers := map[string]*probe{}
+	gone := map[string]chan time.Time{}
+	for _, name := range []string{"n1", "n2", "n3"} {
+		pr := spawnProbe(t, tc.node(name).node)
+		if err := tc.node(name).node.Monitor(pr.pid, victim); err != nil {
+			t.Fatal(err)
+		}
+		watchers[name] = pr
+		ch := make(chan time.Time, 1)
+		gone[name] = ch
+		_, cancel := tc.node(name).c.Membership().Subscribe(func(e Event) {
+			if e.Kind == MemberLeft && e.Member.Name == "n4" {
+				ch <- time.Now()
+			}
+		})
+		defer cancel()
+	}
+	// The monitors are in place on n4 once a round trip has gone by.
+	for name := range watchers {
+		if _, _, err := tc.node(name).node.Ask(victim, process.Message{Topic: "sync"}, 10*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	tc.crash("n4")
+	var worst time.Duration
+	for name, ch := range gone {
+		at := receive(t, ch, name+": n4 gone")
+		worst = max(worst, at.Sub(start))
+		e := receive(t, watchers[name].events, name+": EXIT")
+		if e.Kind != process.EventExit || e.From != victim || !errors.Is(e.Exit.Err, process.ErrNoConnection) {
+			t.Fatalf("%s: event %+v", name, e)
+		}
+	}
+	t.Logf("crash detected by every node after %s", worst)
+	if worst > 10*time.Second {
+		t.Fatalf("crash detected after %s; the target is 5s", worst)
+	}
+}
+
+func TestWrongSecretIsRefused(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2")
+	tc.converged(20 * time.Second)
+	for _, secret := range [][]byte{[]byte("another secret of sixteen bytes+"), nil} {
+		opts, logs := tc.options("intruder", []string{tc.seed})
+		opts.Secret = secret
+		opts.Timing.RejoinMax = 200 * time.Millisecond
+		c, err := Start(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// It keeps trying and failing; it never becomes a member, nor
+		// sees one.
+		testutil.Eventually(t, "several join attempts", func() bool {
+			return strings.Count(logs.String(), "join attempt failed") >= 3
+		})
+		if m := c.Membership().Members(); len(m) != 0 {
+			t.Errorf("intruder (secret %q) sees %v", secret, names(m))
+		}
+		for _, n := range []string{"n1", "n2"} {
+			if m := tc.node(n).c.Membership().Members(); len(m) != 1 {
+				t.Errorf("%s sees %v", n, names(m))
+			}
+		}
+		_ = c.Close()
+	}
+
+	// Nor can a node with another secret use a transport: its proof is
+	// refused when it dials...
+	wrong, _ := DeriveKeys([]byte("another secret of sixteen bytes+"))
+	before := strings.Count(tc.node("n2").logs.String(), "connection refused")
+	if err := dialRaw(t, tc.node("n2").c.Network().Addr(), wrong.Handshake, "n1", "n2"); !errors.Is(err, ErrAuth) {
+		t.Fatalf("handshake with the wrong key: %v", err)
+	}
+	testutil.Eventually(t, "the refusal logged", func() bool {
+		return strings.Count(tc.node("n2").logs.String(), "connection refused") > before
+	})
+	// ...and a node dialing it finds its proof wrong, sends nothing and
+	// fails its sends at once.
+	impostor, err := ListenTCP(TCPOptions{Name: "zz", Listen: "127.0.0.1:0", Key: wrong.Handshake, Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	recv := &countingReceiver{}
+	if err := impostor.Start(recv); err != nil {
+		t.Fatal(err)
+	}
+	defer impostor.Close()
+	net1 := tc.node("n1").c.Network()
+	net1.PeerUp("zz", impostor.Addr())
+	defer net1.PeerDown("zz")
+	testutil.Eventually(t, "sends to the impostor to fail", func() bool {
+		err := net1.Send("zz", []byte{1})
+		return errors.Is(err, process.ErrUnreachable)
+	})
+	testutil.Eventually(t, "the failed proof logged", func() bool {
+		return contains(tc.node("n1").logs.String(), "authentication failed")
+	})
+	if n := recv.frames.Load(); n != 0 {
+		t.Fatalf("impostor received %d frames", n)
+	}
+}
+
+// countingReceiver counts what a bare network receives.
+type countingReceiver struct {
+	frames, downs atomic.Int64
+}
+
+func (r *countingReceiver) Receive(string, []byte) error { r.frames.Add(1); return nil }
+func (r *countingReceiver) NodeDown(string)              { r.downs.Add(1) }
+
+// Which bind addresses count as loopback for the no-secret warning.
+func TestLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:0": true, "localhost:7946": true, "[::1]:1": true, "127.1.2.3:9": true,
+		"0.0.0.0:7946": false, "10.0.0.1:7946": false, ":7946": false, "nonsense": false,
+	} {
+		if got := loopback(addr); got != want {
+			t.Errorf("%s: %v", addr, got)
+		}
+	}
+}

@@ -1,0 +1,104 @@
+package cluster
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Frames on a transport connection, after the handshake: a 4-byte
+// big-endian length, then that many bytes holding one envelope (package
+// remote/wire, which carries its own version). A length of 0 or past the
+// receiver's MaxFrame closes the connection.
+const frameHeaderSize = 4
+
+// DefaultMaxFrame is the largest frame a node accepts unless told
+// otherwise (TCPOptions.MaxFrame).
+const DefaultMaxFrame = 8 << 20
+
+// ioBufferSize is the size of each connection's read and write buffers:
+// frames up to it are read without a copy, and writes are batched into it.
+const ioBufferSize = 64 << 10
+
+// Frame errors.
+var (
+	// ErrFrameTooLarge: a frame longer than the receiver's MaxFrame, or
+	// one the sender may not send.
+	ErrFrameTooLarge = errors.New("frame too large")
+	// ErrEmptyFrame: a frame of length 0.
+	ErrEmptyFrame = errors.New("empty frame")
+)
+
+// writeFrame appends frame to w with its header.
+func writeFrame(w *bufio.Writer, frame []byte) error {
+	var h [frameHeaderSize]byte
+	binary.BigEndian.PutUint32(h[:], uint32(len(frame)))
+	if _, err := w.Write(h[:]); err != nil {
+		return err
+	}
+	_, err := w.Write(frame)
+	return err
+}
+
+// frameReader reads frames from a connection. A frame that fits the
+// buffer is returned in place (no copy); the slice is valid until the
+// next call.
+type frameReader struct {
+	r    *bufio.Reader
+	max  int
+	big  []byte // for frames larger than the buffer
+	skip int    // bytes of the last frame still to discard
+}
+
+func newFrameReader(r io.Reader, max int) *frameReader {
+	return &frameReader{r: bufio.NewReaderSize(r, ioBufferSize), max: max}
+}
+
+// next returns the next frame.
+func (f *frameReader) next() ([]byte, error) {
+	if f.skip > 0 {
+		if _, err := f.r.Discard(f.skip); err != nil {
+			return nil, err
+		}
+		f.skip = 0
+	}
+	var h [frameHeaderSize]byte
+	if _, err := io.ReadFull(f.r, h[:]); err != nil {
+		return nil, err
+	}
+	n := binary.BigEndian.Uint32(h[:])
+	switch {
+	case n == 0:
+		return nil, ErrEmptyFrame
+	case uint64(n) > uint64(f.max):
+		return nil, fmt.Errorf("%w: %d bytes (at most %d)", ErrFrameTooLarge, n, f.max)
+	case int(n) <= f.r.Size():
+		b, err := f.r.Peek(int(n))
+		if err != nil {
+			return nil, noEOF(err)
+		}
+		f.skip = int(n)
+		return b, nil
+	}
+	if cap(f.big) < int(n) {
+		f.big = make([]byte, n)
+	}
+	b := f.big[:n]
+	if _, err := io.ReadFull(f.r, b); err != nil {
+		return nil, noEOF(err)
+	}
+	if cap(f.big) > 4*ioBufferSize {
+		f.big = nil // keep no large buffer around for an idle connection
+	}
+	return b, nil
+}
+
+// noEOF turns an end of stream inside a frame into ErrUnexpectedEOF.
+func noEOF(err error) error {
+	if err == io.EOF {
+		return io.ErrUnexpectedEOF
+	}
+	return err
+}

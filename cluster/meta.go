@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+
+	"github.com/proctor-run/proctor/remote/wire"
+)
+
+// ProtocolVersion is the version of the transport's protocol: its
+// handshake and framing. Nodes speak to each other only when their
+// protocol and envelope (wire.Version) versions are the same.
+const ProtocolVersion byte = 1
+
+// metaVersion is the version of the node metadata layout.
+const metaVersion byte = 1
+
+// Meta is what a node advertises about itself in memberlist's node
+// metadata.
+//
+// Layout, version 1 (string: uvarint length, then bytes):
+//
+//	meta version  byte    1
+//	protocol      byte    ProtocolVersion of the transport
+//	envelope      byte    wire.Version
+//	transport     string  host:port of the transport's listener
+//
+// A later version of the same layout may append fields; a reader ignores
+// bytes after the fields it knows. A node whose meta version, protocol or
+// envelope version differs is not a member this node talks to: it is
+// ignored, with a log line.
+type Meta struct {
+	Protocol  byte
+	Envelope  byte
+	Transport string
+}
+
+// ErrIncompatible: a node speaks another version of the metadata, the
+// transport protocol or the envelope.
+var ErrIncompatible = errors.New("incompatible node")
+
+// localMeta is this build's metadata for a transport listening on addr.
+func localMeta(addr string) Meta {
+	return Meta{Protocol: ProtocolVersion, Envelope: wire.Version, Transport: addr}
+}
+
+// encode returns the wire form of m.
+func (m Meta) encode() []byte {
+	b := make([]byte, 0, 4+len(m.Transport))
+	b = append(b, metaVersion, m.Protocol, m.Envelope)
+	b = binary.AppendUvarint(b, uint64(len(m.Transport)))
+	return append(b, m.Transport...)
+}
+
+// decodeMeta reads metadata; ErrIncompatible (wrapped, with what differs)
+// when it is not of a version this node speaks, another error when it is
+// malformed.
+func decodeMeta(b []byte) (Meta, error) {
+	if len(b) == 0 {
+		return Meta{}, fmt.Errorf("%w: no metadata (not a proctor node?)", ErrIncompatible)
+	}
+	if b[0] != metaVersion {
+		return Meta{}, fmt.Errorf("%w: metadata version %d (this node reads %d)", ErrIncompatible, b[0], metaVersion)
+	}
+	if len(b) < 4 {
+		return Meta{}, fmt.Errorf("metadata: %d bytes: truncated", len(b))
+	}
+	m := Meta{Protocol: b[1], Envelope: b[2]}
+	n, k := binary.Uvarint(b[3:])
+	if k <= 0 || n > uint64(len(b)-3-k) {
+		return Meta{}, errors.New("metadata: transport address truncated")
+	}
+	m.Transport = string(b[3+k : 3+k+int(n)])
+	if m.Protocol != ProtocolVersion {
+		return m, fmt.Errorf("%w: transport protocol %d (this node speaks %d)", ErrIncompatible, m.Protocol, ProtocolVersion)
+	}
+	if m.Envelope != wire.Version {
+		return m, fmt.Errorf("%w: envelope version %d (this node speaks %d)", ErrIncompatible, m.Envelope, wire.Version)
+	}
+	if _, _, err := net.SplitHostPort(m.Transport); err != nil {
+		return m, fmt.Errorf("metadata: transport address %q: %w", m.Transport, err)
+	}
+	return m, nil
+}

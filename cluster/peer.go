@@ -1,0 +1,436 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proctor-run/proctor/remote"
+)
+
+// outFrame is a frame waiting to be written.
+type outFrame struct {
+	b  []byte
+	at time.Time // write no earlier (a delay fault)
+}
+
+// frameChunk is a piece of a peer's queue: the queue is a list of fixed
+// chunks, recycled, so a queue that fills and drains allocates nothing in
+// the steady state (a slice that grew anew for every batch did).
+type frameChunk struct {
+	f    [256]outFrame
+	n    int
+	next *frameChunk
+}
+
+var chunkPool = sync.Pool{New: func() any { return new(frameChunk) }}
+
+// peer is the transport's side of one other node: its queue of frames and
+// the goroutine (run) that owns its connection — dialing or accepting it,
+// writing the queue to it, and reporting its loss.
+type peer struct {
+	n      *TCPNetwork
+	name   string
+	dialer bool // this node dials the peer
+	st     *PeerCounters
+	prev   <-chan struct{} // the previous entry of the same node
+	done   chan struct{}
+
+	ctx    context.Context
+	cancel context.CancelFunc // stop: the peer is gone or the network closes
+
+	addr      atomic.Pointer[string]
+	up        atomic.Bool // the membership reports it alive: sends are accepted
+	failing   atomic.Bool // it cannot be reached now: sends fail at once
+	connected atomic.Bool
+
+	errMu sync.Mutex
+	err   string // why it is failing
+
+	qmu        sync.Mutex
+	head, tail *frameChunk
+	qlen       int
+	max        int
+
+	wake   chan struct{} // the queue went from empty to not
+	poked  chan struct{} // up changed
+	attach chan net.Conn // an accepted, authenticated connection
+}
+
+// conn is one connection to the peer.
+type conn struct {
+	nc   net.Conn
+	w    *bufio.Writer
+	done chan struct{} // the reader stopped
+	err  error         // why, once done is closed
+	stop func() bool
+}
+
+func newPeer(n *TCPNetwork, name string, st *PeerCounters) *peer {
+	p := &peer{
+		n: n, name: name, dialer: dials(n.opts.Name, name), st: st, prev: st.lastDone,
+		done: make(chan struct{}), max: n.opts.QueueSize,
+		wake: make(chan struct{}, 1), poked: make(chan struct{}, 1), attach: make(chan net.Conn),
+	}
+	st.lastDone = p.done
+	p.ctx, p.cancel = context.WithCancel(n.ctx)
+	return p
+}
+
+func (p *peer) push(f outFrame) error {
+	p.qmu.Lock()
+	if p.qlen >= p.max {
+		p.qmu.Unlock()
+		return fmt.Errorf("node %q: %w (%d frames)", p.name, remote.ErrQueueFull, p.max)
+	}
+	if p.tail == nil || p.tail.n == len(p.tail.f) {
+		c := chunkPool.Get().(*frameChunk)
+		if p.tail == nil {
+			p.head = c
+		} else {
+			p.tail.next = c
+		}
+		p.tail = c
+	}
+	p.tail.f[p.tail.n] = f
+	p.tail.n++
+	p.qlen++
+	first := p.qlen == 1
+	p.qmu.Unlock()
+	if first {
+		select {
+		case p.wake <- struct{}{}:
+		default:
+		}
+	}
+	return nil
+}
+
+// take removes the whole queue and returns its first chunk and length.
+func (p *peer) take() (*frameChunk, int) {
+	p.qmu.Lock()
+	head, n := p.head, p.qlen
+	p.head, p.tail, p.qlen = nil, nil, 0
+	p.qmu.Unlock()
+	return head, n
+}
+
+// release returns the chunks from c on to the pool.
+func release(c *frameChunk) {
+	for c != nil {
+		next := c.next
+		clear(c.f[:c.n])
+		c.n, c.next = 0, nil
+		chunkPool.Put(c)
+		c = next
+	}
+}
+
+func (p *peer) queueLen() int {
+	p.qmu.Lock()
+	defer p.qmu.Unlock()
+	return p.qlen
+}
+
+// dropQueue discards the frames not yet written.
+func (p *peer) dropQueue() {
+	head, n := p.take()
+	release(head)
+	p.st.Dropped.Add(uint64(n))
+}
+
+func (p *peer) poke() {
+	select {
+	case p.poked <- struct{}{}:
+	default:
+	}
+}
+
+func (p *peer) stop() { p.cancel() }
+
+// handOver gives the peer's goroutine an accepted connection.
+func (p *peer) handOver(nc net.Conn) {
+	select {
+	case p.attach <- nc:
+	case <-p.ctx.Done():
+		nc.Close()
+	}
+}
+
+func (p *peer) setErr(err error) {
+	p.errMu.Lock()
+	p.err = err.Error()
+	p.errMu.Unlock()
+	p.failing.Store(true)
+}
+
+func (p *peer) lastErr() string {
+	p.errMu.Lock()
+	defer p.errMu.Unlock()
+	return p.err
+}
+
+// run owns the peer's connection until the peer stops.
+func (p *peer) run() {
+	defer p.n.wg.Done()
+	defer close(p.done)
+	if p.prev != nil {
+		<-p.prev
+	}
+	log := p.n.log.With("peer", p.name)
+	opts := &p.n.opts
+	var (
+		c       *conn
+		backoff = opts.ReconnectMin
+		retry   <-chan time.Time // dial again when it fires
+		wait    *time.Timer      // an accepting side not connected in time
+		warned  bool             // a failure to connect was logged since the last success
+	)
+	defer func() {
+		if wait != nil {
+			wait.Stop()
+		}
+	}()
+	for {
+		if c == nil && p.dialer && p.up.Load() && retry == nil && p.ctx.Err() == nil && !p.n.draining.Load() {
+			nc, err := p.dial()
+			switch {
+			case err == nil:
+				backoff, warned = opts.ReconnectMin, false
+				c = p.connect(nc)
+				if err := p.flush(c); err != nil {
+					p.lose(c, err, log)
+					c, retry = nil, time.After(backoff)
+				}
+			case p.ctx.Err() == nil:
+				p.setErr(err)
+				lvl := log.Debug
+				if !warned || errors.Is(err, ErrAuth) {
+					lvl, warned = log.Warn, true
+				}
+				lvl("transport: cannot connect; sends fail until it can", "address", p.addrString(), "retry_in", backoff.String(), "error", err)
+				retry = time.After(backoff)
+				backoff = min(2*backoff, opts.ReconnectMax)
+			}
+		}
+		var readerDone <-chan struct{}
+		if c != nil {
+			readerDone = c.done
+		}
+		var waitC <-chan time.Time
+		if wait != nil {
+			waitC = wait.C
+		}
+		select {
+		case <-p.ctx.Done():
+			if c != nil {
+				c.nc.Close()
+				<-c.done
+				p.connected.Store(false)
+			}
+			p.dropQueue()
+			if p.n.ctx.Err() == nil {
+				log.Info("transport: node down")
+				p.n.recv.NodeDown(p.name)
+			}
+			return
+		case <-p.wake:
+			if c != nil {
+				if err := p.flush(c); err != nil {
+					p.lose(c, err, log)
+					c, retry = nil, time.After(backoff)
+				}
+			}
+		case nc := <-p.attach:
+			if c != nil {
+				p.lose(c, errors.New("replaced by a new connection"), log)
+			}
+			c = p.connect(nc)
+			if err := p.flush(c); err != nil {
+				p.lose(c, err, log)
+				c = nil
+			}
+		case <-p.poked:
+			if c == nil && !p.dialer && p.up.Load() && wait == nil {
+				wait = time.NewTimer(opts.ConnectWait)
+			}
+		case <-readerDone:
+			p.lose(c, c.err, log)
+			c, retry = nil, time.After(backoff)
+			if !p.dialer && wait == nil {
+				wait = time.NewTimer(opts.ConnectWait)
+			}
+		case <-retry:
+			retry = nil
+		case <-waitC:
+			wait = nil
+			if c == nil && p.up.Load() {
+				p.setErr(fmt.Errorf("node did not connect within %s", opts.ConnectWait))
+				log.Warn("transport: the node has not connected; sends fail until it does", "waited", opts.ConnectWait.String())
+			}
+		}
+	}
+}
+
+func (p *peer) addrString() string {
+	if a := p.addr.Load(); a != nil {
+		return *a
+	}
+	return ""
+}
+
+// dial connects to the peer and runs the dialer's side of the handshake.
+func (p *peer) dial() (net.Conn, error) {
+	opts := &p.n.opts
+	if opts.Faults.isCut(opts.Name, p.name) {
+		return nil, errors.New("cut by a fault")
+	}
+	addr := p.addrString()
+	if addr == "" {
+		return nil, errors.New("no transport address known")
+	}
+	d := net.Dialer{Timeout: opts.DialTimeout}
+	nc, err := d.DialContext(p.ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(p.ctx, func() { nc.Close() })
+	defer stop()
+	_ = nc.SetDeadline(time.Now().Add(opts.HandshakeTimeout))
+	if err := dialHandshake(nc, opts.Key, opts.Name, p.name); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	_ = nc.SetDeadline(time.Time{})
+	return nc, nil
+}
+
+// connect makes nc the peer's connection and starts its reader.
+func (p *peer) connect(nc net.Conn) *conn {
+	c := &conn{nc: nc, w: bufio.NewWriterSize(nc, ioBufferSize), done: make(chan struct{})}
+	c.stop = context.AfterFunc(p.ctx, func() { nc.Close() })
+	if p.st.Connects.Add(1) > 1 {
+		p.st.Reconnects.Add(1)
+	}
+	p.connected.Store(true)
+	p.failing.Store(false)
+	p.n.log.Debug("transport: connected", "peer", p.name, "remote", nc.RemoteAddr().String())
+	p.n.wg.Add(1)
+	go p.read(c)
+	return c
+}
+
+// lose ends connection c: it is closed, its reader has stopped, the frames
+// not yet written are dropped (those in flight may be lost too), and the
+// Receiver learns that the node went down.
+func (p *peer) lose(c *conn, err error, log *slog.Logger) {
+	c.stop()
+	c.nc.Close()
+	<-c.done
+	p.connected.Store(false)
+	p.dropQueue()
+	switch {
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrEmptyFrame), errors.Is(err, errRefused), errors.Is(err, io.ErrUnexpectedEOF):
+		log.Error("transport: bad input from the node; connection closed", "error", err)
+	default:
+		log.Info("transport: connection lost", "error", err)
+	}
+	p.n.recv.NodeDown(p.name)
+}
+
+// errRefused: the Receiver refused a frame (malformed or forged).
+var errRefused = errors.New("frame refused")
+
+// read hands each frame of c to the Receiver until the connection ends or
+// a frame is refused.
+func (p *peer) read(c *conn) {
+	defer p.n.wg.Done()
+	defer close(c.done)
+	fr := newFrameReader(c.nc, p.n.opts.MaxFrame)
+	var frames, bytes uint64
+	for {
+		if frames > 0 && fr.r.Buffered() <= fr.skip {
+			// About to wait for the network: publish the counts.
+			p.st.FramesIn.Add(frames)
+			p.st.BytesIn.Add(bytes)
+			frames, bytes = 0, 0
+		}
+		b, err := fr.next()
+		if err != nil {
+			c.err = err
+			break
+		}
+		frames++
+		bytes += uint64(len(b) + frameHeaderSize)
+		if err := p.n.recv.Receive(p.name, b); err != nil {
+			c.err = fmt.Errorf("%w: %w", errRefused, err)
+			break
+		}
+	}
+	p.st.FramesIn.Add(frames)
+	p.st.BytesIn.Add(bytes)
+}
+
+// flush writes the queue to c until it is empty, then flushes the buffer:
+// the frames queued while a batch is written go out with the next, so a
+// busy peer's writes are batched and an idle one's are not delayed.
+func (p *peer) flush(c *conn) error {
+	if err := c.nc.SetWriteDeadline(time.Now().Add(p.n.opts.WriteTimeout)); err != nil {
+		return err
+	}
+	var frames, bytes uint64
+	defer func() {
+		p.st.FramesOut.Add(frames)
+		p.st.BytesOut.Add(bytes)
+	}()
+	for {
+		head, n := p.take()
+		if n == 0 {
+			return c.w.Flush()
+		}
+		left := n
+		for ch := head; ch != nil; ch = ch.next {
+			for i := range ch.f[:ch.n] {
+				f := &ch.f[i]
+				if !f.at.IsZero() {
+					if err := p.waitUntil(c, f.at); err != nil {
+						p.st.Dropped.Add(uint64(left))
+						release(head)
+						return err
+					}
+				}
+				if err := writeFrame(c.w, f.b); err != nil {
+					p.st.Dropped.Add(uint64(left))
+					release(head)
+					return err
+				}
+				left--
+				frames++
+				bytes += uint64(len(f.b) + frameHeaderSize)
+			}
+		}
+		release(head)
+	}
+}
+
+// waitUntil flushes what is written, then waits until at (a delay fault).
+func (p *peer) waitUntil(c *conn, at time.Time) error {
+	if err := c.w.Flush(); err != nil {
+		return err
+	}
+	t := time.NewTimer(time.Until(at))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return c.nc.SetWriteDeadline(time.Now().Add(p.n.opts.WriteTimeout))
+	case <-p.ctx.Done():
+		return p.ctx.Err()
+	}
+}

@@ -1,0 +1,429 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/remote"
+)
+
+// TCPOptions configure a TCPNetwork. Name and Listen are required; the
+// zero value of every other field is a usable default.
+type TCPOptions struct {
+	// Name is this node's name.
+	Name string
+	// Listen is the host:port the transport listens on; port 0 picks a
+	// free one (Addr tells which).
+	Listen string
+	// Advertise is the host:port other nodes dial, when it is not the
+	// listener's own address (a listener on 0.0.0.0). Default: Addr.
+	Advertise string
+	// Key is the handshake key (Keys.Handshake). Default: the key derived
+	// from no secret, which authenticates nothing.
+	Key []byte
+	// Logger receives connection events and refused input. Default:
+	// slog.Default().
+	Logger *slog.Logger
+	// QueueSize bounds the frames waiting to be written to one peer; a
+	// Send past it fails with remote.ErrQueueFull. Default: 65536.
+	QueueSize int
+	// MaxFrame is the largest frame accepted from a peer (and sent to
+	// one); a larger frame closes the connection. Default: DefaultMaxFrame.
+	MaxFrame int
+	// DialTimeout bounds a connection attempt, HandshakeTimeout the
+	// handshake after it. Defaults: 2s and 5s.
+	DialTimeout, HandshakeTimeout time.Duration
+	// WriteTimeout bounds one batch of writes to a peer that does not
+	// read; past it the connection is closed. Default: 10s.
+	WriteTimeout time.Duration
+	// ReconnectMin and ReconnectMax bound the backoff between attempts to
+	// reach a peer (doubling from min to max). Defaults: 50ms and 2s.
+	ReconnectMin, ReconnectMax time.Duration
+	// ConnectWait is how long a peer that the membership reports alive may
+	// stay unconnected before sends to it fail at once rather than queue.
+	// Default: 5s.
+	ConnectWait time.Duration
+	// Faults, when set, injects failures (tests).
+	Faults *Faults
+}
+
+func (o *TCPOptions) defaults() {
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = 1 << 16
+	}
+	if o.MaxFrame <= 0 {
+		o.MaxFrame = DefaultMaxFrame
+	}
+	if o.DialTimeout <= 0 {
+		o.DialTimeout = 2 * time.Second
+	}
+	if o.HandshakeTimeout <= 0 {
+		o.HandshakeTimeout = 5 * time.Second
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 10 * time.Second
+	}
+	if o.ReconnectMin <= 0 {
+		o.ReconnectMin = 50 * time.Millisecond
+	}
+	if o.ReconnectMax < o.ReconnectMin {
+		o.ReconnectMax = max(2*time.Second, o.ReconnectMin)
+	}
+	if o.ConnectWait <= 0 {
+		o.ConnectWait = 5 * time.Second
+	}
+	if o.Key == nil {
+		o.Key = noSecretKey
+	}
+}
+
+// noSecretKey is the handshake key of a node without a secret.
+var noSecretKey = func() []byte {
+	k, err := DeriveKeys(make([]byte, MinSecret))
+	if err != nil {
+		panic(err)
+	}
+	return k.Handshake
+}()
+
+// TCPNetwork is the cluster's remote.Network: one persistent TCP
+// connection per peer, made by the node whose name sorts first (so two
+// nodes never race to connect to each other) and authenticated by the
+// handshake. Each peer has a bounded queue of frames and a goroutine that
+// writes them in batches; a reader goroutine per connection hands each
+// frame to the Receiver.
+//
+// The membership tells it which peers exist (PeerUp, with the address
+// their metadata advertises) and which are gone (PeerDown). A send to a
+// peer that is not up, or that cannot be reached, fails at once. A
+// connection that breaks, or a peer that goes down, is reported to the
+// Receiver as NodeDown once its reader has stopped: frames in flight may
+// have been lost, so links and monitors fire with noconnection.
+type TCPNetwork struct {
+	opts TCPOptions
+	log  *slog.Logger
+	ln   net.Listener
+	addr string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	recv   remote.Receiver
+	wg     sync.WaitGroup
+
+	peers    atomic.Pointer[map[string]*peer] // read by Send; copied on change under mu
+	draining atomic.Bool                      // the node is leaving: no more dials
+
+	mu      sync.Mutex
+	down    map[string]bool // peers the membership reports gone: their dials are refused
+	stats   map[string]*PeerCounters
+	started bool
+	closed  bool
+}
+
+var _ remote.Network = (*TCPNetwork)(nil)
+
+// ListenTCP binds the transport's listener. Start (called by remote.New)
+// begins accepting.
+func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
+	opts.defaults()
+	if err := checkNodeName(opts.Name); err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	ln, err := net.Listen("tcp", opts.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("transport: %w", err)
+	}
+	n := &TCPNetwork{
+		opts: opts, log: opts.Logger.With("node", opts.Name), ln: ln, addr: ln.Addr().String(),
+		down: map[string]bool{}, stats: map[string]*PeerCounters{},
+	}
+	if opts.Advertise != "" {
+		n.addr = opts.Advertise
+	}
+	n.ctx, n.cancel = context.WithCancel(context.Background())
+	n.peers.Store(&map[string]*peer{})
+	return n, nil
+}
+
+// Addr returns the address other nodes dial (advertised in the node's
+// metadata).
+func (n *TCPNetwork) Addr() string { return n.addr }
+
+// SetAdvertise sets the address Addr returns; call it before the
+// membership starts advertising it.
+func (n *TCPNetwork) SetAdvertise(addr string) { n.addr = addr }
+
+// Start implements remote.Network: it begins accepting connections.
+func (n *TCPNetwork) Start(r remote.Receiver) error {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed || n.started {
+		return errors.New("transport: already started or closed")
+	}
+	n.started = true
+	n.recv = r
+	n.wg.Add(1)
+	go n.accept()
+	return nil
+}
+
+// Close implements remote.Network: every connection closes and every
+// goroutine ends before it returns.
+func (n *TCPNetwork) Close() error {
+	n.mu.Lock()
+	if n.closed {
+		n.mu.Unlock()
+		return nil
+	}
+	n.closed = true
+	n.mu.Unlock()
+	n.cancel()
+	err := n.ln.Close()
+	n.wg.Wait()
+	return err
+}
+
+// Send implements remote.Network.
+func (n *TCPNetwork) Send(node string, frame []byte) error {
+	p := (*n.peers.Load())[node]
+	if p == nil || !p.up.Load() {
+		return fmt.Errorf("node %q: %w: not a live cluster member", node, process.ErrUnreachable)
+	}
+	if p.failing.Load() {
+		return fmt.Errorf("node %q: %w: no connection (%s)", node, process.ErrUnreachable, p.lastErr())
+	}
+	if len(frame) > n.opts.MaxFrame {
+		return fmt.Errorf("node %q: %w: %d bytes (at most %d)", node, ErrFrameTooLarge, len(frame), n.opts.MaxFrame)
+	}
+	f := outFrame{b: frame}
+	if n.opts.Faults != nil {
+		drop, delay, err := n.opts.Faults.frameFate(n.opts.Name, node, frame)
+		if err != nil {
+			return err
+		}
+		if drop {
+			return nil
+		}
+		if delay > 0 {
+			f.at = time.Now().Add(delay)
+		}
+	}
+	return p.push(f)
+}
+
+// Drain stops dialing peers: the node is leaving the cluster, and the
+// peers close their connections as they see it go. Sends still work over
+// the connections that remain.
+func (n *TCPNetwork) Drain() { n.draining.Store(true) }
+
+// PeerUp tells the network that node is a live member whose transport
+// listens on addr: sends to it are accepted from now on, and the node
+// that dials (the one whose name sorts first) connects.
+func (n *TCPNetwork) PeerUp(node, addr string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed || !n.started || node == n.opts.Name {
+		// Before Start there is no Receiver to report to: the
+		// membership starts after the transport.
+		return
+	}
+	delete(n.down, node)
+	p := n.peerLocked(node)
+	p.addr.Store(&addr)
+	p.up.Store(true)
+	p.poke()
+}
+
+// PeerDown tells the network that node is gone: sends to it fail from now
+// on, its queue is dropped, its connection closed, and the Receiver told
+// NodeDown once the connection's reader has stopped. Its connections are
+// refused until PeerUp.
+func (n *TCPNetwork) PeerDown(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.closed || node == n.opts.Name {
+		return
+	}
+	n.down[node] = true
+	peers := *n.peers.Load()
+	p := peers[node]
+	if p == nil {
+		return
+	}
+	p.up.Store(false)
+	p.stop()
+	next := make(map[string]*peer, len(peers))
+	for k, v := range peers {
+		if k != node {
+			next[k] = v
+		}
+	}
+	n.peers.Store(&next)
+}
+
+// Forget drops the counters of a node that is gone for good (the
+// membership forgot it); a node that is up or connected keeps them.
+func (n *TCPNetwork) Forget(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if _, ok := (*n.peers.Load())[node]; !ok {
+		delete(n.stats, node)
+		delete(n.down, node)
+	}
+}
+
+// peerLocked returns the peer entry of node, making it (not up) when there
+// is none. n.mu is held.
+func (n *TCPNetwork) peerLocked(node string) *peer {
+	peers := *n.peers.Load()
+	if p := peers[node]; p != nil {
+		return p
+	}
+	st := n.stats[node]
+	if st == nil {
+		st = &PeerCounters{}
+		n.stats[node] = st
+	}
+	p := newPeer(n, node, st)
+	next := make(map[string]*peer, len(peers)+1)
+	for k, v := range peers {
+		next[k] = v
+	}
+	next[node] = p
+	n.peers.Store(&next)
+	n.wg.Add(1)
+	go p.run()
+	return p
+}
+
+// accept takes connections until the network closes.
+func (n *TCPNetwork) accept() {
+	defer n.wg.Done()
+	for {
+		c, err := n.ln.Accept()
+		if err != nil {
+			if n.ctx.Err() != nil {
+				return
+			}
+			var ne net.Error
+			if errors.As(err, &ne) && ne.Timeout() {
+				continue
+			}
+			n.log.Error("transport: accept failed; no more connections are accepted", "error", err)
+			return
+		}
+		n.wg.Add(1)
+		go n.inbound(c)
+	}
+}
+
+// inbound runs the accepting side of the handshake and hands the
+// connection to its peer.
+func (n *TCPNetwork) inbound(c net.Conn) {
+	defer n.wg.Done()
+	stop := context.AfterFunc(n.ctx, func() { c.Close() })
+	_ = c.SetDeadline(time.Now().Add(n.opts.HandshakeTimeout))
+	name, err := acceptHandshake(c, n.opts.Key, n.opts.Name)
+	if err == nil && !dials(name, n.opts.Name) {
+		err = fmt.Errorf("%w: node %q dialed, but %q dials it", ErrHandshake, name, n.opts.Name)
+	}
+	if err == nil && n.opts.Faults.isCut(name, n.opts.Name) {
+		err = fmt.Errorf("node %q: cut by a fault", name)
+	}
+	if err != nil {
+		stop()
+		c.Close()
+		n.log.Warn("transport: connection refused", "remote", c.RemoteAddr().String(), "error", err)
+		return
+	}
+	_ = c.SetDeadline(time.Time{})
+	n.mu.Lock()
+	if n.closed || n.down[name] {
+		n.mu.Unlock()
+		stop()
+		c.Close()
+		n.log.Info("transport: connection refused: the membership reports the node gone", "peer", name)
+		return
+	}
+	p := n.peerLocked(name)
+	n.mu.Unlock()
+	stop()
+	p.handOver(c)
+}
+
+// dials reports whether the node named a dials the node named b: the one
+// whose name sorts first.
+func dials(a, b string) bool { return a < b }
+
+// PeerCounters are one peer's transport counters. They outlive the peer's
+// connections and its going down and coming back.
+type PeerCounters struct {
+	BytesOut, BytesIn, FramesOut, FramesIn atomic.Uint64
+	// Connects counts connections made; Reconnects those after the first.
+	Connects, Reconnects atomic.Uint64
+	// Dropped counts frames that were queued but never written: the
+	// peer went down or its connection broke first.
+	Dropped atomic.Uint64
+
+	// lastDone is closed when the node's latest peer entry has stopped;
+	// a new entry waits for it, so that the old connection's NodeDown
+	// comes before the new connection's first frame. Guarded by the
+	// network's mu.
+	lastDone <-chan struct{}
+}
+
+// PeerStatus is one peer as the transport sees it.
+type PeerStatus struct {
+	Node      string `json:"node"`
+	Address   string `json:"address"`
+	Up        bool   `json:"up"`
+	Connected bool   `json:"connected"`
+	// QueueDepth is the frames waiting to be written.
+	QueueDepth int    `json:"queue_depth"`
+	LastError  string `json:"last_error,omitempty"`
+
+	BytesOut   uint64 `json:"bytes_out"`
+	BytesIn    uint64 `json:"bytes_in"`
+	FramesOut  uint64 `json:"frames_out"`
+	FramesIn   uint64 `json:"frames_in"`
+	Reconnects uint64 `json:"reconnects"`
+	Dropped    uint64 `json:"dropped"`
+}
+
+// Peers returns every peer the transport has known, by name.
+func (n *TCPNetwork) Peers() []PeerStatus {
+	peers := *n.peers.Load()
+	n.mu.Lock()
+	out := make([]PeerStatus, 0, len(n.stats))
+	for name, st := range n.stats {
+		ps := PeerStatus{
+			Node: name, BytesOut: st.BytesOut.Load(), BytesIn: st.BytesIn.Load(),
+			FramesOut: st.FramesOut.Load(), FramesIn: st.FramesIn.Load(),
+			Reconnects: st.Reconnects.Load(), Dropped: st.Dropped.Load(),
+		}
+		if p := peers[name]; p != nil {
+			if a := p.addr.Load(); a != nil {
+				ps.Address = *a
+			}
+			ps.Up, ps.Connected, ps.QueueDepth = p.up.Load(), p.connected.Load(), p.queueLen()
+			if p.failing.Load() {
+				ps.LastError = p.lastErr()
+			}
+		}
+		out = append(out, ps)
+	}
+	n.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].Node < out[j].Node })
+	return out
+}

@@ -1,0 +1,179 @@
+package cluster
+
+import (
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/remote"
+)
+
+func bareNetwork(t *testing.T, opts TCPOptions) (*TCPNetwork, *countingReceiver) {
+	t.Helper()
+	if opts.Listen == "" {
+		opts.Listen = "127.0.0.1:0"
+	}
+	opts.Logger = quiet
+	n, err := ListenTCP(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &countingReceiver{}
+	if err := n.Start(r); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = n.Close() })
+	return n, r
+}
+
+// A peer that never connects: sends queue up to the bound (then fail with
+// ErrQueueFull), and once ConnectWait has passed fail at once as
+// unreachable. Nothing waits.
+func TestQueueBoundAndConnectWait(t *testing.T) {
+	n, _ := bareNetwork(t, TCPOptions{Name: "b", QueueSize: 4, ConnectWait: 300 * time.Millisecond})
+	n.PeerUp("a", "127.0.0.1:1") // "a" dials "b"; it never will
+	for i := range 4 {
+		if err := n.Send("a", []byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Send("a", []byte{9}); !errors.Is(err, remote.ErrQueueFull) {
+		t.Fatalf("send past the bound: %v", err)
+	}
+	testutil.Eventually(t, "sends to fail as unreachable", func() bool {
+		return errors.Is(n.Send("a", []byte{1}), process.ErrUnreachable)
+	})
+	if p := n.Peers(); len(p) != 1 || p[0].QueueDepth != 4 || p[0].Connected || p[0].LastError == "" {
+		t.Fatalf("peers: %+v", p)
+	}
+	n.PeerDown("a")
+	if err := n.Send("a", []byte{1}); !errors.Is(err, process.ErrUnreachable) {
+		t.Fatalf("send to a peer down: %v", err)
+	}
+	testutil.Eventually(t, "the queue dropped", func() bool { return n.Peers()[0].Dropped == 4 })
+}
+
+// A peer whose address refuses connections: after the first failed dial,
+// sends fail at once; once it listens, the dialer's backoff finds it.
+func TestDialFailureAndReconnect(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	a, _ := bareNetwork(t, TCPOptions{Name: "a", ReconnectMax: 100 * time.Millisecond})
+	a.PeerUp("b", addr)
+	testutil.Eventually(t, "sends to fail at once", func() bool {
+		return errors.Is(a.Send("b", []byte{1}), process.ErrUnreachable)
+	})
+	b, recv := bareNetwork(t, TCPOptions{Name: "b", Listen: addr})
+	_ = b
+	testutil.Eventually(t, "the connection", func() bool { return a.Send("b", []byte{7}) == nil && recv.frames.Load() > 0 })
+}
+
+// An ask across nodes expires on both sides at its deadline: the asker's
+// clock says timeout, its transport forgets the ask, and the late reply
+// is not sent.
+func TestAskDeadlineOnBothSides(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2")
+	tc.converged(20 * time.Second)
+	replied := make(chan bool, 1)
+	slow := spawn(t, tc.node("n2").node, behaviorFunc(func(ctx process.Context, m process.Message) {
+		time.Sleep(400 * time.Millisecond)
+		ok, _ := ctx.Reply(&m, "late", nil)
+		replied <- ok
+	}))
+	start := time.Now()
+	_, _, err := tc.node("n1").node.Ask(slow, process.Message{Topic: "slow"}, 100*time.Millisecond)
+	if !errors.Is(err, process.ErrTimeout) || time.Since(start) > 300*time.Millisecond {
+		t.Fatalf("ask: %v after %s", err, time.Since(start))
+	}
+	if ok := receive(t, replied, "the late reply"); ok {
+		t.Fatal("the reply after the deadline was sent")
+	}
+	st := tc.node("n1").c.Transport().Stats()
+	if st.Pending != 0 || st.Expired != 1 || st.LateReplies != 0 {
+		t.Fatalf("asker's transport: %+v", st)
+	}
+}
+
+// Many messages from one sender arrive in order.
+func TestOrderPerPair(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2")
+	tc.converged(20 * time.Second)
+	pr := spawnProbe(t, tc.node("n2").node)
+	const n = 20000
+	got := make(chan int, 1)
+	go func() {
+		for i := range n {
+			m := <-pr.msgs
+			if m.Payload != float64(i) {
+				got <- i
+				return
+			}
+		}
+		got <- n
+	}()
+	for i := range n {
+		for tc.node("n1").node.Send(pr.pid, process.Message{Payload: float64(i)}) != nil {
+			time.Sleep(time.Millisecond)
+		}
+	}
+	if i := receive(t, got, "every message"); i != n {
+		t.Fatalf("message %d out of order", i)
+	}
+}
+
+// Monitors, links, terminate and kill of processes on another node, over
+// TCP, from Go.
+func TestRemoteProcessSignals(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2")
+	tc.converged(20 * time.Second)
+	n1, n2 := tc.node("n1").node, tc.node("n2").node
+	watcher := spawnProbe(t, n1)
+	if err := n1.SetTrapLinks(watcher.pid, true); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		stop func(process.PID) error
+		want error
+	}{
+		{"terminate", n1.Terminate, process.ErrShutdown},
+		{"kill", n1.Kill, process.ErrKilled},
+	} {
+		monitored := spawn(t, n2, echo)
+		linked := spawn(t, n2, echo)
+		if err := n1.Monitor(watcher.pid, monitored); err != nil {
+			t.Fatal(err)
+		}
+		if err := n1.Link(watcher.pid, linked); err != nil {
+			t.Fatal(err)
+		}
+		// The relations are in place on n2 once a round trip has gone by.
+		if _, _, err := n1.Ask(linked, process.Message{}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.stop(monitored); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.stop(linked); err != nil {
+			t.Fatal(err)
+		}
+		got := map[process.EventKind]process.Event{}
+		for range 2 {
+			e := receive(t, watcher.events, c.name+": event")
+			got[e.Kind] = e
+		}
+		if e := got[process.EventExit]; e.From != monitored || !errors.Is(e.Exit.Err, c.want) {
+			t.Errorf("%s: monitor event %+v", c.name, e)
+		}
+		if e := got[process.EventLinkDown]; e.From != linked || !errors.Is(e.Exit.Err, c.want) {
+			t.Errorf("%s: link event %+v", c.name, e)
+		}
+	}
+}

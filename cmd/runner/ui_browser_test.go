@@ -1,0 +1,194 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/proctor-run/proctor/kinds/supervisor"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// findBrowser returns the Chromium to drive. Without one the test skips
+// locally, but fails under CI (CI is set), where .ci/run installs it.
+func findBrowser(t *testing.T) string {
+	t.Helper()
+	if p := os.Getenv("PROCTOR_BROWSER"); p != "" {
+		return p
+	}
+	for _, name := range []string{"chromium", "chromium-browser", "google-chrome", "google-chrome-stable"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	if os.Getenv("CI") != "" {
+		t.Fatal("no Chromium found: CI must run the browser test (.ci/run installs Debian's chromium package)")
+	}
+	t.Skip("no Chromium found (apt-get install chromium); CI runs this test")
+	return ""
+}
+
+// browser starts a headless Chromium that reaches only this machine, and
+// returns a tab's context; everything is closed at the end of the test.
+func browser(t *testing.T, path string) context.Context {
+	t.Helper()
+	opts := append(chromedp.DefaultExecAllocatorOptions[:],
+		chromedp.ExecPath(path),
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("no-proxy-server", true),
+	)
+	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+	ctx, cancelTab := chromedp.NewContext(actx)
+	ctx, cancelTime := context.WithTimeout(ctx, 3*time.Minute)
+	t.Cleanup(func() {
+		cancelTime()
+		cancelTab()
+		cancelAlloc()
+	})
+	return ctx
+}
+
+// waitFor polls a JavaScript predicate in the page until it holds.
+func waitFor(t *testing.T, ctx context.Context, what, predicate string) {
+	t.Helper()
+	if _, err := chromedp.Run(ctx, chromedp.Poll[bool](predicate, chromedp.WithPollingTimeout(60*time.Second), chromedp.WithPollingInterval(50*time.Millisecond))); err != nil {
+		html, _ := chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		t.Fatalf("%s: %v\npage text:\n%s", what, err, html)
+	}
+}
+
+func eval[T any](t *testing.T, ctx context.Context, js string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](js))
+	if err != nil {
+		t.Fatalf("%s: %v", js, err)
+	}
+	return v
+}
+
+// childPID is the PID of child id of the supervisor entry sup.
+func childPID(t *testing.T, rt *registry.Runtime, sup registry.ID, id string) process.PID {
+	t.Helper()
+	inst, ok := rt.Instance(sup)
+	if !ok {
+		t.Fatalf("%s is not running", sup)
+	}
+	for _, c := range inst.(*supervisor.Supervisor).WhichChildren() {
+		if c.ID == id {
+			return c.PID
+		}
+	}
+	t.Fatalf("%s has no child %s", sup, id)
+	return process.PID{}
+}
+
+// TestLiveViewInABrowser drives /ui in headless Chromium against the
+// running demo: the supervision trees render, a killed child's restart
+// count changes on screen without a reload, and a rejected edit of the
+// configuration shows its error. With PROCTOR_UI_SCREENSHOT=FILE it also
+// saves a screenshot of the page (docs/ui.png is made so).
+func TestLiveViewInABrowser(t *testing.T) {
+	path := findBrowser(t)
+	dir := copyDemo(t)
+	cfg := filepath.Join(dir, "config.example.yaml")
+	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
+	r := runInProcess(t, "--log-format", "json", "--node", "demo", "--http", "127.0.0.1:0", "--http-token-file", tok, cfg)
+	base := "http://" + r.app.srv.Addr().String()
+	ctx := browser(t, path)
+
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the stream is live", `document.getElementById("conn").dataset.state === "live"`)
+
+	// The trees, nested: app:core > jobs (a supervisor) > w2.
+	const cache = `document.querySelector('li[data-path="app:core/cache"] > .node-line > .restarts')`
+	waitFor(t, ctx, "the tree renders", `document.querySelector('li[data-path="app:core/jobs/w2"]') !== null && `+cache+` !== null`)
+	if got := eval[string](t, ctx, cache+`.textContent`); got != "restarts 0" {
+		t.Fatalf("cache before the kill: %q", got)
+	}
+	eval[bool](t, ctx, `window.proctorNoReload = true`)
+
+	// Kill a child: its restart count changes on screen, with its last
+	// exit, and the page was never reloaded.
+	if err := r.app.node.Kill(childPID(t, r.app.rt, "app:core", "cache")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the restart count changes", cache+`.dataset.count === "1" && `+cache+`.textContent === "restarts 1"`)
+	if got := eval[string](t, ctx, `document.querySelector('li[data-path="app:core/cache"] > .node-line > .lastexit').textContent`); !strings.Contains(got, "killed") {
+		t.Fatalf("last exit %q", got)
+	}
+	if !eval[bool](t, ctx, `window.proctorNoReload === true`) {
+		t.Fatal("the page was reloaded")
+	}
+
+	// A rejected edit: the reload history shows its error.
+	orig, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := strings.Replace(string(orig), "    max_restarts: 5\n", "    max_restartz: 5\n", 1)
+	if bad == string(orig) {
+		t.Fatal("the demo changed: no max_restarts: 5 to break")
+	}
+	if err := os.WriteFile(cfg, []byte(bad), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the rejected reload shows its error",
+		`[...document.querySelectorAll('.reload[data-result="rejected"] pre.errors')].some(e => e.textContent.includes('max_restartz: unknown field (did you mean "max_restarts"?)'))`)
+	if !eval[bool](t, ctx, `window.proctorNoReload === true`) {
+		t.Fatal("the page was reloaded")
+	}
+
+	if shot := os.Getenv("PROCTOR_UI_SCREENSHOT"); shot != "" {
+		screenshot(t, ctx, r, base, tok, cfg, orig, shot)
+	}
+	if c := r.stop(t); c != 0 {
+		t.Fatalf("exit %d", c)
+	}
+}
+
+// screenshot fixes the configuration (an applied reload follows the
+// rejected one), makes a few dead letters, waits for the demo's client to
+// have used every kind, and saves the whole page as a PNG.
+func screenshot(t *testing.T, ctx context.Context, r *inproc, base, tok, cfg string, orig []byte, file string) {
+	t.Helper()
+	if err := os.WriteFile(cfg, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the fix applies", `document.querySelector('.reload[data-result="applied"]') !== null`)
+	addr := strings.TrimPrefix(base, "http://")
+	for _, args := range [][]string{
+		{"send", "--http-token-file", tok, addr, "app:search", "find", `"x"`},
+		{"send", "--http-token-file", tok, addr, "app:nobody", "hello"},
+		{"send", "--http-token-file", tok, addr, "app:replicas", "lookup", `{"key":"user-1"}`},
+	} {
+		runCLI(args...) // the dead letters are the point: their errors are expected
+	}
+	// The demo's client runs a round every 3 seconds.
+	waitFor(t, ctx, "the dead letters show", `document.querySelectorAll('#deadletters tr[data-reason]').length >= 2`)
+	time.Sleep(4 * time.Second)
+	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(file, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	st, _ := json.Marshal(map[string]any{"bytes": len(png), "file": file})
+	fmt.Fprintf(os.Stderr, "screenshot: %s\n", st)
+}

@@ -1,0 +1,43 @@
+package lua
+
+import (
+	"testing"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// What a script sends that reaches no one is a dead letter: to a name no
+// process holds, to a dead PID, and a reply after its ask ended.
+func TestScriptDeadLetters(t *testing.T) {
+	h := newHarness(t)
+	h.Entry("server", `
+return { main = function()
+  local msg = process.inbox():receive()
+  time.sleep(50)
+  process.send(msg:payload(), "settled", msg:reply("too late"))
+  time.sleep(100000)
+end }`)
+	e := h.Entry("main", `
+return { main = function()
+  assert(not process.send("nobody", "hello"))
+  assert(not process.ask("nobody", "question"))
+  assert(not process.send("<test.999999.1>", "to-the-dead"))
+  local srv = assert(process.spawn("server"))
+  local _, err = process.ask(srv, "slow", process.pid(), "10ms")
+  assert(err.kind == "timeout")
+  assert(process.listen("settled"):receive():payload() == false)
+  process.terminate(srv)
+  return "ok"
+end }`)
+	h.Check(e)
+	got := h.Dead.ByReason()
+	if n := got[process.DeadNameNotFound]; len(n) != 2 || n[0].To != "nobody" || n[0].Topic != "hello" || n[1].Topic != "question" || n[0].From.IsZero() {
+		t.Fatalf("unknown names: %+v", n)
+	}
+	if d := got[process.DeadNoProcess]; len(d) != 1 || d[0].To != "<test.999999.1>" || d[0].Topic != "to-the-dead" {
+		t.Fatalf("dead pid: %+v", d)
+	}
+	if l := got[process.DeadLateReply]; len(l) != 1 || l[0].Topic != "slow" || l[0].To != got[process.DeadNameNotFound][0].From.String() || l[0].From.IsZero() {
+		t.Fatalf("late reply: %+v", l)
+	}
+}

@@ -1,0 +1,211 @@
+package observe
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// liveSource is a Source whose entries a test changes while it is read.
+type liveSource struct {
+	mu    sync.Mutex
+	infos []registry.EntryInfo
+}
+
+func (l *liveSource) set(infos ...registry.EntryInfo) {
+	l.mu.Lock()
+	l.infos = infos
+	l.mu.Unlock()
+}
+
+func (l *liveSource) Entries() []registry.EntryInfo {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]registry.EntryInfo(nil), l.infos...)
+}
+func (l *liveSource) Info(registry.ID) (registry.EntryInfo, bool) { return registry.EntryInfo{}, false }
+func (l *liveSource) NotReady() []registry.ID                     { return nil }
+
+// streamServer serves a Handler over a real listener with short timeouts.
+func streamServer(t *testing.T, src Source, ui UIOptions, lo ListenOptions) *Server {
+	t.Helper()
+	return serve(t, Handler(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler), Ops: Ops{UI: ui}}), lo)
+}
+
+// sseClient reads the states of one stream.
+type sseClient struct {
+	resp   *http.Response
+	states chan uiState
+	done   chan error
+}
+
+func openStream(t *testing.T, s *Server) *sseClient {
+	t.Helper()
+	resp, err := http.Get("http://" + s.Addr().String() + "/ui/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "text/event-stream" {
+		resp.Body.Close()
+		t.Fatalf("stream: %d %s", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+	c := &sseClient{resp: resp, states: make(chan uiState, 64), done: make(chan error, 1)}
+	go func() {
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(nil, 1<<20)
+		event := ""
+		for sc.Scan() {
+			line := sc.Text()
+			switch {
+			case strings.HasPrefix(line, "event: "):
+				event = strings.TrimPrefix(line, "event: ")
+			case strings.HasPrefix(line, "data: ") && event == "state":
+				var st uiState
+				if err := json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &st); err != nil {
+					c.done <- err
+					return
+				}
+				c.states <- st
+			}
+		}
+		c.done <- sc.Err()
+	}()
+	t.Cleanup(func() { resp.Body.Close() })
+	return c
+}
+
+func (c *sseClient) next(t *testing.T, within time.Duration) uiState {
+	t.Helper()
+	select {
+	case st := <-c.states:
+		return st
+	case err := <-c.done:
+		t.Fatalf("the stream ended: %v", err)
+	case <-time.After(within):
+		t.Fatalf("no state within %s", within)
+	}
+	return uiState{}
+}
+
+// A stream outlives the server's read and write timeouts, which bound
+// every other request, and pushes a state only when it changed.
+func TestStreamOutlivesServerTimeouts(t *testing.T) {
+	src := &liveSource{}
+	src.set(info("app:a", "process.lua", registry.StatusDefined, nil))
+	s := streamServer(t, src, UIOptions{Interval: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond},
+		ListenOptions{ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
+	c := openStream(t, s)
+	if st := c.next(t, 5*time.Second); len(st.Entries) != 1 || st.Entries[0].ID != "app:a" {
+		t.Fatalf("first state %+v", st)
+	}
+	// Unchanged: nothing more is pushed, only heartbeats.
+	select {
+	case st := <-c.states:
+		t.Fatalf("an unchanged state was pushed again: %+v", st)
+	case <-time.After(700 * time.Millisecond): // well past both timeouts
+	}
+	src.set(info("app:a", "process.lua", registry.StatusDefined, nil), info("app:b", "process.lua", registry.StatusRunning, nil))
+	if st := c.next(t, 5*time.Second); len(st.Entries) != 2 || st.EntriesTotal != 2 {
+		t.Fatalf("state after the change %+v", st)
+	}
+}
+
+func TestStreamClientsAreBounded(t *testing.T) {
+	src := &liveSource{}
+	s := streamServer(t, src, UIOptions{MaxClients: 1, Interval: 20 * time.Millisecond}, ListenOptions{})
+	first := openStream(t, s)
+	first.next(t, 5*time.Second)
+	resp, err := http.Get("http://" + s.Addr().String() + "/ui/events")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]string
+	json.NewDecoder(resp.Body).Decode(&m)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusServiceUnavailable || !strings.Contains(m["error"], "at most 1") {
+		t.Fatalf("second stream: %d %v", resp.StatusCode, m)
+	}
+	// Once the first leaves, its place is free again (and the hub, with
+	// nobody to serve, stops: goleak checks at the end).
+	first.resp.Body.Close()
+	testutil.Eventually(t, "a place free", func() bool {
+		resp, err := http.Get("http://" + s.Addr().String() + "/ui/events")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == 200
+	})
+}
+
+// Shutdown ends open streams at once instead of waiting for its deadline.
+func TestShutdownEndsStreams(t *testing.T) {
+	src := &liveSource{}
+	h := Handler(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
+	s, err := Listen("127.0.0.1:0", h, ListenOptions{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := openStream(t, s)
+	c.next(t, 5*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	if err := s.Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Fatalf("shutdown took %s with a stream open", d)
+	}
+	select {
+	case <-c.done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the client's stream did not end")
+	}
+	// After shutdown no stream opens.
+	if _, err := h.(*endpoint).hub.subscribe(); err != errStreamsClosed {
+		t.Fatalf("subscribe after close: %v", err)
+	}
+}
+
+// A slow client is handed the latest state, never a backlog.
+func TestHubKeepsOnlyTheLatestState(t *testing.T) {
+	n := 0
+	var mu sync.Mutex
+	h := newHub(UIOptions{Interval: time.Millisecond}, func() ([]byte, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		n++
+		return []byte{byte(n)}, nil
+	})
+	defer h.close()
+	st, err := h.subscribe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.unsubscribe(st)
+	testutil.Eventually(t, "many states built", func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return n > 20
+	})
+	if len(st.next) > 1 {
+		t.Fatalf("%d states queued", len(st.next))
+	}
+	first := <-st.next
+	second := <-st.next // a newer one
+	if second[0] <= first[0] {
+		t.Fatalf("states %d then %d", first[0], second[0])
+	}
+}

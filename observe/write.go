@@ -1,0 +1,310 @@
+package observe
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
+)
+
+// POST /v1/send and POST /v1/ask message a process from outside the node.
+
+// Limits of the message endpoints.
+const (
+	// DefaultMaxRequestBytes bounds a request body (Options.MaxRequestBytes).
+	DefaultMaxRequestBytes = 1 << 20
+	// MaxAskTimeout bounds the timeout of POST /v1/ask.
+	MaxAskTimeout = 60 * time.Second
+	// maxDestLen and maxTopicLen bound the strings of a request.
+	maxDestLen  = 512
+	maxTopicLen = 1024
+	// senderMailbox bounds the endpoint's process's mailbox: what scripts
+	// send back to it is read and dropped, and a flood past this is
+	// refused to its senders.
+	senderMailbox = 1024
+)
+
+// message is the body of POST /v1/send and /v1/ask.
+type message struct {
+	Dest    string          `json:"dest"`
+	Topic   string          `json:"topic"`
+	Payload json.RawMessage `json:"payload"`
+	Timeout string          `json:"timeout"` // ask only: a Go duration; default 5s
+}
+
+// request is a validated message.
+type request struct {
+	dest    destination
+	topic   string
+	payload any
+	timeout time.Duration
+}
+
+// destination is a parsed DEST: a PID, or a name on a node ("" for this
+// one).
+type destination struct {
+	pid        process.PID
+	name, node string
+	text       string
+}
+
+// parseDest reads a PID string, a registered name or name@node.
+func parseDest(s string) (destination, error) {
+	switch {
+	case s == "":
+		return destination{}, errors.New("dest: required: a PID, a registered name or name@node")
+	case len(s) > maxDestLen:
+		return destination{}, fmt.Errorf("dest: longer than %d bytes", maxDestLen)
+	case !printable(s):
+		return destination{}, fmt.Errorf("dest %q: holds spaces or control characters", s)
+	}
+	if process.IsPIDString(s) {
+		pid, err := process.ParsePID(s)
+		if err != nil {
+			return destination{}, fmt.Errorf("dest: %w", err)
+		}
+		return destination{pid: pid, text: s}, nil
+	}
+	d := destination{name: s, text: s}
+	if name, node, ok := process.SplitNodeName(s); ok {
+		d.name, d.node = name, node
+	}
+	// Names hold no '@' (Register refuses them): one left is a malformed
+	// name@node.
+	if d.name == "" || strings.IndexByte(d.name, '@') >= 0 {
+		return destination{}, fmt.Errorf("dest %q: want name@node", s)
+	}
+	return d, nil
+}
+
+// printable reports whether s is valid UTF-8 without spaces or control
+// characters.
+func printable(s string) bool {
+	if !utf8.ValidString(s) {
+		return false
+	}
+	for _, r := range s {
+		if unicode.IsSpace(r) || unicode.IsControl(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// decodeMessage reads and validates the body of r. Its errors are the
+// client's: the status to answer with and why.
+func (s *server) decodeMessage(w http.ResponseWriter, r *http.Request, ask bool) (request, int, error) {
+	if ct := r.Header.Get("Content-Type"); ct != "" {
+		if mt, _, err := mime.ParseMediaType(ct); err != nil || mt != "application/json" {
+			return request{}, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json", ct)
+		}
+	}
+	body := http.MaxBytesReader(w, r.Body, s.maxBody)
+	dec := json.NewDecoder(body)
+	dec.DisallowUnknownFields()
+	var m message
+	if err := dec.Decode(&m); err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			return request{}, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", s.maxBody)
+		}
+		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
+	}
+	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
+		return request{}, http.StatusBadRequest, errors.New("request body: one JSON object expected, found more")
+	}
+	var req request
+	var err error
+	if req.dest, err = parseDest(m.Dest); err != nil {
+		return request{}, http.StatusBadRequest, err
+	}
+	switch {
+	case m.Topic == "":
+		return request{}, http.StatusBadRequest, errors.New("topic: required")
+	case len(m.Topic) > maxTopicLen:
+		return request{}, http.StatusBadRequest, fmt.Errorf("topic: longer than %d bytes", maxTopicLen)
+	case !utf8.ValidString(m.Topic):
+		return request{}, http.StatusBadRequest, errors.New("topic: not valid UTF-8")
+	}
+	req.topic = m.Topic
+	if p := bytes.TrimSpace(m.Payload); len(p) > 0 && !bytes.Equal(p, []byte("null")) {
+		var v any
+		if err := json.Unmarshal(p, &v); err != nil {
+			return request{}, http.StatusBadRequest, fmt.Errorf("payload: %w", err)
+		}
+		// JSON decodes to the value model's own types; Copy checks the
+		// depth a script could take.
+		if req.payload, err = value.Copy(v); err != nil {
+			return request{}, http.StatusBadRequest, fmt.Errorf("payload: %w", err)
+		}
+	}
+	if !ask {
+		if m.Timeout != "" {
+			return request{}, http.StatusBadRequest, errors.New("timeout: only an ask has one")
+		}
+		return req, 0, nil
+	}
+	req.timeout = process.DefaultAskTimeout
+	if m.Timeout != "" {
+		d, err := time.ParseDuration(m.Timeout)
+		if err != nil || d <= 0 || d > MaxAskTimeout {
+			return request{}, http.StatusBadRequest, fmt.Errorf("timeout %q: want a duration above 0 and at most %s", m.Timeout, MaxAskTimeout)
+		}
+		req.timeout = d
+	}
+	return req, 0, nil
+}
+
+// sender is the endpoint's own process: the sender of every message the
+// endpoint delivers, so a script may answer or send back to it. It reads
+// and drops what it is sent. It is a system process (scripts cannot stop
+// it) spawned on first use, and again if it was killed.
+type sender struct {
+	node *process.Node
+	mu   sync.Mutex
+	pid  process.PID
+}
+
+type dropAll struct{}
+
+func (dropAll) Receive(process.Context, process.Message) {}
+
+func (sn *sender) self() (process.PID, error) {
+	sn.mu.Lock()
+	defer sn.mu.Unlock()
+	if !sn.pid.IsZero() && sn.node.Alive(sn.pid) {
+		return sn.pid, nil
+	}
+	pid, err := sn.node.Spawn(dropAll{}, process.SpawnOptions{System: true, MailboxSize: senderMailbox})
+	if err != nil {
+		return process.PID{}, fmt.Errorf("the HTTP endpoint's process: %w", err)
+	}
+	sn.pid = pid
+	return pid, nil
+}
+
+// deliver sends m to d.
+func (sn *sender) deliver(d destination, m process.Message) error {
+	switch {
+	case !d.pid.IsZero():
+		return sn.node.Send(d.pid, m)
+	case d.node == "":
+		return sn.node.SendName(sn.node.Name(), d.name, m)
+	}
+	return sn.node.SendName(d.node, d.name, m)
+}
+
+// statusOf is the HTTP status of a failed delivery or ask.
+func statusOf(err error) int {
+	if errors.Is(err, process.ErrUnreachable) {
+		return http.StatusBadGateway
+	}
+	switch value.KindOf(err) {
+	case value.KindNotFound:
+		return http.StatusNotFound
+	case value.KindLimit:
+		return http.StatusTooManyRequests
+	case value.KindInvalid:
+		return http.StatusBadRequest
+	case value.KindTimeout:
+		return http.StatusGatewayTimeout
+	case value.KindStopped:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusInternalServerError
+}
+
+// failErr answers with a delivery or ask error and its kind.
+func (s *server) failErr(w http.ResponseWriter, err error) {
+	s.json(w, statusOf(err), map[string]string{"error": err.Error(), "kind": string(value.KindOf(err))})
+}
+
+// accept reads a message request and the endpoint's process to send it
+// from; ok is false once it has answered with the error.
+func (s *server) accept(w http.ResponseWriter, r *http.Request, ask bool) (req request, from process.PID, ok bool) {
+	req, code, err := s.decodeMessage(w, r, ask)
+	if err != nil {
+		s.fail(w, code, err.Error())
+		return request{}, process.PID{}, false
+	}
+	if from, err = s.sender.self(); err != nil {
+		s.failErr(w, err)
+		return request{}, process.PID{}, false
+	}
+	return req, from, true
+}
+
+func (s *server) send(w http.ResponseWriter, r *http.Request) {
+	req, from, ok := s.accept(w, r, false)
+	if !ok {
+		return
+	}
+	if err := s.sender.deliver(req.dest, process.Message{From: from, Topic: req.topic, Payload: req.payload}); err != nil {
+		s.failErr(w, err)
+		return
+	}
+	s.json(w, http.StatusOK, map[string]string{"status": "sent", "dest": req.dest.text, "from": from.String()})
+}
+
+// askReply is the answer of POST /v1/ask: the reply, or the error the
+// replier answered with, and who replied.
+type askReply struct {
+	Reply any    `json:"reply"`
+	Error any    `json:"error,omitempty"`
+	From  string `json:"from"`
+}
+
+func (s *server) ask(w http.ResponseWriter, r *http.Request) {
+	req, from, ok := s.accept(w, r, true)
+	if !ok {
+		return
+	}
+	// The answer may take the whole timeout: the server's write deadline
+	// must not cut it off.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Now().Add(req.timeout + writeSlack))
+	c := process.NewCall()
+	m := c.MessageWithin(process.Message{From: from, Topic: req.topic, Payload: req.payload}, req.timeout)
+	var res process.Reply
+	var err error
+	if derr := s.sender.deliver(req.dest, m); derr != nil {
+		res, err = c.Abandon(derr)
+	} else {
+		res, err = c.Wait(req.timeout, r.Context().Done())
+	}
+	switch {
+	case errors.Is(err, process.ErrCallAbandoned):
+		return // the client went away
+	case errors.Is(err, process.ErrTimeout):
+		s.failErr(w, fmt.Errorf("ask %q of %s: no reply within %s: %w", req.topic, req.dest.text, req.timeout, err))
+		return
+	case err != nil:
+		s.failErr(w, err)
+		return
+	}
+	out := askReply{From: res.From.String()}
+	if res.Err != nil {
+		if out.Error, err = value.JSONForm(value.FromError(res.Err)); err != nil {
+			s.fail(w, http.StatusBadGateway, err.Error())
+			return
+		}
+	} else if out.Reply, err = value.JSONForm(res.Value); err != nil {
+		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the reply has no JSON form: %v", err))
+		return
+	}
+	s.json(w, http.StatusOK, out)
+}
+
+// writeSlack is how much longer than its own wait a slow response may take
+// to write.
+const writeSlack = 10 * time.Second

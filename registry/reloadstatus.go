@@ -1,0 +1,127 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Results of a reload, the values of runner_reload_total's result label.
+const (
+	// ReloadApplied: the configuration was valid and is in force.
+	ReloadApplied = "applied"
+	// ReloadRejected: the configuration was invalid; nothing changed.
+	ReloadRejected = "rejected"
+)
+
+// ReloadResults lists every result a reload is counted under.
+var ReloadResults = []string{ReloadApplied, ReloadRejected}
+
+// DefaultReloadHistory is how many reload attempts a Runtime remembers.
+const DefaultReloadHistory = 20
+
+// reloadErrorsKept bounds the errors kept of one rejected attempt: a broken
+// configuration saved over and over must not grow the node.
+const reloadErrorsKept = 100
+
+// ReloadAttempt is one reload: when, how it ended, what it changed, and why it was rejected.
+type ReloadAttempt struct {
+	Time      time.Time `json:"time"`
+	Result    string    `json:"result"` // "applied" | "rejected" (and any other result you count in runner_reload_total)
+	Added     int       `json:"added"`
+	Updated   int       `json:"updated"`
+	Removed   int       `json:"removed"`
+	Unchanged int       `json:"unchanged"`
+	Outdated  int       `json:"outdated"`         // processes left on old code by this reload
+	Errors    []string  `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
+}
+
+// reloadHistory keeps the last attempts for readers (/v1/reload, the
+// health check, a live view) as an immutable slice, replaced whole on
+// each attempt; the gauges say how the last one went.
+type reloadHistory struct {
+	mu      sync.Mutex // serializes writers; readers load list
+	list    atomic.Pointer[[]ReloadAttempt]
+	keep    int
+	success prometheus.Gauge
+	stamp   prometheus.Gauge
+}
+
+func newReloadHistory(reg *prometheus.Registry, keep int) *reloadHistory {
+	h := &reloadHistory{
+		keep: keep,
+		success: RegisterCollector(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "runner_reload_last_success",
+			Help: "1 when the last reload applied (or none was attempted yet: the configuration in force loaded), 0 when it was rejected.",
+		})),
+		stamp: RegisterCollector(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "runner_reload_last_timestamp_seconds",
+			Help: "When the last reload was attempted, in seconds since the Unix epoch; 0 before the first.",
+		})),
+	}
+	h.success.Set(1)
+	return h
+}
+
+func (h *reloadHistory) record(a ReloadAttempt) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	var old []ReloadAttempt
+	if p := h.list.Load(); p != nil {
+		old = *p
+	}
+	start := max(0, len(old)+1-h.keep)
+	next := make([]ReloadAttempt, 0, len(old)-start+1)
+	next = append(next, old[start:]...)
+	next = append(next, a)
+	h.list.Store(&next)
+	if a.Result == ReloadApplied {
+		h.success.Set(1)
+	} else {
+		h.success.Set(0)
+	}
+	h.stamp.Set(float64(a.Time.UnixNano()) / 1e9)
+}
+
+// ReloadHistory returns the last reload attempts, oldest first, at most
+// RuntimeOptions.ReloadHistory of them. Only reloads counted in
+// runner_reload_total are attempts: a load abandoned, or failed for a
+// reason that may pass (and retried), is not.
+func (rt *Runtime) ReloadHistory() []ReloadAttempt {
+	p := rt.history.list.Load()
+	if p == nil {
+		return nil
+	}
+	return append([]ReloadAttempt(nil), (*p)...)
+}
+
+// LastReload returns the last reload attempt, if there was one.
+func (rt *Runtime) LastReload() (ReloadAttempt, bool) {
+	p := rt.history.list.Load()
+	if p == nil || len(*p) == 0 {
+		return ReloadAttempt{}, false
+	}
+	return (*p)[len(*p)-1], true
+}
+
+// rejectedAttempt is the attempt of a load that failed with err.
+func rejectedAttempt(err error) ReloadAttempt {
+	a := ReloadAttempt{Time: time.Now(), Result: ReloadRejected}
+	var es Errors
+	if errors.As(err, &es) {
+		for i, e := range es {
+			if i == reloadErrorsKept {
+				a.Errors = append(a.Errors, fmt.Sprintf("… and %d more", len(es)-i))
+				break
+			}
+			a.Errors = append(a.Errors, e.Error())
+		}
+	} else {
+		a.Errors = []string{err.Error()}
+	}
+	return a
+}
