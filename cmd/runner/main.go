@@ -99,7 +99,7 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 	lf := addLoadFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: runner validate [flags] PATH...")
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	paths, _, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
