@@ -77,7 +77,8 @@ func (h *Host) awaitStart(env *registry.Env, e *registry.Entry, pid process.PID,
 		if alive {
 			<-done
 		}
-		return fmt.Errorf("spawn %s: %w", e.ID, err)
+		// Not "spawn <id>": whoever spawned says that (a supervisor does).
+		return fmt.Errorf("start failed: %w", err)
 	case <-t.C:
 		if !st.linkTo.IsZero() {
 			env.Node.Unlink(pid, st.linkTo)
@@ -86,6 +87,6 @@ func (h *Host) awaitStart(env *registry.Env, e *registry.Entry, pid process.PID,
 			env.Node.Demonitor(st.monitorBy, pid)
 		}
 		_ = env.Node.Kill(pid)
-		return value.NewError(value.KindTimeout, "spawn %s: init did not return within %s (the start timeout); the process was killed", e.ID, d)
+		return value.NewError(value.KindTimeout, "start failed: init did not return within %s (the start timeout of %s); the process was killed", d, e.ID)
 	}
 }
