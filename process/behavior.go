@@ -86,7 +86,10 @@ func (p *process) dispatch() {
 	var held *meta // the message a Receive that ended the process was handling
 	for {
 		if p.dead.Load() {
-			p.settleOnExit(p.exitOf(Exit{}), held)
+			// Ended from outside: killed (a stop request would have been
+			// seen below; Kill records nothing for a Behavior that never
+			// needed an extension, see exitOf).
+			p.settleOnExit(p.exitOf(Exit{Err: ErrKilled}), held)
 			return
 		}
 		if p.stopReq.Load() {

@@ -186,11 +186,6 @@ func (p *process) finish(e Exit) {
 	}
 	p.dead.Store(true)
 	x := p.ext.Load()
-	if x == nil && e.Err != nil {
-		// Keep an abnormal exit for whoever settles the asks p leaves
-		// (settle.go): a Behavior killed before it needed an extension.
-		x = p.extLocked()
-	}
 	// Take the relation sets while holding the lock: other processes that
 	// exit at the same moment edit them (removeLink, dropMonitor) under it.
 	var names, relNodes []string

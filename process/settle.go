@@ -83,7 +83,7 @@ func (p *process) settleOnExit(e Exit, held *meta) {
 }
 
 // exitOf returns how p ended: what finish recorded, or e when p has no
-// extension (an idle Behavior that never needed one).
+// extension to record it in (a Behavior that never needed one, killed).
 func (p *process) exitOf(e Exit) Exit {
 	p.mu.Lock()
 	defer p.mu.Unlock()
