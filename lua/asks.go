@@ -37,6 +37,16 @@ func (h *heldAsks) add(m *luaMessage) {
 	h.list = append(h.list, m)
 }
 
+// answered drops m when it is the latest ask handed out, the common case
+// of a script that answers each ask as it receives it: the list then stays
+// empty and holds no message the script is done with.
+func (h *heldAsks) answered(m *luaMessage) {
+	if n := len(h.list); n > 0 && h.list[n-1] == m {
+		h.list[n-1] = nil
+		h.list = h.list[:n-1]
+	}
+}
+
 // askOver reports whether m's asker has stopped waiting: its ask was
 // settled, or its deadline passed.
 func askOver(m *process.Message, now time.Time) bool {

@@ -91,6 +91,7 @@ func msgReply(L *lua.LState) int {
 		}
 	}
 	m.replied = true
+	p.asks.answered(m)
 	// Through the node: a reply after the ask ended is a dead letter.
 	settled, err := p.Node().Reply(&m.m, p.self, v, rej)
 	if err != nil {
