@@ -44,6 +44,13 @@ func (l CrashReportLimit) withDefaults() CrashReportLimit {
 	return l
 }
 
+// failure is what a crash report tells of the error a script raised: where
+// it was raised (an error value carries no position) and the traceback.
+type failure struct {
+	where string // "main.lua:12", "" when unknown or in the message
+	trace string
+}
+
 // crashLog rate-limits crash reports per entry.
 type crashLog struct {
 	limit   CrashReportLimit
@@ -65,11 +72,13 @@ func (c *crashLog) report(p *Process, err error) {
 	}
 	ve := value.FromError(err)
 	attrs := []any{"error", string(ve.Kind) + ": " + ve.String()}
-	if p.where != "" {
-		attrs = append(attrs, "location", p.where)
-	}
-	if p.trace != "" {
-		attrs = append(attrs, "traceback", p.trace)
+	if f := p.failed; f != nil {
+		if f.where != "" {
+			attrs = append(attrs, "location", f.where)
+		}
+		if f.trace != "" {
+			attrs = append(attrs, "traceback", f.trace)
+		}
 	}
 	p.Logger().Error("process crashed", attrs...)
 }

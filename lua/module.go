@@ -42,9 +42,8 @@ type Process struct {
 
 	timers timerList // pending time.after timers
 	onExit []func()
-	raised raised // see raise.go
-	where  string // where the error that ended the script was raised, for the crash report
-	trace  string // its Lua traceback
+	raised *raised  // the last value raised that is not a string (raise.go)
+	failed *failure // what the crash report says of the error that ended the script
 
 	start *starting // the spawner waiting for init, until it is told (start.go)
 	asks  heldAsks  // asks handed to the script (asks.go)

@@ -57,7 +57,7 @@ func luaError(L *lua.LState) int {
 // raiseValue raises v unchanged, recording the position of the function
 // level frames up (1: the caller of error or assert).
 func raiseValue(L *lua.LState, v lua.LValue, level int) {
-	r := raised{v: v}
+	r := &raised{v: v}
 	if level > 0 {
 		if w := strings.TrimSuffix(L.Where(level), ":"); !strings.HasPrefix(w, "[G]") {
 			r.where = w

@@ -217,10 +217,9 @@ func (p *Process) scriptError(err error) error {
 		// replaces it with the stop reason.
 		return value.NewError(value.KindStopped, "stopped")
 	}
-	p.trace = strings.TrimPrefix(strings.TrimSpace(ae.StackTrace), "stack traceback:\n")
-	p.where = ""
-	if p.raised.v == ae.Object {
-		p.where = p.raised.where
+	p.failed = &failure{trace: strings.TrimPrefix(strings.TrimSpace(ae.StackTrace), "stack traceback:\n")}
+	if p.raised != nil && p.raised.v == ae.Object {
+		p.failed.where = p.raised.where
 	}
 	if e, ok := AsError(ae.Object); ok {
 		return e
