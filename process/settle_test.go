@@ -105,13 +105,15 @@ func TestAskFailsWhenBehaviorStops(t *testing.T) {
 			n.Send(pid, Message{Payload: "block"})
 			<-entered
 			var queued []<-chan error
+			before := 0
 			if tc.name == "stop-normal" {
 				n.Send(pid, Message{Topic: "stop"})
+				before = 1
 			}
 			for range 3 {
 				queued = append(queued, asyncAsk(n, pid, "x"))
 			}
-			waitQueued(t, n, pid, 3)
+			waitQueued(t, n, pid, before+3)
 			if tc.name != "stop-normal" {
 				tc.stop(n, pid)
 			}
