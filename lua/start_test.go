@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
 )
@@ -165,28 +166,29 @@ end }`))
 // listen channel, fails them as it ends.
 func TestAsksLeftAtNormalExitFail(t *testing.T) {
 	h := newHarness(t)
-	h.Entry("quitter", `
+	pid := h.Spawn(h.Entry("quitter", `
 return { main = function()
   local job = process.listen("job")
   job:receive()                       -- the first job, a tell
-  time.sleep(100)                     -- an ask for a job and a tell queue up
-  process.inbox():receive()           -- sets the ask aside for job, takes the tell
+  process.inbox():receive()           -- sets the next jobs aside, returns at "other"
   return "done"
-end }`)
-	h.Entry("asker", `
-return { main = function(target, parent)
-  local v, err = process.ask(target, "job", 1, "60s")
-  process.send(parent, "result", {kind = err and err.kind, message = err and err.message})
-end }`)
-	h.Check(h.Entry("main", `
-return { main = function()
-  local q = assert(process.spawn("quitter"))
-  process.send(q, "job", 0)
-  assert(process.spawn("asker", q, process.pid()))
-  time.sleep(30)
-  process.send(q, "other", 2)
-  local r = process.listen("result"):receive():payload()
-  assert(r.kind == "stopped" and r.message:find("(normal)", 1, true), r.message)
-  return "ok"
 end }`))
+	n := h.Node
+	if err := n.Send(pid, process.Message{Topic: "job", Payload: 0.0}); err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan error, 1)
+	n.AskFunc(pid, process.Message{Topic: "job", Payload: 1.0}, time.Minute, func(_ any, _ process.PID, err error) { got <- err })
+	testutil.EventuallyWithin(t, 10*time.Second, "the ask set aside", func() bool { return n.MailboxLen(pid) == 0 && n.Idle(pid) })
+	if err := n.Send(pid, process.Message{Topic: "other"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-got:
+		if value.KindOf(err) != value.KindStopped || !strings.Contains(err.Error(), "(normal)") {
+			t.Fatalf("the set-aside ask failed with %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("the set-aside ask still waits")
+	}
 }
