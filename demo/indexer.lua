@@ -2,16 +2,23 @@
 -- app:search reaches it on whichever node it runs, and answers searches.
 local pg = require("pg")
 
-return { main = function(name)
-  local scope, err = pg.open("app:pg")
-  if not scope then error("no scope: " .. tostring(err)) end
-  scope:join("indexers")
-  log.info("indexer joined", { name = name })
-  local inbox = process.inbox()
-  local served = 0
-  while true do
-    local msg = inbox:receive()
-    served = served + 1
-    msg:reply({ indexer = name, query = msg:payload(), served = served })
-  end
-end }
+return {
+  -- init runs before whoever started the indexer goes on: once the
+  -- supervisor has it, it is already a member of the group.
+  init = function(name)
+    local scope = assert(pg.open("app:pg"))
+    assert(scope:join("indexers"))
+    log.info("indexer joined", { name = name })
+    return name
+  end,
+
+  main = function(name)
+    local inbox = process.inbox()
+    local served = 0
+    while true do
+      local msg = inbox:receive()
+      served = served + 1
+      msg:reply({ indexer = name, query = msg:payload(), served = served })
+    end
+  end,
+}

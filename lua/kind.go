@@ -31,13 +31,17 @@ type Options struct {
 	// assignment, rawset or table.insert that would add one more raises.
 	// Default: DefaultMaxTableEntries.
 	MaxTableEntries int
-	// Modules are the runtime modules scripts may require, besides json,
+	// Modules are the runtime modules scripts may require, besides json and errors,
 	// which every host has. Default: none. cmd/runner gives pg, router and
 	// supervisor (lua/modules/*); an embedder gives what its scripts need.
 	// A module whose declaration Module.Check rejects, or one named twice
-	// (json included), makes NewKind panic: a mistake in the program, found
+	// (json and errors included), makes NewKind panic: a mistake in the program, found
 	// when it starts.
 	Modules []Module
+	// CrashReports limits the crash reports logged per entry: at most
+	// Burst in each Window, the rest counted and their number logged when
+	// the window ends. Defaults: DefaultCrashBurst in DefaultCrashWindow.
+	CrashReports CrashReportLimit
 }
 
 // Host is the process.lua kind: it decodes entries, and spawns and starts
@@ -53,6 +57,8 @@ type Host struct {
 	globals    map[string]*library // process, channel, time, log
 	modules    map[string]*library // what require finds, by name
 	moduleList []Module            // the same, sorted by name
+
+	crashes crashLog
 }
 
 // NewKind returns the process.lua kind, for a registry of kinds
@@ -73,6 +79,7 @@ func NewKind(opts Options) *Host {
 	if h.limits.maxTable <= 0 {
 		h.limits.maxTable = DefaultMaxTableEntries
 	}
+	h.crashes.limit = opts.CrashReports.withDefaults()
 	return h
 }
 
@@ -203,7 +210,9 @@ func compileSource(src *registry.Source) (*Compiled, error) {
 }
 
 // Spawn implements registry.Template: one process per call, running the
-// entry's method with opts.Args (the entry's args when nil).
+// entry's method with opts.Args (the entry's args when nil). When the
+// script defines init, Spawn returns once init has returned, or with the
+// error that failed the start (see start.go).
 func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOptions) (process.PID, error) {
 	spec, ok := e.Spec.(*Spec)
 	if !ok || spec.main == nil {
@@ -218,9 +227,18 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 	if so.MailboxSize == 0 {
 		so.MailboxSize = spec.MailboxSize
 	}
-	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args), so)
+	var st *starting
+	if spec.mayInit() {
+		st = &starting{ready: make(chan error, 1), linkTo: so.LinkTo, monitorBy: so.MonitorBy}
+	}
+	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args, st), so)
 	if err != nil {
 		return process.PID{}, fmt.Errorf("spawn %s: %w", e.ID, err)
+	}
+	if st != nil {
+		if err := h.awaitStart(env, e, pid, st); err != nil {
+			return process.PID{}, err
+		}
 	}
 	return pid, nil
 }

@@ -140,10 +140,26 @@ func (d *Decoder) Errorf(field, format string, args ...any) {
 	d.add(pos, path, fmt.Sprintf(format, args...))
 }
 
+// add records an error, unless the same field of the entry already has
+// one: a field reports its first mistake only, so a value of the wrong
+// type (size: five) is not also reported out of range by a check that
+// read the default in its place. An entry's errors are appended together,
+// so only its own are looked at.
 func (d *Decoder) add(pos Pos, field, msg string) {
 	var id ID
 	if d.entry != nil {
 		id = d.entry.ID
+	}
+	if field != "" {
+		for i := len(*d.errs) - 1; i >= 0; i-- {
+			fe, ok := (*d.errs)[i].(*FieldError)
+			if !ok || fe.Entry != id {
+				break
+			}
+			if fe.Field == field {
+				return
+			}
+		}
 	}
 	*d.errs = append(*d.errs, &FieldError{Pos: pos, Entry: id, Field: field, Msg: msg})
 }

@@ -48,9 +48,9 @@ func TestValidateLintsLua(t *testing.T) {
 	want := []string{
 		rel + `:3:24: app:w: unknown global "procss" (did you mean "process"?)`,
 		rel + `:4:34: app:w: pg.opne does not exist (did you mean pg.open?)`,
-		rel + `:4:58: app:w: require "utl": no such module (did you mean "util"?); available: json, pg, router, supervisor, util`,
+		rel + `:4:58: app:w: require "utl": no such module (did you mean "util"?); available: errors, json, pg, router, supervisor, util`,
 		// app:w2 has no module util: its own finding.
-		rel + `:4:58: app:w2: require "utl": no such module; available: json, pg, router, supervisor`,
+		rel + `:4:58: app:w2: require "utl": no such module; available: errors, json, pg, router, supervisor`,
 	}
 	var out, errb bytes.Buffer
 	if code := cli([]string{"validate", dir}, &out, &errb, nil, nil); code != 0 {

@@ -109,7 +109,7 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 	strict := fs.Bool("strict", false, "treat the warnings of the Lua lint as errors (exit 1)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: runner validate [--strict] [flags] PATH...")
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	paths, _, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -139,21 +139,13 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 			fmt.Fprintln(stderr, f.Error())
 		}
 		if *strict {
-			fmt.Fprintf(stderr, "%s (--strict)\n", count(len(found), "error"))
+			fmt.Fprintf(stderr, "%s (--strict)\n", count(len(found), "error", "errors"))
 			return 1
 		}
-		fmt.Fprintf(stderr, "%s of the Lua lint (errors with --strict)\n", count(len(found), "warning"))
+		fmt.Fprintf(stderr, "%s of the Lua lint (errors with --strict)\n", count(len(found), "warning", "warnings"))
 	}
-	fmt.Fprintf(stdout, "ok: %d entries in %d files\n", len(cfg.Entries), len(cfg.Files))
+	fmt.Fprintf(stdout, "ok: %s in %s\n", count(len(cfg.Entries), "entry", "entries"), count(len(cfg.Files), "file", "files"))
 	return 0
-}
-
-// count renders n things: "1 warning", "2 warnings".
-func count(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // logLint logs the Lua lint's findings on cfg, once, as warnings.
@@ -169,7 +161,7 @@ func printLoadErrors(w io.Writer, err error) {
 		for _, e := range es {
 			fmt.Fprintln(w, e.Error())
 		}
-		fmt.Fprintf(w, "%d errors\n", len(es))
+		fmt.Fprintln(w, count(len(es), "error", "errors"))
 		return
 	}
 	fmt.Fprintln(w, err)
@@ -213,10 +205,12 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	}
 	logLint(log, kinds, cfg)
 	if f.mainID != "" {
-		if _, ok := cfg.Entries[registry.ID(f.mainID)]; !ok {
-			fmt.Fprintf(stderr, "runner run: --main %s: no such entry\n", f.mainID)
+		id, err := resolveMain(cfg, f.mainID)
+		if err != nil {
+			fmt.Fprintf(stderr, "runner run: --main %s: %v\n", f.mainID, err)
 			return 1
 		}
+		f.mainID = string(id)
 	}
 	a := &app{log: log}
 	metrics := prometheus.NewRegistry()
@@ -367,11 +361,8 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			done = true
 		case ex := <-mainDone:
 			if ex.Err != nil {
-				msg := ex.Err.Error()
-				if ve := value.FromError(ex.Err); ve != nil {
-					msg = ve.String()
-				}
-				fmt.Fprintf(stderr, "runner: %s: %s\n", f.mainID, msg)
+				ve := value.FromError(ex.Err)
+				fmt.Fprintf(stderr, "runner: %s: %s: %s\n", f.mainID, ve.Kind, ve.String())
 				code = 1
 			}
 			done = true

@@ -123,6 +123,10 @@ type ChildSpec struct {
 	OnFailure FailureAction
 	// OnReload defaults to ReloadRestart.
 	OnReload ReloadAction
+	// Name, when set, is registered for the child's process before it
+	// runs (before its init), and again for each restart: a name another
+	// process holds fails the start. Names with ':' are the entries'.
+	Name string
 }
 
 func (c ChildSpec) withDefaults() ChildSpec {
@@ -156,7 +160,7 @@ func (c ChildSpec) shutdownFor(t ChildType, entryStop time.Duration) time.Durati
 // equal reports whether o is c as far as the running child is concerned:
 // on_reload aside, which a reload changes in place.
 func (c ChildSpec) equal(o ChildSpec) bool {
-	if c.ID != o.ID || c.Process != o.Process || c.Restart != o.Restart || c.Shutdown != o.Shutdown || c.OnFailure != o.OnFailure {
+	if c.ID != o.ID || c.Process != o.Process || c.Restart != o.Restart || c.Shutdown != o.Shutdown || c.OnFailure != o.OnFailure || c.Name != o.Name {
 		return false
 	}
 	if (c.Args == nil) != (o.Args == nil) || len(c.Args) != len(o.Args) {
@@ -301,6 +305,7 @@ var (
 			AtLeast(1, "").Below("must be 1 or more, got %d")
 
 	fChildID      = registry.StringField("id", "", "The child's name within its supervisor.").Require("is required")
+	fChildName    = registry.StringField("name", "", "A name the child is registered under, before its init runs and again on each restart.")
 	fChildProcess = registry.RefField("process", registry.RefDefinition, childKinds,
 		"The entry the child runs: a process.lua entry or another supervisor.").Require("is required")
 	fChildRestart = registry.EnumField("restart", string(Permanent), restartTypes,
@@ -314,7 +319,7 @@ var (
 		"Graceful stop deadline, then killed (default 5s, infinity for a supervisor, or the entry's stop_timeout).").
 		Positive().Or("brutal_kill", "infinity")
 
-	childFields = []*registry.Field{fChildID, fChildProcess, fChildRestart, fChildOnFailure, fChildOnReload, fChildArgs, fChildShutdown}
+	childFields = []*registry.Field{fChildID, fChildName, fChildProcess, fChildRestart, fChildOnFailure, fChildOnReload, fChildArgs, fChildShutdown}
 	fChildren   = registry.ObjectsField("children", "The children, started in this order and stopped in the reverse.", childFields...)
 
 	staticFields    = []*registry.Field{fStrategy, fMaxRestarts, fRestartWindow, fChildren}
@@ -382,6 +387,12 @@ func decodeChildFields(d *registry.Decoder, self registry.ID, withID bool) Child
 	var c ChildSpec
 	if withID {
 		c.ID = fChildID.Str(d)
+		c.Name = fChildName.Str(d)
+		if d.Has(fChildName.Name) {
+			if err := checkChildName(c.Name); err != nil {
+				d.Errorf(fChildName.Name, "%v", err)
+			}
+		}
 	}
 	c.Process = fChildProcess.Ref(d)
 	if c.Process != "" && c.Process == self {
