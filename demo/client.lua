@@ -9,32 +9,36 @@ local router = require("router")
 local supervisor = require("supervisor")
 local pg = require("pg")
 local json = require("json")
+local errors = require("errors")
 
 local function round(n)
   local report = {}
 
-  local hit, winner = router.ask("app:replicas", { key = "user-42" })
-  if not hit then error("replicas: " .. tostring(hit == nil and winner)) end
+  local hit, err, winner = router.ask("app:replicas", { key = "user-42" })
+  if err then return nil, errors.wrap(err, "replicas") end
   report.replicas = hit.value
+  report.winner = winner
 
-  local found, by = router.ask("app:search", "proctor")
-  if not found then error("search: " .. tostring(by)) end
+  local found, serr = router.ask("app:search", "proctor")
+  if serr then return nil, errors.wrap(serr, "search") end
   report.search = found.indexer
 
   local worker = supervisor.route("app:shards", "customer-7")
-  local got, err = process.ask(worker, "get", "customer-7")
-  if not got then error("shards: " .. tostring(err)) end
+  local got, gerr = process.ask(worker, "get", "customer-7")
+  if gerr then return nil, errors.wrap(gerr, "shards") end
   report.shard = got.key
 
+  -- a named, short-lived child: registered before start_child returns
   local child = "job-" .. n
-  local pid, serr = supervisor.start_child("app:sessions",
-    { id = child, process = "app:shard", restart = "temporary", args = { child } })
-  if not pid then error("sessions: " .. tostring(serr)) end
+  local pid, cerr = supervisor.start_child("app:sessions",
+    { id = child, process = "app:shard", restart = "temporary", args = { child }, name = "demo." .. child })
+  if cerr then return nil, errors.wrap(cerr, "sessions") end
+  assert(process.lookup("demo." .. child) == pid)
   local counts = supervisor.count_children("app:sessions")
   supervisor.terminate_child("app:sessions", child)
   report.sessions = counts.active
 
-  local scope = pg.open("app:pg")
+  local scope = assert(pg.open("app:pg"))
   report.indexers = #scope:get_members("indexers")
 
   -- Round robin over the group: each indexer once, on any node.
@@ -54,7 +58,7 @@ return { main = function(rounds)
   local n = 0
   while rounds == nil or n < rounds do
     n = n + 1
-    local report = round(n)
+    local report = assert(round(n)) -- a failed round ends the client with its error
     if rounds ~= nil and n >= rounds then
       print(json.encode(report))
       return report

@@ -3,9 +3,9 @@ return {
   main = function(interval)
     while true do
       time.sleep(interval or "2s")
-      -- ask returns the reply and who sent it, or nil and an error.
+      -- ask returns the reply, nil and who replied; or nil and an error.
       local n, err = process.ask("app:counter", "incr", 1, 1000)
-      if n == nil then
+      if err then
         log.warn("counter did not answer", { error = tostring(err), kind = err.kind })
       else
         log.info("tick", { count = n })

@@ -21,14 +21,16 @@ var processModule = Module{
 		{Name: "pid", Fn: procPID, Doc: "This process's PID.", Results: "string"},
 		{Name: "send", Fn: procSend, Doc: "Sends a message to a PID or a registered name.",
 			Params: "dest: string, topic: string, payload?: any", Results: "true|nil, error?"},
-		{Name: "ask", Fn: procAsk, Doc: "Sends an ask and waits for its reply (timeout in ms or a duration string, default 5s).",
-			Params: "dest: string, topic: string, payload?: any, timeout?: number|string", Results: "any, string|error"},
+		{Name: "ask", Fn: procAsk, Doc: "Sends an ask and waits for its reply (timeout in ms or a duration string, default 5s): reply, nil, replier_pid or nil, err.",
+			Params: "dest: string, topic: string, payload?: any, timeout?: number|string", Results: "any, error?, string?"},
 		{Name: "spawn", Fn: procSpawn, Doc: "Starts a process of an entry; extra arguments go to its method.",
 			Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
 		{Name: "spawn_monitored", Fn: procSpawnMonitored, Doc: "spawn, and monitor the new process: an EXIT event follows its exit.",
 			Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
 		{Name: "spawn_linked", Fn: procSpawnLinked, Doc: "spawn, and link the new process to this one.",
 			Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
+		{Name: "with_options", Fn: procWithOptions, Doc: "A spawner whose processes start with these options: {name = string}, the name registered before init runs.",
+			Params: "options: table", Results: "spawner"},
 		{Name: "monitor", Fn: procMonitor, Doc: "Monitors a process: an EXIT event follows its exit.",
 			Params: "dest: string", Results: "true|nil, error?"},
 		{Name: "unmonitor", Fn: procUnmonitor, Doc: "Stops monitoring a process.",
@@ -50,7 +52,7 @@ var processModule = Module{
 			Params: "topic: string", Results: "channel"},
 		{Name: "events", Fn: procEvents, Doc: "The channel of EXIT and LINK_DOWN events.", Results: "channel"},
 	},
-	Types: []*Type{messageType, errorType},
+	Types: []*Type{messageType, spawnerType},
 }
 
 func procPID(L *lua.LState) int {
@@ -112,9 +114,17 @@ func procAsk(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, err)
 	}
-	L.Push(lv)
-	L.Push(PIDValue(res.From))
-	return 2
+	return ReturnReply(L, lv, res.From)
+}
+
+// ReturnReply pushes what an ask returns on success: the reply, nil in the
+// place of the error, and the replier's PID third, so that the Lua idiom
+// `local reply, err = f(); if err then … end` holds for asks too.
+func ReturnReply(L *lua.LState, reply lua.LValue, from process.PID) int {
+	L.Push(reply)
+	L.Push(lua.LNil)
+	L.Push(PIDValue(from))
+	return 3
 }
 
 type spawnMode int
@@ -125,18 +135,21 @@ const (
 	spawnLinked
 )
 
-func procSpawn(L *lua.LState) int          { return spawnWith(L, spawnPlain) }
-func procSpawnMonitored(L *lua.LState) int { return spawnWith(L, spawnMonitored) }
-func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, spawnLinked) }
+func procSpawn(L *lua.LState) int          { return spawnWith(L, 1, spawnPlain, "") }
+func procSpawnMonitored(L *lua.LState) int { return spawnWith(L, 1, spawnMonitored, "") }
+func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, 1, spawnLinked, "") }
 
-func spawnWith(L *lua.LState, mode spawnMode) int {
+// spawnWith spawns the entry in argument at with the arguments after it,
+// registered under name when it is not "". It returns once the process is
+// ready (after its init, see start.go).
+func spawnWith(L *lua.LState, at int, mode spawnMode, name string) int {
 	p := ProcessOf(L)
-	id := string(registry.Qualify(p.entry, L.CheckString(1)))
+	id := string(registry.Qualify(p.entry, L.CheckString(at)))
 	var args []any
-	if n := L.GetTop(); n > 1 {
-		args = make([]any, 0, n-1)
-		for i := 2; i <= n; i++ {
-			a, err := ToGoAt(L.Get(i), fmt.Sprintf("args[%d]", i-1))
+	if n := L.GetTop(); n > at {
+		args = make([]any, 0, n-at)
+		for i := at + 1; i <= n; i++ {
+			a, err := ToGoAt(L.Get(i), fmt.Sprintf("args[%d]", i-at))
 			if err != nil {
 				return ReturnError(L, fmt.Errorf("spawn %s: %w", id, err))
 			}
@@ -147,6 +160,7 @@ func spawnWith(L *lua.LState, mode spawnMode) int {
 		return ReturnError(L, value.NewError(value.KindNotFound, "spawn %s: no entries are known to this runtime", id))
 	}
 	opts := registry.SpawnOptions{Args: args}
+	opts.Name = name
 	switch mode {
 	case spawnMonitored:
 		opts.MonitorBy = p.self

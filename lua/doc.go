@@ -4,7 +4,7 @@
 // the copying of values at every process boundary. The host knows no kind:
 // the modules that bind one (pg, router, supervisor) are packages of their
 // own under lua/modules, and a host loads those its Options.Modules list
-// (json, which binds nothing, is built in). cmd/runner gives all three; a
+// (json and errors, which bind nothing, are built in). cmd/runner gives all three; a
 // Go embedder gives what its scripts need, or none.
 //
 // # States
@@ -19,6 +19,17 @@
 // entry's own modules (its `modules` field). The process's context is set
 // on the state, so terminating a process stops even a script in an endless
 // loop, and the builtins that can run long look at it too.
+//
+// # Errors, starts and exits
+//
+// Error values (errvalue.go) read like errors: "kind: message" through
+// tostring and .., fields kind, message, errors, cause and details; the
+// built-in errors module makes, wraps and tests them; assert and error
+// raise them intact (raise.go). A script may define init beside its
+// method: the spawner waits for it (start.go). A script that ends with an
+// error it did not catch is logged as a crash report, a limited number per
+// entry (crash.go), and the asks it held unanswered are handed to the core
+// to fail at once (asks.go).
 //
 // # Limits
 //
@@ -46,6 +57,11 @@
 // A module that hands scripts a handle with methods (a pg scope) declares
 // its kind once with NewType, methods and metamethods ("__tostring") as
 // Funcs, makes handles with Type.New and lists the type in Module.Types.
+// String constants are Module.Consts. The declaration is also what a
+// misspelt name is checked against: a function a module lacks, or a method
+// a handle lacks, raises an error naming the table, the name and the
+// nearest declared one ("pg scope has no method \"broadcst\" (did you mean
+// \"broadcast\"?)"); the host does this once for every module and type.
 //
 // What a module needs of its caller is on *Process: PID, Node (the process
 // core), Env (logger, metrics, entries), Entry, Context and Logger. Values
@@ -53,7 +69,8 @@
 // invalid error for functions, userdata, cycles and over-deep nesting) and
 // ToLua (Go to Lua: fresh tables). Operational failures are returned with
 // ReturnError(L, err), which hands the script an error value whose kind is
-// that of the first *value.Error in err's chain. A module that feeds a
+// that of the first *value.Error in err's chain; an ask's success with
+// ReturnReply(L, reply, from) (reply, nil, from). A module that feeds a
 // script asynchronously (subscriptions) gives it a channel: p.NewChannel(n)
 // returns a *Channel that any goroutine fills with Offer and the script
 // receives from (alone or in channel.select); Value(L) is the script's view.

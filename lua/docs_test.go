@@ -16,7 +16,7 @@ import (
 // (replies to asks with the payload, answers tells with topic "echo") and
 // "crasher" (raises at once). Each example must return "ok".
 func TestDocExamples(t *testing.T) {
-	for _, page := range []string{"process.md", "channel.md", "time.md", "log.md", "json.md"} {
+	for _, page := range []string{"process.md", "errors.md", "channel.md", "time.md", "log.md", "json.md"} {
 		for i, src := range luatest.DocExamples(t, page) {
 			t.Run(strings.TrimSuffix(page, ".md")+"/"+string(rune('1'+i)), func(t *testing.T) {
 				h := newHarness(t)

@@ -31,13 +31,17 @@ type Options struct {
 	// assignment, rawset or table.insert that would add one more raises.
 	// Default: DefaultMaxTableEntries.
 	MaxTableEntries int
-	// Modules are the runtime modules scripts may require, besides json,
+	// Modules are the runtime modules scripts may require, besides json and errors,
 	// which every host has. Default: none. cmd/runner gives pg, router and
 	// supervisor (lua/modules/*); an embedder gives what its scripts need.
 	// A module whose declaration Module.Check rejects, or one named twice
-	// (json included), makes NewKind panic: a mistake in the program, found
+	// (json and errors included), makes NewKind panic: a mistake in the program, found
 	// when it starts.
 	Modules []Module
+	// CrashReports limits the crash reports logged per entry: at most
+	// Burst in each Window, the rest counted and their number logged when
+	// the window ends. Defaults: DefaultCrashBurst in DefaultCrashWindow.
+	CrashReports CrashReportLimit
 }
 
 // Host is the process.lua kind: it decodes entries, and spawns and starts
@@ -53,6 +57,8 @@ type Host struct {
 	globals    map[string]*library // process, channel, time, log
 	modules    map[string]*library // what require finds, by name
 	moduleList []Module            // the same, sorted by name
+
+	crashes crashLog
 }
 
 // NewKind returns the process.lua kind, for a registry of kinds
@@ -73,6 +79,7 @@ func NewKind(opts Options) *Host {
 	if h.limits.maxTable <= 0 {
 		h.limits.maxTable = DefaultMaxTableEntries
 	}
+	h.crashes.limit = opts.CrashReports.withDefaults()
 	return h
 }
 
@@ -103,49 +110,46 @@ func (h *Host) Name() string { return KindName }
 // process.lua.mailbox_size=N overrides it).
 const MaxMailboxSize = 1_000_000
 
-// Bounds implements registry.Bounded.
-func (h *Host) Bounds() []registry.Bound {
-	return []registry.Bound{{Field: "mailbox_size", Max: MaxMailboxSize}}
-}
-
 var moduleNameRE = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$`)
 
+// The fields of a process.lua entry.
+var (
+	fSource = registry.SourceField("source", "The Lua script, file://PATH relative to this file.").
+		Require("required (file://PATH of the Lua script)")
+	fMethod = registry.StringField("method", "main",
+		"The function the process runs: a field of the table the script returns, or a global function.")
+	fArgs        = registry.ListField("args", "Arguments method gets when the entry runs as a service.")
+	fMailboxSize = registry.IntField("mailbox_size", 0, MaxMailboxSize,
+		"0 is unbounded; above 0, a send to a full mailbox is an error the sender sees.").AtLeast(0, "unbounded")
+	fModules = registry.SourcesField("modules", "The entry's own modules for require: name: file://PATH.")
+
+	kindFields = []*registry.Field{fSource, fMethod, fArgs, fMailboxSize, fModules}
+)
+
+var _ registry.Declared = (*Host)(nil)
+
+// Fields implements registry.Declared.
+func (h *Host) Fields() []*registry.Field { return kindFields }
+
 // Decode implements registry.Kind.
-//
-//	source: file://worker.lua      required
-//	method: main                   default "main"
-//	args: [1, "x"]                 passed to method when started as a service
-//	mailbox_size: 0                0 = unbounded
-//	modules:                       the entry's own modules for require
-//	  util: file://lib/util.lua
 func (h *Host) Decode(d *registry.Decoder) any {
-	s := &Spec{Method: d.String("method", "main")}
-	if !d.Has("source") {
-		d.Errorf("source", "required (file://PATH of the Lua script)")
-	} else {
-		s.Source = d.Source("source")
+	s := &Spec{
+		Source:      fSource.Source(d),
+		Method:      fMethod.Str(d),
+		Args:        fArgs.Values(d),
+		MailboxSize: fMailboxSize.Int(d),
 	}
 	if s.Method == "" {
-		d.Errorf("method", "must not be empty")
+		d.Errorf(fMethod.Name, "must not be empty")
 	}
-	if v, ok := d.Value("args"); ok && v != nil {
-		list, isList := v.([]any)
-		if !isList {
-			d.Errorf("args", "must be a list")
-		} else {
-			s.Args = list
-		}
-	}
-	s.MailboxSize = d.Count("mailbox_size", 0, MaxMailboxSize)
 	if s.MailboxSize < 0 {
-		d.Errorf("mailbox_size", "must be 0 (unbounded) or positive, got %d", s.MailboxSize)
 		s.MailboxSize = 0
 	}
-	if v, ok := d.Value("modules"); ok && v != nil {
+	if v, ok := d.Value(fModules.Name); ok && v != nil {
 		m, isMap := v.(map[string]any)
-		md := d.Object("modules")
+		md := d.Object(fModules.Name)
 		if !isMap || md == nil {
-			d.Errorf("modules", "must be a mapping of module name to file://PATH")
+			d.Errorf(fModules.Name, "must be a mapping of module name to file://PATH")
 		} else {
 			names := make([]string, 0, len(m))
 			for name := range m {
@@ -180,13 +184,13 @@ func (h *Host) Decode(d *registry.Decoder) any {
 	if s.Source != nil {
 		c, err := compileSource(s.Source)
 		if err != nil {
-			d.Errorf("source", "syntax error: %v", err)
+			d.Errorf(fSource.Name, "syntax error: %v", err)
 		} else {
 			s.main = c
 			if has, known := c.HasMethod(s.Method); known && !has {
-				field := "method"
-				if !d.Has("method") {
-					field = "source"
+				field := fMethod.Name
+				if !d.Has(fMethod.Name) {
+					field = fSource.Name
 				}
 				d.Errorf(field, "%s defines no function %q (return a table with it, or define a global function)", c.Name, s.Method)
 			}
@@ -206,7 +210,9 @@ func compileSource(src *registry.Source) (*Compiled, error) {
 }
 
 // Spawn implements registry.Template: one process per call, running the
-// entry's method with opts.Args (the entry's args when nil).
+// entry's method with opts.Args (the entry's args when nil). When the
+// script defines init, Spawn returns once init has returned, or with the
+// error that failed the start (see start.go).
 func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOptions) (process.PID, error) {
 	spec, ok := e.Spec.(*Spec)
 	if !ok || spec.main == nil {
@@ -221,9 +227,18 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 	if so.MailboxSize == 0 {
 		so.MailboxSize = spec.MailboxSize
 	}
-	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args), so)
+	var st *starting
+	if spec.mayInit() {
+		st = &starting{ready: make(chan error, 1), linkTo: so.LinkTo, monitorBy: so.MonitorBy}
+	}
+	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args, st), so)
 	if err != nil {
 		return process.PID{}, fmt.Errorf("spawn %s: %w", e.ID, err)
+	}
+	if st != nil {
+		if err := h.awaitStart(env, e, pid, st); err != nil {
+			return process.PID{}, err
+		}
 	}
 	return pid, nil
 }

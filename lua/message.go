@@ -12,10 +12,15 @@ import (
 type luaMessage struct {
 	m       process.Message
 	payload lua.LValue // converted on first msg:payload()
+	replied bool       // msg:reply was called (see asks.go)
 }
 
 func (p *Process) messageValue(L *lua.LState, m process.Message) lua.LValue {
-	return messageType.New(L, &luaMessage{m: m})
+	lm := &luaMessage{m: m}
+	if m.CanReply() {
+		p.asks.add(lm)
+	}
+	return messageType.New(L, lm)
 }
 
 var messageType = NewType("message",
@@ -85,6 +90,8 @@ func msgReply(L *lua.LState) int {
 			return ReturnError(L, err)
 		}
 	}
+	m.replied = true
+	p.asks.answered(m)
 	// Through the node: a reply after the ask ended is a dead letter.
 	settled, err := p.Node().Reply(&m.m, p.self, v, rej)
 	if err != nil {

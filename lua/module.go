@@ -42,6 +42,11 @@ type Process struct {
 
 	timers timerList // pending time.after timers
 	onExit []func()
+	raised *raised  // the last value raised that is not a string (raise.go)
+	failed *failure // what the crash report says of the error that ended the script
+
+	start *starting // the spawner waiting for init, until it is told (start.go)
+	asks  heldAsks  // asks handed to the script (asks.go)
 
 	coDepth int          // coroutines resumed inside one another (see resumeCounted)
 	stopFn  func() error // see stopCheck

@@ -11,7 +11,7 @@ import (
 
 // Module is a runtime module: what require(Name) returns to a script, a
 // table of Go functions. A host loads the modules its Options name (and
-// json, which every host has); a module that binds a kind lives in a
+// json and errors, which every host has); a module that binds a kind lives in a
 // package of its own (lua/modules/pg, …) and hands out its Module from an
 // exported function, so that a program links only the modules it wires.
 type Module struct {
@@ -22,14 +22,24 @@ type Module struct {
 	// Funcs are the module table's functions. They are shared by every
 	// state, so they find their caller with ProcessOf(L).
 	Funcs []Func
+	// Consts are the module table's string constants (errors.NOT_FOUND).
+	Consts []Const
 	// Types are the userdata types its functions hand to scripts (a pg
 	// scope, a subscription), listed so that documentation and editor
 	// stubs can describe their methods.
 	Types []*Type
 }
 
+// Const is a string constant of a module's table, declared with what a
+// reader needs to know of it.
+type Const struct {
+	Name, Value string
+	// Doc says in one line what it stands for. Required.
+	Doc string
+}
+
 // builtinModules are the modules every host has: they bind no kind.
-func builtinModules() []Module { return []Module{jsonModule} }
+func builtinModules() []Module { return []Module{jsonModule, errorsModule} }
 
 // Check reports what is wrong with m's declaration: its name, or a
 // function without a name, a Go function or a one-line Doc, with a
@@ -44,6 +54,16 @@ func (m Module) Check() error {
 	}
 	if err := checkFuncs(m.Funcs); err != nil {
 		errs = append(errs, err)
+	}
+	for _, c := range m.Consts {
+		switch {
+		case !identRE.MatchString(c.Name):
+			errs = append(errs, fmt.Errorf("constant %q: not a name", c.Name))
+		case slices.ContainsFunc(m.Funcs, func(f Func) bool { return f.Name == c.Name }):
+			errs = append(errs, fmt.Errorf("%s: both a function and a constant", c.Name))
+		case strings.TrimSpace(c.Doc) == "" || strings.Contains(c.Doc, "\n"):
+			errs = append(errs, fmt.Errorf("constant %s: its description (Doc) must be one line", c.Name))
+		}
 	}
 	for _, t := range m.Types {
 		if t == nil {
@@ -69,7 +89,7 @@ func loadModules(mods []Module) (map[string]*library, []Module) {
 		if _, dup := libs[m.Name]; dup {
 			panic(fmt.Sprintf("lua: module %q given twice", m.Name))
 		}
-		libs[m.Name] = newLibrary(m.Funcs)
+		libs[m.Name] = newLibrary(m.Name, "function", m.Funcs, m.Consts)
 	}
 	slices.SortFunc(all, func(a, b Module) int { return strings.Compare(a.Name, b.Name) })
 	return libs, all

@@ -31,7 +31,7 @@ end }`))
 	without.Check(without.Entry("main", `
 return { main = function()
   local ok, err = pcall(require, "alpha")
-  assert(not ok and err:find('require "alpha": no such module (available: benchprobe, exithook_test, json, testblock, util)', 1, true), err)
+  assert(not ok and err:find('require "alpha": no such module (available: benchprobe, errors, exithook_test, json, testblock, util)', 1, true), err)
   return "ok"
 end }`, "modules:\n  util: file://util.lua"))
 	// An entry may name its own module like a runtime module of another
@@ -45,7 +45,7 @@ end }`, "modules:\n  util: file://util.lua"))
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `module "alpha" is a runtime module`) {
 		t.Fatalf("with alpha: %v", errs)
 	}
-	if got := fmt.Sprint(with.Kind.(*Host).ModuleNames()); got != "[alpha benchprobe exithook_test json testblock]" {
+	if got := fmt.Sprint(with.Kind.(*Host).ModuleNames()); got != "[alpha benchprobe errors exithook_test json testblock]" {
 		t.Fatalf("ModuleNames = %s", got)
 	}
 }
@@ -100,8 +100,9 @@ func TestDeclarationsAreComplete(t *testing.T) {
 			funcs += len(typ.Funcs())
 		}
 	}
-	// process 17, channel 2 + 5 + 1, time 3, log 4, json 2, message 5, error 2.
-	if funcs != 41 {
+	// process 18 (spawner 4, message 5), channel 2 + 5 + 1, time 3, log 4,
+	// json 2, errors 5 (error 6).
+	if funcs != 55 {
 		t.Fatalf("%d functions declared", funcs)
 	}
 }

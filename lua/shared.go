@@ -3,13 +3,12 @@ package lua
 import (
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	lua "github.com/yuin/gopher-lua"
 
-	"github.com/proctor-run/proctor/value"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // Memory per process is dominated by what every state would build for
@@ -26,13 +25,18 @@ import (
 // a module, or a type's methods. Its functions are shared by every state:
 // they must find their process with ProcessOf(L), never close over one.
 type library struct {
-	funcs []Func
-	once  sync.Once
-	table *lua.LTable // shared; never handed to a script
-	meta  *lua.LTable // {__index = table, __metatable = false}
+	what   string // "process", "pg", "pg scope": how a misspelt name's error calls it
+	noun   string // "function" or "method"
+	funcs  []Func
+	consts []Const
+	once   sync.Once
+	table  *lua.LTable // shared; never handed to a script
+	meta   *lua.LTable // {__index = table, __metatable = false}
 }
 
-func newLibrary(funcs []Func) *library { return &library{funcs: funcs} }
+func newLibrary(what, noun string, funcs []Func, consts []Const) *library {
+	return &library{what: what, noun: noun, funcs: funcs, consts: consts}
+}
 
 // proxy returns a fresh table for one state that reads through to the
 // library: what require and the first use of a global hand the script.
@@ -57,12 +61,51 @@ func (lib *library) build() {
 		t := template()
 		tmplMu.Lock()
 		defer tmplMu.Unlock()
-		lib.table = t.L.CreateTable(0, len(lib.funcs))
+		lib.table = t.L.CreateTable(0, len(lib.funcs)+len(lib.consts))
+		names := make([]string, 0, len(lib.funcs)+len(lib.consts))
 		for _, f := range lib.funcs {
 			lib.table.RawSetString(f.Name, t.L.NewFunction(f.Fn))
+			names = append(names, f.Name)
 		}
+		for _, c := range lib.consts {
+			lib.table.RawSetString(c.Name, lua.LString(c.Value))
+			names = append(names, c.Name)
+		}
+		lib.table.Metatable = missingMeta(t.L, lib.what, lib.noun, names)
 		lib.meta = protectedMeta(t.L, lib.table)
 	})
+}
+
+// missingMeta is the metatable of a shared table of functions: a name it
+// does not hold raises an error that names the table and the name, with
+// the nearest one it does hold (`pg scope has no method "broadcst" (did
+// you mean "broadcast"?)`), where Lua would hand back nil and the call
+// would fail with "attempt to call a non-function object". Only misses
+// reach it: a name that is there is found without a call. Keys that are
+// not strings read as nil.
+func missingMeta(L *lua.LState, what, noun string, names []string) *lua.LTable {
+	names = slices.Sorted(slices.Values(names))
+	m := L.CreateTable(0, 2)
+	m.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		key, ok := L.Get(2).(lua.LString)
+		if !ok {
+			L.Push(lua.LNil)
+			return 1
+		}
+		L.RaiseError("%s", missingMessage(what, noun, string(key), names))
+		return 0
+	}))
+	m.RawSetString("__metatable", lua.LFalse)
+	return m
+}
+
+// missingMessage is the error for a name that candidates lack.
+func missingMessage(what, noun, name string, candidates []string) string {
+	msg := fmt.Sprintf("%s has no %s %q", what, noun, name)
+	if s := registry.Suggest(name, candidates); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return msg
 }
 
 // globalModules are the libraries every script has as globals. They are
@@ -76,7 +119,7 @@ func globalModules() []Module {
 func globalLibraries() map[string]*library {
 	libs := map[string]*library{}
 	for _, m := range globalModules() {
-		libs[m.Name] = newLibrary(m.Funcs)
+		libs[m.Name] = newLibrary(m.Name, "function", m.Funcs, m.Consts)
 	}
 	return libs
 }
@@ -148,6 +191,8 @@ func template() *templateState {
 		t.globals.RawSetString("print", L.NewFunction(luaPrint))
 		t.globals.RawSetString("require", L.NewFunction(luaRequire))
 		t.globals.RawSetString("getmetatable", L.NewFunction(luaGetMetatable))
+		t.globals.RawSetString("assert", L.NewFunction(luaAssert))
+		t.globals.RawSetString("error", L.NewFunction(luaError))
 		for _, name := range []string{lua.TabLibName, lua.StringLibName, lua.MathLibName, lua.CoroutineLibName} {
 			lib := g.RawGetString(name).(*lua.LTable)
 			switch name {
@@ -162,6 +207,13 @@ func template() *templateState {
 				lib.RawSetString("dump", lua.LNil)
 				wrapStringLib(L, lib)
 			}
+			var names []string
+			lib.ForEach(func(k, _ lua.LValue) {
+				if ks, ok := k.(lua.LString); ok && !strings.HasPrefix(string(ks), "__") {
+					names = append(names, string(ks))
+				}
+			})
+			lib.Metatable = missingMeta(L, name, "function", names)
 			t.libs[name] = protectedMeta(L, lib)
 		}
 		t.stringMeta = protectedMeta(L, g.RawGetString(lua.StringLibName))
@@ -220,170 +272,5 @@ func luaGetMetatable(L *lua.LState) int {
 		}
 	}
 	L.Push(mt)
-	return 1
-}
-
-// ErrorValue returns e as a Lua error value: err.kind, err.message,
-// err.errors (a list of error values, for aggregates) and tostring(err).
-func ErrorValue(L *lua.LState, e *value.Error) lua.LValue {
-	if e == nil {
-		return lua.LNil
-	}
-	return errorType.New(L, e)
-}
-
-// errorType is the type of error values: their fields are read through
-// __index (err.kind, err.message, err.errors).
-var errorType = NewType("error",
-	Func{Name: "__index", Fn: errorIndex, Doc: "err.kind, err.message and err.errors (a list of error values, for aggregates)."},
-	Func{Name: "__tostring", Fn: errorToString, Doc: "The error's message.", Results: "string"},
-)
-
-// AsError returns the *value.Error inside an error value, if lv is one.
-func AsError(lv lua.LValue) (*value.Error, bool) {
-	if ud, ok := lv.(*lua.LUserData); ok {
-		e, ok := ud.Value.(*value.Error)
-		return e, ok && e != nil
-	}
-	return nil, false
-}
-
-// ErrorFromLua turns what a script hands over as an error (an error
-// value, a string, or a table {kind=, message=}) into a *value.Error. A
-// table whose kind is not an error kind, or whose message is not a string,
-// becomes an internal error that shows what was given.
-func ErrorFromLua(lv lua.LValue) *value.Error { return errorFromLua(nil, lv) }
-
-// errorKinds are the kinds a script may give an error table.
-var errorKinds = []value.Kind{
-	value.KindInvalid, value.KindNotFound, value.KindTimeout, value.KindNotJoined,
-	value.KindLimit, value.KindAggregate, value.KindStopped, value.KindInternal,
-}
-
-// errorFromLua is ErrorFromLua that, with a state, also renders any other
-// value through its __tostring metamethod (a table raised with one would
-// otherwise read "table: 0x…").
-func errorFromLua(L *lua.LState, lv lua.LValue) *value.Error {
-	if e, ok := AsError(lv); ok {
-		return e
-	}
-	switch v := lv.(type) {
-	case lua.LString:
-		return value.NewError(value.KindInternal, "%s", string(v))
-	case *lua.LTable:
-		kind, msg := v.RawGetString("kind"), v.RawGetString("message")
-		if kind != lua.LNil || msg != lua.LNil {
-			return errorFromTable(L, kind, msg)
-		}
-	}
-	return value.NewError(value.KindInternal, "%s", describe(L, lv))
-}
-
-// errorFromTable is the error of a table {kind = kind, message = msg}.
-func errorFromTable(L *lua.LState, kind, msg lua.LValue) *value.Error {
-	var bad []string
-	k := value.KindInternal
-	switch kv := kind.(type) {
-	case *lua.LNilType:
-	case lua.LString:
-		if slices.Contains(errorKinds, value.Kind(kv)) {
-			k = value.Kind(kv)
-		} else {
-			names := make([]string, len(errorKinds))
-			for i, ek := range errorKinds {
-				names[i] = string(ek)
-			}
-			bad = append(bad, fmt.Sprintf("kind %q is not one of %s", string(kv), strings.Join(names, ", ")))
-		}
-	default:
-		bad = append(bad, "kind is a "+kind.Type().String()+", not a string")
-	}
-	text := ""
-	switch mv := msg.(type) {
-	case *lua.LNilType:
-	case lua.LString, lua.LNumber:
-		text = lua.LVAsString(mv)
-	default:
-		bad = append(bad, "message is a "+msg.Type().String()+", not a string")
-	}
-	if len(bad) > 0 {
-		return value.NewError(value.KindInternal, "error raised with an invalid error table {kind = %s, message = %s}: %s",
-			describe(L, kind), describe(L, msg), strings.Join(bad, "; "))
-	}
-	if text == "" {
-		text = string(k)
-	}
-	return value.NewError(k, "%s", text)
-}
-
-// describe renders lv for an error message: strings quoted, anything with a
-// __tostring metamethod through it (when L is given and the metamethod
-// returns a string without raising), the rest as tostring would.
-func describe(L *lua.LState, lv lua.LValue) string {
-	switch v := lv.(type) {
-	case lua.LString:
-		return strconv.Quote(string(v))
-	case *lua.LTable, *lua.LUserData:
-		if L != nil && L.GetMetaField(lv, "__tostring") != lua.LNil {
-			L.Push(L.NewFunction(toStringMeta))
-			L.Push(lv)
-			if err := L.PCall(1, 1, nil); err == nil {
-				s, ok := L.Get(-1).(lua.LString)
-				L.Pop(1)
-				if ok {
-					return string(s)
-				}
-			}
-		}
-	}
-	return lv.String()
-}
-
-func toStringMeta(L *lua.LState) int {
-	L.Push(L.ToStringMeta(L.Get(1)))
-	return 1
-}
-
-func errorIndex(L *lua.LState) int {
-	e, _ := AsError(L.Get(1))
-	if e == nil {
-		return 0
-	}
-	switch L.CheckString(2) {
-	case "kind":
-		L.Push(lua.LString(e.Kind))
-	case "message":
-		L.Push(lua.LString(e.Message))
-	case "errors":
-		if e.Errors == nil {
-			L.Push(lua.LNil)
-			return 1
-		}
-		// The members share err's metatable (ErrorValue would make an
-		// initialization cycle: errorType's methods would refer to it).
-		meta := L.Get(1).(*lua.LUserData).Metatable
-		t := L.CreateTable(len(e.Errors), 0)
-		for _, m := range e.Errors {
-			if m == nil {
-				continue
-			}
-			ud := L.NewUserData()
-			ud.Value, ud.Metatable = m, meta
-			t.Append(ud)
-		}
-		L.Push(t)
-	default:
-		L.Push(lua.LNil)
-	}
-	return 1
-}
-
-func errorToString(L *lua.LState) int {
-	e, _ := AsError(L.Get(1))
-	if e == nil {
-		L.Push(lua.LString("error"))
-		return 1
-	}
-	L.Push(lua.LString(e.Message))
 	return 1
 }

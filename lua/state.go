@@ -52,9 +52,10 @@ func newState(p *Process) *lua.LState {
 	return L
 }
 
-// body returns the ProcFunc of one process of entry e.
-func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any) process.ProcFunc {
-	return func(pr *process.Proc) (any, error) {
+// body returns the ProcFunc of one process of entry e. When st is not
+// nil the spawner waits for the process to be ready (see start.go).
+func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any, st *starting) process.ProcFunc {
+	return func(pr *process.Proc) (v any, err error) {
 		p := &Process{
 			proc:  pr,
 			host:  h,
@@ -62,6 +63,7 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 			entry: e,
 			spec:  spec,
 			self:  pr.Self(),
+			start: st,
 		}
 		p.ctx = &procContext{Context: pr.Context(), p: p}
 		p.mbox.p = p
@@ -71,7 +73,22 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 		defer L.Close()
 		defer p.stopTimers()
 		defer p.runExitHooks()
-		return p.run(args)
+		defer p.handBackAsks()
+		defer func() {
+			// A start still waiting hears why the process ended first.
+			if p.start != nil {
+				why := err
+				if why == nil {
+					why = value.NewError(value.KindInternal, "the process ended before it was ready")
+				}
+				p.started(why)
+			}
+		}()
+		v, err = p.run(args)
+		if err != nil && !p.stopped() {
+			h.crashes.report(p, err)
+		}
+		return v, err
 	}
 }
 
@@ -86,44 +103,55 @@ func (p *Process) logger() {
 	}
 }
 
+// run loads the script, runs its init (if the spawner waits for it) and
+// its method. init gets the process's arguments and main what init
+// returned.
 func (p *Process) run(args []any) (any, error) {
 	L := p.L
 	spec := p.spec
 	L.Push(L.NewFunctionFromProto(spec.main.Proto))
 	if err := L.PCall(0, 1, nil); err != nil {
-		return nil, p.scriptError(err)
+		return nil, p.started(p.scriptError(err))
 	}
 	mod := L.Get(-1)
 	L.Pop(1)
-	var fn lua.LValue = lua.LNil
-	if t, ok := mod.(*lua.LTable); ok {
-		// Not a raw get: a module may inherit its method through
-		// __index (setmetatable(M, {__index = Base})). The lookup may run
-		// a metamethod, so it runs protected.
-		L.Push(L.NewFunction(methodLookup))
-		L.Push(t)
-		L.Push(lua.LString(spec.Method))
-		if err := L.PCall(2, 1, nil); err != nil {
-			return nil, p.scriptError(err)
-		}
-		fn = L.Get(-1)
-		L.Pop(1)
-	}
-	if fn == lua.LNil {
-		fn = L.G.Global.RawGetString(spec.Method)
+	fn, err := p.lookup(mod, spec.Method)
+	if err != nil {
+		return nil, p.started(err)
 	}
 	if _, ok := fn.(*lua.LFunction); !ok {
-		return nil, value.NewError(value.KindInvalid, "%s: %s: method %q is not a function (got %s)", p.entry.ID, spec.main.Name, spec.Method, fn.Type())
+		return nil, p.started(value.NewError(value.KindInvalid, "%s: %s: method %q is not a function (got %s)", p.entry.ID, spec.main.Name, spec.Method, fn.Type()))
 	}
-	L.Push(fn)
+	base := L.GetTop()
 	for i, a := range args {
 		lv, err := ToLua(L, a)
 		if err != nil {
-			return nil, fmt.Errorf("%s: args[%d]: %w", p.entry.ID, i+1, err)
+			L.SetTop(base)
+			return nil, p.started(fmt.Errorf("%s: args[%d]: %w", p.entry.ID, i+1, err))
 		}
 		L.Push(lv)
 	}
-	if err := L.PCall(len(args), 1, nil); err != nil {
+	if p.start != nil && spec.Method != initName {
+		initFn, err := p.lookup(mod, initName)
+		if err != nil {
+			return nil, p.started(err)
+		}
+		switch initFn.(type) {
+		case *lua.LNilType:
+		case *lua.LFunction:
+			// init(args...) --> main's arguments.
+			L.Insert(initFn, base+1)
+			if err := L.PCall(L.GetTop()-base-1, lua.MultRet, nil); err != nil {
+				return nil, p.started(p.scriptError(err))
+			}
+		default:
+			L.SetTop(base)
+			return nil, p.started(value.NewError(value.KindInvalid, "%s: %s: init is not a function (got %s)", p.entry.ID, spec.main.Name, initFn.Type()))
+		}
+	}
+	p.started(nil)
+	L.Insert(fn, base+1)
+	if err := L.PCall(L.GetTop()-base-1, 1, nil); err != nil {
 		return nil, p.scriptError(err)
 	}
 	ret := L.Get(-1)
@@ -135,6 +163,40 @@ func (p *Process) run(args []any) (any, error) {
 	return v, nil
 }
 
+// initName is the function a script may define to be run before main, on
+// the new process, while its spawner waits.
+const initName = "init"
+
+// lookup finds name in what the script returned (honouring __index: a
+// module may inherit it through setmetatable(M, {__index = Base})), else
+// among its globals; nil when it is in neither.
+func (p *Process) lookup(mod lua.LValue, name string) (lua.LValue, error) {
+	L := p.L
+	var fn lua.LValue = lua.LNil
+	if t, ok := mod.(*lua.LTable); ok {
+		// The lookup may run a metamethod, so it runs protected.
+		L.Push(L.NewFunction(methodLookup))
+		L.Push(t)
+		L.Push(lua.LString(name))
+		if err := L.PCall(2, 1, nil); err != nil {
+			return nil, p.scriptError(err)
+		}
+		fn = L.Get(-1)
+		L.Pop(1)
+	}
+	if fn == lua.LNil {
+		fn = L.G.Global.RawGetString(name)
+	}
+	return fn, nil
+}
+
+// stopped reports whether the process was asked to stop or was killed
+// (gone from the node while its script still ran): its script did not
+// crash, whatever error its cancelled context surfaced as.
+func (p *Process) stopped() bool {
+	return p.proc.Stopping() || !p.Node().Alive(p.self)
+}
+
 // methodLookup returns t[name], honouring __index.
 func methodLookup(L *lua.LState) int {
 	L.Push(L.GetField(L.Get(1), L.CheckString(2)))
@@ -143,17 +205,21 @@ func methodLookup(L *lua.LState) int {
 
 // scriptError turns a raised Lua error into the process's exit reason: an
 // error value keeps its kind; anything else becomes an internal error whose
-// message carries the file:line gopher-lua put in front of it. The stack
-// trace goes to the log, not into the reason.
+// message carries the file:line gopher-lua put in front of it. Where an
+// error value was raised and the traceback are kept for the crash report.
 func (p *Process) scriptError(err error) error {
 	var ae *lua.ApiError
 	if !errors.As(err, &ae) {
 		return value.FromError(err)
 	}
-	if p.proc.Stopping() {
+	if p.stopped() {
 		// The context's cancellation surfaced as a Lua error; the core
 		// replaces it with the stop reason.
 		return value.NewError(value.KindStopped, "stopped")
+	}
+	p.failed = &failure{trace: strings.TrimPrefix(strings.TrimSpace(ae.StackTrace), "stack traceback:\n")}
+	if p.raised != nil && p.raised.v == ae.Object {
+		p.failed.where = p.raised.where
 	}
 	if e, ok := AsError(ae.Object); ok {
 		return e
@@ -168,10 +234,6 @@ func (p *Process) scriptError(err error) error {
 	msg := ae.Object.String()
 	if ae.Type == lua.ApiErrorSyntax {
 		msg = "syntax error: " + msg
-	}
-	if ae.StackTrace != "" {
-		p.logger()
-		p.log.Debug("lua error", "error", msg, "stack", ae.StackTrace)
 	}
 	return value.NewError(value.KindInternal, "%s", strings.TrimSpace(msg))
 }

@@ -12,7 +12,8 @@ import (
 // pg scope): its metatable is built once, in the template state, and
 // shared read-only by every state, like a library. Funcs whose name starts
 // with "__" are metamethods (__tostring, __index); the others are methods,
-// called with a colon.
+// called with a colon. A method the type lacks raises an error that names
+// the type, the method and the nearest one it has (see missingMeta).
 type Type struct {
 	name    string
 	funcs   []Func
@@ -21,8 +22,8 @@ type Type struct {
 	meta    *lua.LTable
 }
 
-// NewType returns the type name (as errors and documentation call it)
-// with funcs. Declare it once, as a package variable.
+// NewType returns the type name (as errors and documentation call it:
+// "pg scope", "message") with funcs. Declare it once, as a package variable.
 //
 // A Func without a name, a function or a description, with a malformed
 // signature, or named twice panics: NewType is called at package
@@ -38,9 +39,9 @@ func NewType(name string, funcs ...Func) *Type {
 			methods = append(methods, f)
 		}
 	}
-	if len(methods) > 0 {
-		t.methods = newLibrary(methods)
-	}
+	// A type without methods still gets a table of them: indexing a
+	// handle for one then says that it has none.
+	t.methods = newLibrary(strings.ReplaceAll(name, ".", " "), "method", methods, nil)
 	return t
 }
 
@@ -62,17 +63,10 @@ func (t *Type) New(L *lua.LState, v any) *lua.LUserData {
 
 func (t *Type) metatable() *lua.LTable {
 	t.once.Do(func() {
-		var methods *lua.LTable
-		if t.methods != nil {
-			methods = t.methods.shared()
-		}
+		methods := t.methods.shared()
 		tmpl := template()
 		tmplMu.Lock()
 		defer tmplMu.Unlock()
-		if methods == nil {
-			// Indexing a handle without methods gives nil, not an error.
-			methods = tmpl.L.CreateTable(0, 0)
-		}
 		m := protectedMeta(tmpl.L, methods)
 		for _, f := range t.funcs {
 			if strings.HasPrefix(f.Name, "__") {

@@ -69,11 +69,11 @@ func (p *process) dispatchInit(i Initializer) {
 			c.Stop(nil, fmt.Errorf("init: %w", err))
 		}
 	}); !ok {
-		p.end(exit)
+		p.end(exit, nil)
 		return
 	}
 	if p.selfStop {
-		p.end(p.ext.Load().exit)
+		p.end(p.ext.Load().exit, nil)
 		return
 	}
 	p.dispatch()
@@ -83,30 +83,38 @@ func (p *process) dispatchInit(i Initializer) {
 func (p *process) dispatch() {
 	c := Context{p}
 	idle := 0
+	var held *meta // the message a Receive that ended the process was handling
 	for {
 		if p.dead.Load() {
+			// Ended from outside: killed (a stop request would have been
+			// seen below; Kill records nothing for a Behavior that never
+			// needed an extension, see exitOf).
+			p.settleOnExit(p.exitOf(Exit{Err: ErrKilled}), held)
 			return
 		}
 		if p.stopReq.Load() {
-			p.end(p.exitReason(Exit{}))
+			p.end(p.exitReason(Exit{}), held)
 			return
 		}
 		worked := false
 		if x := p.ext.Load(); x != nil && x.events.len() > 0 {
 			if exit, ok := p.guard(func() { p.drainEvents(c) }); !ok {
-				p.end(exit)
+				p.end(exit, nil)
 				return
 			}
 			worked = true
 		}
 		{
-			n, exit, ok := p.receiveBatch(c)
+			var n int
+			var exit Exit
+			var ok bool
+			n, held, exit, ok = p.receiveBatch(c)
 			if !ok {
-				p.end(exit)
+				p.end(exit, held)
 				return
 			}
 			if p.selfStop {
-				p.end(p.ext.Load().exit)
+				p.end(p.ext.Load().exit, held)
 				return
 			}
 			worked = worked || n > 0
@@ -134,7 +142,9 @@ func (p *process) dispatch() {
 
 // receiveBatch hands queued messages to Receive until the mailbox is empty
 // or the process must stop. One deferred recover covers the whole batch.
-func (p *process) receiveBatch(c Context) (n int, exit Exit, ok bool) {
+// held is the message whose Receive panicked or ended the process: an ask
+// it did not answer fails as the process ends (settle.go).
+func (p *process) receiveBatch(c Context) (n int, held *meta, exit Exit, ok bool) {
 	defer func() {
 		if r := recover(); r != nil {
 			p.node.log.Error("process panicked", "pid", p.pid.String(), "panic", r, "stack", string(debug.Stack()))
@@ -145,12 +155,13 @@ func (p *process) receiveBatch(c Context) (n int, exit Exit, ok bool) {
 	for {
 		e, more := p.mb.pop()
 		if !more {
-			return n, Exit{}, true
+			return n, nil, Exit{}, true
 		}
 		n++
+		held = e.meta
 		b.Receive(c, e.open())
 		if p.selfStop || p.stopReq.Load() || p.dead.Load() {
-			return n, Exit{}, true
+			return n, held, Exit{}, true
 		}
 	}
 }
@@ -180,10 +191,12 @@ func (p *process) guard(f func()) (exit Exit, ok bool) {
 	return Exit{}, true
 }
 
-// end finishes a Behavior, running its Terminator first.
-func (p *process) end(e Exit) {
+// end finishes a Behavior, running its Terminator first, and fails the
+// asks it will never answer, held (the message it was handling) among them.
+func (p *process) end(e Exit, held *meta) {
 	if t, ok := p.behavior.(Terminator); ok {
 		p.guard(func() { t.Terminate(Context{p}, e) })
 	}
 	p.finish(e)
+	p.settleOnExit(p.exitOf(e), held)
 }

@@ -102,13 +102,13 @@ func RunOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) error {
 		select {
 		case <-w.done:
 		case <-o.Done():
-			gone = ErrLoopStopped
+			gone = stoppedError(o)
 		}
 	} else {
 		select {
 		case <-w.done:
 		case <-o.Done():
-			gone = ErrLoopStopped
+			gone = stoppedError(o)
 		case <-cancelled:
 			gone = fmt.Errorf("%w: %w", ErrCallAbandoned, context.Cause(ctx))
 		}
@@ -195,11 +195,21 @@ const commandTopic = "$owner.command"
 // peer sends can run code on a process.
 type command struct{ fn func() }
 
+// stoppedError is why a call fails when its owner stopped first:
+// ErrLoopStopped, and for a process the exit that ended it.
+func stoppedError(o Owner) error {
+	if po, ok := o.(procOwner); ok {
+		return fmt.Errorf("%w: %w", ErrLoopStopped, exitedError(po.pid, po.exit()))
+	}
+	return ErrLoopStopped
+}
+
 // procOwner is a process seen as an Owner; see Node.OwnerOf.
 type procOwner struct {
 	n    *Node
 	pid  PID
 	done <-chan struct{}
+	exit func() Exit
 }
 
 // OwnerOf returns the local process pid as an Owner: each command reaches
@@ -207,11 +217,11 @@ type procOwner struct {
 // state is changed by commands (a supervisor, a pool) hands every message
 // to RunCommand first. ok is false when pid is not a live local process.
 func (n *Node) OwnerOf(pid PID) (Owner, bool) {
-	done, _, ok := n.Done(pid)
+	done, exit, ok := n.Done(pid)
 	if !ok {
 		return nil, false
 	}
-	return procOwner{n: n, pid: pid, done: done}, true
+	return procOwner{n: n, pid: pid, done: done, exit: exit}, true
 }
 
 func (o procOwner) Submit(fn func()) error {

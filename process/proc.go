@@ -123,5 +123,7 @@ func (p *process) runFunc(fn ProcFunc) {
 		e = Exit{Value: v, Err: err}
 	}()
 	p.node.returned(p, &p.ext.Load().run)
-	p.finish(p.exitReason(e))
+	e = p.exitReason(e)
+	p.finish(e)
+	p.settleOnExit(p.exitOf(e), nil)
 }

@@ -52,6 +52,7 @@ type procExt struct {
 	stopReason error
 	exit       Exit
 	done       chan struct{} // closed at teardown; created by the first waiter
+	held       []*meta       // goroutine process: asks it holds unanswered (Proc.Unanswered)
 }
 
 // extLocked returns p.ext.Load(), allocating it; p.mu must be held.
@@ -205,6 +206,11 @@ func (p *process) finish(e Exit) {
 	n.live.Add(-1)
 	p.mb.close()
 	n.retireHighWater(p.mb.highWater())
+	if p.behavior != nil && p.mb.len() > 0 {
+		// Killed from outside: a dispatcher settles the asks left in the
+		// mailbox (settle.go); one that runs now sees the process dead.
+		p.notify()
+	}
 	if x == nil {
 		n.exited(p.pid, e)
 		return

@@ -18,10 +18,11 @@ type Bound struct {
 	Max int
 }
 
-// Bounded is implemented by kinds with count or size fields: Bounds lists
-// the default upper bound of each, and the kind reads each of them with
-// Decoder.Count. The bounds are what `runner --limit KIND.FIELD=N`
-// overrides.
+// Bounded is implemented by kinds with count or size fields that do not
+// declare them (see Declared, whose TypeInt fields are their bounds):
+// Bounds lists the default upper bound of each, and the kind reads each
+// of them with Decoder.Count. The bounds are what `runner --limit
+// KIND.FIELD=N` overrides.
 type Bounded interface {
 	Bounds() []Bound
 }
@@ -40,10 +41,29 @@ func (r *Registry) Bounds() map[string]int {
 	out := map[string]int{maxAttemptsBound: DefaultMaxAttempts}
 	for _, name := range r.Names() {
 		k, _ := r.Kind(name)
-		if b, ok := k.(Bounded); ok {
+		if dk, ok := k.(Declared); ok {
+			for _, bd := range fieldBounds("", dk.Fields()) {
+				out[name+"."+bd.Field] = bd.Max
+			}
+		} else if b, ok := k.(Bounded); ok {
 			for _, bd := range b.Bounds() {
 				out[name+"."+bd.Field] = bd.Max
 			}
+		}
+	}
+	return out
+}
+
+// fieldBounds returns the bounds of the TypeInt fields among fields and
+// the objects nested in them, by their path ("resizer.upper_bound").
+func fieldBounds(prefix string, fields []*Field) []Bound {
+	var out []Bound
+	for _, f := range fields {
+		switch f.Type {
+		case TypeInt:
+			out = append(out, Bound{Field: prefix + f.Name, Max: f.bound})
+		case TypeObject, TypeObjects:
+			out = append(out, fieldBounds(prefix+f.Name+".", f.all())...)
 		}
 	}
 	return out

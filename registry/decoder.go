@@ -61,6 +61,8 @@ type Decoder struct {
 	kids   []*Decoder
 	ld     *load          // the load reading the entry; nil outside a Loader
 	bounds map[string]int // the bounds in force, by KIND.FIELD; nil: the kinds' defaults
+	decl   []*Field       // the mapping's declared fields; nil: not declared
+	declOf string         // who declared them, for the error of a field read but not declared
 }
 
 // NewDecoder returns a decoder over the mapping node of entry e, read from
@@ -138,10 +140,26 @@ func (d *Decoder) Errorf(field, format string, args ...any) {
 	d.add(pos, path, fmt.Sprintf(format, args...))
 }
 
+// add records an error, unless the same field of the entry already has
+// one: a field reports its first mistake only, so a value of the wrong
+// type (size: five) is not also reported out of range by a check that
+// read the default in its place. An entry's errors are appended together,
+// so only its own are looked at.
 func (d *Decoder) add(pos Pos, field, msg string) {
 	var id ID
 	if d.entry != nil {
 		id = d.entry.ID
+	}
+	if field != "" {
+		for i := len(*d.errs) - 1; i >= 0; i-- {
+			fe, ok := (*d.errs)[i].(*FieldError)
+			if !ok || fe.Entry != id {
+				break
+			}
+			if fe.Field == field {
+				return
+			}
+		}
 	}
 	*d.errs = append(*d.errs, &FieldError{Pos: pos, Entry: id, Field: field, Msg: msg})
 }
@@ -450,6 +468,7 @@ func (d *Decoder) child(n *yaml.Node, prefix string) *Decoder {
 // Finish reports every field of the mapping (and of its nested objects)
 // that nobody asked for, suggesting a known name when one is close.
 func (d *Decoder) Finish() {
+	d.undeclared()
 	if d.node != nil {
 		var known []string // sorted, for suggestions; only when needed
 		for i := 0; i+1 < len(d.node.Content); i += 2 {

@@ -4,9 +4,13 @@
 // decoded through one Decoder (the common fields here, the kind-specific
 // ones by its Kind), so unknown fields are caught everywhere, and every
 // problem of every file is reported in one pass as a FieldError
-// (FILE:LINE:COL: ENTRY_ID: FIELD: message), sorted by position. Every
-// read is bounded (regular files only, capped in size), counts and sizes
-// have bounds (Bounded, Decoder.Count), aliases share one budget, and a
+// (FILE:LINE:COL: ENTRY_ID: FIELD: message), sorted by position. Kinds
+// declare their fields once (Field, Declared) and read them through the
+// declarations, which state each field's type, default, limits and
+// description; Schema builds the JSON Schema of configuration files from
+// the same declarations. Every read is bounded (regular files only, capped
+// in size), counts and sizes have bounds (IntField, Decoder.Count),
+// aliases share one budget, and a
 // Loader reuses from one load to the next whatever did not change: the
 // entries of unchanged files, and what kinds built from unchanged sources
 // (Source.Memo).

@@ -23,6 +23,17 @@ type Kind interface {
 	Decode(d *Decoder) any
 }
 
+// Declared is implemented by kinds that declare their fields (see Field)
+// and read them through the declarations. The declarations are then the
+// kind's whole story: a field its Decode reads without declaring it is an
+// error, the upper bounds of its TypeInt fields are its bounds (see
+// Bounded), and Schema describes the fields to editors.
+type Declared interface {
+	// Fields returns the fields at the root of an entry of the kind,
+	// besides those every entry has (name, kind, meta, lifecycle).
+	Fields() []*Field
+}
+
 // Starter is implemented by kinds whose entries run as services (anything
 // with lifecycle.auto_start, and what they depend on).
 type Starter interface {

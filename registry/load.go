@@ -121,6 +121,7 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 		aliasLeft: cmp.Or(l.MaxAliasNodes, DefaultMaxAliasNodes),
 		warn:      l.warn,
 		env:       l.environment(),
+		declared:  map[string][]*Field{},
 	}
 	ld.aliasBudget = ld.aliasLeft
 	// What was decoded under other options, or other kinds, is not reused.
@@ -197,6 +198,7 @@ type load struct {
 	deps        map[string][sha256.Size]byte // sources read for the file being decoded
 	scratch     []byte                       // for digests
 
+	declared map[string][]*Field   // by kind: the fields of its entries, common ones included
 	env      map[string]string     // what ${env:…} reads
 	envDeps  map[string]envDep     // variables read for the file being decoded
 	envNodes map[*yaml.Node]string // scalars written with ${env:…}, as written
@@ -483,14 +485,14 @@ func (ld *load) document(file string, doc *yaml.Node, fr *fileResult) {
 	}
 	ld.dupKeys(file, "", "", root)
 	top := NewDecoder(nil, file, root, &ld.errs)
-	if v := top.String("version", "1"); v != "1" {
+	top.Declare("the registry", fileFields)
+	if v := fileVersion.Str(top); v != "1" {
 		top.Errorf("version", "unsupported version %q; want \"1\"", v)
 	}
-	ns := top.String("namespace", "")
+	ns := fileNamespace.Str(top)
 	nsOK := true
 	switch {
-	case ns == "" && !top.Has("namespace"):
-		top.Errorf("namespace", "required: every file names its namespace")
+	case ns == "":
 		nsOK = false
 	case hasEnvRef(ns):
 		top.Errorf("namespace", "cannot come from the environment: entry IDs show in every log line and in /v1")
@@ -499,7 +501,7 @@ func (ld *load) document(file string, doc *yaml.Node, fr *fileResult) {
 		top.Errorf("namespace", "invalid namespace %q: want [a-z][a-z0-9_.-]*", ns)
 		nsOK = false
 	}
-	_, list := top.lookup("entries")
+	_, list := top.lookup(fileEntries.Name)
 	top.Finish()
 	if list == nil || isNull(list) {
 		return
@@ -637,13 +639,10 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 	} else {
 		e.ID = ID(ns + ":entries[" + strconv.Itoa(idx) + "]")
 	}
-	name := d.String("name", "")
+	name := entryName.Str(d)
 	switch {
 	case name == "":
-		// A name that is not a string was reported as such already.
-		if _, v := d.lookup("name"); v == nil || v.Kind == yaml.ScalarNode {
-			d.Errorf("name", "required")
-		}
+		// Reported: required, or not a string.
 	case hasEnvRef(name):
 		e.ID = ID(ns + ":" + name)
 		d.Errorf("name", "cannot come from the environment: entry IDs show in every log line and in /v1")
@@ -653,7 +652,7 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 	}
 	ld.dupKeys(file, e.ID, "", n)
 	uses := ld.expandEntry(file, e, n)
-	kindName := d.String("kind", "")
+	kindName := entryKind.Str(d)
 	e.Kind = kindName
 	var kind Kind
 	if kindName == "" {
@@ -669,17 +668,16 @@ func (ld *load) entry(file, ns string, idx int, n *yaml.Node) (e *Entry) {
 		}
 		d.Errorf("kind", "%s; known kinds: %s", msg, strings.Join(ld.kinds.Names(), ", "))
 	}
-	if d.Has("meta") {
-		if v, ok := d.Value("meta"); ok {
-			if m, isMap := v.(map[string]any); isMap {
-				e.Meta = m
-			} else {
-				d.Errorf("meta", "must be a mapping")
-			}
-		}
-	}
+	e.Meta = entryMeta.Map(d)
 	ld.lifecycle(d, e)
 	if kind != nil {
+		if decl, ok := ld.declared[kindName]; ok {
+			d.Declare("kind "+kindName, decl)
+		} else if dk, ok := kind.(Declared); ok {
+			decl = append(slices.Clone(entryFields), dk.Fields()...)
+			ld.declared[kindName] = decl
+			d.Declare("kind "+kindName, decl)
+		}
 		if e.Lifecycle.AutoStart {
 			if _, ok := kind.(Starter); !ok {
 				d.Errorf("lifecycle.auto_start", "kind %s does not run as a service; only others can use it", kindName)
@@ -710,17 +708,17 @@ func (ld *load) decodeKind(k Kind, d *Decoder, e *Entry) {
 }
 
 func (ld *load) lifecycle(d *Decoder, e *Entry) {
-	lc := d.Object("lifecycle")
+	lc := entryLifecycle.Object(d)
 	if lc == nil {
 		return
 	}
-	e.Lifecycle.AutoStart = lc.Bool("auto_start", false)
-	if _, v := lc.lookup("depends_on"); v != nil && !isNull(v) {
+	e.Lifecycle.AutoStart = lcAutoStart.Bool(lc)
+	if _, v := lc.lookup(lcDependsOn.Name); v != nil && !isNull(v) {
 		items := []*yaml.Node{v}
 		if v.Kind == yaml.SequenceNode {
 			items = v.Content
 		} else if v.Kind != yaml.ScalarNode {
-			lc.Errorf("depends_on", "must be a list of entry IDs")
+			lc.Errorf(lcDependsOn.Name, "must be a list of entry IDs")
 			items = nil
 		}
 		for i, c := range items {
@@ -747,60 +745,24 @@ func (ld *load) lifecycle(d *Decoder, e *Entry) {
 				continue
 			}
 			e.Lifecycle.DependsOn = append(e.Lifecycle.DependsOn, id)
-			e.Refs = append(e.Refs, Ref{Field: field, Pos: pos, To: id, Mode: RefRunning})
+			e.Refs = append(e.Refs, Ref{Field: field, Pos: pos, To: id, Mode: lcDependsOn.RefMode})
 		}
 	}
-	e.Lifecycle.StartTimeout = lifecycleTimeout(lc, "start_timeout")
-	e.Lifecycle.StopTimeout = lifecycleTimeout(lc, "stop_timeout")
-	r := lc.Object("restart")
+	e.Lifecycle.StartTimeout = max(lcStartTimeout.Duration(lc), 0)
+	e.Lifecycle.StopTimeout = max(lcStopTimeout.Duration(lc), 0)
+	r := lcRestart.Object(lc)
 	if r == nil {
 		return
 	}
 	p := &e.Lifecycle.Restart
-	p.Type = RestartType(r.Enum("type", string(RestartPermanent), RestartTypes...))
-	p.InitialDelay = r.Duration("initial_delay", p.InitialDelay)
-	if p.InitialDelay <= 0 {
-		r.Errorf("initial_delay", "must be positive")
-		p.InitialDelay = DefaultRestartPolicy.InitialDelay
+	p.Type = RestartType(rsType.EnumValue(r))
+	p.InitialDelay = rsInitialDelay.Duration(r)
+	p.MaxDelay = rsMaxDelay.Duration(r)
+	if p.InitialDelay > 0 && p.MaxDelay > 0 && p.MaxDelay < p.InitialDelay {
+		r.Errorf(rsMaxDelay.Name, "must not be below initial_delay (%s)", p.InitialDelay)
 	}
-	p.MaxDelay = r.Duration("max_delay", p.MaxDelay)
-	if p.MaxDelay <= 0 {
-		r.Errorf("max_delay", "must be positive")
-		p.MaxDelay = DefaultRestartPolicy.MaxDelay
-	} else if p.MaxDelay < p.InitialDelay {
-		r.Errorf("max_delay", "must not be below initial_delay (%s)", p.InitialDelay)
-	}
-	p.BackoffFactor = r.Float("backoff_factor", p.BackoffFactor)
-	if p.BackoffFactor < 1 || p.BackoffFactor > 100 {
-		r.Errorf("backoff_factor", "must be between 1 and 100, got %g", p.BackoffFactor)
-		p.BackoffFactor = DefaultRestartPolicy.BackoffFactor
-	}
-	p.MaxAttempts = r.Count("max_attempts", p.MaxAttempts, DefaultMaxAttempts)
-	if p.MaxAttempts < 0 {
-		r.Errorf("max_attempts", "must be 0 (unlimited) or more, got %d", p.MaxAttempts)
-		p.MaxAttempts = 0
-	}
-}
-
-// lifecycleTimeout reads a positive duration up to MaxLifecycleTimeout;
-// absent (or invalid, once reported) it is 0, the runtime's default.
-func lifecycleTimeout(lc *Decoder, field string) time.Duration {
-	if !lc.Has(field) {
-		return 0
-	}
-	n := len(*lc.errs)
-	d := lc.Duration(field, 0)
-	switch {
-	case len(*lc.errs) > n:
-		return 0 // not a duration, and said so
-	case d <= 0:
-		lc.Errorf(field, "must be a positive duration, got %s", d)
-		return 0
-	case d > MaxLifecycleTimeout:
-		lc.Errorf(field, "must be at most %s, got %s", MaxLifecycleTimeout, d)
-		return 0
-	}
-	return d
+	p.BackoffFactor = rsBackoffFactor.Float(r)
+	p.MaxAttempts = rsMaxAttempts.Int(r)
 }
 
 func validID(id ID) bool {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 func loadT(t testing.TB, paths ...string) (*Config, error) {
@@ -301,4 +303,29 @@ func BenchmarkLoad1000(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(time.Since(start).Milliseconds())/float64(b.N), "ms/load")
+}
+
+// A field reports its first mistake only: a value of the wrong type is not
+// also reported out of range by a check that read the default in its place
+// (`size: five` said "must be an integer" and "must be >= 1, got 0").
+func TestFieldReportsOneMistake(t *testing.T) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal([]byte("{size: five, count: -1, other: x}"), &doc); err != nil {
+		t.Fatal(err)
+	}
+	var errs []error
+	d := NewDecoder(&Entry{ID: "a:p"}, "c.yaml", doc.Content[0], &errs)
+	if n := d.Int("size", 0); n < 1 {
+		d.Errorf("size", "must be >= 1, got %d", n)
+	}
+	if n := d.Int("count", 0); n < 0 {
+		d.Errorf("count", "must be 0 or more, got %d", n)
+		d.Errorf("count", "a second complaint about the same value")
+	}
+	d.Errorf("", "about the entry as a whole")
+	d.Errorf("", "and another")
+	if len(errs) != 4 || !strings.Contains(errs[0].Error(), `size: must be an integer, got "five"`) ||
+		!strings.Contains(errs[1].Error(), "count: must be 0 or more, got -1") {
+		t.Fatalf("got %v", errs)
+	}
 }

@@ -17,14 +17,20 @@ type Registry struct {
 // NewRegistry returns a registry with no kinds.
 func NewRegistry() *Registry { return &Registry{kinds: map[string]Kind{}} }
 
-// Register adds k. Registering two kinds under one name is a programming
-// error and panics, like http.Handle does.
+// Register adds k. Registering two kinds under one name, or a kind whose
+// field declaration CheckFields rejects, is a programming error and
+// panics, like http.Handle does.
 func (r *Registry) Register(k Kind) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	name := k.Name()
 	if name == "" {
 		panic("registry: kind with an empty name")
+	}
+	if dk, ok := k.(Declared); ok {
+		if err := CheckFields(dk.Fields()); err != nil {
+			panic(fmt.Sprintf("registry: kind %q: %v", name, err))
+		}
 	}
 	if _, dup := r.kinds[name]; dup {
 		panic(fmt.Sprintf("registry: kind %q registered twice", name))

@@ -9,9 +9,12 @@ import (
 // Wire tags. The encoding is a tag byte followed by the value:
 // lengths and counts are uvarints, numbers are 8-byte IEEE 754. An error
 // is its kind, message and code (strings), then its member count plus one
-// (0: no member list) and the members, each tagged tagError. The format
-// has no version of its own: the envelope that carries it across nodes
-// has one.
+// (0: no member list) and the members, each an error. An error with a
+// cause or details is tagged tagErrorX and ends with its cause (an error,
+// or tagNil) and its details (a value); one without either keeps the
+// shorter tagError form, so what older nodes sent still decodes. The
+// format has no version of its own: the envelope that carries it across
+// nodes has one.
 const (
 	tagNil byte = iota
 	tagFalse
@@ -22,6 +25,7 @@ const (
 	tagMap    // string keys
 	tagMixMap // keys of any valid key type
 	tagError
+	tagErrorX // an error with a cause or details
 )
 
 // Encode appends the wire form of v to buf. v must be a valid Value;
@@ -118,26 +122,39 @@ func (e *encoder) err(x *Error, depth int, path string) error {
 	if depth > MaxDepth {
 		return NewError(KindInvalid, "%s: nested deeper than %d levels", path, MaxDepth)
 	}
-	e.buf = append(e.buf, tagError)
+	ext := x.Cause != nil || x.Details != nil
+	if ext {
+		e.buf = append(e.buf, tagErrorX)
+	} else {
+		e.buf = append(e.buf, tagError)
+	}
 	e.str(string(x.Kind))
 	e.str(x.Message)
 	e.str(x.Code)
 	if x.Errors == nil {
 		e.uvarint(0)
+	} else {
+		// Count+1, so an empty member list (an aggregate with no members)
+		// is told apart from no list.
+		e.uvarint(uint64(len(x.Errors)) + 1)
+		for i, m := range x.Errors {
+			if m == nil {
+				m = &Error{Kind: KindInternal}
+			}
+			if err := e.err(m, depth+1, fmt.Sprintf("%s.errors[%d]", path, i+1)); err != nil {
+				return err
+			}
+		}
+	}
+	if !ext {
 		return nil
 	}
-	// Count+1, so an empty member list (an aggregate with no members) is
-	// told apart from no list.
-	e.uvarint(uint64(len(x.Errors)) + 1)
-	for i, m := range x.Errors {
-		if m == nil {
-			m = &Error{Kind: KindInternal}
-		}
-		if err := e.err(m, depth+1, fmt.Sprintf("%s.errors[%d]", path, i+1)); err != nil {
-			return err
-		}
+	if x.Cause == nil {
+		e.buf = append(e.buf, tagNil)
+	} else if err := e.err(x.Cause, depth+1, path+".cause"); err != nil {
+		return err
 	}
-	return nil
+	return e.value(x.Details, depth+1, path+".details")
 }
 
 // Decode reads one value from the front of b and returns it with the rest
@@ -265,13 +282,13 @@ func (d *decoder) value(depth int) (any, error) {
 			}
 		}
 		return out, nil
-	case tagError:
-		return d.err(depth)
+	case tagError, tagErrorX:
+		return d.err(depth, tag == tagErrorX)
 	}
 	return nil, NewError(KindInvalid, "decode: unknown tag %d", tag)
 }
 
-func (d *decoder) err(depth int) (*Error, error) {
+func (d *decoder) err(depth int, ext bool) (*Error, error) {
 	if depth > MaxDepth {
 		return nil, NewError(KindInvalid, "decode: nested deeper than %d levels", MaxDepth)
 	}
@@ -292,21 +309,45 @@ func (d *decoder) err(depth int) (*Error, error) {
 		return nil, err
 	}
 	out := &Error{Kind: Kind(kind), Message: msg, Code: code}
-	if n == 0 {
-		return canonical(out), nil
-	}
-	if n-1 > uint64(len(d.b)) {
-		return nil, errTruncated
-	}
-	out.Errors = make([]*Error, n-1)
-	for i := range out.Errors {
-		if len(d.b) == 0 || d.b[0] != tagError {
+	if n > 0 {
+		if n-1 > uint64(len(d.b)) {
 			return nil, errTruncated
 		}
-		d.b = d.b[1:]
-		if out.Errors[i], err = d.err(depth + 1); err != nil {
-			return nil, err
+		out.Errors = make([]*Error, n-1)
+		for i := range out.Errors {
+			if out.Errors[i], err = d.taggedErr(depth + 1); err != nil {
+				return nil, err
+			}
 		}
 	}
+	if !ext {
+		if n == 0 {
+			return canonical(out), nil
+		}
+		return out, nil
+	}
+	if len(d.b) > 0 && d.b[0] == tagNil {
+		d.b = d.b[1:]
+	} else if out.Cause, err = d.taggedErr(depth + 1); err != nil {
+		return nil, err
+	}
+	if out.Details, err = d.value(depth + 1); err != nil {
+		return nil, err
+	}
+	if out.Cause == nil && out.Details == nil {
+		// Not what an encoder writes; decoded as the short form would be,
+		// so every decoded error encodes back to the same bytes' meaning.
+		return canonical(out), nil
+	}
 	return out, nil
+}
+
+// taggedErr reads an error that must be one (a member, a cause).
+func (d *decoder) taggedErr(depth int) (*Error, error) {
+	if len(d.b) == 0 || (d.b[0] != tagError && d.b[0] != tagErrorX) {
+		return nil, errTruncated
+	}
+	ext := d.b[0] == tagErrorX
+	d.b = d.b[1:]
+	return d.err(depth, ext)
 }

@@ -52,7 +52,7 @@ func TestCodecRejects(t *testing.T) {
 }
 
 func FuzzDecode(f *testing.F) {
-	for _, v := range []any{nil, 1.0, "s", []any{1.0}, map[string]any{"a": true}, Aggregate("x", []*Error{NewError(KindLimit, "y")})} {
+	for _, v := range []any{nil, 1.0, "s", []any{1.0}, map[string]any{"a": true}, Aggregate("x", []*Error{NewError(KindLimit, "y")}), Wrap(NewError(KindNotFound, "z"), "w", map[string]any{"k": 1.0})} {
 		b, _ := Encode(nil, v)
 		f.Add(b)
 	}

@@ -31,6 +31,17 @@ type Error struct {
 	// Code names the sentinel this error is or derives from (see
 	// Sentinel), "" for none. It survives copying, FromError and the wire.
 	Code string
+	// Cause is the error this one wraps, nil for none: what a script
+	// wrapped with errors.wrap, the exit reason of a process that ended
+	// before it replied to an ask. It survives copying and the wire.
+	// errors.Is does not follow it: an error's kind and code are its own,
+	// so an ask that failed because its callee was shut down is not itself
+	// a shutdown. Walk it with errors.is in Lua, or Root.
+	Cause *Error
+	// Details are the values an error carries for whoever handles it (a
+	// value of the value model; a script's errors.new{details = …}), nil
+	// for none. They survive copying and the wire.
+	Details any
 }
 
 // NewError returns an error of the given kind.
@@ -99,9 +110,32 @@ func FromError(err error) *Error {
 		if ve == err {
 			return ve
 		}
-		return &Error{Kind: ve.Kind, Message: err.Error(), Errors: ve.Errors, Code: ve.Code}
+		return &Error{Kind: ve.Kind, Message: err.Error(), Errors: ve.Errors, Code: ve.Code, Cause: ve.Cause, Details: ve.Details}
 	}
 	return &Error{Kind: KindOf(err), Message: err.Error()}
+}
+
+// Wrap returns an error of cause's kind whose message is context, then
+// cause's message, with cause kept as its Cause: Go's fmt.Errorf("%s: %w")
+// for error values, which keeps what was wrapped reachable after it
+// crossed a process or a node. details may be nil.
+func Wrap(cause *Error, context string, details any) *Error {
+	if cause == nil {
+		return nil
+	}
+	msg := context
+	if cause.Message != "" {
+		msg = context + ": " + cause.Message
+	}
+	return &Error{Kind: cause.Kind, Message: msg, Cause: cause, Details: details}
+}
+
+// Root returns the innermost cause of e (e itself when it has none).
+func (e *Error) Root() *Error {
+	for i := 0; e != nil && e.Cause != nil && i < MaxDepth; i++ {
+		e = e.Cause
+	}
+	return e
 }
 
 // String renders an aggregate with its members, for logs.

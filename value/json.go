@@ -38,6 +38,12 @@ func jsonForm(v any, depth int, path string) (any, error) {
 			}
 			m["errors"] = list
 		}
+		if x.Cause != nil {
+			m["cause"] = x.Cause
+		}
+		if x.Details != nil {
+			m["details"] = x.Details
+		}
 		return jsonForm(m, depth, path)
 	case []any:
 		out := make([]any, len(x))

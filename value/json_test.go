@@ -18,6 +18,8 @@ func TestJSONForm(t *testing.T) {
 		{"mixed keys", map[any]any{1.0: "a", "k": true, false: 2.0}, `{"1":"a","false":2,"k":true}`},
 		{"error value", &Error{Kind: KindAggregate, Message: "all failed", Errors: []*Error{{Kind: KindTimeout, Message: "t"}}},
 			`{"errors":[{"kind":"timeout","message":"t"}],"kind":"aggregate","message":"all failed"}`},
+		{"wrapped error", Wrap(NewError(KindNotFound, "no room"), "join", map[string]any{"room": "lobby"}),
+			`{"cause":{"kind":"not_found","message":"no room"},"details":{"room":"lobby"},"kind":"not_found","message":"join: no room"}`},
 		{"nested", map[string]any{"a": []any{map[any]any{2.0: nil}}}, `{"a":[{"2":null}]}`},
 	}
 	for _, tt := range tests {

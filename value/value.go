@@ -85,6 +85,20 @@ func (c *copier) copy(v any, depth int, path string) (any, error) {
 				out.Errors[i], _ = cm.(*Error)
 			}
 		}
+		if x.Cause != nil {
+			cc, err := c.copy(x.Cause, depth+1, path+".cause")
+			if err != nil {
+				return nil, err
+			}
+			out.Cause, _ = cc.(*Error)
+		}
+		if x.Details != nil {
+			cd, err := c.copy(x.Details, depth+1, path+".details")
+			if err != nil {
+				return nil, err
+			}
+			out.Details = cd
+		}
 		return out, nil
 	case []any:
 		if x == nil {

@@ -71,14 +71,14 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.mainID, "main", "", "spawn this process.lua `ENTRY` after start-up and exit when it returns")
+	fs.StringVar(&f.mainID, "main", "", "after start-up, spawn this process.lua `ENTRY` (an ID, or a name only one namespace has) with the arguments after --, and exit when it returns: 0, or 1 with its error printed when it raises")
 	fs.BoolVar(&f.noWatch, "no-watch", false, "disable hot reload")
 	fs.StringVar(&f.node, "node", "", "node `NAME` (default: host name)")
 	fs.StringVar(&f.http, "http", "", "serve /metrics, /healthz, /readyz and /v1 on `ADDR` (host:port)")
-	fs.StringVar(&f.cluster.Bind, "cluster-bind", "", "memberlist bind `ADDR` (enables clustering)")
-	fs.StringVar(&f.cluster.TransportBind, "cluster-transport-bind", "", "the node-to-node transport's `ADDR` (default: the --cluster-bind host, a free port)")
-	join := fs.String("cluster-join", "", "seed `ADDR`s (host:port, or a DNS name resolving to several) to join, comma-separated")
-	fs.StringVar(&f.cluster.SecretFile, "cluster-secret-file", "", "`FILE` holding the cluster's shared key")
+	fs.StringVar(&f.cluster.Bind, "cluster-bind", "", "join a cluster: memberlist's bind `ADDR` (host:port; port 0 picks a free one)")
+	fs.StringVar(&f.cluster.TransportBind, "cluster-transport-bind", "", "the node-to-node transport's `ADDR` (default: the --cluster-bind host, a free port). Needs --cluster-bind")
+	join := fs.String("cluster-join", "", "seed `ADDR`s (host:port, or a DNS name resolving to several) to join, comma-separated. Needs --cluster-bind")
+	fs.StringVar(&f.cluster.SecretFile, "cluster-secret-file", "", "`FILE` holding the cluster's shared secret as text (at least 16 bytes; the gossip and transport keys are derived from it). Needs --cluster-bind")
 	logFmt := fs.String("log-format", "", "log `FORMAT`: text or json (default: text on a terminal, json otherwise)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	fs.Var(&f.memLimit, "memory-limit", "the Go runtime's soft memory limit, a `SIZE` such as 2GiB or off (default: GOMEMLIMIT)")
@@ -86,7 +86,8 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	f.ops = addOpsFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: runner run [flags] [PATH...] [-- ARGS for --main]")
-		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "Flags and paths may come in any order; PATH defaults to config.example.yaml.")
+		printFlags(stderr, fs)
 	}
 	paths, rest, err := parseInterleaved(fs, args)
 	if err != nil {

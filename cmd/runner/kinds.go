@@ -30,3 +30,9 @@ func newKinds(stdout io.Writer, pg pgscope.Distributor) *registry.Registry {
 	r.Register(supervisor.NewPartitionKind())
 	return r
 }
+
+// hostOf returns the Lua host registered in kinds.
+func hostOf(kinds *registry.Registry) *lua.Host {
+	k, _ := kinds.Kind(lua.KindName)
+	return k.(*lua.Host)
+}

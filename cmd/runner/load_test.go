@@ -98,7 +98,7 @@ entries:
 		want string
 	}{
 		{[]string{dir}, 1, "app:p: size: must be at most 1000 (limit router.pool.size), got 1500"},
-		{[]string{"--limit", "router.pool.size=2000", dir}, 0, "ok: 2 entries in 1 files"},
+		{[]string{"--limit", "router.pool.size=2000", dir}, 0, "ok: 2 entries in 1 file"},
 		{[]string{dir, "--limit", "router.pool.size=2000", "--max-source-size", "1KiB"}, 1, "app:w: source: source w.lua: larger than the limit of 1 KiB for Lua sources"},
 		{[]string{"--limit", "router.pool.size=2000", "--max-config-size", "64", dir}, 1, "c.yaml: cannot read: larger than the limit of 64 bytes for configuration files"},
 		{[]string{"--limit", "router.pool.sise=2000", dir}, 2, "--limit router.pool.sise: no such bound"},

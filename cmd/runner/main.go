@@ -22,6 +22,7 @@ import (
 	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/kinds/supervisor"
+	"github.com/proctor-run/proctor/lua/lint"
 	"github.com/proctor-run/proctor/observe"
 	"github.com/proctor-run/proctor/pgdist"
 	"github.com/proctor-run/proctor/process"
@@ -34,7 +35,11 @@ var version = "dev"
 
 const usage = `usage:
   runner run [flags] [PATH...] [-- ARGS]   run a config (default: config.example.yaml)
-  runner validate [flags] PATH...           check a config; exit 1 listing every error
+  runner validate [--strict] [flags] PATH...
+                                            check a config and lint its Lua; exit 1 listing every
+                                            error (--strict: lint warnings too)
+  runner schema                             print the JSON Schema of configuration files
+  runner stubs [--luarc FILE] DIR           write LuaLS stubs of the Lua API, and .luarc.json
   runner send [flags] ADDR DEST TOPIC [JSON]
                                             send a message on a running node (POST /v1/send)
   runner ask [flags] ADDR DEST TOPIC [JSON] ask a running node's process; print the reply as JSON
@@ -71,6 +76,10 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 		return run(f, stdout, stderr, sigs, force)
 	case "validate":
 		return validate(args[1:], stdout, stderr, sigs)
+	case "schema":
+		return schema(args[1:], stdout, stderr)
+	case "stubs":
+		return stubsCmd(args[1:], stdout, stderr)
 	case "send", "ask", "entries", "tree":
 		return remote(args[0], args[1:], stdout, stderr)
 	case "version", "--version", "-version":
@@ -98,9 +107,10 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 	fs := flag.NewFlagSet("validate", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	lf := addLoadFlags(fs)
+	strict := fs.Bool("strict", false, "treat the warnings of the Lua lint as errors (exit 1)")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: runner validate [flags] PATH...")
-		fs.PrintDefaults()
+		fmt.Fprintln(stderr, "usage: runner validate [--strict] [flags] PATH...")
+		printFlags(stderr, fs)
 	}
 	paths, _, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
@@ -115,7 +125,8 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		return 2
 	}
 	log := logging.New(logging.Options{Writer: stderr, Level: slog.LevelWarn})
-	cfg, sig, _, err := loadWatching(lf.loader(newKinds(io.Discard, nil), log), paths, sigs)
+	kinds := newKinds(io.Discard, nil)
+	cfg, sig, _, err := loadWatching(lf.loader(kinds, log), paths, sigs)
 	if sig != nil {
 		fmt.Fprintf(stderr, "runner validate: stopped by %s before the configuration was read\n", sig)
 		return signalExit(sig)
@@ -124,8 +135,25 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		printLoadErrors(stderr, err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "ok: %d entries in %d files\n", len(cfg.Entries), len(cfg.Files))
+	if found := lint.Config(cfg, hostOf(kinds).Surface()); len(found) > 0 {
+		for _, f := range found {
+			fmt.Fprintln(stderr, f.Error())
+		}
+		if *strict {
+			fmt.Fprintf(stderr, "%s (--strict)\n", count(len(found), "error", "errors"))
+			return 1
+		}
+		fmt.Fprintf(stderr, "%s of the Lua lint (errors with --strict)\n", count(len(found), "warning", "warnings"))
+	}
+	fmt.Fprintf(stdout, "ok: %s in %s\n", count(len(cfg.Entries), "entry", "entries"), count(len(cfg.Files), "file", "files"))
 	return 0
+}
+
+// logLint logs the Lua lint's findings on cfg, once, as warnings.
+func logLint(log *slog.Logger, kinds *registry.Registry, cfg *registry.Config) {
+	for _, f := range lint.Config(cfg, hostOf(kinds).Surface()) {
+		log.Warn("Lua lint: "+f.Msg, "at", f.Pos.String(), "entry", string(f.Entry))
+	}
 }
 
 func printLoadErrors(w io.Writer, err error) {
@@ -134,7 +162,7 @@ func printLoadErrors(w io.Writer, err error) {
 		for _, e := range es {
 			fmt.Fprintln(w, e.Error())
 		}
-		fmt.Fprintf(w, "%d errors\n", len(es))
+		fmt.Fprintln(w, count(len(es), "error", "errors"))
 		return
 	}
 	fmt.Fprintln(w, err)
@@ -178,11 +206,14 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		printLoadErrors(stderr, err)
 		return 1
 	}
+	logLint(log, kinds, cfg)
 	if f.mainID != "" {
-		if _, ok := cfg.Entries[registry.ID(f.mainID)]; !ok {
-			fmt.Fprintf(stderr, "runner run: --main %s: no such entry\n", f.mainID)
+		id, err := resolveMain(cfg, f.mainID)
+		if err != nil {
+			fmt.Fprintf(stderr, "runner run: --main %s: %v\n", f.mainID, err)
 			return 1
 		}
+		f.mainID = string(id)
 	}
 	a := &app{log: log}
 	metrics := prometheus.NewRegistry()
@@ -341,11 +372,8 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			done = true
 		case ex := <-mainDone:
 			if ex.Err != nil {
-				msg := ex.Err.Error()
-				if ve := value.FromError(ex.Err); ve != nil {
-					msg = ve.String()
-				}
-				fmt.Fprintf(stderr, "runner: %s: %s\n", f.mainID, msg)
+				ve := value.FromError(ex.Err)
+				fmt.Fprintf(stderr, "runner: %s: %s: %s\n", f.mainID, ve.Kind, ve.String())
 				code = 1
 			}
 			done = true

@@ -41,7 +41,7 @@ func remote(cmd string, args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	fs.Usage = func() {
 		fmt.Fprint(stderr, remoteUsage)
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	var tokenFile string
 	timeout := 5 * time.Second

@@ -386,4 +386,14 @@ func TestMainEntry(t *testing.T) {
 	if code := r.wait(t); code != 1 || !strings.Contains(r.logs(), "--main app:nope: no such entry") {
 		t.Fatalf("missing main: %d\n%s", r.cmd.ProcessState.ExitCode(), r.logs())
 	}
+	// A bare name finds the one namespace that has it; a misspelt one
+	// suggests the entry.
+	r = start(t, "run", "--no-watch", "--main", "hello", "config.example.yaml", "--", "bare")
+	if code := r.wait(t); code != 0 || !strings.Contains(r.stdout.String(), "args: bare") {
+		t.Fatalf("--main hello: %d\n%s", code, r.logs())
+	}
+	r = start(t, "run", "--no-watch", "--main", "helo")
+	if code := r.wait(t); code != 1 || !strings.Contains(r.logs(), `--main helo: no such entry (did you mean "app:hello"?)`) {
+		t.Fatalf("--main helo: %d\n%s", r.cmd.ProcessState.ExitCode(), r.logs())
+	}
 }

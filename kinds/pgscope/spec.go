@@ -84,21 +84,6 @@ const (
 	MaxGroupsLimit = 10_000_000
 )
 
-var _ registry.Bounded = Kind{}
-
-// Bounds implements registry.Bounded.
-func (Kind) Bounds() []registry.Bound {
-	return []registry.Bound{
-		{Field: "circuit_breaker_failures", Max: MaxCircuitBreakerFailures},
-		{Field: "max_retries", Max: MaxRetries},
-		{Field: "action_queue_size", Max: MaxActionQueue},
-		{Field: "action_queue_max_size", Max: MaxActionQueue},
-		{Field: "monitor_buffer", Max: MaxMonitorBuffer},
-		{Field: "max_groups", Max: MaxGroupsLimit},
-		{Field: "max_members_per_group", Max: MaxGroupsLimit},
-	}
-}
-
 // Kind implements registry.Kind (and Starter) for pg.scope. The zero value
 // starts scopes of this node alone; a Distributor makes them part of a
 // cluster.
@@ -112,59 +97,70 @@ var (
 // Name returns "pg.scope".
 func (Kind) Name() string { return KindName }
 
+// The fields of a scope; their defaults are DefaultSpec's.
+var (
+	defaultSpec = DefaultSpec()
+
+	fProtocolTimeout = registry.DurationField("protocol_timeout", defaultSpec.ProtocolTimeout,
+		"Bounds inter-node sync and discover operations, and a caller's wait for the scope's loop.").Positive()
+	fBroadcastTimeout = registry.DurationField("broadcast_timeout", defaultSpec.BroadcastTimeout,
+		"Bounds the delivery of a broadcast to one member.").Positive()
+	fAntiEntropyInterval = registry.DurationField("anti_entropy_interval", defaultSpec.AntiEntropyInterval,
+		"Period of the reconcile loop that pushes a full sync to one peer per tick; 0 disables it.").NonNegative("disabled")
+	fCircuitBreakerFailures = registry.IntField("circuit_breaker_failures", defaultSpec.CircuitBreakerFailures, MaxCircuitBreakerFailures,
+		"Consecutive send failures to a node that open its circuit.").AtLeast(1, "")
+	fCircuitBreakerResetTime = registry.DurationField("circuit_breaker_reset_time", defaultSpec.CircuitBreakerResetTime,
+		"How long an open circuit waits before a half-open probe.").Positive()
+	fMaxRetries = registry.IntField("max_retries", defaultSpec.MaxRetries, MaxRetries,
+		"How often a failed join/leave fan-out is retried; 0 disables retries.").AtLeast(0, "no retries")
+	fRetryBaseDelay  = registry.DurationField("retry_base_delay", defaultSpec.RetryBaseDelay, "The first retry backoff delay.").Positive()
+	fRetryMaxDelay   = registry.DurationField("retry_max_delay", defaultSpec.RetryMaxDelay, "The longest retry backoff delay.").Positive()
+	fActionQueueSize = registry.IntField("action_queue_size", defaultSpec.ActionQueueSize, MaxActionQueue,
+		"Depth of the scope's queue at which a warning is logged.").AtLeast(1, "")
+	fActionQueueMaxSize = registry.IntField("action_queue_max_size", defaultSpec.ActionQueueMaxSize, MaxActionQueue,
+		"Capacity of the scope's queue; operations past it are refused with a limit error.").AtLeast(1, "")
+	fMonitorBuffer = registry.IntField("monitor_buffer", defaultSpec.MonitorBuffer, MaxMonitorBuffer,
+		"Events one subscription buffers; a subscriber whose buffer is full loses events.").AtLeast(1, "")
+	fMaxGroups = registry.IntField("max_groups", defaultSpec.MaxGroups, MaxGroupsLimit,
+		"The most distinct groups; 0 is unlimited.").AtLeast(0, "unlimited")
+	fMaxMembersPerGroup = registry.IntField("max_members_per_group", defaultSpec.MaxMembersPerGroup, MaxGroupsLimit,
+		"The most members of one group, counting every join; 0 is unlimited.").AtLeast(0, "unlimited")
+
+	scopeFields = []*registry.Field{
+		fProtocolTimeout, fBroadcastTimeout, fAntiEntropyInterval, fCircuitBreakerFailures, fCircuitBreakerResetTime,
+		fMaxRetries, fRetryBaseDelay, fRetryMaxDelay, fActionQueueSize, fActionQueueMaxSize, fMonitorBuffer,
+		fMaxGroups, fMaxMembersPerGroup,
+	}
+)
+
+var _ registry.Declared = Kind{}
+
+// Fields implements registry.Declared.
+func (Kind) Fields() []*registry.Field { return scopeFields }
+
 // Decode reads and validates every field of the seed, reporting each problem
 // at its field.
 func (Kind) Decode(d *registry.Decoder) any {
-	def := DefaultSpec()
-	s := &Spec{}
-	positive := func(field string, v time.Duration) time.Duration {
-		if v <= 0 {
-			d.Errorf(field, "must be a positive duration, got %s", v)
-		}
-		return v
+	s := &Spec{
+		ProtocolTimeout:         fProtocolTimeout.Duration(d),
+		BroadcastTimeout:        fBroadcastTimeout.Duration(d),
+		AntiEntropyInterval:     fAntiEntropyInterval.Duration(d),
+		CircuitBreakerFailures:  fCircuitBreakerFailures.Int(d),
+		CircuitBreakerResetTime: fCircuitBreakerResetTime.Duration(d),
+		MaxRetries:              fMaxRetries.Int(d),
+		RetryBaseDelay:          fRetryBaseDelay.Duration(d),
+		RetryMaxDelay:           fRetryMaxDelay.Duration(d),
+		ActionQueueSize:         fActionQueueSize.Int(d),
+		ActionQueueMaxSize:      fActionQueueMaxSize.Int(d),
+		MonitorBuffer:           fMonitorBuffer.Int(d),
+		MaxGroups:               fMaxGroups.Int(d),
+		MaxMembersPerGroup:      fMaxMembersPerGroup.Int(d),
 	}
-	s.ProtocolTimeout = positive("protocol_timeout", d.Duration("protocol_timeout", def.ProtocolTimeout))
-	s.BroadcastTimeout = positive("broadcast_timeout", d.Duration("broadcast_timeout", def.BroadcastTimeout))
-	s.AntiEntropyInterval = d.Duration("anti_entropy_interval", def.AntiEntropyInterval)
-	if s.AntiEntropyInterval < 0 {
-		d.Errorf("anti_entropy_interval", "must be 0 (disabled) or a positive duration, got %s", s.AntiEntropyInterval)
-	}
-	s.CircuitBreakerFailures = d.Count("circuit_breaker_failures", def.CircuitBreakerFailures, MaxCircuitBreakerFailures)
-	if s.CircuitBreakerFailures < 1 {
-		d.Errorf("circuit_breaker_failures", "must be at least 1, got %d", s.CircuitBreakerFailures)
-	}
-	s.CircuitBreakerResetTime = positive("circuit_breaker_reset_time", d.Duration("circuit_breaker_reset_time", def.CircuitBreakerResetTime))
-	s.MaxRetries = d.Count("max_retries", def.MaxRetries, MaxRetries)
-	if s.MaxRetries < 0 {
-		d.Errorf("max_retries", "must be 0 (no retries) or more, got %d", s.MaxRetries)
-	}
-	s.RetryBaseDelay = positive("retry_base_delay", d.Duration("retry_base_delay", def.RetryBaseDelay))
-	s.RetryMaxDelay = positive("retry_max_delay", d.Duration("retry_max_delay", def.RetryMaxDelay))
 	if s.RetryBaseDelay > 0 && s.RetryMaxDelay > 0 && s.RetryMaxDelay < s.RetryBaseDelay {
 		d.Errorf("retry_max_delay", "must not be below retry_base_delay (%s), got %s", s.RetryBaseDelay, s.RetryMaxDelay)
 	}
-	s.ActionQueueSize = d.Count("action_queue_size", def.ActionQueueSize, MaxActionQueue)
-	if s.ActionQueueSize < 1 {
-		d.Errorf("action_queue_size", "must be at least 1, got %d", s.ActionQueueSize)
-	}
-	s.ActionQueueMaxSize = d.Count("action_queue_max_size", def.ActionQueueMaxSize, MaxActionQueue)
-	switch {
-	case s.ActionQueueMaxSize < 1:
-		d.Errorf("action_queue_max_size", "must be at least 1, got %d", s.ActionQueueMaxSize)
-	case s.ActionQueueSize >= 1 && s.ActionQueueSize > s.ActionQueueMaxSize:
+	if s.ActionQueueSize >= 1 && s.ActionQueueMaxSize >= 1 && s.ActionQueueSize > s.ActionQueueMaxSize {
 		d.Errorf("action_queue_size", "must not exceed action_queue_max_size (%d), got %d", s.ActionQueueMaxSize, s.ActionQueueSize)
-	}
-	s.MonitorBuffer = d.Count("monitor_buffer", def.MonitorBuffer, MaxMonitorBuffer)
-	if s.MonitorBuffer < 1 {
-		d.Errorf("monitor_buffer", "must be at least 1, got %d", s.MonitorBuffer)
-	}
-	s.MaxGroups = d.Count("max_groups", def.MaxGroups, MaxGroupsLimit)
-	if s.MaxGroups < 0 {
-		d.Errorf("max_groups", "must be 0 (unlimited) or more, got %d", s.MaxGroups)
-	}
-	s.MaxMembersPerGroup = d.Count("max_members_per_group", def.MaxMembersPerGroup, MaxGroupsLimit)
-	if s.MaxMembersPerGroup < 0 {
-		d.Errorf("max_members_per_group", "must be 0 (unlimited) or more, got %d", s.MaxMembersPerGroup)
 	}
 	return s
 }

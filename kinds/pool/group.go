@@ -44,23 +44,33 @@ var (
 // Name implements registry.Kind.
 func (GroupKind) Name() string { return GroupKindName }
 
+// The fields of a group router.
+var (
+	fGroupScope = registry.RefField("scope", registry.RefRunning, []string{pgscope.KindName},
+		"The pg.scope entry whose group this router routes to (started first).").
+		Require("required: the pg.scope entry whose group this router routes to")
+	fGroup = registry.StringField("group", "", "The pg group whose members, on any node, are the routees.").
+		Require("required: the pg group whose members are the routees")
+	fGroupStrategy = registry.EnumField("strategy", string(RoundRobin), groupStrategies, "How a message picks its member(s).")
+	fGroupTimeout  = registry.DurationField("timeout", DefaultTimeout, "The deadline of scatter_gather_first_completed.").
+			Positive().Below("must be a positive, finite duration, got %s")
+
+	groupFields = []*registry.Field{fGroupScope, fGroup, fGroupStrategy, fGroupTimeout}
+)
+
+var _ registry.Declared = GroupKind{}
+
+// Fields implements registry.Declared.
+func (GroupKind) Fields() []*registry.Field { return groupFields }
+
 // Decode implements registry.Kind: it returns a *GroupSpec.
 func (GroupKind) Decode(d *registry.Decoder) any {
-	s := &GroupSpec{}
-	s.Scope = d.Ref("scope", registry.RefRunning, pgscope.KindName)
-	if s.Scope == "" && !d.Has("scope") {
-		d.Errorf("scope", "required: the pg.scope entry whose group this router routes to")
+	return &GroupSpec{
+		Scope:    fGroupScope.Ref(d),
+		Group:    fGroup.Str(d),
+		Strategy: Strategy(fGroupStrategy.EnumValue(d)),
+		Timeout:  fGroupTimeout.Duration(d),
 	}
-	s.Group = d.String("group", "")
-	if s.Group == "" {
-		d.Errorf("group", "required: the pg group whose members are the routees")
-	}
-	s.Strategy = Strategy(d.Enum("strategy", string(RoundRobin), groupStrategies...))
-	s.Timeout = d.Duration("timeout", DefaultTimeout)
-	if s.Timeout <= 0 {
-		d.Errorf("timeout", "must be a positive, finite duration, got %s", s.Timeout)
-	}
-	return s
 }
 
 // Start implements registry.Starter.

@@ -56,18 +56,6 @@ const (
 	MaxOptimizationRange = 1000
 )
 
-// Bounds implements registry.Bounded.
-func (Kind) Bounds() []registry.Bound {
-	return []registry.Bound{
-		{Field: "size", Max: MaxSize},
-		{Field: "resizer.lower_bound", Max: MaxSize},
-		{Field: "resizer.upper_bound", Max: MaxSize},
-		{Field: "resizer.pressure_threshold", Max: MaxPressureThreshold},
-		{Field: "resizer.messages_per_resize", Max: MaxMessagesPerResize},
-		{Field: "resizer.optimization_range", Max: MaxOptimizationRange},
-	}
-}
-
 // Spec is a decoded router.pool entry. It is immutable once decoded.
 type Spec struct {
 	Routee   registry.ID
@@ -132,121 +120,136 @@ func OptimalResizerSpec() ResizerSpec {
 	}
 }
 
-var defaultOnly = []string{"pressure_threshold", "rampup_rate", "backoff_threshold", "backoff_rate", "messages_per_resize"}
-var optimalOnly = []string{
-	"action_interval", "downsize_after_underutilized_for", "explore_step_size", "chance_of_exploration",
-	"downsize_ratio", "optimization_range", "weight_of_latest_metric", "chance_of_ramping_down_when_full",
-}
+// The fields of a pool; the resizers' defaults are Akka's
+// (DefaultResizerSpec, OptimalResizerSpec).
+var (
+	fRoutee = registry.RefField("routee", registry.RefDefinition, []string{"process.lua"},
+		"The process.lua entry the pool spawns and supervises as its routees.").
+		Require("required: the process.lua entry the pool spawns as its routees")
+	fSize = registry.IntField("size", 0, MaxSize,
+		"Routees to start with; required without a resizer, 0 with one lets its first resize choose.").
+		AtLeast(0, "").Below("must be >= 0, got %d")
+	fStrategy = registry.EnumField("strategy", string(RoundRobin), strategies, "How a message picks its routee(s).")
+	fTimeout  = registry.DurationField("timeout", DefaultTimeout,
+		"The deadline of scatter_gather_first_completed and tail_chopping.").
+		Positive().Below("must be a positive, finite duration, got %s")
+	fInterval = registry.DurationField("interval", DefaultInterval,
+		"tail_chopping only: how long to wait before asking the next routee.").Positive()
+
+	akkaDefault = DefaultResizerSpec()
+	akkaOptimal = OptimalResizerSpec()
+
+	fResizerType = registry.EnumField("type", string(DefaultResizerType), []string{string(DefaultResizerType), string(OptimalResizerType)},
+		"default (Akka's DefaultResizer: pressure, rampup, backoff) or optimal_size_exploring.")
+	fLowerBound = registry.IntField("lower_bound", akkaDefault.LowerBound, MaxSize, "The fewest routees.").
+			AtLeast(0, "").Below("must be >= 0, got %d")
+	fUpperBound = registry.IntField("upper_bound", 0, MaxSize, "The most routees (default 10, or 30 for optimal_size_exploring).").
+			AtLeast(1, "").Below("must be >= 1, got %d")
+
+	fPressureThreshold = registry.IntField("pressure_threshold", akkaDefault.PressureThreshold, MaxPressureThreshold,
+		"A routee is busy with more than this many messages in its mailbox (0: with any).").AtLeast(0, "").Below("must be >= 0, got %d")
+	fRampupRate       = registry.FloatField("rampup_rate", akkaDefault.RampupRate, "Growth when every routee is busy, as a share of the size.").AtLeast(0, "")
+	fBackoffThreshold = registry.FloatField("backoff_threshold", akkaDefault.BackoffThreshold,
+		"Shrink when fewer than this share of the routees are busy.").Between(0, 1)
+	fBackoffRate       = registry.FloatField("backoff_rate", akkaDefault.BackoffRate, "Shrinkage, as a share of the size.").AtLeast(0, "")
+	fMessagesPerResize = registry.IntField("messages_per_resize", akkaDefault.MessagesPerResize, MaxMessagesPerResize,
+		"Messages between two resizes.").AtLeast(1, "").Below("must be > 0, got %d")
+
+	fActionInterval = registry.DurationField("action_interval", akkaOptimal.ActionInterval, "Time between two resize actions.").Positive()
+	fDownsizeAfter  = registry.DurationField("downsize_after_underutilized_for", akkaOptimal.DownsizeAfterUnderutilizedFor,
+		"Shrink after the pool has been underused for this long.").Positive()
+	fExploreStepSize = registry.FloatField("explore_step_size", akkaOptimal.ExploreStepSize,
+		"How far an exploration resizes, as a share of the size.").AtLeast(0, "")
+	fChanceOfExploration = registry.FloatField("chance_of_exploration", akkaOptimal.ChanceOfExploration,
+		"The chance that a resize explores rather than optimizes.").Between(0, 1)
+	fDownsizeRatio = registry.FloatField("downsize_ratio", akkaOptimal.DownsizeRatio,
+		"An underused pool shrinks to this share of the most routees it used.").Between(0, 1)
+	fOptimizationRange = registry.IntField("optimization_range", akkaOptimal.OptimizationRange, MaxOptimizationRange,
+		"How many sizes around the current one an optimization considers.").AtLeast(2, "").Below("must be >= 2, got %d")
+	fWeightOfLatestMetric = registry.FloatField("weight_of_latest_metric", akkaOptimal.WeightOfLatestMetric,
+		"The weight of the latest measurement in the performance log.").Between(0, 1)
+	fChanceOfRampingDown = registry.FloatField("chance_of_ramping_down_when_full", akkaOptimal.ChanceOfRampingDownWhenFull,
+		"The chance to shrink while fully used.").Between(0, 1)
+
+	defaultOnly = []*registry.Field{fPressureThreshold, fRampupRate, fBackoffThreshold, fBackoffRate, fMessagesPerResize}
+	optimalOnly = []*registry.Field{
+		fActionInterval, fDownsizeAfter, fExploreStepSize, fChanceOfExploration, fDownsizeRatio,
+		fOptimizationRange, fWeightOfLatestMetric, fChanceOfRampingDown,
+	}
+
+	fResizer = registry.ObjectField("resizer", "Sizes the pool by load (Akka's resizers); without it the size is fixed.",
+		fResizerType, fLowerBound, fUpperBound).
+		Variant("type", string(DefaultResizerType), defaultOnly...).
+		Variant("type", string(OptimalResizerType), optimalOnly...)
+
+	poolFields = []*registry.Field{fRoutee, fSize, fStrategy, fTimeout, fInterval, fResizer}
+)
+
+var _ registry.Declared = Kind{}
+
+// Fields implements registry.Declared.
+func (Kind) Fields() []*registry.Field { return poolFields }
 
 // decodeSpec reads and validates a router.pool entry, reporting every
 // problem through d.
 func decodeSpec(d *registry.Decoder) *Spec {
-	s := &Spec{}
-	s.Routee = d.Ref("routee", registry.RefDefinition, "process.lua")
-	if s.Routee == "" && !d.Has("routee") {
-		d.Errorf("routee", "required: the process.lua entry the pool spawns as its routees")
+	s := &Spec{
+		Routee:   fRoutee.Ref(d),
+		Strategy: Strategy(fStrategy.EnumValue(d)),
+		Timeout:  fTimeout.Duration(d),
+		Interval: fInterval.Duration(d),
 	}
-	s.Strategy = Strategy(d.Enum("strategy", string(RoundRobin), strategies...))
-	s.Timeout = d.Duration("timeout", DefaultTimeout)
-	if s.Timeout <= 0 {
-		d.Errorf("timeout", "must be a positive, finite duration, got %s", s.Timeout)
+	if d.Has(fInterval.Name) && s.Strategy != TailChopping {
+		d.Errorf(fInterval.Name, "only tail_chopping uses interval (strategy is %s)", s.Strategy)
 	}
-	s.Interval = d.Duration("interval", DefaultInterval)
-	if d.Has("interval") {
-		if s.Strategy != TailChopping {
-			d.Errorf("interval", "only tail_chopping uses interval (strategy is %s)", s.Strategy)
-		} else if s.Interval <= 0 {
-			d.Errorf("interval", "must be a positive duration, got %s", s.Interval)
-		}
-	}
-	if rd := d.Object("resizer"); rd != nil {
+	if rd := fResizer.Object(d); rd != nil {
 		s.Resizer = decodeResizer(rd)
 	}
-	s.Size = d.Count("size", 0, MaxSize)
-	switch {
-	case s.Size < 0:
-		d.Errorf("size", "must be >= 0, got %d", s.Size)
-	case s.Size == 0 && s.Resizer == nil:
-		if d.Has("size") {
-			d.Errorf("size", "must be >= 1 for a pool without a resizer, got 0")
+	s.Size = fSize.Int(d)
+	if s.Size == 0 && s.Resizer == nil {
+		if d.Has(fSize.Name) {
+			d.Errorf(fSize.Name, "must be >= 1 for a pool without a resizer, got 0")
 		} else {
-			d.Errorf("size", "required for a pool without a resizer")
+			d.Errorf(fSize.Name, "required for a pool without a resizer")
 		}
 	}
 	return s
 }
 
 func decodeResizer(d *registry.Decoder) *ResizerSpec {
-	typ := ResizerType(d.Enum("type", string(DefaultResizerType), string(DefaultResizerType), string(OptimalResizerType)))
-	var r ResizerSpec
-	foreign := optimalOnly
+	typ := ResizerType(fResizerType.EnumValue(d))
+	r, other, foreign := DefaultResizerSpec(), OptimalResizerType, optimalOnly
 	if typ == OptimalResizerType {
-		r = OptimalResizerSpec()
-		foreign = defaultOnly
-	} else {
-		r = DefaultResizerSpec()
+		r, other, foreign = OptimalResizerSpec(), DefaultResizerType, defaultOnly
 	}
 	for _, f := range foreign {
-		if d.Has(f) {
-			other := OptimalResizerType
-			if typ == OptimalResizerType {
-				other = DefaultResizerType
-			}
-			d.Errorf(f, "belongs to the %s resizer, but this resizer is type %s: a pool has one resizer", other, typ)
+		if d.Has(f.Name) {
+			d.Errorf(f.Name, "belongs to the %s resizer, but this resizer is type %s: a pool has one resizer", other, typ)
 		}
 	}
-	r.LowerBound = d.Count("lower_bound", r.LowerBound, MaxSize)
-	r.UpperBound = d.Count("upper_bound", r.UpperBound, MaxSize)
-	if r.LowerBound < 0 {
-		d.Errorf("lower_bound", "must be >= 0, got %d", r.LowerBound)
+	r.LowerBound = fLowerBound.Int(d)
+	if d.Has(fUpperBound.Name) {
+		r.UpperBound = fUpperBound.Int(d)
 	}
-	if r.UpperBound < 1 {
-		d.Errorf("upper_bound", "must be >= 1, got %d", r.UpperBound)
-	} else if r.UpperBound < r.LowerBound {
-		d.Errorf("upper_bound", "must be >= lower_bound, got %d < %d", r.UpperBound, r.LowerBound)
+	if r.UpperBound >= 1 && r.LowerBound >= 0 && r.UpperBound < r.LowerBound {
+		d.Errorf(fUpperBound.Name, "must be >= lower_bound, got %d < %d", r.UpperBound, r.LowerBound)
 	}
-	rate := func(field string, v *float64, lo, hi float64) {
-		*v = d.Float(field, *v)
-		if *v < lo || *v > hi {
-			if hi > 1e300 {
-				d.Errorf(field, "must be >= %g, got %g", lo, *v)
-			} else {
-				d.Errorf(field, "must be between %g and %g, got %g", lo, hi, *v)
-			}
-		}
-	}
-	const inf = 1e308
 	if typ == DefaultResizerType {
-		r.PressureThreshold = d.Count("pressure_threshold", r.PressureThreshold, MaxPressureThreshold)
-		if r.PressureThreshold < 0 {
-			d.Errorf("pressure_threshold", "must be >= 0, got %d", r.PressureThreshold)
-		}
-		rate("rampup_rate", &r.RampupRate, 0, inf)
-		rate("backoff_threshold", &r.BackoffThreshold, 0, 1)
-		rate("backoff_rate", &r.BackoffRate, 0, inf)
-		r.MessagesPerResize = d.Count("messages_per_resize", r.MessagesPerResize, MaxMessagesPerResize)
-		if r.MessagesPerResize <= 0 {
-			d.Errorf("messages_per_resize", "must be > 0, got %d", r.MessagesPerResize)
-		}
+		r.PressureThreshold = fPressureThreshold.Int(d)
+		r.RampupRate = fRampupRate.Float(d)
+		r.BackoffThreshold = fBackoffThreshold.Float(d)
+		r.BackoffRate = fBackoffRate.Float(d)
+		r.MessagesPerResize = fMessagesPerResize.Int(d)
 		return &r
 	}
-	r.ActionInterval = d.Duration("action_interval", r.ActionInterval)
-	if r.ActionInterval <= 0 {
-		d.Errorf("action_interval", "must be a positive duration, got %s", r.ActionInterval)
-	}
-	r.DownsizeAfterUnderutilizedFor = d.Duration("downsize_after_underutilized_for", r.DownsizeAfterUnderutilizedFor)
-	if r.DownsizeAfterUnderutilizedFor <= 0 {
-		d.Errorf("downsize_after_underutilized_for", "must be a positive duration, got %s", r.DownsizeAfterUnderutilizedFor)
-	}
-	rate("explore_step_size", &r.ExploreStepSize, 0, inf)
-	rate("chance_of_exploration", &r.ChanceOfExploration, 0, 1)
-	rate("downsize_ratio", &r.DownsizeRatio, 0, 1)
-	r.OptimizationRange = d.Count("optimization_range", r.OptimizationRange, MaxOptimizationRange)
-	if r.OptimizationRange < 2 {
-		d.Errorf("optimization_range", "must be >= 2, got %d", r.OptimizationRange)
-	}
-	rate("weight_of_latest_metric", &r.WeightOfLatestMetric, 0, 1)
-	rate("chance_of_ramping_down_when_full", &r.ChanceOfRampingDownWhenFull, 0, 1)
+	r.ActionInterval = fActionInterval.Duration(d)
+	r.DownsizeAfterUnderutilizedFor = fDownsizeAfter.Duration(d)
+	r.ExploreStepSize = fExploreStepSize.Float(d)
+	r.ChanceOfExploration = fChanceOfExploration.Float(d)
+	r.DownsizeRatio = fDownsizeRatio.Float(d)
+	r.OptimizationRange = fOptimizationRange.Int(d)
+	r.WeightOfLatestMetric = fWeightOfLatestMetric.Float(d)
+	r.ChanceOfRampingDownWhenFull = fChanceOfRampingDown.Float(d)
 	return &r
 }
 

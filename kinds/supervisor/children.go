@@ -211,7 +211,7 @@ func (s *Supervisor) spawnChild(c *child) error {
 	}
 	c.entryStop = e.Lifecycle.StopTimeout
 	pid, err := s.env.Entries.Spawn(c.spec.Process, registry.SpawnOptions{
-		SpawnOptions: process.SpawnOptions{LinkTo: s.pid, MonitorBy: s.pid},
+		SpawnOptions: process.SpawnOptions{LinkTo: s.pid, MonitorBy: s.pid, Name: c.spec.Name},
 		Args:         c.spec.Args,
 		Managed:      c.spec.OnReload != ReloadKeep,
 	})

@@ -123,6 +123,10 @@ type ChildSpec struct {
 	OnFailure FailureAction
 	// OnReload defaults to ReloadRestart.
 	OnReload ReloadAction
+	// Name, when set, is registered for the child's process before it
+	// runs (before its init), and again for each restart: a name another
+	// process holds fails the start. Names with ':' are the entries'.
+	Name string
 }
 
 func (c ChildSpec) withDefaults() ChildSpec {
@@ -156,7 +160,7 @@ func (c ChildSpec) shutdownFor(t ChildType, entryStop time.Duration) time.Durati
 // equal reports whether o is c as far as the running child is concerned:
 // on_reload aside, which a reload changes in place.
 func (c ChildSpec) equal(o ChildSpec) bool {
-	if c.ID != o.ID || c.Process != o.Process || c.Restart != o.Restart || c.Shutdown != o.Shutdown || c.OnFailure != o.OnFailure {
+	if c.ID != o.ID || c.Process != o.Process || c.Restart != o.Restart || c.Shutdown != o.Shutdown || c.OnFailure != o.OnFailure || c.Name != o.Name {
 		return false
 	}
 	if (c.Args == nil) != (o.Args == nil) || len(c.Args) != len(o.Args) {
@@ -277,69 +281,100 @@ const (
 	MaxChildrenLimit = 1_000_000
 )
 
-var _ registry.Bounded = (*SupervisorKind)(nil)
-
-// Bounds implements registry.Bounded.
-func (k *SupervisorKind) Bounds() []registry.Bound {
-	b := []registry.Bound{{Field: "max_restarts", Max: MaxRestartsLimit}}
-	switch k.name {
-	case KindPartition:
-		b = append(b, registry.Bound{Field: "partitions", Max: MaxPartitions})
-	case KindDynamic:
-		b = append(b, registry.Bound{Field: "max_children", Max: MaxChildrenLimit})
-	}
-	return b
-}
-
 var childKinds = []string{"process.lua", KindStatic, KindDynamic, KindPartition}
+
+var (
+	strategies    = []string{string(OneForOne), string(AllForOne), string(RestForOne)}
+	restartTypes  = registry.RestartTypes
+	failureActs   = []string{string(ActionRestart), string(ActionStop), string(ActionEscalate), string(ActionResume)}
+	reloadActions = []string{string(ReloadRestart), string(ReloadKeep)}
+)
+
+// The fields of the three kinds, and of a child.
+var (
+	fStrategy = registry.EnumField("strategy", string(OneForOne), strategies,
+		"Which children restart when one fails: it alone, all, or it and those started after it.")
+	fOneForOne = registry.EnumField("strategy", string(OneForOne), strategies[:1],
+		"Only one_for_one: the child that failed restarts alone.")
+	fMaxRestarts = registry.IntField("max_restarts", DefaultMaxRestarts, MaxRestartsLimit,
+		"Restarts allowed within restart_window; one more escalates to the supervisor's own supervisor.").AtLeast(0, "")
+	fRestartWindow = registry.DurationField("restart_window", DefaultRestartWindow, "The window max_restarts counts in.").Positive()
+	fMaxChildren   = registry.IntField("max_children", 0, MaxChildrenLimit, "The most children at once; 0 is unlimited.").
+			AtLeast(0, "unlimited")
+	fPartitions = registry.IntField("partitions", 0, MaxPartitions, "How many workers (default: the number of CPUs).").
+			AtLeast(1, "").Below("must be 1 or more, got %d")
+
+	fChildID      = registry.StringField("id", "", "The child's name within its supervisor.").Require("is required")
+	fChildName    = registry.StringField("name", "", "A name the child is registered under, before its init runs and again on each restart.")
+	fChildProcess = registry.RefField("process", registry.RefDefinition, childKinds,
+		"The entry the child runs: a process.lua entry or another supervisor.").Require("is required")
+	fChildRestart = registry.EnumField("restart", string(Permanent), restartTypes,
+		"permanent (always restarted), transient (after an abnormal exit) or temporary (never).")
+	fChildOnFailure = registry.EnumField("on_failure", string(ActionRestart), failureActs,
+		"What a failure the restart type restarts does: apply the strategy, stop the child, escalate, or restart it alone.")
+	fChildOnReload = registry.EnumField("on_reload", string(ReloadRestart), reloadActions,
+		"What a reload that changes the child's definition does: restart it on the new one, or keep it running.")
+	fChildArgs     = registry.ListField("args", "Arguments the child's method gets (default: its entry's args).")
+	fChildShutdown = registry.DurationField("shutdown", 0,
+		"Graceful stop deadline, then killed (default 5s, infinity for a supervisor, or the entry's stop_timeout).").
+		Positive().Or("brutal_kill", "infinity")
+
+	childFields = []*registry.Field{fChildID, fChildName, fChildProcess, fChildRestart, fChildOnFailure, fChildOnReload, fChildArgs, fChildShutdown}
+	fChildren   = registry.ObjectsField("children", "The children, started in this order and stopped in the reverse.", childFields...)
+
+	staticFields    = []*registry.Field{fStrategy, fMaxRestarts, fRestartWindow, fChildren}
+	dynamicFields   = []*registry.Field{fOneForOne, fMaxRestarts, fRestartWindow, fChildren, fMaxChildren}
+	partitionFields = []*registry.Field{fOneForOne, fMaxRestarts, fRestartWindow, fPartitions,
+		fChildProcess, fChildRestart, fChildOnFailure, fChildOnReload, fChildArgs, fChildShutdown}
+)
+
+var _ registry.Declared = (*SupervisorKind)(nil)
+
+// Fields implements registry.Declared.
+func (k *SupervisorKind) Fields() []*registry.Field {
+	switch k.name {
+	case KindDynamic:
+		return dynamicFields
+	case KindPartition:
+		return partitionFields
+	}
+	return staticFields
+}
 
 // decodeSpec reads the fields of kind.
 func decodeSpec(kind string, d *registry.Decoder) *Spec {
 	s := &Spec{Kind: kind}
 	self := d.Entry().ID
 	if kind == KindStatic {
-		s.Strategy = Strategy(d.Enum("strategy", string(OneForOne), string(OneForOne), string(AllForOne), string(RestForOne)))
-	} else if d.Has("strategy") {
-		s.Strategy = Strategy(d.Enum("strategy", string(OneForOne), string(OneForOne)))
+		s.Strategy = Strategy(fStrategy.EnumValue(d))
 	} else {
-		s.Strategy = OneForOne
+		s.Strategy = Strategy(fOneForOne.EnumValue(d))
 	}
-	s.MaxRestarts = d.Count("max_restarts", DefaultMaxRestarts, MaxRestartsLimit)
-	if s.MaxRestarts < 0 {
-		d.Errorf("max_restarts", "must be 0 or more, got %d", s.MaxRestarts)
-	}
-	s.RestartWindow = d.Duration("restart_window", DefaultRestartWindow)
-	if s.RestartWindow <= 0 {
-		d.Errorf("restart_window", "must be a positive duration, got %s", s.RestartWindow)
-	}
+	s.MaxRestarts = fMaxRestarts.Int(d)
+	s.RestartWindow = fRestartWindow.Duration(d)
 	switch kind {
 	case KindPartition:
-		s.Partitions = d.Count("partitions", min(runtime.NumCPU(), MaxPartitions), MaxPartitions)
-		if s.Partitions < 1 {
-			d.Errorf("partitions", "must be 1 or more, got %d", s.Partitions)
-		}
-		if !d.Has("process") {
-			d.Errorf("process", "is required")
+		s.Partitions = fPartitions.Int(d)
+		if !d.Has(fPartitions.Name) {
+			s.Partitions = min(runtime.NumCPU(), MaxPartitions)
 		}
 		s.Worker = decodeChildFields(d, self, false)
 	default:
 		seen := map[string]bool{}
-		for _, cd := range d.List("children") {
+		for _, cd := range fChildren.List(d) {
 			c := decodeChildFields(cd, self, true)
 			if c.ID != "" {
 				if seen[c.ID] {
-					cd.Errorf("id", "duplicate child id %q", c.ID)
+					cd.Errorf(fChildID.Name, "duplicate child id %q", c.ID)
 				}
 				seen[c.ID] = true
 			}
 			s.Children = append(s.Children, c)
 		}
 		if kind == KindDynamic {
-			s.MaxChildren = d.Count("max_children", 0, MaxChildrenLimit)
-			if s.MaxChildren < 0 {
-				d.Errorf("max_children", "must be 0 (unlimited) or more, got %d", s.MaxChildren)
-			} else if s.MaxChildren > 0 && len(s.Children) > s.MaxChildren {
-				d.Errorf("children", "%d children exceed max_children %d", len(s.Children), s.MaxChildren)
+			s.MaxChildren = fMaxChildren.Int(d)
+			if s.MaxChildren > 0 && len(s.Children) > s.MaxChildren {
+				d.Errorf(fChildren.Name, "%d children exceed max_children %d", len(s.Children), s.MaxChildren)
 			}
 		}
 	}
@@ -351,47 +386,29 @@ func decodeSpec(kind string, d *registry.Decoder) *Spec {
 func decodeChildFields(d *registry.Decoder, self registry.ID, withID bool) ChildSpec {
 	var c ChildSpec
 	if withID {
-		c.ID = d.String("id", "")
-		if c.ID == "" {
-			d.Errorf("id", "is required")
-		}
-		if !d.Has("process") {
-			d.Errorf("process", "is required")
+		c.ID = fChildID.Str(d)
+		c.Name = fChildName.Str(d)
+		if d.Has(fChildName.Name) {
+			if err := checkChildName(c.Name); err != nil {
+				d.Errorf(fChildName.Name, "%v", err)
+			}
 		}
 	}
-	c.Process = d.Ref("process", registry.RefDefinition, childKinds...)
+	c.Process = fChildProcess.Ref(d)
 	if c.Process != "" && c.Process == self {
-		d.Errorf("process", "a supervisor cannot be its own child")
+		d.Errorf(fChildProcess.Name, "a supervisor cannot be its own child")
 	}
-	c.Restart = RestartType(d.Enum("restart", string(Permanent), string(Permanent), string(Transient), string(Temporary)))
-	c.OnFailure = FailureAction(d.Enum("on_failure", string(ActionRestart), string(ActionRestart), string(ActionStop), string(ActionEscalate), string(ActionResume)))
-	c.OnReload = ReloadAction(d.Enum("on_reload", string(ReloadRestart), string(ReloadRestart), string(ReloadKeep)))
-	if v, ok := d.Value("args"); ok && v != nil {
-		list, isList := v.([]any)
-		if !isList {
-			d.Errorf("args", "must be a list")
-		} else {
-			c.Args = list
-		}
-	}
-	if d.Has("shutdown") {
-		c.Shutdown = parseShutdown(d)
+	c.Restart = RestartType(fChildRestart.EnumValue(d))
+	c.OnFailure = FailureAction(fChildOnFailure.EnumValue(d))
+	c.OnReload = ReloadAction(fChildOnReload.EnumValue(d))
+	c.Args = fChildArgs.Values(d)
+	switch t, word := fChildShutdown.DurationOr(d); word {
+	case "brutal_kill":
+		c.Shutdown = BrutalKill
+	case "infinity":
+		c.Shutdown = Infinity
+	default:
+		c.Shutdown = t
 	}
 	return c
-}
-
-func parseShutdown(d *registry.Decoder) time.Duration {
-	switch s := d.String("shutdown", ""); s {
-	case "brutal_kill":
-		return BrutalKill
-	case "infinity":
-		return Infinity
-	default:
-		t, err := time.ParseDuration(s)
-		if err != nil || t <= 0 {
-			d.Errorf("shutdown", "must be a positive duration, \"brutal_kill\" or \"infinity\", got %q", s)
-			return 0
-		}
-		return t
-	}
 }

@@ -64,6 +64,10 @@ children:
 		t.Fatalf("refs %+v", e.Refs)
 	}
 
+	spec, _, errs = decodeYAML(t, KindStatic, `children: [{id: a, process: w, name: cache}]`)
+	if len(errs) > 0 || spec.Children[0].Name != "cache" {
+		t.Fatalf("name: %+v %v", spec.Children[0], errs)
+	}
 	spec, _, errs = decodeYAML(t, KindStatic, `children: [{id: a, process: w}]`)
 	if len(errs) > 0 || spec.MaxRestarts != DefaultMaxRestarts || spec.RestartWindow != DefaultRestartWindow || spec.Strategy != OneForOne {
 		t.Fatalf("defaults %+v %v", spec, errs)
@@ -98,6 +102,9 @@ func TestDecodeErrors(t *testing.T) {
 		{KindDynamic, `{max_children: 1, children: [{id: a, process: w}, {id: b, process: w}]}`, []string{"children: 2 children exceed max_children 1"}},
 		{KindPartition, `{partitions: 0}`, []string{"partitions: must be 1 or more", "process: is required"}},
 		{KindPartition, `{process: w, children: []}`, []string{"children: unknown field"}},
+		{KindStatic, `{children: [{id: a, process: w, name: "app:cache"}, {id: b, process: w, name: ""}]}`, []string{
+			`children[0].name: "app:cache": names with ':' are reserved for entries`, `children[1].name: "" is not a name`}},
+		{KindPartition, `{process: w, name: worker}`, []string{"name: unknown field"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.src, func(t *testing.T) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -316,12 +317,32 @@ func (s *Supervisor) StartChild(ctx context.Context, spec ChildSpec) (process.PI
 	return pid, err
 }
 
+// checkChildName refuses a name no process may hold, and names with ':',
+// which are the entries' (an auto_start service is registered under its
+// ID).
+func checkChildName(name string) error {
+	switch {
+	case name == "" || process.IsPIDString(name):
+		return fmt.Errorf("%q is not a name a process can be registered under", name)
+	case strings.Contains(name, ":"):
+		return fmt.Errorf("%q: names with ':' are reserved for entries (namespace:entry)", name)
+	case strings.Contains(name, "@"):
+		return fmt.Errorf("%q: names hold no '@' (name@node addresses a name on another node)", name)
+	}
+	return nil
+}
+
 func validateChild(c ChildSpec) error {
 	switch {
 	case c.ID == "":
 		return fmt.Errorf("%w: id is required", ErrInvalidChild)
 	case c.Process == "":
 		return fmt.Errorf("%w: process is required", ErrInvalidChild)
+	}
+	if c.Name != "" {
+		if err := checkChildName(c.Name); err != nil {
+			return fmt.Errorf("%w: name: %w", ErrInvalidChild, err)
+		}
 	}
 	switch c.Restart {
 	case "", Permanent, Transient, Temporary:

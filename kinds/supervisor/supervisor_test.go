@@ -872,3 +872,33 @@ func TestByPIDIsPerRuntime(t *testing.T) {
 		t.Fatal("ByPID crossed runtimes")
 	}
 }
+
+// A child spec's name is registered for the child's process before it
+// runs, and again for its restarts; a name another process holds fails
+// the start with an error that says so.
+func TestNamedChildren(t *testing.T) {
+	f := newFake(t)
+	f.addWorker("t:w")
+	s := f.start("t:dyn", &Spec{MaxRestarts: 3, Kind: KindDynamic})
+	ctx := context.Background()
+	n := f.env.Node
+	p1, err := s.StartChild(ctx, ChildSpec{ID: "lobby", Process: "t:w", Name: "room.lobby"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pid, ok := n.Whereis("room.lobby"); !ok || pid != p1 {
+		t.Fatalf("room.lobby = %v, %v; want %s", pid, ok, p1)
+	}
+	_, err = s.StartChild(ctx, ChildSpec{ID: "other", Process: "t:w", Name: "room.lobby"})
+	if !errors.Is(err, process.ErrNameTaken) || !strings.Contains(err.Error(), `"room.lobby"`) || hasChild(s, "other") {
+		t.Fatalf("a taken name: %v", err)
+	}
+	if _, err := s.StartChild(ctx, ChildSpec{ID: "bad", Process: "t:w", Name: "app:room"}); !errors.Is(err, ErrInvalidChild) {
+		t.Fatalf("a reserved name: %v", err)
+	}
+	send(t, n, p1, "crash")
+	p2 := waitRunning(t, s, "lobby", p1)
+	if pid, ok := n.Whereis("room.lobby"); !ok || pid != p2 {
+		t.Fatalf("after the restart room.lobby = %v, %v; want %s", pid, ok, p2)
+	}
+}

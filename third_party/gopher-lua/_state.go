@@ -767,6 +767,12 @@ func (ls *LState) rawFrameFuncName(fr *callFrame) string {
 func (ls *LState) frameFuncName(fr *callFrame) (string, bool) {
 	frame := fr.Parent
 	if frame == nil {
+		// proctor: a function the host called from Go (a script's main or
+		// init) is no chunk: name it by where it is defined, as a nested
+		// call would be.
+		if !fr.Fn.IsG && fr.Fn.Proto.LineDefined > 0 {
+			return fmt.Sprintf("<%v:%v>", fr.Fn.Proto.SourceName, fr.Fn.Proto.LineDefined), false
+		}
 		if ls.Parent == nil {
 			return "main chunk", true
 		} else {

@@ -142,3 +142,27 @@ assert(select("#", ...) == 0, "the chunk's own varargs")`); err != nil {
 		t.Fatal(err)
 	}
 }
+
+// A function the host calls from Go is named by where it is defined in a
+// traceback, not "main chunk".
+func TestTracebackNamesTheFunctionCalledFromGo(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	if err := L.DoString("\nM = {}\nfunction M.main()\n  error('boom')\nend\n"); err != nil {
+		t.Fatal(err)
+	}
+	L.Push(L.GetField(L.GetGlobal("M"), "main"))
+	err := L.PCall(0, 0, nil)
+	ae, ok := err.(*ApiError)
+	if !ok {
+		t.Fatalf("err = %v", err)
+	}
+	if !strings.Contains(ae.StackTrace, "<string>:4: in function <<string>:3>") || strings.Contains(ae.StackTrace, "main chunk") {
+		t.Fatalf("traceback:\n%s", ae.StackTrace)
+	}
+	// A chunk is still the main chunk.
+	err = L.DoString("error('top')")
+	if ae, ok := err.(*ApiError); !ok || !strings.Contains(ae.StackTrace, "in main chunk") {
+		t.Fatalf("chunk traceback: %v", err)
+	}
+}

@@ -282,7 +282,9 @@ func (h *Harness) Wait(pid process.PID, d time.Duration) process.Exit {
 // takes seconds under -race on a loaded 2-core machine.
 const RunDeadline = 60 * time.Second
 
-// Run spawns e and waits for its exit.
+// Run spawns e and waits for its exit. A start that fails (the script
+// raised while loading, or in its init) is returned as the exit's error:
+// the process ran and ended with it, the spawner just heard it first.
 func (h *Harness) Run(e *registry.Entry, args ...any) process.Exit {
 	h.T.Helper()
 	done := make(chan process.Exit, 1)
@@ -317,7 +319,7 @@ func (h *Harness) Run(e *registry.Entry, args ...any) process.Exit {
 	h.Track(watcher)
 	if err != nil {
 		_ = h.Node.Terminate(watcher)
-		h.T.Fatalf("spawn: %v", err)
+		return process.Exit{Err: err}
 	}
 	h.Track(pid)
 	select {

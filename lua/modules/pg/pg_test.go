@@ -332,3 +332,24 @@ end }`)
 		t.Fatalf("exit = %+v", ex)
 	}
 }
+
+// A misspelt method of a scope or a subscription names the object, the
+// method and the nearest one; so does a misspelt function of the module.
+func TestLuaPGMisspeltNames(t *testing.T) {
+	h, _ := pgHarness(t, nil)
+	h.Check(h.Entry("main", `
+local pg = require("pg")
+local function fails(f, want)
+  local ok, err = pcall(f)
+  assert(not ok and err:find(want, 1, true), tostring(err))
+end
+return { main = function()
+  local scope = assert(pg.open("pg"))
+  fails(function() scope:broadcst("g", "t") end, 'pg scope has no method "broadcst" (did you mean "broadcast"?)')
+  local sub = scope:monitor("g")
+  fails(function() sub:chanel() end, 'pg subscription has no method "chanel" (did you mean "channel"?)')
+  fails(function() pg.opne("pg") end, 'pg has no function "opne" (did you mean "open"?)')
+  sub:close()
+  return "ok"
+end }`))
+}

@@ -23,8 +23,8 @@ var module = host.Module{
 	Name: "router",
 	Doc:  "Messages and asks routed through a router.pool or router.group entry.",
 	Funcs: []host.Func{
-		{Name: "ask", Fn: routerAsk, Doc: "Asks the router's routees (by its strategy) and waits for the reply; returns it and the routee that answered.",
-			Params: "pool_id: string, payload: any, timeout?: number|string", Results: "any, string|error"},
+		{Name: "ask", Fn: routerAsk, Doc: "Asks the router's routees (by its strategy) and waits for the reply: reply, nil, the routee that answered; or nil, err.",
+			Params: "pool_id: string, payload: any, timeout?: number|string", Results: "any, error?, string?"},
 		{Name: "tell", Fn: routerTell, Doc: "Sends a message through the router.",
 			Params: "pool_id: string, payload: any", Results: "true|nil, error?"},
 		{Name: "size", Fn: routerSize, Doc: "How many routees the router has.",
@@ -44,7 +44,7 @@ func checkPool(L *lua.LState) (*host.Process, pool.Router, error) {
 	return p, pl, err
 }
 
-// router.ask(pool_id, payload [, timeout]) --> reply, sender_pid | nil, err
+// router.ask(pool_id, payload [, timeout]) --> reply, nil, sender_pid | nil, err
 //
 // Without a timeout the caller waits the larger of 5s and the pool's
 // timeout plus 500ms, so it still listens when a scatter reports which
@@ -71,9 +71,7 @@ func routerAsk(L *lua.LState) int {
 	if err != nil {
 		return host.ReturnError(L, err)
 	}
-	L.Push(lv)
-	L.Push(host.PIDValue(from))
-	return 2
+	return host.ReturnReply(L, lv, from)
 }
 
 // router.tell(pool_id, payload) --> true | nil, err

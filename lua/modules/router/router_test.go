@@ -94,8 +94,8 @@ return { main = function()
   -- ask: the reply comes from a routee, and the sender is that routee
   local seen = {}
   for i = 1, 6 do
-    local reply, from = router.ask("rr", {n = i})
-    assert(reply, tostring(from))
+    local reply, err, from = router.ask("rr", {n = i})
+    assert(reply and err == nil, tostring(err))
     assert(reply.pid == from and member(rs, from), "sender is the routee")
     assert(reply.payload.n == i and reply.topic == "message")
     seen[from] = (seen[from] or 0) + 1
@@ -104,7 +104,7 @@ return { main = function()
   assert(router.tell("rr", "fire and forget") == true)
 
   -- the pool's own name routes too
-  local r2, f2 = process.ask("app:rr", "direct", "x", 2000)
+  local r2, _, f2 = process.ask("app:rr", "direct", "x", 2000)
   assert(r2 and member(rs, f2) and r2.topic == "direct", "process.ask to the pool")
 
   -- a crashed routee is restarted in place; the pool keeps routing
@@ -121,7 +121,7 @@ return { main = function()
 
   -- scatter/gather: the winner is attributed to its routee
   local sgr = router.routees("sg")
-  local reply, from = router.ask("sg", "user-42")
+  local reply, _, from = router.ask("sg", "user-42")
   assert(reply and reply.payload == "user-42" and reply.pid == from and member(sgr, from), "scatter winner")
 
   -- all failed: one aggregate, one error per routee in scatter order
@@ -138,16 +138,16 @@ return { main = function()
   assert(router.ask("sg", "still serving"))
 
   -- consistent hash: one key, one routee; the key field of a table
-  local _, owner = router.ask("ch", "alice")
+  local _, _, owner = router.ask("ch", "alice")
   for i = 1, 5 do
-    local _, o = router.ask("ch", {key = "alice", n = i})
+    local _, _, o = router.ask("ch", {key = "alice", n = i})
     assert(o == owner, "key alice moved")
   end
   local nokey, kerr = router.ask("ch", {nokey = true})
   assert(nokey == nil and kerr.kind == "invalid", tostring(kerr))
 
   -- tail chopping answers, from a routee
-  local tr, tf = router.ask("tc", "t")
+  local tr, _, tf = router.ask("tc", "t")
   assert(tr and member(router.routees("tc"), tf))
 
   -- errors
@@ -167,6 +167,17 @@ return { main = function()
   assert(terr.message == "none of 3 routees replied within 300ms", terr.message)
   for _, e in ipairs(terr.errors) do assert(e.kind == "timeout") end
   assert(time.now() - t0 < 3000, "the caller waited for the pool, not its own default")
+
+  -- a routee that raises while it holds an ask fails it at once, naming
+  -- its exit; a scatter counts it as failed and moves on
+  t0 = time.now()
+  local c, cerr = router.ask("rr", {op = "crash"})
+  assert(c == nil and cerr.kind == "stopped" and cerr.message:find("told to crash", 1, true), tostring(cerr))
+  assert(time.now() - t0 < 3000, "the crashed routee's ask waited for its timeout")
+  time.sleep(700) -- the sg routees finish the hang above (600ms) first
+  local sc, serr = router.ask("sg", {op = "crash"})
+  assert(sc == nil and serr.message == "all 3 routees failed", tostring(serr))
+  for _, e in ipairs(serr.errors) do assert(e.kind == "stopped" and e.cause.message:find("told to crash", 1, true), tostring(e)) end
   return "ok"
 end }
 `

@@ -26,7 +26,7 @@ var module = host.Module{
 	Name: "supervisor",
 	Doc:  "Children of supervisor entries: start, terminate, list, count, and partition routing.",
 	Funcs: []host.Func{
-		{Name: "start_child", Fn: supStartChild, Doc: "Starts a child from a spec {id=, process=, restart=, args=, shutdown=, on_failure=}.",
+		{Name: "start_child", Fn: supStartChild, Doc: "Starts a child from a spec {id=, process=, restart=, args=, shutdown=, on_failure=, name=}; returns once its init has returned.",
 			Params: "sup: string, spec: table", Results: "string|nil, error?"},
 		{Name: "terminate_child", Fn: supTerminateChild, Doc: "Stops a child and removes its spec.",
 			Params: "sup: string, child_id: string", Results: "true|nil, error?"},
@@ -55,7 +55,8 @@ func findSupervisor(p *host.Process, ref string) (*supervisor.Supervisor, error)
 }
 
 // supervisor.start_child(sup, {id=, process=, restart=, args={…},
-// shutdown=, on_failure=, on_reload=}) --> pid | nil, err
+// shutdown=, on_failure=, on_reload=, name=}) --> pid | nil, err, once
+// the child's init (if it has one) has returned
 func supStartChild(L *lua.LState) int {
 	p := host.ProcessOf(L)
 	ref := L.CheckString(1)
@@ -99,6 +100,7 @@ func childSpecArg(L *lua.LState, p *host.Process, n int) (supervisor.ChildSpec, 
 		c.ID = str("id")
 	}
 	c.Process = registry.Qualify(p.Entry(), str("process"))
+	c.Name = str("name")
 	c.Restart = supervisor.RestartType(str("restart"))
 	c.OnFailure = supervisor.FailureAction(str("on_failure"))
 	c.OnReload = supervisor.ReloadAction(str("on_reload"))

@@ -241,3 +241,65 @@ func TestLuaSupervisorScenariosThroughRunner(t *testing.T) {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.Code, r.Stdout, r.Stderr)
 	}
 }
+
+// start_child returns once the child's init has returned, with the child
+// registered under its spec's name: a lookup right after it finds the
+// child (the chat-room app of issue 13 missed 73 of 100). A failing init
+// fails the start; a name in use does too.
+func TestLuaStartChildWaitsForInit(t *testing.T) {
+	rt, node, stop := modtest.Runtime(t, map[string]string{
+		"config.yaml": `
+namespace: app
+entries:
+  - {name: room, kind: process.lua, source: file://room.lua}
+  - {name: main, kind: process.lua, source: file://main.lua}
+  - {name: rooms, kind: supervisor.dynamic, lifecycle: {auto_start: true}}
+  - name: fixed
+    kind: supervisor
+    lifecycle: {auto_start: true}
+    children:
+      - {id: hall, process: room, name: room.hall, args: [hall]}
+`,
+		"room.lua": `
+local errors = require("errors")
+return {
+  init = function(topic)
+    if topic == "bad" then return error(errors.new("invalid", "no such topic")) end
+    time.sleep(5)
+    return {topic = topic, members = 0}
+  end,
+  main = function(state)
+    local inbox = process.inbox()
+    while true do
+      local msg = inbox:receive()
+      state.members = state.members + 1
+      msg:reply({topic = state.topic, members = state.members, me = process.pid()})
+    end
+  end,
+}`,
+		"main.lua": `
+local supervisor = require("supervisor")
+return { main = function()
+  local hall = assert(process.lookup("room.hall"))
+  local reply, err, from = process.ask("room.hall", "join")
+  assert(err == nil and reply.topic == "hall" and from == hall, tostring(err))
+  for i = 1, 100 do
+    local pid = assert(supervisor.start_child("app:rooms", {id = "r" .. i, process = "room", name = "room." .. i, args = {"t" .. i}}))
+    assert(process.lookup("room." .. i) == pid, "room." .. i .. " not registered when start_child returned")
+  end
+  local r = process.ask("room.42", "join")
+  assert(r.topic == "t42" and r.members == 1)
+  local dup, derr = supervisor.start_child("app:rooms", {id = "again", process = "room", name = "room.42", args = {"x"}})
+  assert(dup == nil and derr.kind == "invalid" and derr.message:find("room.42", 1, true), tostring(derr))
+  local bad, berr = supervisor.start_child("app:rooms", {id = "bad", process = "room", name = "room.bad", args = {"bad"}})
+  assert(bad == nil and berr.kind == "invalid" and berr.message:find("no such topic", 1, true), tostring(berr))
+  assert(process.lookup("room.bad") == nil)
+  assert(supervisor.count_children("app:rooms").specs == 100)
+  return "ok"
+end }`,
+	})
+	defer stop()
+	if e := modtest.RunMain(t, rt, node, 60*time.Second); e.Err != nil || e.Value != "ok" {
+		t.Fatalf("main: %v %v", e.Value, e.Err)
+	}
+}

@@ -1,10 +1,10 @@
 -- The Lua side of the cross-node checks, against the node named peer:
 -- send, ask (with a deadline that crosses), monitor, link, terminate, all
 -- by name@node or by remote PID. Returns "ok" or raises.
--- must returns v, or raises with err's message.
+-- must returns v, or raises err: the error value itself.
 local function must(v, err)
-  if v == nil then
-    error(tostring(err), 2)
+  if err ~= nil then
+    error(err, 2)
   end
   return v
 end
@@ -16,8 +16,8 @@ return {
     local last = must(process.ask(svc, "last", nil, "2s"))
     assert(last == "from lua", "last note: " .. tostring(last))
 
-    local who, replier = process.ask(svc, "who", nil, "2s")
-    must(who, replier)
+    local who, werr, replier = process.ask(svc, "who", nil, "2s")
+    must(who, werr)
     assert(who.pid == replier and who.pid:find("<" .. peer .. ".", 1, true), "who: " .. tostring(who.pid))
 
     -- An unknown name on the peer, and an ask that outlives its deadline.

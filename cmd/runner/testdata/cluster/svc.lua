@@ -26,7 +26,7 @@ return {
         msg:reply("late")
       elseif topic == "relay" then
         local v, err = process.ask(p.dest, p.topic, p.payload, "2s")
-        if v == nil then
+        if err then
           msg:reply(nil, err)
         else
           msg:reply(v)

@@ -66,21 +66,41 @@ func Runtime(t *testing.T, files map[string]string) (rt *registry.Runtime, node 
 	}
 }
 
-// RunMain spawns app:main and returns its exit.
+// RunMain spawns app:main and returns its exit. A watcher monitors it from
+// before it runs, so a main that ends at once is not missed.
 func RunMain(t *testing.T, rt *registry.Runtime, node *process.Node, d time.Duration) process.Exit {
 	t.Helper()
-	pid, err := rt.Spawn("app:main", registry.SpawnOptions{})
+	exits := make(chan process.Exit, 1)
+	watcher, err := node.SpawnFunc(func(p *process.Proc) (any, error) {
+		for {
+			if e, ok := p.TryEvent(); ok {
+				exits <- e.Exit
+				return nil, nil
+			}
+			p.Arm()
+			if p.PendingEvents() > 0 {
+				p.Disarm()
+				continue
+			}
+			select {
+			case <-p.Wake():
+			case <-p.Context().Done():
+				return nil, nil
+			}
+		}
+	}, process.SpawnOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	done, exit, ok := node.Done(pid)
-	if !ok {
-		t.Fatal("main exited at once")
+	defer node.Terminate(watcher)
+	if _, err := rt.Spawn("app:main", registry.SpawnOptions{SpawnOptions: process.SpawnOptions{MonitorBy: watcher}}); err != nil {
+		t.Fatal(err)
 	}
 	select {
-	case <-done:
+	case e := <-exits:
+		return e
 	case <-time.After(d):
 		t.Fatal("main did not finish")
 	}
-	return exit()
+	return process.Exit{}
 }

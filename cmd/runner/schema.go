@@ -1,0 +1,22 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// schema prints the JSON Schema of the configuration format, for the
+// kinds the runner knows.
+func schema(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		fmt.Fprintln(stderr, "usage: runner schema")
+		return 2
+	}
+	b, err := newKinds(io.Discard, nil).SchemaJSON()
+	if err != nil {
+		fmt.Fprintf(stderr, "runner schema: %v\n", err)
+		return 1
+	}
+	stdout.Write(b)
+	return 0
+}

@@ -1,0 +1,86 @@
+package lua
+
+import (
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// A process that exits fails the asks it will never answer at once (see
+// process.Proc.Unanswered): the core drains its own mailbox, and the host
+// hands back what it holds besides, the messages set aside in the inbox
+// and listen channels and the asks its script received and has not
+// replied to.
+
+// heldAsks are the asks handed to the script. Answered ones are swept out
+// when the list has doubled since the last sweep, with those whose ask is
+// over anyway, so a script that keeps many asks pending (or drops them
+// unanswered) pays a constant amortised cost per ask.
+type heldAsks struct {
+	list  []*luaMessage
+	sweep int // sweep when list reaches this length (0: minSweep)
+}
+
+func (h *heldAsks) add(m *luaMessage) {
+	if len(h.list) >= max(h.sweep, minSweep) {
+		now := time.Now()
+		live := h.list[:0]
+		for _, x := range h.list {
+			if !x.replied && !askOver(&x.m, now) {
+				live = append(live, x)
+			}
+		}
+		clear(h.list[len(live):])
+		h.list = live
+		h.sweep = 2 * len(live)
+	}
+	h.list = append(h.list, m)
+}
+
+// answered drops m when it is the latest ask handed out, the common case
+// of a script that answers each ask as it receives it: the list then stays
+// empty and holds no message the script is done with.
+func (h *heldAsks) answered(m *luaMessage) {
+	if n := len(h.list); n > 0 && h.list[n-1] == m {
+		h.list[n-1] = nil
+		h.list = h.list[:n-1]
+	}
+}
+
+// askOver reports whether m's asker has stopped waiting: its ask was
+// settled, or its deadline passed.
+func askOver(m *process.Message, now time.Time) bool {
+	d, ok := m.Deadline()
+	return ok && d.Before(now)
+}
+
+// handBackAsks gives the core every ask the process holds unanswered, as
+// its script ends.
+func (p *Process) handBackAsks() {
+	var out []process.Message
+	for _, x := range p.asks.list {
+		if !x.replied {
+			out = append(out, x.m)
+		}
+	}
+	p.asks = heldAsks{}
+	keep := func(c *Channel) {
+		if c == nil {
+			return
+		}
+		c.mu.Lock()
+		for _, it := range c.items[c.head:] {
+			if m, ok := it.(process.Message); ok && m.CanReply() {
+				out = append(out, m)
+			}
+		}
+		c.mu.Unlock()
+	}
+	keep(p.mbox.inbox)
+	for _, c := range p.mbox.listens {
+		keep(c)
+	}
+	if len(out) > 0 {
+		p.proc.Unanswered(out...)
+	}
+}

@@ -1,0 +1,138 @@
+package lua
+
+import (
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// Every crash is visible, in the spirit of OTP's crash reports: a Lua
+// process whose script ends with an error it did not catch (it raised,
+// its init failed, it returned what cannot be copied) is logged at error
+// level with its entry, its PID, the error as "kind: message", where the
+// error was raised and the Lua traceback, whoever started it: the runtime,
+// a supervisor, a pool or a script. A process that was asked to stop
+// (terminated, killed, taken down by a link, restarted by its supervisor
+// or a reload) did not crash, nor did one that returned. So that a crash
+// loop cannot flood the log, each entry gets at most Burst reports per
+// Window; the others are counted, and their number is logged once the
+// window ends.
+
+// Defaults of CrashReportLimit.
+const (
+	DefaultCrashBurst  = 5
+	DefaultCrashWindow = 10 * time.Second
+)
+
+// CrashReportLimit bounds the crash reports of one entry. Zero fields take
+// the defaults.
+type CrashReportLimit struct {
+	Burst  int
+	Window time.Duration
+}
+
+func (l CrashReportLimit) withDefaults() CrashReportLimit {
+	if l.Burst <= 0 {
+		l.Burst = DefaultCrashBurst
+	}
+	if l.Window <= 0 {
+		l.Window = DefaultCrashWindow
+	}
+	return l
+}
+
+// failure is what a crash report tells of the error a script raised: where
+// it was raised (an error value carries no position) and the traceback.
+type failure struct {
+	where string // "main.lua:12", "" when unknown or in the message
+	trace string
+}
+
+// crashLog rate-limits crash reports per entry.
+type crashLog struct {
+	limit   CrashReportLimit
+	mu      sync.Mutex
+	windows map[registry.ID]*crashWindow
+}
+
+// crashWindow counts one entry's reports since start.
+type crashWindow struct {
+	end        time.Time
+	logged     int
+	suppressed int
+}
+
+// report logs that p ended with err, unless its entry is past its limit.
+func (c *crashLog) report(p *Process, err error) {
+	if !c.allow(p) {
+		return
+	}
+	ve := value.FromError(err)
+	attrs := []any{"error", string(ve.Kind) + ": " + ve.String()}
+	if f := p.failed; f != nil {
+		if f.where != "" {
+			attrs = append(attrs, "location", f.where)
+		}
+		if f.trace != "" {
+			attrs = append(attrs, "traceback", f.trace)
+		}
+	}
+	p.Logger().Error("process crashed", attrs...)
+}
+
+// allow counts one crash of p's entry and reports whether it is logged.
+// The first one suppressed in a window schedules the line that counts
+// them at the window's end.
+func (c *crashLog) allow(p *Process) bool {
+	id := p.entry.ID
+	now := time.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.windows[id]
+	if w == nil || now.After(w.end) {
+		if c.windows == nil {
+			c.windows = map[registry.ID]*crashWindow{}
+		}
+		if len(c.windows) >= 1024 {
+			c.sweep(now)
+		}
+		w = &crashWindow{end: now.Add(c.limit.Window)}
+		c.windows[id] = w
+	}
+	if w.logged < c.limit.Burst {
+		w.logged++
+		return true
+	}
+	w.suppressed++
+	if w.suppressed == 1 {
+		log := p.env.Logger
+		if log == nil {
+			log = discardLogger
+		}
+		time.AfterFunc(w.end.Sub(now), func() { c.flush(log, id, w) })
+	}
+	return false
+}
+
+// flush logs how many of id's crash reports window w suppressed.
+func (c *crashLog) flush(log *slog.Logger, id registry.ID, w *crashWindow) {
+	c.mu.Lock()
+	n, logged := w.suppressed, w.logged
+	if c.windows[id] == w {
+		delete(c.windows, id)
+	}
+	c.mu.Unlock()
+	log.Error("crash reports suppressed", "entry", string(id), "suppressed", n, "logged", logged, "window", c.limit.Window.String())
+}
+
+// sweep forgets windows that ended and owe no line; c.mu is held.
+func (c *crashLog) sweep(now time.Time) {
+	for id, w := range c.windows {
+		if now.After(w.end) && w.suppressed == 0 {
+			delete(c.windows, id)
+		}
+	}
+}

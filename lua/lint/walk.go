@@ -1,0 +1,435 @@
+package lint
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/yuin/gopher-lua/ast"
+
+	"github.com/proctor-run/proctor/lua"
+	"github.com/proctor-run/proctor/registry"
+)
+
+// scope is one block's locals.
+type scope struct {
+	parent *scope
+	names  map[string]*local
+}
+
+func (s *scope) lookup(name string) *local {
+	for ; s != nil; s = s.parent {
+		if l, ok := s.names[name]; ok {
+			return l
+		}
+	}
+	return nil
+}
+
+// local is one local variable. lib is the library it holds when it was
+// bound to one (local pg = require("pg"), local s = string); assigned
+// says it was assigned again, so it may hold anything.
+type local struct {
+	lib      string
+	assigned bool
+}
+
+// globalRead is a read of a name no local holds, judged once the whole
+// script is seen (a function may read a global assigned further down).
+type globalRead struct {
+	name      string
+	line, nth int // nth: which of the name's tokens on the line
+}
+
+// memberRead is a read of lib.name, through a global or a local.
+type memberRead struct {
+	lib, name string
+	via       *local // nil: through the global lib
+	line, nth int
+}
+
+// occurrence counts the names the walk meets on each line, so that a
+// finding is placed at its own token (the syntax tree has no columns).
+type occurrence struct {
+	kind tokenKind
+	line int
+	name string
+}
+
+// walker walks one chunk, tracking scopes, and collects what it reads.
+type walker struct {
+	toks     *tokens
+	globals  map[string]bool            // what the sandbox has as globals
+	removed  map[string]bool            // what a full Lua has that the sandbox lacks
+	libs     map[string]map[string]bool // library or module -> its names
+	modules  map[string]bool            // runtime modules
+	assigned map[string]bool            // globals the script assigns
+	added    map[string]map[string]bool // library -> names the script sets in it (string.split = f)
+	reads    []globalRead
+	members  []memberRead
+	requires []requireCall
+	occ      map[occurrence]int
+}
+
+// seen counts one more occurrence of name on line and returns how many
+// came before it.
+func (w *walker) seen(kind tokenKind, line int, name string) int {
+	k := occurrence{kind, line, name}
+	n := w.occ[k]
+	w.occ[k] = n + 1
+	return n
+}
+
+func newWalker(s lua.Surface, toks *tokens) *walker {
+	w := &walker{
+		toks: toks, globals: map[string]bool{}, removed: map[string]bool{}, libs: map[string]map[string]bool{},
+		modules: map[string]bool{}, assigned: map[string]bool{}, added: map[string]map[string]bool{},
+		occ: map[occurrence]int{},
+	}
+	set := func(names []string) map[string]bool {
+		m := make(map[string]bool, len(names))
+		for _, n := range names {
+			m[n] = true
+		}
+		return m
+	}
+	for _, n := range s.Base {
+		w.globals[n] = true
+	}
+	for name, members := range s.Libraries {
+		w.globals[name] = true
+		w.libs[name] = set(members)
+	}
+	for _, m := range s.Globals {
+		w.globals[m.Name] = true
+		w.libs[m.Name] = set(s.Members[m.Name])
+	}
+	for _, m := range s.Modules {
+		w.modules[m.Name] = true
+		w.libs[m.Name] = set(s.Members[m.Name])
+	}
+	for _, n := range s.Removed {
+		w.removed[n] = true
+	}
+	return w
+}
+
+// block walks statements in a new scope whose locals start as given.
+func (w *walker) block(stmts []ast.Stmt, sc *scope) *scope {
+	inner := &scope{parent: sc, names: map[string]*local{}}
+	for _, st := range stmts {
+		w.stmt(st, inner)
+	}
+	return inner
+}
+
+func (w *walker) declare(sc *scope, name string, lib string) *local {
+	l := &local{lib: lib}
+	sc.names[name] = l
+	return l
+}
+
+func (w *walker) stmt(st ast.Stmt, sc *scope) {
+	switch s := st.(type) {
+	case *ast.AssignStmt:
+		for _, lhs := range s.Lhs {
+			w.assign(lhs, sc)
+		}
+		w.exprs(s.Rhs, sc)
+	case *ast.LocalAssignStmt:
+		// local function f: f is visible in its own body. (The parser
+		// writes it as local f = function; a plain local f = function
+		// cannot see f, but treating it alike only misses a mistake.)
+		if len(s.Names) == 1 && len(s.Exprs) == 1 {
+			if fn, ok := s.Exprs[0].(*ast.FunctionExpr); ok {
+				w.declare(sc, s.Names[0], "")
+				w.function(fn, sc, false)
+				return
+			}
+		}
+		libs := make([]string, len(s.Names))
+		for i, e := range s.Exprs {
+			w.expr(e, sc)
+			if i < len(libs) {
+				libs[i] = w.libOf(e, sc)
+			}
+		}
+		for i, n := range s.Names {
+			w.declare(sc, n, libs[i])
+		}
+	case *ast.FuncCallStmt:
+		w.expr(s.Expr, sc)
+	case *ast.DoBlockStmt:
+		w.block(s.Stmts, sc)
+	case *ast.WhileStmt:
+		w.expr(s.Condition, sc)
+		w.block(s.Stmts, sc)
+	case *ast.RepeatStmt:
+		// until sees the body's locals.
+		inner := w.block(s.Stmts, sc)
+		w.expr(s.Condition, inner)
+	case *ast.IfStmt:
+		w.expr(s.Condition, sc)
+		w.block(s.Then, sc)
+		w.block(s.Else, sc)
+	case *ast.NumberForStmt:
+		w.expr(s.Init, sc)
+		w.expr(s.Limit, sc)
+		if s.Step != nil {
+			w.expr(s.Step, sc)
+		}
+		inner := &scope{parent: sc, names: map[string]*local{}}
+		w.declare(inner, s.Name, "")
+		w.block(s.Stmts, inner)
+	case *ast.GenericForStmt:
+		w.exprs(s.Exprs, sc)
+		inner := &scope{parent: sc, names: map[string]*local{}}
+		for _, n := range s.Names {
+			w.declare(inner, n, "")
+		}
+		w.block(s.Stmts, inner)
+	case *ast.FuncDefStmt:
+		method := s.Name.Receiver != nil
+		if method {
+			// function a.b:m(): a is read, and a.b gains m.
+			w.expr(s.Name.Receiver, sc)
+			w.seen(tokMember, s.Name.Receiver.Line(), s.Name.Method)
+			if lib := w.libOf(s.Name.Receiver, sc); lib != "" {
+				w.add(lib, s.Name.Method)
+			}
+		} else {
+			w.assign(s.Name.Func, sc)
+		}
+		w.function(s.Func, sc, method)
+	case *ast.ReturnStmt:
+		w.exprs(s.Exprs, sc)
+	}
+}
+
+// assign walks the target of an assignment.
+func (w *walker) assign(lhs ast.Expr, sc *scope) {
+	switch t := lhs.(type) {
+	case *ast.IdentExpr:
+		w.seen(tokGlobal, t.Line(), t.Value)
+		if l := sc.lookup(t.Value); l != nil {
+			l.assigned = true
+		} else {
+			w.assigned[t.Value] = true
+		}
+	case *ast.AttrGetExpr:
+		// Setting lib.name adds a name to the script's own view of lib.
+		w.expr(t.Object, sc)
+		if k, ok := t.Key.(*ast.StringExpr); ok {
+			w.seen(tokMember, k.Line(), k.Value)
+			if lib := w.libOf(t.Object, sc); lib != "" {
+				w.add(lib, k.Value)
+			}
+		} else {
+			w.expr(t.Key, sc)
+		}
+	default:
+		w.expr(lhs, sc)
+	}
+}
+
+func (w *walker) add(lib, name string) {
+	if w.added[lib] == nil {
+		w.added[lib] = map[string]bool{}
+	}
+	w.added[lib][name] = true
+}
+
+// function walks a function's body in a scope of its parameters.
+func (w *walker) function(fn *ast.FunctionExpr, sc *scope, method bool) {
+	inner := &scope{parent: sc, names: map[string]*local{}}
+	if method {
+		w.declare(inner, "self", "")
+	}
+	if fn.ParList != nil {
+		for _, p := range fn.ParList.Names {
+			w.declare(inner, p, "")
+		}
+	}
+	w.block(fn.Stmts, inner)
+}
+
+func (w *walker) exprs(es []ast.Expr, sc *scope) {
+	for _, e := range es {
+		w.expr(e, sc)
+	}
+}
+
+func (w *walker) expr(e ast.Expr, sc *scope) {
+	switch x := e.(type) {
+	case nil:
+	case *ast.IdentExpr:
+		nth := w.seen(tokGlobal, x.Line(), x.Value)
+		if sc.lookup(x.Value) == nil && !w.globals[x.Value] {
+			w.reads = append(w.reads, globalRead{name: x.Value, line: x.Line(), nth: nth})
+		}
+	case *ast.AttrGetExpr:
+		w.expr(x.Object, sc)
+		if k, ok := x.Key.(*ast.StringExpr); ok {
+			w.member(x.Object, k.Value, k.Line(), sc)
+		} else {
+			w.expr(x.Key, sc)
+		}
+	case *ast.FuncCallExpr:
+		if x.Receiver != nil {
+			w.expr(x.Receiver, sc)
+			w.member(x.Receiver, x.Method, x.Receiver.Line(), sc)
+		} else {
+			w.expr(x.Func, sc)
+			w.require(x, sc)
+		}
+		w.exprs(x.Args, sc)
+	case *ast.TableExpr:
+		for _, f := range x.Fields {
+			if _, str := f.Key.(*ast.StringExpr); !str {
+				w.expr(f.Key, sc)
+			}
+			w.expr(f.Value, sc)
+		}
+	case *ast.FunctionExpr:
+		w.function(x, sc, false)
+	case *ast.LogicalOpExpr:
+		w.expr(x.Lhs, sc)
+		w.expr(x.Rhs, sc)
+	case *ast.RelationalOpExpr:
+		w.expr(x.Lhs, sc)
+		w.expr(x.Rhs, sc)
+	case *ast.StringConcatOpExpr:
+		w.expr(x.Lhs, sc)
+		w.expr(x.Rhs, sc)
+	case *ast.ArithmeticOpExpr:
+		w.expr(x.Lhs, sc)
+		w.expr(x.Rhs, sc)
+	case *ast.UnaryMinusOpExpr:
+		w.expr(x.Expr, sc)
+	case *ast.UnaryNotOpExpr:
+		w.expr(x.Expr, sc)
+	case *ast.UnaryLenOpExpr:
+		w.expr(x.Expr, sc)
+	}
+}
+
+// member records a read of obj.name when obj holds a library.
+func (w *walker) member(obj ast.Expr, name string, line int, sc *scope) {
+	nth := w.seen(tokMember, line, name)
+	id, ok := obj.(*ast.IdentExpr)
+	if !ok {
+		return
+	}
+	if l := sc.lookup(id.Value); l != nil {
+		if l.lib != "" {
+			w.members = append(w.members, memberRead{lib: l.lib, name: name, via: l, line: line, nth: nth})
+		}
+		return
+	}
+	if w.globals[id.Value] && w.libs[id.Value] != nil {
+		w.members = append(w.members, memberRead{lib: id.Value, name: name, line: line, nth: nth})
+	}
+}
+
+// libOf returns the library e holds: a global library not shadowed, a
+// local bound to one, or require of a runtime module.
+func (w *walker) libOf(e ast.Expr, sc *scope) string {
+	switch x := e.(type) {
+	case *ast.IdentExpr:
+		if l := sc.lookup(x.Value); l != nil {
+			return l.lib
+		}
+		if w.globals[x.Value] && w.libs[x.Value] != nil {
+			return x.Value
+		}
+	case *ast.FuncCallExpr:
+		if m, ok := requireOf(x, sc); ok && w.modules[m] {
+			return m
+		}
+	}
+	return ""
+}
+
+// requireOf returns the module a call requires: require("name") with
+// require the global and name a literal.
+func requireOf(call *ast.FuncCallExpr, sc *scope) (string, bool) {
+	fn, ok := call.Func.(*ast.IdentExpr)
+	if !ok || fn.Value != "require" || sc.lookup("require") != nil || len(call.Args) == 0 {
+		return "", false
+	}
+	s, ok := call.Args[0].(*ast.StringExpr)
+	if !ok {
+		return "", false
+	}
+	return s.Value, true
+}
+
+func (w *walker) require(call *ast.FuncCallExpr, sc *scope) {
+	m, ok := requireOf(call, sc)
+	if !ok {
+		return
+	}
+	line := call.Args[0].Line()
+	col := w.toks.column(line, tokString, m, w.seen(tokString, line, m))
+	w.requires = append(w.requires, requireCall{module: m, line: line, col: col})
+}
+
+// judge turns what the walk collected into findings, now that every
+// assignment of the script is known.
+func (w *walker) judge(file string) []Finding {
+	var out []Finding
+	for _, r := range w.reads {
+		if w.assigned[r.name] {
+			continue
+		}
+		col := w.toks.column(r.line, tokGlobal, r.name, r.nth)
+		var msg string
+		switch {
+		case w.removed[r.name]:
+			msg = fmt.Sprintf("%s is not available: the sandbox has no %s", r.name, strings.Join(w.removedList(), ", "))
+		default:
+			msg = fmt.Sprintf("unknown global %q", r.name)
+			if sug := registry.Suggest(r.name, w.globalList()); sug != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", sug)
+			}
+		}
+		out = append(out, Finding{File: file, Line: r.line, Col: col, Msg: msg})
+	}
+	for _, m := range w.members {
+		if (m.via != nil && m.via.assigned) || (m.via == nil && w.assigned[m.lib]) || w.libs[m.lib][m.name] || w.added[m.lib][m.name] {
+			continue
+		}
+		col := w.toks.column(m.line, tokMember, m.name, m.nth)
+		names := make([]string, 0, len(w.libs[m.lib]))
+		for n := range w.libs[m.lib] {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		msg := fmt.Sprintf("%s.%s does not exist", m.lib, m.name)
+		if sug := registry.Suggest(m.name, names); sug != "" {
+			msg += fmt.Sprintf(" (did you mean %s.%s?)", m.lib, sug)
+		}
+		out = append(out, Finding{File: file, Line: m.line, Col: col, Msg: msg})
+	}
+	return out
+}
+
+func (w *walker) globalList() []string {
+	out := make([]string, 0, len(w.globals))
+	for n := range w.globals {
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// removedList names the best-known of what the sandbox lacks.
+func (w *walker) removedList() []string {
+	var out []string
+	for _, n := range []string{"os", "io", "debug", "package", "load", "loadstring", "dofile", "loadfile"} {
+		if w.removed[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}

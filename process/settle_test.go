@@ -1,0 +1,232 @@
+package process
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proctor-run/proctor/value"
+)
+
+// askLong is an ask whose own deadline is far past the test's: only
+// settling at the callee's exit answers it in time.
+const askLong = time.Minute
+
+// asyncAsk asks pid from a goroutine and returns where its error arrives.
+func asyncAsk(n *Node, pid PID, payload any) <-chan error {
+	ch := make(chan error, 1)
+	go func() {
+		_, _, err := n.Ask(pid, Message{Topic: "q", Payload: payload}, askLong)
+		ch <- err
+	}()
+	return ch
+}
+
+func awaitExited(t *testing.T, ch <-chan error, reason string) *value.Error {
+	t.Helper()
+	select {
+	case err := <-ch:
+		if !errors.Is(err, ErrExited) || value.KindOf(err) != value.KindStopped {
+			t.Fatalf("ask failed with %v, want kind stopped (ErrExited)", err)
+		}
+		if !strings.Contains(err.Error(), reason) {
+			t.Fatalf("ask error %q does not name the exit reason %q", err, reason)
+		}
+		return value.FromError(err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the ask still waits after its callee exited")
+		return nil
+	}
+}
+
+// waitQueued waits until pid's mailbox holds n messages.
+func waitQueued(t *testing.T, n *Node, pid PID, want int) {
+	t.Helper()
+	eventually(t, "messages queued", func() bool { return n.MailboxLen(pid) >= want })
+}
+
+// A Behavior that panics while handling an ask fails that ask and the asks
+// queued behind it at once, naming the panic; the cause is the exit reason.
+func TestAskFailsWhenBehaviorCrashes(t *testing.T) {
+	n := newTestNode()
+	entered, release := make(chan struct{}), make(chan struct{})
+	pid, err := n.Spawn(behaviorFunc(func(c Context, m Message) {
+		if m.Payload == "first" {
+			close(entered)
+			<-release
+			panic("boom")
+		}
+		c.Reply(&m, m.Payload, nil)
+	}), SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := asyncAsk(n, pid, "first")
+	<-entered
+	queued := []<-chan error{asyncAsk(n, pid, "second"), asyncAsk(n, pid, "third")}
+	waitQueued(t, n, pid, 2)
+	close(release)
+	e := awaitExited(t, first, "panic: boom")
+	if e.Cause == nil || e.Cause.Message != "panic: boom" {
+		t.Fatalf("cause = %+v, want the exit reason", e.Cause)
+	}
+	for _, q := range queued {
+		awaitExited(t, q, "panic: boom")
+	}
+}
+
+// Terminate, Kill and a Behavior's own Stop fail what its mailbox holds,
+// each naming its reason; a normal stop says so.
+func TestAskFailsWhenBehaviorStops(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		stop         func(n *Node, pid PID)
+	}{
+		{"terminate", "shutdown", func(n *Node, pid PID) { n.Terminate(pid) }},
+		{"kill", "killed", func(n *Node, pid PID) { n.Kill(pid) }},
+		{"stop-normal", "(normal)", func(n *Node, pid PID) { n.Send(pid, Message{Topic: "stop"}) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNode()
+			entered, release := make(chan struct{}), make(chan struct{})
+			pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) {
+				switch {
+				case m.Payload == "block":
+					close(entered)
+					<-release
+				case m.Topic == "stop":
+					c.Stop(nil, nil)
+				default:
+					c.Reply(&m, m.Payload, nil)
+				}
+			}), SpawnOptions{})
+			n.Send(pid, Message{Payload: "block"})
+			<-entered
+			var queued []<-chan error
+			before := 0
+			if tc.name == "stop-normal" {
+				n.Send(pid, Message{Topic: "stop"})
+				before = 1
+			}
+			for range 3 {
+				queued = append(queued, asyncAsk(n, pid, "x"))
+			}
+			waitQueued(t, n, pid, before+3)
+			if tc.name != "stop-normal" {
+				tc.stop(n, pid)
+			}
+			close(release)
+			for _, q := range queued {
+				awaitExited(t, q, tc.reason)
+			}
+		})
+	}
+}
+
+// A Behavior killed while idle, with asks that arrived as it was killed,
+// still fails them: a dispatcher starts to settle them.
+func TestAskFailsWhenIdleBehaviorIsKilled(t *testing.T) {
+	n := newTestNode()
+	gate := make(chan struct{})
+	pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) { <-gate }), SpawnOptions{})
+	first := asyncAsk(n, pid, "a")
+	second := asyncAsk(n, pid, "b")
+	waitQueued(t, n, pid, 1)
+	n.Kill(pid)
+	close(gate)
+	awaitExited(t, first, "killed")
+	awaitExited(t, second, "killed")
+}
+
+// A goroutine process's unanswered asks fail at its exit: those left in
+// its mailbox and those it handed back with Unanswered, whatever ended it;
+// an ask it answered keeps its answer.
+func TestAskFailsWhenGoroutineProcessExits(t *testing.T) {
+	for _, tc := range []struct {
+		name, reason string
+		end          func(n *Node, pid PID, quit chan<- error)
+	}{
+		{"returns", "(normal)", func(_ *Node, _ PID, quit chan<- error) { quit <- nil }},
+		{"raises", "internal: it failed", func(_ *Node, _ PID, quit chan<- error) {
+			quit <- value.NewError(value.KindInternal, "it failed")
+		}},
+		{"terminated", "shutdown", func(n *Node, pid PID, _ chan<- error) { n.Terminate(pid) }},
+		{"killed", "killed", func(n *Node, pid PID, _ chan<- error) { n.Kill(pid) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNode()
+			quit := make(chan error, 1)
+			took := make(chan struct{})
+			pid, err := n.SpawnFunc(func(p *Proc) (any, error) {
+				var kept []Message
+				for len(kept) < 2 {
+					m, err := p.Receive(context.Background())
+					if err != nil {
+						return nil, err
+					}
+					if m.Payload == "answer" {
+						m.Reply(p.Self(), "answered", nil)
+					}
+					kept = append(kept, m)
+				}
+				close(took)
+				var err error
+				select {
+				case err = <-quit:
+				case <-p.Context().Done():
+				}
+				p.Unanswered(kept...)
+				return nil, err
+			}, SpawnOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			answered := make(chan any, 1)
+			go func() {
+				v, _, _ := n.Ask(pid, Message{Payload: "answer"}, askLong)
+				answered <- v
+			}()
+			held := asyncAsk(n, pid, "held")
+			<-took
+			queued := asyncAsk(n, pid, "queued")
+			waitQueued(t, n, pid, 1)
+			tc.end(n, pid, quit)
+			awaitExited(t, held, tc.reason)
+			awaitExited(t, queued, tc.reason)
+			if v := <-answered; v != "answered" {
+				t.Fatalf("the answered ask got %v", v)
+			}
+		})
+	}
+}
+
+// AskFunc callers hear of the exit at once too (a scatter's routee).
+func TestAskFuncFailsWhenCalleeExits(t *testing.T) {
+	n := newTestNode()
+	gate := make(chan struct{})
+	pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) { <-gate; panic("crash") }), SpawnOptions{})
+	n.Send(pid, Message{})
+	got := make(chan error, 1)
+	n.AskFunc(pid, Message{}, askLong, func(_ any, from PID, err error) {
+		if from != pid {
+			err = errors.New("settled from " + from.String())
+		}
+		got <- err
+	})
+	waitQueued(t, n, pid, 1)
+	close(gate)
+	awaitExited(t, got, "panic: crash")
+}
+
+// A call to a process owner that exits names its exit.
+func TestRunOnNamesTheOwnersExit(t *testing.T) {
+	n := newTestNode()
+	pid, _ := n.Spawn(ownerBehavior{}, SpawnOptions{})
+	o, _ := n.OwnerOf(pid)
+	err := RunOn(context.Background(), o, CommandFunc(func() error { panic("owner broke") }), CallOptions{})
+	if !errors.Is(err, ErrLoopStopped) || !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "panic: owner broke") {
+		t.Fatalf("err = %v", err)
+	}
+}
