@@ -88,12 +88,12 @@ func (d *Distributor) add(r *replica) {
 	d.mu.Unlock()
 }
 
-// remove forgets r; it reports whether no other replica of its scope took
-// its place (so the scope's series may go).
+// remove forgets r; it reports whether r was its scope's replica (and no
+// other took its place since), so that the scope's series may go.
 func (d *Distributor) remove(r *replica) bool {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if cur, ok := d.scopes[r.id]; ok && cur != r {
+	if d.scopes[r.id] != r {
 		return false
 	}
 	delete(d.scopes, r.id)

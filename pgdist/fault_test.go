@@ -1,6 +1,7 @@
 package pgdist
 
 import (
+	"errors"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -370,4 +371,27 @@ func TestAntiEntropyServesTheOwedFirst(t *testing.T) {
 			t.Errorf("%s got a sync out of turn", n)
 		}
 	}
+}
+
+// A second scope of the same entry on one node cannot take the name the
+// first holds: its start fails, with an error that says so, and the first
+// carries on (its peers, series and members untouched).
+func TestSecondScopeOfAnEntryRefused(t *testing.T) {
+	mp := newMemPG(t, nil, "n1", "n2")
+	n1 := mp.nodes["n1"]
+	peers := func() float64 { return counter(t, n1.reg, "pg_cluster_peers", map[string]string{"scope": scopeID}) }
+	testutil.Eventually(t, "n1's scope to count n2 as a peer", func() bool { return peers() == 1 })
+	n1.d.replicaOf(scopeID).settle()
+	_, err := pgscope.NewWithOptions(n1.env, scopeID, mp.spec, pgscope.Options{Distributor: n1.d})
+	if err == nil || !errors.Is(err, process.ErrNameTaken) {
+		t.Fatalf("second scope: %v", err)
+	}
+	if peers() != 1 {
+		t.Fatal("the refused scope took the first one's series with it")
+	}
+	p := mp.spawn("n1")
+	if err := n1.s.Join(p, "g"); err != nil {
+		t.Fatal(err)
+	}
+	mp.waitMembers("g", []process.PID{p}, "n1", "n2")
 }

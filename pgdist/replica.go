@@ -116,7 +116,7 @@ func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
 		return nil, fmt.Errorf("subscribe to the local members: %w", err)
 	}
 	r.sub, r.local = sub, mine
-	r.publish()
+	r.snap.Store(&[]peerSnap{}) // the series are published once it runs
 	return r, nil
 }
 
