@@ -10,7 +10,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
 )
 
 const pgClusterConfig = "cmd/runner/testdata/pgcluster"
