@@ -71,7 +71,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.mainID, "main", "", "after start-up, spawn this process.lua `ENTRY` (an ID, or a name only one namespace has) with the arguments after --, and exit when it returns: 0, or 1 with its error printed when it raises")
+	fs.StringVar(&f.mainID, "main", "", "after start-up, spawn this process.lua `ENTRY` (an ID, or a name only one namespace has) with the arguments after --, and exit when it returns: 0, or 1 with its error printed when it raises or returns nil, err")
 	fs.BoolVar(&f.noWatch, "no-watch", false, "disable hot reload")
 	fs.StringVar(&f.node, "node", "", "node `NAME` (default: host name)")
 	fs.StringVar(&f.http, "http", "", "serve /metrics, /healthz, /readyz and /v1 on `ADDR` (host:port)")
