@@ -39,6 +39,7 @@ func newState(p *Process) *lua.LState {
 		MinimizeStackMemory: true,
 		MaxStringSize:       p.host.limits.maxString,
 		MaxTableEntries:     p.host.limits.maxTable,
+		MissingMethod:       missingMethod,
 	})
 	// NewState sizes its global table for the full standard library; a
 	// sandboxed script's own globals are few.

@@ -116,6 +116,12 @@ type Options struct {
 	// rawset: adding one more raises an error. Coroutines inherit it. 0: no
 	// limit.
 	MaxTableEntries int
+	// proctor: MissingMethod, when set, is called by a method call
+	// (obj:name(...)) that finds no method, before the call fails: it may
+	// raise an error that says more than "attempt to call a non-function
+	// object". A field read (obj.name) never calls it: a missing field is
+	// nil. Coroutines inherit it.
+	MissingMethod func(L *LState, obj LValue, name string)
 }
 
 /* }}} */

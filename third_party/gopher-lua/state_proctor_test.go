@@ -166,3 +166,27 @@ func TestTracebackNamesTheFunctionCalledFromGo(t *testing.T) {
 		t.Fatalf("chunk traceback: %v", err)
 	}
 }
+
+func TestMissingMethodHook(t *testing.T) {
+	var got []string
+	L := NewState(Options{MissingMethod: func(L *LState, obj LValue, name string) {
+		got = append(got, obj.Type().String()+":"+name)
+		if obj.Type() == LTString {
+			L.RaiseError("no method %q", name)
+		}
+	}})
+	defer L.Close()
+	if err := L.DoString(`assert(("x").nope == nil)`); err != nil {
+		t.Fatalf("a field read raised: %v", err)
+	}
+	err := L.DoString(`return ("x"):nope()`)
+	if err == nil || !strings.Contains(err.Error(), `no method "nope"`) {
+		t.Fatalf("method call: %v", err)
+	}
+	if err := L.DoString(`return ("x"):upper()`); err != nil {
+		t.Fatalf("a method that is there: %v", err)
+	}
+	if len(got) != 1 || got[0] != "string:nope" {
+		t.Fatalf("hook calls %v", got)
+	}
+}
