@@ -76,7 +76,7 @@ func near(tok string) string {
 	if tok == "" {
 		return ""
 	}
-	q := strconv.QuoteToASCII(tok)
+	q := strconv.Quote(tok)
 	if q[1:len(q)-1] != tok {
 		tok = q[1 : len(q)-1]
 	}

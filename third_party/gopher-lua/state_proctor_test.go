@@ -190,3 +190,17 @@ func TestMissingMethodHook(t *testing.T) {
 		t.Fatalf("hook calls %v", got)
 	}
 }
+
+// A non-ASCII character outside a string is named whole, not by its first
+// byte.
+func TestInvalidTokenNamesTheWholeCharacter(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	err := L.DoString("local x = 1\nlocal y = x \u0441 2\n")
+	if err == nil || !strings.Contains(err.Error(), "near '\u0441'") || !strings.Contains(err.Error(), "U+0441") {
+		t.Fatalf("error = %v", err)
+	}
+	if err := L.DoString(`local s = "\u0441"`); err != nil {
+		t.Fatalf("in a string: %v", err)
+	}
+}
