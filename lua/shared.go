@@ -140,7 +140,7 @@ type templateState struct {
 	globals     *lua.LTable // shared index of every state's _G
 	globalsMeta *lua.LTable
 	stringMeta  *lua.LTable
-	stringNames []string // the string library's functions, sorted
+	stringNames []string               // the string library's functions, sorted
 	libs        map[string]*lua.LTable // name -> proxy metatable of a standard library
 	coResume    lua.LGFunction         // gopher-lua's coroutine.resume (see wrappedResume)
 }
