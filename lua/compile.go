@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -156,6 +158,11 @@ func lastLine(src []byte) int {
 // HasMethod reports whether the chunk defines name, and whether it could tell.
 func (c *Compiled) HasMethod(name string) (has, known bool) {
 	return c.methods[name], c.known
+}
+
+// Methods lists the callable names the chunk is known to define, sorted.
+func (c *Compiled) Methods() []string {
+	return slices.Sorted(maps.Keys(c.methods))
 }
 
 // definedMethods finds the callable names a chunk defines, reading the

@@ -192,7 +192,11 @@ func (h *Host) Decode(d *registry.Decoder) any {
 				if !d.Has(fMethod.Name) {
 					field = fSource.Name
 				}
-				d.Errorf(field, "%s defines no function %q (return a table with it, or define a global function)", c.Name, s.Method)
+				if near := registry.Suggest(s.Method, c.Methods()); near != "" {
+					d.Errorf(field, "%s defines no function %q (did you mean %q?)", c.Name, s.Method, near)
+				} else {
+					d.Errorf(field, "%s defines no function %q (return a table with it, or define a global function)", c.Name, s.Method)
+				}
 			}
 		}
 	}
