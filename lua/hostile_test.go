@@ -1,0 +1,34 @@
+package lua
+
+import (
+	"testing"
+)
+
+// Regression tests of the second attacker pass (issue 10): what a hostile
+// script did to the node through the interpreter and the process API.
+
+// TestPatternNestingIsBounded: a pattern of millions of '(' overflowed the
+// Go stack in the pattern parser, a fatal error for the whole node. A
+// pattern has at most 32 captures, as in C Lua, and the error quotes only
+// the start of a long pattern.
+func TestPatternNestingIsBounded(t *testing.T) {
+	h := newHarness(t)
+	h.Check(h.Entry("main", `
+return { main = function()
+  local function fails(want, f, ...)
+    local ok, err = pcall(f, ...)
+    assert(not ok, want .. ": no error")
+    assert(err:find(want, 1, true), err)
+    return err
+  end
+  local deep = string.rep("(", 20 * 2^20)
+  local err = fails("too many captures", string.find, "a", deep)
+  assert(#err < 300, #err)
+  assert(err:find("(20971520 bytes)", 1, true), err)
+  fails("too many captures", string.match, "a", string.rep("(a)", 33))
+  fails("too many captures", string.gsub, "a", string.rep("()", 33), "")
+  fails("too many captures", string.gmatch, "a", string.rep("(", 1000))
+  assert(select("#", string.match(string.rep("a", 32), string.rep("(a)", 32))) == 32)
+  return "ok"
+end }`))
+}
