@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -31,4 +32,22 @@ return { main = function()
   assert(select("#", string.match(string.rep("a", 32), string.rep("(a)", 32))) == 32)
   return "ok"
 end }`))
+}
+
+// TestSourceNestingIsBounded: source nested without bound overflowed the
+// Go stack in the compiler, a fatal error for the node. It is a syntax
+// error that names the line; a long chain of .. compiles in linear time.
+func TestSourceNestingIsBounded(t *testing.T) {
+	for _, tc := range []struct{ name, src, want string }{
+		{"parens", "return {\n" + strings.Repeat("{", 1e6) + strings.Repeat("}", 1e6) + "}", "deep.lua:2:1: chunk has too many syntax levels (more than 200 nested)"},
+		{"unary", "local x = 1\nreturn " + strings.Repeat("- ", 1e6) + "x", "deep.lua:2:1: chunk has too many syntax levels"},
+		{"concat", "local a = 'x'\nreturn a" + strings.Repeat("..a", 100_000), "deep.lua:2: too many operands of .. (100001)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Compile("deep.lua", []byte(tc.src))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
 }
