@@ -3,6 +3,8 @@ package lua
 import (
 	"strings"
 	"testing"
+
+	"github.com/proctor-run/proctor/process"
 )
 
 // Regression tests of the second attacker pass (issue 10): what a hostile
@@ -50,4 +52,26 @@ func TestSourceNestingIsBounded(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSpawnPastMaxProcesses: a script spawning in a loop took the node's
+// memory; past the node's MaxProcesses, spawn returns nil, limit.
+func TestSpawnPastMaxProcesses(t *testing.T) {
+	h := newHarnessOn(t, process.Options{MaxProcesses: 50}, Options{})
+	h.Entry("idle", `return { main = function() process.inbox():receive() end }`)
+	h.Check(h.Entry("main", `
+return { main = function()
+  local n, err = 0
+  while true do
+    local pid
+    pid, err = process.spawn("idle")
+    if not pid then break end
+    n = n + 1
+    assert(n < 1000, "no limit")
+  end
+  assert(err.kind == "limit", tostring(err))
+  assert(tostring(err):find("^limit: .*too many processes"), tostring(err))
+  assert(n > 0 and n < 50, n)
+  return "ok"
+end }`))
 }

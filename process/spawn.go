@@ -93,8 +93,13 @@ func (n *Node) newProcess(opts SpawnOptions) *process {
 
 // install publishes p and applies the options that must hold before it runs.
 func (n *Node) install(p *process, opts SpawnOptions) error {
+	// The slot is taken before the check, so spawns racing for the last
+	// ones cannot both pass it.
+	if live := n.live.Add(1); n.maxProcs > 0 && live > n.maxProcs {
+		n.live.Add(-1)
+		return fmt.Errorf("spawn: %w: the node's limit of %d live processes is reached", ErrTooManyProcesses, n.maxProcs)
+	}
 	n.procs.store(p.pid.ID, p)
-	n.live.Add(1)
 	fail := func(err error) error {
 		p.finish(Exit{Err: err})
 		return err
