@@ -63,7 +63,7 @@ type Node struct {
 	abandonRunning atomic.Int64
 
 	deadLetters DeadLetterSink
-	maxProcs    int64 // Options.MaxProcesses; 0: no limit
+	maxProcs    int64        // Options.MaxProcesses; 0: no limit
 	retiredHW   atomic.Int64 // the highest mailbox high-water mark of an exited process
 
 	// rel indexes, per remote node, the local processes that hold (or
