@@ -16,6 +16,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -28,7 +29,7 @@ var timeModule = Module{
 		{Name: "sleep", Fn: timeSleep, Doc: "Waits a duration (ms or a string like \"250ms\").",
 			Params: "duration: number|string", Results: "true|nil, error?"},
 		{Name: "after", Fn: timeAfter, Doc: "A channel that receives time.now() once the duration has passed.",
-			Params: "duration: number|string", Results: "channel"},
+			Params: "duration: number|string", Results: "channel|nil, error?"},
 	},
 }
 
@@ -96,6 +97,9 @@ type afterTimer struct {
 func timeAfter(L *lua.LState) int {
 	p := ProcessOf(L)
 	d := CheckDuration(L, 1)
+	if err := p.timers.room(p.host.limits.maxTimers); err != nil {
+		return ReturnError(L, err)
+	}
 	c := p.NewChannel(1)
 	c.conv = func(_ *lua.LState, v any) lua.LValue { return v.(lua.LNumber) }
 	at := &afterTimer{}
@@ -122,17 +126,34 @@ const minSweep = 64
 
 func (l *timerList) add(at *afterTimer) {
 	if len(l.list) >= max(l.sweep, minSweep) {
-		live := l.list[:0]
-		for _, t := range l.list {
-			if !t.fired.Load() {
-				live = append(live, t)
-			}
-		}
-		clear(l.list[len(live):])
-		l.list = live
-		l.sweep = 2 * len(live)
+		l.sweepFired()
 	}
 	l.list = append(l.list, at)
+}
+
+func (l *timerList) sweepFired() {
+	live := l.list[:0]
+	for _, t := range l.list {
+		if !t.fired.Load() {
+			live = append(live, t)
+		}
+	}
+	clear(l.list[len(live):])
+	l.list = live
+	l.sweep = 2 * len(live)
+}
+
+// room returns a limit error when limit timers are pending. Only a list at
+// the limit is swept here: below it, add's amortised sweep suffices.
+func (l *timerList) room(limit int) error {
+	if len(l.list) < limit {
+		return nil
+	}
+	l.sweepFired()
+	if len(l.list) < limit {
+		return nil
+	}
+	return fmt.Errorf("time.after: %w: a process may have at most %d timers pending", process.ErrProcessLimit, limit)
 }
 
 func (p *Process) stopTimers() {

@@ -75,3 +75,58 @@ return { main = function()
   return "ok"
 end }`))
 }
+
+// TestPerProcessLimits: what one script may hold is bounded: pending
+// timers, listen topics, names, monitors and links are nil, limit past
+// their limits, and events it leaves unread are dropped as dead letters.
+func TestPerProcessLimits(t *testing.T) {
+	h := newHarnessWith(t, Options{MaxTimers: 5, MaxListens: 3, ProcessLimits: process.Limits{MaxEvents: 4, MaxLinks: 2, MaxMonitors: 2, MaxNames: 2}})
+	h.Entry("idle", `return { main = function() process.inbox():receive() end }`)
+	h.Check(h.Entry("main", `
+return { main = function()
+  local function refused(what, v, err)
+    assert(v == nil and err and err.kind == "limit", what .. ": " .. tostring(v) .. ", " .. tostring(err))
+    assert(tostring(err):find("process limit reached", 1, true), tostring(err))
+  end
+  -- timers: five pending, the sixth refused; fired ones make room
+  for i = 1, 5 do assert(time.after(i == 1 and 1 or 60000)) end
+  refused("time.after", time.after(60000))
+  time.sleep(20)
+  assert(time.after(60000))
+  -- listen topics: the same topic again is no new one
+  for _, topic in ipairs{"a", "b", "c", "a"} do assert(process.listen(topic)) end
+  refused("listen", process.listen("d"))
+  -- names
+  assert(process.register("one") and process.register("two") and process.register("two"))
+  refused("register", process.register("three"))
+  -- monitors and links
+  local pids = {}
+  for i = 1, 3 do pids[i] = assert(process.spawn("idle")) end
+  assert(process.monitor(pids[1]) and process.monitor(pids[2]) and process.monitor(pids[2]))
+  refused("monitor", process.monitor(pids[3]))
+  assert(process.link(pids[1]) and process.link(pids[2]))
+  refused("link", process.link(pids[3]))
+  return "ok"
+end }`))
+}
+
+// TestUnreadEventsAreBounded: a script that monitors and never reads its
+// events keeps at most MaxEvents; the rest are dead letters, counted.
+func TestUnreadEventsAreBounded(t *testing.T) {
+	h := newHarnessWith(t, Options{ProcessLimits: process.Limits{MaxEvents: 4}})
+	h.Entry("gone", `return { main = function() end }`)
+	h.Check(h.Entry("main", `
+return { main = function()
+  local pid = assert(process.spawn("gone"))
+  time.sleep(20)
+  for i = 1, 50 do assert(process.monitor(pid)) end
+  local n = 0
+  local events = process.events()
+  while channel.select{ events:case_receive(), default = true }.channel == events do n = n + 1 end
+  assert(n == 4, n)
+  return "ok"
+end }`))
+	if got := len(h.Dead.ByReason()[process.DeadEventOverflow]); got != 46 {
+		t.Fatalf("%d event_overflow dead letters, want 46", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -276,6 +277,9 @@ func (n *Node) Register(name string, pid PID) error {
 	defer p.mu.Unlock()
 	if p.dead.Load() {
 		return fmt.Errorf("register %q: %w", name, ErrNoProcess)
+	}
+	if x := p.ext.Load(); x != nil && x.limits.MaxNames > 0 && len(x.names) >= x.limits.MaxNames && !slices.Contains(x.names, name) {
+		return fmt.Errorf("register %q: %w: a process may hold at most %d names", name, ErrProcessLimit, x.limits.MaxNames)
 	}
 	if prev, loaded := n.names.LoadOrStore(name, pid); loaded {
 		if prev.(PID) == pid {

@@ -17,6 +17,9 @@ type SpawnOptions struct {
 	LinkTo PID
 	// MonitorBy makes this process monitor the new one before it runs.
 	MonitorBy PID
+	// Limits bound what the process may hold (links, monitors, names,
+	// unread events). Default: no limits.
+	Limits Limits
 	// TrapLinks starts the process trapping links.
 	TrapLinks bool
 	// System marks a process of the runtime itself — a supervisor, the
@@ -80,6 +83,7 @@ func (n *Node) newProcess(opts SpawnOptions) *process {
 	p := &process{node: n}
 	p.pid = PID{Node: n.name, ID: n.nextID.Add(1), Creation: n.creation}
 	p.mb.setLimit(opts.MailboxSize)
+	p.setLimits(opts.Limits)
 	if opts.TrapLinks || opts.System {
 		p.extLocked().trapLinks = true
 	}
