@@ -130,3 +130,20 @@ end }`))
 		t.Fatalf("%d event_overflow dead letters, want 46", got)
 	}
 }
+
+// TestAskSelfFailsAtOnce: an ask of the process itself waited for its
+// whole timeout; it fails at once, by PID and by name.
+func TestAskSelfFailsAtOnce(t *testing.T) {
+	h := newHarness(t)
+	h.Check(h.Entry("main", `
+return { main = function()
+  assert(process.register("me"))
+  for _, dest in ipairs{process.pid(), "me"} do
+    local t0 = time.now()
+    local v, err = process.ask(dest, "ping", nil, 10000)
+    assert(v == nil and err.kind == "invalid" and err.message:find("cannot ask itself"), tostring(err))
+    assert(time.now() - t0 < 5000, "waited")
+  end
+  return "ok"
+end }`))
+}
