@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"testing"
+	"time"
 
 	"github.com/proctor-run/proctor/value"
 )
@@ -117,5 +119,20 @@ func TestProcessLimits(t *testing.T) {
 		if err := n.Monitor(free, others[i]); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestHugeTimeoutIsFarDeadline: a timeout as large as a Duration holds (a
+// script's math.huge) overflowed into a deadline already past, so the
+// callee saw the ask as over before it arrived.
+func TestHugeTimeoutIsFarDeadline(t *testing.T) {
+	for _, timeout := range []time.Duration{math.MaxInt64, math.MaxInt64 - 1, 1 << 62, time.Hour} {
+		c := NewCall()
+		m := c.MessageWithin(Message{Topic: "x"}, timeout)
+		d, ok := m.Deadline()
+		if !ok || !d.After(time.Now().Add(time.Hour-time.Second)) {
+			t.Errorf("timeout %d: deadline %v, %v", timeout, d, ok)
+		}
+		c.Abandon(ErrTimeout)
 	}
 }
