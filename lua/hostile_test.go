@@ -147,3 +147,41 @@ return { main = function()
   return "ok"
 end }`))
 }
+
+// TestYieldAcrossGoCallIsAnError: a yield from a function that a builtin
+// (table.sort, gsub), pcall or a metamethod called went on with a corrupt
+// state ("register underflow", a nil dereference); it is a clear error in
+// the coroutine, and coroutines that yield from their own body still work.
+func TestYieldAcrossGoCallIsAnError(t *testing.T) {
+	h := newHarness(t)
+	h.Check(h.Entry("main", `
+return { main = function()
+  local want = "attempt to yield across a Go-call boundary"
+  local cases = {
+    sort = function() table.sort({3, 2, 1}, function(a, b) coroutine.yield() return a < b end) end,
+    gsub = function() string.gsub("abc", "%w", function(c) coroutine.yield() end) end,
+    tostring = function() tostring(setmetatable({}, {__tostring = function() coroutine.yield() return "x" end})) end,
+    index = function() local t = setmetatable({}, {__index = function() coroutine.yield() end}) return t.x end,
+    iterator = function() for x in function() coroutine.yield() end do end end,
+  }
+  for name, f in pairs(cases) do
+    local ok, err = coroutine.resume(coroutine.create(f))
+    assert(not ok and err:find(want, 1, true), name .. ": " .. tostring(err))
+  end
+  -- pcall catches it, as in Lua 5.1
+  local co = coroutine.create(function() return pcall(coroutine.yield, 1) end)
+  local ok, pok, perr = coroutine.resume(co)
+  assert(ok and pok == false and perr:find(want, 1, true), tostring(perr))
+  -- a yield from the body, and from a function it calls, is fine; so is
+  -- a generator used as a generic for's iterator
+  co = coroutine.wrap(function(a) local function g(x) return coroutine.yield(x) end local b = g(a + 1) return b * 2 end)
+  assert(co(1) == 2 and co(5) == 10)
+  local n = 0
+  for v in coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end) do n = n + v end
+  assert(n == 6)
+  -- outside a coroutine the error is unchanged
+  local tok, terr = pcall(coroutine.yield)
+  assert(not tok and terr:find("outside of a coroutine"), terr)
+  return "ok"
+end }`))
+}

@@ -36,6 +36,15 @@ func coCreate(L *LState) int {
 }
 
 func coYield(L *LState) int {
+	// proctor: a yield from a VM loop running inside another (in a
+	// function called by a builtin such as table.sort or string.gsub, by
+	// pcall, a metamethod or a generic for's iterator) cannot suspend the
+	// Go call between the two: stock gopher-lua went on with a corrupt
+	// state ("register underflow", nil dereferences). Lua 5.1 refuses it
+	// the same way. The main thread's yield keeps its own error.
+	if L.Parent != nil && L.goCalls > 0 {
+		L.RaiseError("attempt to yield across a Go-call boundary (from inside a builtin such as table.sort or gsub, pcall, a metamethod or an iterator)")
+	}
 	return -1
 }
 

@@ -166,3 +166,32 @@ func TestTracebackNamesTheFunctionCalledFromGo(t *testing.T) {
 		t.Fatalf("chunk traceback: %v", err)
 	}
 }
+
+// TestYieldAcrossGoCall: a yield from a VM loop nested in a Go call (a
+// builtin's callback, pcall, a metamethod) raises instead of corrupting
+// the state; PCall puts the count back when it catches an error.
+func TestYieldAcrossGoCall(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	src := `
+local want = "attempt to yield across a Go-call boundary"
+local ok, err = coroutine.resume(coroutine.create(function()
+  table.sort({3, 2, 1}, function(a, b) coroutine.yield() return a < b end)
+end))
+assert(not ok and err:find(want, 1, true), err)
+local co = coroutine.create(function()
+  pcall(error, "x") -- caught inside: the count is put back
+  local t = setmetatable({}, {__index = function(_, k) return k end})
+  assert(t.y == "y")
+  local v = coroutine.yield(1)
+  return v
+end)
+local ok1, v1 = coroutine.resume(co)
+assert(ok1 and v1 == 1)
+local ok2, v2 = coroutine.resume(co, 2)
+assert(ok2 and v2 == 2)
+`
+	if err := L.DoString(src); err != nil {
+		t.Fatal(err)
+	}
+}
