@@ -195,3 +195,32 @@ assert(ok2 and v2 == 2)
 		t.Fatal(err)
 	}
 }
+
+// TestMathRandomBounds: math.random checks its interval (it panicked in
+// rand.Intn: "invalid argument to Intn") and stays within it.
+func TestMathRandomBounds(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	for _, tc := range []struct{ src, err string }{
+		{`math.random(0)`, "interval is empty"},
+		{`math.random(-5)`, "interval is empty"},
+		{`math.random(3, 2)`, "interval is empty"},
+		{`math.random(0/0)`, "out of range"},
+		{`math.random(1e300)`, "out of range"},
+		{`math.random(1, math.huge)`, "out of range"},
+		{`math.random(1, 2, 3)`, "wrong number of arguments"},
+		{`for i = 1, 1000 do local v = math.random(3) assert(v >= 1 and v <= 3 and v % 1 == 0) end
+		  for i = 1, 1000 do local v = math.random(-2, 2) assert(v >= -2 and v <= 2) end
+		  assert(math.random(7, 7) == 7 and math.random(1) == 1)
+		  local v = math.random(-2^53, 2^53) assert(v >= -2^53 and v <= 2^53)
+		  local f = math.random() assert(f >= 0 and f < 1)`, ""},
+	} {
+		err := L.DoString(tc.src)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.src, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want %q", tc.src, err, tc.err)
+		}
+	}
+}
