@@ -185,3 +185,44 @@ return { main = function()
   return "ok"
 end }`))
 }
+
+// TestBadArgumentsGiveClearErrors: math.random(0) failed with Go's
+// "invalid argument to Intn"; channel.new(1e300) and channel.new(0/0) said
+// "size must not be negative", and a channel grew without bound;
+// json.decode turned a lone surrogate escape into U+FFFD silently.
+func TestBadArgumentsGiveClearErrors(t *testing.T) {
+	h := newHarnessWith(t, Options{MaxTableEntries: 5000})
+	h.Check(h.Entry("main", `
+local json = require("json")
+return { main = function()
+  local function fails(want, f, ...)
+    local ok, err = pcall(f, ...)
+    assert(not ok, want .. ": no error")
+    assert(err:find(want, 1, true), err)
+  end
+  fails("interval is empty", math.random, 0)
+  fails("interval is empty", math.random, 3, 2)
+  fails("out of range", math.random, 0/0)
+  fails("out of range", math.random, 1e300)
+  local v = math.random(5)
+  assert(v >= 1 and v <= 5)
+
+  fails("size 1e+300 is over the limit of 5000 values a channel may hold", channel.new, 1e300)
+  fails("size must be a number, got nan", channel.new, 0/0)
+  fails("size must not be negative", channel.new, -1)
+  local ch = channel.new() -- unbounded: as many values as a table holds
+  for i = 1, 5000 do assert(ch:send(i)) end
+  local ok, err = ch:send(5001)
+  assert(ok == nil and err.kind == "limit" and err.message:find("channel full (5000 values)", 1, true), tostring(err))
+  assert(ch:receive() == 1 and ch:send(5001))
+
+  for _, bad in ipairs{'"\\ud800"', '"a\\udc00"', '["\\ud800\\u0041"]', '"\\ud800', '"\255"'} do
+    local d, derr = json.decode(bad)
+    assert(d == nil and derr.kind == "invalid", bad .. ": " .. tostring(derr))
+  end
+  assert(json.decode('"\\ud83d\\ude00"') == "\240\159\152\128")
+  assert(json.decode('"\\\\ud800"') == "\\ud800") -- an escaped backslash, no escape
+  assert(json.decode('"\\u00e9\\n"') == "\195\169\n")
+  return "ok"
+end }`))
+}
