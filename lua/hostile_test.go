@@ -179,6 +179,9 @@ return { main = function()
   local n = 0
   for v in coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i) end end) do n = n + v end
   assert(n == 6)
+  -- a body that ends with a tail-called yield returns what it is resumed with
+  co = coroutine.wrap(function(x) return coroutine.yield(x + 1) end)
+  assert(co(1) == 2 and co(7) == 7)
   -- outside a coroutine the error is unchanged
   local tok, terr = pcall(coroutine.yield)
   assert(not tok and terr:find("outside of a coroutine"), terr)

@@ -70,6 +70,19 @@ func coResume(L *LState) int {
 		L.Push(LString(msg))
 		return 2
 	}
+	if th.currentFrame == nil && th.stack.IsEmpty() {
+		// proctor: the body ended with `return coroutine.yield(...)`: the
+		// tail call left no frame to resume, and stock gopher-lua took the
+		// thread for one not yet started (a nil dereference). As in Lua, the
+		// values it is resumed with are what the body returns.
+		th.kill()
+		nargs := L.GetTop() - 1
+		if th.wrapped {
+			return nargs
+		}
+		L.Insert(LTrue, 2)
+		return nargs + 1
+	}
 	th.Parent = L
 	L.G.CurrentThread = th
 	if !th.isStarted() {

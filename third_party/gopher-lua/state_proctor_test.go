@@ -224,3 +224,29 @@ func TestMathRandomBounds(t *testing.T) {
 		}
 	}
 }
+
+// TestTailCalledYield: a coroutine whose body ends with
+// `return coroutine.yield(...)` died with a nil dereference when resumed;
+// it returns the values it is resumed with, as in Lua.
+func TestTailCalledYield(t *testing.T) {
+	for _, src := range []string{
+		`local co = coroutine.create(function() return coroutine.yield(1) end)
+		 local ok1, v1 = coroutine.resume(co) assert(ok1 and v1 == 1)
+		 local ok2, a, b = coroutine.resume(co, 2, 3) assert(ok2 and a == 2 and b == 3, tostring(a))
+		 assert(coroutine.status(co) == "dead")
+		 local ok3, e = coroutine.resume(co) assert(not ok3 and e:find("dead"))`,
+		`local f = coroutine.wrap(function(x) return coroutine.yield(x + 1) end)
+		 assert(f(1) == 2) assert(f(7) == 7)`,
+		`local function g(x) return coroutine.yield(x) end
+		 local co = coroutine.create(function() local a = g(1) local b = g(a + 1) return a + b end)
+		 local _, v = coroutine.resume(co) assert(v == 1)
+		 local _, w = coroutine.resume(co, 10) assert(w == 11, tostring(w))
+		 local ok, r = coroutine.resume(co, 5) assert(ok and r == 15, tostring(r))`,
+	} {
+		L := NewState()
+		if err := L.DoString(src); err != nil {
+			t.Error(err)
+		}
+		L.Close()
+	}
+}
