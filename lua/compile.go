@@ -41,6 +41,10 @@ func Compile(name string, src []byte) (*Compiled, error) {
 	}
 	proto, err := lua.Compile(chunk, name)
 	if err != nil {
+		var ce *lua.CompileError
+		if errors.As(err, &ce) && ce.Line > 0 {
+			return nil, fmt.Errorf("%s:%d: %s", name, ce.Line, ce.Message)
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c := &Compiled{Name: name, Proto: proto}

@@ -1092,7 +1092,9 @@ func (ls *LState) callR(nargs, nret, rbase int) {
 		ls.G.CurrentThread = ls
 		ls.mainLoop(ls, nil)
 	} else {
+		ls.goCalls++ // proctor: see coYield
 		ls.mainLoop(ls, ls.currentFrame)
+		ls.goCalls--
 	}
 	if nret != MultRet {
 		ls.reg.SetTop(rbase + nret)
@@ -1892,7 +1894,9 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 	if errfunc != nil {
 		ls.hasErrorFunc = true
 	}
+	goCalls := ls.goCalls // proctor: an error skips the decrements in callR
 	defer func() {
+		ls.goCalls = goCalls
 		ls.Panic = oldpanic
 		ls.hasErrorFunc = false
 		rcv := recover()

@@ -490,6 +490,9 @@ func Parse(reader io.Reader, name string) (chunk []ast.Stmt, err error) {
 	}()
 	yyParse(lexer)
 	chunk = lexer.Stmts
+	if lerr := checkLevels(chunk, name); lerr != nil { // proctor: see levels.go
+		return nil, lerr
+	}
 	return
 }
 
