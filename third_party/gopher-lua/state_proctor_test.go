@@ -202,6 +202,9 @@ func TestInvalidTokenNamesTheWholeCharacter(t *testing.T) {
 	}
 	if err := L.DoString(`local s = "\u0441"`); err != nil {
 		t.Fatalf("in a string: %v", err)
+	}
+}
+
 // TestYieldAcrossGoCall: a yield from a VM loop nested in a Go call (a
 // builtin's callback, pcall, a metamethod) raises instead of corrupting
 // the state; PCall puts the count back when it catches an error.
