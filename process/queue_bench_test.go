@@ -36,7 +36,9 @@ func benchQueue[T any](b *testing.B, v T) {
 
 // BenchmarkQueueMessage measures the mailbox alone: one producer, one
 // consumer spinning on another goroutine.
-func BenchmarkQueueMessage(b *testing.B) { benchQueue(b, envelope{topic: "t", payload: 1}) }
+func BenchmarkQueueMessage(b *testing.B) {
+	benchQueue(b, envelope{meta: &meta{topic: "t"}, payload: 1})
+}
 
 func TestQueueChunksAndTrim(t *testing.T) {
 	var q queue[Message]
