@@ -160,8 +160,9 @@ func (q *queue[T]) pop() (T, bool) {
 		h = next
 		q.head, q.pos, q.clean = h, 0, 0
 	}
-	// The slot keeps v until the chunk is cleared (recycle, trim): writing
-	// it here would cost the producer's core its line on every pop.
+	// The slot keeps v until the chunk is cleared (recycle, trim): a write
+	// here would make the consumer wait, on every pop, for the line the
+	// producer just wrote to become its own.
 	v := h.slots[q.pos]
 	q.pos++
 	q.ready--
