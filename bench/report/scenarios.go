@@ -91,35 +91,32 @@ var scenarios = []scenario{
 // higherBetter reports whether a larger value of k is better.
 func (k kind) higherBetter() bool { return k == rate }
 
+// unitStep is one way to print a kind: values from min up are divided by
+// min and printed with format.
+type unitStep struct {
+	min    float64
+	format string
+}
+
+// steps are each kind's units, largest first; the last has min 1.
+var steps = map[kind][]unitStep{
+	rate:     {{1e6, "%.2f M/s"}, {1e3, "%.1f k/s"}, {1, "%.0f /s"}},
+	duration: {{1e6, "%.1f ms"}, {1e3, "%.2f µs"}, {1, "%.0f ns"}},
+	size:     {{1024, "%.1f KiB"}, {1, "%.0f B"}},
+}
+
 // format prints v, in k's base unit, with a unit that keeps it short.
 func (k kind) format(v float64) string {
-	switch k {
-	case rate:
-		switch {
-		case v >= 1e6:
-			return fmt.Sprintf("%.2f M/s", v/1e6)
-		case v >= 1e3:
-			return fmt.Sprintf("%.1f k/s", v/1e3)
+	st := steps[k]
+	for _, u := range st {
+		if v >= u.min || u == st[len(st)-1] {
+			return fmt.Sprintf(u.format, v/u.min)
 		}
-		return fmt.Sprintf("%.0f /s", v)
-	case duration:
-		switch {
-		case v >= 1e6:
-			return fmt.Sprintf("%.1f ms", v/1e6)
-		case v >= 1e3:
-			return fmt.Sprintf("%.2f µs", v/1e3)
-		}
-		return fmt.Sprintf("%.0f ns", v)
-	case size:
-		if v >= 1024 {
-			return fmt.Sprintf("%.1f KiB", v/1024)
-		}
-		return fmt.Sprintf("%.0f B", v)
 	}
 	return fmt.Sprint(v)
 }
 
-// ratio is how many times better ours is than peer's: above 1, ours is
+// ratioOf is how many times better ours is than peer's: above 1, ours is
 // better, whichever way the figure goes.
 func (s *scenario) ratioOf(ours, peer float64) float64 {
 	if s.kind.higherBetter() {
