@@ -67,6 +67,8 @@ type Node struct {
 	maxProcs    int64        // Options.MaxProcesses; 0: no limit
 	retiredHW   atomic.Int64 // the highest mailbox high-water mark of an exited process
 
+	anonMeta atomic.Pointer[meta] // the meta of the last tell with no sender (see meta)
+
 	// rel indexes, per remote node, the local processes that hold (or
 	// held) a link or monitor with one of its processes, so a node going
 	// down visits only those. A process leaves it when it exits.
