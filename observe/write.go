@@ -24,6 +24,9 @@ import (
 const (
 	// DefaultMaxRequestBytes bounds a request body (Options.MaxRequestBytes).
 	DefaultMaxRequestBytes = 1 << 20
+	// DefaultMaxReplyBytes bounds the JSON of an ask's reply
+	// (Options.MaxReplyBytes).
+	DefaultMaxReplyBytes = 16 << 20
 	// MaxAskTimeout bounds the timeout of POST /v1/ask.
 	MaxAskTimeout = 60 * time.Second
 	// maxDestLen and maxTopicLen bound the strings of a request.
@@ -110,22 +113,27 @@ func (s *server) decodeMessage(w http.ResponseWriter, r *http.Request, ask bool)
 			return request{}, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json", ct)
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, s.maxBody)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	var m message
-	if err := dec.Decode(&m); err != nil {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return request{}, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", s.maxBody)
 		}
 		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
 	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var m message
+	if err := dec.Decode(&m); err != nil {
+		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
+	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
 		return request{}, http.StatusBadRequest, errors.New("request body: one JSON object expected, found more")
 	}
+	if err := duplicateKey(data); err != nil {
+		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
+	}
 	var req request
-	var err error
 	if req.dest, err = parseDest(m.Dest); err != nil {
 		return request{}, http.StatusBadRequest, err
 	}
@@ -300,6 +308,14 @@ func (s *server) ask(w http.ResponseWriter, r *http.Request) {
 		}
 	} else if out.Reply, err = value.JSONForm(res.Value); err != nil {
 		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the reply has no JSON form: %v", err))
+		return
+	}
+	if n, ok := jsonSize(out.Reply, s.maxReply); !ok {
+		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the reply of %s is too large: its JSON passes %d bytes (at least %d)", req.dest.text, s.maxReply, n))
+		return
+	}
+	if n, ok := jsonSize(out.Error, s.maxReply); !ok {
+		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the error reply of %s is too large: its JSON passes %d bytes (at least %d)", req.dest.text, s.maxReply, n))
 		return
 	}
 	s.json(w, http.StatusOK, out)
