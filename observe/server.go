@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -297,6 +299,11 @@ type kindView struct {
 
 func (s *server) views(kinds []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		pg, err := viewPage(r.URL.Query())
+		if err != nil {
+			s.fail(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		out := []kindView{}
 		for _, in := range sortedInfos(s.opts.Runtime) {
 			if in.Status != registry.StatusRunning || !slices.Contains(kinds, in.Entry.Kind) {
@@ -304,10 +311,55 @@ func (s *server) views(kinds []string) http.HandlerFunc {
 			}
 			kv := kindView{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status}
 			if v, ok := in.Instance.(registry.Viewer); ok {
-				kv.View = safeView(in.Entry, v)
+				kv.View = safePagedView(in.Entry, v, pg)
 			}
 			out = append(out, kv)
 		}
 		s.json(w, http.StatusOK, out)
 	}
 }
+
+// viewPage reads the page of a large view (a pg scope's groups and
+// members) from the query: group, group_offset, group_limit, offset,
+// limit.
+func viewPage(q url.Values) (registry.ViewPage, error) {
+	p := registry.ViewPage{Group: q.Get("group")}
+	for _, f := range []struct {
+		name string
+		to   *int
+		min  int
+	}{
+		{"group_offset", &p.GroupOffset, 0}, {"group_limit", &p.GroupLimit, 1},
+		{"offset", &p.Offset, 0}, {"limit", &p.Limit, 1},
+	} {
+		v := q.Get(f.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < f.min || (f.min == 1 && n > registry.MaxViewLimit) {
+			if f.min == 1 {
+				return p, fmt.Errorf("%s %q: want an integer from 1 to %d", f.name, v, registry.MaxViewLimit)
+			}
+			return p, fmt.Errorf("%s %q: want an integer from 0", f.name, v)
+		}
+		*f.to = n
+	}
+	return p, nil
+}
+
+// safePagedView is safeView of page p of a view that pages.
+func safePagedView(e *registry.Entry, v registry.Viewer, p registry.ViewPage) any {
+	if pv, ok := v.(registry.PagedViewer); ok {
+		return safeView(e, pagedViewer{pv, p})
+	}
+	return safeView(e, v)
+}
+
+// pagedViewer is a registry.Viewer of one page of a paged view.
+type pagedViewer struct {
+	v registry.PagedViewer
+	p registry.ViewPage
+}
+
+func (pv pagedViewer) View() any { return pv.v.ViewPage(pv.p) }

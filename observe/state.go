@@ -35,6 +35,10 @@ const (
 	rateWindow       = 10 * time.Second
 )
 
+// uiPage is what the live view shows of a large view: the first 40 members
+// of each group (the page shows no more), with the totals.
+var uiPage = registry.ViewPage{GroupLimit: uiMaxEntries, Limit: 40}
+
 type uiState struct {
 	Node         string                   `json:"node"`
 	Processes    int                      `json:"processes"`
@@ -153,7 +157,7 @@ func (s *server) state() uiState {
 		}
 		kv := kindView{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status}
 		if v, ok := in.Instance.(registry.Viewer); ok {
-			kv.View = safeView(in.Entry, v)
+			kv.View = safePagedView(in.Entry, v, uiPage)
 		}
 		switch {
 		case slices.Contains(supervisorKinds, kv.Kind):

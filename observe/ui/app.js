@@ -154,12 +154,15 @@
       var groups = v.groups || [];
       var rows = groups.map(function (g) {
         var members = g.members || [];
+        // The node sends only the first members of a group, with the total.
+        var total = g.total != null ? g.total : members.length;
         var chips = members.slice(0, MAX_MEMBERS).map(function (pid) {
           var local = nodeName && pid.indexOf("<" + nodeName + ".") === 0;
           return el("span", { cls: "badge " + (local ? "local" : "remote"), title: local ? "local" : "remote", text: pid });
         });
-        if (members.length > MAX_MEMBERS) chips.push(el("span", { cls: "more", text: "+" + (members.length - MAX_MEMBERS) }));
-        return el("tr", { "data-group": g.name }, td(g.name), num(members.length), num(g.local), el("td", null, el("div", { cls: "members" }, chips)));
+        var shown = Math.min(members.length, MAX_MEMBERS);
+        if (total > shown) chips.push(el("span", { cls: "more", text: "+" + (total - shown) }));
+        return el("tr", { "data-group": g.name }, td(g.name), num(total), num(g.local), el("td", null, el("div", { cls: "members" }, chips)));
       });
       return el("div", { "data-scope": s.id },
         el("h3", null, s.id + " ", el("span", { cls: "meta", text: s.event_rate.toFixed(2) + " events/s · " + groups.length + " groups" })),
