@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/ratelog"
 	"github.com/proctor-run/proctor/process"
 )
 
@@ -127,8 +128,11 @@ type Runtime struct {
 
 	restarts *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
-	spawned  spawnIndex
-	history  *reloadHistory
+	// A crash loop logs each entry's failures and restarts a few times a
+	// window, then counts them (internal/ratelog).
+	failLogs, restartLogs *ratelog.Limiter
+	spawned               spawnIndex
+	history               *reloadHistory
 
 	// Owned by the loop.
 	failedHC map[ID]bool          // which entries have a failure health check
@@ -171,7 +175,8 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 	if opts.ReloadHistory <= 0 {
 		opts.ReloadHistory = DefaultReloadHistory
 	}
-	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{}}
+	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{},
+		failLogs: ratelog.New(0, 0, "entry"), restartLogs: ratelog.New(0, 0, "entry")}
 	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{},
 		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
@@ -607,8 +612,8 @@ func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit pro
 			next.Status = StatusStarting
 			restart = true
 			if exit.Err == nil {
-				log.Info("entry returned; restarting it")
-			} else {
+				rt.failLogs.Log(rt.log, slog.LevelInfo, string(id), "entry returned; restarting it", "entry", string(id), "restart", string(typ))
+			} else if rt.failLogs.Allow(rt.log, slog.LevelWarn, string(id), "entry failed") {
 				log.Warn("entry failed", "error", s.entry.Redact(exit.Err.Error()))
 			}
 		case exit.Err == nil:
@@ -682,7 +687,7 @@ func (rt *Runtime) Restart(ctx context.Context, id ID, old process.PID) (Instanc
 		s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: cur.Restarts + 1})
 		rt.clearFailedCheck(id)
 		rt.kick()
-		rt.log.Info("entry restarted", "entry", string(id), "pid", inst.PID().String(), "restarts", cur.Restarts+1)
+		rt.restartLogs.Log(rt.log, slog.LevelInfo, string(id), "entry restarted", "entry", string(id), "pid", inst.PID().String(), "restarts", cur.Restarts+1)
 	})
 	if derr != nil {
 		return nil, derr
