@@ -34,6 +34,28 @@ type ReloadSource interface {
 	LastReload() (registry.ReloadAttempt, bool)
 }
 
+// ReloadProgressSource is implemented by a ReloadSource that says when a
+// reload is under way (*registry.Runtime does): /v1/reload and the reload
+// check of /healthz show it.
+type ReloadProgressSource interface {
+	ReloadInProgress() (registry.ReloadProgress, bool)
+}
+
+// reloadUnderWay returns the reload under way, if src says.
+func reloadUnderWay(src Source) (registry.ReloadProgress, bool) {
+	if ps, ok := src.(ReloadProgressSource); ok {
+		return ps.ReloadInProgress()
+	}
+	return registry.ReloadProgress{}, false
+}
+
+// reloadStatus is the answer of GET /v1/reload: the last attempt, and the
+// reload under way if there is one.
+type reloadStatus struct {
+	*registry.ReloadAttempt
+	InProgress *registry.ReloadProgress `json:"in_progress,omitempty"`
+}
+
 // Options configure Handler. Runtime, Health and Metrics are required.
 type Options struct {
 	Runtime Source
@@ -126,6 +148,16 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 			checks["reload"] = msg
 			warnings = map[string]string{"reload": msg}
 		}
+		// A reload under way (a slow start) is not a failure either, but
+		// whoever wonders why an edit has not taken effect sees it.
+		if p, ok := reloadUnderWay(s.opts.Runtime); ok {
+			msg := fmt.Sprintf("a reload is under way since %s (%s)", p.Since.UTC().Format(time.RFC3339), time.Since(p.Since).Round(time.Millisecond))
+			checks["reload"] = msg
+			if warnings == nil {
+				warnings = map[string]string{}
+			}
+			warnings["reload"] = msg
+		}
 	}
 	body := map[string]any{"status": "ok", "checks": checks}
 	if warnings != nil {
@@ -148,19 +180,26 @@ func reloadText(a registry.ReloadAttempt) string {
 	return msg
 }
 
-// reload serves GET /v1/reload: the last reload attempt, 404 before any.
+// reload serves GET /v1/reload: the last reload attempt and the one under
+// way; 404 before any.
 func (s *server) reload(w http.ResponseWriter, r *http.Request) {
 	rs, ok := s.opts.Runtime.(ReloadSource)
 	if !ok {
 		s.json(w, http.StatusNotFound, map[string]string{"error": "this runtime does not reload"})
 		return
 	}
-	last, ok := rs.LastReload()
-	if !ok {
+	var out reloadStatus
+	if last, ok := rs.LastReload(); ok {
+		out.ReloadAttempt = &last
+	}
+	if p, ok := reloadUnderWay(s.opts.Runtime); ok {
+		out.InProgress = &p
+	}
+	if out.ReloadAttempt == nil && out.InProgress == nil {
 		s.json(w, http.StatusNotFound, map[string]string{"error": "no reload has been attempted yet"})
 		return
 	}
-	s.json(w, http.StatusOK, last)
+	s.json(w, http.StatusOK, out)
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {

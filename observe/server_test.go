@@ -174,7 +174,15 @@ func TestListen(t *testing.T) {
 // reloadSource is a fakeSource that reloads.
 type reloadSource struct {
 	fakeSource
-	last *registry.ReloadAttempt
+	last    *registry.ReloadAttempt
+	running *registry.ReloadProgress
+}
+
+func (r *reloadSource) ReloadInProgress() (registry.ReloadProgress, bool) {
+	if r.running == nil {
+		return registry.ReloadProgress{}, false
+	}
+	return *r.running, true
 }
 
 func (r *reloadSource) LastReload() (registry.ReloadAttempt, bool) {
@@ -215,8 +223,22 @@ func TestReloadStatusEndpoints(t *testing.T) {
 	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"reload": "ok"`) || strings.Contains(body, "warnings") {
 		t.Fatalf("healthz after an applied reload: %d %s", code, body)
 	}
-	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"added": 1`) || strings.Contains(body, "errors") {
+	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"added": 1`) || strings.Contains(body, "errors") || strings.Contains(body, "in_progress") {
 		t.Fatalf("/v1/reload %d %s", code, body)
+	}
+	// A reload under way (a slow start) shows, in both, without failing
+	// the probe.
+	src.running = &registry.ReloadProgress{Since: at}
+	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"added": 1`) || !strings.Contains(body, `"in_progress": {
+    "since": "2026-11-30T12:00:00Z"`) {
+		t.Fatalf("/v1/reload during a reload %d %s", code, body)
+	}
+	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"reload": "a reload is under way since 2026-11-30T12:00:00Z`) || !strings.Contains(body, "warnings") {
+		t.Fatalf("healthz during a reload: %d %s", code, body)
+	}
+	src.last = nil
+	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"in_progress"`) || strings.Contains(body, "result") {
+		t.Fatalf("/v1/reload during the first reload %d %s", code, body)
 	}
 }
 

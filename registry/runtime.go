@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -125,6 +126,11 @@ type Runtime struct {
 	cancel  context.CancelFunc
 	snap    atomic.Pointer[snapshot]
 	stopped atomic.Bool
+	// halt is closed when Stop begins: starts in progress are abandoned
+	// (see callStart) and the orphans count them until they end.
+	halt     chan struct{}
+	haltOnce sync.Once
+	orphans  sync.WaitGroup
 
 	restarts *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
@@ -176,7 +182,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 		opts.ReloadHistory = DefaultReloadHistory
 	}
 	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{},
-		failLogs: ratelog.New(0, 0, "entry"), restartLogs: ratelog.New(0, 0, "entry")}
+		failLogs: ratelog.New(0, 0, "entry"), restartLogs: ratelog.New(0, 0, "entry"), halt: make(chan struct{})}
 	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{},
 		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
@@ -393,21 +399,6 @@ func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
 	return nil
 }
 
-func (rt *Runtime) callStart(ctx context.Context, st Starter, e *Entry) (inst Instance, err error) {
-	ctx, cancel := context.WithTimeout(ctx, rt.env.StartTimeout(e))
-	defer cancel()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kind %s panicked while starting: %v", e.Kind, r)
-		}
-	}()
-	inst, err = st.Start(ctx, rt.env, e)
-	if err == nil && inst == nil {
-		err = fmt.Errorf("kind %s returned no instance", e.Kind)
-	}
-	return inst, err
-}
-
 func (rt *Runtime) setFailedCheck(id ID, err error) {
 	rt.failedHC[id] = true
 	msg := err.Error()
@@ -493,6 +484,9 @@ func (rt *Runtime) stopInstance(id ID, e *Entry, inst Instance) (err error) {
 // StopTimeout, then ends the runtime: it cannot be started again. ctx
 // bounds the whole shutdown.
 func (rt *Runtime) Stop(ctx context.Context) error {
+	// A start in progress on the loop (a slow reload) is abandoned now,
+	// so that stopping does not wait for it.
+	rt.haltOnce.Do(func() { close(rt.halt) })
 	if rt.stopped.Load() {
 		return nil
 	}
@@ -503,6 +497,7 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	rt.stopped.Store(true)
 	rt.cancel()
 	<-rt.loop.Done()
+	rt.waitOrphans(ctx, rt.opts.StopTimeout)
 	return err
 }
 
