@@ -92,9 +92,20 @@ func TestSIGTERMDuringSlowReload(t *testing.T) {
 		_, ok := r.app.node.Whereis("app:slow")
 		return ok
 	})
-	code, body := httpGet(t, "http://"+r.app.srv.Addr().String()+"/v1/reload")
+	url := "http://" + r.app.srv.Addr().String()
+	code, body := httpGet(t, url+"/v1/reload")
 	if code != 200 || !strings.Contains(body, `"in_progress"`) {
 		t.Fatalf("/v1/reload during the slow reload: %d %s", code, body)
+	}
+	// The runtime's loop is busy with the start: the probes and views read
+	// snapshots and answer anyway.
+	for _, path := range []string{"/livez", "/healthz", "/v1/entries", "/v1/entries/app:ok", "/v1/supervisors", "/v1/pg", "/metrics"} {
+		if code, body := httpGet(t, url+path); code != 200 {
+			t.Fatalf("%s during the slow reload: %d %s", path, code, body)
+		}
+	}
+	if code, body := httpGet(t, url+"/readyz"); code != 503 || !strings.Contains(body, "app:slow") {
+		t.Fatalf("/readyz during the slow reload: %d %s", code, body)
 	}
 	start := time.Now()
 	if code := r.stop(t); code != 0 {
