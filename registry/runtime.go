@@ -388,11 +388,8 @@ func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
 		rt.log.Error("entry failed to start", "entry", string(id), "error", e.Redact(err.Error()))
 		return fmt.Errorf("start %s: %w", id, err)
 	}
-	// The owner watches before the instance is published, so no one can
-	// reach it (and end it) before its exit would be seen.
-	if ob := rt.owner.Load(); ob != nil {
-		ob.o.Watch(id, inst)
-	}
+	// callStart had the owner watch the instance before it is published,
+	// so no one can reach it (and end it) before its exit would be seen.
 	s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: prev.Restarts})
 	rt.clearFailedCheck(id)
 	rt.log.Debug("entry started", "entry", string(id), "pid", inst.PID().String())
@@ -676,9 +673,6 @@ func (rt *Runtime) Restart(ctx context.Context, id ID, old process.PID) (Instanc
 			return
 		}
 		rt.restarts.WithLabelValues(string(id)).Inc()
-		if ob := rt.owner.Load(); ob != nil {
-			ob.o.Watch(id, inst)
-		}
 		s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: cur.Restarts + 1})
 		rt.clearFailedCheck(id)
 		rt.kick()

@@ -25,6 +25,9 @@ type startResult struct {
 	err  error
 }
 
+// callStart starts e through st within its start timeout, has the
+// runtime's owner watch the instance, and returns it; see above for when
+// it abandons the start.
 func (rt *Runtime) callStart(ctx context.Context, st Starter, e *Entry) (Instance, error) {
 	select {
 	case <-rt.halt:
@@ -36,6 +39,16 @@ func (rt *Runtime) callStart(ctx context.Context, st Starter, e *Entry) (Instanc
 	res := make(chan startResult, 1)
 	go func() {
 		inst, err := rt.runStart(sctx, st, e)
+		if err == nil {
+			// The owner watches at once, on this goroutine: an instance
+			// that exits right after its start must be seen with its own
+			// exit, and the sooner its monitor is in place, the surer.
+			// One whose start is then abandoned is stopped by the orphan,
+			// and that exit the owner is told is not current.
+			if ob := rt.owner.Load(); ob != nil {
+				ob.o.Watch(e.ID, inst)
+			}
+		}
 		res <- startResult{inst, err}
 	}()
 	late := time.NewTimer(d + startGrace)

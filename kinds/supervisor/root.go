@@ -258,6 +258,12 @@ func (s *rootState) event(e process.Event) {
 		return
 	}
 	delete(s.byPID, e.From)
+	if errors.Is(e.Exit.Err, process.ErrNoProcess) {
+		// The instance was gone before its monitor was in place: its
+		// own exit is lost to the root, so say what happened rather
+		// than a bare "no such process".
+		e.Exit.Err = fmt.Errorf("its process %s exited as soon as it started, before the root supervisor could monitor it (its crash report, if any, has the error): %w", e.From, e.Exit.Err)
+	}
 	restart, err := s.r.rt.Exited(s.p.Context(), w.id, e.From, e.Exit)
 	if err != nil || !restart {
 		// Not current: the runtime stopped or replaced it on purpose.

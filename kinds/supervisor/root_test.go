@@ -706,3 +706,59 @@ func TestReloadDropsAWaitingStart(t *testing.T) {
 		t.Fatalf("service %s: started though no longer wanted", in.Status)
 	}
 }
+
+// rootGoneKind's instance has exited by the time Start returns: the root
+// cannot monitor it in time.
+type rootGoneKind struct{}
+
+func (rootGoneKind) Name() string                 { return "roottest.gone" }
+func (rootGoneKind) Decode(*registry.Decoder) any { return nil }
+
+func (rootGoneKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		return nil, errors.New("crashed at once")
+	}, process.SpawnOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if done, _, ok := env.Node.Done(pid); ok {
+		<-done
+	}
+	return rootTestInstance{pid}, nil
+}
+
+// An instance that is gone before the root could monitor it is reported
+// as such, not as a bare "no such process", and still counts toward
+// max_attempts.
+func TestRootInstanceGoneBeforeItsMonitor(t *testing.T) {
+	kinds := registry.NewRegistry()
+	kinds.Register(rootGoneKind{})
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(p, []byte("namespace: a\nentries:\n  - {name: s, kind: roottest.gone, lifecycle: {auto_start: true, restart: {initial_delay: 1ms, max_attempts: 2}}}\n"), 0o644)
+	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := process.NewNode(process.Options{Name: "root-test"})
+	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
+	root, err := StartRoot(RootOptions{Node: node, Runtime: rt})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt.SetOwner(root)
+	t.Cleanup(func() {
+		rt.Stop(context.Background())
+		root.Stop(context.Background())
+	})
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
+	rootWaitFor(t, "a:s failed", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusFailed
+	})
+	info, _ := rt.Info("a:s")
+	if msg := info.Err.Error(); !strings.Contains(msg, "gave up after 2 restart attempts: its process") || !strings.Contains(msg, "exited as soon as it started, before the root supervisor could monitor it") {
+		t.Fatalf("error %q", msg)
+	}
+}
