@@ -35,9 +35,10 @@ const (
 	rateWindow       = 10 * time.Second
 )
 
-// uiPage is what the live view shows of a large view: the first 40 members
-// of each group (the page shows no more), with the totals.
-var uiPage = registry.ViewPage{GroupLimit: uiMaxEntries, Limit: 40}
+// uiPage is what the live view shows of a large view: the first 100 groups
+// of a scope and 40 members of each (the page shows no more), with the
+// totals; a state stays small enough to push twice a second.
+var uiPage = registry.ViewPage{GroupLimit: 100, Limit: 40}
 
 type uiState struct {
 	Node         string                   `json:"node"`

@@ -165,8 +165,9 @@
         return el("tr", { "data-group": g.name }, td(g.name), num(total), num(g.local), el("td", null, el("div", { cls: "members" }, chips)));
       });
       return el("div", { "data-scope": s.id },
-        el("h3", null, s.id + " ", el("span", { cls: "meta", text: s.event_rate.toFixed(2) + " events/s · " + groups.length + " groups" })),
-        groups.length ? table(["group", "#members", "#local", "pids"], rows) : el("p", { cls: "empty", text: "No group has members." }));
+        el("h3", null, s.id + " ", el("span", { cls: "meta", text: s.event_rate.toFixed(2) + " events/s · " + (v.groups_total != null ? v.groups_total : groups.length) + " groups" })),
+        groups.length ? table(["group", "#members", "#local", "pids"], rows) : el("p", { cls: "empty", text: "No group has members." }),
+        v.truncated ? el("p", { cls: "more", text: "The first " + groups.length + " groups by name are shown; GET /v1/pg pages through the rest." }) : null);
     }));
   }
 
