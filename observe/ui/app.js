@@ -81,6 +81,8 @@
       else if (c.truncated) sub = el("ul", null, el("li", { cls: "more", text: "… deeper levels not shown" }));
       return el("li", { "data-path": p }, line, sub);
     });
+    // The node sends a page of a large supervisor's children, with the total.
+    if (view.truncated && view.children_total > kids.length) kids.push(el("li", { cls: "more", text: "… " + (view.children_total - kids.length) + " more children not shown" }));
     return el("ul", null, kids);
   }
 
