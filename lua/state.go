@@ -39,6 +39,7 @@ func newState(p *Process) *lua.LState {
 		MinimizeStackMemory: true,
 		MaxStringSize:       p.host.limits.maxString,
 		MaxTableEntries:     p.host.limits.maxTable,
+		MissingMethod:       missingMethod,
 	})
 	// NewState sizes its global table for the full standard library; a
 	// sandboxed script's own globals are few.
@@ -151,11 +152,17 @@ func (p *Process) run(args []any) (any, error) {
 	}
 	p.started(nil)
 	L.Insert(fn, base+1)
-	if err := L.PCall(L.GetTop()-base-1, 1, nil); err != nil {
+	if err := L.PCall(L.GetTop()-base-1, 2, nil); err != nil {
 		return nil, p.scriptError(err)
 	}
-	ret := L.Get(-1)
-	L.Pop(1)
+	ret, rerr := L.Get(-2), L.Get(-1)
+	L.Pop(2)
+	if ret == lua.LNil && rerr != lua.LNil {
+		// return nil, err: the API's failure idiom ends the process as
+		// raising err would, so a supervisor, a monitor and --main see a
+		// failure, not a normal exit with nothing.
+		return nil, errorFromLua(L, rerr)
+	}
 	v, err := ToGoAt(ret, "return value")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.entry.ID, err)

@@ -53,6 +53,7 @@ type procExt struct {
 	exit       Exit
 	done       chan struct{} // closed at teardown; created by the first waiter
 	held       []*meta       // goroutine process: asks it holds unanswered (Proc.Unanswered)
+	limits     Limits        // SpawnOptions.Limits (limits.go)
 }
 
 // extLocked returns p.ext.Load(), allocating it; p.mu must be held.
@@ -123,7 +124,12 @@ func (p *process) deliverEvent(e Event) {
 	}
 	x := p.extLocked()
 	p.mu.Unlock()
-	x.events.push(&e)
+	if ok, full := x.events.push(&e); !ok {
+		if full { // Limits.MaxEvents
+			p.node.eventDropped(p.pid, &e)
+		}
+		return
+	}
 	p.notify()
 }
 

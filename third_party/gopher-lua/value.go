@@ -192,9 +192,13 @@ type LState struct {
 	wrapped      bool
 	uvcache      *Upvalue
 	hasErrorFunc bool
-	mainLoop     func(*LState, *callFrame)
-	ctx          context.Context
-	ctxCancelFn  context.CancelFunc
+	// goCalls counts the VM loops running inside another on this thread
+	// (callR from a builtin, a metamethod, an iterator, pcall); PCall puts
+	// it back when it catches an error (proctor: see coYield).
+	goCalls     int
+	mainLoop    func(*LState, *callFrame)
+	ctx         context.Context
+	ctxCancelFn context.CancelFunc
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }
