@@ -61,6 +61,7 @@ func rootSetupLogged(t *testing.T, yaml string, log *slog.Logger) (*registry.Run
 	kinds := registry.NewRegistry()
 	kinds.Register(rootTestKind{})
 	kinds.Register(rootLoopKind{})
+	kinds.Register(rootGoneKind{})
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -731,28 +732,7 @@ func (rootGoneKind) Start(ctx context.Context, env *registry.Env, e *registry.En
 // as such, not as a bare "no such process", and still counts toward
 // max_attempts.
 func TestRootInstanceGoneBeforeItsMonitor(t *testing.T) {
-	kinds := registry.NewRegistry()
-	kinds.Register(rootGoneKind{})
-	p := filepath.Join(t.TempDir(), "c.yaml")
-	os.WriteFile(p, []byte("namespace: a\nentries:\n  - {name: s, kind: roottest.gone, lifecycle: {auto_start: true, restart: {initial_delay: 1ms, max_attempts: 2}}}\n"), 0o644)
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := process.NewNode(process.Options{Name: "root-test"})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
-	root, err := StartRoot(RootOptions{Node: node, Runtime: rt})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.SetOwner(root)
-	t.Cleanup(func() {
-		rt.Stop(context.Background())
-		root.Stop(context.Background())
-	})
-	if err := rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	rt, _ := rootSetup(t, "namespace: a\nentries:\n  - {name: s, kind: roottest.gone, lifecycle: {auto_start: true, restart: {initial_delay: 1ms, max_attempts: 2}}}\n")
 	rootWaitFor(t, "a:s failed", func() bool {
 		info, _ := rt.Info("a:s")
 		return info.Status == registry.StatusFailed
