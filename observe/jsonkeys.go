@@ -8,6 +8,8 @@ import (
 	"io"
 	"strconv"
 	"unicode/utf8"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // duplicateKey returns an error naming the first object key that data
@@ -65,9 +67,10 @@ func dupWalk(dec *json.Decoder, path string) error {
 	return err
 }
 
-// jsonSize returns the size of v's compact JSON encoding, v being a
-// JSONForm tree, or ok false as soon as it passes max: a reply too large to
-// answer with is refused before anything of it is encoded.
+// jsonSize returns about the size of the compact JSON encoding of v, a
+// value of the value model, or ok false as soon as it passes max: a reply
+// too large to answer with is refused before any of it is copied
+// (value.JSONForm) or encoded.
 func jsonSize(v any, max int) (n int, ok bool) {
 	n = sizeOf(v, 0, max)
 	return n, n <= max
@@ -103,8 +106,36 @@ func sizeOf(v any, n, max int) int {
 			}
 		}
 		return n
+	case map[any]any:
+		n += 2
+		for k, e := range x {
+			ks, _ := value.JSONKey(k)
+			if n = sizeOf(e, n+stringSize(ks)+2, max); n > max {
+				return n
+			}
+		}
+		return n
+	case *value.Error:
+		if x == nil {
+			return n + 4
+		}
+		n += 40 + stringSize(string(x.Kind)) + stringSize(x.Message)
+		for _, e := range x.Errors {
+			if n = sizeOf(e, n+1, max); n > max {
+				return n
+			}
+		}
+		if x.Cause != nil {
+			n = sizeOf(x.Cause, n+10, max)
+		}
+		if x.Details != nil {
+			n = sizeOf(x.Details, n+12, max)
+		}
+		return n
+	case int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, float32:
+		return n + 24
 	}
-	// JSONForm yields nothing else; count what it might as too large
+	// The value model has nothing else; count what it might as too large
 	// rather than guess.
 	return max + 1
 }

@@ -300,6 +300,15 @@ func (s *server) ask(w http.ResponseWriter, r *http.Request) {
 		s.failErr(w, err)
 		return
 	}
+	// Refused before value.JSONForm copies it, let alone encodes it.
+	reply, what := res.Value, "reply"
+	if res.Err != nil {
+		reply, what = value.FromError(res.Err), "error reply"
+	}
+	if n, ok := jsonSize(reply, s.maxReply); !ok {
+		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the %s of %s is too large: its JSON passes %d bytes (at least %d)", what, req.dest.text, s.maxReply, n))
+		return
+	}
 	out := askReply{From: res.From.String()}
 	if res.Err != nil {
 		if out.Error, err = value.JSONForm(value.FromError(res.Err)); err != nil {
@@ -308,14 +317,6 @@ func (s *server) ask(w http.ResponseWriter, r *http.Request) {
 		}
 	} else if out.Reply, err = value.JSONForm(res.Value); err != nil {
 		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the reply has no JSON form: %v", err))
-		return
-	}
-	if n, ok := jsonSize(out.Reply, s.maxReply); !ok {
-		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the reply of %s is too large: its JSON passes %d bytes (at least %d)", req.dest.text, s.maxReply, n))
-		return
-	}
-	if n, ok := jsonSize(out.Error, s.maxReply); !ok {
-		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the error reply of %s is too large: its JSON passes %d bytes (at least %d)", req.dest.text, s.maxReply, n))
 		return
 	}
 	s.json(w, http.StatusOK, out)

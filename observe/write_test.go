@@ -61,6 +61,20 @@ func newMsgNode(t *testing.T, token string) *msgNode {
 		n, _ := m.Payload.(float64)
 		c.Reply(&m, strings.Repeat("x", int(n)), nil)
 	}))
+	// app:bigtable answers with a table of that many entries, and
+	// app:bigerror with an error whose details are one.
+	table := func(m process.Message) map[any]any {
+		n, _ := m.Payload.(float64)
+		t := map[any]any{}
+		for i := range int(n) {
+			t[float64(i)] = "0123456789"
+		}
+		return t
+	}
+	spawn("app:bigtable", behavior(func(c process.Context, m process.Message) { c.Reply(&m, []any{table(m)}, nil) }))
+	spawn("app:bigerror", behavior(func(c process.Context, m process.Message) {
+		c.Reply(&m, nil, &value.Error{Kind: value.KindInvalid, Message: "no", Details: table(m)})
+	}))
 	// app:slow never answers.
 	spawn("app:slow", behavior(func(process.Context, process.Message) {}))
 	t.Cleanup(mn.dead.Close)
@@ -254,6 +268,14 @@ func TestAsk(t *testing.T) {
 	}
 	if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"app:big","topic":"q","payload":100000}`); code != http.StatusBadGateway || !strings.Contains(m["error"].(string), "too large") {
 		t.Fatalf("a reply past the bound: %d %v", code, m)
+	}
+	for _, dest := range []string{"app:bigtable", "app:bigerror"} {
+		if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"`+dest+`","topic":"q","payload":10}`); code != 200 {
+			t.Fatalf("%s within the bound: %d %v", dest, code, m)
+		}
+		if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"`+dest+`","topic":"q","payload":5000}`); code != http.StatusBadGateway || !strings.Contains(m["error"].(string), "too large") {
+			t.Fatalf("%s past the bound: %d %v", dest, code, m)
+		}
 	}
 	// Unknown: 404 at once.
 	if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"app:nobody","topic":"q"}`); code != 404 {
