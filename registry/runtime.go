@@ -385,7 +385,12 @@ func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
 	if err != nil {
 		s.set(EntryState{Status: StatusFailed, Err: err, Restarts: prev.Restarts})
 		rt.setFailedCheck(id, err)
-		rt.log.Error("entry failed to start", "entry", string(id), "error", e.Redact(err.Error()))
+		if errors.Is(err, ErrRuntimeStopped) {
+			// Stopping abandoned it (see callStart): not the entry's fault.
+			rt.log.Info("entry not started: the runtime is stopping", "entry", string(id))
+		} else {
+			rt.log.Error("entry failed to start", "entry", string(id), "error", e.Redact(err.Error()))
+		}
 		return fmt.Errorf("start %s: %w", id, err)
 	}
 	// callStart had the owner watch the instance before it is published,
