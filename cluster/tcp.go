@@ -13,6 +13,7 @@ import (
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote"
+	"github.com/proctor-run/proctor/value"
 )
 
 // TCPOptions configure a TCPNetwork. Name and Listen are required; the
@@ -131,7 +132,10 @@ type TCPNetwork struct {
 	closed  bool
 }
 
-var _ remote.Network = (*TCPNetwork)(nil)
+var (
+	_ remote.Network      = (*TCPNetwork)(nil)
+	_ remote.FrameLimiter = (*TCPNetwork)(nil)
+)
 
 // ListenTCP binds the transport's listener. Start (called by remote.New)
 // begins accepting.
@@ -207,7 +211,7 @@ func (n *TCPNetwork) Send(node string, frame []byte) error {
 		return fmt.Errorf("node %q: %w: no connection (%s)", node, process.ErrUnreachable, p.lastErr())
 	}
 	if len(frame) > n.opts.MaxFrame {
-		return fmt.Errorf("node %q: %w: %d bytes (at most %d)", node, ErrFrameTooLarge, len(frame), n.opts.MaxFrame)
+		return fmt.Errorf("node %q: %w: %w: %d bytes (at most %d)", node, ErrFrameTooLarge, value.ErrTooLarge, len(frame), n.opts.MaxFrame)
 	}
 	f := outFrame{b: frame}
 	if n.opts.Faults != nil {
@@ -224,6 +228,10 @@ func (n *TCPNetwork) Send(node string, frame []byte) error {
 	}
 	return p.push(f)
 }
+
+// MaxFrame implements remote.FrameLimiter: the transport encodes each
+// envelope with this budget, so one too large fails before it is built.
+func (n *TCPNetwork) MaxFrame() int { return n.opts.MaxFrame }
 
 // Drain stops dialing peers: the node is leaving the cluster, and the
 // peers close their connections as they see it go. Sends still work over
