@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/proctor-run/proctor/internal/logging"
 )
 
 // Timing configures failure detection, gossip and rejoining. The zero
@@ -164,7 +166,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %q: bad port", cfg.bind)
 	}
-	mlog := log.New(memberlistLog{cfg.log}, "", 0)
+	mlog := log.New(memberlistLog{cfg.log, &logging.Limiter{}}, "", 0)
 	m.nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mlog})
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %s: %w", cfg.bind, err)
@@ -762,8 +764,13 @@ func (t *faultTransport) DialAddressTimeout(a memberlist.Address, timeout time.D
 // memberlistLog turns memberlist's log lines ("[WARN] memberlist: …")
 // into slog records. Its warnings are the ordinary events of failure
 // detection, so they are logged at Info; its errors at Warn; the rest at
-// Debug.
-type memberlistLog struct{ log *slog.Logger }
+// Debug. Lines above Debug are rate-limited per remote host and kind of
+// line: packets that fail to decrypt, or carry a wrong label, are
+// anyone's to send.
+type memberlistLog struct {
+	log   *slog.Logger
+	limit *logging.Limiter
+}
 
 func (w memberlistLog) Write(p []byte) (int, error) {
 	s := strings.TrimSpace(string(p))
@@ -779,6 +786,32 @@ func (w memberlistLog) Write(p []byte) (int, error) {
 	if !strings.HasPrefix(s, "memberlist:") {
 		s = "memberlist: " + s
 	}
-	w.log.Log(context.Background(), level, s)
+	if level == slog.LevelDebug || w.limit == nil {
+		w.log.Log(context.Background(), level, s)
+		return len(p), nil
+	}
+	w.limit.Log(w.log, level, "source", memberlistLogKey(s), s)
 	return len(p), nil
+}
+
+// memberlistLogKey is the rate-limiting key of a memberlist line: the host
+// it names (from=host:port) and what it says, up to its first detail.
+func memberlistLogKey(s string) string {
+	host := ""
+	if i := strings.Index(s, "from="); i >= 0 {
+		addr, _, _ := strings.Cut(s[i+len("from="):], " ")
+		if h, _, err := net.SplitHostPort(addr); err == nil {
+			host = h
+		} else {
+			host = addr
+		}
+	}
+	what := strings.TrimPrefix(s, "memberlist: ")
+	if i := strings.IndexAny(what, ":\"("); i >= 0 {
+		what = what[:i]
+	}
+	if len(what) > 48 {
+		what = what[:48]
+	}
+	return host + " " + strings.TrimSpace(what)
 }

@@ -338,7 +338,7 @@ func (p *peer) lose(c *conn, err error, log *slog.Logger) {
 	p.dropQueue()
 	switch {
 	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrEmptyFrame), errors.Is(err, errRefused), errors.Is(err, io.ErrUnexpectedEOF):
-		log.Error("transport: bad input from the node; connection closed", "error", err)
+		p.n.limit.Log(log, slog.LevelError, "peer", p.name, "transport: bad input from the node; connection closed", "error", err)
 	default:
 		log.Info("transport: connection lost", "error", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote"
 	"github.com/proctor-run/proctor/value"
@@ -121,6 +122,10 @@ type TCPNetwork struct {
 	cancel context.CancelFunc
 	recv   remote.Receiver
 	wg     sync.WaitGroup
+
+	// limit rate-limits the log lines anyone who reaches the port can
+	// cause (refused connections), per remote host.
+	limit logging.Limiter
 
 	peers    atomic.Pointer[map[string]*peer] // read by Send; copied on change under mu
 	draining atomic.Bool                      // the node is leaving: no more dials
@@ -355,7 +360,7 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 	if err != nil {
 		stop()
 		c.Close()
-		n.log.Warn("transport: connection refused", "remote", c.RemoteAddr().String(), "error", err)
+		n.limit.Log(n.log, slog.LevelWarn, "remote_host", remoteHost(c), "transport: connection refused", "remote", c.RemoteAddr().String(), "error", err)
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
@@ -371,6 +376,16 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 	n.mu.Unlock()
 	stop()
 	p.handOver(c)
+}
+
+// remoteHost is the host of c's remote address: the key its log lines are
+// rate-limited by (a flood of connections comes from many ports).
+func remoteHost(c net.Conn) string {
+	a := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
+	}
+	return a
 }
 
 // dials reports whether the node named a dials the node named b: the one

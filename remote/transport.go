@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote/wire"
 	"github.com/proctor-run/proctor/value"
@@ -43,7 +44,8 @@ type Transport struct {
 	opts Options
 
 	pending  pendingTable
-	maxFrame int // the network's bound on a frame (FrameLimiter); MaxInt for none
+	limit    logging.Limiter // refused frames are logged at most so often per node
+	maxFrame int             // the network's bound on a frame (FrameLimiter); MaxInt for none
 
 	sent, received, late, refused, undelivered atomic.Uint64
 	closeOnce                                  sync.Once
@@ -271,12 +273,12 @@ func (t *Transport) Receive(node string, frame []byte) error {
 	e, err := wire.Decode(frame)
 	if err != nil {
 		t.refused.Add(1)
-		t.log.Warn("remote frame refused", "node", node, "error", err)
+		t.limit.Log(t.log, slog.LevelWarn, "node", node, "remote frame refused", "node", node, "error", err)
 		return fmt.Errorf("frame from %s: %w", node, err)
 	}
 	if err := t.check(node, &e); err != nil {
 		t.refused.Add(1)
-		t.log.Warn("remote frame refused", "node", node, "signal", e.Signal.String(), "error", err)
+		t.limit.Log(t.log, slog.LevelWarn, "node", node, "remote frame refused", "node", node, "signal", e.Signal.String(), "error", err)
 		return err
 	}
 	t.received.Add(1)
