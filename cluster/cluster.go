@@ -250,6 +250,9 @@ type Status struct {
 	Remote remote.Stats `json:"remote"`
 	// GossipDropped counts gossip messages dropped on arrival.
 	GossipDropped uint64 `json:"gossip_dropped"`
+	// Accept is how the transport's listener fares: failed accepts
+	// (retried with backoff) and connections shed past MaxHandshakes.
+	Accept AcceptStatus `json:"accept"`
 }
 
 // MemberStatus is one other node: its membership, its transport peer and
@@ -268,7 +271,7 @@ type MemberStatus struct {
 func (c *Cluster) Status() Status {
 	s := Status{
 		Node: c.Name(), Gossip: c.ms.Addr(), Transport: c.net.Addr(), Secret: c.opts.Secret != nil,
-		Remote: c.tr.Stats(), GossipDropped: c.ms.GossipDropped(),
+		Remote: c.tr.Stats(), GossipDropped: c.ms.GossipDropped(), Accept: c.net.AcceptStatus(),
 	}
 	peers := map[string]PeerStatus{}
 	for _, p := range c.net.Peers() {

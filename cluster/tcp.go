@@ -41,8 +41,14 @@ type TCPOptions struct {
 	// one); a larger frame closes the connection. Default: DefaultMaxFrame.
 	MaxFrame int
 	// DialTimeout bounds a connection attempt, HandshakeTimeout the
-	// handshake after it. Defaults: 2s and 5s.
+	// handshake after it (on both sides: an accepted connection that has
+	// not completed the handshake by then is closed). Defaults: 2s and 5s.
 	DialTimeout, HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the accepted connections still in their
+	// handshake; a connection accepted past it is closed at once (counted
+	// as shed), so a flood of idle connects holds at most this many file
+	// descriptors and goroutines until HandshakeTimeout. Default: 64.
+	MaxHandshakes int
 	// WriteTimeout bounds one batch of writes to a peer that does not
 	// read; past it the connection is closed. Default: 10s.
 	WriteTimeout time.Duration
@@ -72,6 +78,9 @@ func (o *TCPOptions) defaults() {
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 5 * time.Second
+	}
+	if o.MaxHandshakes <= 0 {
+		o.MaxHandshakes = 64
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
@@ -130,6 +139,9 @@ type TCPNetwork struct {
 	peers    atomic.Pointer[map[string]*peer] // read by Send; copied on change under mu
 	draining atomic.Bool                      // the node is leaving: no more dials
 
+	handshakes chan struct{} // a slot per accepted connection in its handshake
+	acc        acceptCounters
+
 	mu      sync.Mutex
 	down    map[string]bool // peers the membership reports gone: their dials are refused
 	stats   map[string]*PeerCounters
@@ -156,6 +168,7 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 	n := &TCPNetwork{
 		opts: opts, log: opts.Logger.With("node", opts.Name), ln: ln, addr: ln.Addr().String(),
 		down: map[string]bool{}, stats: map[string]*PeerCounters{},
+		handshakes: make(chan struct{}, opts.MaxHandshakes),
 	}
 	if opts.Advertise != "" {
 		n.addr = opts.Advertise
@@ -323,21 +336,84 @@ func (n *TCPNetwork) peerLocked(node string) *peer {
 	return p
 }
 
-// accept takes connections until the network closes.
+// AcceptStatus is how the transport's listener fares: an accept that
+// fails (too many open files, say) is retried with backoff, and a
+// connection past MaxHandshakes is shed.
+type AcceptStatus struct {
+	// Errors counts failed accepts; LastError is the latest.
+	Errors    uint64 `json:"errors"`
+	LastError string `json:"last_error,omitempty"`
+	// Shed counts connections closed at once: MaxHandshakes were in
+	// their handshake.
+	Shed uint64 `json:"shed"`
+	// Handshaking is the connections in their handshake now.
+	Handshaking int `json:"handshaking"`
+}
+
+// acceptCounters are the listener's counters; lastErr is guarded by the
+// network's mu.
+type acceptCounters struct {
+	errors, shed atomic.Uint64
+	lastErr      string
+}
+
+// AcceptStatus returns the listener's counters.
+func (n *TCPNetwork) AcceptStatus() AcceptStatus {
+	n.mu.Lock()
+	last := n.acc.lastErr
+	n.mu.Unlock()
+	return AcceptStatus{
+		Errors: n.acc.errors.Load(), LastError: last, Shed: n.acc.shed.Load(),
+		Handshaking: len(n.handshakes),
+	}
+}
+
+// Backoff of a failing accept, as net/http's Server does it.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// accept takes connections until the network closes. A failed accept (out
+// of file descriptors, say) is retried after a backoff that doubles from
+// 5ms to 1s, so the node accepts again once the condition passes.
 func (n *TCPNetwork) accept() {
 	defer n.wg.Done()
+	var backoff time.Duration
 	for {
 		c, err := n.ln.Accept()
 		if err != nil {
 			if n.ctx.Err() != nil {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				n.log.Error("transport: the listener closed; no more connections are accepted", "error", err)
+				return
 			}
-			n.log.Error("transport: accept failed; no more connections are accepted", "error", err)
-			return
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			n.acc.errors.Add(1)
+			n.mu.Lock()
+			n.acc.lastErr = err.Error()
+			n.mu.Unlock()
+			n.limit.Log(n.log, slog.LevelError, "accept", "", "transport: accept failed; retrying", "retry_in", backoff.String(), "error", err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-n.ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		select {
+		case n.handshakes <- struct{}{}:
+		default:
+			n.acc.shed.Add(1)
+			n.limit.Log(n.log, slog.LevelWarn, "remote_host", remoteHost(c), "transport: too many connections in their handshake; connection closed",
+				"remote", c.RemoteAddr().String(), "max_handshakes", n.opts.MaxHandshakes)
+			c.Close()
+			continue
 		}
 		n.wg.Add(1)
 		go n.inbound(c)
@@ -351,6 +427,7 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 	stop := context.AfterFunc(n.ctx, func() { c.Close() })
 	_ = c.SetDeadline(time.Now().Add(n.opts.HandshakeTimeout))
 	name, err := acceptHandshake(c, n.opts.Key, n.opts.Name)
+	<-n.handshakes
 	if err == nil && !dials(name, n.opts.Name) {
 		err = fmt.Errorf("%w: node %q dialed, but %q dials it", ErrHandshake, name, n.opts.Name)
 	}
