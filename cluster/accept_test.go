@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"fmt"
 	"log/slog"
 	"net"
 	"runtime"
@@ -96,4 +97,37 @@ func TestIdleConnectsAreCapped(t *testing.T) {
 // testLogger logs at debug level into logs.
 func testLogger(logs *testutil.SyncBuffer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// Handshakes under made-up names leave nothing behind: with a secret, a
+// node that proves it holds it but is no member gets a peer only while
+// its connection lasts; without one, such a connection makes no peer at
+// all and is closed at the handshake deadline.
+func TestStrangersLeaveNoPeers(t *testing.T) {
+	keys, _ := DeriveKeys(testSecret)
+	for _, tt := range []struct {
+		name string
+		key  []byte
+	}{{"secret", keys.Handshake}, {"no secret", noSecretKey}} {
+		t.Run(tt.name, func(t *testing.T) {
+			n, _ := bareNetwork(t, TCPOptions{Name: "zz", Key: tt.key, HandshakeTimeout: 500 * time.Millisecond})
+			before := runtime.NumGoroutine()
+			for i := range 50 {
+				c, err := net.Dial("tcp", n.Addr())
+				if err != nil {
+					t.Fatal(err)
+				}
+				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
+				if err := dialHandshake(c, tt.key, fmt.Sprintf("stranger%d", i), "zz"); err != nil {
+					t.Fatal(err)
+				}
+				_, _ = c.Write(frameOf([]byte("a frame")))
+				c.Close()
+			}
+			testutil.Eventually(t, "the strangers' peers gone", func() bool {
+				return len(n.Peers()) == 0 && len(*n.peers.Load()) == 0
+			})
+			testutil.Eventually(t, "their goroutines gone", func() bool { return runtime.NumGoroutine() <= before+2 })
+		})
+	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -140,13 +141,17 @@ type TCPNetwork struct {
 	draining atomic.Bool                      // the node is leaving: no more dials
 
 	handshakes chan struct{} // a slot per accepted connection in its handshake
+	secret     bool          // the handshake key is a secret's: a handshake authenticates
 	acc        acceptCounters
 
-	mu      sync.Mutex
-	down    map[string]bool // peers the membership reports gone: their dials are refused
-	stats   map[string]*PeerCounters
-	started bool
-	closed  bool
+	mu   sync.Mutex
+	down map[string]bool // peers the membership reports gone: their dials are refused
+	// memberUp is closed (and replaced) when a peer comes up: inbound
+	// connections waiting for the membership look again.
+	memberUp chan struct{}
+	stats    map[string]*PeerCounters
+	started  bool
+	closed   bool
 }
 
 var (
@@ -168,7 +173,8 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 	n := &TCPNetwork{
 		opts: opts, log: opts.Logger.With("node", opts.Name), ln: ln, addr: ln.Addr().String(),
 		down: map[string]bool{}, stats: map[string]*PeerCounters{},
-		handshakes: make(chan struct{}, opts.MaxHandshakes),
+		handshakes: make(chan struct{}, opts.MaxHandshakes), memberUp: make(chan struct{}),
+		secret: !bytes.Equal(opts.Key, noSecretKey),
 	}
 	if opts.Advertise != "" {
 		n.addr = opts.Advertise
@@ -272,6 +278,8 @@ func (n *TCPNetwork) PeerUp(node, addr string) {
 	p.addr.Store(&addr)
 	p.up.Store(true)
 	p.poke()
+	close(n.memberUp)
+	n.memberUp = make(chan struct{})
 }
 
 // PeerDown tells the network that node is gone: sends to it fail from now
@@ -425,15 +433,20 @@ func (n *TCPNetwork) accept() {
 func (n *TCPNetwork) inbound(c net.Conn) {
 	defer n.wg.Done()
 	stop := context.AfterFunc(n.ctx, func() { c.Close() })
-	_ = c.SetDeadline(time.Now().Add(n.opts.HandshakeTimeout))
+	deadline := time.Now().Add(n.opts.HandshakeTimeout)
+	_ = c.SetDeadline(deadline)
 	name, err := acceptHandshake(c, n.opts.Key, n.opts.Name)
-	<-n.handshakes
 	if err == nil && !dials(name, n.opts.Name) {
 		err = fmt.Errorf("%w: node %q dialed, but %q dials it", ErrHandshake, name, n.opts.Name)
 	}
 	if err == nil && n.opts.Faults.isCut(name, n.opts.Name) {
 		err = fmt.Errorf("node %q: cut by a fault", name)
 	}
+	var p *peer
+	if err == nil {
+		p, err = n.inboundPeer(name, deadline)
+	}
+	<-n.handshakes
 	if err != nil {
 		stop()
 		c.Close()
@@ -441,18 +454,79 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	n.mu.Lock()
-	if n.closed || n.down[name] {
-		n.mu.Unlock()
-		stop()
-		c.Close()
-		n.log.Info("transport: connection refused: the membership reports the node gone", "peer", name)
-		return
-	}
-	p := n.peerLocked(name)
-	n.mu.Unlock()
 	stop()
 	p.handOver(c)
+}
+
+// inboundPeer returns the peer an authenticated connection from name
+// belongs to. A member's is its peer. With a secret, a node that proved
+// it holds the secret but that the membership has not reported yet gets a
+// peer for as long as its connection lasts (so its asks are answered).
+// Without a secret the handshake proves nothing, so the connection waits,
+// until deadline at most, for the membership to report the node: only
+// members make peers.
+func (n *TCPNetwork) inboundPeer(name string, deadline time.Time) (*peer, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		n.mu.Lock()
+		switch {
+		case n.closed:
+			n.mu.Unlock()
+			return nil, errors.New("the network is closing")
+		case n.down[name]:
+			n.mu.Unlock()
+			return nil, fmt.Errorf("node %q: the membership reports it gone", name)
+		}
+		if p := (*n.peers.Load())[name]; (p != nil && p.up.Load()) || n.secret {
+			p := n.peerLocked(name)
+			n.mu.Unlock()
+			return p, nil
+		}
+		up := n.memberUp
+		n.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+		}
+		select {
+		case <-up:
+		case <-timer.C:
+			return nil, fmt.Errorf("node %q is not a member (no secret authenticates it)", name)
+		case <-n.ctx.Done():
+			return nil, n.ctx.Err()
+		}
+	}
+}
+
+// dropStranger removes p, a peer made for a connection from a node the
+// membership had not reported, once that connection has ended: it stops
+// and its entry and counters go, so connections under made-up names leave
+// nothing behind. False when the membership has reported the node since.
+func (n *TCPNetwork) dropStranger(p *peer) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p.up.Load() {
+		return false
+	}
+	peers := *n.peers.Load()
+	if peers[p.name] == p {
+		next := make(map[string]*peer, len(peers))
+		for k, v := range peers {
+			if k != p.name {
+				next[k] = v
+			}
+		}
+		n.peers.Store(&next)
+		if n.stats[p.name] == p.st {
+			delete(n.stats, p.name)
+		}
+	}
+	p.cancel()
+	return true
 }
 
 // remoteHost is the host of c's remote address: the key its log lines are
