@@ -106,6 +106,7 @@ type membershipConfig struct {
 	// IP memberlist advertises.
 	transport func(adv net.IP) string
 	meta      []byte
+	creation  uint32 // the node's (process.Node.Creation), advertised
 	timing    Timing
 	resolve   Resolver
 	faults    *Faults
@@ -144,6 +145,8 @@ type Membership struct {
 	live  atomic.Pointer[[]Member] // alive members but this one, by name
 	known atomic.Pointer[[]Member] // every node seen but this one, by name
 
+	self       Meta                  // this node's metadata
+	conflict   atomic.Pointer[error] // ErrNameTaken, once another node is seen to hold this one's name
 	stopRejoin chan struct{}
 	rejoinDone chan struct{}
 	refused    sync.Map // "name\x00reason" -> struct{}: logged once
@@ -176,7 +179,8 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 		_ = m.nt.Shutdown()
 		return nil, fmt.Errorf("cluster advertise address: %w", err)
 	}
-	m.cfg.meta = localMeta(cfg.transport(advIP)).encode()
+	m.self = localMeta(cfg.transport(advIP), time.Now(), cfg.creation)
+	m.cfg.meta = m.self.encode()
 	t := cfg.timing
 	c := memberlist.DefaultLANConfig()
 	c.Name = cfg.name
@@ -202,6 +206,9 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	if _, err := m.g.register(kindMembership, m.membershipMsg, true); err != nil {
 		return nil, err
 	}
+	// Known before memberlist starts: the alive filter tells this node's
+	// own address from that of another node claiming its name.
+	m.addr = net.JoinHostPort(advIP.String(), strconv.Itoa(c.AdvertisePort))
 	go m.loop()
 	m.ml, err = memberlist.Create(c)
 	if err != nil {
@@ -210,7 +217,20 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 		<-m.done
 		return nil, fmt.Errorf("cluster membership: %w", err)
 	}
-	m.addr = net.JoinHostPort(advIP.String(), strconv.Itoa(c.AdvertisePort))
+	// One join at once, so that a name already taken in the cluster
+	// fails the start (the seeds' state, merged during the join, shows
+	// the member that holds it); the rejoin loop carries on from here.
+	if seeds := m.seedAddrs(); len(seeds) > 0 {
+		if _, err := m.ml.Join(seeds); err != nil {
+			m.log.Debug("cluster: first join attempt failed; retrying in the background", "seeds", seeds, "error", err)
+		}
+	}
+	if err := m.Err(); err != nil {
+		_ = m.ml.Shutdown()
+		close(m.quit)
+		<-m.done
+		return nil, err
+	}
 	go m.rejoin()
 	return m, nil
 }
@@ -666,7 +686,10 @@ func (d *delegate) MergeRemoteState([]byte, bool) {}
 
 func (d *delegate) NotifyAlive(n *memberlist.Node) error {
 	if n.Name == d.m.cfg.name {
-		return nil
+		if n.Address() == d.m.addr {
+			return nil
+		}
+		return d.m.nameClaimed(n)
 	}
 	if _, err := decodeMeta(n.Meta); err != nil {
 		d.m.refuse(n.Name, err)
@@ -703,8 +726,46 @@ func (d *delegate) NotifyLeave(n *memberlist.Node) {
 }
 
 func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
-	d.m.log.Error("cluster: two nodes claim one name; the newcomer is ignored", "peer", existing.Name,
-		"existing", existing.Address(), "other", other.Address())
+	if _, seen := d.m.refused.LoadOrStore(existing.Name+"\x00conflict\x00"+other.Address(), struct{}{}); !seen {
+		d.m.log.Error("cluster: two nodes claim one name; the newcomer is ignored", "peer", existing.Name,
+			"existing", existing.Address(), "other", other.Address())
+	}
+}
+
+// ErrNameTaken: another live member holds this node's name. Node names are
+// unique in a cluster: the node that started first keeps its name, and the
+// other fails (Start returns the error, or, when it is seen only later,
+// Cluster.Err does).
+var ErrNameTaken = errors.New("node name taken by another live member")
+
+// Err returns ErrNameTaken (wrapped, naming the other node) once this
+// node has seen another live member with its name that started first: it
+// is not a member of the cluster, whose nodes ignore it.
+func (m *Membership) Err() error {
+	if e := m.conflict.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// nameClaimed handles an alive message of another node under this node's
+// name (on memberlist's goroutine, under its lock): the node that started
+// first keeps the name. Either way the message is refused.
+func (m *Membership) nameClaimed(n *memberlist.Node) error {
+	theirs, err := decodeMeta(n.Meta)
+	first := err == nil && (theirs.Started.Before(m.self.Started) ||
+		(theirs.Started.Equal(m.self.Started) && n.Address() < m.addr))
+	if !first {
+		err := fmt.Errorf("a node at %s claims this node's name; it is refused", n.Address())
+		m.refuse(n.Name, err)
+		return err
+	}
+	taken := fmt.Errorf("cluster: %w: %q is the name of the member at %s since %s; start this node under another name (if that member is this node before a restart on another address, it is declared dead within seconds: start again then)",
+		ErrNameTaken, n.Name, n.Address(), theirs.Started.UTC().Format(time.RFC3339))
+	if m.conflict.CompareAndSwap(nil, &taken) {
+		m.log.Error("cluster: this node's name is taken; it is not a member of the cluster", "error", taken)
+	}
+	return taken
 }
 
 // faultTransport is memberlist's network transport with the fault layer
@@ -807,7 +868,7 @@ func memberlistLogKey(s string) string {
 		}
 	}
 	what := strings.TrimPrefix(s, "memberlist: ")
-	if i := strings.IndexAny(what, ":\"("); i >= 0 {
+	if i := strings.IndexAny(what, ":\"'("); i >= 0 {
 		what = what[:i]
 	}
 	if len(what) > 48 {
