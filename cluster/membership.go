@@ -457,9 +457,11 @@ func (m *Membership) joined(mem Member) {
 	}
 	mem.State, mem.Since = StateAlive, time.Now()
 	m.members[mem.Name] = &mem
-	m.publish()
 	m.log.Info("cluster: node joined", "peer", mem.Name, "gossip", mem.Gossip, "transport", mem.Transport)
+	// The transport first: whoever sees the member in the snapshot can
+	// send to it at once.
 	m.cfg.peerUp(mem)
+	m.publish()
 	m.emit(Event{Kind: MemberJoined, Member: mem})
 }
 
@@ -489,12 +491,21 @@ func (m *Membership) updated(mem Member) {
 		m.joined(mem)
 		return
 	}
+	if prev.Meta.Creation != 0 && mem.Meta.Creation != prev.Meta.Creation {
+		// A new incarnation under the name (a restart the failure
+		// detector did not see): the old one is gone, with its
+		// processes and its connection, and the new one joins.
+		m.log.Info("cluster: node restarted", "peer", mem.Name, "creation", mem.Meta.Creation, "previous", prev.Meta.Creation)
+		m.left(mem.Name, StateDead)
+		m.joined(mem)
+		return
+	}
 	mem.State, mem.Since = StateAlive, prev.Since
 	m.members[mem.Name] = &mem
-	m.publish()
 	if mem.Transport != prev.Transport {
 		m.cfg.peerUp(mem)
 	}
+	m.publish()
 	m.emit(Event{Kind: MemberUpdated, Member: mem})
 }
 

@@ -273,6 +273,21 @@ func (n *TCPNetwork) PeerUp(node, addr string) {
 		// membership starts after the transport.
 		return
 	}
+	if st := n.stats[node]; st != nil && st.lastDone != nil && (*n.peers.Load())[node] == nil {
+		// The node's previous entry may still be stopping: its NodeDown
+		// (which fails the asks awaiting the node) must come before
+		// anything is sent to the node anew.
+		prev := st.lastDone
+		n.mu.Unlock()
+		select {
+		case <-prev:
+		case <-n.ctx.Done():
+		}
+		n.mu.Lock()
+		if n.closed {
+			return
+		}
+	}
 	delete(n.down, node)
 	p := n.peerLocked(node)
 	p.addr.Store(&addr)
