@@ -53,6 +53,9 @@ func TestFirstAskAfterRestartSucceeds(t *testing.T) {
 					return process.PID{}, err
 				}
 				r, err := call.Wait(10*time.Second, nil)
+				if err == nil {
+					err = r.Err
+				}
 				return r.From, err
 			}
 			if _, err := ask(); err != nil {
@@ -97,18 +100,8 @@ func TestFirstAskAfterRestartSucceeds(t *testing.T) {
 // transport connections stay open (nobody closes them, nothing answers on
 // them that the new incarnation would).
 func (tc *tcluster) freeze(name string) {
-	n := tc.node(name)
-	tc.mu.Lock()
-	delete(tc.nodes, name)
-	tc.mu.Unlock()
-	m := n.c.ms
-	m.leaveOnce.Do(func() {
-		close(m.stopRejoin)
-		<-m.rejoinDone
-		close(m.quit)
-		_ = m.ml.Shutdown()
-		<-m.done
-	})
+	n := tc.silence(name)
+	n.c.net.Drain() // gone: it dials nobody again
 	_ = n.c.net.ln.Close()
 	tc.t.Cleanup(func() { _ = n.c.Close() })
 }

@@ -273,11 +273,18 @@ func (n *TCPNetwork) PeerUp(node, addr string) {
 		// membership starts after the transport.
 		return
 	}
-	if st := n.stats[node]; st != nil && st.lastDone != nil && (*n.peers.Load())[node] == nil {
-		// The node's previous entry may still be stopping: its NodeDown
-		// (which fails the asks awaiting the node) must come before
-		// anything is sent to the node anew.
-		prev := st.lastDone
+	// The node's previous entry may still be stopping: its NodeDown (which
+	// fails the asks awaiting the node) must come before anything is sent
+	// to the node anew. The previous entry is the one before the current
+	// (made when the node connected before the membership reported it),
+	// or the last one.
+	var prev <-chan struct{}
+	if p := (*n.peers.Load())[node]; p != nil {
+		prev = p.prev
+	} else if st := n.stats[node]; st != nil {
+		prev = st.lastDone
+	}
+	if prev != nil {
 		n.mu.Unlock()
 		select {
 		case <-prev:
