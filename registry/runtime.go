@@ -12,7 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/proctor-run/proctor/internal/ratelog"
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 )
 
@@ -135,8 +135,8 @@ type Runtime struct {
 	restarts *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
 	// A crash loop logs each entry's failures and restarts a few times a
-	// window, then counts them (internal/ratelog).
-	failLogs, restartLogs *ratelog.Limiter
+	// window, then counts them (internal/logging.Limiter).
+	failLogs, restartLogs *logging.Limiter
 	spawned               spawnIndex
 	history               *reloadHistory
 
@@ -182,7 +182,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 		opts.ReloadHistory = DefaultReloadHistory
 	}
 	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{},
-		failLogs: ratelog.New(0, 0, "entry"), restartLogs: ratelog.New(0, 0, "entry"), halt: make(chan struct{})}
+		failLogs: &logging.Limiter{}, restartLogs: &logging.Limiter{}, halt: make(chan struct{})}
 	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{},
 		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
@@ -609,8 +609,8 @@ func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit pro
 			next.Status = StatusStarting
 			restart = true
 			if exit.Err == nil {
-				rt.failLogs.Log(rt.log, slog.LevelInfo, string(id), "entry returned; restarting it", "entry", string(id), "restart", string(typ))
-			} else if rt.failLogs.Allow(rt.log, slog.LevelWarn, string(id), "entry failed") {
+				rt.failLogs.Log(rt.log, slog.LevelInfo, "entry", string(id), "entry returned; restarting it", "entry", string(id), "restart", string(typ))
+			} else if rt.failLogs.AllowLog(rt.log, slog.LevelWarn, "entry", string(id), "entry failed") {
 				log.Warn("entry failed", "error", s.entry.Redact(exit.Err.Error()))
 			}
 		case exit.Err == nil:
@@ -681,7 +681,7 @@ func (rt *Runtime) Restart(ctx context.Context, id ID, old process.PID) (Instanc
 		s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: cur.Restarts + 1})
 		rt.clearFailedCheck(id)
 		rt.kick()
-		rt.restartLogs.Log(rt.log, slog.LevelInfo, string(id), "entry restarted", "entry", string(id), "pid", inst.PID().String(), "restarts", cur.Restarts+1)
+		rt.restartLogs.Log(rt.log, slog.LevelInfo, "entry", string(id), "entry restarted", "entry", string(id), "pid", inst.PID().String(), "restarts", cur.Restarts+1)
 	})
 	if derr != nil {
 		return nil, derr

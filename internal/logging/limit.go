@@ -109,11 +109,18 @@ func (l *Limiter) sweep(now time.Time) {
 // msg, with the key (under keyAttr), "suppressed" (their number) and
 // "window".
 func (l *Limiter) Log(log *slog.Logger, level slog.Level, keyAttr, key, msg string, args ...any) {
-	if l.Allow(key, func(suppressed, _ int) {
-		log.Log(context.Background(), level, msg+" (similar lines suppressed)", keyAttr, key, "suppressed", suppressed, "window", l.window().String())
-	}) {
+	if l.AllowLog(log, level, keyAttr, key, msg) {
 		log.Log(context.Background(), level, msg, args...)
 	}
+}
+
+// AllowLog is Allow for a caller that logs the line itself (it builds
+// costly attributes only when the line is let through): the lines it
+// suppresses are reported as Log reports them.
+func (l *Limiter) AllowLog(log *slog.Logger, level slog.Level, keyAttr, key, msg string) bool {
+	return l.Allow(key, func(suppressed, _ int) {
+		log.Log(context.Background(), level, msg+" (similar lines suppressed)", keyAttr, key, "suppressed", suppressed, "window", l.window().String())
+	})
 }
 
 func (l *Limiter) window() time.Duration {

@@ -9,7 +9,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/proctor-run/proctor/internal/ratelog"
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -54,11 +54,11 @@ type RootOptions struct {
 // over. (With max_delay alone, a max_delay of a millisecond made every
 // crash a recovery, and max_attempts was never reached.) Every delay is at
 // least MinRestartDelay, so a zero backoff cannot spin. The restart lines
-// of an entry are rate-limited (see internal/ratelog): a crash loop does
+// of an entry are rate-limited (see internal/logging.Limiter): a crash loop does
 // not flood the log.
 type Root struct {
 	node   *process.Node
-	logs   *ratelog.Limiter
+	logs   *logging.Limiter
 	rt     RootRuntime
 	log    *slog.Logger
 	jitter func() float64
@@ -82,7 +82,7 @@ func StartRoot(opts RootOptions) (*Root, error) {
 	if opts.Node == nil || opts.Runtime == nil {
 		return nil, errors.New("root supervisor: Node and Runtime are required")
 	}
-	r := &Root{node: opts.Node, rt: opts.Runtime, log: opts.Logger, jitter: opts.Jitter, logs: ratelog.New(0, 0, "entry")}
+	r := &Root{node: opts.Node, rt: opts.Runtime, log: opts.Logger, jitter: opts.Jitter, logs: &logging.Limiter{}}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -307,7 +307,7 @@ func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
 	n++
 	s.attempts[id] = n
 	d := s.r.backoff(pol, n)
-	if s.r.logs.Allow(s.r.log, slog.LevelInfo, string(id), "restarting entry") {
+	if s.r.logs.AllowLog(s.r.log, slog.LevelInfo, "entry", string(id), "restarting entry") {
 		s.r.log.Info("restarting entry", "entry", string(id), "attempt", n, "delay", d, "error", entry.Redact(reason.Error()))
 	}
 	self, node := s.p.Self(), s.r.node

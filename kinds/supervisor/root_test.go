@@ -14,7 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
-	"github.com/proctor-run/proctor/internal/ratelog"
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -201,8 +201,8 @@ entries:
 	}
 	out := buf.String()
 	for _, msg := range []string{`msg="restarting entry"`, `msg="entry failed"`, `msg="entry restarted"`} {
-		if n := strings.Count(out, msg); n > ratelog.DefaultBurst {
-			t.Errorf("%d lines %s in a crash loop, want at most %d", n, msg, ratelog.DefaultBurst)
+		if n := strings.Count(out, msg); n > logging.DefaultBurst {
+			t.Errorf("%d lines %s in a crash loop, want at most %d", n, msg, logging.DefaultBurst)
 		}
 	}
 }
