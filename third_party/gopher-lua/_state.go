@@ -568,8 +568,6 @@ func newGlobal(skipOpenLibs bool) *Global {
 		MainThread: nil,
 		Registry:   newLTable(0, rcap),
 		Global:     newLTable(0, gcap),
-		builtinMts: make(map[int]LValue),
-		tempFiles:  make([]*os.File, 0, 10),
 	}
 }
 
@@ -913,7 +911,7 @@ func (ls *LState) metatable(lvalue LValue, rawget bool) LValue {
 	case *LUserData:
 		metatable = obj.Metatable
 	default:
-		if table, ok := ls.G.builtinMts[int(obj.Type())]; ok {
+		if table := ls.G.builtinMts[obj.Type()]; table != nil {
 			metatable = table
 		}
 	}
@@ -1081,6 +1079,11 @@ func (ls *LState) callR(nargs, nret, rbase int) {
 		Parent:     ls.currentFrame,
 		TailCall:   0,
 	}, lv, meta)
+	// proctor: Lua code called from Go may not suspend the suspendable
+	// call this one runs under (suspend.go); PCall restores the flag when
+	// an error skips the restore below.
+	suspOK := ls.suspOK
+	ls.suspOK = false
 	if ls.G.MainThread == nil {
 		ls.G.MainThread = ls
 		ls.G.CurrentThread = ls
@@ -1088,6 +1091,7 @@ func (ls *LState) callR(nargs, nret, rbase int) {
 	} else {
 		ls.mainLoop(ls, ls.currentFrame)
 	}
+	ls.suspOK = suspOK
 	if nret != MultRet {
 		ls.reg.SetTop(rbase + nret)
 	}
@@ -1260,7 +1264,10 @@ func NewState(opts ...Options) *LState {
 		if opts[0].CallStackSize < 1 {
 			opts[0].CallStackSize = CallStackSize
 		}
-		if opts[0].RegistrySize < 128 {
+		// proctor: a registry that grows on demand (RegistryMaxSize above
+		// RegistrySize) may start as small as minGrowingRegistrySize: a
+		// host with many small states sizes them by what they use.
+		if opts[0].RegistrySize < 128 && (opts[0].RegistrySize < minGrowingRegistrySize || opts[0].RegistryMaxSize <= opts[0].RegistrySize) {
 			opts[0].RegistrySize = RegistrySize
 		}
 		if opts[0].RegistryMaxSize < opts[0].RegistrySize {
@@ -1886,9 +1893,11 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 	if errfunc != nil {
 		ls.hasErrorFunc = true
 	}
+	suspOK := ls.suspOK // proctor: see callR
 	defer func() {
 		ls.Panic = oldpanic
 		ls.hasErrorFunc = false
+		ls.suspOK = suspOK
 		rcv := recover()
 		if rcv != nil {
 			if _, ok := rcv.(*ApiError); !ok {
@@ -1985,7 +1994,7 @@ func (ls *LState) SetMetatable(obj LValue, mt LValue) {
 	case *LUserData:
 		v.Metatable = mt
 	default:
-		ls.G.builtinMts[int(obj.Type())] = mt
+		ls.G.builtinMts[obj.Type()] = mt
 	}
 }
 
