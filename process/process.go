@@ -16,9 +16,9 @@ type process struct {
 	pid      PID
 	node     *Node
 	behavior Behavior             // nil for a goroutine process
-	wake     chan struct{}        // goroutine process: signalled when mail or an event arrives
+	wake     chan struct{}        // goroutine process: made by the first Arm; signalled when mail or an event arrives
 	sched    atomic.Int32         // Behavior: 1 while a dispatcher goroutine owns it
-	waiting  atomic.Bool          // goroutine process: parked on wake
+	wait     atomic.Int32         // goroutine process: waitRunning, waitArmed or waitSuspended
 	tellMeta atomic.Pointer[meta] // shared by this process's tells, made on first use
 
 	// The mailbox keeps its producer and consumer fields a cache line
@@ -38,6 +38,7 @@ type procExt struct {
 	ctx    context.Context // goroutine process only
 	cancel context.CancelFunc
 	run    atomic.Int32 // goroutine process: runStarted, runReturned or runAbandoned
+	cont   ProcFunc     // goroutine process: what the next wake-up runs while suspended (suspend.go)
 
 	events queue[Event]
 
@@ -135,7 +136,16 @@ func (p *process) notify() {
 		}
 		return
 	}
-	if p.waiting.Load() && p.waiting.CompareAndSwap(true, false) {
+	if w := p.wait.Load(); w != waitRunning && p.wait.CompareAndSwap(w, waitRunning) {
+		if w == waitSuspended {
+			// This wake-up won the process: it goes on, on a goroutine of
+			// its own (suspend.go).
+			x := p.ext.Load()
+			fn := x.cont
+			x.cont = nil
+			go p.runFunc(fn)
+			return
+		}
 		select {
 		case p.wake <- struct{}{}:
 		default:
@@ -159,9 +169,9 @@ func (p *process) requestStop(reason error) {
 	if cancel != nil {
 		cancel()
 	}
-	if p.behavior != nil {
-		p.notify()
-	}
+	// A Behavior runs to see the request; a suspended goroutine process
+	// has no goroutine that would see its context cancelled.
+	p.notify()
 }
 
 // exitReason replaces what the process's code returned with the reason of a
@@ -217,6 +227,11 @@ func (p *process) finish(e Exit) {
 	}
 	if x.cancel != nil {
 		x.cancel()
+		if p.behavior == nil {
+			// A suspended process goes on to see its context cancelled,
+			// and returns.
+			p.notify()
+		}
 	}
 	x.events.close()
 	if len(relNodes) > 0 {
