@@ -119,16 +119,16 @@ func switchToParentThread(L *LState, nargs int, haserror bool, kill bool) {
 func callGFunction(L *LState, tailcall bool) bool {
 	frame := L.currentFrame
 	gfnret := frame.Fn.GFunction(L)
+	if gfnret == suspendCode {
+		// proctor: the Go function suspended the call (suspend.go).
+		suspendCall(L, frame)
+		return true
+	}
 	if tailcall {
 		L.currentFrame = L.RemoveCallerFrame()
 	}
 
 	if gfnret < 0 {
-		if gfnret == suspendCode {
-			// proctor: the Go function suspended the call (suspend.go).
-			suspendCall(L, frame)
-			return true
-		}
 		switchToParentThread(L, L.GetTop(), false, false)
 		return true
 	}

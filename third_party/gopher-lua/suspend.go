@@ -11,19 +11,23 @@ import (
 // A host that runs many states cannot afford a goroutine for each one that
 // waits: the goroutine's stack holds the VM's Go frames while a Go
 // function blocks. PCallSuspendable runs a function so that a Go function
-// it calls directly may suspend it instead of blocking: the Go function
-// returns L.Suspend(), the VM unwinds to PCallSuspendable, which returns
-// suspended = true, and the goroutine is free. Later, on any goroutine, the
-// host pushes the results the Go function would have returned and calls
-// Continue, which carries on as if the Go function had just returned them.
+// it calls may suspend it instead of blocking: the Go function returns
+// L.Suspend(), the VM unwinds to PCallSuspendable, which returns
+// suspended = true, and the goroutine is free. Later, on any goroutine,
+// Continue carries on by calling the Go function again, with the same
+// arguments: the call instruction is run anew. A Go function that suspends
+// therefore keeps what it started (a request sent, a deadline) in its
+// host, and finds it there when it is called again.
 //
 // A Go function may suspend only when CanSuspend reports true: while Lua
-// code runs directly under PCallSuspendable. Under a call that Go made
-// (pcall, a metamethod, a table.sort comparator, any LState.Call or PCall)
-// the Go stack holds frames of the VM that cannot be unwound and resumed,
-// and in a coroutine a yield would go to the coroutine's resumer: there
-// the Go function must block as it always did. (Lua 5.1's "attempt to
-// yield across a C-call boundary" is the same rule.)
+// code runs directly under PCallSuspendable, and the Go function was
+// called as a plain function (not through a __call metamethod, whose call
+// cannot be run anew as it was). Under a call that Go made (pcall, a
+// metamethod, a table.sort comparator, any LState.Call or PCall) the Go
+// stack holds frames of the VM that cannot be unwound and resumed, and in
+// a coroutine a yield would go to the coroutine's resumer: there the Go
+// function must block as it always did. (Lua 5.1's "attempt to yield
+// across a C-call boundary" is the same rule.)
 
 // suspendCode is what Suspend returns; callGFunction tells it from a
 // coroutine yield (-1).
@@ -35,21 +39,26 @@ type suspension struct {
 	base      int        // registry index of the called function
 	nret      int        // results wanted by the caller of PCallSuspendable
 	baseframe *callFrame // the frame of the called function
-	ret       int        // where the suspended Go function's results go
-	wantret   int        // how many it must return (MultRet: as many as given)
 	suspended bool
 }
 
 // CanSuspend reports whether the Go function being called may return
-// Suspend(): it was called by Lua code that runs directly under
-// PCallSuspendable, not under a call Go made, nor in a coroutine.
-func (ls *LState) CanSuspend() bool { return ls.suspOK }
+// Suspend(): it was called as a plain function by Lua code that runs
+// directly under PCallSuspendable, not under a call Go made, nor in a
+// coroutine.
+func (ls *LState) CanSuspend() bool {
+	if !ls.suspOK {
+		return false
+	}
+	cf := ls.currentFrame
+	return cf != nil && cf.Fn.IsG && cf.Parent != nil && !cf.Parent.Fn.IsG && ls.reg.Get(cf.Base) == LValue(cf.Fn)
+}
 
 // Suspend suspends the call that PCallSuspendable (or Continue) runs; a Go
 // function returns what it returns: `return L.Suspend()`. It panics when
 // CanSuspend is false.
 func (ls *LState) Suspend() int {
-	if !ls.suspOK {
+	if !ls.CanSuspend() {
 		panic("lua: Suspend outside a suspendable call")
 	}
 	return suspendCode
@@ -58,26 +67,24 @@ func (ls *LState) Suspend() int {
 // Suspended reports whether a suspendable call of ls waits for Continue.
 func (ls *LState) Suspended() bool { return ls.susp != nil && ls.susp.suspended }
 
-// suspendCall records where the suspending Go function's results go and
-// unwinds its frame; the VM's loop then returns to PCallSuspendable or
-// Continue. frame is the Go function's frame; in a tail call the VM has
-// already merged it into its caller's (RemoveCallerFrame), whose return
-// base and count it took.
+// suspendCall unwinds the frame of the Go function that suspended, and
+// rewinds its Lua caller to the call instruction, with the stack as the
+// instruction left it; the VM's loop then returns to PCallSuspendable or
+// Continue. A tail call is rewound before the VM replaces the caller's
+// frame with the callee's.
 func suspendCall(L *LState, frame *callFrame) {
-	s := L.susp
-	s.ret, s.wantret = frame.ReturnBase, frame.NRet
 	L.stack.Pop()
 	L.currentFrame = L.stack.Last()
-	L.reg.SetTop(frame.ReturnBase)
-	s.suspended = true
+	L.currentFrame.Pc--
+	L.reg.SetTop(frame.LocalBase + frame.NArgs)
+	L.susp.suspended = true
 	L.suspOK = false
 }
 
 // PCallSuspendable is PCall(nargs, nret, nil) for a call whose Go
 // functions may suspend it (see Suspend). When it returns suspended, the
-// call waits for Continue; nothing else may run on ls meanwhile except Go
-// code that pushes values for Continue. Calls do not nest: a suspendable
-// call must end before the next one starts.
+// call waits for Continue; meanwhile nothing may run on ls. Calls do not
+// nest: a suspendable call must end before the next one starts.
 func (ls *LState) PCallSuspendable(nargs, nret int) (suspended bool, err error) {
 	if ls.susp == nil {
 		ls.susp = &suspension{}
@@ -91,6 +98,12 @@ func (ls *LState) PCallSuspendable(nargs, nret int) (suspended bool, err error) 
 	return ls.runSuspendable(func() {
 		lv := ls.reg.Get(s.base)
 		fn, meta := ls.metaCall(lv)
+		if fn == nil || fn.IsG || meta {
+			// Nothing to suspend: a Go function called directly has no Lua
+			// caller to run anew.
+			ls.callR(nargs, nret, -1)
+			return
+		}
 		ls.pushCallFrame(callFrame{
 			Fn:         fn,
 			Pc:         0,
@@ -107,38 +120,21 @@ func (ls *LState) PCallSuspendable(nargs, nret int) (suspended bool, err error) 
 			ls.G.MainThread = ls
 			ls.G.CurrentThread = ls
 		}
-		if fn.IsG {
-			// A Go function called directly has no Lua caller to return
-			// to: it may not suspend.
-			ls.callR(nargs, nret, -1)
-			return
-		}
 		ls.suspOK = true
 		ls.mainLoop(ls, s.baseframe)
 	})
 }
 
-// Continue resumes a suspended call: the top n values of the stack are the
-// results of the Go function that suspended it. It returns as
-// PCallSuspendable does.
-func (ls *LState) Continue(n int) (suspended bool, err error) {
+// Continue resumes a suspended call: the Go function that suspended it is
+// called again, with the same arguments. It returns as PCallSuspendable
+// does.
+func (ls *LState) Continue() (suspended bool, err error) {
 	s := ls.susp
 	if s == nil || !s.suspended {
 		return false, newApiErrorS(ApiErrorRun, "no suspended call to continue")
 	}
 	s.suspended = false
 	return ls.runSuspendable(func() {
-		wantret := s.wantret
-		if wantret == MultRet {
-			wantret = n
-		}
-		top := ls.reg.Top()
-		ls.reg.CopyRange(s.ret, top-n, -1, wantret)
-		if ls.stack.Sp() <= s.sp {
-			// The base function tail-called the Go function: its results
-			// are the call's, already in place.
-			return
-		}
 		ls.suspOK = true
 		ls.mainLoop(ls, s.baseframe)
 	})
@@ -157,6 +153,7 @@ func (ls *LState) runSuspendable(step func()) (suspended bool, err error) {
 		rcv := recover()
 		if rcv != nil {
 			s.suspended = false
+			s.baseframe = nil
 			if ae, ok := rcv.(*ApiError); ok {
 				err = ae
 			} else {
@@ -174,7 +171,6 @@ func (ls *LState) runSuspendable(step func()) (suspended bool, err error) {
 			ls.stack.SetSp(s.sp)
 			ls.currentFrame = ls.stack.Last()
 			ls.reg.SetTop(s.base)
-			suspended = false
 			return
 		}
 		if s.suspended {

@@ -8,11 +8,13 @@ import (
 // Tests of suspendable calls (suspend.go, PATCHES.md).
 
 // suspendHarness runs src's function f under PCallSuspendable. The global
-// wait(...) suspends when it can (recording its arguments) and otherwise
-// returns "blocked"; each Continue hands back the next of replies.
+// wait(...) suspends when it can, recording its arguments, and returns the
+// reply it is given when called again by Continue; where it cannot suspend
+// it returns "blocked".
 type suspendHarness struct {
 	L       *LState
-	waits   [][]LValue // arguments of each suspension
+	waits   [][]string // arguments of each call of wait, replays included
+	reply   []LValue   // what the next call of wait returns; nil: suspend
 	blocked int
 }
 
@@ -20,16 +22,25 @@ func newSuspendHarness(t *testing.T, src string) *suspendHarness {
 	t.Helper()
 	h := &suspendHarness{L: NewState()}
 	h.L.SetGlobal("wait", h.L.NewFunction(func(L *LState) int {
+		var args []string
+		for i := 1; i <= L.GetTop(); i++ {
+			args = append(args, L.Get(i).String())
+		}
+		h.waits = append(h.waits, args)
+		if h.reply != nil {
+			r := h.reply
+			h.reply = nil
+			for _, v := range r {
+				L.Push(v)
+			}
+			return len(r)
+		}
 		if !L.CanSuspend() {
 			h.blocked++
 			L.Push(LString("blocked"))
 			return 1
 		}
-		var args []LValue
-		for i := 1; i <= L.GetTop(); i++ {
-			args = append(args, L.Get(i))
-		}
-		h.waits = append(h.waits, args)
+		L.Push(LString("pushed before suspending"))
 		return L.Suspend()
 	}))
 	if err := h.L.DoString(src); err != nil {
@@ -56,10 +67,11 @@ func (h *suspendHarness) run(t *testing.T, nret int, replies [][]LValue, args ..
 		if !L.Suspended() {
 			t.Fatal("Suspended() is false while suspended")
 		}
-		for _, v := range replies[i] {
-			L.Push(v)
+		h.reply = replies[i]
+		if h.reply == nil {
+			h.reply = []LValue{}
 		}
-		suspended, err = L.Continue(len(replies[i]))
+		suspended, err = L.Continue()
 	}
 	if L.Suspended() {
 		t.Fatal("Suspended() is true after the call ended")
@@ -98,7 +110,7 @@ func TestSuspendResults(t *testing.T) {
 		{"deep Lua frames", `local function g(n) if n == 0 then return wait() end return g(n - 1) + 1 end
 			function f() return g(40) end`, 1,
 			[][]LValue{{LNumber(2)}}, "42"},
-		{"loop", `function f() local s = 0 for i = 1, 100 do s = s + wait(i) end return s end`, 1,
+		{"loop", `function f() local s = 0 for i = 1, 100 do s = s + wait(i, "x", i * 2) end return s end`, 1,
 			func() [][]LValue {
 				r := make([][]LValue, 100)
 				for i := range r {
@@ -110,6 +122,12 @@ func TestSuspendResults(t *testing.T) {
 			[][]LValue{{LString("2")}}, "12"},
 		{"upvalues survive", `function f() local n = 0 local function inc() n = n + 1 end inc() wait() inc() return n end`, 1,
 			[][]LValue{{}}, "2"},
+		{"variable arguments", `function f() local t = {"a", "b", "c"} return wait(unpack(t)) end`, 1,
+			[][]LValue{{LString("v")}}, "v"},
+		{"variable arguments, not in a tail call", `function f() local t = {"a", "b", "c"} local r = wait(unpack(t)) return r end`, 1,
+			[][]LValue{{LString("v")}}, "v"},
+		{"method call", `local o = {wait = wait} function f() return (o:wait(1)) end`, 1,
+			[][]LValue{{LString("m")}}, "m"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newSuspendHarness(t, tc.src)
@@ -124,8 +142,13 @@ func TestSuspendResults(t *testing.T) {
 			if h.blocked != 0 {
 				t.Fatalf("%d waits could not suspend", h.blocked)
 			}
-			if len(h.waits) != len(tc.replies) {
-				t.Fatalf("%d suspensions, want %d", len(h.waits), len(tc.replies))
+			if len(h.waits) != 2*len(tc.replies) {
+				t.Fatalf("%d calls of wait, want %d (each suspension and its replay)", len(h.waits), 2*len(tc.replies))
+			}
+			for i := 0; i < len(h.waits); i += 2 {
+				if a, b := strings.Join(h.waits[i], ","), strings.Join(h.waits[i+1], ","); a != b {
+					t.Fatalf("call %d had arguments %q, its replay %q", i, a, b)
+				}
 			}
 			if top := h.L.GetTop(); top != 0 {
 				t.Fatalf("stack top %d after the call", top)
@@ -145,6 +168,7 @@ func TestSuspendOnlyDirectly(t *testing.T) {
 			r[#r+1] = wait()
 			r[#r+1] = select(2, coroutine.resume(coroutine.create(function() return wait() end)))
 			r[#r+1] = setmetatable({}, mt).x
+			r[#r+1] = setmetatable({}, {__call = wait})()
 			local t = {3, 1, 2}
 			table.sort(t, function(a, b) r[#r+1] = wait() return a < b end)
 			pcall(error, "x")
@@ -156,11 +180,11 @@ func TestSuspendOnlyDirectly(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.HasPrefix(got[0], "blocked,s1,blocked,blocked,blocked") || !strings.HasSuffix(got[0], ",s2") {
+	if !strings.HasPrefix(got[0], "blocked,s1,blocked,blocked,blocked,blocked") || !strings.HasSuffix(got[0], ",s2") {
 		t.Fatalf("got %q", got[0])
 	}
-	if len(h.waits) != 2 {
-		t.Fatalf("%d suspensions, want 2", len(h.waits))
+	if h.blocked < 6 {
+		t.Fatalf("%d calls blocked, want at least 6", h.blocked)
 	}
 }
 
@@ -188,7 +212,7 @@ func TestSuspendErrors(t *testing.T) {
 		t.Fatalf("%v, %v", got, err)
 	}
 	// Continue without a suspended call is an error, not a crash.
-	if _, err := h.L.Continue(0); err == nil {
+	if _, err := h.L.Continue(); err == nil {
 		t.Fatal("Continue without a suspended call succeeded")
 	}
 }
@@ -214,8 +238,8 @@ func TestSuspendAboveOtherFrames(t *testing.T) {
 		L.Push(L.GetGlobal("g"))
 		suspended, err := L.PCallSuspendable(0, 1)
 		for suspended {
-			L.Push(LString("inner"))
-			suspended, err = L.Continue(1)
+			h.reply = []LValue{LString("inner")}
+			suspended, err = L.Continue()
 		}
 		if err != nil {
 			L.RaiseError("%v", err)
@@ -225,7 +249,7 @@ func TestSuspendAboveOtherFrames(t *testing.T) {
 	if err := h.L.DoString(`local v = nested() assert(v == "inner", tostring(v)) after = "ran once"`); err != nil {
 		t.Fatal(err)
 	}
-	if len(h.waits) != 1 {
-		t.Fatalf("%d suspensions, want 1", len(h.waits))
+	if len(h.waits) != 2 {
+		t.Fatalf("%d calls of wait, want 2", len(h.waits))
 	}
 }
