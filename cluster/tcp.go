@@ -197,7 +197,10 @@ func (n *TCPNetwork) Close() error {
 // Send implements remote.Network.
 func (n *TCPNetwork) Send(node string, frame []byte) error {
 	p := (*n.peers.Load())[node]
-	if p == nil || !p.up.Load() {
+	// A node the membership has not reported yet may already have
+	// connected (it dialed, proved the secret, and sent): what goes back
+	// to it, such as the reply to its ask, takes that connection.
+	if p == nil || (!p.up.Load() && !p.connected.Load()) {
 		return fmt.Errorf("node %q: %w: not a live cluster member", node, process.ErrUnreachable)
 	}
 	if p.failing.Load() {

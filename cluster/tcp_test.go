@@ -56,6 +56,26 @@ func TestQueueBoundAndConnectWait(t *testing.T) {
 	testutil.Eventually(t, "the queue dropped", func() bool { return n.Peers()[0].Dropped == 4 })
 }
 
+// A node that dialed before this one's membership reported it is answered
+// over its connection: a reply to its ask does not wait for the
+// membership (nor fail).
+func TestSendBackBeforeTheMembershipReportsTheNode(t *testing.T) {
+	b, recvB := bareNetwork(t, TCPOptions{Name: "b"})
+	a, recvA := bareNetwork(t, TCPOptions{Name: "a"})
+	if err := b.Send("a", []byte{1}); !errors.Is(err, process.ErrUnreachable) {
+		t.Fatalf("send to a node neither reported nor connected: %v", err)
+	}
+	a.PeerUp("b", b.Addr()) // "a" dials "b"; b's membership has not seen a
+	if err := a.Send("b", []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "b to receive a's frame", func() bool { return recvB.frames.Load() == 1 })
+	if err := b.Send("a", []byte{2}); err != nil {
+		t.Fatalf("send back over a's connection: %v", err)
+	}
+	testutil.Eventually(t, "a to receive b's answer", func() bool { return recvA.frames.Load() == 1 })
+}
+
 // A peer whose address refuses connections: after the first failed dial,
 // sends fail at once; once it listens, the dialer's backoff finds it.
 func TestDialFailureAndReconnect(t *testing.T) {

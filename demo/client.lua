@@ -2,6 +2,9 @@
 -- scatter/gather pool, a search through the pg-backed router.group, a keyed
 -- call to a partition worker, and a short-lived child of the dynamic
 -- supervisor. --main app:client -- 1 runs one round and returns its report.
+-- Run as a cluster (README), the pg group spans the nodes: the round asks
+-- every indexer once, whichever node it runs on, and reports which nodes
+-- answered.
 local router = require("router")
 local supervisor = require("supervisor")
 local pg = require("pg")
@@ -37,6 +40,14 @@ local function round(n)
 
   local scope = assert(pg.open("app:pg"))
   report.indexers = #scope:get_members("indexers")
+
+  -- Round robin over the group: each indexer once, on any node.
+  local answered = {}
+  for _ = 1, router.size("app:search") do
+    local r = router.ask("app:search", "proctor")
+    if r then answered[r.node] = (answered[r.node] or 0) + 1 end
+  end
+  report.answered_by = answered
 
   log.info("round", report)
   return report

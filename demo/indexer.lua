@@ -1,6 +1,10 @@
 -- An indexer: joins the pg group "indexers" of app:pg, so the router.group
--- app:search reaches it on whichever node it runs, and answers searches.
+-- app:search reaches it on whichever node it runs, and answers searches
+-- (saying which node answered).
 local pg = require("pg")
+
+-- The node this process runs on: a PID reads <node.id.creation>.
+local node = process.pid():match("^<(.+)%.%d+%.%d+>$")
 
 return {
   -- init runs before whoever started the indexer goes on: once the
@@ -18,7 +22,7 @@ return {
     while true do
       local msg = inbox:receive()
       served = served + 1
-      msg:reply({ indexer = name, query = msg:payload(), served = served })
+      msg:reply({ indexer = name, node = node, query = msg:payload(), served = served })
     end
   end,
 }

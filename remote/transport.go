@@ -351,23 +351,27 @@ func (t *Transport) applied(e *wire.Envelope, err error) {
 // check refuses an envelope that names a process its sender does not own
 // as the sender, or that is not addressed to this node.
 func (t *Transport) check(node string, e *wire.Envelope) error {
+	if e.Signal == wire.Reply {
+		// A reply's From is whom the reply is attributed to, not its
+		// sender: an ask relayed by a router on node to a routee on a
+		// third node comes back from node attributed to the routee. Only
+		// the node the ask went to can settle it (pending.take).
+		if e.Token == 0 {
+			return fmt.Errorf("%w: reply without a token", ErrForged)
+		}
+		return nil
+	}
 	// From is the sending process: node's own, or nobody where a signal
 	// allows it (a message or stop request from outside any process).
 	switch {
 	case e.From.IsZero():
 		switch e.Signal {
-		case wire.Send, wire.Reply, wire.Exit, wire.Kill, wire.Whereis:
+		case wire.Send, wire.Exit, wire.Kill, wire.Whereis:
 		default:
 			return fmt.Errorf("%w: %s from no process", ErrForged, e.Signal)
 		}
 	case e.From.Node != node:
 		return fmt.Errorf("%w: %s from %s sent by node %q", ErrForged, e.Signal, e.From, node)
-	}
-	if e.Signal == wire.Reply {
-		if e.Token == 0 {
-			return fmt.Errorf("%w: reply without a token", ErrForged)
-		}
-		return nil
 	}
 	if e.To.Node != t.node.Name() {
 		return fmt.Errorf("%w: %s to %s is not for node %q", ErrForged, e.Signal, e.To, t.node.Name())

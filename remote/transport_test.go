@@ -717,6 +717,27 @@ func TestForgedAndMalformedFramesAreRefused(t *testing.T) {
 	}
 }
 
+// An ask relayed by a process of one node (a router) to a process of a
+// third node is answered through the relay, attributed to the process
+// that replied: the reply that crosses from the relay's node names a
+// process of another node, and is no forgery (the connection stays).
+func TestRelayedReplyAttributedToAThirdNode(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	routee := c.spawn("n2", echo, process.SpawnOptions{})
+	relay := c.spawn("n1", func(ctx process.Context, m process.Message) {
+		_ = ctx.Node().Send(routee, m) // the ask's reply target goes along
+	}, process.SpawnOptions{})
+	for i := range 3 {
+		v, from, err := c.nodes["n3"].Ask(relay, process.Message{Payload: float64(i)}, 5*time.Second)
+		if err != nil || v != float64(i) || from != routee {
+			t.Fatalf("relayed ask %d = %v from %s, %v", i, v, from, err)
+		}
+	}
+	if got := c.trs["n3"].Stats().Refused; got != 0 {
+		t.Fatalf("%d frames refused", got)
+	}
+}
+
 // Closing a transport fires the links and monitors of its node's processes
 // with remote ones, and the other nodes see it go down.
 func TestCloseDisconnects(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -35,12 +36,18 @@ func clusterSecret(t *testing.T) (path string, secret []byte) {
 // for the first), and returns it with its gossip and HTTP addresses.
 func startNode(t *testing.T, name, seed, secretFile string, extra ...string) (r *runner, gossip, httpAddr string) {
 	t.Helper()
+	return startNodeOf(t, clusterTestConfig, name, seed, secretFile, extra...)
+}
+
+// startNodeOf is startNode with another configuration.
+func startNodeOf(t *testing.T, config, name, seed, secretFile string, extra ...string) (r *runner, gossip, httpAddr string) {
+	t.Helper()
 	args := []string{"run", "--log-format", "json", "--no-watch", "--node", name, "--http", "127.0.0.1:0",
 		"--cluster-bind", "127.0.0.1:0", "--cluster-secret-file", secretFile}
 	if seed != "" {
 		args = append(args, "--cluster-join", seed)
 	}
-	r = start(t, append(append(args, extra...), clusterTestConfig)...)
+	r = start(t, append(append(args, extra...), config)...)
 	select {
 	case httpAddr = <-r.addr:
 	case <-time.After(30 * time.Second):
@@ -84,6 +91,26 @@ func memberState(t *testing.T, httpAddr, node string) string {
 	return ""
 }
 
+// joinAsT0 makes the test's process node t0 of the cluster of seed and
+// waits until it sees others other nodes. The node leaves at the end of
+// the test.
+func joinAsT0(t *testing.T, seed string, secret []byte, others int) (*process.Node, *cluster.Cluster) {
+	t.Helper()
+	self := process.NewNode(process.Options{Name: "t0", Logger: slog.New(slog.DiscardHandler)})
+	c, err := cluster.Start(cluster.Options{Node: self, Bind: "127.0.0.1:0", Join: []string{seed}, Secret: secret,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := c.WaitMembers(ctx, others); err != nil {
+		t.Fatal(err)
+	}
+	return self, c
+}
+
 // askName asks name@node from the test's own node.
 func askName(n *process.Node, name, node, topic string, payload any, timeout time.Duration) (any, process.PID, error) {
 	c := process.NewCall()
@@ -112,18 +139,7 @@ func TestClusterOfRunners(t *testing.T) {
 	_ = n1
 
 	// The test's own node.
-	self := process.NewNode(process.Options{Name: "t0", Logger: slog.New(slog.DiscardHandler)})
-	c, err := cluster.Start(cluster.Options{Node: self, Bind: "127.0.0.1:0", Join: []string{seed}, Secret: secret,
-		Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	if err := c.WaitMembers(ctx, 3); err != nil {
-		t.Fatal(err)
-	}
+	self, c := joinAsT0(t, seed, secret, 3)
 	views := map[string]string{"n1": http1, "n2": http2, "n3": http3}
 	for name, h := range views {
 		n2.waitFor(t, name+" to see every other node", func() bool {
@@ -284,7 +300,9 @@ func spawnWatcher(t *testing.T, n *process.Node) (process.PID, <-chan process.Ev
 }
 
 // The demo runs as a cluster: two more nodes of config.example.yaml start
-// on the same machine beside the first (README), and every node is ready.
+// on the same machine beside the first (README), and every node is ready;
+// each holds the indexers of all three in its pg scope, and the client of
+// each reports answers from indexers on the other nodes.
 func TestDemoAsCluster(t *testing.T) {
 	defer http.DefaultClient.CloseIdleConnections()
 	secretFile, _ := clusterSecret(t)
@@ -322,6 +340,17 @@ func TestDemoAsCluster(t *testing.T) {
 			return code == 200
 		})
 	}
+	every := map[string]int{"d1": 2, "d2": 2, "d3": 2}
+	for name, h := range https {
+		nodes[name].waitFor(t, name+" to hold every node's indexers", func() bool {
+			return maps.Equal(scopeNodes(h, "app:pg", "indexers"), every)
+		})
+	}
+	for name, r := range nodes {
+		r.waitFor(t, name+"'s client to hear from indexers on every node", func() bool {
+			return maps.Equal(lastRound(r), map[string]float64{"d1": 2, "d2": 2, "d3": 2})
+		})
+	}
 	for name, r := range nodes {
 		if err := r.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 			t.Fatal(err)
@@ -330,4 +359,21 @@ func TestDemoAsCluster(t *testing.T) {
 			t.Fatalf("%s: exit %d:\n%s", name, code, r.logs())
 		}
 	}
+}
+
+// lastRound returns which nodes answered in the last round the demo
+// client of r logged.
+func lastRound(r *runner) map[string]float64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i := len(r.stderr) - 1; i >= 0; i-- {
+		var m struct {
+			Msg        string             `json:"msg"`
+			AnsweredBy map[string]float64 `json:"answered_by"`
+		}
+		if json.Unmarshal([]byte(r.stderr[i]), &m) == nil && m.Msg == "round" {
+			return m.AnsweredBy
+		}
+	}
+	return nil
 }

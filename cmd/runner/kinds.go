@@ -14,14 +14,15 @@ import (
 )
 
 // newKinds registers every kind the runner knows, and gives the Lua host
-// the modules that bind them.
-func newKinds(stdout io.Writer) *registry.Registry {
+// the modules that bind them. pg distributes the pg scopes (nil: each
+// node's alone).
+func newKinds(stdout io.Writer, pg pgscope.Distributor) *registry.Registry {
 	r := registry.NewRegistry()
 	r.Register(lua.NewKind(lua.Options{
 		Stdout:  stdout,
 		Modules: []lua.Module{luapg.Module(), luarouter.Module(), luasupervisor.Module()},
 	}))
-	r.Register(pgscope.Kind{})
+	r.Register(pgscope.Kind{Distributor: pg})
 	r.Register(pool.Kind{})
 	r.Register(pool.GroupKind{})
 	r.Register(supervisor.NewStaticKind())

@@ -52,7 +52,7 @@ func addLoadFlags(fs *flag.FlagSet) *loadFlags {
 
 // check rejects a --limit that names no bound of the runner's kinds.
 func (lf *loadFlags) check() error {
-	bounds := newKinds(io.Discard).Bounds()
+	bounds := newKinds(io.Discard, nil).Bounds()
 	names := make([]string, 0, len(lf.limits))
 	for name := range lf.limits {
 		names = append(names, name)

@@ -154,7 +154,7 @@ func TestBoundsDocumented(t *testing.T) {
 			documented[strings.TrimSuffix(name, "`")] = n
 		}
 	}
-	bounds := newKinds(io.Discard).Bounds()
+	bounds := newKinds(io.Discard, nil).Bounds()
 	if fmt.Sprint(documented) != fmt.Sprint(bounds) {
 		t.Fatalf("documented bounds\n %v\ndiffer from the kinds'\n %v", documented, bounds)
 	}

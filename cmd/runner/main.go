@@ -24,6 +24,7 @@ import (
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/lua/lint"
 	"github.com/proctor-run/proctor/observe"
+	"github.com/proctor-run/proctor/pgdist"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -124,7 +125,7 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		return 2
 	}
 	log := logging.New(logging.Options{Writer: stderr, Level: slog.LevelWarn})
-	kinds := newKinds(io.Discard)
+	kinds := newKinds(io.Discard, nil)
 	cfg, sig, _, err := loadWatching(lf.loader(kinds, log), paths, sigs)
 	if sig != nil {
 		fmt.Fprintf(stderr, "runner validate: stopped by %s before the configuration was read\n", sig)
@@ -184,13 +185,15 @@ type app struct {
 	srv     *observe.Server
 	watcher *registry.Watcher
 	dead    *observe.DeadLetters
-	cluster *cluster.Cluster // nil without --cluster-bind
+	cluster *cluster.Cluster    // nil without --cluster-bind
+	pg      *pgdist.Distributor // the pg scopes' part in the cluster; nil without it
 }
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
 	log := logging.New(logging.Options{Writer: stderr, Format: f.logFmt, Level: f.logLevel})
 	f.memLimit.apply(log)
-	kinds := newKinds(stdout)
+	pg := &pgCluster{}
+	kinds := newKinds(stdout, pg)
 	loader := f.load.loader(kinds, log)
 	// A stop signal while the configuration loads abandons the load; a
 	// SIGHUP is remembered and reloads once started.
@@ -229,6 +232,14 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			return 1
 		}
 		metrics.MustRegister(observe.NewClusterCollector(a.cluster))
+		a.pg, err = pgdist.New(a.node, pgdist.FromCluster(a.cluster), pgdist.Options{Logger: log, Metrics: metrics})
+		if err != nil {
+			fmt.Fprintf(stderr, "runner run: %v\n", err)
+			_ = a.cluster.Close()
+			a.dead.Close()
+			return 1
+		}
+		pg.d.Store(a.pg)
 		if len(f.cluster.Join) > 0 {
 			// Entries that talk to other nodes find them: wait (a
 			// while) for the first join before starting them.
@@ -407,6 +418,9 @@ func (a *app) shutdown() {
 	defer cancel()
 	if a.root != nil {
 		a.root.Stop(ctx)
+	}
+	if a.pg != nil {
+		a.pg.Close()
 	}
 	if a.cluster != nil {
 		// Entries are stopped: leave, so the others see a leave rather

@@ -12,7 +12,7 @@ func schema(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: runner schema")
 		return 2
 	}
-	b, err := newKinds(io.Discard).SchemaJSON()
+	b, err := newKinds(io.Discard, nil).SchemaJSON()
 	if err != nil {
 		fmt.Fprintf(stderr, "runner schema: %v\n", err)
 		return 1

@@ -50,7 +50,7 @@ func TestSchemaFileIsCurrent(t *testing.T) {
 // validator.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	b, err := newKinds(io.Discard).SchemaJSON()
+	b, err := newKinds(io.Discard, nil).SchemaJSON()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -167,7 +167,7 @@ entries:
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "w.lua"), []byte("return {main = function() end}"), 0o644)
 	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(src), 0o644)
-	l := &registry.Loader{Kinds: newKinds(io.Discard), Environ: func() []string { return []string{"GREETING=hi"} }}
+	l := &registry.Loader{Kinds: newKinds(io.Discard, nil), Environ: func() []string { return []string{"GREETING=hi"} }}
 	if _, err := l.Load(filepath.Join(dir, "c.yaml")); err != nil {
 		t.Fatalf("runner validate: %v", err)
 	}
@@ -248,7 +248,7 @@ func TestSchemaRejectsWhatValidateRejects(t *testing.T) {
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "w.lua"), []byte("return {main = function() end}"), 0o644)
 			os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(src), 0o644)
-			_, err := (&registry.Loader{Kinds: newKinds(io.Discard)}).Load(filepath.Join(dir, "c.yaml"))
+			_, err := (&registry.Loader{Kinds: newKinds(io.Discard, nil)}).Load(filepath.Join(dir, "c.yaml"))
 			if err == nil || !strings.Contains(err.Error(), tt.validate) {
 				t.Fatalf("runner validate: got %v, want %q", err, tt.validate)
 			}

@@ -29,7 +29,7 @@ func stubsCmd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := stubs.Write(paths[0], *luarc, hostOf(newKinds(io.Discard)).Surface()); err != nil {
+	if err := stubs.Write(paths[0], *luarc, hostOf(newKinds(io.Discard, nil)).Surface()); err != nil {
 		fmt.Fprintf(stderr, "runner stubs: %v\n", err)
 		return 1
 	}

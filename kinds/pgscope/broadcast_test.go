@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 func recvMsg(t *testing.T, ch chan process.Message) process.Message {
@@ -216,6 +217,20 @@ func TestHealthCheck(t *testing.T) {
 	quiet()
 	if err := check(); err != nil {
 		t.Fatalf("unhealthy with every peer down: %v", err)
+	}
+	// With anti-entropy off no traffic is periodic: a quiet scope with a
+	// peer is healthy.
+	if err := h.s.ApplySync(ctx, "n2", nil); err != nil {
+		t.Fatal(err)
+	}
+	off := h.s.Spec()
+	off.AntiEntropyInterval = 0
+	if _, err := h.s.Update(ctx, &registry.Entry{ID: "test:pg", Spec: &off}); err != nil {
+		t.Fatal(err)
+	}
+	quiet()
+	if err := check(); err != nil {
+		t.Fatalf("quiet scope with anti-entropy off unhealthy: %v", err)
 	}
 	_ = h.s.Stop(context.Background())
 	if err := check(); err == nil {

@@ -29,6 +29,9 @@ type Replica interface {
 	// ApplyLeave records that pids of node left each of groups, once per
 	// naming; copies never known are ignored and raise no event.
 	ApplyLeave(ctx context.Context, node string, pids []process.PID, groups []string) error
+	// ApplyOps applies several joins and leaves of node in order, in one
+	// loop command (a peer's batch of changes).
+	ApplyOps(ctx context.Context, node string, ops []Op) error
 	// ApplySync replaces everything known of node's members by groups
 	// (group to members, a member repeated once per join).
 	ApplySync(ctx context.Context, node string, groups map[string][]process.PID) error
@@ -84,6 +87,38 @@ func (s *Scope) ApplyLeave(ctx context.Context, node string, pids []process.PID,
 	pids, groups = slices.Clone(pids), slices.Clone(groups)
 	return s.doCtx(ctx, "remote leave", func() error {
 		s.st.remoteLeave(node, pids, groups)
+		return nil
+	})
+}
+
+// Op is one change of a remote node's members, for ApplyOps: PIDs joined
+// Group, or left it (Leave).
+type Op struct {
+	Leave bool
+	Group string
+	PIDs  []process.PID
+}
+
+// ApplyOps implements Replica. Nothing is applied when an op is invalid.
+func (s *Scope) ApplyOps(ctx context.Context, node string, ops []Op) error {
+	own := make([]Op, len(ops))
+	for i, o := range ops {
+		if err := s.checkGroups([]string{o.Group}); err != nil {
+			return err
+		}
+		if err := s.checkNode("remote ops", node, o.PIDs); err != nil {
+			return err
+		}
+		own[i] = Op{Leave: o.Leave, Group: o.Group, PIDs: slices.Clone(o.PIDs)}
+	}
+	return s.doCtx(ctx, "remote ops", func() error {
+		for _, o := range own {
+			if o.Leave {
+				s.st.remoteLeave(node, o.PIDs, []string{o.Group})
+			} else {
+				s.st.remoteJoin(node, o.Group, o.PIDs)
+			}
+		}
 		return nil
 	})
 }
@@ -154,4 +189,61 @@ func (s *Scope) SubscribeLocal(opts SubscribeOptions) (*Subscription, map[string
 		return nil, nil, err
 	}
 	return sub, snap, nil
+}
+
+// Distributor connects scopes to the scopes of the same entry on other
+// nodes. The cluster layer implements it and a Kind (or NewWithOptions)
+// carries it; the scope calls it once it runs.
+type Distributor interface {
+	// Attach prepares the distribution of s. It returns nil (and no
+	// error) when s stays this node's alone, for instance because the
+	// node is not clustered. The scope then hands its process's messages
+	// and its peers' exits to the Peering and calls Start.
+	Attach(s *Scope) (Peering, error)
+}
+
+// Peering is one scope's part in the cluster, made by a Distributor.
+type Peering interface {
+	// Start begins the exchange with other nodes. Until it is called
+	// nothing is sent; an error fails the scope's start.
+	Start() error
+	// Receive handles a message addressed to the scope's process. It runs
+	// on that process's goroutine and must not block.
+	Receive(m process.Message)
+	// Down handles the exit of a process of another node that the scope's
+	// process monitors (a peer's scope), with its reason.
+	Down(pid process.PID, reason error)
+	// View describes the peers for the scope's view (JSON).
+	View() any
+	// Stop ends the peering once the scope's loop has stopped. It must
+	// not wait on the scope's process.
+	Stop()
+}
+
+// peeringBox holds a Peering in an atomic.Pointer.
+type peeringBox struct{ p Peering }
+
+// peering returns the scope's peering, nil when it is this node's alone.
+func (s *Scope) peering() Peering {
+	if b := s.dist.Load(); b != nil {
+		return b.p
+	}
+	return nil
+}
+
+// distribute attaches s through d and starts the exchange; on error the
+// scope is stopped.
+func (s *Scope) distribute(d Distributor) error {
+	p, err := d.Attach(s)
+	if err != nil {
+		return fmt.Errorf("pg scope %s: cluster: %w", s.id, err)
+	}
+	if p == nil {
+		return nil
+	}
+	s.dist.Store(&peeringBox{p})
+	if err := p.Start(); err != nil {
+		return fmt.Errorf("pg scope %s: cluster: %w", s.id, err)
+	}
+	return nil
 }

@@ -28,21 +28,19 @@ func (st *state) lost(node string) {
 
 // checkBroadcastRecent is the pg.broadcast_recent health check: a scope
 // with peers that has seen no broadcast traffic for three anti-entropy
-// periods (or three protocol timeouts when anti-entropy is off) has a stuck
-// loop or a lasting partition. Without peers there is nothing to hear, and
-// the scope is healthy.
+// periods has a stuck loop or a lasting partition, since every peer sends
+// a full sync to one peer per period. Without peers there is nothing to
+// hear; with anti-entropy off nothing is sent periodically, so quiet is
+// no sign of trouble: the scope is then healthy while it runs.
 func (s *Scope) checkBroadcastRecent() error {
 	if s.stopped.Load() {
 		return fmt.Errorf("pg scope %s: %w", s.id, ErrStopped)
 	}
-	if s.peers.Load() == 0 {
+	sp := s.spec.Load()
+	if s.peers.Load() == 0 || sp.AntiEntropyInterval == 0 {
 		return nil
 	}
-	sp := s.spec.Load()
 	limit := 3 * sp.AntiEntropyInterval
-	if limit == 0 {
-		limit = 3 * sp.ProtocolTimeout
-	}
 	quiet := time.Since(time.Unix(0, s.lastTraffic.Load()))
 	if quiet > limit {
 		return fmt.Errorf("pg scope %s: no broadcast traffic for %s with %d peers", s.id, quiet.Round(time.Second), s.peers.Load())

@@ -42,9 +42,10 @@ type Scope struct {
 
 	m           *scopeMetrics
 	healthName  string
-	lastTraffic atomic.Int64  // unix nanoseconds of the last broadcast traffic
-	peers       atomic.Int64  // remote peers heard from and not down; see state.heard
-	events      atomic.Uint64 // membership events raised, whether or not anyone listens
+	lastTraffic atomic.Int64               // unix nanoseconds of the last broadcast traffic
+	peers       atomic.Int64               // remote peers heard from and not down; see state.heard
+	events      atomic.Uint64              // membership events raised, whether or not anyone listens
+	dist        atomic.Pointer[peeringBox] // the cluster's part; nil on one node
 
 	stopped  atomic.Bool
 	haltOnce sync.Once
@@ -59,16 +60,26 @@ var (
 )
 
 // Start implements registry.Starter.
-func (Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
 	spec, ok := e.Spec.(*Spec)
 	if !ok || spec == nil {
 		return nil, fmt.Errorf("pg scope %s: spec is %T, not *pgscope.Spec", e.ID, e.Spec)
 	}
-	s, err := New(env, e.ID, *spec)
+	var opts Options
+	opts.Distributor = k.Distributor
+	s, err := NewWithOptions(env, e.ID, *spec, opts)
 	if err != nil {
 		return nil, err
 	}
 	return s, nil
+}
+
+// Options configure a scope beyond its entry's fields. The zero value is a
+// scope of this node alone.
+type Options struct {
+	// Distributor, when set, keeps the scope in step with the scopes of
+	// the same entry on other nodes (the cluster layer's).
+	Distributor Distributor
 }
 
 // New starts a scope outside the registry (for Go embedders and tests).
@@ -77,6 +88,12 @@ func (Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (re
 // env.Metrics: without it, a scope that stops after a newer one of the
 // same entry started also removes that one's health check.
 func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
+	return NewWithOptions(env, id, spec, Options{})
+}
+
+// NewWithOptions is New with options: a Distributor makes the scope part
+// of a cluster.
+func NewWithOptions(env *registry.Env, id registry.ID, spec Spec, opts Options) (*Scope, error) {
 	if env == nil || env.Node == nil {
 		return nil, fmt.Errorf("pg scope %s: env has no node", id)
 	}
@@ -128,7 +145,13 @@ func New(env *registry.Env, id registry.ID, spec Spec) (*Scope, error) {
 		case <-s.halted:
 		}
 	}()
-	s.log.Debug("pg scope started", "pid", pid.String())
+	if opts.Distributor != nil {
+		if err := s.distribute(opts.Distributor); err != nil {
+			_ = s.Stop(context.Background())
+			return nil, err
+		}
+	}
+	s.log.Debug("pg scope started", "pid", pid.String(), "distributed", s.peering() != nil)
 	return s, nil
 }
 
@@ -165,6 +188,9 @@ func (s *Scope) halt() {
 		<-s.loop.Done()
 		// The loop is gone: this goroutine owns the state now.
 		s.st.closeAll()
+		if p := s.peering(); p != nil {
+			p.Stop()
+		}
 		s.root.Store(nil)
 		s.ngroups.Store(0)
 		// A newer scope of the same entry (a restart that overlapped this
@@ -559,8 +585,12 @@ func (s *Scope) SubscribeAll(opts SubscribeOptions) (*Subscription, map[string][
 type scopeProc struct{ s *Scope }
 
 func (p scopeProc) Receive(c process.Context, m process.Message) {
-	// Nothing is addressed to a single-node scope; the cluster protocol
-	// will speak to it here.
+	// What other nodes' scopes send; a scope of this node alone expects
+	// nothing.
+	if d := p.s.peering(); d != nil {
+		d.Receive(m)
+		return
+	}
 	p.s.log.Debug("pg scope process ignored a message", "topic", m.Topic, "from", m.From.String())
 }
 
@@ -569,6 +599,14 @@ func (p scopeProc) ReceiveEvent(_ process.Context, e process.Event) {
 		return
 	}
 	s, pid := p.s, e.From
+	if !s.node.IsLocal(pid) {
+		// Members are local: a remote process the scope watches is a
+		// peer's scope.
+		if d := s.peering(); d != nil {
+			d.Down(pid, e.Exit.Err)
+		}
+		return
+	}
 	s.urgentDo(func() { s.st.processDown(pid) })
 }
 

@@ -84,8 +84,10 @@ const (
 	MaxGroupsLimit = 10_000_000
 )
 
-// Kind implements registry.Kind (and Starter) for pg.scope.
-type Kind struct{}
+// Kind implements registry.Kind (and Starter) for pg.scope. The zero value
+// starts scopes of this node alone; a Distributor makes them part of a
+// cluster.
+type Kind struct{ Distributor Distributor }
 
 var (
 	_ registry.Kind    = Kind{}

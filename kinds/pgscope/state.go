@@ -512,6 +512,10 @@ func (st *state) syncNode(node string, groups map[string][]process.PID) {
 		if gs != nil {
 			have = gs.remote[node]
 		}
+		if slices.Equal(want, have) {
+			// The usual case of anti-entropy: nothing changed.
+			continue
+		}
 		added, _ := multisetMinus(want, have)
 		removed, _ := multisetMinus(have, want)
 		if len(added) == 0 && len(removed) == 0 {
@@ -571,6 +575,24 @@ func (st *state) setRemote(node, group string, gs *groupState, pids []process.PI
 func multisetMinus(a, b []process.PID) (kept, gone []process.PID) {
 	if len(b) == 0 {
 		return slices.Clone(a), nil
+	}
+	if len(b) <= 16 {
+		// A few members, as most groups have: a scan beats a map.
+		var usedBuf [16]bool
+		used := usedBuf[:len(b)]
+		kept = make([]process.PID, 0, len(a))
+	next:
+		for _, p := range a {
+			for j, q := range b {
+				if !used[j] && p == q {
+					used[j] = true
+					gone = append(gone, p)
+					continue next
+				}
+			}
+			kept = append(kept, p)
+		}
+		return kept, gone
 	}
 	want := make(map[process.PID]int, len(b))
 	for _, p := range b {

@@ -7,6 +7,9 @@ type GroupView struct {
 	Name    string   `json:"name"`
 	Members []string `json:"members"`
 	Local   int      `json:"local"`
+	// Nodes counts the members of each node (every join), this node's
+	// included.
+	Nodes map[string]int `json:"nodes"`
 }
 
 // ScopeView is what GET /v1 shows of a scope.
@@ -20,6 +23,11 @@ type ScopeView struct {
 	// the scope has raised, local and remote, whether or not anyone
 	// listened: its rate is the scope's churn.
 	Events uint64 `json:"events"`
+	// Node is this node's name.
+	Node string `json:"node"`
+	// Peers describes the other nodes' scopes of this entry, as the
+	// cluster layer sees them (absent on a node that is not clustered).
+	Peers any `json:"peers,omitempty"`
 }
 
 // LimitsView shows the limits in force.
@@ -42,6 +50,7 @@ func (s *Scope) View() any {
 		Running: !s.stopped.Load(),
 		Groups:  []GroupView{},
 		Events:  s.events.Load(),
+		Node:    s.node.Name(),
 		Limits: LimitsView{
 			MaxGroups:          sp.MaxGroups,
 			MaxMembersPerGroup: sp.MaxMembersPerGroup,
@@ -52,12 +61,16 @@ func (s *Scope) View() any {
 		},
 	}
 	s.root.Load().each(func(v *groupView) {
-		g := GroupView{Name: v.name, Members: make([]string, len(v.all)), Local: len(v.local)}
+		g := GroupView{Name: v.name, Members: make([]string, len(v.all)), Local: len(v.local), Nodes: map[string]int{}}
 		for i, p := range v.all {
 			g.Members[i] = p.String()
+			g.Nodes[p.Node]++
 		}
 		out.Groups = append(out.Groups, g)
 	})
+	if d := s.peering(); d != nil {
+		out.Peers = d.View()
+	}
 	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].Name < out.Groups[j].Name })
 	return out
 }

@@ -293,20 +293,29 @@ func (g *Group) Update(_ context.Context, e *registry.Entry) (bool, error) {
 
 // GroupView is the JSON view of a group router.
 type GroupView struct {
-	ID           string   `json:"id"`
-	Scope        string   `json:"scope"`
-	Group        string   `json:"group"`
-	Strategy     string   `json:"strategy"`
-	Timeout      string   `json:"timeout"`
-	Members      []string `json:"members"`
-	OpenScatters int64    `json:"open_scatters"`
+	ID       string   `json:"id"`
+	Scope    string   `json:"scope"`
+	Group    string   `json:"group"`
+	Strategy string   `json:"strategy"`
+	Timeout  string   `json:"timeout"`
+	Members  []string `json:"members"`
+	// Nodes counts the routees on each node: a group spans the cluster.
+	Nodes        map[string]int `json:"nodes"`
+	OpenScatters int64          `json:"open_scatters"`
 }
 
 // View implements registry.Viewer; it reads snapshots only.
 func (g *Group) View() any {
 	sp := g.spec.Load()
-	return GroupView{
+	pids, _ := g.members(sp)
+	v := GroupView{
 		ID: string(g.id), Scope: string(sp.Scope), Group: sp.Group, Strategy: string(sp.Strategy),
-		Timeout: sp.Timeout.String(), Members: g.Routees(), OpenScatters: g.nOpen.Load(),
+		Timeout: sp.Timeout.String(), Members: make([]string, len(pids)), Nodes: map[string]int{},
+		OpenScatters: g.nOpen.Load(),
 	}
+	for i, p := range pids {
+		v.Members[i] = p.String()
+		v.Nodes[p.Node]++
+	}
+	return v
 }

@@ -1,0 +1,936 @@
+package pgdist
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proctor-run/proctor/kinds/pgscope"
+	"github.com/proctor-run/proctor/process"
+)
+
+// maxDiscover bounds the peers a starting scope sends discover to, so that
+// many nodes restarting at once do not each ask all the others (an N²
+// storm).
+const maxDiscover = 4
+
+// maxHeld bounds the messages of one node kept while its sender is being
+// verified; past it they are dropped, and the node is asked for its whole
+// state once verified.
+const maxHeld = 4096
+
+// replica is one scope's part in the cluster: a loop of its own that owns
+// the scope's peers (other nodes' scopes of the same entry), sends this
+// node's changes to them, and applies theirs to the scope through
+// pgscope.Replica.
+type replica struct {
+	d    *Distributor
+	s    *pgscope.Scope
+	id   string // the entry ID: the name of the scope's process on every node
+	node *process.Node
+	self process.PID // the scope's process
+	log  *slog.Logger
+	met  scopeMetrics
+
+	q        inbox
+	quit     chan struct{}
+	done     chan struct{}
+	ctx      context.Context // ends at Stop: the loop's waits on the scope
+	cancel   context.CancelFunc
+	started  atomic.Bool
+	stopped  atomic.Bool
+	stopOnce sync.Once
+
+	sub            *pgscope.Subscription
+	cancelMembers  func()
+	removeBreakers func()
+
+	// Owned by the loop (by Attach and Start before it runs, by Stop
+	// after).
+	spec    pgscope.Spec             // as of the batch being handled
+	local   map[string][]process.PID // this node's members: the subscription's snapshot and events
+	synced  string                   // the encoded local state; "" when it changed since
+	pending []pgscope.Op             // local changes not yet sent
+	peers   map[string]*peer         // by node
+	list    []*peer                  // peers by node name: fan-out and anti-entropy order
+	aeNext  int                      // the next peer of anti-entropy
+	changed bool                     // a peer's state changed: publish
+	buf     []byte                   // encoding buffer
+	logged  map[string]struct{}      // problems logged once per node and kind
+	rng     *rand.Rand               // the start's random peers
+
+	snap atomic.Pointer[[]peerSnap] // published for View and BreakerStates
+}
+
+// want is what a peer is owed besides the changes as they happen: when a
+// change could not be sent, the next thing it gets is the whole state,
+// which carries every change it missed.
+type want uint8
+
+const (
+	wantSync     want = 1 << iota // this node's full state (pg.sync)
+	wantDiscover                  // ours, and theirs in return (pg.discover)
+)
+
+// peer is another node, as one scope sees it.
+type peer struct {
+	node      string
+	live      bool        // a live cluster member
+	pid       process.PID // its scope's process, verified; zero: none known
+	monitored bool        // pid is monitored by the scope's process
+	synced    bool        // a full state of pid has been applied
+	verifying process.PID // a hello is out to verify this sender
+	held      []process.Message
+	br        breaker
+	want      want
+	attempt   int         // retries made of what it is owed
+	timer     *time.Timer // the next retry
+	gen       uint64      // of timer: a stale timer's item is ignored
+	heard     time.Time
+	asked     time.Time // when a discover last went out: its answer is on its way
+	absent    bool      // it runs no scope of the entry (as far as is known): nothing is sent
+	probing   bool      // a hello is out to learn its scope's process
+	probeAsks bool      // when the probe finds the scope, send it a discover
+}
+
+func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &replica{
+		d: d, s: s, id: string(s.ID()), node: d.node, self: s.PID(),
+		log: d.log.With("entry", string(s.ID())), met: d.met.scope(string(s.ID())),
+		quit: make(chan struct{}), done: make(chan struct{}), ctx: ctx, cancel: cancel,
+		peers: map[string]*peer{}, logged: map[string]struct{}{},
+		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+	}
+	r.q.wake = make(chan struct{}, 1)
+	sub, mine, err := s.SubscribeLocal(pgscope.SubscribeOptions{Sink: localSink{r}})
+	if err != nil {
+		cancel()
+		return nil, fmt.Errorf("subscribe to the local members: %w", err)
+	}
+	r.sub, r.local = sub, mine
+	r.snap.Store(&[]peerSnap{}) // the series are published once it runs
+	return r, nil
+}
+
+// Start implements pgscope.Peering: it names the scope's process after
+// the entry, so other nodes address it as entry@node, follows the
+// membership and starts the loop, which discovers peers.
+func (r *replica) Start() error {
+	if err := r.node.Register(r.id, r.self); err != nil {
+		return fmt.Errorf("name the scope's process %q: %w", r.id, err)
+	}
+	live, cancel := r.d.c.Subscribe(func(e MemberEvent) {
+		r.q.push(item{kind: itemMember, node: e.Node, up: e.Up})
+	})
+	r.cancelMembers = cancel
+	r.spec = r.s.Spec()
+	for _, n := range live {
+		r.addPeer(n).live = true
+	}
+	r.d.add(r)
+	r.removeBreakers = r.d.c.AddBreakers(r.id, r)
+	r.started.Store(true)
+	go r.run()
+	return nil
+}
+
+// Stop implements pgscope.Peering.
+func (r *replica) Stop() {
+	r.stopOnce.Do(func() {
+		r.stopped.Store(true)
+		if r.cancelMembers != nil {
+			r.cancelMembers()
+		}
+		if r.removeBreakers != nil {
+			r.removeBreakers()
+		}
+		close(r.quit)
+		r.cancel()
+		if r.started.Load() {
+			<-r.done
+		}
+		r.sub.Close(false)
+		for _, p := range r.peers {
+			if p.timer != nil {
+				p.timer.Stop()
+			}
+		}
+		if r.d.remove(r) {
+			r.d.met.forget(r.id)
+		}
+		r.node.Unregister(r.id, r.self)
+	})
+}
+
+// Receive implements pgscope.Peering, on the scope process's goroutine.
+// A hello is answered at once: the reply comes from the scope's process,
+// which is how the asker knows it.
+func (r *replica) Receive(m process.Message) {
+	if r.stopped.Load() {
+		return
+	}
+	if m.Topic == topicHello {
+		if m.CanReply() && m.From.Node != r.node.Name() {
+			_, _ = m.Reply(r.self, string([]byte{protoVersion}), nil)
+		}
+		return
+	}
+	r.q.push(item{kind: itemMessage, msg: m})
+}
+
+// Down implements pgscope.Peering.
+func (r *replica) Down(pid process.PID, reason error) {
+	if !r.stopped.Load() {
+		r.q.push(item{kind: itemDown, pid: pid, err: reason})
+	}
+}
+
+// settle waits until the loop has handled everything queued before it (and
+// sent the local changes among it), or the replica stopped.
+func (r *replica) settle() { r.do(func() {}) }
+
+// do runs fn on the loop after everything queued before, and waits for it
+// (or for the replica to stop). Tests and benchmarks use it.
+func (r *replica) do(fn func()) {
+	done := make(chan struct{})
+	r.q.push(item{kind: itemDo, fn: fn, done: done})
+	select {
+	case <-done:
+	case <-r.done:
+	}
+}
+
+// localSink hands the scope's local changes to the loop; it never refuses
+// one (the inbox is unbounded), as the scope's SubscribeLocal asks.
+type localSink struct{ r *replica }
+
+func (k localSink) Offer(ev pgscope.Event) bool {
+	if !k.r.stopped.Load() {
+		k.r.q.push(item{kind: itemLocal, ev: ev})
+	}
+	return true
+}
+
+func (k localSink) Close() {}
+
+// run is the loop.
+func (r *replica) run() {
+	defer close(r.done)
+	r.spec = r.s.Spec()
+	r.begin()
+	r.publishIfChanged()
+	ae := time.NewTimer(r.aeDelay())
+	defer ae.Stop()
+	var batch []item
+	for {
+		batch = r.q.take(batch[:0])
+		if len(batch) > 0 {
+			r.handle(batch)
+			clear(batch)
+		}
+		// A busy inbox must not starve anti-entropy or Stop.
+		select {
+		case <-r.quit:
+			return
+		case <-ae.C:
+			r.spec = r.s.Spec()
+			r.antiEntropy()
+			r.publishIfChanged()
+			ae.Reset(r.aeDelay())
+			continue
+		default:
+		}
+		if len(batch) > 0 {
+			continue
+		}
+		select {
+		case <-r.q.wake:
+		case <-r.quit:
+			return
+		case <-ae.C:
+			r.spec = r.s.Spec()
+			r.antiEntropy()
+			r.publishIfChanged()
+			ae.Reset(r.aeDelay())
+		}
+	}
+}
+
+// aeDelay is the time to the next anti-entropy tick. While anti-entropy is
+// off the loop looks again every second, for a reload that turns it on.
+func (r *replica) aeDelay() time.Duration {
+	if d := r.s.Spec().AntiEntropyInterval; d > 0 {
+		return d
+	}
+	return time.Second
+}
+
+// begin sends discover to at most maxDiscover random live peers, and a
+// notice to every node, so that those with members send them.
+func (r *replica) begin() {
+	var live []*peer
+	for _, p := range r.list {
+		if p.live {
+			live = append(live, p)
+		}
+	}
+	r.rng.Shuffle(len(live), func(i, j int) { live[i], live[j] = live[j], live[i] })
+	now := time.Now()
+	var asked []string
+	for i, p := range live {
+		if i < maxDiscover {
+			p.want |= wantDiscover
+			r.flush(p, now)
+			asked = append(asked, p.node)
+			continue
+		}
+		// The others are only asked which process is their scope: a
+		// hello each, no state.
+		r.probe(p, false)
+	}
+	if err := r.d.c.Gossip(notice(r.id, asked)); err != nil {
+		r.log.Debug("pg: start notice not sent", "error", err)
+	}
+}
+
+// handle runs one batch of items in order. Local changes are gathered and
+// sent together, before anything else is done: a sync sent after them
+// must not be followed by changes it already holds.
+func (r *replica) handle(batch []item) {
+	r.spec = r.s.Spec()
+	for i := range batch {
+		it := &batch[i]
+		if it.kind == itemLocal {
+			r.localChange(it.ev)
+			continue
+		}
+		r.sendPending()
+		now := time.Now()
+		switch it.kind {
+		case itemMessage:
+			r.message(it.msg, now)
+		case itemVerified:
+			r.verified(it, now)
+		case itemDown:
+			r.down(it.pid, it.err)
+		case itemMember:
+			r.member(it.node, it.up, now)
+		case itemNotice:
+			r.notice(it.node, now)
+		case itemRetry:
+			r.retry(it.node, it.gen, now)
+		case itemGone:
+			if p := r.peers[it.node]; p == nil || !p.live {
+				r.nodeDown(it.node)
+			}
+		case itemDo:
+			it.fn()
+			r.sendPending()
+			r.publishIfChanged()
+			close(it.done)
+		}
+	}
+	r.sendPending()
+	r.publishIfChanged()
+}
+
+// localChange records a change of this node's members.
+func (r *replica) localChange(ev pgscope.Event) {
+	g := ev.Group
+	switch ev.Kind {
+	case pgscope.MemberJoined:
+		r.local[g] = append(r.local[g], ev.PIDs...)
+	case pgscope.MemberLeft:
+		left := r.local[g]
+		for _, pid := range ev.PIDs {
+			// The latest copy goes, as in the scope.
+			if i := slices.Index(left, pid); i >= 0 {
+				for j := len(left) - 1; j >= i; j-- {
+					if left[j] == pid {
+						left = slices.Delete(left, j, j+1)
+						break
+					}
+				}
+			}
+		}
+		if len(left) == 0 {
+			delete(r.local, g)
+		} else {
+			r.local[g] = left
+		}
+	default:
+		return
+	}
+	r.synced = ""
+	r.pending = append(r.pending, pgscope.Op{Leave: ev.Kind == pgscope.MemberLeft, Group: g, PIDs: ev.PIDs})
+}
+
+// sendPending fans the gathered local changes out, in one message, to
+// every peer: the live members and every node heard from before (a node
+// that the membership has not reported yet still gets them).
+func (r *replica) sendPending() {
+	if len(r.pending) == 0 {
+		return
+	}
+	b := append(r.buf[:0], protoVersion)
+	for _, o := range r.pending {
+		b = appendOp(b, o)
+	}
+	r.buf = b
+	clear(r.pending)
+	r.pending = r.pending[:0]
+	if len(r.list) == 0 {
+		return
+	}
+	msg := process.Message{From: r.self, Topic: topicOps, Payload: string(b)}
+	now := time.Now()
+	for _, p := range r.list {
+		if p.absent {
+			continue
+		}
+		if p.want != 0 {
+			// Owed the whole state, which carries this change too. A peer
+			// whose retries ran out starts over with a new change.
+			if p.timer == nil {
+				p.attempt = 0
+				r.flush(p, now)
+			}
+			continue
+		}
+		if r.send(p, msg, now) {
+			r.met.sentOps.Inc()
+		}
+	}
+}
+
+// syncPayload returns the encoded local state.
+func (r *replica) syncPayload() string {
+	if r.synced == "" {
+		r.synced = string(appendSync([]byte{protoVersion}, r.local))
+	}
+	return r.synced
+}
+
+// send sends m to p's scope unless p's breaker is open; a failure counts
+// against the breaker, and p is then owed the whole state, retried with
+// backoff.
+func (r *replica) send(p *peer, m process.Message, now time.Time) bool {
+	sp := &r.spec
+	if !p.br.allow(now, sp.CircuitBreakerResetTime) {
+		r.met.failed.Inc()
+		p.want |= wantSync
+		r.arm(p)
+		r.changed = true
+		return false
+	}
+	if err := r.node.SendName(p.node, r.id, m); err != nil {
+		r.met.failed.Inc()
+		if p.br.failure(now, sp.CircuitBreakerFailures) {
+			r.log.Warn("pg: circuit to a node opened", "peer", p.node, "failures", p.br.failures,
+				"retry_after", sp.CircuitBreakerResetTime.String(), "error", err)
+		} else {
+			r.log.Debug("pg: send to a node failed", "peer", p.node, "topic", m.Topic, "error", err)
+		}
+		p.want |= wantSync
+		r.arm(p)
+		r.changed = true
+		return false
+	}
+	if p.br.state != closed {
+		r.changed = true
+		r.log.Info("pg: circuit to a node closed", "peer", p.node)
+	}
+	p.br.success()
+	return true
+}
+
+// flush sends p what it is owed (discover or sync) now; a node known to
+// run no scope keeps it owed.
+func (r *replica) flush(p *peer, now time.Time) {
+	if p.absent {
+		return
+	}
+	var m process.Message
+	var sent interface{ Inc() }
+	switch {
+	case p.want&wantDiscover != 0:
+		m = process.Message{From: r.self, Topic: topicDiscover, Payload: r.syncPayload()}
+		sent = r.met.sentDiscover
+	case p.want&wantSync != 0:
+		m = process.Message{From: r.self, Topic: topicSync, Payload: r.syncPayload()}
+		sent = r.met.sentSync
+	default:
+		return
+	}
+	owed := p.want
+	p.want = 0
+	if !r.send(p, m, now) {
+		p.want |= owed
+		return
+	}
+	if owed&wantDiscover != 0 {
+		p.asked = now
+	}
+	sent.Inc()
+	r.disarm(p)
+	p.attempt = 0
+	r.changed = true
+}
+
+// arm schedules the next retry of what p is owed, with exponential
+// backoff, unless one is scheduled or max_retries are spent (then the next
+// local change, anti-entropy or a membership change tries again).
+func (r *replica) arm(p *peer) {
+	if p.timer != nil || p.attempt >= r.spec.MaxRetries {
+		return
+	}
+	d := backoff(p.attempt, r.spec.RetryBaseDelay, r.spec.RetryMaxDelay)
+	p.gen++
+	node, gen := p.node, p.gen
+	p.timer = time.AfterFunc(d, func() { r.q.push(item{kind: itemRetry, node: node, gen: gen}) })
+}
+
+func (r *replica) disarm(p *peer) {
+	if p.timer != nil {
+		p.timer.Stop()
+		p.timer = nil
+		p.gen++
+	}
+}
+
+func (r *replica) retry(node string, gen uint64, now time.Time) {
+	p := r.peers[node]
+	if p == nil || p.gen != gen {
+		return
+	}
+	p.timer = nil
+	p.attempt++
+	r.changed = true
+	r.flush(p, now)
+}
+
+// antiEntropy sends the whole state to the next peer, in turn; a peer
+// owed it whose retries ran out goes first (taken in turn too), since it
+// is known to be behind.
+func (r *replica) antiEntropy() {
+	if r.spec.AntiEntropyInterval <= 0 || len(r.list) == 0 {
+		return
+	}
+	n := len(r.list)
+	p := r.list[r.aeNext%n]
+	for i := range n {
+		if q := r.list[(r.aeNext+i)%n]; q.want != 0 && q.timer == nil && !q.absent {
+			p = q
+			r.aeNext += i
+			break
+		}
+	}
+	r.aeNext++
+	if p.absent {
+		// Has its scope come since? A probe tells, and a scope found
+		// gets a discover.
+		r.probe(p, true)
+		return
+	}
+	p.want |= wantSync
+	r.flush(p, time.Now())
+}
+
+// message handles a protocol message from another node. Only a node's
+// scope process speaks for it: a message from a process not yet known to
+// be that is held until a hello to the node's scope (entry@node) has
+// told which process that is, then applied in order, or dropped.
+func (r *replica) message(m process.Message, now time.Time) {
+	from := m.From
+	if from.IsZero() || from.Node == r.node.Name() {
+		r.met.unverified.Inc()
+		return
+	}
+	switch m.Topic {
+	case topicOps, topicSync, topicDiscover:
+	default:
+		r.met.malformed.Inc()
+		r.once(from.Node, "topic", "pg: ignored a message of an unknown topic", "from", from.String(), "topic", m.Topic)
+		return
+	}
+	p := r.peers[from.Node]
+	if p == nil {
+		p = r.addPeer(from.Node)
+	}
+	if p.pid == from {
+		r.apply(p, m, now)
+		return
+	}
+	if len(p.held) < maxHeld {
+		p.held = append(p.held, m)
+	} else {
+		r.met.unverified.Inc()
+		p.want |= wantDiscover
+	}
+	if p.verifying.IsZero() {
+		r.hello(p, from)
+	}
+}
+
+// hello asks p's node which process is its scope (an ask to entry@node:
+// the reply comes from the process that holds the name), to verify from.
+func (r *replica) hello(p *peer, from process.PID) {
+	p.verifying = from
+	r.sendHello(p, from)
+}
+
+// probe asks p's node which process is its scope, to learn whether it runs
+// one (a node that does not is sent nothing) and to watch it; with
+// discover, a scope it finds is sent a discover.
+func (r *replica) probe(p *peer, discover bool) {
+	p.probeAsks = p.probeAsks || discover
+	if p.probing {
+		return
+	}
+	p.probing = true
+	r.sendHello(p, process.PID{})
+}
+
+func (r *replica) sendHello(p *peer, asked process.PID) {
+	r.changed = true
+	t := &helloTarget{r: r, node: p.node, asked: asked}
+	timeout := r.spec.ProtocolTimeout
+	node := p.node
+	t.timer.Store(time.AfterFunc(timeout, func() {
+		t.Settle(0, process.PID{}, nil, fmt.Errorf("hello %s@%s after %s: %w", r.id, node, timeout, process.ErrTimeout))
+	}))
+	m := process.Message{From: r.self, Topic: topicHello, Payload: string([]byte{protoVersion})}.
+		WithReplyDeadline(t, 0, time.Now().Add(timeout))
+	r.met.sentHello.Inc()
+	if err := r.node.SendName(p.node, r.id, m); err != nil {
+		t.Settle(0, process.PID{}, nil, err)
+	}
+}
+
+// helloTarget settles a hello once, and hands the answer to the loop.
+type helloTarget struct {
+	r     *replica
+	node  string
+	asked process.PID
+	timer atomic.Pointer[time.Timer]
+	done  atomic.Bool
+}
+
+func (t *helloTarget) Settle(_ uint64, from process.PID, _ any, err error) bool {
+	if !t.done.CompareAndSwap(false, true) {
+		return false
+	}
+	if tm := t.timer.Load(); tm != nil {
+		tm.Stop()
+	}
+	if !t.r.stopped.Load() {
+		t.r.q.push(item{kind: itemVerified, node: t.node, pid: t.asked, from: from, err: err})
+	}
+	return true
+}
+
+// verified handles a hello's answer: from is the node's scope process.
+func (r *replica) verified(it *item, now time.Time) {
+	p := r.peers[it.node]
+	if p == nil {
+		return
+	}
+	if it.pid.IsZero() {
+		r.probed(p, it, now)
+		return
+	}
+	if p.verifying != it.pid {
+		return
+	}
+	held := p.held
+	p.held, p.verifying = nil, process.PID{}
+	r.changed = true
+	if it.err != nil || it.from.IsZero() || it.from.Node != p.node {
+		r.met.unverified.Add(float64(len(held)))
+		if it.err != nil && !errors.Is(it.err, process.ErrNameNotFound) {
+			// Not known either way: what it sent is lost, ask for it all.
+			r.log.Debug("pg: could not verify a node's scope", "peer", p.node, "error", it.err)
+			p.want |= wantDiscover
+			r.arm(p)
+			return
+		}
+		r.once(p.node, "unverified", "pg: ignored messages from a process that is not the node's scope",
+			"from", it.pid.String(), "error", it.err)
+		r.dropIfIdle(p)
+		return
+	}
+	r.setScope(p, it.from)
+	p.absent = false
+	for _, m := range held {
+		if m.From == p.pid {
+			r.apply(p, m, now)
+		} else {
+			r.met.unverified.Inc()
+			r.once(p.node, "unverified", "pg: ignored messages from a process that is not the node's scope",
+				"from", m.From.String(), "scope", p.pid.String())
+		}
+	}
+	// Ask for its whole state, unless a discover's answer is on its way.
+	if !p.synced && now.Sub(p.asked) > r.spec.ProtocolTimeout {
+		p.want |= wantDiscover
+		r.flush(p, now)
+	}
+}
+
+// probed handles a probe's answer.
+func (r *replica) probed(p *peer, it *item, now time.Time) {
+	discover := p.probeAsks
+	p.probing, p.probeAsks = false, false
+	r.changed = true
+	switch {
+	case it.err == nil && !it.from.IsZero() && it.from.Node == p.node:
+		r.setScope(p, it.from)
+		p.absent = false
+		if discover && !p.synced {
+			p.want |= wantDiscover
+		}
+		r.flush(p, now)
+	case errors.Is(it.err, process.ErrNameNotFound):
+		// No scope there (yet): nothing is sent until it announces
+		// itself, sends something, or a probe finds it.
+		p.absent = true
+	default:
+		r.log.Debug("pg: could not reach a node's scope", "peer", p.node, "error", it.err)
+		if discover {
+			p.want |= wantDiscover
+			r.arm(p)
+		}
+	}
+}
+
+// setScope records pid as p's scope process and monitors it. A different
+// process than before means that scope stopped (or its node restarted):
+// the members it had are gone.
+func (r *replica) setScope(p *peer, pid process.PID) {
+	if p.pid == pid {
+		return
+	}
+	if !p.pid.IsZero() {
+		if p.monitored {
+			r.node.Demonitor(r.self, p.pid)
+		}
+		r.nodeDown(p.node)
+	}
+	p.pid, p.synced, p.monitored = pid, false, false
+	r.monitor(p)
+	r.changed = true
+}
+
+func (r *replica) monitor(p *peer) {
+	if err := r.node.Monitor(r.self, p.pid); err == nil {
+		p.monitored = true
+	}
+}
+
+// apply applies a message from p's verified scope to the scope.
+func (r *replica) apply(p *peer, m process.Message, now time.Time) {
+	p.heard = now
+	r.changed = true
+	if !p.monitored {
+		r.monitor(p)
+	}
+	switch m.Topic {
+	case topicOps:
+		ops, err := decodeOps(m.Payload, m.From)
+		if err != nil {
+			r.bad(p, m, err)
+			return
+		}
+		if err := r.s.ApplyOps(r.ctx, p.node, ops); err != nil {
+			r.applyFailed(p, err)
+			return
+		}
+		r.met.recvOps.Inc()
+	case topicSync, topicDiscover:
+		groups, err := decodeSync(m.Payload, m.From)
+		if err != nil {
+			r.bad(p, m, err)
+			return
+		}
+		if err := r.s.ApplySync(r.ctx, p.node, groups); err != nil {
+			r.applyFailed(p, err)
+			return
+		}
+		if !p.synced {
+			p.synced = true
+			r.changed = true
+		}
+		if m.Topic == topicSync {
+			r.met.recvSync.Inc()
+			return
+		}
+		r.met.recvDiscover.Inc()
+		p.want |= wantSync
+		r.flush(p, now)
+	}
+}
+
+// bad counts a message from a verified peer that does not decode.
+func (r *replica) bad(p *peer, m process.Message, err error) {
+	if errors.Is(err, errVersion) {
+		r.met.version.Inc()
+	} else {
+		r.met.malformed.Inc()
+	}
+	r.once(p.node, "bad", "pg: dropped a message from a node's scope", "topic", m.Topic, "error", err)
+}
+
+// applyFailed handles an update the scope refused (a full queue, its
+// timeout): what the peer sent is lost, so it is asked for all of it.
+func (r *replica) applyFailed(p *peer, err error) {
+	if errors.Is(err, pgscope.ErrStopped) || r.ctx.Err() != nil {
+		return
+	}
+	r.log.Warn("pg: could not apply a node's update; asking it for its whole state", "peer", p.node, "error", err)
+	p.synced = false
+	p.want |= wantDiscover
+	p.attempt = 0
+	r.arm(p)
+	r.changed = true
+}
+
+// down handles the exit of a peer's scope process.
+func (r *replica) down(pid process.PID, reason error) {
+	p := r.peers[pid.Node]
+	if p == nil || p.pid != pid {
+		return
+	}
+	p.monitored = false
+	r.changed = true
+	if errors.Is(reason, process.ErrNoConnection) || errors.Is(reason, process.ErrUnreachable) {
+		// The connection broke, and what was in flight either way is
+		// lost; the node may well be back soon. Its members stay until
+		// the membership says it left; both states are exchanged again.
+		p.synced = false
+		p.want |= wantDiscover
+		p.attempt = 0
+		r.arm(p)
+		return
+	}
+	// The scope itself stopped: its members went with it, and nothing is
+	// sent there until a scope runs there again.
+	p.pid, p.synced, p.absent = process.PID{}, false, true
+	r.nodeDown(p.node)
+	r.dropIfIdle(p)
+}
+
+// member handles a membership change.
+func (r *replica) member(node string, up bool, now time.Time) {
+	if !up {
+		r.nodeDown(node)
+		if p := r.peers[node]; p != nil {
+			r.deletePeer(p)
+		}
+		return
+	}
+	p := r.peers[node]
+	if p == nil {
+		p = r.addPeer(node)
+	}
+	// A node that joins (or comes back) gets the whole state, and is
+	// asked for its own; its breaker starts afresh. Both nodes see the
+	// other join: the one whose name sorts first sends the discover, and
+	// its answer carries the other's state, so the two exchange their
+	// states once. (A scope that starts later announces itself.)
+	// A node heard from before the membership reported it could not be
+	// answered yet: what it is owed goes now. One whose scope is not known
+	// is probed first, so a node without the scope is sent nothing.
+	p.live, p.br, p.absent = true, breaker{}, false
+	r.changed = true
+	first := r.node.Name() < node
+	p.attempt = 0
+	r.disarm(p)
+	if p.pid.IsZero() {
+		r.probe(p, first)
+		r.flush(p, now)
+		return
+	}
+	if first {
+		p.want |= wantDiscover
+	}
+	r.flush(p, now)
+}
+
+// notice handles another node's start notice: a scope that just started
+// knows nobody's members, so this node sends its own, if it has any.
+func (r *replica) notice(node string, now time.Time) {
+	p := r.peers[node]
+	if p == nil {
+		p = r.addPeer(node)
+	}
+	p.absent = false
+	r.changed = true
+	if len(r.local) == 0 {
+		return
+	}
+	p.want |= wantSync
+	p.attempt = 0
+	r.disarm(p)
+	r.flush(p, now)
+}
+
+// nodeDown removes every member of node from the scope. Should the scope
+// refuse (a full queue), it is tried again shortly, unless the node is
+// back by then.
+func (r *replica) nodeDown(node string) {
+	err := r.s.ApplyNodeDown(r.ctx, node)
+	if err == nil || errors.Is(err, pgscope.ErrStopped) || r.ctx.Err() != nil {
+		return
+	}
+	r.log.Warn("pg: could not remove a departed node's members; trying again", "peer", node, "error", err)
+	time.AfterFunc(r.spec.RetryBaseDelay, func() { r.q.push(item{kind: itemGone, node: node}) })
+}
+
+func (r *replica) addPeer(node string) *peer {
+	p := &peer{node: node}
+	r.peers[node] = p
+	i, _ := slices.BinarySearchFunc(r.list, node, func(x *peer, n string) int { return strings.Compare(x.node, n) })
+	r.list = slices.Insert(r.list, i, p)
+	r.changed = true
+	return p
+}
+
+func (r *replica) deletePeer(p *peer) {
+	r.disarm(p)
+	if !p.pid.IsZero() && p.monitored {
+		r.node.Demonitor(r.self, p.pid)
+	}
+	delete(r.peers, p.node)
+	if i := slices.Index(r.list, p); i >= 0 {
+		r.list = slices.Delete(r.list, i, i+1)
+	}
+	r.changed = true
+}
+
+// dropIfIdle forgets a peer that is neither a live member nor a known
+// scope, and is not being verified.
+func (r *replica) dropIfIdle(p *peer) {
+	if !p.live && p.pid.IsZero() && p.verifying.IsZero() {
+		r.deletePeer(p)
+	}
+}
+
+// once logs a problem with node once per kind of problem, and at debug
+// level after that.
+func (r *replica) once(node, kind, msg string, args ...any) {
+	key := node + "\x00" + kind
+	level := slog.LevelDebug
+	if _, seen := r.logged[key]; !seen {
+		r.logged[key] = struct{}{}
+		level = slog.LevelWarn
+	}
+	r.log.Log(context.Background(), level, msg, append(args, "peer", node)...)
+}
