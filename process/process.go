@@ -128,6 +128,11 @@ func (p *process) deliverEvent(e Event) {
 	p.notify()
 }
 
+// afterWaitLook, set only by tests, runs in notify between its look at a
+// goroutine process's wait state and its CAS: the window in which the
+// owner may move the state (see TestNotifyRetriesAfterCommit).
+var afterWaitLook func()
+
 // notify wakes whoever consumes p's mail.
 func (p *process) notify() {
 	if p.behavior != nil {
@@ -136,20 +141,36 @@ func (p *process) notify() {
 		}
 		return
 	}
-	if w := p.wait.Load(); w != waitRunning && p.wait.CompareAndSwap(w, waitRunning) {
-		if w == waitSuspended {
+	for {
+		w := p.wait.Load()
+		if w == waitRunning {
+			return
+		}
+		if afterWaitLook != nil {
+			afterWaitLook()
+		}
+		// The owner may move the state meanwhile (a Commit takes
+		// waitSuspending to waitSuspended): look again rather than lose
+		// the wake-up.
+		if !p.wait.CompareAndSwap(w, waitRunning) {
+			continue
+		}
+		switch w {
+		case waitSuspended:
 			// This wake-up won the process: it goes on, on a goroutine of
 			// its own (suspend.go).
 			x := p.ext.Load()
 			fn := x.cont
 			x.cont = nil
 			go p.runFunc(fn)
-			return
+		case waitArmed:
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
 		}
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+		// waitSuspending: its Commit fails, and the process carries on.
+		return
 	}
 }
 
