@@ -13,13 +13,14 @@ import (
 )
 
 // State sizing, measured with BenchmarkLuaIdleMemory (100,000 idle
-// processes: about 8 KB of heap each, plus a 4 KB goroutine stack; a
-// state with its own safe libraries costs 49 KB or more, see NOTES.md): the
-// data stack starts at the minimum gopher-lua allows (128 slots) and grows
-// on demand up to registryMax; the call stack grows in segments of 8 frames
-// up to callStackSize. Deeper recursion is a catchable Lua error.
+// processes: about 5 KB of heap each, and no goroutine stack, see
+// suspend.go; a state with its own safe libraries costs 49 KB or more, see
+// NOTES.md): the data stack starts at 32 slots, enough for a main function
+// waiting on its inbox, and grows on demand (by half its size at least) up
+// to registryMax; the call stack grows in segments of 8 frames up to
+// callStackSize. Deeper recursion is a catchable Lua error.
 const (
-	registrySize     = 128
+	registrySize     = 32
 	registryMax      = 64 * 1024
 	registryGrowStep = 32
 	callStackSize    = 200
