@@ -1700,6 +1700,14 @@ func (ls *LState) NewUserData() *LUserData {
 	}
 }
 
+// InitUserData sets ud up as NewUserData sets up the userdata it makes.
+// proctor: for a userdata that a host embeds in the value it holds, so
+// that a handle and what it stands for are one allocation, not two.
+func (ls *LState) InitUserData(ud *LUserData) {
+	ud.Env = ls.currentEnv()
+	ud.Metatable = LNil
+}
+
 func (ls *LState) NewFunction(fn LGFunction) *LFunction {
 	return newLFunctionG(fn, ls.currentEnv(), 0)
 }

@@ -268,3 +268,28 @@ func TestBuiltinMetatablesAndLazyNumbers(t *testing.T) {
 		t.Fatal("number lost")
 	}
 }
+
+// A userdata embedded in a host's value, set up with InitUserData, is one
+// as NewUserData makes it: its environment and a nil metatable.
+func TestInitUserData(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	type handle struct {
+		ud  LUserData
+		val int
+	}
+	h := &handle{val: 7}
+	L.InitUserData(&h.ud)
+	h.ud.Value = h
+	want := L.NewUserData()
+	if h.ud.Env != want.Env || h.ud.Metatable != want.Metatable {
+		t.Fatalf("InitUserData: env %v metatable %v, want %v %v", h.ud.Env, h.ud.Metatable, want.Env, want.Metatable)
+	}
+	L.SetGlobal("h", &h.ud)
+	if err := L.DoString(`assert(type(h) == "userdata")`); err != nil {
+		t.Fatal(err)
+	}
+	if got := L.GetGlobal("h").(*LUserData).Value.(*handle).val; got != 7 {
+		t.Fatalf("value %d", got)
+	}
+}
