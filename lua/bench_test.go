@@ -140,12 +140,7 @@ func BenchmarkLuaSpawn(b *testing.B) {
 // heap per process after GC, while they are all alive.
 func BenchmarkLuaIdleMemory(b *testing.B) {
 	h := newHarness(b)
-	e := h.Entry("idle", `
-local probe = require("benchprobe")
-return { main = function()
-  probe.ready()
-  process.inbox():receive()
-end }`)
+	e := h.Entry("idle", idleScript)
 	n := b.N
 	probeReady.Store(0)
 	runtime.GC()
@@ -174,6 +169,15 @@ end }`)
 	terminateAll(h, pids)
 }
 
+// idleScript is a process that reaches its idle point (the probe) and
+// waits on its inbox.
+const idleScript = `
+local probe = require("benchprobe")
+return { main = function()
+  probe.ready()
+  process.inbox():receive()
+end }`
+
 // waitIdle waits until every process of pids reached its idle point (the
 // probe) and waits for mail.
 func waitIdle(h *harness, pids []process.PID) {
@@ -199,12 +203,7 @@ func BenchmarkLuaMillion(b *testing.B) {
 	}
 	const n = 1_000_000
 	h := newHarness(b)
-	e := h.Entry("idle", `
-local probe = require("benchprobe")
-return { main = function()
-  probe.ready()
-  process.inbox():receive()
-end }`)
+	e := h.Entry("idle", idleScript)
 	probeReady.Store(0)
 	var el time.Duration
 	var pids []process.PID
