@@ -322,7 +322,11 @@ func procInbox(L *lua.LState) int {
 func procListen(L *lua.LState) int {
 	p := ProcessOf(L)
 	topic := L.CheckString(1)
-	L.Push(p.mbox.listenChannel(topic).Value(L))
+	c, err := p.mbox.listenChannel(topic)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(c.Value(L))
 	return 1
 }
 

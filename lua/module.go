@@ -286,8 +286,15 @@ func (p *Process) send(verb, dest string, m process.Message) error {
 		}
 		return fmt.Errorf("%s %q: %w", verb, m.Topic, err)
 	}
+	if to == p.self && verb == "ask" {
+		return fmt.Errorf("ask %q of %s: %w", m.Topic, dest, errAskSelf)
+	}
 	return p.Node().Send(to, m)
 }
+
+// errAskSelf refuses an ask a process makes of itself: it would wait, until
+// its timeout, for a reply only it could give.
+var errAskSelf = value.NewError(value.KindInvalid, "a process cannot ask itself (it would wait for a reply only it could give)")
 
 // PIDValue renders a PID as scripts see it: its string form.
 func PIDValue(pid process.PID) lua.LString { return lua.LString(pid.String()) }

@@ -40,6 +40,7 @@ func newState(p *Process) *lua.LState {
 		MinimizeStackMemory: true,
 		MaxStringSize:       p.host.limits.maxString,
 		MaxTableEntries:     p.host.limits.maxTable,
+		MissingMethod:       missingMethod,
 	})
 	// NewState sizes its global table for the full standard library; a
 	// sandboxed script's own globals are few.
@@ -158,7 +159,7 @@ func (p *Process) run(args []any) (suspended bool, v any, err error) {
 	}
 	p.started(nil)
 	L.Insert(fn, base+1)
-	suspended, err = L.PCallSuspendable(L.GetTop()-base-1, 1)
+	suspended, err = L.PCallSuspendable(L.GetTop()-base-1, 2)
 	if suspended {
 		return true, nil, nil
 	}
@@ -173,8 +174,14 @@ func (p *Process) mainResult(err error) (any, error) {
 	if err != nil {
 		return nil, p.scriptError(err)
 	}
-	ret := L.Get(-1)
-	L.Pop(1)
+	ret, rerr := L.Get(-2), L.Get(-1)
+	L.Pop(2)
+	if ret == lua.LNil && rerr != lua.LNil {
+		// return nil, err: the API's failure idiom ends the process as
+		// raising err would, so a supervisor, a monitor and --main see a
+		// failure, not a normal exit with nothing.
+		return nil, errorFromLua(L, rerr)
+	}
 	v, err := ToGoAt(ret, "return value")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.entry.ID, err)

@@ -18,8 +18,8 @@ type process struct {
 	behavior Behavior             // nil for a goroutine process
 	wake     chan struct{}        // goroutine process: made by the first Arm; signalled when mail or an event arrives
 	sched    atomic.Int32         // Behavior: 1 while a dispatcher goroutine owns it
-	wait     atomic.Int32         // goroutine process: waitRunning, waitArmed or waitSuspended
-	tellMeta atomic.Pointer[meta] // shared by this process's tells, made on first use
+	wait     atomic.Int32         // goroutine process: waitRunning, waitArmed, waitSuspending or waitSuspended
+	tellMeta atomic.Pointer[meta] // the meta of this process's last tell (see meta)
 
 	// The mailbox keeps its producer and consumer fields a cache line
 	// apart; what follows shares the consumer's line.
@@ -54,6 +54,7 @@ type procExt struct {
 	exit       Exit
 	done       chan struct{} // closed at teardown; created by the first waiter
 	held       []*meta       // goroutine process: asks it holds unanswered (Proc.Unanswered)
+	limits     Limits        // SpawnOptions.Limits (limits.go)
 }
 
 // extLocked returns p.ext.Load(), allocating it; p.mu must be held.
@@ -68,7 +69,7 @@ func (p *process) extLocked() *procExt {
 
 // deliver puts m in the mailbox and wakes the process.
 func (p *process) deliver(m *Message) error {
-	e := p.node.seal(m)
+	e := envelope{meta: p.metaOf(m), payload: m.Payload}
 	ok, full := p.mb.push(&e)
 	if !ok {
 		if full {
@@ -80,39 +81,47 @@ func (p *process) deliver(m *Message) error {
 	return nil
 }
 
-// seal packs m for a mailbox.
-func (n *Node) seal(m *Message) envelope {
-	e := envelope{topic: m.Topic, payload: m.Payload}
-	switch {
-	case m.reply != nil:
-		e.meta = m.reply
-		if e.meta.from != m.From {
-			// From was changed after WithReply: carry what the sender set.
-			c := *m.reply
-			c.from = m.From
-			e.meta = &c
+// metaOf returns the meta that carries m's topic, sender and reply target
+// into p's mailbox: an ask's own, a shared one for a tell (see meta).
+func (p *process) metaOf(m *Message) *meta {
+	if r := m.reply; r != nil {
+		if r.from == m.From && r.topic == m.Topic {
+			return r
 		}
-	case !m.From.IsZero():
-		e.meta = n.senderMeta(m.From)
+		// Changed after WithReply: carry what the sender set.
+		c := *r
+		c.from, c.topic = m.From, m.Topic
+		return &c
 	}
-	return e
+	if !m.From.IsZero() {
+		return p.node.senderMeta(m.From, m.Topic)
+	}
+	if m.Topic == "" {
+		return nil
+	}
+	n := p.node
+	if mt := n.anonMeta.Load(); mt != nil && mt.topic == m.Topic {
+		return mt
+	}
+	mt := &meta{topic: m.Topic}
+	n.anonMeta.Store(mt)
+	return mt
 }
 
-// senderMeta returns the meta of a tell from from: the sender's shared one
-// when it is a live local process, a fresh one otherwise.
-func (n *Node) senderMeta(from PID) *meta {
+// senderMeta returns the meta of a tell from from with topic: the
+// sender's last one when it is a live local process whose last tell had
+// the same topic, a fresh one otherwise.
+func (n *Node) senderMeta(from PID, topic string) *meta {
 	sp := n.lookup(from)
 	if sp == nil {
-		return &meta{from: from}
+		return &meta{topic: topic, from: from}
 	}
-	if mt := sp.tellMeta.Load(); mt != nil {
+	if mt := sp.tellMeta.Load(); mt != nil && mt.topic == topic {
 		return mt
 	}
-	mt := &meta{from: from}
-	if sp.tellMeta.CompareAndSwap(nil, mt) {
-		return mt
-	}
-	return sp.tellMeta.Load()
+	mt := &meta{topic: topic, from: from}
+	sp.tellMeta.Store(mt)
+	return mt
 }
 
 // deliverEvent queues a system event and wakes the process.
@@ -124,7 +133,12 @@ func (p *process) deliverEvent(e Event) {
 	}
 	x := p.extLocked()
 	p.mu.Unlock()
-	x.events.push(&e)
+	if ok, full := x.events.push(&e); !ok {
+		if full { // Limits.MaxEvents
+			p.node.eventDropped(p.pid, &e)
+		}
+		return
+	}
 	p.notify()
 }
 

@@ -220,7 +220,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	observe.RegisterStandardCollectors(metrics)
 	observe.RegisterBuildInfo(metrics, buildVersion())
 	a.dead = observe.NewDeadLetters(observe.DeadLetterOptions{Keep: f.ops.keep(), Metrics: metrics, Logger: log})
-	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: a.dead})
+	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: a.dead, MaxProcesses: nodeMaxProcesses(f.maxProcs)})
 	if f.cluster.enabled() {
 		a.cluster, err = cluster.Start(cluster.Options{
 			Node: a.node, Bind: f.cluster.Bind, TransportBind: f.cluster.TransportBind,

@@ -382,6 +382,9 @@ func init() {
 			C := int(inst>>9) & 0x1ff //GETC
 			selfobj := reg.Get(lbase + B)
 			v := L.getFieldString(selfobj, L.rkString(C))
+			if v == LNil && L.Options.MissingMethod != nil { // proctor: see Options.MissingMethod
+				L.Options.MissingMethod(L, selfobj, L.rkString(C))
+			}
 			// +inline-call reg.Set RA v
 			// +inline-call reg.Set RA+1 selfobj
 			return 0

@@ -120,6 +120,12 @@ type Options struct {
 	// rawset: adding one more raises an error. Coroutines inherit it. 0: no
 	// limit.
 	MaxTableEntries int
+	// proctor: MissingMethod, when set, is called by a method call
+	// (obj:name(...)) that finds no method, before the call fails: it may
+	// raise an error that says more than "attempt to call a non-function
+	// object". A field read (obj.name) never calls it: a missing field is
+	// nil. Coroutines inherit it.
+	MissingMethod func(L *LState, obj LValue, name string)
 }
 
 /* }}} */
@@ -1302,7 +1308,9 @@ func (ls *LState) callR(nargs, nret, rbase int) {
 		ls.G.CurrentThread = ls
 		ls.mainLoop(ls, nil)
 	} else {
+		ls.goCalls++ // proctor: see coYield
 		ls.mainLoop(ls, ls.currentFrame)
+		ls.goCalls--
 	}
 	ls.suspOK = suspOK
 	if nret != MultRet {
@@ -2114,8 +2122,10 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 	if errfunc != nil {
 		ls.hasErrorFunc = true
 	}
-	suspOK := ls.suspOK // proctor: see callR
+	suspOK := ls.suspOK   // proctor: see callR
+	goCalls := ls.goCalls // proctor: an error skips the decrements in callR
 	defer func() {
+		ls.goCalls = goCalls
 		ls.Panic = oldpanic
 		ls.hasErrorFunc = false
 		ls.suspOK = suspOK

@@ -168,6 +168,128 @@ func TestTracebackNamesTheFunctionCalledFromGo(t *testing.T) {
 	}
 }
 
+func TestMissingMethodHook(t *testing.T) {
+	var got []string
+	L := NewState(Options{MissingMethod: func(L *LState, obj LValue, name string) {
+		got = append(got, obj.Type().String()+":"+name)
+		if obj.Type() == LTString {
+			L.RaiseError("no method %q", name)
+		}
+	}})
+	defer L.Close()
+	if err := L.DoString(`assert(("x").nope == nil)`); err != nil {
+		t.Fatalf("a field read raised: %v", err)
+	}
+	err := L.DoString(`return ("x"):nope()`)
+	if err == nil || !strings.Contains(err.Error(), `no method "nope"`) {
+		t.Fatalf("method call: %v", err)
+	}
+	if err := L.DoString(`return ("x"):upper()`); err != nil {
+		t.Fatalf("a method that is there: %v", err)
+	}
+	if len(got) != 1 || got[0] != "string:nope" {
+		t.Fatalf("hook calls %v", got)
+	}
+}
+
+// A non-ASCII character outside a string is named whole, not by its first
+// byte.
+func TestInvalidTokenNamesTheWholeCharacter(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	err := L.DoString("local x = 1\nlocal y = x \u0441 2\n")
+	if err == nil || !strings.Contains(err.Error(), "near '\u0441'") || !strings.Contains(err.Error(), "U+0441") {
+		t.Fatalf("error = %v", err)
+	}
+	if err := L.DoString(`local s = "\u0441"`); err != nil {
+		t.Fatalf("in a string: %v", err)
+	}
+}
+
+// TestYieldAcrossGoCall: a yield from a VM loop nested in a Go call (a
+// builtin's callback, pcall, a metamethod) raises instead of corrupting
+// the state; PCall puts the count back when it catches an error.
+func TestYieldAcrossGoCall(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	src := `
+local want = "attempt to yield across a Go-call boundary"
+local ok, err = coroutine.resume(coroutine.create(function()
+  table.sort({3, 2, 1}, function(a, b) coroutine.yield() return a < b end)
+end))
+assert(not ok and err:find(want, 1, true), err)
+local co = coroutine.create(function()
+  pcall(error, "x") -- caught inside: the count is put back
+  local t = setmetatable({}, {__index = function(_, k) return k end})
+  assert(t.y == "y")
+  local v = coroutine.yield(1)
+  return v
+end)
+local ok1, v1 = coroutine.resume(co)
+assert(ok1 and v1 == 1)
+local ok2, v2 = coroutine.resume(co, 2)
+assert(ok2 and v2 == 2)
+`
+	if err := L.DoString(src); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMathRandomBounds: math.random checks its interval (it panicked in
+// rand.Intn: "invalid argument to Intn") and stays within it.
+func TestMathRandomBounds(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	for _, tc := range []struct{ src, err string }{
+		{`math.random(0)`, "interval is empty"},
+		{`math.random(-5)`, "interval is empty"},
+		{`math.random(3, 2)`, "interval is empty"},
+		{`math.random(0/0)`, "out of range"},
+		{`math.random(1e300)`, "out of range"},
+		{`math.random(1, math.huge)`, "out of range"},
+		{`math.random(1, 2, 3)`, "wrong number of arguments"},
+		{`for i = 1, 1000 do local v = math.random(3) assert(v >= 1 and v <= 3 and v % 1 == 0) end
+		  for i = 1, 1000 do local v = math.random(-2, 2) assert(v >= -2 and v <= 2) end
+		  assert(math.random(7, 7) == 7 and math.random(1) == 1)
+		  local v = math.random(-2^53, 2^53) assert(v >= -2^53 and v <= 2^53)
+		  local f = math.random() assert(f >= 0 and f < 1)`, ""},
+	} {
+		err := L.DoString(tc.src)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.src, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want %q", tc.src, err, tc.err)
+		}
+	}
+}
+
+// TestTailCalledYield: a coroutine whose body ends with
+// `return coroutine.yield(...)` died with a nil dereference when resumed;
+// it returns the values it is resumed with, as in Lua.
+func TestTailCalledYield(t *testing.T) {
+	for _, src := range []string{
+		`local co = coroutine.create(function() return coroutine.yield(1) end)
+		 local ok1, v1 = coroutine.resume(co) assert(ok1 and v1 == 1)
+		 local ok2, a, b = coroutine.resume(co, 2, 3) assert(ok2 and a == 2 and b == 3, tostring(a))
+		 assert(coroutine.status(co) == "dead")
+		 local ok3, e = coroutine.resume(co) assert(not ok3 and e:find("dead"))`,
+		`local f = coroutine.wrap(function(x) return coroutine.yield(x + 1) end)
+		 assert(f(1) == 2) assert(f(7) == 7)`,
+		`local function g(x) return coroutine.yield(x) end
+		 local co = coroutine.create(function() local a = g(1) local b = g(a + 1) return a + b end)
+		 local _, v = coroutine.resume(co) assert(v == 1)
+		 local _, w = coroutine.resume(co, 10) assert(w == 11, tostring(w))
+		 local ok, r = coroutine.resume(co, 5) assert(ok and r == 15, tostring(r))`,
+	} {
+		L := NewState()
+		if err := L.DoString(src); err != nil {
+			t.Error(err)
+		}
+		L.Close()
+	}
+}
+
 // The VM looks at its context every ctxCheckEvery instructions: a
 // cancelled context still stops a loop promptly, and one cancelled before
 // the call stops it before its first instruction.

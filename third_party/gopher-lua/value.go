@@ -195,9 +195,13 @@ type LState struct {
 	wrapped      bool
 	uvcache      *Upvalue
 	hasErrorFunc bool
-	mainLoop     func(*LState, *callFrame)
-	ctx          context.Context
-	ctxCancelFn  context.CancelFunc
+	// goCalls counts the VM loops running inside another on this thread
+	// (callR from a builtin, a metamethod, an iterator, pcall); PCall puts
+	// it back when it catches an error (proctor: see coYield).
+	goCalls     int
+	mainLoop    func(*LState, *callFrame)
+	ctx         context.Context
+	ctxCancelFn context.CancelFunc
 
 	// proctor: a suspendable call (suspend.go). suspOK is true while Lua
 	// code runs directly under it, so a Go function it calls may suspend.

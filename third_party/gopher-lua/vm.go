@@ -744,6 +744,9 @@ func init() {
 			C := int(inst>>9) & 0x1ff //GETC
 			selfobj := reg.Get(lbase + B)
 			v := L.getFieldString(selfobj, L.rkString(C))
+			if v == LNil && L.Options.MissingMethod != nil { // proctor: see Options.MissingMethod
+				L.Options.MissingMethod(L, selfobj, L.rkString(C))
+			}
 			// this section is inlined by go-inline
 			// source function is 'func (rg *registry) Set(regi int, vali LValue) ' in '_state.go'
 			{
