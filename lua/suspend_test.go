@@ -37,6 +37,23 @@ end }`,
 			want: "got x",
 		},
 		{
+			// The call goes on after the receive as any other: a
+			// coroutine yields to it, pcall catches an error.
+			name: "receive, then a coroutine and a pcall",
+			src: `return { main = function()
+  local m = process.inbox():receive()
+  local co = coroutine.wrap(function() coroutine.yield(1) return 2 end)
+  local ok, err = pcall(error, "boom")
+  return "got " .. m:payload() .. " " .. (co() + co()) .. " " .. tostring(ok)
+end }`,
+			wake: func(t *testing.T, h *harness, pid process.PID) {
+				if err := h.Node.Send(pid, process.Message{Topic: "t", Payload: "x"}); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: "got x 3 false",
+		},
+		{
 			name: "listen",
 			src: `return { main = function()
   local m = process.listen("job"):receive()
