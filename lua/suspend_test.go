@@ -29,11 +29,7 @@ func TestWaitingProcessesHoldNoGoroutine(t *testing.T) {
   local m = process.inbox():receive()
   return "got " .. m:payload()
 end }`,
-			wake: func(t *testing.T, h *harness, pid process.PID) {
-				if err := h.Node.Send(pid, process.Message{Topic: "t", Payload: "x"}); err != nil {
-					t.Fatal(err)
-				}
-			},
+			wake: sendX,
 			want: "got x",
 		},
 		{
@@ -46,11 +42,7 @@ end }`,
   local ok, err = pcall(error, "boom")
   return "got " .. m:payload() .. " " .. (co() + co()) .. " " .. tostring(ok)
 end }`,
-			wake: func(t *testing.T, h *harness, pid process.PID) {
-				if err := h.Node.Send(pid, process.Message{Topic: "t", Payload: "x"}); err != nil {
-					t.Fatal(err)
-				}
-			},
+			wake: sendX,
 			want: "got x 3 false",
 		},
 		{
@@ -71,9 +63,7 @@ end }`,
   local r = channel.select{ process.events():case_receive(), process.inbox():case_receive() }
   return "got " .. r.value:payload()
 end }`,
-			wake: func(t *testing.T, h *harness, pid process.PID) {
-				h.Node.Send(pid, process.Message{Topic: "t", Payload: "x"})
-			},
+			wake: sendX,
 			want: "got x",
 		},
 		{
@@ -149,6 +139,13 @@ end }`)
 				}
 			}
 		})
+	}
+}
+
+// sendX sends pid a message whose payload is "x".
+func sendX(t *testing.T, h *harness, pid process.PID) {
+	if err := h.Node.Send(pid, process.Message{Topic: "t", Payload: "x"}); err != nil {
+		t.Fatal(err)
 	}
 }
 
