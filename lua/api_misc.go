@@ -72,17 +72,45 @@ func timeNow(L *lua.LState) int {
 }
 
 // timeSleep waits d; it returns true, or nil, err when the process is
-// asked to stop meanwhile.
+// asked to stop meanwhile. In the process's main call the wait suspends
+// the process (suspend.go); its deadline is kept in p.slept for the call
+// that goes on.
 func timeSleep(L *lua.LState) int {
 	p := ProcessOf(L)
 	d := CheckDuration(L, 1)
+	if w := p.slept; (w != nil && w.active) || p.canSuspend(L) {
+		if w == nil {
+			w = &deadlineWait{}
+			p.slept = w
+		}
+		if !w.active {
+			w.at, w.active = time.Now().Add(d), true
+			p.alarm(w.at)
+		}
+		for {
+			if w.ready() {
+				w.active = false
+				p.disarmAlarm()
+				L.Push(lua.LTrue)
+				return 1
+			}
+			if p.stopRequested() {
+				w.active = false
+				p.disarmAlarm()
+				return ReturnError(L, errStopping)
+			}
+			if ret, done := p.suspendOn(L, w); done {
+				return ret
+			}
+		}
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		L.Push(lua.LTrue)
 		return 1
-	case <-p.proc.Context().Done():
+	case <-p.done:
 		return ReturnError(L, errStopping)
 	}
 }
@@ -161,6 +189,7 @@ func (p *Process) stopTimers() {
 		t.t.Stop()
 	}
 	p.timers = timerList{}
+	p.disarmAlarm()
 }
 
 // logAt logs message with the fields of an optional table, through the

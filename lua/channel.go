@@ -287,16 +287,16 @@ func channelReceive(L *lua.LState) int {
 		if !c.external {
 			L.RaiseError("channel.receive: the channel is empty and only this process can fill it: it would wait forever")
 		}
-		if err := p.park(func() bool { return c.maybeReady() }); err != nil {
-			return ReturnError(L, err)
+		if ret, done := p.wait(L, c); done {
+			return ret
 		}
 	}
 }
 
-// maybeReady reports whether a receive might now succeed; it is checked
-// after the process armed its wake-up, so a producer that comes later
-// wakes it.
-func (c *Channel) maybeReady() bool {
+// ready reports whether a receive might now succeed (a waiter); it is
+// checked after the process armed its wake-up, so a producer that comes
+// later wakes it.
+func (c *Channel) ready() bool {
 	p := c.owner
 	switch c.kind {
 	case chanInbox, chanListen:
@@ -396,16 +396,8 @@ func channelSelect(L *lua.LState) int {
 		if !canWait {
 			L.RaiseError("channel.select: no case is ready and only this process could make one ready: it would wait forever")
 		}
-		err := p.park(func() bool {
-			for _, sc := range cases {
-				if !sc.send && sc.ch.maybeReady() {
-					return true
-				}
-			}
-			return false
-		})
-		if err != nil {
-			return ReturnError(L, err)
+		if ret, done := p.wait(L, &selectWait{cases: cases}); done {
+			return ret
 		}
 	}
 }

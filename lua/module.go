@@ -50,6 +50,13 @@ type Process struct {
 
 	coDepth int          // coroutines resumed inside one another (see resumeCounted)
 	stopFn  func() error // see stopCheck
+
+	// The suspended main call (suspend.go).
+	done    <-chan struct{} // the process's context's Done
+	waiting waiter          // what the suspended call waits for
+	alarmT  *time.Timer     // wakes a suspended wait at its deadline; made on first use
+	asked   *askWait        // a suspended process.ask; made on first use
+	slept   *deadlineWait   // a suspended time.sleep; made on first use
 }
 
 // OnExit registers fn to run on the process's goroutine when its script

@@ -16,9 +16,9 @@ type process struct {
 	pid      PID
 	node     *Node
 	behavior Behavior             // nil for a goroutine process
-	wake     chan struct{}        // goroutine process: signalled when mail or an event arrives
+	wake     chan struct{}        // goroutine process: made by the first Arm; signalled when mail or an event arrives
 	sched    atomic.Int32         // Behavior: 1 while a dispatcher goroutine owns it
-	waiting  atomic.Bool          // goroutine process: parked on wake
+	wait     atomic.Int32         // goroutine process: waitRunning, waitArmed, waitSuspending or waitSuspended
 	tellMeta atomic.Pointer[meta] // the meta of this process's last tell (see meta)
 
 	// The mailbox keeps its producer and consumer fields a cache line
@@ -38,6 +38,7 @@ type procExt struct {
 	ctx    context.Context // goroutine process only
 	cancel context.CancelFunc
 	run    atomic.Int32 // goroutine process: runStarted, runReturned or runAbandoned
+	cont   ProcFunc     // goroutine process: what the next wake-up runs while suspended (suspend.go)
 
 	events queue[Event]
 
@@ -141,6 +142,11 @@ func (p *process) deliverEvent(e Event) {
 	p.notify()
 }
 
+// afterWaitLook, set only by tests, runs in notify between its look at a
+// goroutine process's wait state and its CAS: the window in which the
+// owner may move the state (see TestNotifyRetriesAfterCommit).
+var afterWaitLook func()
+
 // notify wakes whoever consumes p's mail.
 func (p *process) notify() {
 	if p.behavior != nil {
@@ -149,11 +155,36 @@ func (p *process) notify() {
 		}
 		return
 	}
-	if p.waiting.Load() && p.waiting.CompareAndSwap(true, false) {
-		select {
-		case p.wake <- struct{}{}:
-		default:
+	for {
+		w := p.wait.Load()
+		if w == waitRunning {
+			return
 		}
+		if afterWaitLook != nil {
+			afterWaitLook()
+		}
+		// The owner may move the state meanwhile (a Commit takes
+		// waitSuspending to waitSuspended): look again rather than lose
+		// the wake-up.
+		if !p.wait.CompareAndSwap(w, waitRunning) {
+			continue
+		}
+		switch w {
+		case waitSuspended:
+			// This wake-up won the process: it goes on, on a goroutine of
+			// its own (suspend.go).
+			x := p.ext.Load()
+			fn := x.cont
+			x.cont = nil
+			go p.runFunc(fn)
+		case waitArmed:
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
+		}
+		// waitSuspending: its Commit fails, and the process carries on.
+		return
 	}
 }
 
@@ -173,9 +204,9 @@ func (p *process) requestStop(reason error) {
 	if cancel != nil {
 		cancel()
 	}
-	if p.behavior != nil {
-		p.notify()
-	}
+	// A Behavior runs to see the request; a suspended goroutine process
+	// has no goroutine that would see its context cancelled.
+	p.notify()
 }
 
 // exitReason replaces what the process's code returned with the reason of a
@@ -231,6 +262,11 @@ func (p *process) finish(e Exit) {
 	}
 	if x.cancel != nil {
 		x.cancel()
+		if p.behavior == nil {
+			// A suspended process goes on to see its context cancelled,
+			// and returns.
+			p.notify()
+		}
 	}
 	x.events.close()
 	if len(relNodes) > 0 {

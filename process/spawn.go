@@ -63,7 +63,6 @@ func (n *Node) SpawnFunc(fn ProcFunc, opts SpawnOptions) (PID, error) {
 		return PID{}, fmt.Errorf("spawn: %w: nil function", ErrInvalidName)
 	}
 	p := n.newProcess(opts)
-	p.wake = make(chan struct{}, 1)
 	parent := opts.Context
 	if parent == nil {
 		parent = context.Background()

@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -286,5 +287,131 @@ func TestTailCalledYield(t *testing.T) {
 			t.Error(err)
 		}
 		L.Close()
+	}
+}
+
+// The VM looks at its context every ctxCheckEvery instructions: a
+// cancelled context still stops a loop promptly, and one cancelled before
+// the call stops it before its first instruction.
+func TestContextCheckedPeriodically(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	L.SetContext(ctx)
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	err := L.DoString(`local n = 0 while true do n = n + 1 end`)
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the loop stopped after %s", d)
+	}
+	L.SetGlobal("ran", LFalse)
+	if err := L.DoString(`ran = true`); err == nil {
+		t.Fatal("a call with a cancelled context ran")
+	}
+	if L.GetGlobal("ran") != LFalse {
+		t.Fatal("the first instruction ran with a cancelled context")
+	}
+}
+
+func BenchmarkLoopWithContext(b *testing.B) {
+	L := NewState()
+	defer L.Close()
+	L.SetContext(context.Background())
+	if err := L.DoString(`function loop(n) local s, t = 0, {1} for i = 1, n do s = s + t[1] if s > 100 then s = 0 end end return s end`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	if err := L.CallByParam(P{Fn: L.GetGlobal("loop"), NRet: 1, Protect: true}, LNumber(b.N)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// A registry that grows on demand may start tiny; everything that needs
+// more stack gets it as it goes. A fixed-size registry still starts at the
+// default size.
+func TestSmallGrowingRegistry(t *testing.T) {
+	L := NewState(Options{RegistrySize: minGrowingRegistrySize, RegistryMaxSize: 1 << 16, RegistryGrowStep: 4})
+	defer L.Close()
+	if n := cap(L.reg.array); n != minGrowingRegistrySize {
+		t.Fatalf("registry starts with %d slots", n)
+	}
+	err := L.DoString(`
+		local function sum(...) local s = 0 for _, v in ipairs({...}) do s = s + v end return s end
+		local t = {} for i = 1, 500 do t[i] = i end
+		assert(sum(unpack(t)) == 125250)
+		local function depth(n) if n == 0 then return 0 end return 1 + depth(n - 1) end
+		assert(depth(150) == 150)
+		local function many(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r)
+			local x1, x2, x3, x4, x5, x6, x7, x8, x9 = a, b, c, d, e, f, g, h, i
+			return x9 + r
+		end
+		assert(many(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18) == 27)
+		local s = string.format("%s %s %s", ("x"):rep(3), 1.5, true)
+		assert(s == "xxx 1.5 true", s)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := NewState(Options{RegistrySize: minGrowingRegistrySize})
+	defer fixed.Close()
+	if n := cap(fixed.reg.array); n != RegistrySize {
+		t.Fatalf("a fixed registry starts with %d slots, want %d", n, RegistrySize)
+	}
+}
+
+// The string metatable is kept per state (builtinMts), and a number
+// allocator block is made only when a number needs one.
+func TestBuiltinMetatablesAndLazyNumbers(t *testing.T) {
+	L := NewState(Options{SkipOpenLibs: true})
+	defer L.Close()
+	if L.alloc.fptrs != nil {
+		t.Fatal("a new state allocated a number block")
+	}
+	other := NewState()
+	defer other.Close()
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *LState) int { L.Push(LString("meta")); return 1 }))
+	L.SetMetatable(LString(""), mt)
+	if L.GetMetatable(LString("x")) != mt {
+		t.Fatal("string metatable not kept")
+	}
+	if L.GetMetatable(LNumber(1)) != LNil || L.GetMetatable(LTrue) != LNil {
+		t.Fatal("a type without a metatable has one")
+	}
+	if other.GetMetatable(LString("x")) == mt {
+		t.Fatal("the string metatable leaked to another state")
+	}
+	if err := L.DoString(`x = 1e300 * 3`); err != nil {
+		t.Fatal(err)
+	}
+	if L.GetGlobal("x").(LNumber) != 3e300 {
+		t.Fatal("number lost")
+	}
+}
+
+// A userdata embedded in a host's value, set up with InitUserData, is one
+// as NewUserData makes it: its environment and a nil metatable.
+func TestInitUserData(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	type handle struct {
+		ud  LUserData
+		val int
+	}
+	h := &handle{val: 7}
+	L.InitUserData(&h.ud)
+	h.ud.Value = h
+	want := L.NewUserData()
+	if h.ud.Env != want.Env || h.ud.Metatable != want.Metatable {
+		t.Fatalf("InitUserData: env %v metatable %v, want %v %v", h.ud.Env, h.ud.Metatable, want.Env, want.Metatable)
+	}
+	L.SetGlobal("h", &h.ud)
+	if err := L.DoString(`assert(type(h) == "userdata")`); err != nil {
+		t.Fatal(err)
+	}
+	if got := L.GetGlobal("h").(*LUserData).Value.(*handle).val; got != 7 {
+		t.Fatalf("value %d", got)
 	}
 }

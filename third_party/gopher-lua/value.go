@@ -171,8 +171,11 @@ type Global struct {
 	Registry      *LTable
 	Global        *LTable
 
-	builtinMts map[int]LValue
-	tempFiles  []*os.File
+	// proctor: the metatables of the types that are not tables or
+	// userdata, by type (was a map: about 250 bytes of every state for
+	// one entry, the string metatable).
+	builtinMts [LTChannel + 1]LValue
+	tempFiles  []*os.File // proctor: nil until a temporary file is made
 	gccount    int32
 }
 
@@ -199,6 +202,11 @@ type LState struct {
 	mainLoop    func(*LState, *callFrame)
 	ctx         context.Context
 	ctxCancelFn context.CancelFunc
+
+	// proctor: a suspendable call (suspend.go). suspOK is true while Lua
+	// code runs directly under it, so a Go function it calls may suspend.
+	suspOK bool
+	susp   *suspension
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }
