@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -413,5 +414,41 @@ func TestInitUserData(t *testing.T) {
 	}
 	if got := L.GetGlobal("h").(*LUserData).Value.(*handle).val; got != 7 {
 		t.Fatalf("value %d", got)
+	}
+}
+
+// TestBusyScriptYields: a script in a busy loop yields its thread every
+// yieldEveryChecks looks at its context, so with one thread another
+// goroutine still runs often, not only at Go's preemption every 10 ms.
+func TestBusyScriptYields(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	L := NewState()
+	defer L.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	L.SetContext(ctx)
+	done := make(chan error, 1)
+	go func() { done <- L.DoString(`while true do end`) }()
+	var ran atomic.Int64
+	stop := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			ran.Add(1)
+			runtime.Gosched()
+		}
+	}()
+	time.Sleep(500 * time.Millisecond)
+	close(stop)
+	cancel()
+	<-done
+	// At Go's preemption alone the other goroutine gets a turn about every
+	// 10-20 ms, 25-50 times in 500 ms; with the script yielding, hundreds
+	// under -race on a busy machine, thousands otherwise.
+	if n := ran.Load(); n < 150 {
+		t.Fatalf("the other goroutine ran %d times in 500 ms beside a busy script", n)
 	}
 }
