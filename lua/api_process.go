@@ -63,7 +63,7 @@ func procPID(L *lua.LState) int {
 
 func procSend(L *lua.LState) int {
 	p := ProcessOf(L)
-	dest := L.CheckString(1)
+	dest := CheckDest(L, 1)
 	topic := L.CheckString(2)
 	payload, err := PayloadArg(L, 3)
 	if err != nil {
@@ -84,7 +84,7 @@ func procSend(L *lua.LState) int {
 // goes on finds it there instead of sending again.
 func procAsk(L *lua.LState) int {
 	p := ProcessOf(L)
-	dest := L.CheckString(1)
+	dest := CheckDest(L, 1)
 	topic := L.CheckString(2)
 	timeout := OptDuration(L, 4, process.DefaultAskTimeout)
 	if timeout <= 0 {
@@ -229,7 +229,7 @@ func spawnWith(L *lua.LState, at int, mode spawnMode, name string) int {
 // nil, err.
 func pidOp(L *lua.LState, op func(p *Process, pid process.PID) error) int {
 	p := ProcessOf(L)
-	pid, err := p.resolve(L.CheckString(1))
+	pid, err := p.resolve(CheckDest(L, 1))
 	if err != nil {
 		return ReturnError(L, err)
 	}

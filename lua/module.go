@@ -252,7 +252,19 @@ func PayloadArg(L *lua.LState, n int) (any, error) {
 // non-string argument raises.
 func CheckPID(L *lua.LState, n int) (process.PID, error) {
 	p := ProcessOf(L)
-	return p.resolve(string(L.CheckString(n)))
+	return p.resolve(CheckDest(L, n))
+}
+
+// CheckDest reads argument n as a destination: a string (a PID, a name or
+// name@node). Anything else raises; a number in particular is not taken
+// for the name it would print as (process.send(42, …) is a mistake, not
+// the name "42").
+func CheckDest(L *lua.LState, n int) string {
+	s, ok := L.Get(n).(lua.LString)
+	if !ok {
+		L.ArgError(n, "a PID or a name (a string) expected, got "+L.Get(n).Type().String())
+	}
+	return string(s)
 }
 
 func (p *Process) resolve(dest string) (process.PID, error) {
