@@ -71,6 +71,9 @@ func (k Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (
 	if err != nil {
 		return nil, err
 	}
+	// What starts after the scope (its users, a runner's --main) finds
+	// the members of the nodes already in the cluster.
+	s.waitInitialSync(ctx)
 	return s, nil
 }
 
