@@ -220,7 +220,9 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	observe.RegisterStandardCollectors(metrics)
 	observe.RegisterBuildInfo(metrics, buildVersion())
 	a.dead = observe.NewDeadLetters(observe.DeadLetterOptions{Keep: f.ops.keep(), Metrics: metrics, Logger: log})
-	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: a.dead})
+	// A pg message to a scope not running here yet is the protocol at
+	// work (every joining node gets some), not a lost message.
+	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: pgdist.QuietDeadLetters(a.dead)})
 	if f.cluster.enabled() {
 		a.cluster, err = cluster.Start(cluster.Options{
 			Node: a.node, Bind: f.cluster.Bind, TransportBind: f.cluster.TransportBind,

@@ -61,7 +61,8 @@ end }
 // TestJoiningNodeStartsWithThePeersMembers: a node that joins a cluster
 // starts its --main once its pg scope holds the members of the nodes
 // already there (docs/cluster.md: the node waits for its join "so services
-// that talk to other nodes find them"), not ~100 ms later.
+// that talk to other nodes find them"), not ~100 ms later; and the pg
+// messages that reach it before its scope runs raise no dead letter.
 func TestJoiningNodeStartsWithThePeersMembers(t *testing.T) {
 	secretFile, _ := clusterSecret(t)
 	dir := pgJoinConfig(t, 4)
@@ -71,6 +72,13 @@ func TestJoiningNodeStartsWithThePeersMembers(t *testing.T) {
 		r, _, _ := startNodeOf(t, dir, name, seed, secretFile, "--main", "pgj:check")
 		if code := r.wait(t); code != 0 || !strings.Contains(r.logs(), `"msg":"members at start","entry":"pgj:check"`) {
 			t.Fatalf("%s: exit %d:\n%s", name, code, r.logs())
+		}
+		// The seed's hello or state reaching the scope before it runs
+		// is the protocol at work, not a dead letter.
+		for _, line := range strings.Split(r.logs(), "\n") {
+			if strings.Contains(line, "dead letter") && strings.Contains(line, `"pg.`) {
+				t.Errorf("%s: %s", name, line)
+			}
 		}
 	}
 	n1.cmd.Process.Signal(os.Interrupt)
