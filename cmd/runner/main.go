@@ -168,8 +168,19 @@ func printLoadErrors(w io.Writer, err error) {
 	fmt.Fprintln(w, err)
 }
 
-// joinWait bounds the wait for the first join at start-up.
-const joinWait = 10 * time.Second
+// joinWait bounds the wait for the first join at start-up (a variable:
+// tests shorten it).
+var joinWait = 10 * time.Second
+
+// noSeedHint says what usually keeps seeds from answering. A seed that
+// runs with another secret looks exactly like one that does not run: it
+// cannot decrypt the join and drops it (only the seed logs why).
+func noSeedHint(c clusterConfig) string {
+	if c.Secret != nil {
+		return "check that the seeds run and listen on these addresses, and that their --cluster-secret-file holds the same secret as this node's: a seed with another secret cannot decrypt the join and drops it, which looks the same from here"
+	}
+	return "check that the seeds run and listen on these addresses, and that they run without --cluster-secret-file too: nodes with and without a secret cannot talk"
+}
 
 // startedHook, when a test sets it, is called with the app once its
 // entries run, before the runner waits for a signal: the soak and
@@ -247,7 +258,8 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			// while) for the first join before starting them.
 			ctx, cancel := context.WithTimeout(context.Background(), joinWait)
 			if err := a.cluster.WaitMembers(ctx, 1); err != nil {
-				log.Warn("no seed answered yet: starting alone; joining goes on in the background", "seeds", f.cluster.Join, "waited", joinWait.String())
+				log.Warn("no seed answered yet: starting alone; joining goes on in the background",
+					"seeds", f.cluster.Join, "waited", joinWait.String(), "hint", noSeedHint(f.cluster))
 			}
 			cancel()
 		}
