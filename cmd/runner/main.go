@@ -40,9 +40,10 @@ const usage = `usage:
                                             error (--strict: lint warnings too)
   runner schema                             print the JSON Schema of configuration files
   runner stubs [--luarc FILE] DIR           write LuaLS stubs of the Lua API, and .luarc.json
-  runner send [flags] ADDR DEST TOPIC [JSON]
+  runner send [flags] ADDR DEST TOPIC [JSON | - | @FILE]
                                             send a message on a running node (POST /v1/send)
-  runner ask [flags] ADDR DEST TOPIC [JSON] ask a running node's process; print the reply as JSON
+  runner ask [flags] ADDR DEST TOPIC [JSON | - | @FILE]
+                                            ask a running node's process; print the reply as JSON
   runner entries ADDR                       list a running node's entries
   runner tree ADDR                          print a running node's supervision trees
   runner version                            print the version
