@@ -117,7 +117,11 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	if err != nil || len(paths) == 0 {
+	if err != nil {
+		fmt.Fprintf(stderr, "runner validate: %v\n", err) // after the flag package's usage
+		return 2
+	}
+	if len(paths) == 0 {
 		fs.Usage()
 		return 2
 	}
