@@ -164,7 +164,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %q: bad port", cfg.bind)
 	}
-	mlog := log.New(memberlistLog{cfg.log}, "", 0)
+	mlog := log.New(memberlistLog{log: cfg.log, quit: m.quit}, "", 0)
 	m.nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mlog})
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %s: %w", cfg.bind, err)
@@ -763,7 +763,13 @@ func (t *faultTransport) DialAddressTimeout(a memberlist.Address, timeout time.D
 // into slog records. Its warnings are the ordinary events of failure
 // detection, so they are logged at Info; its errors at Warn; the rest at
 // Debug.
-type memberlistLog struct{ log *slog.Logger }
+//
+// Once the node leaves (quit closed), a send on the sockets its own leave
+// closed is no news: "use of closed network connection" goes to Debug.
+type memberlistLog struct {
+	log  *slog.Logger
+	quit <-chan struct{}
+}
 
 func (w memberlistLog) Write(p []byte) (int, error) {
 	s := strings.TrimSpace(string(p))
@@ -773,6 +779,9 @@ func (w memberlistLog) Write(p []byte) (int, error) {
 			level = l
 		}
 	}
+	if w.leaving() && strings.Contains(s, "use of closed network connection") {
+		level = slog.LevelDebug
+	}
 	if i := strings.Index(s, "] "); i >= 0 && strings.HasPrefix(s, "[") {
 		s = s[i+2:]
 	}
@@ -781,4 +790,13 @@ func (w memberlistLog) Write(p []byte) (int, error) {
 	}
 	w.log.Log(context.Background(), level, s)
 	return len(p), nil
+}
+
+func (w memberlistLog) leaving() bool {
+	select {
+	case <-w.quit:
+		return true
+	default:
+		return false
+	}
 }
