@@ -169,7 +169,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %q: bad port", cfg.bind)
 	}
-	mlog := log.New(memberlistLog{cfg.log, &logging.Limiter{}}, "", 0)
+	mlog := log.New(memberlistLog{log: cfg.log, limit: &logging.Limiter{}, quit: m.quit}, "", 0)
 	m.nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mlog})
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %s: %w", cfg.bind, err)
@@ -839,9 +839,13 @@ func (t *faultTransport) DialAddressTimeout(a memberlist.Address, timeout time.D
 // Debug. Lines above Debug are rate-limited per remote host and kind of
 // line: packets that fail to decrypt, or carry a wrong label, are
 // anyone's to send.
+//
+// Once the node leaves (quit closed), a send on the sockets its own leave
+// closed is no news: "use of closed network connection" goes to Debug.
 type memberlistLog struct {
 	log   *slog.Logger
 	limit *logging.Limiter
+	quit  <-chan struct{}
 }
 
 func (w memberlistLog) Write(p []byte) (int, error) {
@@ -851,6 +855,9 @@ func (w memberlistLog) Write(p []byte) (int, error) {
 		if strings.HasPrefix(s, prefix) {
 			level = l
 		}
+	}
+	if w.leaving() && strings.Contains(s, "use of closed network connection") {
+		level = slog.LevelDebug
 	}
 	if i := strings.Index(s, "] "); i >= 0 && strings.HasPrefix(s, "[") {
 		s = s[i+2:]
@@ -886,4 +893,13 @@ func memberlistLogKey(s string) string {
 		what = what[:48]
 	}
 	return host + " " + strings.TrimSpace(what)
+}
+
+func (w memberlistLog) leaving() bool {
+	select {
+	case <-w.quit:
+		return true
+	default:
+		return false
+	}
 }

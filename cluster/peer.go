@@ -347,6 +347,9 @@ func (p *peer) lose(c *conn, err error, log *slog.Logger) {
 	switch {
 	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrEmptyFrame), errors.Is(err, errRefused), errors.Is(err, io.ErrUnexpectedEOF):
 		p.n.limit.Log(log, slog.LevelError, "peer", p.name, "transport: bad input from the node; connection closed", "error", err)
+	case p.n.draining.Load() && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)):
+		// This node is leaving: the peer closing on it is the leave.
+		log.Debug("transport: connection closed while leaving", "error", err)
 	default:
 		log.Info("transport: connection lost", "error", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -143,7 +144,7 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	var warnings map[string]string
 	if rs, ok := s.opts.Runtime.(ReloadSource); ok {
 		checks["reload"] = "ok"
-		if last, ok := rs.LastReload(); ok && last.Result != registry.ReloadApplied {
+		if last, ok := rs.LastReload(); ok && (last.Result != registry.ReloadApplied || last.NotStarted > 0) {
 			msg := reloadText(last)
 			checks["reload"] = msg
 			warnings = map[string]string{"reload": msg}
@@ -173,8 +174,16 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 
 // reloadText says how the last reload ended, for a person.
 func reloadText(a registry.ReloadAttempt) string {
+	if a.Result == registry.ReloadApplied {
+		// Applied, degraded: for some processes the new code runs nowhere.
+		return fmt.Sprintf("degraded: last reload applied at %s, but %s",
+			a.Time.UTC().Format(time.RFC3339), strings.Join(a.Warnings, "; "))
+	}
 	msg := fmt.Sprintf("last reload %s at %s, nothing changed", a.Result, a.Time.UTC().Format(time.RFC3339))
-	if n := len(a.Errors); n > 0 {
+	switch n := len(a.Errors); {
+	case n == 1:
+		msg += ": " + a.Errors[0]
+	case n > 1:
 		msg += fmt.Sprintf(": %d errors, the first: %s", n, a.Errors[0])
 	}
 	return msg

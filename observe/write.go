@@ -213,6 +213,17 @@ func (sn *sender) deliver(d destination, m process.Message) error {
 	return sn.node.SendName(d.node, d.name, m)
 }
 
+// askFailed rewords the delivery error of an ask, which the process layer
+// words as a send, for the failures that say all there is to say.
+func askFailed(dest string, err error) error {
+	for _, cause := range []error{process.ErrNameNotFound, process.ErrNoProcess, process.ErrMailboxFull} {
+		if errors.Is(err, cause) {
+			return fmt.Errorf("ask %s: %w", dest, cause)
+		}
+	}
+	return err
+}
+
 // statusOf is the HTTP status of a failed delivery or ask.
 func statusOf(err error) int {
 	if errors.Is(err, process.ErrUnreachable) {
@@ -286,7 +297,7 @@ func (s *server) ask(w http.ResponseWriter, r *http.Request) {
 	var res process.Reply
 	var err error
 	if derr := s.sender.deliver(req.dest, m); derr != nil {
-		res, err = c.Abandon(derr)
+		res, err = c.Abandon(askFailed(req.dest.text, derr))
 	} else {
 		res, err = c.Wait(req.timeout, r.Context().Done())
 	}

@@ -66,6 +66,8 @@ type replica struct {
 	logged  map[string]struct{}      // problems logged once per node and kind
 	rng     *rand.Rand               // the start's random peers
 
+	initial initialState // the first sync, owned by the loop; done is read by WaitSynced
+
 	snap atomic.Pointer[[]peerSnap] // published for View and BreakerStates
 }
 
@@ -107,7 +109,8 @@ func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
 		log: d.log.With("entry", string(s.ID())), met: d.met.scope(string(s.ID())),
 		quit: make(chan struct{}), done: make(chan struct{}), ctx: ctx, cancel: cancel,
 		peers: map[string]*peer{}, logged: map[string]struct{}{},
-		rng: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		initial: initialState{awaited: map[string]bool{}, done: make(chan struct{})},
 	}
 	r.q.wake = make(chan struct{}, 1)
 	sub, mine, err := s.SubscribeLocal(pgscope.SubscribeOptions{Sink: localSink{r}})
@@ -290,6 +293,10 @@ func (r *replica) begin() {
 			p.want |= wantDiscover
 			r.flush(p, now)
 			asked = append(asked, p.node)
+			// A node that runs no scope of the entry drops the
+			// discover; the hello's answer says so, and the first
+			// sync stops waiting for it.
+			r.probe(p, false)
 			continue
 		}
 		// The others are only asked which process is their scope: a
@@ -299,6 +306,7 @@ func (r *replica) begin() {
 	if err := r.d.c.Gossip(notice(r.id, asked)); err != nil {
 		r.log.Debug("pg: start notice not sent", "error", err)
 	}
+	r.awaitInitial(live, len(asked))
 }
 
 // handle runs one batch of items in order. Local changes are gathered and

@@ -50,6 +50,7 @@ type peerSnap struct {
 // publishIfChanged publishes the peers when one changed.
 func (r *replica) publishIfChanged() {
 	if r.changed {
+		r.checkInitial()
 		r.publish()
 	}
 }

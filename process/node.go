@@ -213,17 +213,7 @@ func (n *Node) MailboxLen(pid PID) int {
 // (Options.DeadLetters); a delivered one costs nothing more.
 func (n *Node) Send(to PID, m Message) error {
 	if to.Node == n.name {
-		if to.Creation != n.creation {
-			return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w", to, ErrNoProcess))
-		}
-		p := n.procs.load(to.ID)
-		if p == nil {
-			return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w", to, ErrNoProcess))
-		}
-		if err := p.deliver(&m); err != nil {
-			return n.undelivered(to.String(), &m, fmt.Errorf("send to %s: %w", to, err))
-		}
-		return nil
+		return n.sendLocal(to, "", m)
 	}
 	if to.IsZero() {
 		return n.undelivered("", &m, fmt.Errorf("send: %w: zero pid", ErrNoProcess))
@@ -238,6 +228,31 @@ func (n *Node) Send(to PID, m Message) error {
 	return nil
 }
 
+// sendLocal delivers m to to, a PID of this node; errors and dead letters
+// name the destination as the sender addressed it: by name, the name it
+// was resolved from, else the PID (formatted only on failure: a send
+// that succeeds allocates nothing).
+func (n *Node) sendLocal(to PID, name string, m Message) error {
+	var p *process
+	if to.Creation == n.creation {
+		p = n.procs.load(to.ID)
+	}
+	if p == nil {
+		return n.undeliveredTo(to, name, &m, ErrNoProcess)
+	}
+	if err := p.deliver(&m); err != nil {
+		return n.undeliveredTo(to, name, &m, err)
+	}
+	return nil
+}
+
+func (n *Node) undeliveredTo(to PID, name string, m *Message, err error) error {
+	if name == "" {
+		name = to.String()
+	}
+	return n.undelivered(name, m, fmt.Errorf("send to %s: %w", name, err))
+}
+
 // SendName delivers m to the process registered as name on node —
 // Erlang's {Name, Node} ! Msg. On this node it is Whereis and Send (an
 // unknown name is ErrNameNotFound); on another, the name is resolved
@@ -247,9 +262,9 @@ func (n *Node) SendName(node, name string, m Message) error {
 	if node == n.name {
 		to, ok := n.Whereis(name)
 		if !ok {
-			return n.undelivered(name, &m, fmt.Errorf("send to %s@%s: %w", name, node, ErrNameNotFound))
+			return n.undelivered(name, &m, fmt.Errorf("send to %s: %w", name, ErrNameNotFound))
 		}
-		return n.Send(to, m)
+		return n.sendLocal(to, name, m)
 	}
 	if node == "" || name == "" || IsPIDString(name) {
 		return fmt.Errorf("send to %q@%q: %w", name, node, ErrInvalidName)

@@ -401,7 +401,8 @@ func (d *Decoder) LoadSource(field, rel string) *Source {
 // sourceError words a source's read error.
 func sourceError(err error) error {
 	if errors.Is(err, ErrTooLarge) {
-		return fmt.Errorf("%w for Lua sources", err)
+		// The runner's flag is what a user can change.
+		return fmt.Errorf("%w for Lua sources (--max-source-size raises it)", err)
 	}
 	return err
 }

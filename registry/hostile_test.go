@@ -116,11 +116,11 @@ func TestLoadSizeLimits(t *testing.T) {
 	})
 	kinds, _ := testKinds()
 	_, err := (&Loader{Kinds: kinds, MaxConfigSize: 100}).Load(filepath.Join(dir, "big"))
-	if err == nil || !strings.Contains(err.Error(), "c.yaml: cannot read: larger than the limit of 100 bytes for configuration files") {
+	if err == nil || !strings.Contains(err.Error(), "c.yaml: cannot read: larger than the limit of 100 bytes for configuration files (--max-config-size raises it)") {
 		t.Fatalf("config size: %v", err)
 	}
 	_, err = (&Loader{Kinds: kinds, MaxSourceSize: 10}).Load(filepath.Join(dir, "src"))
-	if err == nil || !strings.Contains(err.Error(), "b:x: source: source w.lua: larger than the limit of 10 bytes for Lua sources") {
+	if err == nil || !strings.Contains(err.Error(), "b:x: source: source w.lua: larger than the limit of 10 bytes for Lua sources (--max-source-size raises it)") {
 		t.Fatalf("source size: %v", err)
 	}
 	if _, err := (&Loader{Kinds: kinds}).Load(filepath.Join(dir, "big"), filepath.Join(dir, "src")); err != nil {

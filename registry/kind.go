@@ -120,6 +120,9 @@ type Env struct {
 	// The runtime's defaults for entries that set no lifecycle timeouts;
 	// zero: DefaultStartTimeout, DefaultStopTimeout.
 	startTimeout, stopTimeout time.Duration
+	// renewals collects, during a reload, the renewals whose new code did
+	// not start (RenewalFailed); nil outside a runtime.
+	renewals *renewalLog
 }
 
 // Default lifecycle timeouts, for entries that set none and runtimes whose

@@ -357,7 +357,8 @@ func (ld *load) file(file string, cfg *Config, next *loadCache) {
 	b, fi, err := readRegular(file, ld.maxConfig)
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
-			err = fmt.Errorf("%w for configuration files", err)
+			// The runner's flag is what a user can change.
+			err = fmt.Errorf("%w for configuration files (--max-config-size raises it)", err)
 		}
 		ld.failRead(Pos{File: file}, err)
 		return

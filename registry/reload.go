@@ -6,8 +6,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-
-	"github.com/proctor-run/proctor/process"
 )
 
 // ReloadSummary says what a reload did, by entry ID.
@@ -25,10 +23,22 @@ type ReloadSummary struct {
 	// children that say on_reload: keep), by entry.
 	Outdated   int
 	OutdatedBy map[ID]int
+	// NotStarted counts the processes the reload should have moved to a
+	// changed definition whose new code did not start (Env.RenewalFailed):
+	// they run their old code (a pool's routee) or none (a supervisor's
+	// child, retried as after a crash), by definition; Warnings say so,
+	// one line per definition with its first error.
+	NotStarted   int
+	NotStartedBy map[ID]int
+	Warnings     []string
 }
 
 func (s ReloadSummary) String() string {
-	return fmt.Sprintf("added=%d updated=%d removed=%d unchanged=%d", len(s.Added), len(s.Updated), len(s.Removed), len(s.Unchanged))
+	msg := fmt.Sprintf("added=%d updated=%d removed=%d unchanged=%d", len(s.Added), len(s.Updated), len(s.Removed), len(s.Unchanged))
+	if s.NotStarted > 0 {
+		msg += fmt.Sprintf(" not_started=%d", s.NotStarted)
+	}
+	return msg
 }
 
 // Reload loads paths and applies the result. An invalid configuration
@@ -78,7 +88,7 @@ func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error
 	rt.reloads.WithLabelValues(ReloadApplied).Inc()
 	rt.history.record(ReloadAttempt{Time: time.Now(), Result: ReloadApplied,
 		Added: len(sum.Added), Updated: len(sum.Updated), Removed: len(sum.Removed), Unchanged: len(sum.Unchanged),
-		Outdated: sum.Outdated})
+		Outdated: sum.Outdated, NotStarted: sum.NotStarted, Warnings: sum.Warnings})
 	return sum, nil
 }
 
@@ -174,7 +184,10 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 	rt.snap.Store(snap)
 	rt.runSet = run
 
-	// 3. Update changed running entries in place, or restart them.
+	// 3. Update changed running entries in place, or restart them. From
+	// here to the end of step 5, kinds report the renewals whose new code
+	// did not start.
+	rt.env.renewals.begin()
 	restart := map[ID]bool{}
 	for _, id := range cfg.Order {
 		if !changed[id] {
@@ -247,12 +260,20 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 	if len(changed) > 0 || len(sum.Removed) > 0 {
 		rt.refresh(ctx, snap)
 	}
+	sum.NotStartedBy, sum.Warnings = rt.env.renewals.end()
+	for _, n := range sum.NotStartedBy {
+		sum.NotStarted += n
+	}
+	if sum.NotStarted > 0 {
+		rt.log.Warn("reload applied, but the new code did not start for some processes: they run their old code, or none",
+			"not_started", sum.NotStarted, "entries", outdatedText(sum.NotStartedBy), "first", sum.Warnings[0])
+	}
 	sum.OutdatedBy = rt.outdatedAll()
 	for _, n := range sum.OutdatedBy {
 		sum.Outdated += n
 	}
 	if sum.Outdated > 0 {
-		rt.log.Warn("reload left processes on old code: no supervisor restarts them; they run their old definition until they exit",
+		rt.log.Warn("reload left processes on old code: they run their old definition until they exit or are renewed",
 			"outdated", sum.Outdated, "entries", outdatedText(sum.OutdatedBy))
 	}
 	for _, l := range [][]ID{sum.Added, sum.Updated, sum.Restarted, sum.Removed, sum.Unchanged, sum.Failed} {
@@ -265,13 +286,11 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 // instances of entries, then those only the directory knows (trees nested
 // in supervisors, or started by scripts), each once.
 func (rt *Runtime) refresh(ctx context.Context, snap *snapshot) {
-	seen := map[process.PID]bool{}
-	call := func(what string, e *Entry, inst Instance) {
+	rt.rangeInstances(snap, func(what string, e *Entry, inst Instance) {
 		r, ok := inst.(Refresher)
-		if !ok || seen[inst.PID()] {
+		if !ok {
 			return
 		}
-		seen[inst.PID()] = true
 		rctx, cancel := context.WithTimeout(ctx, rt.env.StartTimeout(e))
 		defer cancel()
 		defer func() {
@@ -282,23 +301,7 @@ func (rt *Runtime) refresh(ctx context.Context, snap *snapshot) {
 		if err := r.Refresh(rctx); err != nil {
 			rt.log.Warn("renewing what runs a changed definition failed", "instance", what, "error", err)
 		}
-	}
-	for _, id := range snap.cfg.Order {
-		s := snap.slots[id]
-		if st := s.state.Load(); st.Status == StatusRunning && st.Instance != nil {
-			call(string(id), s.entry, st.Instance)
-		}
-	}
-	var rest []Instance
-	rt.env.Instances.Range(func(inst Instance) bool {
-		if !seen[inst.PID()] {
-			rest = append(rest, inst)
-		}
-		return true
 	})
-	for _, inst := range rest {
-		call(inst.PID().String(), nil, inst)
-	}
 }
 
 // outdatedText lists counts by entry, sorted, for a log line.

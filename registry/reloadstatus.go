@@ -36,8 +36,13 @@ type ReloadAttempt struct {
 	Updated   int       `json:"updated"`
 	Removed   int       `json:"removed"`
 	Unchanged int       `json:"unchanged"`
-	Outdated  int       `json:"outdated"`         // processes left on old code by this reload
-	Errors    []string  `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
+	Outdated  int       `json:"outdated"` // processes left on old code by this reload
+	// NotStarted counts the processes this reload should have moved to a
+	// changed definition whose new code did not start; Warnings say
+	// which, with the first error of each. The reload applied, degraded.
+	NotStarted int      `json:"not_started"`
+	Warnings   []string `json:"warnings,omitempty"`
+	Errors     []string `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
 }
 
 // reloadHistory keeps the last attempts for readers (/v1/reload, the

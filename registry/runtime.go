@@ -89,7 +89,7 @@ type EntryInfo struct {
 	// Outdated counts the live processes a script spawned from an older
 	// definition of the entry (before the reload that changed it): no
 	// supervisor restarts them, so they keep their old code until they
-	// exit.
+	// exit. Routees a pool kept because their renewal failed count too.
 	Outdated int
 }
 
@@ -184,7 +184,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{},
 		failLogs: &logging.Limiter{}, restartLogs: &logging.Limiter{}, halt: make(chan struct{})}
 	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{},
-		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
+		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout, renewals: &renewalLog{}}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
 	rt.restarts = RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "runner_entry_restarts_total",
@@ -201,7 +201,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 		rt.reloads.WithLabelValues(r)
 	}
 	RegisterCollector(opts.Metrics, prometheus.Collector(&outdatedCollector{rt: rt, desc: prometheus.NewDesc(
-		"runner_outdated_processes", "Live processes a script spawned from an older definition of an entry, by entry.", []string{"entry"}, nil)}))
+		"runner_outdated_processes", "Live processes left on an older definition of an entry (spawned by a script, or kept by a pool whose renewal failed), by entry.", []string{"entry"}, nil)}))
 	// A second runtime on the same registry reports through the first's
 	// status collector.
 	RegisterCollector(opts.Metrics, prometheus.Collector(&statusCollector{rt: rt, desc: prometheus.NewDesc(
@@ -545,24 +545,29 @@ func (rt *Runtime) Spawn(id ID, opts SpawnOptions) (process.PID, error) {
 
 // Info returns the entry id with its state.
 func (rt *Runtime) Info(id ID) (EntryInfo, bool) {
-	s, ok := rt.snap.Load().slots[id]
+	snap := rt.snap.Load()
+	s, ok := snap.slots[id]
 	if !ok {
 		return EntryInfo{}, false
 	}
-	return rt.info(s), true
+	return rt.info(s, rt.instanceOutdated(snap)), true
 }
 
-func (rt *Runtime) info(s *slot) EntryInfo {
-	return EntryInfo{Entry: s.entry, EntryState: rt.observed(s), Outdated: rt.spawned.outdated(rt.opts.Node, s.entry.ID, s.entry.Digest)}
+// info is s with its state; held counts the processes running instances
+// keep on an older definition (OutdatedCounter), by definition.
+func (rt *Runtime) info(s *slot, held map[ID]int) EntryInfo {
+	return EntryInfo{Entry: s.entry, EntryState: rt.observed(s),
+		Outdated: rt.spawned.outdated(rt.opts.Node, s.entry.ID, s.entry.Digest) + held[s.entry.ID]}
 }
 
 // Entries returns every entry with its state, in dependency order.
 func (rt *Runtime) Entries() []EntryInfo {
 	snap := rt.snap.Load()
 	out := make([]EntryInfo, 0, len(snap.cfg.Order))
+	held := rt.instanceOutdated(snap)
 	for _, id := range snap.cfg.Order {
 		s := snap.slots[id]
-		out = append(out, rt.info(s))
+		out = append(out, rt.info(s, held))
 	}
 	return out
 }

@@ -114,13 +114,18 @@ func (c *outdatedCollector) Collect(ch chan<- prometheus.Metric) {
 }
 
 // outdatedAll counts every entry's outdated processes against the
-// configuration in force.
+// configuration in force: those scripts spawned, and those running
+// instances keep (OutdatedCounter).
 func (rt *Runtime) outdatedAll() map[ID]int {
-	slots := rt.snap.Load().slots
-	return rt.spawned.all(rt.opts.Node, func(id ID) string {
-		if s, ok := slots[id]; ok {
+	snap := rt.snap.Load()
+	out := rt.spawned.all(rt.opts.Node, func(id ID) string {
+		if s, ok := snap.slots[id]; ok {
 			return s.entry.Digest
 		}
 		return ""
 	})
+	for id, n := range rt.instanceOutdated(snap) {
+		out[id] += n
+	}
+	return out
 }

@@ -67,7 +67,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) (positional, rest []strin
 	}
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, nil, err
+			return nil, nil, withFlagSuggestion(fs, err)
 		}
 		args = fs.Args()
 		if len(args) == 0 {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -60,7 +62,11 @@ func (lf *loadFlags) check() error {
 	sort.Strings(names)
 	for _, name := range names {
 		if _, ok := bounds[name]; !ok {
-			return fmt.Errorf("--limit %s: no such bound; see docs/configuration.md#bounds for the list", name)
+			hint := "see docs/configuration.md#bounds for the list"
+			if s := registry.Suggest(name, slices.Collect(maps.Keys(bounds))); s != "" {
+				hint = fmt.Sprintf("did you mean %s? (%s)", s, hint)
+			}
+			return fmt.Errorf("--limit %s: no such bound; %s", name, hint)
 		}
 	}
 	return nil

@@ -40,9 +40,10 @@ const usage = `usage:
                                             error (--strict: lint warnings too)
   runner schema                             print the JSON Schema of configuration files
   runner stubs [--luarc FILE] DIR           write LuaLS stubs of the Lua API, and .luarc.json
-  runner send [flags] ADDR DEST TOPIC [JSON]
+  runner send [flags] ADDR DEST TOPIC [JSON | - | @FILE]
                                             send a message on a running node (POST /v1/send)
-  runner ask [flags] ADDR DEST TOPIC [JSON] ask a running node's process; print the reply as JSON
+  runner ask [flags] ADDR DEST TOPIC [JSON | - | @FILE]
+                                            ask a running node's process; print the reply as JSON
   runner entries ADDR                       list a running node's entries
   runner tree ADDR                          print a running node's supervision trees
   runner version                            print the version
@@ -116,7 +117,11 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	if err != nil || len(paths) == 0 {
+	if err != nil {
+		fmt.Fprintf(stderr, "runner validate: %v\n", err) // after the flag package's usage
+		return 2
+	}
+	if len(paths) == 0 {
 		fs.Usage()
 		return 2
 	}
@@ -168,8 +173,19 @@ func printLoadErrors(w io.Writer, err error) {
 	fmt.Fprintln(w, err)
 }
 
-// joinWait bounds the wait for the first join at start-up.
-const joinWait = 10 * time.Second
+// joinWait bounds the wait for the first join at start-up (a variable:
+// tests shorten it).
+var joinWait = 10 * time.Second
+
+// noSeedHint says what usually keeps seeds from answering. A seed that
+// runs with another secret looks exactly like one that does not run: it
+// cannot decrypt the join and drops it (only the seed logs why).
+func noSeedHint(c clusterConfig) string {
+	if c.Secret != nil {
+		return "check that the seeds run and listen on these addresses, and that their --cluster-secret-file holds the same secret as this node's: a seed with another secret cannot decrypt the join and drops it, which looks the same from here"
+	}
+	return "check that the seeds run and listen on these addresses, and that they run without --cluster-secret-file too: nodes with and without a secret cannot talk"
+}
 
 // startedHook, when a test sets it, is called with the app once its
 // entries run, before the runner waits for a signal: the soak and
@@ -220,7 +236,9 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	observe.RegisterStandardCollectors(metrics)
 	observe.RegisterBuildInfo(metrics, buildVersion())
 	a.dead = observe.NewDeadLetters(observe.DeadLetterOptions{Keep: f.ops.keep(), Metrics: metrics, Logger: log})
-	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: a.dead, MaxProcesses: nodeMaxProcesses(f.maxProcs)})
+	// A pg message to a scope not running here yet is the protocol at
+	// work (every joining node gets some), not a lost message.
+	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: pgdist.QuietDeadLetters(a.dead), MaxProcesses: nodeMaxProcesses(f.maxProcs)})
 	if f.cluster.enabled() {
 		a.cluster, err = cluster.Start(cluster.Options{
 			Node: a.node, Bind: f.cluster.Bind, TransportBind: f.cluster.TransportBind,
@@ -245,7 +263,8 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			// while) for the first join before starting them.
 			ctx, cancel := context.WithTimeout(context.Background(), joinWait)
 			if err := a.cluster.WaitMembers(ctx, 1); err != nil {
-				log.Warn("no seed answered yet: starting alone; joining goes on in the background", "seeds", f.cluster.Join, "waited", joinWait.String())
+				log.Warn("no seed answered yet: starting alone; joining goes on in the background",
+					"seeds", f.cluster.Join, "waited", joinWait.String(), "hint", noSeedHint(f.cluster))
 			}
 			cancel()
 		}

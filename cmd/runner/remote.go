@@ -22,12 +22,15 @@ import (
 // reached (its error on stderr), 2 a bad command line.
 
 const remoteUsage = `usage:
-  runner send [--http-token-file F] ADDR DEST TOPIC [JSON]
-  runner ask  [--http-token-file F] [--timeout D] ADDR DEST TOPIC [JSON]
+  runner send [--http-token-file F] ADDR DEST TOPIC [JSON | - | @FILE]
+  runner ask  [--http-token-file F] [--timeout D] ADDR DEST TOPIC [JSON | - | @FILE]
   runner entries ADDR
   runner tree ADDR
 ADDR is the node's --http address (host:port or http://host:port); DEST a
-PID, a registered name or name@node; JSON the payload (default null).
+PID, a registered name or name@node; JSON the payload (default null), or
+- to read it from standard input, @FILE from a file (at most 1 MiB).
+send exits 0 once the node accepted the message (fire-and-forget: one that
+reaches no one is a dead letter); ask reports a failure.
 `
 
 // remoteTimeout bounds a request other than an ask.
@@ -60,6 +63,9 @@ func remote(cmd string, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err != nil {
+		// The flag package printed the error and the usage; the last
+		// line repeats it, with a "did you mean" when one fits.
+		fmt.Fprintf(stderr, "runner %s: %v\n", cmd, err)
 		return 2
 	}
 	switch cmd {
@@ -69,7 +75,7 @@ func remote(cmd string, args []string, stdout, stderr io.Writer) int {
 		}
 	default:
 		if len(pos) < 3 || len(pos) > 4 {
-			return bad("want ADDR DEST TOPIC [JSON]\n%s", remoteUsage)
+			return bad("want ADDR DEST TOPIC [JSON | - | @FILE]\n%s", remoteUsage)
 		}
 	}
 	base, err := baseURL(pos[0])
@@ -88,10 +94,14 @@ func remote(cmd string, args []string, stdout, stderr io.Writer) int {
 	}
 	body := map[string]any{"dest": pos[1], "topic": pos[2]}
 	if len(pos) == 4 {
-		if !json.Valid([]byte(pos[3])) {
-			return bad("payload %q is not JSON (a string is written with its quotes: '\"text\"')", pos[3])
+		payload, err := readPayload(pos[3])
+		if err != nil {
+			return bad("%v", err)
 		}
-		body["payload"] = json.RawMessage(pos[3])
+		if !json.Valid([]byte(payload)) {
+			return bad("payload %s is not JSON (a string is written with its quotes: '\"text\"')", quoteShort(payload))
+		}
+		body["payload"] = json.RawMessage(payload)
 	}
 	if tokenFile != "" {
 		if c.token, err = readToken(tokenFile); err != nil {

@@ -25,7 +25,11 @@ func stubsCmd(args []string, stdout, stderr io.Writer) int {
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
-	if err != nil || len(paths) != 1 {
+	if err != nil {
+		fmt.Fprintf(stderr, "runner stubs: %v\n", err) // after the flag package's usage
+		return 2
+	}
+	if len(paths) != 1 {
 		fs.Usage()
 		return 2
 	}

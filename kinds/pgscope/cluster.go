@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/proctor-run/proctor/process"
 )
@@ -218,6 +219,38 @@ type Peering interface {
 	// Stop ends the peering once the scope's loop has stopped. It must
 	// not wait on the scope's process.
 	Stop()
+}
+
+// InitialSyncer is implemented by a Peering that can tell when the scope
+// holds the members of the nodes that were in the cluster when it
+// started: WaitSynced returns then, or with ctx's error.
+type InitialSyncer interface {
+	WaitSynced(ctx context.Context) error
+}
+
+// InitialSyncWait bounds how long a scope's start waits for its first
+// sync with the cluster's other nodes (InitialSyncer): past it the scope
+// runs, and the members of the nodes that did not answer arrive later.
+const InitialSyncWait = 10 * time.Second
+
+// waitInitialSync waits, bounded by InitialSyncWait and ctx, for the
+// scope's first sync with its peers, so that what starts after the scope
+// finds the other nodes' members. A wait cut short is logged, not an
+// error: the scope works, and the members come when the peers answer.
+func (s *Scope) waitInitialSync(ctx context.Context) {
+	w, ok := s.peering().(InitialSyncer)
+	if !ok {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, InitialSyncWait)
+	defer cancel()
+	start := time.Now()
+	if err := w.WaitSynced(ctx); err != nil {
+		s.log.Warn("pg: started before every other node's members arrived; they follow when the nodes answer",
+			"waited", time.Since(start).Round(time.Millisecond), "error", err)
+		return
+	}
+	s.log.Debug("pg: first sync with the other nodes done", "took", time.Since(start).Round(time.Millisecond))
 }
 
 // peeringBox holds a Peering in an atomic.Pointer.

@@ -34,4 +34,7 @@ var (
 	ErrCallerGone = value.Sentinel("pgscope.caller_gone", value.KindStopped, "caller stopped waiting")
 	// ErrStopped: the scope is not running.
 	ErrStopped = value.Sentinel("pgscope.stopped", value.KindStopped, "pg scope stopped")
+	// ErrNoMessages: an ask to the scope's process by name (or PID); a
+	// scope is used through its API (the Lua pg module), not messages.
+	ErrNoMessages = value.Sentinel("pgscope.no_messages", value.KindInvalid, "a pg scope takes no messages; use the pg module")
 )

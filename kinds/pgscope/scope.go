@@ -8,6 +8,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -71,6 +72,16 @@ func (k Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (
 	if err != nil {
 		return nil, err
 	}
+	// The entry's process is registered under its ID, as every entry's
+	// is (OTP's pg registers its scope by name), on one node too; in a
+	// cluster the distribution already did (peers address it by name).
+	if err := env.Node.Register(string(e.ID), s.pid); err != nil {
+		_ = s.Stop(context.Background())
+		return nil, fmt.Errorf("pg scope %s: %w", e.ID, err)
+	}
+	// What starts after the scope (its users, a runner's --main) finds
+	// the members of the nodes already in the cluster.
+	s.waitInitialSync(ctx)
 	return s, nil
 }
 
@@ -587,11 +598,15 @@ type scopeProc struct{ s *Scope }
 func (p scopeProc) Receive(c process.Context, m process.Message) {
 	// What other nodes' scopes send; a scope of this node alone expects
 	// nothing.
-	if d := p.s.peering(); d != nil {
+	if d := p.s.peering(); d != nil && strings.HasPrefix(m.Topic, "pg.") {
 		d.Receive(m)
 		return
 	}
 	p.s.log.Debug("pg scope process ignored a message", "topic", m.Topic, "from", m.From.String())
+	if m.CanReply() {
+		// Reachable by name, it says so rather than let an ask time out.
+		_, _ = m.Reply(p.s.pid, nil, fmt.Errorf("pg scope %s: %w", p.s.id, ErrNoMessages))
+	}
 }
 
 func (p scopeProc) ReceiveEvent(_ process.Context, e process.Event) {

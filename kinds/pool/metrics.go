@@ -26,6 +26,10 @@ type metrics struct {
 	resizes  *prometheus.CounterVec
 	restarts *prometheus.CounterVec
 	renewals *prometheus.CounterVec
+	// renewalFailures counts routees a reload could not renew: the new
+	// code did not start, and the slot kept its routee on the old one.
+	// Each slot counts once per definition, however often it is retried.
+	renewalFailures *prometheus.CounterVec
 }
 
 // latencyBuckets reach down to 100µs: a hedged read is usually fast.
@@ -62,6 +66,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "router_pool_routee_renewals_total",
 			Help: "Routees replaced because a reload changed the routee entry.",
 		}, []string{"pool"}),
+		renewalFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "router_pool_routee_renewal_failures_total",
+			Help: "Routees a reload could not renew because the new routee did not start (once per slot and definition); the slot keeps its routee on the old code.",
+		}, []string{"pool"}),
 	}
 	if reg == nil {
 		return m
@@ -73,5 +81,6 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.resizes = registry.RegisterCollector(reg, m.resizes)
 	m.restarts = registry.RegisterCollector(reg, m.restarts)
 	m.renewals = registry.RegisterCollector(reg, m.renewals)
+	m.renewalFailures = registry.RegisterCollector(reg, m.renewalFailures)
 	return m
 }

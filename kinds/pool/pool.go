@@ -58,7 +58,9 @@ type config struct {
 // sender can still be handing it a message.
 type snapshot struct {
 	pids    []process.PID
-	slots   []int // slot number of each pid, for the ring
+	slots   []int    // slot number of each pid, for the ring
+	digests []string // of the routee entry each pid was spawned from
+	routee  registry.ID
 	ring    *ring
 	size    int // slots, including those waiting for a restart
 	readers atomic.Int64
@@ -76,9 +78,12 @@ func (s *snapshot) has(pid process.PID) bool {
 // slot is one position in the pool: a routee restarted in place keeps its
 // slot (and its consistent-hash keys).
 type slot struct {
-	n        int
-	pid      process.PID // zero while waiting for a restart
-	digest   string      // of the routee entry pid was spawned from
+	n      int
+	pid    process.PID // zero while waiting for a restart
+	digest string      // of the routee entry pid was spawned from
+	// failedOn is the digest this slot's last renewal failed on: a retry
+	// on the same definition is not counted again.
+	failedOn string
 	removed  bool
 	lastExit time.Time
 	backoff  time.Duration
@@ -265,11 +270,12 @@ func (p *Pool) addSlot() error {
 
 // publish replaces the routing snapshot with the current live routees.
 func (p *Pool) publish() {
-	s := &snapshot{size: len(p.slots)}
+	s := &snapshot{size: len(p.slots), routee: p.spec.Routee}
 	for _, sl := range p.slots {
 		if !sl.pid.IsZero() {
 			s.pids = append(s.pids, sl.pid)
 			s.slots = append(s.slots, sl.n)
+			s.digests = append(s.digests, sl.digest)
 		}
 	}
 	if p.cfg.Load().strategy == ConsistentHash {
@@ -377,7 +383,7 @@ func (p *Pool) routeeDigest() string {
 func (p *Pool) renew() {
 	cur := p.routeeDigest()
 	deadline := time.Now().Add(max(minDrainTimeout, 2*p.cfg.Load().timeout))
-	renewed, failed := 0, 0
+	renewed, failed, newFailures := 0, 0, 0
 	for _, s := range p.slots {
 		if s.digest == cur {
 			continue
@@ -385,14 +391,19 @@ func (p *Pool) renew() {
 		pid, digest, err := p.spawn()
 		if err != nil {
 			failed++
+			if s.failedOn != cur {
+				s.failedOn = cur
+				newFailures++
+			}
 			p.log.Error("renewing a routee failed; the slot keeps its old one", "slot", s.n, "error", err)
+			p.env.RenewalFailed(p.pid, strconv.Itoa(s.n), p.spec.Routee, err)
 			continue
 		}
 		if !s.pid.IsZero() {
 			delete(p.byPID, s.pid)
 			p.retiring[s.pid] = &retiree{deadline: deadline}
 		}
-		s.pid, s.digest = pid, digest
+		s.pid, s.digest, s.failedOn = pid, digest, ""
 		p.byPID[pid] = s
 		renewed++
 	}
@@ -402,6 +413,7 @@ func (p *Pool) renew() {
 	p.publish()
 	p.armDrain()
 	p.met.renewals.WithLabelValues(string(p.id)).Add(float64(renewed))
+	p.met.renewalFailures.WithLabelValues(string(p.id)).Add(float64(newFailures))
 	p.log.Info("routees renewed on a new definition", "routee", string(p.spec.Routee), "renewed", renewed, "failed", failed)
 }
 

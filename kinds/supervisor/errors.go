@@ -40,6 +40,10 @@ var (
 	ErrCycle = value.NewError(value.KindInvalid, "supervision cycle")
 	// ErrInvalidChild: a child spec given at run time is malformed.
 	ErrInvalidChild = value.NewError(value.KindInvalid, "invalid child spec")
+	// ErrNoMessages: an ask to a supervisor's process (reachable by its
+	// entry ID); a supervisor is used through its API (the Lua supervisor
+	// module), not messages.
+	ErrNoMessages = value.NewError(value.KindInvalid, "a supervisor takes no messages; use the supervisor module")
 	// ErrInvalidSpec: a Spec built in Go breaks a rule decoding enforces.
 	ErrInvalidSpec = value.NewError(value.KindInvalid, "invalid supervisor spec")
 )

@@ -47,13 +47,16 @@ func specOf(e *registry.Entry) (*Spec, error) {
 }
 
 // Start implements registry.Starter: the entry's tree runs under the root
-// supervisor, and the returned *Supervisor is its instance.
+// supervisor, and the returned *Supervisor is its instance. Its process is
+// registered under the entry's ID, as every entry's is (OTP registers
+// supervisors locally by name); trees nested in others (Spawn) are not,
+// since one entry may be instantiated many times.
 func (k *SupervisorKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
 	spec, err := specOf(e)
 	if err != nil {
 		return nil, err
 	}
-	return Start(ctx, env, e.ID, spec, process.SpawnOptions{})
+	return Start(ctx, env, e.ID, spec, process.SpawnOptions{Name: string(e.ID)})
 }
 
 // Spawn implements registry.Template: a fresh tree with its own children,

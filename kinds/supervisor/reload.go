@@ -131,6 +131,9 @@ func (s *Supervisor) reloadSet(set, stale []*child) {
 		}
 		if err := s.spawnChild(c); err != nil {
 			s.log.Error("child start on a new definition failed", "child", c.spec.ID, "error", err)
+			if slices.Contains(stale, c) {
+				s.env.RenewalFailed(s.pid, c.spec.ID, c.spec.Process, err)
+			}
 			s.retry = true
 		}
 	}

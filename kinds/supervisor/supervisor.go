@@ -473,7 +473,7 @@ func (s *Supervisor) onMessage(m process.Message) {
 	}
 	s.log.Debug("supervisor ignores a message", "topic", m.Topic, "from", m.From.String())
 	if m.CanReply() {
-		_, _ = m.Reply(s.pid, nil, fmt.Errorf("supervisor %s: %w: supervisors take no messages", s.id, ErrInvalidChild))
+		_, _ = m.Reply(s.pid, nil, fmt.Errorf("supervisor %s: %w", s.id, ErrNoMessages))
 	}
 }
 

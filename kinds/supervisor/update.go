@@ -109,11 +109,20 @@ func (s *Supervisor) applyUpdate(ns *Spec) bool {
 		if err := s.spawnChild(c); err != nil {
 			// Retried on the loop like any failed restart.
 			s.log.Error("child start after reload failed", "child", c.spec.ID, "error", err)
+			s.env.RenewalFailed(s.pid, c.spec.ID, c.spec.Process, err)
 			s.set(c, StatusRestarting)
 			s.retry = true
 		}
 	}
-	s.log.Info("supervisor updated in place", "children", len(s.children), "stopped", len(stop))
+	// A stopped child whose id is still declared was changed: it started
+	// again on its new declaration; the others were removed.
+	restarted := 0
+	for c := range stop {
+		if declared[c.spec.ID] {
+			restarted++
+		}
+	}
+	s.log.Info("supervisor updated in place", "children", len(s.children), "restarted", restarted, "removed", len(stop)-restarted)
 	s.restartOutdated()
 	return true
 }

@@ -1,0 +1,128 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// TestReloadSaysWhenNewCodeDidNotStart: a routee source edited so that its
+// init raises cannot replace the running routees (the pool keeps them on the
+// old code) nor the supervisor's child. The reload applies, and says so
+// honestly: the routees count as outdated (/v1/entries,
+// runner_outdated_processes), the pool counts the failed renewals, and
+// /v1/reload and the reload health check say for how many processes the
+// new code did not start. Fixing the source renews them and clears it all.
+func TestReloadSaysWhenNewCodeDidNotStart(t *testing.T) {
+	dir := t.TempDir()
+	worker := func(init string) string {
+		return `return { init = function() ` + init + ` end, main = function()
+  local inbox = process.inbox()
+  while true do local m = inbox:receive(); m:reply("ok") end
+end }
+`
+	}
+	os.WriteFile(filepath.Join(dir, "worker.lua"), []byte(worker("")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: worker, kind: process.lua, source: file://worker.lua}
+  - {name: pool, kind: router.pool, routee: worker, size: 2, lifecycle: {auto_start: true}}
+  - name: sup
+    kind: supervisor
+    lifecycle: {auto_start: true}
+    max_restarts: 1000
+    restart_window: 1s
+    children: [{id: w, process: worker}]
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	var base string
+	select {
+	case a := <-r.addr:
+		base = "http://" + a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no HTTP address:\n%s", r.logs())
+	}
+	type attempt struct {
+		Result     string   `json:"result"`
+		Outdated   int      `json:"outdated"`
+		NotStarted int      `json:"not_started"`
+		Warnings   []string `json:"warnings"`
+	}
+	lastReload := func() (attempt, bool) {
+		var a attempt
+		code, body := httpGet(t, base+"/v1/reload")
+		return a, code == 200 && json.Unmarshal([]byte(body), &a) == nil
+	}
+	outdated := func() int {
+		var es []struct {
+			ID       string `json:"id"`
+			Outdated int    `json:"outdated"`
+		}
+		_, body := httpGet(t, base+"/v1/entries")
+		json.Unmarshal([]byte(body), &es)
+		for _, e := range es {
+			if e.ID == "app:worker" {
+				return e.Outdated
+			}
+		}
+		return -1
+	}
+	reloadCheck := func() string {
+		var h struct {
+			Status string            `json:"status"`
+			Checks map[string]string `json:"checks"`
+		}
+		_, body := httpGet(t, base+"/healthz")
+		json.Unmarshal([]byte(body), &h)
+		return h.Checks["reload"]
+	}
+	r.waitFor(t, "entries running", func() bool {
+		code, body := httpGet(t, base+"/v1/entries")
+		return code == 200 && strings.Count(body, `"running"`) == 2
+	})
+
+	saveRename(t, filepath.Join(dir, "worker.lua"), worker(`error("bad init")`))
+	var a attempt
+	r.waitFor(t, "the reload to apply", func() bool {
+		var ok bool
+		a, ok = lastReload()
+		return ok
+	})
+	// Two routees kept on the old code, and the child that did not start.
+	if a.Result != "applied" || a.NotStarted != 3 || a.Outdated != 2 || len(a.Warnings) != 1 ||
+		!strings.Contains(a.Warnings[0], "app:worker: the new code did not start for 3 processes") ||
+		!strings.Contains(a.Warnings[0], "bad init") {
+		t.Fatalf("last reload %+v", a)
+	}
+	if n := outdated(); n != 2 {
+		t.Errorf("app:worker outdated = %d, want 2", n)
+	}
+	if c := reloadCheck(); !strings.HasPrefix(c, "degraded: ") || !strings.Contains(c, "did not start for 3 processes") {
+		t.Errorf("reload check %q", c)
+	}
+	_, metrics := httpGet(t, base+"/metrics")
+	for _, want := range []string{
+		`router_pool_routee_renewal_failures_total{pool="app:pool"} 2`,
+		`router_pool_routee_renewals_total{pool="app:pool"} 0`,
+		`runner_outdated_processes{entry="app:worker"} 2`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+	if !strings.Contains(r.logs(), "reload applied: added=0 updated=3 removed=0 unchanged=0 not_started=3") {
+		t.Errorf("no honest summary line:\n%s", r.logs())
+	}
+
+	saveRename(t, filepath.Join(dir, "worker.lua"), worker(`log.info("fixed")`))
+	r.waitFor(t, "the fix to renew everything", func() bool {
+		a, ok := lastReload()
+		return ok && a.NotStarted == 0 && a.Outdated == 0 && outdated() == 0 && reloadCheck() == "ok"
+	})
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
