@@ -428,7 +428,7 @@ func (s *Scope) LeaveContext(ctx context.Context, pid process.PID, groups ...str
 // published index: no lock, no wait on the loop, and no allocation but the
 // returned slice.
 func (s *Scope) GetMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil {
 		return nil
 	}
@@ -437,7 +437,7 @@ func (s *Scope) GetMembers(group string) []process.PID {
 
 // GetLocalMembers is GetMembers restricted to processes of this node.
 func (s *Scope) GetLocalMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil || len(v.local) == 0 {
 		return nil
 	}
@@ -449,7 +449,7 @@ func (s *Scope) GetLocalMembers(group string) []process.PID {
 // member wants. The distinct list is computed once per version of the
 // group and copied out, so repeated calls cost one allocation.
 func (s *Scope) DistinctMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil {
 		return nil
 	}
@@ -461,7 +461,7 @@ func (s *Scope) DistinctMembers(group string) []process.PID {
 // never modified, so a caller must not modify it either. A router that
 // picks a member per message reads it without allocating.
 func (s *Scope) SharedDistinctMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil {
 		return nil
 	}
@@ -470,7 +470,7 @@ func (s *Scope) SharedDistinctMembers(group string) []process.PID {
 
 // DistinctLocalMembers is DistinctMembers restricted to this node.
 func (s *Scope) DistinctLocalMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil || len(v.local) == 0 {
 		return nil
 	}
@@ -480,7 +480,7 @@ func (s *Scope) DistinctLocalMembers(group string) []process.PID {
 // WhichGroups returns every group with a member on any node, sorted.
 func (s *Scope) WhichGroups() []string {
 	out := make([]string, 0, s.ngroups.Load())
-	s.root.Load().each(func(v *groupView) { out = append(out, v.name) })
+	s.root.Load().eachGroup(func(name string, _ *groupView) { out = append(out, name) })
 	sort.Strings(out)
 	return out
 }
@@ -488,9 +488,9 @@ func (s *Scope) WhichGroups() []string {
 // WhichLocalGroups returns every group with a member on this node, sorted.
 func (s *Scope) WhichLocalGroups() []string {
 	var out []string
-	s.root.Load().each(func(v *groupView) {
+	s.root.Load().eachGroup(func(name string, v *groupView) {
 		if len(v.local) > 0 {
-			out = append(out, v.name)
+			out = append(out, name)
 		}
 	})
 	sort.Strings(out)

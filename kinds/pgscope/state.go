@@ -30,13 +30,20 @@ type state struct {
 	scopeSubs map[*Subscription]struct{}
 
 	members int // memberships over every group and node, with multiplicity
+	// live counts the groups with members; groups also holds the vacant
+	// ones, whose cells wait in the index for a sweep.
+	live, vacant int
 
 	spare       []*procState  // emptied procStates for reuse
-	spareGroups []*groupState // emptied groupStates for reuse
+	spareGroups []*groupState // swept groupStates for reuse
 }
 
+// groupState is a group as the loop keeps it. An empty group whose cell is
+// still in the index stays here too (vacant), so that filling it again
+// finds both.
 type groupState struct {
-	hash   uint64
+	name   string
+	cell   *groupCell // nil until the group first has members
 	local  []process.PID
 	remote map[string][]process.PID
 	count  int
@@ -146,12 +153,12 @@ func (st *state) join(pid process.PID, groups []string) error {
 	if spec.MaxGroups > 0 {
 		fresh := 0
 		for _, c := range batch {
-			if st.groups[c.group] == nil {
+			if gs := st.groups[c.group]; gs == nil || gs.count == 0 {
 				fresh++
 			}
 		}
-		if fresh > 0 && len(st.groups)+fresh > spec.MaxGroups {
-			return fmt.Errorf("join %s: %w: max_groups is %d, %d exist", pid, ErrTooManyGroups, spec.MaxGroups, len(st.groups))
+		if fresh > 0 && st.live+fresh > spec.MaxGroups {
+			return fmt.Errorf("join %s: %w: max_groups is %d, %d exist", pid, ErrTooManyGroups, spec.MaxGroups, st.live)
 		}
 	}
 	if spec.MaxMembersPerGroup > 0 {
@@ -277,48 +284,113 @@ func (st *state) group(name string) *groupState {
 	if gs == nil {
 		if n := len(st.spareGroups); n > 0 {
 			gs, st.spareGroups = st.spareGroups[n-1], st.spareGroups[:n-1]
-			gs.hash = hashGroup(name)
 		} else {
-			gs = &groupState{hash: hashGroup(name)}
+			gs = &groupState{}
 		}
+		gs.name = name
 		st.groups[name] = gs
 	}
 	return gs
 }
 
 // publish makes the current membership of group visible to readers: a
-// fresh immutable view in a new version of the index, or its removal when
-// the group emptied (groups exist only while they have members).
+// fresh immutable view in the group's cell, or none when the group emptied
+// (groups exist only while they have members). Only a group's first
+// members add its cell to the index; an emptied group's cell stays, vacant,
+// until there are more vacant cells than groups, when a sweep removes them
+// all, so the index holds at most twice the groups (and 64 more).
 func (st *state) publish(name string, gs *groupState) {
 	s := st.s
-	root := s.root.Load()
-	if gs.count == 0 {
+	switch {
+	case gs.count > 0:
+		var v *groupView
+		if gs.count == 1 {
+			v = &groupView{}
+			if len(gs.local) == 1 {
+				v.one[0] = gs.local[0]
+			} else {
+				v.one[0] = st.firstRemote(gs)
+			}
+			v.all = v.one[:]
+			v.local = v.all[:len(gs.local):len(gs.local)]
+		} else {
+			all := make([]process.PID, 0, gs.count)
+			all = append(all, gs.local...)
+			if len(gs.remote) > 0 {
+				nodes := make([]string, 0, len(gs.remote))
+				for n := range gs.remote {
+					nodes = append(nodes, n)
+				}
+				sort.Strings(nodes)
+				for _, n := range nodes {
+					all = append(all, gs.remote[n]...)
+				}
+			}
+			v = &groupView{all: all, local: all[:len(gs.local):len(gs.local)]}
+		}
+		switch {
+		case gs.cell == nil:
+			gs.cell = &groupCell{name: name}
+			gs.cell.cur.Store(v)
+			root, _ := s.root.Load().with(hashGroup(name), gs.cell, 0)
+			s.root.Store(root)
+			st.live++
+		case gs.cell.cur.Swap(v) == nil:
+			st.live++
+			st.vacant--
+		}
+	case gs.cell == nil:
+		// Never published (a sync that brought nothing): nothing to undo.
 		delete(st.groups, name)
-		root, _ = root.without(gs.hash, name, 0)
-		if len(st.spareGroups) < 64 && cap(gs.local) <= 64 && len(gs.remote) == 0 {
-			gs.local = gs.local[:0]
-			st.spareGroups = append(st.spareGroups, gs)
+		st.recycleGroup(gs)
+	case gs.cell.cur.Swap(nil) != nil:
+		st.live--
+		st.vacant++
+		if st.vacant > max(64, st.live) {
+			st.sweep()
 		}
-	} else {
-		all := make([]process.PID, 0, gs.count)
-		all = append(all, gs.local...)
-		if len(gs.remote) > 0 {
-			nodes := make([]string, 0, len(gs.remote))
-			for n := range gs.remote {
-				nodes = append(nodes, n)
-			}
-			sort.Strings(nodes)
-			for _, n := range nodes {
-				all = append(all, gs.remote[n]...)
-			}
-		}
-		v := &groupView{name: name, all: all, local: all[:len(gs.local):len(gs.local)]}
-		root, _ = root.with(gs.hash, v, 0)
 	}
-	s.root.Store(root)
-	s.ngroups.Store(int64(len(st.groups)))
-	s.m.groups.Set(float64(len(st.groups)))
+	s.ngroups.Store(int64(st.live))
+	s.m.groups.Set(float64(st.live))
 	s.m.members.Set(float64(st.members))
+}
+
+// firstRemote returns the one remote member of a group of one member.
+func (st *state) firstRemote(gs *groupState) process.PID {
+	for _, pids := range gs.remote {
+		if len(pids) > 0 {
+			return pids[0]
+		}
+	}
+	panic("pgscope: a group of one member has none")
+}
+
+// sweep removes the vacant cells from the index and forgets their groups.
+func (st *state) sweep() {
+	root := st.s.root.Load()
+	for name, gs := range st.groups {
+		if gs.count > 0 {
+			continue
+		}
+		if gs.cell != nil {
+			root, _ = root.without(gs.cell.hash, name, 0)
+		}
+		delete(st.groups, name)
+		st.recycleGroup(gs)
+	}
+	st.vacant = 0
+	st.s.root.Store(root)
+}
+
+// recycleGroup keeps a forgotten groupState for the next new group, so
+// that churn over many names costs few allocations.
+func (st *state) recycleGroup(gs *groupState) {
+	gs.cell, gs.name = nil, ""
+	if len(st.spareGroups) < 64 && cap(gs.local) <= 64 && len(gs.remote) == 0 {
+		clear(gs.local[:cap(gs.local)])
+		gs.local = gs.local[:0]
+		st.spareGroups = append(st.spareGroups, gs)
+	}
 }
 
 // notifyN is notify for n copies of one PID; the list is built only when
@@ -354,7 +426,7 @@ func (st *state) notify(kind EventKind, group string, pids []process.PID) {
 
 // members returns a copy of group's members, for a monitor's snapshot.
 func (st *state) membersOf(group string) []process.PID {
-	v := st.s.root.Load().get(hashGroup(group), group)
+	v := st.s.root.Load().get(hashGroup(group), group).view()
 	if v == nil {
 		return []process.PID{}
 	}
@@ -430,8 +502,8 @@ func (st *state) removeSub(sub *Subscription) {
 
 // snapshotAll returns every group's members, for a scope subscription.
 func (st *state) snapshotAll() map[string][]process.PID {
-	out := make(map[string][]process.PID, len(st.groups))
-	st.s.root.Load().each(func(v *groupView) { out[v.name] = slices.Clone(v.all) })
+	out := make(map[string][]process.PID, st.live)
+	st.s.root.Load().eachGroup(func(name string, v *groupView) { out[name] = slices.Clone(v.all) })
 	return out
 }
 

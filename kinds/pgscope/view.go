@@ -60,8 +60,8 @@ func (s *Scope) View() any {
 			QueueDepth:         s.loop.Len(),
 		},
 	}
-	s.root.Load().each(func(v *groupView) {
-		g := GroupView{Name: v.name, Members: make([]string, len(v.all)), Local: len(v.local), Nodes: map[string]int{}}
+	s.root.Load().eachGroup(func(name string, v *groupView) {
+		g := GroupView{Name: name, Members: make([]string, len(v.all)), Local: len(v.local), Nodes: map[string]int{}}
 		for i, p := range v.all {
 			g.Members[i] = p.String()
 			g.Nodes[p.Node]++
