@@ -33,6 +33,9 @@ type state struct {
 	// live counts the groups with members; groups also holds the vacant
 	// ones, whose cells wait in the index for a sweep.
 	live, vacant int
+	// idle counts the procStates kept, monitored, with neither groups nor
+	// subscriptions (see untrack).
+	idle int
 
 	spare       []*procState  // emptied procStates for reuse
 	spareGroups []*groupState // swept groupStates for reuse
@@ -50,12 +53,13 @@ type groupState struct {
 }
 
 // procState is a local process the scope monitors: because it joined
-// groups, owns subscriptions, or both. The monitor is dropped when neither
-// is left.
+// groups, owns subscriptions, or both, or did a short while ago (idle; see
+// untrack).
 type procState struct {
 	groups map[string]int
 	subs   map[*Subscription]struct{}
-	peak   int // most groups at once: a map that grew large is not kept
+	peak   int  // most groups at once: a map that grew large is not kept
+	idle   bool // neither groups nor subscriptions left
 }
 
 func newState(s *Scope) state {
@@ -118,6 +122,10 @@ func repeat(pid process.PID, n int) []process.PID {
 // it is new to the scope.
 func (st *state) track(pid process.PID) (*procState, error) {
 	if ps := st.procs[pid]; ps != nil {
+		if ps.idle {
+			ps.idle = false
+			st.idle--
+		}
 		return ps, nil
 	}
 	// A process that is already gone gets its EXIT at once; it is removed
@@ -135,14 +143,33 @@ func (st *state) track(pid process.PID) (*procState, error) {
 	return ps, nil
 }
 
-// untrack drops the monitor of a process that has no groups and no
-// subscriptions left.
+// untrack marks a process that has no groups and no subscriptions left
+// idle. Its monitor stays until idle processes outnumber the others (and
+// 64), when dropIdle drops every idle one: a process that joins and leaves
+// over and over is monitored once, not once per join, and the scope never
+// monitors more than twice the processes it serves (and 64). An idle
+// process that exits is forgotten at its EXIT, as any other.
 func (st *state) untrack(pid process.PID, ps *procState) {
-	if len(ps.groups) == 0 && len(ps.subs) == 0 {
-		delete(st.procs, pid)
-		st.s.node.Demonitor(st.s.pid, pid)
-		st.recycle(ps)
+	if ps.idle || len(ps.groups) > 0 || len(ps.subs) > 0 {
+		return
 	}
+	ps.idle = true
+	st.idle++
+	if st.idle > max(64, len(st.procs)-st.idle) {
+		st.dropIdle()
+	}
+}
+
+// dropIdle forgets every idle process and drops its monitor.
+func (st *state) dropIdle() {
+	for pid, ps := range st.procs {
+		if ps.idle {
+			delete(st.procs, pid)
+			st.s.node.Demonitor(st.s.pid, pid)
+			st.recycle(ps)
+		}
+	}
+	st.idle = 0
 }
 
 // join adds one membership of pid per naming of each group, all or nothing.
@@ -249,6 +276,9 @@ func (st *state) processDown(pid process.PID) {
 		// A late EXIT: the process had already left everything.
 		return
 	}
+	if ps.idle {
+		st.idle--
+	}
 	delete(st.procs, pid)
 	names := make([]string, 0, len(ps.groups))
 	for g := range ps.groups {
@@ -272,6 +302,7 @@ func (st *state) processDown(pid process.PID) {
 // recycle keeps an emptied procState (and its maps) for the next process,
 // so a process that joins and leaves over and over costs no allocation.
 func (st *state) recycle(ps *procState) {
+	ps.idle = false
 	if len(st.spare) < 64 && ps.peak <= 64 {
 		clear(ps.groups)
 		clear(ps.subs)
@@ -396,7 +427,7 @@ func (st *state) recycleGroup(gs *groupState) {
 // notifyN is notify for n copies of one PID; the list is built only when
 // someone listens.
 func (st *state) notifyN(kind EventKind, group string, pid process.PID, n int) {
-	if len(st.groupSubs[group]) == 0 && len(st.scopeSubs) == 0 {
+	if len(st.scopeSubs) == 0 && (len(st.groupSubs) == 0 || len(st.groupSubs[group]) == 0) {
 		st.s.events.Add(1)
 		return
 	}
