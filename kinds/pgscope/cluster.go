@@ -162,7 +162,7 @@ func (s *Scope) LocalMembers() map[string][]process.PID {
 	out := make(map[string][]process.PID)
 	s.root.Load().eachGroup(func(name string, v *groupView) {
 		if len(v.local) > 0 {
-			out[name] = slices.Clone(v.local)
+			out[name] = clonePIDs(v.local)
 		}
 	})
 	return out

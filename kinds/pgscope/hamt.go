@@ -60,6 +60,28 @@ func (v *groupView) distinct(local bool) []process.PID {
 	return d
 }
 
+// clonePIDs returns a copy of a published list for a reader to own. The
+// readers' hot path: most groups have a member or two, and a fixed-size
+// array is allocated without append's size-class arithmetic and clearing
+// (a third of GetMembers).
+func clonePIDs(s []process.PID) []process.PID {
+	switch len(s) {
+	case 0:
+		return nil
+	case 1:
+		p := new([1]process.PID)
+		p[0] = s[0]
+		return p[:]
+	case 2:
+		p := new([2]process.PID)
+		p[0], p[1] = s[0], s[1]
+		return p[:]
+	}
+	out := make([]process.PID, len(s))
+	copy(out, s)
+	return out
+}
+
 // The group index is a persistent hash array mapped trie: an update copies
 // only the path from the root to the changed slot (a few small nodes), so
 // the loop can publish a new version in O(log32 n) time and readers keep

@@ -3,7 +3,10 @@ package pgscope
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
+
+	"github.com/proctor-run/proctor/process"
 )
 
 // The trie agrees with a map through random inserts and deletes, and old
@@ -128,5 +131,50 @@ func TestHAMTCollisions(t *testing.T) {
 	del("e")
 	if root != nil {
 		t.Fatal("not empty")
+	}
+}
+
+// clonePIDs copies lists of every length into memory the caller owns.
+func TestClonePIDs(t *testing.T) {
+	for n := range 6 {
+		src := make([]process.PID, n)
+		for i := range src {
+			src[i] = process.PID{Node: "n", ID: uint64(i + 1), Creation: 1}
+		}
+		got := clonePIDs(src)
+		if !slices.Equal(got, src) || (n == 0) != (got == nil) {
+			t.Fatalf("clonePIDs(%v) = %v", src, got)
+		}
+		if n > 0 {
+			got[0].ID = 99
+			if src[0].ID == 99 {
+				t.Fatalf("len %d: the copy shares the source", n)
+			}
+			if got = append(got, process.PID{}); src[0].ID == 99 || len(src) != n {
+				t.Fatalf("len %d: appending to the copy touched the source", n)
+			}
+		}
+	}
+}
+
+// A reader that modifies what GetMembers returned changes nothing of the
+// scope's.
+func TestGetMembersIsACopy(t *testing.T) {
+	h := newHarness(t, nil)
+	p, q := h.pid(), h.pid()
+	h.must(h.s.Join(p, "one"))
+	h.must(h.s.Join(p, "two"))
+	h.must(h.s.Join(q, "two"))
+	for _, g := range []string{"one", "two"} {
+		m := h.s.GetMembers(g)
+		m[0] = process.PID{}
+		if got := h.s.GetMembers(g); got[0] != p {
+			t.Fatalf("%s: a reader's write reached the scope: %v", g, got)
+		}
+		l := h.s.GetLocalMembers(g)
+		l[0] = process.PID{}
+		if got := h.s.GetLocalMembers(g); got[0] != p {
+			t.Fatalf("%s: a reader's write reached the local list: %v", g, got)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -432,7 +431,7 @@ func (s *Scope) GetMembers(group string) []process.PID {
 	if v == nil {
 		return nil
 	}
-	return slices.Clone(v.all)
+	return clonePIDs(v.all)
 }
 
 // GetLocalMembers is GetMembers restricted to processes of this node.
@@ -441,7 +440,7 @@ func (s *Scope) GetLocalMembers(group string) []process.PID {
 	if v == nil || len(v.local) == 0 {
 		return nil
 	}
-	return slices.Clone(v.local)
+	return clonePIDs(v.local)
 }
 
 // DistinctMembers returns each member process of group once (in order of
@@ -453,7 +452,7 @@ func (s *Scope) DistinctMembers(group string) []process.PID {
 	if v == nil {
 		return nil
 	}
-	return slices.Clone(v.distinct(false))
+	return clonePIDs(v.distinct(false))
 }
 
 // SharedDistinctMembers is DistinctMembers without the copy: the scope's
@@ -474,7 +473,7 @@ func (s *Scope) DistinctLocalMembers(group string) []process.PID {
 	if v == nil || len(v.local) == 0 {
 		return nil
 	}
-	return slices.Clone(v.distinct(true))
+	return clonePIDs(v.distinct(true))
 }
 
 // WhichGroups returns every group with a member on any node, sorted.

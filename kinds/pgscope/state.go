@@ -461,7 +461,7 @@ func (st *state) membersOf(group string) []process.PID {
 	if v == nil {
 		return []process.PID{}
 	}
-	return slices.Clone(v.all)
+	return clonePIDs(v.all)
 }
 
 // subscribe registers sub, owned by a local process (or by nobody).
@@ -534,7 +534,7 @@ func (st *state) removeSub(sub *Subscription) {
 // snapshotAll returns every group's members, for a scope subscription.
 func (st *state) snapshotAll() map[string][]process.PID {
 	out := make(map[string][]process.PID, st.live)
-	st.s.root.Load().eachGroup(func(name string, v *groupView) { out[name] = slices.Clone(v.all) })
+	st.s.root.Load().eachGroup(func(name string, v *groupView) { out[name] = clonePIDs(v.all) })
 	return out
 }
 
