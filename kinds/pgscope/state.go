@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/proctor-run/proctor/process"
 )
@@ -56,7 +57,7 @@ type groupState struct {
 // groups, owns subscriptions, or both, or did a short while ago (idle; see
 // untrack).
 type procState struct {
-	groups map[string]int
+	groups procGroups
 	subs   map[*Subscription]struct{}
 	peak   int  // most groups at once: a map that grew large is not kept
 	idle   bool // neither groups nor subscriptions left
@@ -150,7 +151,7 @@ func (st *state) track(pid process.PID) (*procState, error) {
 // monitors more than twice the processes it serves (and 64). An idle
 // process that exits is forgotten at its EXIT, as any other.
 func (st *state) untrack(pid process.PID, ps *procState) {
-	if ps.idle || len(ps.groups) > 0 || len(ps.subs) > 0 {
+	if ps.idle || ps.groups.len() > 0 || len(ps.subs) > 0 {
 		return
 	}
 	ps.idle = true
@@ -203,9 +204,6 @@ func (st *state) join(pid process.PID, groups []string) error {
 	if err != nil {
 		return err
 	}
-	if ps.groups == nil {
-		ps.groups = make(map[string]int, len(batch))
-	}
 	for _, c := range batch {
 		gs := st.group(c.group)
 		for range c.n {
@@ -213,8 +211,8 @@ func (st *state) join(pid process.PID, groups []string) error {
 		}
 		gs.count += c.n
 		st.members += c.n
-		ps.groups[c.group] += c.n
-		ps.peak = max(ps.peak, len(ps.groups))
+		ps.groups.add(gs, c.n)
+		ps.peak = max(ps.peak, ps.groups.len())
 		st.publish(c.group, gs)
 		st.s.m.joins.Add(float64(c.n))
 		st.notifyN(MemberJoined, c.group, pid, c.n)
@@ -226,17 +224,21 @@ func (st *state) join(pid process.PID, groups []string) error {
 // as it has them. It fails with ErrNotJoined only when it removed nothing.
 func (st *state) leave(pid process.PID, groups []string) error {
 	ps := st.procs[pid]
-	if ps == nil || len(ps.groups) == 0 {
+	if ps == nil || ps.groups.len() == 0 {
 		return fmt.Errorf("leave %s: %w", pid, ErrNotJoined)
 	}
 	removed := 0
 	var buf [4]counted
 	for _, c := range tally(groups, buf[:]) {
-		k := min(c.n, ps.groups[c.group])
+		gs := st.groups[c.group]
+		if gs == nil {
+			continue
+		}
+		k := min(c.n, ps.groups.count(gs))
 		if k == 0 {
 			continue
 		}
-		st.dropLocal(pid, ps, c.group, k)
+		st.dropLocal(pid, ps, gs, k)
 		removed += k
 		st.notifyN(MemberLeft, c.group, pid, k)
 	}
@@ -247,9 +249,8 @@ func (st *state) leave(pid process.PID, groups []string) error {
 	return nil
 }
 
-// dropLocal removes k memberships of pid from group and publishes it.
-func (st *state) dropLocal(pid process.PID, ps *procState, group string, k int) {
-	gs := st.groups[group]
+// dropLocal removes k memberships of pid from gs and publishes it.
+func (st *state) dropLocal(pid process.PID, ps *procState, gs *groupState, k int) {
 	left := k
 	// The most recent copies go first, as OTP's list deletion does.
 	for i := len(gs.local) - 1; i >= 0 && left > 0; i-- {
@@ -260,10 +261,8 @@ func (st *state) dropLocal(pid process.PID, ps *procState, group string, k int) 
 	}
 	gs.count -= k
 	st.members -= k
-	if ps.groups[group] -= k; ps.groups[group] <= 0 {
-		delete(ps.groups, group)
-	}
-	st.publish(group, gs)
+	ps.groups.remove(gs, k)
+	st.publish(gs.name, gs)
 	st.s.m.leaves.Add(float64(k))
 }
 
@@ -280,15 +279,13 @@ func (st *state) processDown(pid process.PID) {
 		st.idle--
 	}
 	delete(st.procs, pid)
-	names := make([]string, 0, len(ps.groups))
-	for g := range ps.groups {
-		names = append(names, g)
-	}
-	sort.Strings(names)
-	for _, g := range names {
-		n := ps.groups[g]
-		st.dropLocal(pid, ps, g, n)
-		for range n {
+	in := slices.Clone(ps.groups.list)
+	slices.SortFunc(in, func(a, b procGroup) int { return strings.Compare(a.gs.name, b.gs.name) })
+	for _, e := range in {
+		// dropLocal may sweep emptied groups: the name is read first.
+		g := e.gs.name
+		st.dropLocal(pid, ps, e.gs, e.n)
+		for range e.n {
 			st.notifyN(MemberLeft, g, pid, 1)
 		}
 	}
@@ -304,7 +301,7 @@ func (st *state) processDown(pid process.PID) {
 func (st *state) recycle(ps *procState) {
 	ps.idle = false
 	if len(st.spare) < 64 && ps.peak <= 64 {
-		clear(ps.groups)
+		ps.groups.reset()
 		clear(ps.subs)
 		st.spare = append(st.spare, ps)
 	}
