@@ -31,14 +31,14 @@ func TestIdleProcesses(t *testing.T) {
 	p := h.pid()
 	h.must(h.s.Join(p, "g"))
 	var first *procState
-	h.onLoop(func() { first = h.s.st.procs[p] })
+	h.onLoop(func() { first = h.s.st.proc(p) })
 	h.must(h.s.Leave(p, "g"))
 	if m, idle := h.monitored(); m != 1 || idle != 1 {
 		t.Fatalf("after the leave: %d monitored, %d idle; want 1, 1", m, idle)
 	}
 	h.must(h.s.Join(p, "g"))
 	var again *procState
-	h.onLoop(func() { again = h.s.st.procs[p] })
+	h.onLoop(func() { again = h.s.st.proc(p) })
 	if again != first {
 		t.Fatal("a rejoining idle process was tracked anew")
 	}

@@ -21,7 +21,10 @@ type state struct {
 	s *Scope
 
 	groups map[string]*groupState
-	procs  map[process.PID]*procState
+	// procs are keyed by PID.ID: the scope tracks local processes only,
+	// and the PIDs of one node's incarnation differ in nothing else (no
+	// name to hash on every join and leave).
+	procs map[uint64]*procState
 	// nodes maps a remote node to the groups it has members in.
 	nodes map[string]map[string]struct{}
 	// peers are the remote nodes heard from and not down (health.go).
@@ -57,6 +60,7 @@ type groupState struct {
 // groups, owns subscriptions, or both, or did a short while ago (idle; see
 // untrack).
 type procState struct {
+	pid    process.PID
 	groups procGroups
 	subs   map[*Subscription]struct{}
 	peak   int  // most groups at once: a map that grew large is not kept
@@ -67,7 +71,7 @@ func newState(s *Scope) state {
 	return state{
 		s:         s,
 		groups:    make(map[string]*groupState),
-		procs:     make(map[process.PID]*procState),
+		procs:     make(map[uint64]*procState),
 		nodes:     make(map[string]map[string]struct{}),
 		peers:     make(map[string]struct{}),
 		groupSubs: make(map[string]map[*Subscription]struct{}),
@@ -122,12 +126,15 @@ func repeat(pid process.PID, n int) []process.PID {
 // track returns the procState of a local process, monitoring it first when
 // it is new to the scope.
 func (st *state) track(pid process.PID) (*procState, error) {
-	if ps := st.procs[pid]; ps != nil {
+	if ps := st.procs[pid.ID]; ps != nil && ps.pid == pid {
 		if ps.idle {
 			ps.idle = false
 			st.idle--
 		}
 		return ps, nil
+	}
+	if !st.s.node.IsLocal(pid) {
+		return nil, fmt.Errorf("track %s: %w", pid, ErrNotLocal)
 	}
 	// A process that is already gone gets its EXIT at once; it is removed
 	// when that event is handled, as OTP does with an immediate DOWN.
@@ -140,8 +147,17 @@ func (st *state) track(pid process.PID) (*procState, error) {
 	} else {
 		ps = &procState{}
 	}
-	st.procs[pid] = ps
+	ps.pid = pid
+	st.procs[pid.ID] = ps
 	return ps, nil
+}
+
+// proc returns the procState of pid, nil when the scope does not track it.
+func (st *state) proc(pid process.PID) *procState {
+	if ps := st.procs[pid.ID]; ps != nil && ps.pid == pid {
+		return ps
+	}
+	return nil
 }
 
 // untrack marks a process that has no groups and no subscriptions left
@@ -163,10 +179,10 @@ func (st *state) untrack(pid process.PID, ps *procState) {
 
 // dropIdle forgets every idle process and drops its monitor.
 func (st *state) dropIdle() {
-	for pid, ps := range st.procs {
+	for id, ps := range st.procs {
 		if ps.idle {
-			delete(st.procs, pid)
-			st.s.node.Demonitor(st.s.pid, pid)
+			delete(st.procs, id)
+			st.s.node.Demonitor(st.s.pid, ps.pid)
 			st.recycle(ps)
 		}
 	}
@@ -223,7 +239,7 @@ func (st *state) join(pid process.PID, groups []string) error {
 // leave removes as many memberships of pid as each group is named, as far
 // as it has them. It fails with ErrNotJoined only when it removed nothing.
 func (st *state) leave(pid process.PID, groups []string) error {
-	ps := st.procs[pid]
+	ps := st.proc(pid)
 	if ps == nil || ps.groups.len() == 0 {
 		return fmt.Errorf("leave %s: %w", pid, ErrNotJoined)
 	}
@@ -270,7 +286,7 @@ func (st *state) dropLocal(pid process.PID, ps *procState, gs *groupState, k int
 // every membership leaves, one event per copy as OTP sends one per group
 // entry of the process, and its subscriptions end.
 func (st *state) processDown(pid process.PID) {
-	ps := st.procs[pid]
+	ps := st.proc(pid)
 	if ps == nil {
 		// A late EXIT: the process had already left everything.
 		return
@@ -278,7 +294,7 @@ func (st *state) processDown(pid process.PID) {
 	if ps.idle {
 		st.idle--
 	}
-	delete(st.procs, pid)
+	delete(st.procs, pid.ID)
 	in := slices.Clone(ps.groups.list)
 	slices.SortFunc(in, func(a, b procGroup) int { return strings.Compare(a.gs.name, b.gs.name) })
 	for _, e := range in {
@@ -299,7 +315,7 @@ func (st *state) processDown(pid process.PID) {
 // recycle keeps an emptied procState (and its maps) for the next process,
 // so a process that joins and leaves over and over costs no allocation.
 func (st *state) recycle(ps *procState) {
-	ps.idle = false
+	ps.idle, ps.pid = false, process.PID{}
 	if len(st.spare) < 64 && ps.peak <= 64 {
 		ps.groups.reset()
 		clear(ps.subs)
@@ -522,7 +538,7 @@ func (st *state) removeSub(sub *Subscription) {
 	if !st.unregisterSub(sub) || sub.owner.IsZero() {
 		return
 	}
-	if ps := st.procs[sub.owner]; ps != nil {
+	if ps := st.proc(sub.owner); ps != nil {
 		delete(ps.subs, sub)
 		st.untrack(sub.owner, ps)
 	}
