@@ -132,7 +132,7 @@ func Start(opts Options) (*Cluster, error) {
 		return nil, err
 	}
 	c.ms, err = startMembership(membershipConfig{
-		name: name, bind: opts.Bind, advHost: opts.Advertise, seeds: opts.Join, key: keys.Gossip,
+		name: name, creation: opts.Node.Creation(), bind: opts.Bind, advHost: opts.Advertise, seeds: opts.Join, key: keys.Gossip,
 		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, faults: opts.Faults, log: log,
 		peerUp:   func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
 		peerDown: func(m Member) { c.net.PeerDown(m.Name) },
@@ -185,6 +185,12 @@ func (c *Cluster) Transport() *remote.Transport { return c.tr }
 
 // Network returns the TCP network under the transport.
 func (c *Cluster) Network() *TCPNetwork { return c.net }
+
+// Err returns why this node is not a healthy member of its cluster, nil
+// when it is: ErrNameTaken (wrapped) when another live member that started
+// first holds its name and this was seen after Start returned (Start
+// fails with it when its first join shows it).
+func (c *Cluster) Err() error { return c.ms.Err() }
 
 // Close leaves the cluster gracefully (the others see this node leave, not
 // fail), then stops the transport: every link and monitor with a process
@@ -250,6 +256,11 @@ type Status struct {
 	Remote remote.Stats `json:"remote"`
 	// GossipDropped counts gossip messages dropped on arrival.
 	GossipDropped uint64 `json:"gossip_dropped"`
+	// Conflict is why this node is not a member, when it is not (Err).
+	Conflict string `json:"conflict,omitempty"`
+	// Accept is how the transport's listener fares: failed accepts
+	// (retried with backoff) and connections shed past MaxHandshakes.
+	Accept AcceptStatus `json:"accept"`
 }
 
 // MemberStatus is one other node: its membership, its transport peer and
@@ -268,7 +279,10 @@ type MemberStatus struct {
 func (c *Cluster) Status() Status {
 	s := Status{
 		Node: c.Name(), Gossip: c.ms.Addr(), Transport: c.net.Addr(), Secret: c.opts.Secret != nil,
-		Remote: c.tr.Stats(), GossipDropped: c.ms.GossipDropped(),
+		Remote: c.tr.Stats(), GossipDropped: c.ms.GossipDropped(), Accept: c.net.AcceptStatus(),
+	}
+	if err := c.Err(); err != nil {
+		s.Conflict = err.Error()
 	}
 	peers := map[string]PeerStatus{}
 	for _, p := range c.net.Peers() {

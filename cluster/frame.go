@@ -82,13 +82,24 @@ func (f *frameReader) next() ([]byte, error) {
 		f.skip = int(n)
 		return b, nil
 	}
-	if cap(f.big) < int(n) {
-		f.big = make([]byte, n)
+	// A frame larger than the buffer is read into a buffer that grows as
+	// its bytes arrive (doubling from twice the read buffer), so a length
+	// announced but not sent costs no memory.
+	b := f.big[:0]
+	for len(b) < int(n) {
+		if len(b) == cap(b) {
+			grown := make([]byte, len(b), min(int(n), max(2*cap(b), 2*ioBufferSize)))
+			copy(grown, b)
+			b = grown
+		}
+		end := min(cap(b), int(n))
+		if _, err := io.ReadFull(f.r, b[len(b):end]); err != nil {
+			f.big = nil
+			return nil, noEOF(err)
+		}
+		b = b[:end]
 	}
-	b := f.big[:n]
-	if _, err := io.ReadFull(f.r, b); err != nil {
-		return nil, noEOF(err)
-	}
+	f.big = b
 	if cap(f.big) > 4*ioBufferSize {
 		f.big = nil // keep no large buffer around for an idle connection
 	}

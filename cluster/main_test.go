@@ -100,6 +100,13 @@ func (tc *tcluster) node(name string) *tnode {
 // crash stops a node without leaving: memberlist and the transport stop
 // as a killed process's would (no leave message, connections reset).
 func (tc *tcluster) crash(name string) {
+	n := tc.silence(name)
+	_ = n.c.Close()
+}
+
+// silence takes node name out of the test cluster and stops its
+// membership without a word, as a killed process's would stop.
+func (tc *tcluster) silence(name string) *tnode {
 	n := tc.node(name)
 	tc.mu.Lock()
 	delete(tc.nodes, name)
@@ -112,7 +119,7 @@ func (tc *tcluster) crash(name string) {
 		_ = m.ml.Shutdown()
 		<-m.done
 	})
-	_ = n.c.Close()
+	return n
 }
 
 // stop leaves gracefully.

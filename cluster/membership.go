@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/proctor-run/proctor/internal/logging"
 )
 
 // Timing configures failure detection, gossip and rejoining. The zero
@@ -104,6 +106,7 @@ type membershipConfig struct {
 	// IP memberlist advertises.
 	transport func(adv net.IP) string
 	meta      []byte
+	creation  uint32 // the node's (process.Node.Creation), advertised
 	timing    Timing
 	resolve   Resolver
 	faults    *Faults
@@ -142,6 +145,8 @@ type Membership struct {
 	live  atomic.Pointer[[]Member] // alive members but this one, by name
 	known atomic.Pointer[[]Member] // every node seen but this one, by name
 
+	self       Meta                  // this node's metadata
+	conflict   atomic.Pointer[error] // ErrNameTaken, once another node is seen to hold this one's name
 	stopRejoin chan struct{}
 	rejoinDone chan struct{}
 	refused    sync.Map // "name\x00reason" -> struct{}: logged once
@@ -164,7 +169,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %q: bad port", cfg.bind)
 	}
-	mlog := log.New(memberlistLog{cfg.log}, "", 0)
+	mlog := log.New(memberlistLog{cfg.log, &logging.Limiter{}}, "", 0)
 	m.nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mlog})
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %s: %w", cfg.bind, err)
@@ -174,7 +179,8 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 		_ = m.nt.Shutdown()
 		return nil, fmt.Errorf("cluster advertise address: %w", err)
 	}
-	m.cfg.meta = localMeta(cfg.transport(advIP)).encode()
+	m.self = localMeta(cfg.transport(advIP), time.Now(), cfg.creation)
+	m.cfg.meta = m.self.encode()
 	t := cfg.timing
 	c := memberlist.DefaultLANConfig()
 	c.Name = cfg.name
@@ -200,6 +206,9 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	if _, err := m.g.register(kindMembership, m.membershipMsg, true); err != nil {
 		return nil, err
 	}
+	// Known before memberlist starts: the alive filter tells this node's
+	// own address from that of another node claiming its name.
+	m.addr = net.JoinHostPort(advIP.String(), strconv.Itoa(c.AdvertisePort))
 	go m.loop()
 	m.ml, err = memberlist.Create(c)
 	if err != nil {
@@ -208,7 +217,20 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 		<-m.done
 		return nil, fmt.Errorf("cluster membership: %w", err)
 	}
-	m.addr = net.JoinHostPort(advIP.String(), strconv.Itoa(c.AdvertisePort))
+	// One join at once, so that a name already taken in the cluster
+	// fails the start (the seeds' state, merged during the join, shows
+	// the member that holds it); the rejoin loop carries on from here.
+	if seeds := m.seedAddrs(); len(seeds) > 0 {
+		if _, err := m.ml.Join(seeds); err != nil {
+			m.log.Debug("cluster: first join attempt failed; retrying in the background", "seeds", seeds, "error", err)
+		}
+	}
+	if err := m.Err(); err != nil {
+		_ = m.ml.Shutdown()
+		close(m.quit)
+		<-m.done
+		return nil, err
+	}
 	go m.rejoin()
 	return m, nil
 }
@@ -435,9 +457,11 @@ func (m *Membership) joined(mem Member) {
 	}
 	mem.State, mem.Since = StateAlive, time.Now()
 	m.members[mem.Name] = &mem
-	m.publish()
 	m.log.Info("cluster: node joined", "peer", mem.Name, "gossip", mem.Gossip, "transport", mem.Transport)
+	// The transport first: whoever sees the member in the snapshot can
+	// send to it at once.
 	m.cfg.peerUp(mem)
+	m.publish()
 	m.emit(Event{Kind: MemberJoined, Member: mem})
 }
 
@@ -467,12 +491,21 @@ func (m *Membership) updated(mem Member) {
 		m.joined(mem)
 		return
 	}
+	if prev.Meta.Creation != 0 && mem.Meta.Creation != prev.Meta.Creation {
+		// A new incarnation under the name (a restart the failure
+		// detector did not see): the old one is gone, with its
+		// processes and its connection, and the new one joins.
+		m.log.Info("cluster: node restarted", "peer", mem.Name, "creation", mem.Meta.Creation, "previous", prev.Meta.Creation)
+		m.left(mem.Name, StateDead)
+		m.joined(mem)
+		return
+	}
 	mem.State, mem.Since = StateAlive, prev.Since
 	m.members[mem.Name] = &mem
-	m.publish()
 	if mem.Transport != prev.Transport {
 		m.cfg.peerUp(mem)
 	}
+	m.publish()
 	m.emit(Event{Kind: MemberUpdated, Member: mem})
 }
 
@@ -664,7 +697,10 @@ func (d *delegate) MergeRemoteState([]byte, bool) {}
 
 func (d *delegate) NotifyAlive(n *memberlist.Node) error {
 	if n.Name == d.m.cfg.name {
-		return nil
+		if n.Address() == d.m.addr {
+			return nil
+		}
+		return d.m.nameClaimed(n)
 	}
 	if _, err := decodeMeta(n.Meta); err != nil {
 		d.m.refuse(n.Name, err)
@@ -701,8 +737,46 @@ func (d *delegate) NotifyLeave(n *memberlist.Node) {
 }
 
 func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
-	d.m.log.Error("cluster: two nodes claim one name; the newcomer is ignored", "peer", existing.Name,
-		"existing", existing.Address(), "other", other.Address())
+	if _, seen := d.m.refused.LoadOrStore(existing.Name+"\x00conflict\x00"+other.Address(), struct{}{}); !seen {
+		d.m.log.Error("cluster: two nodes claim one name; the newcomer is ignored", "peer", existing.Name,
+			"existing", existing.Address(), "other", other.Address())
+	}
+}
+
+// ErrNameTaken: another live member holds this node's name. Node names are
+// unique in a cluster: the node that started first keeps its name, and the
+// other fails (Start returns the error, or, when it is seen only later,
+// Cluster.Err does).
+var ErrNameTaken = errors.New("node name taken by another live member")
+
+// Err returns ErrNameTaken (wrapped, naming the other node) once this
+// node has seen another live member with its name that started first: it
+// is not a member of the cluster, whose nodes ignore it.
+func (m *Membership) Err() error {
+	if e := m.conflict.Load(); e != nil {
+		return *e
+	}
+	return nil
+}
+
+// nameClaimed handles an alive message of another node under this node's
+// name (on memberlist's goroutine, under its lock): the node that started
+// first keeps the name. Either way the message is refused.
+func (m *Membership) nameClaimed(n *memberlist.Node) error {
+	theirs, err := decodeMeta(n.Meta)
+	first := err == nil && (theirs.Started.Before(m.self.Started) ||
+		(theirs.Started.Equal(m.self.Started) && n.Address() < m.addr))
+	if !first {
+		err := fmt.Errorf("a node at %s claims this node's name; it is refused", n.Address())
+		m.refuse(n.Name, err)
+		return err
+	}
+	taken := fmt.Errorf("cluster: %w: %q is the name of the member at %s since %s; start this node under another name (if that member is this node before a restart on another address, it is declared dead within seconds: start again then)",
+		ErrNameTaken, n.Name, n.Address(), theirs.Started.UTC().Format(time.RFC3339))
+	if m.conflict.CompareAndSwap(nil, &taken) {
+		m.log.Error("cluster: this node's name is taken; it is not a member of the cluster", "error", taken)
+	}
+	return taken
 }
 
 // faultTransport is memberlist's network transport with the fault layer
@@ -762,8 +836,13 @@ func (t *faultTransport) DialAddressTimeout(a memberlist.Address, timeout time.D
 // memberlistLog turns memberlist's log lines ("[WARN] memberlist: …")
 // into slog records. Its warnings are the ordinary events of failure
 // detection, so they are logged at Info; its errors at Warn; the rest at
-// Debug.
-type memberlistLog struct{ log *slog.Logger }
+// Debug. Lines above Debug are rate-limited per remote host and kind of
+// line: packets that fail to decrypt, or carry a wrong label, are
+// anyone's to send.
+type memberlistLog struct {
+	log   *slog.Logger
+	limit *logging.Limiter
+}
 
 func (w memberlistLog) Write(p []byte) (int, error) {
 	s := strings.TrimSpace(string(p))
@@ -779,6 +858,32 @@ func (w memberlistLog) Write(p []byte) (int, error) {
 	if !strings.HasPrefix(s, "memberlist:") {
 		s = "memberlist: " + s
 	}
-	w.log.Log(context.Background(), level, s)
+	if level == slog.LevelDebug || w.limit == nil {
+		w.log.Log(context.Background(), level, s)
+		return len(p), nil
+	}
+	w.limit.Log(w.log, level, "source", memberlistLogKey(s), s)
 	return len(p), nil
+}
+
+// memberlistLogKey is the rate-limiting key of a memberlist line: the host
+// it names (from=host:port) and what it says, up to its first detail.
+func memberlistLogKey(s string) string {
+	host := ""
+	if i := strings.Index(s, "from="); i >= 0 {
+		addr, _, _ := strings.Cut(s[i+len("from="):], " ")
+		if h, _, err := net.SplitHostPort(addr); err == nil {
+			host = h
+		} else {
+			host = addr
+		}
+	}
+	what := strings.TrimPrefix(s, "memberlist: ")
+	if i := strings.IndexAny(what, ":\"'("); i >= 0 {
+		what = what[:i]
+	}
+	if len(what) > 48 {
+		what = what[:48]
+	}
+	return host + " " + strings.TrimSpace(what)
 }

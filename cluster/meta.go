@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"time"
 
 	"github.com/proctor-run/proctor/remote/wire"
 )
@@ -26,6 +27,10 @@ const metaVersion byte = 1
 //	protocol      byte    ProtocolVersion of the transport
 //	envelope      byte    wire.Version
 //	transport     string  host:port of the transport's listener
+//	started       uvarint when the node joined: Unix nanoseconds (appended
+//	                      later in version 1: absent, it reads as 0)
+//	creation      uvarint the node's creation (process.Node.Creation),
+//	                      idem
 //
 // A later version of the same layout may append fields; a reader ignores
 // bytes after the fields it knows. A node whose meta version, protocol or
@@ -35,15 +40,22 @@ type Meta struct {
 	Protocol  byte
 	Envelope  byte
 	Transport string
+	// Started is when the node started its membership: of two nodes that
+	// claim one name, the one that started first keeps it.
+	Started time.Time
+	// Creation is the node's incarnation (process.Node.Creation): a node
+	// restarted under its name has a new one.
+	Creation uint32
 }
 
 // ErrIncompatible: a node speaks another version of the metadata, the
 // transport protocol or the envelope.
 var ErrIncompatible = errors.New("incompatible node")
 
-// localMeta is this build's metadata for a transport listening on addr.
-func localMeta(addr string) Meta {
-	return Meta{Protocol: ProtocolVersion, Envelope: wire.Version, Transport: addr}
+// localMeta is this build's metadata for a transport listening on addr,
+// of a node of creation that started at started.
+func localMeta(addr string, started time.Time, creation uint32) Meta {
+	return Meta{Protocol: ProtocolVersion, Envelope: wire.Version, Transport: addr, Started: started, Creation: creation}
 }
 
 // encode returns the wire form of m.
@@ -51,7 +63,13 @@ func (m Meta) encode() []byte {
 	b := make([]byte, 0, 4+len(m.Transport))
 	b = append(b, metaVersion, m.Protocol, m.Envelope)
 	b = binary.AppendUvarint(b, uint64(len(m.Transport)))
-	return append(b, m.Transport...)
+	b = append(b, m.Transport...)
+	var started uint64
+	if !m.Started.IsZero() && m.Started.UnixNano() > 0 {
+		started = uint64(m.Started.UnixNano())
+	}
+	b = binary.AppendUvarint(b, started)
+	return binary.AppendUvarint(b, uint64(m.Creation))
 }
 
 // decodeMeta reads metadata; ErrIncompatible (wrapped, with what differs)
@@ -73,6 +91,16 @@ func decodeMeta(b []byte) (Meta, error) {
 		return Meta{}, errors.New("metadata: transport address truncated")
 	}
 	m.Transport = string(b[3+k : 3+k+int(n)])
+	rest := b[3+k+int(n):]
+	if started, k := binary.Uvarint(rest); k > 0 {
+		if started > 0 && started < 1<<63 {
+			m.Started = time.Unix(0, int64(started))
+		}
+		rest = rest[k:]
+		if cr, k := binary.Uvarint(rest); k > 0 && cr < 1<<32 {
+			m.Creation = uint32(cr)
+		}
+	}
 	if m.Protocol != ProtocolVersion {
 		return m, fmt.Errorf("%w: transport protocol %d (this node speaks %d)", ErrIncompatible, m.Protocol, ProtocolVersion)
 	}

@@ -50,6 +50,7 @@ type peer struct {
 	up        atomic.Bool // the membership reports it alive: sends are accepted
 	failing   atomic.Bool // it cannot be reached now: sends fail at once
 	connected atomic.Bool
+	had       bool // a connection was made (owned by run)
 
 	errMu sync.Mutex
 	err   string // why it is failing
@@ -199,6 +200,12 @@ func (p *peer) run() {
 		}
 	}()
 	for {
+		if c == nil && p.had && !p.dialer && !p.up.Load() && p.n.dropStranger(p) {
+			// A node the membership never reported: its connection was
+			// all there was of it.
+			p.dropQueue()
+			return
+		}
 		if c == nil && p.dialer && p.up.Load() && retry == nil && p.ctx.Err() == nil && !p.n.draining.Load() {
 			nc, err := p.dial()
 			switch {
@@ -314,6 +321,7 @@ func (p *peer) dial() (net.Conn, error) {
 
 // connect makes nc the peer's connection and starts its reader.
 func (p *peer) connect(nc net.Conn) *conn {
+	p.had = true
 	c := &conn{nc: nc, w: bufio.NewWriterSize(nc, ioBufferSize), done: make(chan struct{})}
 	c.stop = context.AfterFunc(p.ctx, func() { nc.Close() })
 	if p.st.Connects.Add(1) > 1 {
@@ -338,7 +346,7 @@ func (p *peer) lose(c *conn, err error, log *slog.Logger) {
 	p.dropQueue()
 	switch {
 	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrEmptyFrame), errors.Is(err, errRefused), errors.Is(err, io.ErrUnexpectedEOF):
-		log.Error("transport: bad input from the node; connection closed", "error", err)
+		p.n.limit.Log(log, slog.LevelError, "peer", p.name, "transport: bad input from the node; connection closed", "error", err)
 	default:
 		log.Info("transport: connection lost", "error", err)
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,8 +12,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote"
+	"github.com/proctor-run/proctor/value"
 )
 
 // TCPOptions configure a TCPNetwork. Name and Listen are required; the
@@ -39,8 +42,14 @@ type TCPOptions struct {
 	// one); a larger frame closes the connection. Default: DefaultMaxFrame.
 	MaxFrame int
 	// DialTimeout bounds a connection attempt, HandshakeTimeout the
-	// handshake after it. Defaults: 2s and 5s.
+	// handshake after it (on both sides: an accepted connection that has
+	// not completed the handshake by then is closed). Defaults: 2s and 5s.
 	DialTimeout, HandshakeTimeout time.Duration
+	// MaxHandshakes bounds the accepted connections still in their
+	// handshake; a connection accepted past it is closed at once (counted
+	// as shed), so a flood of idle connects holds at most this many file
+	// descriptors and goroutines until HandshakeTimeout. Default: 64.
+	MaxHandshakes int
 	// WriteTimeout bounds one batch of writes to a peer that does not
 	// read; past it the connection is closed. Default: 10s.
 	WriteTimeout time.Duration
@@ -70,6 +79,9 @@ func (o *TCPOptions) defaults() {
 	}
 	if o.HandshakeTimeout <= 0 {
 		o.HandshakeTimeout = 5 * time.Second
+	}
+	if o.MaxHandshakes <= 0 {
+		o.MaxHandshakes = 64
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
@@ -121,17 +133,31 @@ type TCPNetwork struct {
 	recv   remote.Receiver
 	wg     sync.WaitGroup
 
+	// limit rate-limits the log lines anyone who reaches the port can
+	// cause (refused connections), per remote host.
+	limit logging.Limiter
+
 	peers    atomic.Pointer[map[string]*peer] // read by Send; copied on change under mu
 	draining atomic.Bool                      // the node is leaving: no more dials
 
-	mu      sync.Mutex
-	down    map[string]bool // peers the membership reports gone: their dials are refused
-	stats   map[string]*PeerCounters
-	started bool
-	closed  bool
+	handshakes chan struct{} // a slot per accepted connection in its handshake
+	secret     bool          // the handshake key is a secret's: a handshake authenticates
+	acc        acceptCounters
+
+	mu   sync.Mutex
+	down map[string]bool // peers the membership reports gone: their dials are refused
+	// memberUp is closed (and replaced) when a peer comes up: inbound
+	// connections waiting for the membership look again.
+	memberUp chan struct{}
+	stats    map[string]*PeerCounters
+	started  bool
+	closed   bool
 }
 
-var _ remote.Network = (*TCPNetwork)(nil)
+var (
+	_ remote.Network      = (*TCPNetwork)(nil)
+	_ remote.FrameLimiter = (*TCPNetwork)(nil)
+)
 
 // ListenTCP binds the transport's listener. Start (called by remote.New)
 // begins accepting.
@@ -147,6 +173,8 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 	n := &TCPNetwork{
 		opts: opts, log: opts.Logger.With("node", opts.Name), ln: ln, addr: ln.Addr().String(),
 		down: map[string]bool{}, stats: map[string]*PeerCounters{},
+		handshakes: make(chan struct{}, opts.MaxHandshakes), memberUp: make(chan struct{}),
+		secret: !bytes.Equal(opts.Key, noSecretKey),
 	}
 	if opts.Advertise != "" {
 		n.addr = opts.Advertise
@@ -207,7 +235,7 @@ func (n *TCPNetwork) Send(node string, frame []byte) error {
 		return fmt.Errorf("node %q: %w: no connection (%s)", node, process.ErrUnreachable, p.lastErr())
 	}
 	if len(frame) > n.opts.MaxFrame {
-		return fmt.Errorf("node %q: %w: %d bytes (at most %d)", node, ErrFrameTooLarge, len(frame), n.opts.MaxFrame)
+		return fmt.Errorf("node %q: %w: %w: %d bytes (at most %d)", node, ErrFrameTooLarge, value.ErrTooLarge, len(frame), n.opts.MaxFrame)
 	}
 	f := outFrame{b: frame}
 	if n.opts.Faults != nil {
@@ -225,6 +253,10 @@ func (n *TCPNetwork) Send(node string, frame []byte) error {
 	return p.push(f)
 }
 
+// MaxFrame implements remote.FrameLimiter: the transport encodes each
+// envelope with this budget, so one too large fails before it is built.
+func (n *TCPNetwork) MaxFrame() int { return n.opts.MaxFrame }
+
 // Drain stops dialing peers: the node is leaving the cluster, and the
 // peers close their connections as they see it go. Sends still work over
 // the connections that remain.
@@ -241,11 +273,35 @@ func (n *TCPNetwork) PeerUp(node, addr string) {
 		// membership starts after the transport.
 		return
 	}
+	// The node's previous entry may still be stopping: its NodeDown (which
+	// fails the asks awaiting the node) must come before anything is sent
+	// to the node anew. The previous entry is the one before the current
+	// (made when the node connected before the membership reported it),
+	// or the last one.
+	var prev <-chan struct{}
+	if p := (*n.peers.Load())[node]; p != nil {
+		prev = p.prev
+	} else if st := n.stats[node]; st != nil {
+		prev = st.lastDone
+	}
+	if prev != nil {
+		n.mu.Unlock()
+		select {
+		case <-prev:
+		case <-n.ctx.Done():
+		}
+		n.mu.Lock()
+		if n.closed {
+			return
+		}
+	}
 	delete(n.down, node)
 	p := n.peerLocked(node)
 	p.addr.Store(&addr)
 	p.up.Store(true)
 	p.poke()
+	close(n.memberUp)
+	n.memberUp = make(chan struct{})
 }
 
 // PeerDown tells the network that node is gone: sends to it fail from now
@@ -310,21 +366,84 @@ func (n *TCPNetwork) peerLocked(node string) *peer {
 	return p
 }
 
-// accept takes connections until the network closes.
+// AcceptStatus is how the transport's listener fares: an accept that
+// fails (too many open files, say) is retried with backoff, and a
+// connection past MaxHandshakes is shed.
+type AcceptStatus struct {
+	// Errors counts failed accepts; LastError is the latest.
+	Errors    uint64 `json:"errors"`
+	LastError string `json:"last_error,omitempty"`
+	// Shed counts connections closed at once: MaxHandshakes were in
+	// their handshake.
+	Shed uint64 `json:"shed"`
+	// Handshaking is the connections in their handshake now.
+	Handshaking int `json:"handshaking"`
+}
+
+// acceptCounters are the listener's counters; lastErr is guarded by the
+// network's mu.
+type acceptCounters struct {
+	errors, shed atomic.Uint64
+	lastErr      string
+}
+
+// AcceptStatus returns the listener's counters.
+func (n *TCPNetwork) AcceptStatus() AcceptStatus {
+	n.mu.Lock()
+	last := n.acc.lastErr
+	n.mu.Unlock()
+	return AcceptStatus{
+		Errors: n.acc.errors.Load(), LastError: last, Shed: n.acc.shed.Load(),
+		Handshaking: len(n.handshakes),
+	}
+}
+
+// Backoff of a failing accept, as net/http's Server does it.
+const (
+	acceptBackoffMin = 5 * time.Millisecond
+	acceptBackoffMax = time.Second
+)
+
+// accept takes connections until the network closes. A failed accept (out
+// of file descriptors, say) is retried after a backoff that doubles from
+// 5ms to 1s, so the node accepts again once the condition passes.
 func (n *TCPNetwork) accept() {
 	defer n.wg.Done()
+	var backoff time.Duration
 	for {
 		c, err := n.ln.Accept()
 		if err != nil {
 			if n.ctx.Err() != nil {
 				return
 			}
-			var ne net.Error
-			if errors.As(err, &ne) && ne.Timeout() {
-				continue
+			if errors.Is(err, net.ErrClosed) {
+				n.log.Error("transport: the listener closed; no more connections are accepted", "error", err)
+				return
 			}
-			n.log.Error("transport: accept failed; no more connections are accepted", "error", err)
-			return
+			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			n.acc.errors.Add(1)
+			n.mu.Lock()
+			n.acc.lastErr = err.Error()
+			n.mu.Unlock()
+			n.limit.Log(n.log, slog.LevelError, "accept", "", "transport: accept failed; retrying", "retry_in", backoff.String(), "error", err)
+			t := time.NewTimer(backoff)
+			select {
+			case <-t.C:
+			case <-n.ctx.Done():
+				t.Stop()
+				return
+			}
+			continue
+		}
+		backoff = 0
+		select {
+		case n.handshakes <- struct{}{}:
+		default:
+			n.acc.shed.Add(1)
+			n.limit.Log(n.log, slog.LevelWarn, "remote_host", remoteHost(c), "transport: too many connections in their handshake; connection closed",
+				"remote", c.RemoteAddr().String(), "max_handshakes", n.opts.MaxHandshakes)
+			c.Close()
+			continue
 		}
 		n.wg.Add(1)
 		go n.inbound(c)
@@ -336,7 +455,8 @@ func (n *TCPNetwork) accept() {
 func (n *TCPNetwork) inbound(c net.Conn) {
 	defer n.wg.Done()
 	stop := context.AfterFunc(n.ctx, func() { c.Close() })
-	_ = c.SetDeadline(time.Now().Add(n.opts.HandshakeTimeout))
+	deadline := time.Now().Add(n.opts.HandshakeTimeout)
+	_ = c.SetDeadline(deadline)
 	name, err := acceptHandshake(c, n.opts.Key, n.opts.Name)
 	if err == nil && !dials(name, n.opts.Name) {
 		err = fmt.Errorf("%w: node %q dialed, but %q dials it", ErrHandshake, name, n.opts.Name)
@@ -344,25 +464,101 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 	if err == nil && n.opts.Faults.isCut(name, n.opts.Name) {
 		err = fmt.Errorf("node %q: cut by a fault", name)
 	}
+	var p *peer
+	if err == nil {
+		p, err = n.inboundPeer(name, deadline)
+	}
+	<-n.handshakes
 	if err != nil {
 		stop()
 		c.Close()
-		n.log.Warn("transport: connection refused", "remote", c.RemoteAddr().String(), "error", err)
+		n.limit.Log(n.log, slog.LevelWarn, "remote_host", remoteHost(c), "transport: connection refused", "remote", c.RemoteAddr().String(), "error", err)
 		return
 	}
 	_ = c.SetDeadline(time.Time{})
-	n.mu.Lock()
-	if n.closed || n.down[name] {
-		n.mu.Unlock()
-		stop()
-		c.Close()
-		n.log.Info("transport: connection refused: the membership reports the node gone", "peer", name)
-		return
-	}
-	p := n.peerLocked(name)
-	n.mu.Unlock()
 	stop()
 	p.handOver(c)
+}
+
+// inboundPeer returns the peer an authenticated connection from name
+// belongs to. A member's is its peer. With a secret, a node that proved
+// it holds the secret but that the membership has not reported yet gets a
+// peer for as long as its connection lasts (so its asks are answered).
+// Without a secret the handshake proves nothing, so the connection waits,
+// until deadline at most, for the membership to report the node: only
+// members make peers.
+func (n *TCPNetwork) inboundPeer(name string, deadline time.Time) (*peer, error) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for {
+		n.mu.Lock()
+		switch {
+		case n.closed:
+			n.mu.Unlock()
+			return nil, errors.New("the network is closing")
+		case n.down[name]:
+			n.mu.Unlock()
+			return nil, fmt.Errorf("node %q: the membership reports it gone", name)
+		}
+		if p := (*n.peers.Load())[name]; (p != nil && p.up.Load()) || n.secret {
+			p := n.peerLocked(name)
+			n.mu.Unlock()
+			return p, nil
+		}
+		up := n.memberUp
+		n.mu.Unlock()
+		if timer == nil {
+			timer = time.NewTimer(time.Until(deadline))
+		}
+		select {
+		case <-up:
+		case <-timer.C:
+			return nil, fmt.Errorf("node %q is not a member (no secret authenticates it)", name)
+		case <-n.ctx.Done():
+			return nil, n.ctx.Err()
+		}
+	}
+}
+
+// dropStranger removes p, a peer made for a connection from a node the
+// membership had not reported, once that connection has ended: it stops
+// and its entry and counters go, so connections under made-up names leave
+// nothing behind. False when the membership has reported the node since.
+func (n *TCPNetwork) dropStranger(p *peer) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if p.up.Load() {
+		return false
+	}
+	peers := *n.peers.Load()
+	if peers[p.name] == p {
+		next := make(map[string]*peer, len(peers))
+		for k, v := range peers {
+			if k != p.name {
+				next[k] = v
+			}
+		}
+		n.peers.Store(&next)
+		if n.stats[p.name] == p.st {
+			delete(n.stats, p.name)
+		}
+	}
+	p.cancel()
+	return true
+}
+
+// remoteHost is the host of c's remote address: the key its log lines are
+// rate-limited by (a flood of connections comes from many ports).
+func remoteHost(c net.Conn) string {
+	a := c.RemoteAddr().String()
+	if h, _, err := net.SplitHostPort(a); err == nil {
+		return h
+	}
+	return a
 }
 
 // dials reports whether the node named a dials the node named b: the one

@@ -56,12 +56,13 @@ func TestQueueBoundAndConnectWait(t *testing.T) {
 	testutil.Eventually(t, "the queue dropped", func() bool { return n.Peers()[0].Dropped == 4 })
 }
 
-// A node that dialed before this one's membership reported it is answered
-// over its connection: a reply to its ask does not wait for the
-// membership (nor fail).
+// A node that dialed before this one's membership reported it, and proved
+// it holds the secret, is answered over its connection: a reply to its ask
+// does not wait for the membership (nor fail).
 func TestSendBackBeforeTheMembershipReportsTheNode(t *testing.T) {
-	b, recvB := bareNetwork(t, TCPOptions{Name: "b"})
-	a, recvA := bareNetwork(t, TCPOptions{Name: "a"})
+	keys, _ := DeriveKeys(testSecret)
+	b, recvB := bareNetwork(t, TCPOptions{Name: "b", Key: keys.Handshake})
+	a, recvA := bareNetwork(t, TCPOptions{Name: "a", Key: keys.Handshake})
 	if err := b.Send("a", []byte{1}); !errors.Is(err, process.ErrUnreachable) {
 		t.Fatalf("send to a node neither reported nor connected: %v", err)
 	}
@@ -74,6 +75,24 @@ func TestSendBackBeforeTheMembershipReportsTheNode(t *testing.T) {
 		t.Fatalf("send back over a's connection: %v", err)
 	}
 	testutil.Eventually(t, "a to receive b's answer", func() bool { return recvA.frames.Load() == 1 })
+}
+
+// Without a secret the handshake proves nothing: a connection from a node
+// the membership has not reported waits for it (within the handshake
+// timeout), and only then carries frames.
+func TestWithoutSecretOnlyMembersConnect(t *testing.T) {
+	b, recvB := bareNetwork(t, TCPOptions{Name: "b"})
+	a, _ := bareNetwork(t, TCPOptions{Name: "a"})
+	a.PeerUp("b", b.Addr())
+	if err := a.Send("b", []byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "a's connection to wait in b's handshake slots", func() bool { return b.AcceptStatus().Handshaking == 1 })
+	if recvB.frames.Load() != 0 || len(b.Peers()) != 0 {
+		t.Fatalf("b took a frame or made a peer of a node that is no member: %+v", b.Peers())
+	}
+	b.PeerUp("a", a.Addr())
+	testutil.Eventually(t, "b to receive a's frame once a is a member", func() bool { return recvB.frames.Load() == 1 })
 }
 
 // A peer whose address refuses connections: after the first failed dial,
@@ -91,7 +110,7 @@ func TestDialFailureAndReconnect(t *testing.T) {
 		return errors.Is(a.Send("b", []byte{1}), process.ErrUnreachable)
 	})
 	b, recv := bareNetwork(t, TCPOptions{Name: "b", Listen: addr})
-	_ = b
+	b.PeerUp("a", a.Addr()) // b's membership reports a (without a secret only members connect)
 	testutil.Eventually(t, "the connection", func() bool { return a.Send("b", []byte{7}) == nil && recv.frames.Load() > 0 })
 }
 

@@ -16,6 +16,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -28,7 +29,7 @@ var timeModule = Module{
 		{Name: "sleep", Fn: timeSleep, Doc: "Waits a duration (ms or a string like \"250ms\").",
 			Params: "duration: number|string", Results: "true|nil, error?"},
 		{Name: "after", Fn: timeAfter, Doc: "A channel that receives time.now() once the duration has passed.",
-			Params: "duration: number|string", Results: "channel"},
+			Params: "duration: number|string", Results: "channel|nil, error?"},
 	},
 }
 
@@ -71,17 +72,45 @@ func timeNow(L *lua.LState) int {
 }
 
 // timeSleep waits d; it returns true, or nil, err when the process is
-// asked to stop meanwhile.
+// asked to stop meanwhile. In the process's main call the wait suspends
+// the process (suspend.go); its deadline is kept in p.slept for the call
+// that goes on.
 func timeSleep(L *lua.LState) int {
 	p := ProcessOf(L)
 	d := CheckDuration(L, 1)
+	if w := p.slept; (w != nil && w.active) || p.canSuspend(L) {
+		if w == nil {
+			w = &deadlineWait{}
+			p.slept = w
+		}
+		if !w.active {
+			w.at, w.active = time.Now().Add(d), true
+			p.alarm(w.at)
+		}
+		for {
+			if w.ready() {
+				w.active = false
+				p.disarmAlarm()
+				L.Push(lua.LTrue)
+				return 1
+			}
+			if p.stopRequested() {
+				w.active = false
+				p.disarmAlarm()
+				return ReturnError(L, errStopping)
+			}
+			if ret, done := p.suspendOn(L, w); done {
+				return ret
+			}
+		}
+	}
 	t := time.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-t.C:
 		L.Push(lua.LTrue)
 		return 1
-	case <-p.proc.Context().Done():
+	case <-p.done:
 		return ReturnError(L, errStopping)
 	}
 }
@@ -96,6 +125,9 @@ type afterTimer struct {
 func timeAfter(L *lua.LState) int {
 	p := ProcessOf(L)
 	d := CheckDuration(L, 1)
+	if err := p.timers.room(p.host.limits.maxTimers); err != nil {
+		return ReturnError(L, err)
+	}
 	c := p.NewChannel(1)
 	c.conv = func(_ *lua.LState, v any) lua.LValue { return v.(lua.LNumber) }
 	at := &afterTimer{}
@@ -122,17 +154,34 @@ const minSweep = 64
 
 func (l *timerList) add(at *afterTimer) {
 	if len(l.list) >= max(l.sweep, minSweep) {
-		live := l.list[:0]
-		for _, t := range l.list {
-			if !t.fired.Load() {
-				live = append(live, t)
-			}
-		}
-		clear(l.list[len(live):])
-		l.list = live
-		l.sweep = 2 * len(live)
+		l.sweepFired()
 	}
 	l.list = append(l.list, at)
+}
+
+func (l *timerList) sweepFired() {
+	live := l.list[:0]
+	for _, t := range l.list {
+		if !t.fired.Load() {
+			live = append(live, t)
+		}
+	}
+	clear(l.list[len(live):])
+	l.list = live
+	l.sweep = 2 * len(live)
+}
+
+// room returns a limit error when limit timers are pending. Only a list at
+// the limit is swept here: below it, add's amortised sweep suffices.
+func (l *timerList) room(limit int) error {
+	if len(l.list) < limit {
+		return nil
+	}
+	l.sweepFired()
+	if len(l.list) < limit {
+		return nil
+	}
+	return fmt.Errorf("time.after: %w: a process may have at most %d timers pending", process.ErrProcessLimit, limit)
 }
 
 func (p *Process) stopTimers() {
@@ -140,6 +189,7 @@ func (p *Process) stopTimers() {
 		t.t.Stop()
 	}
 	p.timers = timerList{}
+	p.disarmAlarm()
 }
 
 // logAt logs message with the fields of an optional table, through the
@@ -412,6 +462,64 @@ func inJSON(err error, step string) error {
 
 // jsonDecode decodes one JSON value; malformed input is nil, err (invalid)
 // with the offset of the problem.
+// checkJSONText refuses what encoding/json would silently turn into
+// U+FFFD: bytes that are not UTF-8 and escapes of lone UTF-16 surrogates
+// ("\ud800"), as json.encode refuses strings that are not UTF-8. A
+// backslash is legal only inside a string, so every one starts an escape.
+func checkJSONText(s string) error {
+	if !utf8.ValidString(s) {
+		for i := 0; i < len(s); {
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n == 1 {
+				return value.NewError(value.KindInvalid, "json.decode: at offset %d: invalid UTF-8", i)
+			}
+			i += n
+		}
+	}
+	for i := strings.IndexByte(s, '\\'); i >= 0 && i+1 < len(s); {
+		if s[i+1] != 'u' {
+			i += 2
+		} else {
+			r, ok := hex4(s, i+2)
+			switch {
+			case !ok:
+				i += 2 // a syntax error, which json.Unmarshal reports
+			case r >= 0xd800 && r < 0xdc00:
+				lo, ok := rune(0), i+11 < len(s) && s[i+6] == '\\' && s[i+7] == 'u'
+				if ok {
+					lo, ok = hex4(s, i+8)
+				}
+				if !ok || lo < 0xdc00 || lo >= 0xe000 {
+					return value.NewError(value.KindInvalid, "json.decode: at offset %d: lone UTF-16 surrogate %s", i, s[i:i+6])
+				}
+				i += 12
+			case r >= 0xdc00 && r < 0xe000:
+				return value.NewError(value.KindInvalid, "json.decode: at offset %d: lone UTF-16 surrogate %s", i, s[i:i+6])
+			default:
+				i += 6
+			}
+		}
+		if i >= len(s) {
+			break
+		}
+		next := strings.IndexByte(s[i:], '\\')
+		if next < 0 {
+			break
+		}
+		i += next
+	}
+	return nil
+}
+
+// hex4 reads the four hex digits of a \u escape at s[i:].
+func hex4(s string, i int) (rune, bool) {
+	if i+4 > len(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(s[i:i+4], 16, 32)
+	return rune(n), err == nil
+}
+
 func jsonDecode(L *lua.LState) int {
 	s := L.CheckString(1)
 	// Every value but the first follows a comma or opens a container: an
@@ -423,6 +531,9 @@ func jsonDecode(L *lua.LState) int {
 		}
 	}
 	v, err := offload(L, len(s) > offloadBytes, func() (any, error) {
+		if err := checkJSONText(s); err != nil {
+			return nil, err
+		}
 		var v any
 		if err := json.Unmarshal([]byte(s), &v); err != nil {
 			if se, ok := err.(*json.SyntaxError); ok {

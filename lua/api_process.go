@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -78,7 +79,9 @@ func procSend(L *lua.LState) int {
 // procAsk sends an ask and waits for its reply, its deadline or the
 // process's stop, whichever is first. The reply reference is a pooled,
 // one-shot process.Call: a reply that comes after the ask settled fails its
-// token check and is dropped.
+// token check and is dropped. In the process's main call the wait suspends
+// the process (suspend.go): the ask is kept in p.asked, and the call that
+// goes on finds it there instead of sending again.
 func procAsk(L *lua.LState) int {
 	p := ProcessOf(L)
 	dest := L.CheckString(1)
@@ -87,18 +90,65 @@ func procAsk(L *lua.LState) int {
 	if timeout <= 0 {
 		L.ArgError(4, "timeout must be positive")
 	}
+	if w := p.asked; w != nil && w.active {
+		return p.askOn(L, w, dest, topic, timeout)
+	}
 	payload, err := PayloadArg(L, 3)
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("ask %q of %s: %w", topic, dest, err))
 	}
 	c := process.NewCall()
 	m := c.MessageWithin(process.Message{From: p.self, Topic: topic, Payload: payload}, timeout)
+	if p.canSuspend(L) {
+		c.WakeOnSettle(p.proc)
+		if serr := p.send("ask", dest, m); serr != nil {
+			res, err := c.Abandon(serr)
+			return askReturn(L, res, err, dest, topic, timeout)
+		}
+		if p.asked == nil {
+			p.asked = &askWait{}
+		}
+		w := p.asked
+		w.call, w.deadline, w.active = c, time.Now().Add(timeout), true
+		p.alarm(w.deadline)
+		return p.askOn(L, w, dest, topic, timeout)
+	}
 	var res process.Reply
 	if serr := p.send("ask", dest, m); serr != nil {
 		res, err = c.Abandon(serr)
 	} else {
-		res, err = c.Wait(timeout, p.proc.Context().Done())
+		res, err = c.Wait(timeout, p.done)
 	}
+	return askReturn(L, res, err, dest, topic, timeout)
+}
+
+// askOn looks at a suspended ask: its reply, its deadline, a stop. When
+// none has come, it suspends again.
+func (p *Process) askOn(L *lua.LState, w *askWait, dest, topic string, timeout time.Duration) int {
+	for {
+		var res process.Reply
+		var err error
+		if r, ok := w.call.Poll(); ok {
+			res = r
+		} else if !time.Now().Before(w.deadline) {
+			res, err = w.call.Abandon(process.ErrTimeout)
+		} else if p.stopRequested() {
+			res, err = w.call.Abandon(process.ErrCallAbandoned)
+		} else {
+			if ret, done := p.suspendOn(L, w); done {
+				return ret
+			}
+			continue
+		}
+		w.active, w.call = false, process.Call{}
+		p.disarmAlarm()
+		return askReturn(L, res, err, dest, topic, timeout)
+	}
+}
+
+// askReturn pushes what process.ask returns for a wait that ended with
+// res, err.
+func askReturn(L *lua.LState, res process.Reply, err error, dest, topic string, timeout time.Duration) int {
 	switch {
 	case errors.Is(err, process.ErrTimeout):
 		return ReturnError(L, fmt.Errorf("ask %q of %s after %s: %w", topic, dest, timeout, err))
@@ -272,7 +322,11 @@ func procInbox(L *lua.LState) int {
 func procListen(L *lua.LState) int {
 	p := ProcessOf(L)
 	topic := L.CheckString(1)
-	L.Push(p.mbox.listenChannel(topic).Value(L))
+	c, err := p.mbox.listenChannel(topic)
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	L.Push(c.Value(L))
 	return 1
 }
 

@@ -2,8 +2,12 @@ package lua
 
 import (
 	"context"
+	"errors"
+	"os"
 	"runtime"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,6 +15,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -135,12 +140,7 @@ func BenchmarkLuaSpawn(b *testing.B) {
 // heap per process after GC, while they are all alive.
 func BenchmarkLuaIdleMemory(b *testing.B) {
 	h := newHarness(b)
-	e := h.Entry("idle", `
-local probe = require("benchprobe")
-return { main = function()
-  probe.ready()
-  process.inbox():receive()
-end }`)
+	e := h.Entry("idle", idleScript)
 	n := b.N
 	probeReady.Store(0)
 	runtime.GC()
@@ -156,9 +156,7 @@ end }`)
 		}
 		pids = append(pids, pid)
 	}
-	for probeReady.Load() < int64(n) {
-		time.Sleep(time.Millisecond)
-	}
+	waitIdle(h, pids)
 	b.StopTimer()
 	runtime.GC()
 	runtime.GC()
@@ -168,7 +166,79 @@ end }`)
 	// Goroutine stacks are not heap; reported apart so the total is visible.
 	b.ReportMetric(float64(int64(after.StackInuse)-int64(before.StackInuse))/float64(n), "stack-B/process")
 	b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines")
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	terminateAll(h, pids)
+}
+
+// idleScript is a process that reaches its idle point (the probe) and
+// waits on its inbox.
+const idleScript = `
+local probe = require("benchprobe")
+return { main = function()
+  probe.ready()
+  process.inbox():receive()
+end }`
+
+// waitIdle waits until every process of pids reached its idle point (the
+// probe) and waits for mail.
+func waitIdle(h *harness, pids []process.PID) {
+	for probeReady.Load() < int64(len(pids)) {
+		time.Sleep(time.Millisecond)
+	}
+	for _, pid := range pids {
+		for !h.Node.Idle(pid) {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}
+
+// BenchmarkLuaMillion spawns a million Lua processes that wait on their
+// inbox, all alive together, and reports how long they took to spawn and
+// reach their idle point (spawn-s) and the process's peak RSS (peak-RSS-MB,
+// Linux). It needs about 12 GB and runs only with -lua-million:
+//
+//	go test ./lua -run '^$' -bench LuaMillion -benchtime 1x -lua-million
+func BenchmarkLuaMillion(b *testing.B) {
+	if !testutil.LuaMillion() {
+		b.Skip("a million processes: run with -lua-million")
+	}
+	const n = 1_000_000
+	h := newHarness(b)
+	e := h.Entry("idle", idleScript)
+	probeReady.Store(0)
+	var el time.Duration
+	var pids []process.PID
+	for i := 0; i < b.N; i++ {
+		pids = make([]process.PID, 0, n)
+		start := time.Now()
+		for j := 0; j < n; j++ {
+			pid, err := h.Kind.Spawn(h.Env, e, registry.SpawnOptions{})
+			if err != nil {
+				b.Fatalf("process %d: %v", j, err)
+			}
+			pids = append(pids, pid)
+		}
+		waitIdle(h, pids)
+		el = time.Since(start)
+		if i < b.N-1 {
+			terminateAll(h, pids)
+			probeReady.Store(0)
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(el.Seconds(), "spawn-s")
+	b.ReportMetric(float64(n)/el.Seconds(), "spawns/s")
+	b.ReportMetric(float64(runtime.NumGoroutine()), "goroutines")
+	if hwm, err := peakRSS(); err != nil {
+		b.Logf("peak RSS: %v", err)
+	} else {
+		b.ReportMetric(float64(hwm)/(1<<20), "peak-RSS-MB")
+	}
+	terminateAll(h, pids)
+}
+
+// terminateAll stops pids and waits until the node has no process left.
+func terminateAll(h *harness, pids []process.PID) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	for _, pid := range pids {
 		_ = h.Node.Terminate(pid)
@@ -176,5 +246,19 @@ end }`)
 	for h.Node.Count() > 0 && ctx.Err() == nil {
 		time.Sleep(time.Millisecond)
 	}
-	runtime.KeepAlive(pids)
+}
+
+// peakRSS returns the process's peak resident set (VmHWM) in bytes.
+func peakRSS() (int64, error) {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return kb << 10, err
+		}
+	}
+	return 0, errors.New("no VmHWM in /proc/self/status")
 }

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"fmt"
+	"math"
 	"sync"
 
 	lua "github.com/yuin/gopher-lua"
@@ -238,11 +239,26 @@ var channelType = NewType("channel",
 // caseType is what ch:case_receive() and ch:case_send(v) return.
 var caseType = NewType("channel.case")
 
+// channelNew is channel.new([size]). A script's channel holds at most as
+// many values as a table may (Options.MaxTableEntries): an "unbounded" one
+// too, else sending in a loop took the node's memory. A size past that, NaN
+// or negative raises (1e300 and NaN became a negative int: "size must not
+// be negative").
 func channelNew(L *lua.LState) int {
 	p := ProcessOf(L)
-	size := L.OptInt(1, 0)
-	if size < 0 {
+	f := float64(L.OptNumber(1, 0))
+	most := p.host.limits.maxTable
+	switch {
+	case math.IsNaN(f):
+		L.ArgError(1, "size must be a number, got nan")
+	case f < 0:
 		L.ArgError(1, "size must not be negative")
+	case f > float64(most):
+		L.ArgError(1, fmt.Sprintf("size %g is over the limit of %d values a channel may hold", f, most))
+	}
+	size := int(f)
+	if size == 0 {
+		size = most
 	}
 	c := &Channel{owner: p, limit: size, kind: chanScript}
 	L.Push(c.Value(L))
@@ -252,7 +268,7 @@ func channelNew(L *lua.LState) int {
 func channelSend(L *lua.LState) int {
 	c := checkChannel(L, 1)
 	if c.trySend(L, L.Get(2)) {
-		return ReturnError(L, value.NewError(value.KindLimit, "channel full (size %d): a process cannot wait for its own receive", c.limit))
+		return ReturnError(L, value.NewError(value.KindLimit, "channel full (%d values): a process cannot wait for its own receive", c.limit))
 	}
 	L.Push(lua.LTrue)
 	return 1
@@ -271,16 +287,16 @@ func channelReceive(L *lua.LState) int {
 		if !c.external {
 			L.RaiseError("channel.receive: the channel is empty and only this process can fill it: it would wait forever")
 		}
-		if err := p.park(func() bool { return c.maybeReady() }); err != nil {
-			return ReturnError(L, err)
+		if ret, done := p.wait(L, c); done {
+			return ret
 		}
 	}
 }
 
-// maybeReady reports whether a receive might now succeed; it is checked
-// after the process armed its wake-up, so a producer that comes later
-// wakes it.
-func (c *Channel) maybeReady() bool {
+// ready reports whether a receive might now succeed (a waiter); it is
+// checked after the process armed its wake-up, so a producer that comes
+// later wakes it.
+func (c *Channel) ready() bool {
 	p := c.owner
 	switch c.kind {
 	case chanInbox, chanListen:
@@ -380,16 +396,8 @@ func channelSelect(L *lua.LState) int {
 		if !canWait {
 			L.RaiseError("channel.select: no case is ready and only this process could make one ready: it would wait forever")
 		}
-		err := p.park(func() bool {
-			for _, sc := range cases {
-				if !sc.send && sc.ch.maybeReady() {
-					return true
-				}
-			}
-			return false
-		})
-		if err != nil {
-			return ReturnError(L, err)
+		if ret, done := p.wait(L, &selectWait{cases: cases}); done {
+			return ret
 		}
 	}
 }

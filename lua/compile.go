@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -39,6 +41,10 @@ func Compile(name string, src []byte) (*Compiled, error) {
 	}
 	proto, err := lua.Compile(chunk, name)
 	if err != nil {
+		var ce *lua.CompileError
+		if errors.As(err, &ce) && ce.Line > 0 {
+			return nil, fmt.Errorf("%s:%d: %s", name, ce.Line, ce.Message)
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c := &Compiled{Name: name, Proto: proto}
@@ -76,7 +82,7 @@ func near(tok string) string {
 	if tok == "" {
 		return ""
 	}
-	q := strconv.QuoteToASCII(tok)
+	q := strconv.Quote(tok)
 	if q[1:len(q)-1] != tok {
 		tok = q[1 : len(q)-1]
 	}
@@ -156,6 +162,11 @@ func lastLine(src []byte) int {
 // HasMethod reports whether the chunk defines name, and whether it could tell.
 func (c *Compiled) HasMethod(name string) (has, known bool) {
 	return c.methods[name], c.known
+}
+
+// Methods lists the callable names the chunk is known to define, sorted.
+func (c *Compiled) Methods() []string {
+	return slices.Sorted(maps.Keys(c.methods))
 }
 
 // definedMethods finds the callable names a chunk defines, reading the

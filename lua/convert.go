@@ -234,12 +234,14 @@ func toLua(L *lua.LState, v any, depth int) (lua.LValue, error) {
 		return ErrorValue(L, value.FromError(x)), nil
 	case []any:
 		t := L.CreateTable(len(x), 0)
-		for _, e := range x {
+		for i, e := range x {
 			lv, err := toLua(L, e, depth+1)
 			if err != nil {
 				return lua.LNil, err
 			}
-			t.Append(lv)
+			// Set by index: Append skips nil, which would move every later
+			// element down one place ([1, null, 3] read as {1, 3}).
+			t.RawSetInt(i+1, lv)
 		}
 		return t, nil
 	case []string:

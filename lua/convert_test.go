@@ -58,3 +58,18 @@ func TestToGoSharedTables(t *testing.T) {
 		})
 	}
 }
+
+// A nil inside an array (JSON's null) leaves a hole at its own index:
+// later elements keep their places.
+func TestToLuaArrayKeepsPlacesOfNil(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	lv, err := ToLua(L, []any{1.0, nil, 3.0})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tb := lv.(*lua.LTable)
+	if got := [3]lua.LValue{tb.RawGetInt(1), tb.RawGetInt(2), tb.RawGetInt(3)}; got != [3]lua.LValue{lua.LNumber(1), lua.LNil, lua.LNumber(3)} {
+		t.Fatalf("[1, nil, 3] became %v", got)
+	}
+}

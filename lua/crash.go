@@ -1,11 +1,10 @@
 package lua
 
 import (
-	"log/slog"
 	"sync"
 	"time"
 
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -51,18 +50,12 @@ type failure struct {
 	trace string
 }
 
-// crashLog rate-limits crash reports per entry.
+// crashLog rate-limits crash reports per entry (the runtime's one log
+// rate limiter, logging.Limiter).
 type crashLog struct {
 	limit   CrashReportLimit
-	mu      sync.Mutex
-	windows map[registry.ID]*crashWindow
-}
-
-// crashWindow counts one entry's reports since start.
-type crashWindow struct {
-	end        time.Time
-	logged     int
-	suppressed int
+	once    sync.Once
+	limiter logging.Limiter
 }
 
 // report logs that p ended with err, unless its entry is past its limit.
@@ -84,55 +77,18 @@ func (c *crashLog) report(p *Process, err error) {
 }
 
 // allow counts one crash of p's entry and reports whether it is logged.
-// The first one suppressed in a window schedules the line that counts
-// them at the window's end.
+// The first one suppressed in a window has their number logged at the
+// window's end.
 func (c *crashLog) allow(p *Process) bool {
+	c.once.Do(func() {
+		c.limiter.Burst, c.limiter.Window = c.limit.Burst, c.limit.Window
+	})
 	id := p.entry.ID
-	now := time.Now()
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	w := c.windows[id]
-	if w == nil || now.After(w.end) {
-		if c.windows == nil {
-			c.windows = map[registry.ID]*crashWindow{}
-		}
-		if len(c.windows) >= 1024 {
-			c.sweep(now)
-		}
-		w = &crashWindow{end: now.Add(c.limit.Window)}
-		c.windows[id] = w
+	log := p.env.Logger
+	if log == nil {
+		log = discardLogger
 	}
-	if w.logged < c.limit.Burst {
-		w.logged++
-		return true
-	}
-	w.suppressed++
-	if w.suppressed == 1 {
-		log := p.env.Logger
-		if log == nil {
-			log = discardLogger
-		}
-		time.AfterFunc(w.end.Sub(now), func() { c.flush(log, id, w) })
-	}
-	return false
-}
-
-// flush logs how many of id's crash reports window w suppressed.
-func (c *crashLog) flush(log *slog.Logger, id registry.ID, w *crashWindow) {
-	c.mu.Lock()
-	n, logged := w.suppressed, w.logged
-	if c.windows[id] == w {
-		delete(c.windows, id)
-	}
-	c.mu.Unlock()
-	log.Error("crash reports suppressed", "entry", string(id), "suppressed", n, "logged", logged, "window", c.limit.Window.String())
-}
-
-// sweep forgets windows that ended and owe no line; c.mu is held.
-func (c *crashLog) sweep(now time.Time) {
-	for id, w := range c.windows {
-		if now.After(w.end) && w.suppressed == 0 {
-			delete(c.windows, id)
-		}
-	}
+	return c.limiter.Allow(string(id), func(suppressed, logged int) {
+		log.Error("crash reports suppressed", "entry", string(id), "suppressed", suppressed, "logged", logged, "window", c.limit.Window.String())
+	})
 }

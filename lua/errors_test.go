@@ -156,6 +156,9 @@ return { main = function()
   fails(function() return channel.nwe() end, 'channel has no function "nwe" (did you mean "new"?)')
   fails(function() return require("json").encdoe({}) end, 'json has no function "encdoe" (did you mean "encode"?)')
   fails(function() return ("x"):uper() end, 'string has no function "uper" (did you mean "upper"?)')
+  -- a string's missing field is nil, as in Lua: only a method call raises
+  local payload = "just text"
+  assert(payload.op == nil and (payload and payload.op) == nil)
   fails(function() return process.zzzzzz end, 'process has no function "zzzzzz"')
   process.send(process.pid(), "t")
   local msg = process.inbox():receive()

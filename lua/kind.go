@@ -31,6 +31,16 @@ type Options struct {
 	// assignment, rawset or table.insert that would add one more raises.
 	// Default: DefaultMaxTableEntries.
 	MaxTableEntries int
+	// MaxTimers bounds a process's pending time.after timers: one more
+	// returns nil, limit. Default: DefaultMaxTimers.
+	MaxTimers int
+	// MaxListens bounds the topics a process listens to: process.listen
+	// of one more returns nil, limit. Default: DefaultMaxListens.
+	MaxListens int
+	// ProcessLimits bound the links, monitors and names a script's
+	// process holds and the events it leaves unread (see process.Limits).
+	// Each field zero or less takes its DefaultProcessLimits value.
+	ProcessLimits process.Limits
 	// Modules are the runtime modules scripts may require, besides json and errors,
 	// which every host has. Default: none. cmd/runner gives pg, router and
 	// supervisor (lua/modules/*); an embedder gives what its scripts need.
@@ -66,18 +76,12 @@ type Host struct {
 func NewKind(opts Options) *Host {
 	h := &Host{
 		stdout:  opts.Stdout,
-		limits:  limits{maxString: opts.MaxStringSize, maxTable: opts.MaxTableEntries},
+		limits:  newLimits(opts),
 		globals: globalLibraries(),
 	}
 	h.modules, h.moduleList = loadModules(opts.Modules)
 	if h.stdout == nil {
 		h.stdout = os.Stdout
-	}
-	if h.limits.maxString <= 0 {
-		h.limits.maxString = DefaultMaxStringSize
-	}
-	if h.limits.maxTable <= 0 {
-		h.limits.maxTable = DefaultMaxTableEntries
 	}
 	h.crashes.limit = opts.CrashReports.withDefaults()
 	return h
@@ -192,7 +196,11 @@ func (h *Host) Decode(d *registry.Decoder) any {
 				if !d.Has(fMethod.Name) {
 					field = fSource.Name
 				}
-				d.Errorf(field, "%s defines no function %q (return a table with it, or define a global function)", c.Name, s.Method)
+				if near := registry.Suggest(s.Method, c.Methods()); near != "" {
+					d.Errorf(field, "%s defines no function %q (did you mean %q?)", c.Name, s.Method, near)
+				} else {
+					d.Errorf(field, "%s defines no function %q (return a table with it, or define a global function)", c.Name, s.Method)
+				}
 			}
 		}
 	}
@@ -224,6 +232,7 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 		args = spec.Args
 	}
 	so := opts.SpawnOptions
+	so.Limits = h.limits.proc
 	if so.MailboxSize == 0 {
 		so.MailboxSize = spec.MailboxSize
 	}

@@ -3,6 +3,7 @@ package lua
 import (
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -24,11 +25,55 @@ const (
 	DefaultMaxTableEntries = 1 << 20
 )
 
-// limits are a host's limits; every state it makes carries them in its
-// lua.Options, where the builtins (shared by all hosts) read them.
+// Defaults of Options: what one process may hold. A script that calls
+// time.after, process.listen, monitor, link or register in a loop, or
+// never reads its events, took the node's memory; now it gets nil, limit
+// (the events past the limit are dropped as dead letters).
+const (
+	// DefaultMaxTimers is the default bound on a process's pending
+	// time.after timers: 100,000 (about 30 MB).
+	DefaultMaxTimers = 100_000
+	// DefaultMaxListens is the default bound on the topics a process
+	// listens to: 1,000.
+	DefaultMaxListens = 1_000
+)
+
+// DefaultProcessLimits are the defaults of Options.ProcessLimits: 100,000
+// unread events, 100,000 links, 100,000 monitors and 100 names.
+var DefaultProcessLimits = process.Limits{MaxEvents: 100_000, MaxLinks: 100_000, MaxMonitors: 100_000, MaxNames: 100}
+
+// limits are a host's limits; every state it makes carries the string and
+// table limits in its lua.Options, where the builtins (shared by all
+// hosts) read them.
 type limits struct {
-	maxString int
-	maxTable  int
+	maxString  int
+	maxTable   int
+	maxTimers  int
+	maxListens int
+	proc       process.Limits // every script process's SpawnOptions.Limits
+}
+
+// newLimits returns opts' limits, defaults in place of zeros.
+func newLimits(opts Options) limits {
+	orDefault := func(v, def int) int {
+		if v <= 0 {
+			return def
+		}
+		return v
+	}
+	d := DefaultProcessLimits
+	return limits{
+		maxString:  orDefault(opts.MaxStringSize, DefaultMaxStringSize),
+		maxTable:   orDefault(opts.MaxTableEntries, DefaultMaxTableEntries),
+		maxTimers:  orDefault(opts.MaxTimers, DefaultMaxTimers),
+		maxListens: orDefault(opts.MaxListens, DefaultMaxListens),
+		proc: process.Limits{
+			MaxEvents:   orDefault(opts.ProcessLimits.MaxEvents, d.MaxEvents),
+			MaxLinks:    orDefault(opts.ProcessLimits.MaxLinks, d.MaxLinks),
+			MaxMonitors: orDefault(opts.ProcessLimits.MaxMonitors, d.MaxMonitors),
+			MaxNames:    orDefault(opts.ProcessLimits.MaxNames, d.MaxNames),
+		},
+	}
 }
 
 // checkStringSize raises when a result of n bytes made by what would be

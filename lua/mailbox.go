@@ -1,6 +1,8 @@
 package lua
 
 import (
+	"fmt"
+
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/proctor-run/proctor/process"
@@ -63,9 +65,12 @@ func (mb *mailbox) eventsChannel() *Channel {
 	return mb.events
 }
 
-func (mb *mailbox) listenChannel(topic string) *Channel {
+func (mb *mailbox) listenChannel(topic string) (*Channel, error) {
 	if c, ok := mb.listens[topic]; ok {
-		return c
+		return c, nil
+	}
+	if limit := mb.p.host.limits.maxListens; len(mb.listens) >= limit {
+		return nil, fmt.Errorf("listen %q: %w: a process may listen to at most %d topics", topic, process.ErrProcessLimit, limit)
 	}
 	if mb.listens == nil {
 		mb.listens = map[string]*Channel{}
@@ -90,7 +95,7 @@ func (mb *mailbox) listenChannel(topic string) *Channel {
 		in.items = in.items[:in.head+len(kept)]
 		in.mu.Unlock()
 	}
-	return c
+	return c, nil
 }
 
 // nextInbox returns the oldest message not claimed by a listen channel.

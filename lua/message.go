@@ -10,6 +10,7 @@ import (
 
 // luaMessage is a received message as scripts see it.
 type luaMessage struct {
+	ud      lua.LUserData // its handle: one allocation per message, not two
 	m       process.Message
 	payload lua.LValue // converted on first msg:payload()
 	replied bool       // msg:reply was called (see asks.go)
@@ -20,7 +21,8 @@ func (p *Process) messageValue(L *lua.LState, m process.Message) lua.LValue {
 	if m.CanReply() {
 		p.asks.add(lm)
 	}
-	return messageType.New(L, lm)
+	messageType.Init(L, &lm.ud, lm)
+	return &lm.ud
 }
 
 var messageType = NewType("message",

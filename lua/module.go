@@ -50,6 +50,13 @@ type Process struct {
 
 	coDepth int          // coroutines resumed inside one another (see resumeCounted)
 	stopFn  func() error // see stopCheck
+
+	// The suspended main call (suspend.go).
+	done    <-chan struct{} // the process's context's Done
+	waiting waiter          // what the suspended call waits for
+	alarmT  *time.Timer     // wakes a suspended wait at its deadline; made on first use
+	asked   *askWait        // a suspended process.ask; made on first use
+	slept   *deadlineWait   // a suspended time.sleep; made on first use
 }
 
 // OnExit registers fn to run on the process's goroutine when its script
@@ -279,8 +286,15 @@ func (p *Process) send(verb, dest string, m process.Message) error {
 		}
 		return fmt.Errorf("%s %q: %w", verb, m.Topic, err)
 	}
+	if to == p.self && verb == "ask" {
+		return fmt.Errorf("ask %q of %s: %w", m.Topic, dest, errAskSelf)
+	}
 	return p.Node().Send(to, m)
 }
+
+// errAskSelf refuses an ask a process makes of itself: it would wait, until
+// its timeout, for a reply only it could give.
+var errAskSelf = value.NewError(value.KindInvalid, "a process cannot ask itself (it would wait for a reply only it could give)")
 
 // PIDValue renders a PID as scripts see it: its string form.
 func PIDValue(pid process.PID) lua.LString { return lua.LString(pid.String()) }

@@ -224,12 +224,14 @@ end }`)
 
 func TestTerminateStopsRunawayScript(t *testing.T) {
 	h := newHarness(t)
+	h.Entry("silent", `return { main = function() time.sleep(1000000) end }`)
 	for _, tc := range []struct{ name, body string }{
 		{"loop", `while true do end`},
 		{"pcall_loop", `while true do pcall(function() while true do end end) end`},
 		{"ignore_errors", `while true do process.inbox():receive() end`},
 		{"sleep", `time.sleep(1000000)`},
-		{"ask", `process.ask(process.pid(), "self", nil, 1000000)`},
+		// an ask of a process that never answers (one of itself fails at once)
+		{"ask", `process.ask(assert(process.spawn_linked("silent")), "x", nil, 1000000)`},
 		{"coroutine_loop", `coroutine.wrap(function() while true do end end)()`},
 		{"nested_coroutine_loop", `coroutine.resume(coroutine.create(function() coroutine.wrap(function() while true do end end)() end))`},
 	} {
@@ -266,11 +268,33 @@ func TestExitErrorKeepsKind(t *testing.T) {
 		{"table_unknown_kind", `error({kind = "nope", message = "odd"})`, value.KindInternal, "odd"},
 		{"table_message_only", `error({message = "just this"})`, value.KindInternal, "just this"},
 		{"string", `error("plain")`, value.KindInternal, "k_string.lua:1: plain"},
+		// return nil, err fails the process as raising err does.
+		{"returned_error_value", `local _, err = process.send("nobody", "x") return nil, err`, value.KindNotFound, "nobody"},
+		{"returned_error_table", `return nil, {kind = "timeout", message = "late"}`, value.KindTimeout, "late"},
+		{"returned_string", `return nil, "why"`, value.KindInternal, "why"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ex := h.Run(h.Entry("k_"+tc.name, "return { main = function() "+tc.raise+" end }"))
 			if value.KindOf(ex.Err) != tc.kind || !strings.Contains(fmt.Sprint(ex.Err), tc.msg) {
 				t.Fatalf("exit = %v (kind %s), want %s with %q", ex.Err, value.KindOf(ex.Err), tc.kind, tc.msg)
+			}
+		})
+	}
+}
+
+// A method that returns a value, even with a second one, exits normally.
+func TestReturnValuesExitNormally(t *testing.T) {
+	h := newHarness(t)
+	for _, tc := range []struct{ name, ret string }{
+		{"nothing", ``},
+		{"value", `return 7`},
+		{"value_and_error", `return 7, "ignored"`},
+		{"nil_nil", `return nil, nil`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ex := h.Run(h.Entry("r_"+tc.name, "return { main = function() "+tc.ret+" end }"))
+			if ex.Err != nil {
+				t.Fatalf("exit = %v, want a normal exit", ex.Err)
 			}
 		})
 	}

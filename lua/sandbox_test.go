@@ -99,6 +99,8 @@ func TestValidation(t *testing.T) {
 	h.Write("unclosed.lua", "local function f()\n  local x = 1\n  x = x + 1\n\n")
 	h.Write("brace3.lua", "local a = 1\nlocal b = 2\nlocal t = {\n  x = 1,\n\n")
 	h.Write("utf8.lua", "local a = 1\nlocal b = 2\n\xff\xfe = 3\n")
+	h.Write("mian.lua", "return { mian = function() end }\n")
+	h.Write("cyrillic.lua", "local x = 1\nlocal y = x \u0441 2\n")
 	h.Write("string3.lua", "local a = 1\nlocal b = 2\nlocal s = \"abc\nlocal c = 3\n")
 	h.Write("long3.lua", "local a = 1\nlocal b = 2\nlocal s = [[abc\n\n")
 	h.Write("trailing.lua", "local a = 1\nlocal b = 2 +\n\n")
@@ -114,6 +116,7 @@ func TestValidation(t *testing.T) {
 		{"no_file", "source: file://nope.lua", []string{"source nope.lua"}},
 		{"syntax", "source: file://syntax.lua", []string{"syntax.lua:3:"}},
 		{"no_method", "source: file://nomain.lua", []string{`no function "main"`}},
+		{"misspelt_main", "source: file://mian.lua", []string{`no function "main" (did you mean "mian"?)`}},
 		{"wrong_method", "source: file://ok.lua\nmethod: nope", []string{`method: `, `no function "nope"`}},
 		{"negative_mailbox", "source: file://ok.lua\nmailbox_size: -1", []string{"mailbox_size: must be 0"}},
 		{"args_not_list", "source: file://ok.lua\nargs: {a: 1}", []string{"args: must be a list"}},
@@ -122,6 +125,7 @@ func TestValidation(t *testing.T) {
 		{"syntax_at_eof", "source: file://unclosed.lua", []string{"unclosed.lua:1:7: unexpected end of file: 'function' is not closed"}},
 		{"unclosed_brace_line3", "source: file://brace3.lua", []string{"brace3.lua:3:11: unexpected end of file: '{' is not closed"}},
 		{"invalid_utf8_line3", "source: file://utf8.lua", []string{`utf8.lua:3:1: Invalid token near '\xff'`}},
+		{"non_ascii_char_named_whole", "source: file://cyrillic.lua", []string{"cyrillic.lua:2:13: Invalid token (U+0441: outside strings and comments, Lua takes only ASCII) near '\u0441'"}},
 		{"unterminated_string_line3", "source: file://string3.lua", []string{"string3.lua:3:11: unterminated string near 'abc'"}},
 		{"unterminated_long_string_line3", "source: file://long3.lua", []string{"long3.lua:3:11: unterminated multiline string"}},
 		{"trailing_operator", "source: file://trailing.lua", []string{"trailing.lua:2: unexpected end of file"}},

@@ -140,6 +140,7 @@ type templateState struct {
 	globals     *lua.LTable // shared index of every state's _G
 	globalsMeta *lua.LTable
 	stringMeta  *lua.LTable
+	stringNames []string               // the string library's functions, sorted
 	libs        map[string]*lua.LTable // name -> proxy metatable of a standard library
 	coResume    lua.LGFunction         // gopher-lua's coroutine.resume (see wrappedResume)
 }
@@ -216,7 +217,14 @@ func template() *templateState {
 			lib.Metatable = missingMeta(L, name, "function", names)
 			t.libs[name] = protectedMeta(L, lib)
 		}
-		t.stringMeta = protectedMeta(L, g.RawGetString(lua.StringLibName))
+		strLib := g.RawGetString(lua.StringLibName).(*lua.LTable)
+		t.stringMeta = protectedMeta(L, stringMethods(L, strLib))
+		strLib.ForEach(func(k, _ lua.LValue) {
+			if ks, ok := k.(lua.LString); ok && !strings.HasPrefix(string(ks), "__") {
+				t.stringNames = append(t.stringNames, string(ks))
+			}
+		})
+		slices.Sort(t.stringNames)
 		// Globals absent from a state's own _G are looked up here; the
 		// libraries (string, process, ...) are not in the shared table
 		// itself but created per state on first use, as proxies.
@@ -249,15 +257,45 @@ func globalIndex(L *lua.LState) int {
 	proxy := L.CreateTable(0, 0)
 	proxy.Metatable = meta
 	L.G.Global.RawSetString(string(key), proxy)
-	if key == lua.StringLibName {
-		// Strings index the process's own string table from now on, so a
-		// function the script adds to it is a method too: after
-		// string.split = f, ("a,b"):split() works, as in Lua. Until the
-		// script names string, they index the shared library directly.
-		L.SetMetatable(lua.LString(""), protectedMeta(L, proxy))
-	}
 	L.Push(proxy)
 	return 1
+}
+
+// missingMethod raises, for a method call on a string that finds no
+// method, the error a misspelt library function gets
+// (("x"):uper() -> string has no function "uper" (did you mean "upper"?)).
+// Other values keep Lua's own error.
+func missingMethod(L *lua.LState, obj lua.LValue, name string) {
+	if _, ok := obj.(lua.LString); ok {
+		L.RaiseError("%s", missingMessage(lua.StringLibName, "function", name, templateVal.stringNames))
+	}
+}
+
+// stringMethods is what string values index: the string library's
+// functions, then what the script added to its own string table (after
+// string.split = f, ("a,b"):split() works, as in Lua), else nil. A value's
+// missing field reads as nil, as in Lua (s.op on a payload that may be a
+// string or a table); only the library itself (string.fomat) raises on a
+// misspelt name.
+func stringMethods(L *lua.LState, lib *lua.LTable) *lua.LTable {
+	methods := L.CreateTable(0, 20)
+	lib.ForEach(func(k, v lua.LValue) {
+		if ks, ok := k.(lua.LString); ok && !strings.HasPrefix(string(ks), "__") {
+			methods.RawSetH(k, v)
+		}
+	})
+	m := L.CreateTable(0, 1)
+	m.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
+		// The state's own string table exists once the script named it.
+		if own, ok := L.G.Global.RawGetString(lua.StringLibName).(*lua.LTable); ok {
+			L.Push(own.RawGet(L.Get(2)))
+			return 1
+		}
+		L.Push(lua.LNil)
+		return 1
+	}))
+	methods.Metatable = m
+	return methods
 }
 
 // luaGetMetatable is getmetatable honouring __metatable, so shared

@@ -13,13 +13,14 @@ import (
 )
 
 // State sizing, measured with BenchmarkLuaIdleMemory (100,000 idle
-// processes: about 8 KB of heap each, plus a 4 KB goroutine stack; a
-// state with its own safe libraries costs 49 KB or more, see NOTES.md): the
-// data stack starts at the minimum gopher-lua allows (128 slots) and grows
-// on demand up to registryMax; the call stack grows in segments of 8 frames
-// up to callStackSize. Deeper recursion is a catchable Lua error.
+// processes: about 5 KB of heap each, and no goroutine stack, see
+// suspend.go; a state with its own safe libraries costs 49 KB or more, see
+// NOTES.md): the data stack starts at 32 slots, enough for a main function
+// waiting on its inbox, and grows on demand (by half its size at least) up
+// to registryMax; the call stack grows in segments of 8 frames up to
+// callStackSize. Deeper recursion is a catchable Lua error.
 const (
-	registrySize     = 128
+	registrySize     = 32
 	registryMax      = 64 * 1024
 	registryGrowStep = 32
 	callStackSize    = 200
@@ -39,6 +40,7 @@ func newState(p *Process) *lua.LState {
 		MinimizeStackMemory: true,
 		MaxStringSize:       p.host.limits.maxString,
 		MaxTableEntries:     p.host.limits.maxTable,
+		MissingMethod:       missingMethod,
 	})
 	// NewState sizes its global table for the full standard library; a
 	// sandboxed script's own globals are few.
@@ -55,7 +57,7 @@ func newState(p *Process) *lua.LState {
 // body returns the ProcFunc of one process of entry e. When st is not
 // nil the spawner waits for the process to be ready (see start.go).
 func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any, st *starting) process.ProcFunc {
-	return func(pr *process.Proc) (v any, err error) {
+	return func(pr *process.Proc) (any, error) {
 		p := &Process{
 			proc:  pr,
 			host:  h,
@@ -64,32 +66,38 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 			spec:  spec,
 			self:  pr.Self(),
 			start: st,
+			done:  pr.Context().Done(),
 		}
 		p.ctx = &procContext{Context: pr.Context(), p: p}
 		p.mbox.p = p
 		p.selfStr = PIDValue(p.self)
-		L := newState(p)
-		p.L = L
-		defer L.Close()
-		defer p.stopTimers()
-		defer p.runExitHooks()
-		defer p.handBackAsks()
-		defer func() {
-			// A start still waiting hears why the process ended first.
-			if p.start != nil {
-				why := err
-				if why == nil {
-					why = value.NewError(value.KindInternal, "the process ended before it was ready")
-				}
-				p.started(why)
-			}
-		}()
-		v, err = p.run(args)
-		if err != nil && !p.stopped() {
-			h.crashes.report(p, err)
-		}
-		return v, err
+		p.L = newState(p)
+		return p.drive(func() (bool, any, error) { return p.run(args) })
 	}
+}
+
+// exit tears the process down once its script has ended with v, err (on
+// whichever goroutine that was): the crash report, the spawner still
+// waiting, the asks it holds, its exit hooks, its timers, its state. It
+// returns the process's exit.
+func (p *Process) exit(v any, err error) (any, error) {
+	L := p.L
+	defer L.Close()
+	defer p.stopTimers()
+	defer p.runExitHooks()
+	defer p.handBackAsks()
+	if err != nil && !p.stopped() {
+		p.host.crashes.report(p, err)
+	}
+	// A start still waiting hears why the process ended first.
+	if p.start != nil {
+		why := err
+		if why == nil {
+			why = value.NewError(value.KindInternal, "the process ended before it was ready")
+		}
+		p.started(why)
+	}
+	return v, err
 }
 
 // logger is built on first use: most processes never log.
@@ -104,37 +112,37 @@ func (p *Process) logger() {
 }
 
 // run loads the script, runs its init (if the spawner waits for it) and
-// its method. init gets the process's arguments and main what init
-// returned.
-func (p *Process) run(args []any) (any, error) {
+// starts its method, which may suspend (see drive). init gets the
+// process's arguments and main what init returned.
+func (p *Process) run(args []any) (suspended bool, v any, err error) {
 	L := p.L
 	spec := p.spec
 	L.Push(L.NewFunctionFromProto(spec.main.Proto))
 	if err := L.PCall(0, 1, nil); err != nil {
-		return nil, p.started(p.scriptError(err))
+		return false, nil, p.started(p.scriptError(err))
 	}
 	mod := L.Get(-1)
 	L.Pop(1)
 	fn, err := p.lookup(mod, spec.Method)
 	if err != nil {
-		return nil, p.started(err)
+		return false, nil, p.started(err)
 	}
 	if _, ok := fn.(*lua.LFunction); !ok {
-		return nil, p.started(value.NewError(value.KindInvalid, "%s: %s: method %q is not a function (got %s)", p.entry.ID, spec.main.Name, spec.Method, fn.Type()))
+		return false, nil, p.started(value.NewError(value.KindInvalid, "%s: %s: method %q is not a function (got %s)", p.entry.ID, spec.main.Name, spec.Method, fn.Type()))
 	}
 	base := L.GetTop()
 	for i, a := range args {
 		lv, err := ToLua(L, a)
 		if err != nil {
 			L.SetTop(base)
-			return nil, p.started(fmt.Errorf("%s: args[%d]: %w", p.entry.ID, i+1, err))
+			return false, nil, p.started(fmt.Errorf("%s: args[%d]: %w", p.entry.ID, i+1, err))
 		}
 		L.Push(lv)
 	}
 	if p.start != nil && spec.Method != initName {
 		initFn, err := p.lookup(mod, initName)
 		if err != nil {
-			return nil, p.started(err)
+			return false, nil, p.started(err)
 		}
 		switch initFn.(type) {
 		case *lua.LNilType:
@@ -142,20 +150,38 @@ func (p *Process) run(args []any) (any, error) {
 			// init(args...) --> main's arguments.
 			L.Insert(initFn, base+1)
 			if err := L.PCall(L.GetTop()-base-1, lua.MultRet, nil); err != nil {
-				return nil, p.started(p.scriptError(err))
+				return false, nil, p.started(p.scriptError(err))
 			}
 		default:
 			L.SetTop(base)
-			return nil, p.started(value.NewError(value.KindInvalid, "%s: %s: init is not a function (got %s)", p.entry.ID, spec.main.Name, initFn.Type()))
+			return false, nil, p.started(value.NewError(value.KindInvalid, "%s: %s: init is not a function (got %s)", p.entry.ID, spec.main.Name, initFn.Type()))
 		}
 	}
 	p.started(nil)
 	L.Insert(fn, base+1)
-	if err := L.PCall(L.GetTop()-base-1, 1, nil); err != nil {
+	suspended, err = L.PCallSuspendable(L.GetTop()-base-1, 2)
+	if suspended {
+		return true, nil, nil
+	}
+	v, err = p.mainResult(err)
+	return false, v, err
+}
+
+// mainResult is what the process's method ended with: the error it raised,
+// or the value it returned (on the stack), copied out of the state.
+func (p *Process) mainResult(err error) (any, error) {
+	L := p.L
+	if err != nil {
 		return nil, p.scriptError(err)
 	}
-	ret := L.Get(-1)
-	L.Pop(1)
+	ret, rerr := L.Get(-2), L.Get(-1)
+	L.Pop(2)
+	if ret == lua.LNil && rerr != lua.LNil {
+		// return nil, err: the API's failure idiom ends the process as
+		// raising err would, so a supervisor, a monitor and --main see a
+		// failure, not a normal exit with nothing.
+		return nil, errorFromLua(L, rerr)
+	}
 	v, err := ToGoAt(ret, "return value")
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", p.entry.ID, err)

@@ -3,6 +3,7 @@ package lua
 import (
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -151,7 +152,7 @@ func compilePattern(L *lua.LState, p string) *pm.Pattern {
 	}
 	pat, err := pm.Compile(p)
 	if err != nil {
-		L.RaiseError("malformed pattern %q: %s", p, err.Error())
+		L.RaiseError("malformed pattern %s: %s", quotePattern(p), err.Error())
 	}
 	if len(p) <= maxCachedPatternLen {
 		if patterns.n.Add(1) > maxCachedPatterns {
@@ -161,6 +162,19 @@ func compilePattern(L *lua.LState, p string) *pm.Pattern {
 		patterns.m.Store(p, pat)
 	}
 	return pat
+}
+
+// maxQuotedPattern is how much of a pattern an error message quotes: a
+// 1 MB pattern must not make a 1 MB message.
+const maxQuotedPattern = 64
+
+// quotePattern quotes p for an error message, cut to maxQuotedPattern
+// bytes.
+func quotePattern(p string) string {
+	if len(p) <= maxQuotedPattern {
+		return strconv.Quote(p)
+	}
+	return fmt.Sprintf("%q... (%d bytes)", p[:maxQuotedPattern], len(p))
 }
 
 // findFrom returns the first match of pat in s at init or after it, or

@@ -61,6 +61,15 @@ func (t *Type) New(L *lua.LState, v any) *lua.LUserData {
 	return ud
 }
 
+// Init is New for a userdata ud that the caller embeds in v, so that the
+// handle and what it stands for take one allocation: a value made per
+// message, say.
+func (t *Type) Init(L *lua.LState, ud *lua.LUserData, v any) {
+	L.InitUserData(ud)
+	ud.Value = v
+	ud.Metatable = t.metatable()
+}
+
 func (t *Type) metatable() *lua.LTable {
 	t.once.Do(func() {
 		methods := t.methods.shared()

@@ -44,6 +44,8 @@ var (
 	peerReconnects = prometheus.NewDesc("proctor_cluster_peer_reconnects_total", "Transport connections made to the peer after the first.", peerLabels, nil)
 	peerDropped    = prometheus.NewDesc("proctor_cluster_peer_dropped_total", "Envelopes queued for the peer but never written (it went down or its connection broke).", peerLabels, nil)
 	peerConnected  = prometheus.NewDesc("proctor_cluster_peer_connected", "1 while the transport is connected to the peer.", peerLabels, nil)
+	acceptErrors   = prometheus.NewDesc("proctor_cluster_accept_errors_total", "Failed accepts of the transport's listener (too many open files, say), each retried after a backoff.", nil, nil)
+	acceptShed     = prometheus.NewDesc("proctor_cluster_connections_shed_total", "Transport connections closed at once because too many were in their handshake.", nil, nil)
 	peerBreaker    = prometheus.NewDesc("proctor_cluster_peer_breaker_state", "A circuit breaker guarding the peer: 0 closed, 1 half-open, 2 open; source names the breaker's owner (a pg.scope entry).", []string{"peer", "source"}, nil)
 )
 
@@ -55,7 +57,7 @@ type clusterCollector struct{ src ClusterSource }
 func NewClusterCollector(src ClusterSource) prometheus.Collector { return clusterCollector{src} }
 
 func (c clusterCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{clusterMembers, peerBytesOut, peerBytesIn, peerMsgsOut, peerMsgsIn, peerQueue, peerReconnects, peerDropped, peerConnected, peerBreaker} {
+	for _, d := range []*prometheus.Desc{clusterMembers, peerBytesOut, peerBytesIn, peerMsgsOut, peerMsgsIn, peerQueue, peerReconnects, peerDropped, peerConnected, peerBreaker, acceptErrors, acceptShed} {
 		ch <- d
 	}
 }
@@ -90,6 +92,8 @@ func (c clusterCollector) Collect(ch chan<- prometheus.Metric) {
 		}
 		ch <- prometheus.MustNewConstMetric(peerConnected, prometheus.GaugeValue, connected, m.Name)
 	}
+	ch <- prometheus.MustNewConstMetric(acceptErrors, prometheus.CounterValue, float64(st.Accept.Errors))
+	ch <- prometheus.MustNewConstMetric(acceptShed, prometheus.CounterValue, float64(st.Accept.Shed))
 	for state, n := range states {
 		ch <- prometheus.MustNewConstMetric(clusterMembers, prometheus.GaugeValue, float64(n), state)
 	}

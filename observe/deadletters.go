@@ -40,7 +40,7 @@ const (
 // series exist at zero from the start.
 var deadLetterReasons = []process.DeadLetterReason{
 	process.DeadNoProcess, process.DeadNameNotFound, process.DeadMailboxFull, process.DeadUnreachable,
-	process.DeadNoReplyTarget, process.DeadUnroutable, process.DeadLateReply,
+	process.DeadNoReplyTarget, process.DeadUnroutable, process.DeadLateReply, process.DeadEventOverflow,
 }
 
 // DeadLetter is a dead letter as /v1/dead-letters shows it.
@@ -108,7 +108,7 @@ func NewDeadLetters(opts DeadLetterOptions) *DeadLetters {
 	}
 	d.total = registry.RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dead_letters_total",
-		Help: "Messages that reached no one, by reason: no_process, name_not_found, mailbox_full, unreachable, no_reply_target, unroutable, late_reply.",
+		Help: "Messages that reached no one, by reason: no_process, name_not_found, mailbox_full, unreachable, no_reply_target, unroutable, late_reply, event_overflow.",
 	}, []string{"reason"}))
 	for _, r := range deadLetterReasons {
 		d.total.WithLabelValues(string(r))

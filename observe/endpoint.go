@@ -24,6 +24,10 @@ type Ops struct {
 	// MaxRequestBytes bounds a request body. Default:
 	// DefaultMaxRequestBytes.
 	MaxRequestBytes int64
+	// MaxReplyBytes bounds the JSON of the reply POST /v1/ask answers
+	// with; a larger reply is refused (502). Default:
+	// DefaultMaxReplyBytes.
+	MaxReplyBytes int
 	// Live is the liveness check of /livez (the root supervisor runs).
 	// Nil: alive while the endpoint serves.
 	Live func() error
@@ -34,18 +38,22 @@ type Ops struct {
 }
 
 type server struct {
-	opts    Options
-	token   tokenDigest
-	maxBody int64
-	sender  *sender // nil without a node
-	hub     *hub
-	rates   rates
+	opts     Options
+	token    tokenDigest
+	maxBody  int64
+	maxReply int
+	sender   *sender // nil without a node
+	hub      *hub
+	rates    rates
 }
 
 func newServer(opts Options) *server {
 	s := &server{opts: opts, token: newTokenDigest(opts.Token), maxBody: opts.MaxRequestBytes, rates: rates{samples: map[registry.ID][]rateSample{}}}
 	if s.maxBody <= 0 {
 		s.maxBody = DefaultMaxRequestBytes
+	}
+	if s.maxReply = opts.MaxReplyBytes; s.maxReply <= 0 {
+		s.maxReply = DefaultMaxReplyBytes
 	}
 	if opts.Node != nil {
 		s.sender = &sender{node: opts.Node}

@@ -31,9 +31,12 @@ type ListenOptions struct {
 	// MaxHeaderBytes bounds a request's headers; larger ones get 431.
 	// Default: 64 KiB.
 	MaxHeaderBytes int
-	// MaxConns bounds the connections served at once. Past it, new ones
-	// wait in the kernel's accept queue, holding no descriptor of the
-	// node, until one closes. Default: 256.
+	// MaxConns bounds the connections served at once. A connection that
+	// arrives at the limit closes the keep-alive connection idle the
+	// longest, so idle clients cannot starve the probes; when none is
+	// idle, it waits (holding one descriptor) until one closes or turns
+	// idle, and the connections behind it wait in the kernel's accept
+	// queue. Default: 256.
 	MaxConns int
 }
 
@@ -97,6 +100,7 @@ func Listen(addr string, h http.Handler, opts ListenOptions) (*Server, error) {
 			IdleTimeout:       opts.IdleTimeout,
 			MaxHeaderBytes:    opts.MaxHeaderBytes,
 			ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
+			ConnState:         ll.track,
 		},
 		ln:   ll,
 		addr: ln.Addr(),
@@ -134,9 +138,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// limitListener accepts at most cap(sem) connections at once; Accept waits
-// for a served one to close. (golang.org/x/net/netutil.LimitListener does
-// the same; these few lines spare the dependency.)
+// limitListener serves at most cap(sem) connections at once. At the
+// limit, Accept closes the connection idle the longest (an idle keep-alive
+// connection waits for a next request that may never come; its client
+// reconnects when it has one), else waits for a served one to close.
+// (golang.org/x/net/netutil.LimitListener bounds the same way but leaves
+// idle connections holding every slot.)
 type limitListener struct {
 	net.Listener
 	sem    chan struct{}
@@ -144,27 +151,88 @@ type limitListener struct {
 	once   sync.Once
 	open   atomic.Int64
 	peak   atomic.Int64 // the most connections ever open at once
+	// idle are the served connections waiting for their next request,
+	// with when they turned idle; the server's ConnState hook keeps it.
+	mu   sync.Mutex
+	idle map[*limitConn]time.Time
+	// freed wakes an Accept that waits for a slot when a connection
+	// turns idle.
+	freed chan struct{}
 }
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), closed: make(chan struct{})}
+	return &limitListener{Listener: ln, sem: make(chan struct{}, n), closed: make(chan struct{}),
+		idle: map[*limitConn]time.Time{}, freed: make(chan struct{}, 1)}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
-	select {
-	case l.sem <- struct{}{}:
-	case <-l.closed:
-		return nil, net.ErrClosed
-	}
 	c, err := l.Listener.Accept()
 	if err != nil {
-		<-l.sem
 		return nil, err
+	}
+	for acquired := false; !acquired; {
+		select {
+		case l.sem <- struct{}{}:
+			acquired = true
+			continue
+		default:
+		}
+		if l.closeIdlest() {
+			continue
+		}
+		select {
+		case l.sem <- struct{}{}:
+			acquired = true
+		case <-l.freed:
+		case <-l.closed:
+			c.Close()
+			return nil, net.ErrClosed
+		}
 	}
 	n := l.open.Add(1)
 	for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
 	}
 	return &limitConn{Conn: c, l: l}, nil
+}
+
+// closeIdlest closes the connection idle the longest; false if none is.
+func (l *limitListener) closeIdlest() bool {
+	l.mu.Lock()
+	var oldest *limitConn
+	var since time.Time
+	for c, t := range l.idle {
+		if oldest == nil || t.Before(since) {
+			oldest, since = c, t
+		}
+	}
+	delete(l.idle, oldest)
+	l.mu.Unlock()
+	if oldest == nil {
+		return false
+	}
+	oldest.Close()
+	return true
+}
+
+// track is the server's ConnState hook.
+func (l *limitListener) track(nc net.Conn, state http.ConnState) {
+	c, ok := nc.(*limitConn)
+	if !ok {
+		return
+	}
+	l.mu.Lock()
+	if state == http.StateIdle {
+		l.idle[c] = time.Now()
+	} else {
+		delete(l.idle, c)
+	}
+	l.mu.Unlock()
+	if state == http.StateIdle {
+		select {
+		case l.freed <- struct{}{}:
+		default:
+		}
+	}
 }
 
 func (l *limitListener) Close() error {
@@ -181,6 +249,9 @@ type limitConn struct {
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
+		c.l.mu.Lock()
+		delete(c.l.idle, c)
+		c.l.mu.Unlock()
 		c.l.open.Add(-1)
 		<-c.l.sem
 	})

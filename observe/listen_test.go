@@ -160,3 +160,35 @@ func TestHeaderLimit(t *testing.T) {
 		t.Fatalf("status %d, want 431", resp.StatusCode)
 	}
 }
+
+// TestIdleConnectionsDoNotStarveProbes: more idle keep-alive connections
+// than MaxConns (each made a request and waits for its next one) do not
+// keep a probe out: at the limit the one idle the longest is closed.
+func TestIdleConnectionsDoNotStarveProbes(t *testing.T) {
+	s := listenTest(t, ListenOptions{})
+	var idle []net.Conn
+	for range DefaultMaxConns + 8 {
+		c := dial(t, s)
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		io.WriteString(c, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatalf("keep-alive request %d: %v", len(idle), err)
+		}
+		resp.Body.Close()
+		idle = append(idle, c)
+	}
+	probe := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := probe.Get("http://" + s.Addr().String() + "/healthz")
+	if err != nil {
+		t.Fatalf("/healthz with %d idle connections open: %v", len(idle), err)
+	}
+	resp.Body.Close()
+	if p := s.ln.peak.Load(); p > DefaultMaxConns {
+		t.Fatalf("%d connections open at once, limit %d", p, DefaultMaxConns)
+	}
+	// The first ones, idle the longest, were closed to make room.
+	if !closedByServer(idle[0], 10*time.Second) {
+		t.Fatal("the connection idle the longest is still open")
+	}
+}

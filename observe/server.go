@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -30,6 +32,28 @@ type Source interface {
 // /healthz read it.
 type ReloadSource interface {
 	LastReload() (registry.ReloadAttempt, bool)
+}
+
+// ReloadProgressSource is implemented by a ReloadSource that says when a
+// reload is under way (*registry.Runtime does): /v1/reload and the reload
+// check of /healthz show it.
+type ReloadProgressSource interface {
+	ReloadInProgress() (registry.ReloadProgress, bool)
+}
+
+// reloadUnderWay returns the reload under way, if src says.
+func reloadUnderWay(src Source) (registry.ReloadProgress, bool) {
+	if ps, ok := src.(ReloadProgressSource); ok {
+		return ps.ReloadInProgress()
+	}
+	return registry.ReloadProgress{}, false
+}
+
+// reloadStatus is the answer of GET /v1/reload: the last attempt, and the
+// reload under way if there is one.
+type reloadStatus struct {
+	*registry.ReloadAttempt
+	InProgress *registry.ReloadProgress `json:"in_progress,omitempty"`
 }
 
 // Options configure Handler. Runtime, Health and Metrics are required.
@@ -124,6 +148,16 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 			checks["reload"] = msg
 			warnings = map[string]string{"reload": msg}
 		}
+		// A reload under way (a slow start) is not a failure either, but
+		// whoever wonders why an edit has not taken effect sees it.
+		if p, ok := reloadUnderWay(s.opts.Runtime); ok {
+			msg := fmt.Sprintf("a reload is under way since %s (%s)", p.Since.UTC().Format(time.RFC3339), time.Since(p.Since).Round(time.Millisecond))
+			checks["reload"] = msg
+			if warnings == nil {
+				warnings = map[string]string{}
+			}
+			warnings["reload"] = msg
+		}
 	}
 	body := map[string]any{"status": "ok", "checks": checks}
 	if warnings != nil {
@@ -146,19 +180,26 @@ func reloadText(a registry.ReloadAttempt) string {
 	return msg
 }
 
-// reload serves GET /v1/reload: the last reload attempt, 404 before any.
+// reload serves GET /v1/reload: the last reload attempt and the one under
+// way; 404 before any.
 func (s *server) reload(w http.ResponseWriter, r *http.Request) {
 	rs, ok := s.opts.Runtime.(ReloadSource)
 	if !ok {
 		s.json(w, http.StatusNotFound, map[string]string{"error": "this runtime does not reload"})
 		return
 	}
-	last, ok := rs.LastReload()
-	if !ok {
+	var out reloadStatus
+	if last, ok := rs.LastReload(); ok {
+		out.ReloadAttempt = &last
+	}
+	if p, ok := reloadUnderWay(s.opts.Runtime); ok {
+		out.InProgress = &p
+	}
+	if out.ReloadAttempt == nil && out.InProgress == nil {
 		s.json(w, http.StatusNotFound, map[string]string{"error": "no reload has been attempted yet"})
 		return
 	}
-	s.json(w, http.StatusOK, last)
+	s.json(w, http.StatusOK, out)
 }
 
 func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
@@ -297,6 +338,11 @@ type kindView struct {
 
 func (s *server) views(kinds []string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
+		pg, err := viewPage(r.URL.Query())
+		if err != nil {
+			s.fail(w, http.StatusBadRequest, err.Error())
+			return
+		}
 		out := []kindView{}
 		for _, in := range sortedInfos(s.opts.Runtime) {
 			if in.Status != registry.StatusRunning || !slices.Contains(kinds, in.Entry.Kind) {
@@ -304,10 +350,55 @@ func (s *server) views(kinds []string) http.HandlerFunc {
 			}
 			kv := kindView{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status}
 			if v, ok := in.Instance.(registry.Viewer); ok {
-				kv.View = safeView(in.Entry, v)
+				kv.View = safePagedView(in.Entry, v, pg)
 			}
 			out = append(out, kv)
 		}
 		s.json(w, http.StatusOK, out)
 	}
 }
+
+// viewPage reads the page of a large view (a pg scope's groups and
+// members) from the query: group, group_offset, group_limit, offset,
+// limit.
+func viewPage(q url.Values) (registry.ViewPage, error) {
+	p := registry.ViewPage{Group: q.Get("group")}
+	for _, f := range []struct {
+		name string
+		to   *int
+		min  int
+	}{
+		{"group_offset", &p.GroupOffset, 0}, {"group_limit", &p.GroupLimit, 1},
+		{"offset", &p.Offset, 0}, {"limit", &p.Limit, 1},
+	} {
+		v := q.Get(f.name)
+		if v == "" {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < f.min || (f.min == 1 && n > registry.MaxViewLimit) {
+			if f.min == 1 {
+				return p, fmt.Errorf("%s %q: want an integer from 1 to %d", f.name, v, registry.MaxViewLimit)
+			}
+			return p, fmt.Errorf("%s %q: want an integer from 0", f.name, v)
+		}
+		*f.to = n
+	}
+	return p, nil
+}
+
+// safePagedView is safeView of page p of a view that pages.
+func safePagedView(e *registry.Entry, v registry.Viewer, p registry.ViewPage) any {
+	if pv, ok := v.(registry.PagedViewer); ok {
+		return safeView(e, pagedViewer{pv, p})
+	}
+	return safeView(e, v)
+}
+
+// pagedViewer is a registry.Viewer of one page of a paged view.
+type pagedViewer struct {
+	v registry.PagedViewer
+	p registry.ViewPage
+}
+
+func (pv pagedViewer) View() any { return pv.v.ViewPage(pv.p) }

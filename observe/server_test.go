@@ -174,7 +174,15 @@ func TestListen(t *testing.T) {
 // reloadSource is a fakeSource that reloads.
 type reloadSource struct {
 	fakeSource
-	last *registry.ReloadAttempt
+	last    *registry.ReloadAttempt
+	running *registry.ReloadProgress
+}
+
+func (r *reloadSource) ReloadInProgress() (registry.ReloadProgress, bool) {
+	if r.running == nil {
+		return registry.ReloadProgress{}, false
+	}
+	return *r.running, true
 }
 
 func (r *reloadSource) LastReload() (registry.ReloadAttempt, bool) {
@@ -215,8 +223,22 @@ func TestReloadStatusEndpoints(t *testing.T) {
 	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"reload": "ok"`) || strings.Contains(body, "warnings") {
 		t.Fatalf("healthz after an applied reload: %d %s", code, body)
 	}
-	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"added": 1`) || strings.Contains(body, "errors") {
+	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"added": 1`) || strings.Contains(body, "errors") || strings.Contains(body, "in_progress") {
 		t.Fatalf("/v1/reload %d %s", code, body)
+	}
+	// A reload under way (a slow start) shows, in both, without failing
+	// the probe.
+	src.running = &registry.ReloadProgress{Since: at}
+	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"added": 1`) || !strings.Contains(body, `"in_progress": {
+    "since": "2026-11-30T12:00:00Z"`) {
+		t.Fatalf("/v1/reload during a reload %d %s", code, body)
+	}
+	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"reload": "a reload is under way since 2026-11-30T12:00:00Z`) || !strings.Contains(body, "warnings") {
+		t.Fatalf("healthz during a reload: %d %s", code, body)
+	}
+	src.last = nil
+	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"in_progress"`) || strings.Contains(body, "result") {
+		t.Fatalf("/v1/reload during the first reload %d %s", code, body)
 	}
 }
 
@@ -261,5 +283,47 @@ func TestSecretsStayOutOfV1(t *testing.T) {
 	if !strings.Contains(body, `"dsn": "postgres://app:${env:DB_PASSWORD}@db"`) || !strings.Contains(body, `"error": "connect postgres://app:${env:DB_PASSWORD}@db: refused"`) ||
 		!strings.Contains(body, `"note": "${env:DB_PASSWORD}"`) || !strings.Contains(body, `3,`) {
 		t.Fatalf("detail %s", body)
+	}
+}
+
+// pagedInst is a view that pages, as a pg scope's does; it shows the page
+// it was asked for.
+type pagedInst struct{ viewInst }
+
+func (p pagedInst) View() any                         { return p.ViewPage(registry.ViewPage{}) }
+func (p pagedInst) ViewPage(pg registry.ViewPage) any { return pg.WithDefaults() }
+
+// GET /v1/pg reads the page of each scope's view from the query, and
+// refuses a bad one; the live view asks for a small page.
+func TestPagedViews(t *testing.T) {
+	src := &fakeSource{infos: []registry.EntryInfo{
+		info("app:pg", "pg.scope", registry.StatusRunning, pagedInst{viewInst{process.PID{Node: "n", ID: 7, Creation: 1}}}),
+	}}
+	s := newServer(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
+	h := Handler(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
+	page := func(path string) registry.ViewPage {
+		t.Helper()
+		code, body := get(t, h, path)
+		var out []struct{ View registry.ViewPage }
+		if err := json.Unmarshal([]byte(body), &out); code != 200 || err != nil || len(out) != 1 {
+			t.Fatalf("%s: %d %s", path, code, body)
+		}
+		return out[0].View
+	}
+	if got := page("/v1/pg"); got != (registry.ViewPage{GroupLimit: registry.DefaultViewLimit, Limit: registry.DefaultViewLimit}) {
+		t.Fatalf("default page %+v", got)
+	}
+	want := registry.ViewPage{Group: "g1", GroupOffset: 2, GroupLimit: 5, Offset: 100, Limit: 50}
+	if got := page("/v1/pg?group=g1&group_offset=2&group_limit=5&offset=100&limit=50"); got != want {
+		t.Fatalf("page %+v, want %+v", got, want)
+	}
+	for _, q := range []string{"limit=0", "limit=x", "offset=-1", "group_limit=1000001", "group_offset=a"} {
+		if code, body := get(t, h, "/v1/pg?"+q); code != http.StatusBadRequest || !strings.Contains(body, "want an integer") {
+			t.Fatalf("%s: %d %s", q, code, body)
+		}
+	}
+	st := s.state()
+	if len(st.Scopes) != 1 || st.Scopes[0].View.(registry.ViewPage).Limit != 40 {
+		t.Fatalf("the live view's page: %+v", st.Scopes)
 	}
 }

@@ -35,6 +35,11 @@ const (
 	rateWindow       = 10 * time.Second
 )
 
+// uiPage is what the live view shows of a large view: the first 100 groups
+// of a scope and 40 members of each (the page shows no more), with the
+// totals; a state stays small enough to push twice a second.
+var uiPage = registry.ViewPage{GroupLimit: 100, Limit: 40}
+
 type uiState struct {
 	Node         string                   `json:"node"`
 	Processes    int                      `json:"processes"`
@@ -153,7 +158,7 @@ func (s *server) state() uiState {
 		}
 		kv := kindView{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status}
 		if v, ok := in.Instance.(registry.Viewer); ok {
-			kv.View = safeView(in.Entry, v)
+			kv.View = safePagedView(in.Entry, v, uiPage)
 		}
 		switch {
 		case slices.Contains(supervisorKinds, kv.Kind):

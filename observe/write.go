@@ -24,6 +24,9 @@ import (
 const (
 	// DefaultMaxRequestBytes bounds a request body (Options.MaxRequestBytes).
 	DefaultMaxRequestBytes = 1 << 20
+	// DefaultMaxReplyBytes bounds the JSON of an ask's reply
+	// (Options.MaxReplyBytes).
+	DefaultMaxReplyBytes = 16 << 20
 	// MaxAskTimeout bounds the timeout of POST /v1/ask.
 	MaxAskTimeout = 60 * time.Second
 	// maxDestLen and maxTopicLen bound the strings of a request.
@@ -110,22 +113,27 @@ func (s *server) decodeMessage(w http.ResponseWriter, r *http.Request, ask bool)
 			return request{}, http.StatusUnsupportedMediaType, fmt.Errorf("Content-Type %q: want application/json", ct)
 		}
 	}
-	body := http.MaxBytesReader(w, r.Body, s.maxBody)
-	dec := json.NewDecoder(body)
-	dec.DisallowUnknownFields()
-	var m message
-	if err := dec.Decode(&m); err != nil {
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.maxBody))
+	if err != nil {
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			return request{}, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", s.maxBody)
 		}
 		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
 	}
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	var m message
+	if err := dec.Decode(&m); err != nil {
+		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
+	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
 		return request{}, http.StatusBadRequest, errors.New("request body: one JSON object expected, found more")
 	}
+	if err := duplicateKey(data); err != nil {
+		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
+	}
 	var req request
-	var err error
 	if req.dest, err = parseDest(m.Dest); err != nil {
 		return request{}, http.StatusBadRequest, err
 	}
@@ -290,6 +298,15 @@ func (s *server) ask(w http.ResponseWriter, r *http.Request) {
 		return
 	case err != nil:
 		s.failErr(w, err)
+		return
+	}
+	// Refused before value.JSONForm copies it, let alone encodes it.
+	reply, what := res.Value, "reply"
+	if res.Err != nil {
+		reply, what = value.FromError(res.Err), "error reply"
+	}
+	if n, ok := jsonSize(reply, s.maxReply); !ok {
+		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the %s of %s is too large: its JSON passes %d bytes (at least %d)", what, req.dest.text, s.maxReply, n))
 		return
 	}
 	out := askReply{From: res.From.String()}

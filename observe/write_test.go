@@ -56,11 +56,30 @@ func newMsgNode(t *testing.T, token string) *msgNode {
 	spawn("app:refuse", behavior(func(c process.Context, m process.Message) {
 		c.Reply(&m, nil, value.NewError(value.KindInvalid, "no thanks"))
 	}))
+	// app:big answers with what the payload's number of bytes is.
+	spawn("app:big", behavior(func(c process.Context, m process.Message) {
+		n, _ := m.Payload.(float64)
+		c.Reply(&m, strings.Repeat("x", int(n)), nil)
+	}))
+	// app:bigtable answers with a table of that many entries, and
+	// app:bigerror with an error whose details are one.
+	table := func(m process.Message) map[any]any {
+		n, _ := m.Payload.(float64)
+		t := map[any]any{}
+		for i := range int(n) {
+			t[float64(i)] = "0123456789"
+		}
+		return t
+	}
+	spawn("app:bigtable", behavior(func(c process.Context, m process.Message) { c.Reply(&m, []any{table(m)}, nil) }))
+	spawn("app:bigerror", behavior(func(c process.Context, m process.Message) {
+		c.Reply(&m, nil, &value.Error{Kind: value.KindInvalid, Message: "no", Details: table(m)})
+	}))
 	// app:slow never answers.
 	spawn("app:slow", behavior(func(process.Context, process.Message) {}))
 	t.Cleanup(mn.dead.Close)
 	mn.h = Handler(Options{Runtime: &fakeSource{}, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler),
-		Ops: Ops{Node: mn.node, DeadLetters: mn.dead, Token: token, MaxRequestBytes: 4096}})
+		Ops: Ops{Node: mn.node, DeadLetters: mn.dead, Token: token, MaxRequestBytes: 4096, MaxReplyBytes: 8192}})
 	return mn
 }
 
@@ -135,6 +154,9 @@ func TestWriteRequestsAreValidated(t *testing.T) {
 		{"timeout on a send", "/v1/send", "application/json", `{"dest":"app:sink","topic":"x","timeout":"1s"}`, 400, "only an ask"},
 		{"zero timeout", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","timeout":"0s"}`, 400, "timeout"},
 		{"long timeout", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","timeout":"2h"}`, 400, "at most 1m0s"},
+		{"duplicate key", "/v1/send", "application/json", `{"dest":"app:sink","dest":"app:echo","topic":"x"}`, 400, `duplicate key "dest"`},
+		{"duplicate key in an ask", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","topic":"y"}`, 400, `duplicate key "topic"`},
+		{"duplicate key in the payload", "/v1/send", "application/json", `{"dest":"app:sink","topic":"x","payload":[{"a":1},{"b":1,"b":2}]}`, 400, `duplicate key "payload[1].b"`},
 		{"bad timeout", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","timeout":"soon"}`, 400, "timeout"},
 	}
 	for _, tt := range tests {
@@ -238,6 +260,22 @@ func TestAsk(t *testing.T) {
 	code, m, _ = post(t, mn.h, "/v1/ask", auth, "", `{"dest":"app:slow","topic":"q","timeout":"50ms"}`)
 	if code != http.StatusGatewayTimeout || m["kind"] != "timeout" || time.Since(start) > 5*time.Second {
 		t.Fatalf("timeout: %d %v", code, m)
+	}
+	// A reply whose JSON passes MaxReplyBytes is refused, one below it
+	// answered.
+	if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"app:big","topic":"q","payload":8000}`); code != 200 || len(m["reply"].(string)) != 8000 {
+		t.Fatalf("a reply within the bound: %d", code)
+	}
+	if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"app:big","topic":"q","payload":100000}`); code != http.StatusBadGateway || !strings.Contains(m["error"].(string), "too large") {
+		t.Fatalf("a reply past the bound: %d %v", code, m)
+	}
+	for _, dest := range []string{"app:bigtable", "app:bigerror"} {
+		if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"`+dest+`","topic":"q","payload":10}`); code != 200 {
+			t.Fatalf("%s within the bound: %d %v", dest, code, m)
+		}
+		if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"`+dest+`","topic":"q","payload":5000}`); code != http.StatusBadGateway || !strings.Contains(m["error"].(string), "too large") {
+			t.Fatalf("%s past the bound: %d %v", dest, code, m)
+		}
 	}
 	// Unknown: 404 at once.
 	if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"app:nobody","topic":"q"}`); code != 404 {

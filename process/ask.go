@@ -23,6 +23,13 @@ type askRef struct {
 	deadline atomic.Int64 // of the current call, 0 for none; see ReplyDeadline
 	ch       chan askResult
 	timer    *time.Timer
+	wake     *Proc // notified when the call settles; see WakeOnSettle
+}
+
+// release puts r back in the pool, holding no process.
+func (r *askRef) release() {
+	r.wake = nil
+	askPool.Put(r)
 }
 
 var askPool = sync.Pool{New: func() any {
@@ -35,7 +42,13 @@ func (r *askRef) Settle(token uint64, from PID, v any, err error) bool {
 	if !r.state.CompareAndSwap(token, token+1) {
 		return false
 	}
+	// Read before the send: once the caller has the result, r may be
+	// released and reused.
+	wake := r.wake
 	r.ch <- askResult{value: v, from: from, err: err}
+	if wake != nil {
+		wake.Notify()
+	}
 	return true
 }
 
@@ -84,16 +97,37 @@ func (c Call) MessageWithin(m Message, timeout time.Duration) Message {
 // take receives the reply that settled c and releases it.
 func (c Call) take() Reply {
 	res := <-c.r.ch
-	askPool.Put(c.r)
+	c.r.release()
 	return Reply{Value: res.value, From: res.from, Err: res.err}
 }
+
+// WakeOnSettle makes the settling of c wake the process h (Proc.Notify),
+// for a process that suspends (Proc.Suspend) rather than wait in Wait: it
+// looks with Poll when it goes on, and ends the call with Abandon when it
+// gives up. Call it before the message is delivered.
+func (c Call) WakeOnSettle(h *Proc) { c.r.wake = h }
+
+// Poll returns the reply that settled c, and releases c; ok is false while
+// c is not settled.
+func (c Call) Poll() (r Reply, ok bool) {
+	select {
+	case res := <-c.r.ch:
+		c.r.release()
+		return Reply{Value: res.value, From: res.from, Err: res.err}, true
+	default:
+		return Reply{}, false
+	}
+}
+
+// Settled reports whether c has been settled (Poll would return its reply).
+func (c Call) Settled() bool { return len(c.r.ch) > 0 }
 
 // Abandon ends a call whose message could not be delivered, returning err.
 // When a reply settled the call all the same (a broadcast that reached some
 // processes before failing), that reply is returned with a nil error.
 func (c Call) Abandon(err error) (Reply, error) {
 	if c.r.state.CompareAndSwap(c.token, c.token+1) {
-		askPool.Put(c.r)
+		c.r.release()
 		return Reply{}, err
 	}
 	return c.take(), nil
@@ -113,20 +147,20 @@ func (c Call) Wait(timeout time.Duration, done <-chan struct{}) (Reply, error) {
 	select {
 	case res := <-r.ch:
 		r.timer.Stop()
-		askPool.Put(r)
+		r.release()
 		return Reply{Value: res.value, From: res.from, Err: res.err}, nil
 	case <-r.timer.C:
 		if !r.state.CompareAndSwap(c.token, c.token+1) {
 			return c.take(), nil // a reply won the race with the clock
 		}
-		askPool.Put(r)
+		r.release()
 		return Reply{}, ErrTimeout
 	case <-done:
 		r.timer.Stop()
 		if !r.state.CompareAndSwap(c.token, c.token+1) {
 			return c.take(), nil
 		}
-		askPool.Put(r)
+		r.release()
 		return Reply{}, ErrCallAbandoned
 	}
 }

@@ -1,6 +1,9 @@
 package process
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // An ask's deadline lives with its reply target, not in the message: the
 // target is made once per ask anyway, while a field in the message's meta
@@ -23,11 +26,18 @@ var epoch = time.Now()
 var past = epoch
 
 // deadlineIn is a deadline timeout from now, as nanoseconds since epoch.
+// A timeout too large to add (a script's math.huge is the largest
+// Duration) is the farthest deadline: the sum overflowed to a negative
+// one, an ask already over before it was sent.
 func deadlineIn(timeout time.Duration) int64 {
 	if timeout <= 0 {
 		timeout = DefaultAskTimeout
 	}
-	return int64(time.Since(epoch) + timeout)
+	since := time.Since(epoch)
+	if timeout > math.MaxInt64-since {
+		return math.MaxInt64
+	}
+	return int64(since + timeout)
 }
 
 // deadlineOf turns a deadline kept by deadlineIn (0: none) into a time.

@@ -36,6 +36,8 @@ var (
 	ErrShutdown = value.Sentinel("process.shutdown", value.KindStopped, "shutdown")
 	// ErrKilled is the exit reason of a process killed by Kill.
 	ErrKilled = value.Sentinel("process.killed", value.KindStopped, "killed")
+	// ErrTooManyProcesses: a spawn would pass the node's MaxProcesses.
+	ErrTooManyProcesses = value.Sentinel("process.too_many_processes", value.KindLimit, "too many processes")
 	// ErrQueueFull: a Loop refused a command because its queue is at its limit.
 	ErrQueueFull = value.Sentinel("process.queue_full", value.KindLimit, "queue full")
 	// ErrLoopStopped: a Loop is no longer running.

@@ -2,11 +2,11 @@ package process
 
 // Idle reports whether the local process pid has nothing to do: its mailbox
 // is empty and it is not handling a message (a Behavior with no dispatcher
-// running, or a goroutine process parked waiting for mail). Routers need it
-// to prefer idle routees and to retire a routee only once it has finished
-// what it accepted; the mailbox length alone cannot tell a routee that is
-// busy with its last message from one that is waiting. False for a dead or
-// remote PID.
+// running, or a goroutine process parked or suspended waiting for mail).
+// Routers need it to prefer idle routees and to retire a routee only once
+// it has finished what it accepted; the mailbox length alone cannot tell a
+// routee that is busy with its last message from one that is waiting.
+// False for a dead or remote PID.
 func (n *Node) Idle(pid PID) bool {
 	p := n.lookup(pid)
 	if p == nil || p.dead.Load() || p.mb.len() > 0 {
@@ -15,5 +15,5 @@ func (n *Node) Idle(pid PID) bool {
 	if p.behavior != nil {
 		return p.sched.Load() == 0
 	}
-	return p.waiting.Load()
+	return p.wait.Load() != waitRunning
 }

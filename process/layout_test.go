@@ -19,3 +19,10 @@ func TestMailboxLayout(t *testing.T) {
 		t.Fatalf("process is %d bytes; keep an idle process small", s)
 	}
 }
+
+// A mailbox slot is what a backlog costs in memory traffic, per message.
+func TestEnvelopeSize(t *testing.T) {
+	if s := unsafe.Sizeof(envelope{}); s != 24 {
+		t.Fatalf("envelope is %d bytes, want 24: a pointer to the meta and the payload", s)
+	}
+}

@@ -15,6 +15,9 @@ func (n *Node) Monitor(watcher, target PID) error {
 	if w == nil {
 		return fmt.Errorf("monitor: watcher %s: %w", watcher, ErrNoProcess)
 	}
+	if err := w.checkRoom(func(x *procExt) (map[PID]struct{}, int) { return x.watching, x.limits.MaxMonitors }, target, "monitors"); err != nil {
+		return fmt.Errorf("monitor %s: %w", target, err)
+	}
 	if n.isRemote(target) {
 		return n.monitorRemote(w, target)
 	}
@@ -137,6 +140,9 @@ func (n *Node) Link(a, b PID) error {
 	pa := n.lookup(a)
 	if pa == nil {
 		return fmt.Errorf("link %s: %w", a, ErrNoProcess)
+	}
+	if err := pa.checkRoom(func(x *procExt) (map[PID]struct{}, int) { return x.links, x.limits.MaxLinks }, b, "links"); err != nil {
+		return fmt.Errorf("link %s: %w", b, err)
 	}
 	if n.isRemote(b) {
 		t := n.remote()

@@ -13,31 +13,34 @@ type Message struct {
 	reply *meta
 }
 
-// meta is what a message carries besides its topic and payload: its sender
-// and its reply target. A mailbox stores only a pointer to it, so a slot
-// stays small — every message crosses cores by value, and each cache line
-// it spans costs a transfer — and all tells of one local sender share one
-// immutable meta.
+// meta is what a message carries besides its payload: its topic, its
+// sender and its reply target. A mailbox stores only a pointer to it, so a
+// slot stays small — a mailbox with a backlog is memory the sender writes
+// and the receiver reads, each cache line a transfer between cores, so the
+// bytes per message are what a tell costs — and it is immutable, so tells
+// share one: the last of a local sender's tells (process.tellMeta) or of
+// the node's tells with no sender (Node.anonMeta), while the topic stays
+// the same.
 type meta struct {
+	topic  string
 	from   PID
 	target ReplyTarget
 	token  uint64
 }
 
-// envelope is a message as a mailbox stores it.
+// envelope is a message as a mailbox stores it: 24 bytes.
 type envelope struct {
-	meta    *meta
-	topic   string
+	meta    *meta // nil for a tell with no topic and no sender
 	payload any
 }
 
 // open turns a stored envelope back into a Message.
 func (e *envelope) open() Message {
-	m := Message{Topic: e.topic, Payload: e.payload}
-	if e.meta != nil {
-		m.From = e.meta.from
-		if e.meta.target != nil {
-			m.reply = e.meta
+	m := Message{Payload: e.payload}
+	if mt := e.meta; mt != nil {
+		m.Topic, m.From = mt.topic, mt.from
+		if mt.target != nil {
+			m.reply = mt
 		}
 	}
 	return m
@@ -59,7 +62,7 @@ func (m Message) WithReply(t ReplyTarget, token uint64) Message {
 		m.reply = nil
 		return m
 	}
-	m.reply = &meta{from: m.From, target: t, token: token}
+	m.reply = &meta{topic: m.Topic, from: m.From, target: t, token: token}
 	return m
 }
 

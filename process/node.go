@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,7 +32,18 @@ type Options struct {
 	// DeadLetters receives the messages that reach no one (see
 	// DeadLetter). Default: none; they are only errors to their senders.
 	DeadLetters DeadLetterSink
+	// MaxProcesses bounds the live processes of the node: a spawn past it
+	// fails with ErrTooManyProcesses, so a script spawning in a loop gets
+	// an error instead of taking the node's memory. Default:
+	// DefaultMaxProcesses; negative: no limit.
+	MaxProcesses int
 }
+
+// DefaultMaxProcesses is the default of Options.MaxProcesses: 2,000,000,
+// room for a million idle Lua processes (about 12 KB each) and the
+// runtime's own, while a runaway spawn loop stops at about 25 GB of idle
+// Lua processes rather than at the node's death.
+const DefaultMaxProcesses = 2_000_000
 
 // Node is the local runtime: it issues PIDs, holds the process table and
 // the registered names, and routes to other nodes through a Transport.
@@ -52,7 +64,10 @@ type Node struct {
 	abandonRunning atomic.Int64
 
 	deadLetters DeadLetterSink
+	maxProcs    int64        // Options.MaxProcesses; 0: no limit
 	retiredHW   atomic.Int64 // the highest mailbox high-water mark of an exited process
+
+	anonMeta atomic.Pointer[meta] // the meta of the last tell with no sender (see meta)
 
 	// rel indexes, per remote node, the local processes that hold (or
 	// held) a link or monitor with one of its processes, so a node going
@@ -68,6 +83,12 @@ func NewNode(opts Options) *Node {
 	n := &Node{name: opts.Name, creation: opts.Creation, log: opts.Logger, abandonAfter: opts.AbandonAfter, deadLetters: opts.DeadLetters}
 	if n.abandonAfter <= 0 {
 		n.abandonAfter = DefaultAbandonAfter
+	}
+	switch {
+	case opts.MaxProcesses == 0:
+		n.maxProcs = DefaultMaxProcesses
+	case opts.MaxProcesses > 0:
+		n.maxProcs = int64(opts.MaxProcesses)
 	}
 	if n.name == "" {
 		h, err := os.Hostname()
@@ -90,6 +111,10 @@ func (n *Node) Name() string { return n.name }
 
 // Count returns the number of live processes.
 func (n *Node) Count() int { return int(n.live.Load()) }
+
+// MaxProcesses returns the most live processes the node allows, 0 for no
+// limit (Options.MaxProcesses).
+func (n *Node) MaxProcesses() int { return int(n.maxProcs) }
 
 // IsLocal reports whether pid belongs to this incarnation of this node.
 func (n *Node) IsLocal(pid PID) bool { return pid.Node == n.name && pid.Creation == n.creation }
@@ -254,6 +279,9 @@ func (n *Node) Register(name string, pid PID) error {
 	defer p.mu.Unlock()
 	if p.dead.Load() {
 		return fmt.Errorf("register %q: %w", name, ErrNoProcess)
+	}
+	if x := p.ext.Load(); x != nil && x.limits.MaxNames > 0 && len(x.names) >= x.limits.MaxNames && !slices.Contains(x.names, name) {
+		return fmt.Errorf("register %q: %w: a process may hold at most %d names", name, ErrProcessLimit, x.limits.MaxNames)
 	}
 	if prev, loaded := n.names.LoadOrStore(name, pid); loaded {
 		if prev.(PID) == pid {

@@ -11,8 +11,9 @@ import (
 type ProcFunc func(p *Proc) (any, error)
 
 // Proc is the handle a goroutine process uses to receive. Its methods that
-// receive may only be called from the process's own goroutine; Self, Node
-// and Context may be used anywhere.
+// receive may only be called from the process's own goroutine (the one
+// running its function, or the function it suspended with, see Suspend);
+// Self, Node, Context and Notify may be used anywhere.
 type Proc struct{ p *process }
 
 // Self returns the process's PID.
@@ -54,18 +55,24 @@ func (h *Proc) PendingEvents() int { return h.p.ext.Load().events.len() }
 //	}
 //
 // Arm before the second look, so a sender that comes in between sees the
-// process waiting and signals Wake.
+// process waiting and signals Wake. The channel exists once the process
+// has armed.
 func (h *Proc) Wake() <-chan struct{} { return h.p.wake }
 
 // Arm declares that the process is about to wait on Wake.
 func (h *Proc) Arm() {
 	// About to wait: hand back an emptied mailbox buffer first.
 	h.p.mb.trim()
-	h.p.waiting.Store(true)
+	if h.p.wake == nil {
+		// Made before the store that publishes the armed state: a waker
+		// reads it only after seeing that state.
+		h.p.wake = make(chan struct{}, 1)
+	}
+	h.p.wait.Store(waitArmed)
 }
 
 // Disarm withdraws Arm when the process found work after all.
-func (h *Proc) Disarm() { h.p.waiting.Store(false) }
+func (h *Proc) Disarm() { h.p.wait.Store(waitRunning) }
 
 // Notify wakes the process if it waits on Wake, as a message does. Code
 // that feeds the process through a queue of its own (a Lua host's
@@ -87,7 +94,7 @@ func (h *Proc) Receive(ctx context.Context) (Message, error) {
 			return m, nil
 		}
 		select {
-		case <-h.p.wake:
+		case <-h.Wake():
 		case <-ctx.Done():
 			h.Disarm()
 			return Message{}, ctx.Err()
@@ -109,9 +116,12 @@ func (h *Proc) SetTrapLinks(trap bool) {
 // Stopping reports whether the process was asked to stop.
 func (h *Proc) Stopping() bool { return h.p.stopReq.Load() }
 
+// runFunc runs fn, the process's function or what it suspended with, and
+// ends the process with what it returns, unless it suspended again.
 func (p *process) runFunc(fn ProcFunc) {
 	h := &Proc{p}
 	var e Exit
+	suspended := false
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
@@ -120,8 +130,16 @@ func (p *process) runFunc(fn ProcFunc) {
 			}
 		}()
 		v, err := fn(h)
+		if err == ErrSuspended {
+			// fn goes on at the next wake-up, perhaps already.
+			suspended = true
+			return
+		}
 		e = Exit{Value: v, Err: err}
 	}()
+	if suspended {
+		return
+	}
 	p.node.returned(p, &p.ext.Load().run)
 	e = p.exitReason(e)
 	p.finish(e)

@@ -16,10 +16,10 @@ type process struct {
 	pid      PID
 	node     *Node
 	behavior Behavior             // nil for a goroutine process
-	wake     chan struct{}        // goroutine process: signalled when mail or an event arrives
+	wake     chan struct{}        // goroutine process: made by the first Arm; signalled when mail or an event arrives
 	sched    atomic.Int32         // Behavior: 1 while a dispatcher goroutine owns it
-	waiting  atomic.Bool          // goroutine process: parked on wake
-	tellMeta atomic.Pointer[meta] // shared by this process's tells, made on first use
+	wait     atomic.Int32         // goroutine process: waitRunning, waitArmed, waitSuspending or waitSuspended
+	tellMeta atomic.Pointer[meta] // the meta of this process's last tell (see meta)
 
 	// The mailbox keeps its producer and consumer fields a cache line
 	// apart; what follows shares the consumer's line.
@@ -38,6 +38,7 @@ type procExt struct {
 	ctx    context.Context // goroutine process only
 	cancel context.CancelFunc
 	run    atomic.Int32 // goroutine process: runStarted, runReturned or runAbandoned
+	cont   ProcFunc     // goroutine process: what the next wake-up runs while suspended (suspend.go)
 
 	events queue[Event]
 
@@ -53,6 +54,7 @@ type procExt struct {
 	exit       Exit
 	done       chan struct{} // closed at teardown; created by the first waiter
 	held       []*meta       // goroutine process: asks it holds unanswered (Proc.Unanswered)
+	limits     Limits        // SpawnOptions.Limits (limits.go)
 }
 
 // extLocked returns p.ext.Load(), allocating it; p.mu must be held.
@@ -67,7 +69,7 @@ func (p *process) extLocked() *procExt {
 
 // deliver puts m in the mailbox and wakes the process.
 func (p *process) deliver(m *Message) error {
-	e := p.node.seal(m)
+	e := envelope{meta: p.metaOf(m), payload: m.Payload}
 	ok, full := p.mb.push(&e)
 	if !ok {
 		if full {
@@ -79,39 +81,47 @@ func (p *process) deliver(m *Message) error {
 	return nil
 }
 
-// seal packs m for a mailbox.
-func (n *Node) seal(m *Message) envelope {
-	e := envelope{topic: m.Topic, payload: m.Payload}
-	switch {
-	case m.reply != nil:
-		e.meta = m.reply
-		if e.meta.from != m.From {
-			// From was changed after WithReply: carry what the sender set.
-			c := *m.reply
-			c.from = m.From
-			e.meta = &c
+// metaOf returns the meta that carries m's topic, sender and reply target
+// into p's mailbox: an ask's own, a shared one for a tell (see meta).
+func (p *process) metaOf(m *Message) *meta {
+	if r := m.reply; r != nil {
+		if r.from == m.From && r.topic == m.Topic {
+			return r
 		}
-	case !m.From.IsZero():
-		e.meta = n.senderMeta(m.From)
+		// Changed after WithReply: carry what the sender set.
+		c := *r
+		c.from, c.topic = m.From, m.Topic
+		return &c
 	}
-	return e
+	if !m.From.IsZero() {
+		return p.node.senderMeta(m.From, m.Topic)
+	}
+	if m.Topic == "" {
+		return nil
+	}
+	n := p.node
+	if mt := n.anonMeta.Load(); mt != nil && mt.topic == m.Topic {
+		return mt
+	}
+	mt := &meta{topic: m.Topic}
+	n.anonMeta.Store(mt)
+	return mt
 }
 
-// senderMeta returns the meta of a tell from from: the sender's shared one
-// when it is a live local process, a fresh one otherwise.
-func (n *Node) senderMeta(from PID) *meta {
+// senderMeta returns the meta of a tell from from with topic: the
+// sender's last one when it is a live local process whose last tell had
+// the same topic, a fresh one otherwise.
+func (n *Node) senderMeta(from PID, topic string) *meta {
 	sp := n.lookup(from)
 	if sp == nil {
-		return &meta{from: from}
+		return &meta{topic: topic, from: from}
 	}
-	if mt := sp.tellMeta.Load(); mt != nil {
+	if mt := sp.tellMeta.Load(); mt != nil && mt.topic == topic {
 		return mt
 	}
-	mt := &meta{from: from}
-	if sp.tellMeta.CompareAndSwap(nil, mt) {
-		return mt
-	}
-	return sp.tellMeta.Load()
+	mt := &meta{topic: topic, from: from}
+	sp.tellMeta.Store(mt)
+	return mt
 }
 
 // deliverEvent queues a system event and wakes the process.
@@ -123,9 +133,19 @@ func (p *process) deliverEvent(e Event) {
 	}
 	x := p.extLocked()
 	p.mu.Unlock()
-	x.events.push(&e)
+	if ok, full := x.events.push(&e); !ok {
+		if full { // Limits.MaxEvents
+			p.node.eventDropped(p.pid, &e)
+		}
+		return
+	}
 	p.notify()
 }
+
+// afterWaitLook, set only by tests, runs in notify between its look at a
+// goroutine process's wait state and its CAS: the window in which the
+// owner may move the state (see TestNotifyRetriesAfterCommit).
+var afterWaitLook func()
 
 // notify wakes whoever consumes p's mail.
 func (p *process) notify() {
@@ -135,11 +155,36 @@ func (p *process) notify() {
 		}
 		return
 	}
-	if p.waiting.Load() && p.waiting.CompareAndSwap(true, false) {
-		select {
-		case p.wake <- struct{}{}:
-		default:
+	for {
+		w := p.wait.Load()
+		if w == waitRunning {
+			return
 		}
+		if afterWaitLook != nil {
+			afterWaitLook()
+		}
+		// The owner may move the state meanwhile (a Commit takes
+		// waitSuspending to waitSuspended): look again rather than lose
+		// the wake-up.
+		if !p.wait.CompareAndSwap(w, waitRunning) {
+			continue
+		}
+		switch w {
+		case waitSuspended:
+			// This wake-up won the process: it goes on, on a goroutine of
+			// its own (suspend.go).
+			x := p.ext.Load()
+			fn := x.cont
+			x.cont = nil
+			go p.runFunc(fn)
+		case waitArmed:
+			select {
+			case p.wake <- struct{}{}:
+			default:
+			}
+		}
+		// waitSuspending: its Commit fails, and the process carries on.
+		return
 	}
 }
 
@@ -159,9 +204,9 @@ func (p *process) requestStop(reason error) {
 	if cancel != nil {
 		cancel()
 	}
-	if p.behavior != nil {
-		p.notify()
-	}
+	// A Behavior runs to see the request; a suspended goroutine process
+	// has no goroutine that would see its context cancelled.
+	p.notify()
 }
 
 // exitReason replaces what the process's code returned with the reason of a
@@ -217,6 +262,11 @@ func (p *process) finish(e Exit) {
 	}
 	if x.cancel != nil {
 		x.cancel()
+		if p.behavior == nil {
+			// A suspended process goes on to see its context cancelled,
+			// and returns.
+			p.notify()
+		}
 	}
 	x.events.close()
 	if len(relNodes) > 0 {

@@ -1,17 +1,26 @@
 package process
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 )
 
 // queue is a multi-producer, single-consumer FIFO built from fixed-size
 // chunks. Producers serialise on a mutex to append (a single sender pays an
-// uncontended lock); the consumer pops without any lock, reading slots that
-// the chunk's atomic count has published. Chunks never move, so a burst
-// does not copy what is queued, and emptied chunks are recycled. A queue
-// that has drained gives its last chunk back (trim), so an idle process
-// holds no buffer at all.
+// uncontended lock); the consumer pops without any lock, reading the slots
+// that the producers' count (pushed) has published. Chunks never move, so a
+// burst does not copy what is queued, and emptied chunks are recycled. A
+// queue that has drained gives its last chunk back (trim), so an idle
+// process holds no buffer at all.
+//
+// What a message costs is mostly cache lines crossing between the
+// producer's core and the consumer's, so each side writes only its own:
+// the consumer reads the producers' count once per run of published slots,
+// not once per slot; it never writes a slot it pops (it clears a chunk's
+// slots in one pass, when it is done with the chunk or about to wait); and
+// a producer that takes a recycled chunk clears it first, so that the
+// lines it then fills are already its own (see newChunk).
 type queue[T any] struct {
 	mu     sync.Mutex
 	tail   *chunk[T] // guarded by mu
@@ -30,22 +39,15 @@ type queue[T any] struct {
 	// consumer-owned
 	popped atomic.Int64
 	head   *chunk[T]
-	pos    int32
+	pos    int16 // next slot of head to pop
+	clean  int16 // slots of head below this are popped and cleared
+	ready  int32 // published slots not yet popped, as pushed last said
 }
 
 const chunkSize = 64
 
-// A slot carries its own ready flag, written by the producer right after
-// the value, in the same cache line: the consumer learns that a message is
-// there from the line it must fetch anyway, so no shared counter bounces
-// between the cores on every message.
-type slot[T any] struct {
-	v     T
-	ready atomic.Bool
-}
-
 type chunk[T any] struct {
-	slots [chunkSize]slot[T]
+	slots [chunkSize]T
 	used  int32 // slots handed out; guarded by the queue's mu
 	next  atomic.Pointer[chunk[T]]
 }
@@ -70,9 +72,15 @@ func chunkPool[T any]() *sync.Pool {
 	return nil
 }
 
+// newChunk returns an empty chunk; a producer calls it.
 func newChunk[T any]() *chunk[T] {
 	if p := chunkPool[T](); p != nil {
 		if c, ok := p.Get().(*chunk[T]); ok {
+			// The consumer that recycled c cleared it, so its lines sit in
+			// that core's cache. Clearing it again here claims them all in
+			// one pass, whose misses overlap; otherwise each push would
+			// wait for its slot's line on its own.
+			clear(c.slots[:])
 			return c
 		}
 	}
@@ -121,11 +129,9 @@ func (q *queue[T]) push(v *T) (ok bool, full bool) {
 		q.tail, q.tailN = nt, 0
 		t = nt
 	}
-	s := &t.slots[q.tailN]
+	t.slots[q.tailN] = *v
 	q.tailN++
 	t.used = q.tailN
-	s.v = *v
-	s.ready.Store(true)
 	q.pushed.Store(pushed + 1)
 	q.mu.Unlock()
 	return true, false
@@ -133,57 +139,61 @@ func (q *queue[T]) push(v *T) (ok bool, full bool) {
 
 // pop takes the next item; only the consumer may call it.
 func (q *queue[T]) pop() (T, bool) {
-	var zero T
-	h := q.head
-	if h == nil {
-		if h = q.first.Load(); h == nil {
+	n := q.popped.Load()
+	if q.ready == 0 {
+		if q.ready = int32(min(q.pushed.Load()-n, math.MaxInt32)); q.ready == 0 {
+			var zero T
 			return zero, false
 		}
-		q.head, q.pos = h, 0
+	}
+	// Slot n is published: its chunk is linked (first, or the previous
+	// chunk's next) before pushed counts it.
+	h := q.head
+	if h == nil {
+		h = q.first.Load()
+		q.head, q.pos, q.clean = h, 0, 0
 	}
 	if q.pos == chunkSize {
 		next := h.next.Load()
-		if next == nil {
-			return zero, false
-		}
 		// No producer holds h any more: the tail has moved on to next.
 		recycle(h)
 		h = next
-		q.head, q.pos = h, 0
+		q.head, q.pos, q.clean = h, 0, 0
 	}
-	s := &h.slots[q.pos]
-	if !s.ready.Load() {
-		return zero, false
-	}
-	v := s.v
-	// The slot stays in its chunk until the chunk is recycled: clear it,
-	// or what it carried (a message, a command and all it captured) stays
-	// reachable long after it was handled.
-	s.v = zero
+	// The slot keeps v until the chunk is cleared (recycle, trim): a write
+	// here would make the consumer wait, on every pop, for the line the
+	// producer just wrote to become its own.
+	v := h.slots[q.pos]
 	q.pos++
+	q.ready--
 	// A plain store to the consumer's own line: it costs a transfer only
 	// when someone reads the length.
-	q.popped.Store(q.popped.Load() + 1)
+	q.popped.Store(n + 1)
 	return v, true
 }
 
-// trim gives back the last chunk when everything in it was consumed; only
-// the consumer may call it, when it is about to go idle.
+// trim gives back the last chunk when everything in it was consumed, and
+// otherwise clears the slots already popped from it, so that nothing a
+// waiting consumer has handled stays reachable through its queue. Only the
+// consumer may call it, when it is about to wait.
 func (q *queue[T]) trim() {
 	h := q.head
 	if h == nil {
 		return
 	}
 	q.mu.Lock()
-	if q.tail == h && q.pos == q.tailN {
+	if q.tail == h && int32(q.pos) == q.tailN {
 		q.tail, q.tailN = nil, 0
 		q.first.Store(nil)
-		q.head, q.pos = nil, 0
+		q.head, q.pos, q.clean = nil, 0, 0
 		q.mu.Unlock()
 		recycle(h)
 		return
 	}
 	q.mu.Unlock()
+	// Producers write only slots at or past pos: these are the consumer's.
+	clear(h.slots[q.clean:q.pos])
+	q.clean = q.pos
 }
 
 // mark raises the high-water mark to depth; q.mu must be held.

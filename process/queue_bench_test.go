@@ -36,7 +36,9 @@ func benchQueue[T any](b *testing.B, v T) {
 
 // BenchmarkQueueMessage measures the mailbox alone: one producer, one
 // consumer spinning on another goroutine.
-func BenchmarkQueueMessage(b *testing.B) { benchQueue(b, envelope{topic: "t", payload: 1}) }
+func BenchmarkQueueMessage(b *testing.B) {
+	benchQueue(b, envelope{meta: &meta{topic: "t"}, payload: 1})
+}
 
 func TestQueueChunksAndTrim(t *testing.T) {
 	var q queue[Message]
@@ -91,21 +93,80 @@ func TestQueueChunksAndTrim(t *testing.T) {
 	}
 }
 
-// pop clears the slot it took: the value is the consumer's alone, and the
-// chunk, which lives on until it is recycled, must not keep it alive.
-func TestQueuePopClearsSlot(t *testing.T) {
-	var q queue[Message]
-	big := new([1 << 20]byte)
-	w := weak.Make(big)
-	q.push(&Message{Payload: big})
-	q.push(&Message{Payload: "next"}) // the chunk stays in use
-	if m, ok := q.pop(); !ok || m.Payload.(*[1 << 20]byte) != big {
-		t.Fatal("pop")
+// A popped value must not stay reachable through its queue once the
+// consumer has moved on: past its chunk (recycled), or to waiting (trim, which
+// Proc.Arm, an idle dispatcher and an idle Loop call).
+func TestQueueReleasesPopped(t *testing.T) {
+	tests := []struct {
+		name  string
+		after func(q *queue[Message])
+	}{
+		{"trim with mail still queued", func(q *queue[Message]) {
+			q.push(&Message{Payload: "next"})
+			q.trim()
+		}},
+		{"trim of a drained queue", func(q *queue[Message]) { q.trim() }},
+		{"the consumer passed the chunk", func(q *queue[Message]) {
+			for i := 0; i < chunkSize+1; i++ {
+				q.push(&Message{Payload: i})
+				if _, ok := q.pop(); !ok {
+					t.Fatal("pop")
+				}
+			}
+		}},
 	}
-	big = nil
-	runtime.GC()
-	if w.Value() != nil {
-		t.Fatal("the popped value is still reachable through its slot")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var q queue[Message]
+			big := new([1 << 20]byte)
+			w := weak.Make(big)
+			q.push(&Message{Payload: big})
+			if m, ok := q.pop(); !ok || m.Payload.(*[1 << 20]byte) != big {
+				t.Fatal("pop")
+			}
+			big = nil
+			tt.after(&q)
+			runtime.GC()
+			if w.Value() != nil {
+				t.Fatal("the popped value is still reachable through its queue")
+			}
+			runtime.KeepAlive(&q)
+		})
 	}
-	runtime.KeepAlive(&q)
+}
+
+// Several producers against one consumer that trims whenever it finds the
+// queue empty: every item arrives once, each producer's in its order.
+func TestQueueConcurrentProducers(t *testing.T) {
+	const producers, each = 4, 20_000
+	var q queue[[2]int]
+	for p := 0; p < producers; p++ {
+		go func() {
+			for i := 0; i < each; i++ {
+				v := [2]int{p, i}
+				q.push(&v)
+			}
+		}()
+	}
+	next := make([]int, producers)
+	deadline := time.Now().Add(time.Minute)
+	for got := 0; got < producers*each; {
+		v, ok := q.pop()
+		if !ok {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d of %d items after a minute", got, producers*each)
+			}
+			q.trim()
+			runtime.Gosched()
+			continue
+		}
+		if v[1] != next[v[0]] {
+			t.Fatalf("producer %d: got item %d, want %d", v[0], v[1], next[v[0]])
+		}
+		next[v[0]]++
+		got++
+	}
+	if _, ok := q.pop(); ok || q.len() != 0 {
+		t.Fatalf("extra items: len %d", q.len())
+	}
 }

@@ -17,6 +17,9 @@ type SpawnOptions struct {
 	LinkTo PID
 	// MonitorBy makes this process monitor the new one before it runs.
 	MonitorBy PID
+	// Limits bound what the process may hold (links, monitors, names,
+	// unread events). Default: no limits.
+	Limits Limits
 	// TrapLinks starts the process trapping links.
 	TrapLinks bool
 	// System marks a process of the runtime itself — a supervisor, the
@@ -60,7 +63,6 @@ func (n *Node) SpawnFunc(fn ProcFunc, opts SpawnOptions) (PID, error) {
 		return PID{}, fmt.Errorf("spawn: %w: nil function", ErrInvalidName)
 	}
 	p := n.newProcess(opts)
-	p.wake = make(chan struct{}, 1)
 	parent := opts.Context
 	if parent == nil {
 		parent = context.Background()
@@ -80,6 +82,7 @@ func (n *Node) newProcess(opts SpawnOptions) *process {
 	p := &process{node: n}
 	p.pid = PID{Node: n.name, ID: n.nextID.Add(1), Creation: n.creation}
 	p.mb.setLimit(opts.MailboxSize)
+	p.setLimits(opts.Limits)
 	if opts.TrapLinks || opts.System {
 		p.extLocked().trapLinks = true
 	}
@@ -93,8 +96,13 @@ func (n *Node) newProcess(opts SpawnOptions) *process {
 
 // install publishes p and applies the options that must hold before it runs.
 func (n *Node) install(p *process, opts SpawnOptions) error {
+	// The slot is taken before the check, so spawns racing for the last
+	// ones cannot both pass it.
+	if live := n.live.Add(1); n.maxProcs > 0 && live > n.maxProcs {
+		n.live.Add(-1)
+		return fmt.Errorf("spawn: %w: the node's limit of %d live processes is reached", ErrTooManyProcesses, n.maxProcs)
+	}
 	n.procs.store(p.pid.ID, p)
-	n.live.Add(1)
 	fail := func(err error) error {
 		p.finish(Exit{Err: err})
 		return err

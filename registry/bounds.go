@@ -36,9 +36,10 @@ const DefaultMaxAttempts = 1_000_000
 
 // Bounds returns the default upper bound of every count and size field of
 // the registered kinds, by "KIND.FIELD" (e.g. "router.pool.size"), and of
-// the fields every entry has ("lifecycle.restart.max_attempts").
+// the fields every entry has ("lifecycle.restart.max_attempts"), and of
+// the processes a configuration starts ("processes", see Spawner).
 func (r *Registry) Bounds() map[string]int {
-	out := map[string]int{maxAttemptsBound: DefaultMaxAttempts}
+	out := map[string]int{maxAttemptsBound: DefaultMaxAttempts, processesBound: DefaultMaxProcesses}
 	for _, name := range r.Names() {
 		k, _ := r.Kind(name)
 		if dk, ok := k.(Declared); ok {

@@ -54,6 +54,9 @@ func TestKindBounds(t *testing.T) {
 		return err
 	}
 	for name, max := range bounds {
+		if name == "processes" {
+			continue // a bound on the whole configuration: TestLoadProcessCount
+		}
 		kind, field := "", name
 		for _, k := range kinds.Names() {
 			if f, ok := strings.CutPrefix(name, k+"."); ok && len(k) > len(kind) {
@@ -91,5 +94,61 @@ func TestKindBounds(t *testing.T) {
 		if err := load(t, tt.field, tt.value, base); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s %s: %s: got %v", tt.kind, tt.field, tt.value, err)
 		}
+	}
+}
+
+// The processes a configuration starts are bounded through nesting: each
+// partitions count is within its bound, but partitions of partitions
+// multiply. A million passes; a thousand times that is an error at the
+// field that passes the bound, and so are too many processes in entries
+// that start with the runtime together.
+func TestLoadProcessCount(t *testing.T) {
+	kinds := realKinds()
+	load := func(t *testing.T, limits map[string]int, entries string) error {
+		t.Helper()
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "w.lua"), []byte("return {main = function() end}"), 0o644)
+		yaml := "namespace: app\nentries:\n  - {name: w, kind: process.lua, source: \"file://w.lua\"}\n" + entries
+		os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(yaml), 0o644)
+		_, err := (&registry.Loader{Kinds: kinds, Limits: limits}).Load(dir)
+		return err
+	}
+	const million = `  - {name: p1, kind: supervisor.partition, partitions: 1000, process: w}
+  - {name: p2, kind: supervisor.partition, partitions: 999, process: p1}
+`
+	if err := load(t, nil, million+"  - {name: top, kind: supervisor, lifecycle: {auto_start: true}, children: [{id: a, process: p2}]}\n"); err != nil {
+		t.Fatalf("a million processes: %v", err)
+	}
+	tests := []struct {
+		name    string
+		limits  map[string]int
+		entries string
+		want    []string
+	}{
+		{"partitions of partitions of partitions", nil, million + "  - {name: p3, kind: supervisor.partition, partitions: 1000, process: p2}\n",
+			[]string{"c.yaml:6:71: app:p3: process: starts more than 2000000 processes with its nested children (1000 × app:p2, which starts 1000000)", "--limit processes=N"}},
+		{"a supervisor's child", nil, million + "  - name: top\n    kind: supervisor\n    children:\n      - {id: a, process: p2}\n      - {id: b, process: p2}\n      - {id: c, process: p2}\n",
+			[]string{"app:top: children[1].process: starts more than 2000000 processes"}},
+		{"the limit overridden", map[string]int{"processes": 500}, "  - {name: p1, kind: supervisor.partition, partitions: 1000, process: w}\n",
+			[]string{"app:p1: process: starts more than 500 processes with its nested children (1000 × app:w, which starts 1)"}},
+		{"a pool's upper bound", map[string]int{"processes": 500}, "  - {name: pool, kind: router.pool, routee: w, size: 10, resizer: {upper_bound: 800}}\n",
+			[]string{"app:pool: routee: starts more than 500 processes"}},
+		{"entries that start with the runtime", nil, million +
+			"  - {name: a, kind: supervisor, lifecycle: {auto_start: true}, children: [{id: a, process: p2}]}\n" +
+			"  - {name: b, kind: supervisor, lifecycle: {auto_start: true}, children: [{id: a, process: p2}]}\n",
+			[]string{"lifecycle.auto_start: the entries that start with the runtime start more than 2000000 processes together"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := load(t, tt.limits, tt.entries)
+			for _, w := range tt.want {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Fatalf("got %v\nwant %q", err, w)
+				}
+			}
+			if n := strings.Count(err.Error(), "processes with its nested"); n > 1 {
+				t.Fatalf("reported %d times: %v", n, err)
+			}
+		})
 	}
 }

@@ -127,7 +127,7 @@ func TestBoundsFromDeclarations(t *testing.T) {
 	r := NewRegistry()
 	r.Register(declKind{})
 	b := r.Bounds()
-	if b["test.decl.count"] != 50 || b["test.decl.inner.side"] != 10 || len(b) != 3 {
+	if b["test.decl.count"] != 50 || b["test.decl.inner.side"] != 10 || len(b) != 4 {
 		t.Fatalf("Bounds() = %v", b)
 	}
 }

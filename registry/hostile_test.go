@@ -171,7 +171,7 @@ func TestLoadBounds(t *testing.T) {
 			}
 		})
 	}
-	if b := kinds.Bounds(); b["test.svc.size"] != 100 || b["lifecycle.restart.max_attempts"] != DefaultMaxAttempts || len(b) != 2 {
+	if b := kinds.Bounds(); b["test.svc.size"] != 100 || b["lifecycle.restart.max_attempts"] != DefaultMaxAttempts || b["processes"] != DefaultMaxProcesses || len(b) != 3 {
 		t.Fatalf("Bounds() = %v", b)
 	}
 }

@@ -182,3 +182,47 @@ func (env *Env) EntryLogger(id ID) *slog.Logger {
 type Viewer interface {
 	View() any
 }
+
+// ViewPage selects part of a view that can be large (a pg scope's members):
+// GET /v1 reads it from the query. Zero fields take their defaults.
+type ViewPage struct {
+	// Group shows only the group of this name; "" shows every group.
+	Group string
+	// GroupOffset and GroupLimit select groups, sorted by name.
+	// Default limit: DefaultViewLimit.
+	GroupOffset, GroupLimit int
+	// Offset and Limit select the members of each group shown. Default
+	// limit: DefaultViewLimit.
+	Offset, Limit int
+}
+
+// Bounds of a ViewPage.
+const (
+	DefaultViewLimit = 1000
+	MaxViewLimit     = 100_000
+)
+
+// WithDefaults returns p with its zero limits at DefaultViewLimit and
+// every limit at most MaxViewLimit.
+func (p ViewPage) WithDefaults() ViewPage {
+	fix := func(n int) int {
+		switch {
+		case n <= 0:
+			return DefaultViewLimit
+		case n > MaxViewLimit:
+			return MaxViewLimit
+		}
+		return n
+	}
+	p.GroupLimit, p.Limit = fix(p.GroupLimit), fix(p.Limit)
+	p.GroupOffset, p.Offset = max(p.GroupOffset, 0), max(p.Offset, 0)
+	return p
+}
+
+// PagedViewer is implemented by instances whose view can be too large to
+// answer with at once. View must return the default page
+// (ViewPage{}.WithDefaults()); views cut short say so with "truncated".
+type PagedViewer interface {
+	Viewer
+	ViewPage(p ViewPage) any
+}

@@ -158,6 +158,8 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 	cfg.Order = order(cfg)
 	if len(cfg.Order) != len(cfg.Entries) {
 		ld.checkCycles(cfg)
+	} else {
+		ld.checkProcesses(cfg)
 	}
 	if len(ld.errs) > 0 {
 		return nil, ld.errors()

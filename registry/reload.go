@@ -36,6 +36,7 @@ func (s ReloadSummary) String() string {
 // that failed for a reason that may pass (Transient) or was abandoned with
 // ctx changes nothing either, and is not counted: the caller retries.
 func (rt *Runtime) Reload(ctx context.Context, l *Loader, paths ...string) (*Config, ReloadSummary, error) {
+	defer rt.history.begin()()
 	cfg, err := l.LoadContext(ctx, paths...)
 	if err != nil {
 		if ctx.Err() == nil && !Transient(err) {
@@ -65,6 +66,7 @@ func (rt *Runtime) Reload(ctx context.Context, l *Loader, paths ...string) (*Con
 // hold the old instance; an explicit depends_on alone does not restart
 // the dependent, since processes reach each other by registered name.
 func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error) {
+	defer rt.history.begin()()
 	// When ctx ends first, do returns while the loop may still run the
 	// apply: the summary comes back through a channel that nobody need
 	// read, never through a variable both would touch.

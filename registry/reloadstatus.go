@@ -49,6 +49,38 @@ type reloadHistory struct {
 	keep    int
 	success prometheus.Gauge
 	stamp   prometheus.Gauge
+	// current is the reload under way, if one is.
+	current    atomic.Pointer[ReloadProgress]
+	inProgress prometheus.Gauge
+}
+
+// ReloadProgress describes a reload under way: loading, or applying (a
+// slow start may hold it for up to the entry's start timeout).
+type ReloadProgress struct {
+	Since time.Time `json:"since"`
+}
+
+// ReloadInProgress returns the reload under way, if one is.
+func (rt *Runtime) ReloadInProgress() (ReloadProgress, bool) {
+	if p := rt.history.current.Load(); p != nil {
+		return *p, true
+	}
+	return ReloadProgress{}, false
+}
+
+// begin marks a reload under way and returns what ends it; a reload that
+// begins while another is under way (a second caller) leaves the mark to
+// the first.
+func (h *reloadHistory) begin() (end func()) {
+	p := &ReloadProgress{Since: time.Now()}
+	if !h.current.CompareAndSwap(nil, p) {
+		return func() {}
+	}
+	h.inProgress.Set(1)
+	return func() {
+		h.current.Store(nil)
+		h.inProgress.Set(0)
+	}
 }
 
 func newReloadHistory(reg *prometheus.Registry, keep int) *reloadHistory {
@@ -63,6 +95,10 @@ func newReloadHistory(reg *prometheus.Registry, keep int) *reloadHistory {
 			Help: "When the last reload was attempted, in seconds since the Unix epoch; 0 before the first.",
 		})),
 	}
+	h.inProgress = RegisterCollector(reg, prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "runner_reload_in_progress",
+		Help: "1 while a reload is under way (loading or applying), 0 otherwise.",
+	}))
 	h.success.Set(1)
 	return h
 }

@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 )
 
@@ -124,11 +126,19 @@ type Runtime struct {
 	cancel  context.CancelFunc
 	snap    atomic.Pointer[snapshot]
 	stopped atomic.Bool
+	// halt is closed when Stop begins: starts in progress are abandoned
+	// (see callStart) and the orphans count them until they end.
+	halt     chan struct{}
+	haltOnce sync.Once
+	orphans  sync.WaitGroup
 
 	restarts *prometheus.CounterVec
 	reloads  *prometheus.CounterVec
-	spawned  spawnIndex
-	history  *reloadHistory
+	// A crash loop logs each entry's failures and restarts a few times a
+	// window, then counts them (internal/logging.Limiter).
+	failLogs, restartLogs *logging.Limiter
+	spawned               spawnIndex
+	history               *reloadHistory
 
 	// Owned by the loop.
 	failedHC map[ID]bool          // which entries have a failure health check
@@ -171,7 +181,8 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 	if opts.ReloadHistory <= 0 {
 		opts.ReloadHistory = DefaultReloadHistory
 	}
-	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{}}
+	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{},
+		failLogs: &logging.Limiter{}, restartLogs: &logging.Limiter{}, halt: make(chan struct{})}
 	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{},
 		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
@@ -374,33 +385,20 @@ func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
 	if err != nil {
 		s.set(EntryState{Status: StatusFailed, Err: err, Restarts: prev.Restarts})
 		rt.setFailedCheck(id, err)
-		rt.log.Error("entry failed to start", "entry", string(id), "error", e.Redact(err.Error()))
+		if errors.Is(err, ErrRuntimeStopped) {
+			// Stopping abandoned it (see callStart): not the entry's fault.
+			rt.log.Info("entry not started: the runtime is stopping", "entry", string(id))
+		} else {
+			rt.log.Error("entry failed to start", "entry", string(id), "error", e.Redact(err.Error()))
+		}
 		return fmt.Errorf("start %s: %w", id, err)
 	}
-	// The owner watches before the instance is published, so no one can
-	// reach it (and end it) before its exit would be seen.
-	if ob := rt.owner.Load(); ob != nil {
-		ob.o.Watch(id, inst)
-	}
+	// callStart had the owner watch the instance before it is published,
+	// so no one can reach it (and end it) before its exit would be seen.
 	s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: prev.Restarts})
 	rt.clearFailedCheck(id)
 	rt.log.Debug("entry started", "entry", string(id), "pid", inst.PID().String())
 	return nil
-}
-
-func (rt *Runtime) callStart(ctx context.Context, st Starter, e *Entry) (inst Instance, err error) {
-	ctx, cancel := context.WithTimeout(ctx, rt.env.StartTimeout(e))
-	defer cancel()
-	defer func() {
-		if r := recover(); r != nil {
-			err = fmt.Errorf("kind %s panicked while starting: %v", e.Kind, r)
-		}
-	}()
-	inst, err = st.Start(ctx, rt.env, e)
-	if err == nil && inst == nil {
-		err = fmt.Errorf("kind %s returned no instance", e.Kind)
-	}
-	return inst, err
 }
 
 func (rt *Runtime) setFailedCheck(id ID, err error) {
@@ -488,6 +486,9 @@ func (rt *Runtime) stopInstance(id ID, e *Entry, inst Instance) (err error) {
 // StopTimeout, then ends the runtime: it cannot be started again. ctx
 // bounds the whole shutdown.
 func (rt *Runtime) Stop(ctx context.Context) error {
+	// A start in progress on the loop (a slow reload) is abandoned now,
+	// so that stopping does not wait for it.
+	rt.haltOnce.Do(func() { close(rt.halt) })
 	if rt.stopped.Load() {
 		return nil
 	}
@@ -498,6 +499,7 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	rt.stopped.Store(true)
 	rt.cancel()
 	<-rt.loop.Done()
+	rt.waitOrphans(ctx, rt.opts.StopTimeout)
 	return err
 }
 
@@ -607,8 +609,8 @@ func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit pro
 			next.Status = StatusStarting
 			restart = true
 			if exit.Err == nil {
-				log.Info("entry returned; restarting it")
-			} else {
+				rt.failLogs.Log(rt.log, slog.LevelInfo, "entry", string(id), "entry returned; restarting it", "entry", string(id), "restart", string(typ))
+			} else if rt.failLogs.AllowLog(rt.log, slog.LevelWarn, "entry", string(id), "entry failed") {
 				log.Warn("entry failed", "error", s.entry.Redact(exit.Err.Error()))
 			}
 		case exit.Err == nil:
@@ -676,13 +678,10 @@ func (rt *Runtime) Restart(ctx context.Context, id ID, old process.PID) (Instanc
 			return
 		}
 		rt.restarts.WithLabelValues(string(id)).Inc()
-		if ob := rt.owner.Load(); ob != nil {
-			ob.o.Watch(id, inst)
-		}
 		s.set(EntryState{Status: StatusRunning, Instance: inst, Restarts: cur.Restarts + 1})
 		rt.clearFailedCheck(id)
 		rt.kick()
-		rt.log.Info("entry restarted", "entry", string(id), "pid", inst.PID().String(), "restarts", cur.Restarts+1)
+		rt.restartLogs.Log(rt.log, slog.LevelInfo, "entry", string(id), "entry restarted", "entry", string(id), "pid", inst.PID().String(), "restarts", cur.Restarts+1)
 	})
 	if derr != nil {
 		return nil, derr

@@ -235,32 +235,73 @@ func (w *Watcher) run() {
 	retry.Stop()
 	defer retry.Stop()
 	failures := 0
-	reload := func(cause string) {
+	// One reload runs at a time, on its own goroutine, so that changes
+	// and signals that come meanwhile (a slow start may hold a reload for
+	// its whole start timeout) are still read: they coalesce into one
+	// reload that starts when the running one ends.
+	var (
+		running bool
+		queued  string // the cause of the reload to run next; "" for none
+		results = make(chan reloadOutcome, 1)
+	)
+	start := func(cause string) {
 		retry.Stop()
+		if running {
+			if queued == "" {
+				w.log.Info("a reload is under way; this one follows it", "cause", cause)
+			}
+			// A signal also rereads the environment: it wins over a change.
+			if queued != "signal" {
+				queued = cause
+			}
+			return
+		}
+		if cause == "signal" {
+			w.opts.Loader.ReadEnvironment()
+		}
+		running = true
 		w.rescan = false
-		again := w.reload(cause)
+		go func() { results <- w.reload(cause) }()
+	}
+	finished := func(out reloadOutcome) {
+		running = false
+		if out.track {
+			w.track(out.cfg)
+		}
 		if w.rescan {
 			w.rescan = false
 			pending = true
 			timer.Reset(w.opts.Debounce)
 		}
-		if !again {
+		if out.retry {
+			delay := w.opts.RetryDelay
+			for i := 0; i < failures && delay < w.opts.RetryMaxDelay; i++ {
+				delay *= 2
+			}
+			delay = min(delay, w.opts.RetryMaxDelay)
+			failures++
+			w.log.Warn("reload will be retried", "in", delay, "attempt", failures)
+			retry.Reset(delay)
+		} else {
 			failures = 0
-			return
 		}
-		delay := w.opts.RetryDelay
-		for i := 0; i < failures && delay < w.opts.RetryMaxDelay; i++ {
-			delay *= 2
+		if next := queued; next != "" {
+			queued = ""
+			start(next)
 		}
-		delay = min(delay, w.opts.RetryMaxDelay)
-		failures++
-		w.log.Warn("reload will be retried", "in", delay, "attempt", failures)
-		retry.Reset(delay)
 	}
+	defer func() {
+		// Closing cancels the running reload (see reload); wait for it.
+		if running {
+			<-results
+		}
+	}()
 	for {
 		select {
 		case <-w.done:
 			return
+		case out := <-results:
+			finished(out)
 		case ev, ok := <-events:
 			if !ok {
 				return
@@ -283,23 +324,32 @@ func (w *Watcher) run() {
 		case <-w.trigger:
 			timer.Stop()
 			pending = false
-			w.opts.Loader.ReadEnvironment()
-			reload("signal")
+			start("signal")
 		case <-timer.C:
 			if pending {
 				pending = false
-				reload("change")
+				start("change")
 			}
 		case <-retry.C:
-			reload("retry")
+			start("retry")
 		}
 	}
 }
 
-// reload loads and applies the configuration and logs the outcome. It
-// reports whether the reload failed for a transient reason and should be
-// tried again.
-func (w *Watcher) reload(cause string) (retry bool) {
+// reloadOutcome is how a reload ended, for the watcher's goroutine: the
+// configuration whose files to watch (when track is set), and whether to
+// retry.
+type reloadOutcome struct {
+	cfg   *Config
+	track bool
+	retry bool
+}
+
+// reload loads and applies the configuration and logs the outcome: what
+// to watch from now on, and whether the reload failed for a transient
+// reason and should be tried again. It runs on a goroutine of its own and
+// touches no state of the watcher's.
+func (w *Watcher) reload(cause string) reloadOutcome {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
@@ -313,14 +363,13 @@ func (w *Watcher) reload(cause string) (retry bool) {
 	cfg, sum, err := w.opts.Runtime.Reload(ctx, w.opts.Loader, w.opts.Paths...)
 	if err != nil {
 		if ctx.Err() != nil {
-			return false // closing: the load was abandoned
+			return reloadOutcome{} // closing: the load was abandoned
 		}
 		if Transient(err) {
 			w.log.Error("reload failed for a reason that may pass; nothing changed", "cause", cause, "error", transientText(err))
 			// The directories may have changed meanwhile; watching them
 			// may have failed for the same reason.
-			w.track(w.opts.Runtime.Config())
-			return true
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, retry: true}
 		}
 		var es Errors
 		if errors.As(err, &es) {
@@ -330,19 +379,17 @@ func (w *Watcher) reload(cause string) (retry bool) {
 			}
 			// New directories may exist even though the config is broken:
 			// keep watching them so the fix is seen.
-			w.track(w.opts.Runtime.Config())
-			return false
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true}
 		}
 		w.log.Error("reload failed", "error", err)
-		return false
+		return reloadOutcome{}
 	}
-	w.track(cfg)
 	w.log.Info("reload applied: "+sum.String(), "cause", cause, "took", time.Since(start).Round(time.Microsecond))
 	w.log.Debug("reload details", "added", sum.Added, "updated", sum.Updated, "restarted", sum.Restarted, "removed", sum.Removed, "unchanged", sum.Unchanged)
 	if len(sum.Failed) > 0 {
 		w.log.Warn("reload: some entries did not start", "failed", sum.Failed)
 	}
-	return false
+	return reloadOutcome{cfg: cfg, track: true}
 }
 
 // transientText is the first transient error of a failed load, which

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
 )
 
 // MemNetwork is an in-memory Network for tests, in the manner of
@@ -19,6 +20,7 @@ import (
 // Close stops every goroutine the network started.
 type MemNetwork struct {
 	queueSize int
+	maxFrame  int
 
 	mu     sync.Mutex
 	nodes  map[string]*MemEndpoint
@@ -38,6 +40,9 @@ type MemOptions struct {
 	// QueueSize bounds the frames queued in one direction between two
 	// nodes; a Send past it is ErrQueueFull. Default: 65536.
 	QueueSize int
+	// MaxFrame bounds a frame, as a network over connections does; a
+	// larger one is refused with value.ErrTooLarge. Default: no bound.
+	MaxFrame int
 }
 
 type pairKey struct{ from, to string }
@@ -49,6 +54,7 @@ func NewMemNetwork(opts MemOptions) *MemNetwork {
 	}
 	return &MemNetwork{
 		queueSize: opts.QueueSize,
+		maxFrame:  opts.MaxFrame,
 		nodes:     make(map[string]*MemEndpoint),
 		pairs:     make(map[pairKey]*memPair),
 		cut:       make(map[pairKey]bool),
@@ -174,6 +180,9 @@ func (n *MemNetwork) pairLocked(from, to string) *memPair {
 }
 
 func (n *MemNetwork) send(src *MemEndpoint, to string, frame []byte) error {
+	if n.maxFrame > 0 && len(frame) > n.maxFrame {
+		return fmt.Errorf("node %q: %w: a frame of %d bytes (at most %d)", to, value.ErrTooLarge, len(frame), n.maxFrame)
+	}
 	n.mu.Lock()
 	if n.nodes[src.name] != src {
 		n.mu.Unlock()
@@ -237,6 +246,9 @@ func (e *MemEndpoint) Start(r Receiver) error {
 
 // Send implements Network.
 func (e *MemEndpoint) Send(node string, frame []byte) error { return e.net.send(e, node, frame) }
+
+// MaxFrame implements FrameLimiter: MemOptions.MaxFrame, 0 for no bound.
+func (e *MemEndpoint) MaxFrame() int { return e.net.maxFrame }
 
 // Close implements Network: the node leaves the network (Down).
 func (e *MemEndpoint) Close() error {

@@ -18,6 +18,15 @@ type Network interface {
 	Close() error
 }
 
+// A FrameLimiter is a Network that bounds the frames it carries: the
+// Transport encodes each envelope for it with that budget, so an envelope
+// too large to send fails (value.ErrTooLarge, of kind limit) as soon as
+// its encoding passes the bound, before it is built whole.
+type FrameLimiter interface {
+	// MaxFrame is the largest frame Send accepts, in bytes.
+	MaxFrame() int
+}
+
 // Receiver is what a Network delivers to (a Transport).
 type Receiver interface {
 	// Receive handles one frame from node. Frames from one node arrive in

@@ -1,12 +1,15 @@
 package remote
 
 import (
+	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote/wire"
 	"github.com/proctor-run/proctor/value"
@@ -40,7 +43,9 @@ type Transport struct {
 	log  *slog.Logger
 	opts Options
 
-	pending pendingTable
+	pending  pendingTable
+	limit    logging.Limiter // refused frames are logged at most so often per node
+	maxFrame int             // the network's bound on a frame (FrameLimiter); MaxInt for none
 
 	sent, received, late, refused, undelivered atomic.Uint64
 	closeOnce                                  sync.Once
@@ -64,7 +69,10 @@ func New(node *process.Node, net Network, opts Options) (*Transport, error) {
 	if opts.MaxPending <= 0 {
 		opts.MaxPending = 1 << 20
 	}
-	t := &Transport{node: node, in: node.Inbound(), net: net, log: opts.Logger, opts: opts}
+	t := &Transport{node: node, in: node.Inbound(), net: net, log: opts.Logger, opts: opts, maxFrame: math.MaxInt}
+	if fl, ok := net.(FrameLimiter); ok && fl.MaxFrame() > 0 {
+		t.maxFrame = fl.MaxFrame()
+	}
 	t.pending.init(opts.MaxPending)
 	if err := net.Start(t); err != nil {
 		t.pending.close()
@@ -118,9 +126,11 @@ func (t *Transport) Stats() Stats {
 	}
 }
 
-// send encodes e and hands it to the network for node.
+// send encodes e and hands it to the network for node. An envelope larger
+// than the network's frames fails with value.ErrTooLarge as its encoding
+// passes the bound.
 func (t *Transport) send(node string, e *wire.Envelope) error {
-	frame, err := wire.Encode(make([]byte, 0, 64+len(e.Topic)), e)
+	frame, err := wire.EncodeLimit(make([]byte, 0, 64+len(e.Topic)), e, t.maxFrame)
 	if err != nil {
 		return err
 	}
@@ -237,12 +247,12 @@ func (t *Transport) MonitorExit(from, to process.PID, e process.Exit) {
 }
 
 // exitSignal sends an exit to a remote link or watcher. An exit value that
-// cannot cross a node (it is not a value of the value model) is left out:
-// the exit itself must arrive.
+// cannot cross a node (it is not a value of the value model, or too large
+// for a frame) is left out: the exit itself must arrive.
 func (t *Transport) exitSignal(s wire.Signal, from, to process.PID, x process.Exit) {
 	e := wire.Envelope{Signal: s, From: from, To: to, Payload: x.Value, Err: x.Err}
 	err := t.send(to.Node, &e)
-	if err != nil && x.Value != nil && value.KindOf(err) == value.KindInvalid {
+	if err != nil && x.Value != nil && cannotCross(err) {
 		e.Payload = nil
 		err = t.send(to.Node, &e)
 	}
@@ -251,18 +261,24 @@ func (t *Transport) exitSignal(s wire.Signal, from, to process.PID, x process.Ex
 	}
 }
 
+// cannotCross reports whether err says a value cannot be sent to another
+// node at all: it is not a value of the value model, or it is too large.
+func cannotCross(err error) bool {
+	return value.KindOf(err) == value.KindInvalid || errors.Is(err, value.ErrTooLarge)
+}
+
 // Receive implements Receiver: it decodes frame, checks that it names only
 // processes node may speak for, and delivers it.
 func (t *Transport) Receive(node string, frame []byte) error {
 	e, err := wire.Decode(frame)
 	if err != nil {
 		t.refused.Add(1)
-		t.log.Warn("remote frame refused", "node", node, "error", err)
+		t.limit.Log(t.log, slog.LevelWarn, "node", node, "remote frame refused", "node", node, "error", err)
 		return fmt.Errorf("frame from %s: %w", node, err)
 	}
 	if err := t.check(node, &e); err != nil {
 		t.refused.Add(1)
-		t.log.Warn("remote frame refused", "node", node, "signal", e.Signal.String(), "error", err)
+		t.limit.Log(t.log, slog.LevelWarn, "node", node, "remote frame refused", "node", node, "signal", e.Signal.String(), "error", err)
 		return err
 	}
 	t.received.Add(1)
@@ -408,9 +424,9 @@ func (r *remoteReply) Settle(_ uint64, from process.PID, v any, err error) bool 
 	}
 	e := wire.Envelope{Signal: wire.Reply, From: from, Token: r.token, Payload: v, Err: err}
 	serr := r.t.send(r.peer, &e)
-	if serr != nil && value.KindOf(serr) == value.KindInvalid {
-		// The reply cannot cross (not a value of the value model): the
-		// asker learns why now rather than at its deadline.
+	if serr != nil && cannotCross(serr) {
+		// The reply cannot cross (not a value of the value model, or too
+		// large): the asker learns why now rather than at its deadline.
 		e.Payload, e.Err = nil, fmt.Errorf("reply from %s: %w", from, serr)
 		serr = r.t.send(r.peer, &e)
 	}

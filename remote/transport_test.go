@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"runtime"
 	"testing"
 	"time"
 
@@ -762,5 +763,57 @@ func TestCloseDisconnects(t *testing.T) {
 	}
 	if err := c.nodes["n1"].Send(far.pid, process.Message{}); !errors.Is(err, process.ErrUnreachable) {
 		t.Fatalf("send after close: %v", err)
+	}
+}
+
+// An envelope larger than the network's frames fails at the sender with
+// value.ErrTooLarge (kind limit) as its encoding passes the bound, without
+// building it whole: not a long string, not a table shared at every level
+// (2^40 strings when expanded). An ask leaves nothing pending, a reply too
+// large reaches the asker as that error, and an exit whose value is too
+// large still arrives, without it.
+func TestEnvelopeTooLarge(t *testing.T) {
+	const max = 1 << 20
+	c := &cluster{t: t, net: NewMemNetwork(MemOptions{MaxFrame: max}), nodes: map[string]*process.Node{}, trs: map[string]*Transport{}}
+	t.Cleanup(c.close)
+	c.start("n1")
+	c.start("n2")
+	pr := c.spawnProbe("n2", process.SpawnOptions{})
+	shared := any("0123456789abcdef")
+	for range 40 {
+		shared = []any{shared, shared}
+	}
+	for name, payload := range map[string]any{"long string": string(make([]byte, 2*max)), "shared table": shared} {
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		err := c.nodes["n1"].Send(pr.pid, process.Message{Topic: "big", Payload: payload})
+		runtime.ReadMemStats(&after)
+		if !errors.Is(err, value.ErrTooLarge) || value.KindOf(err) != value.KindLimit {
+			t.Fatalf("%s: send = %v, want value.ErrTooLarge", name, err)
+		}
+		if got := after.TotalAlloc - before.TotalAlloc; got > 8*max {
+			t.Fatalf("%s: the refused send allocated %d bytes", name, got)
+		}
+		_, _, err = c.nodes["n1"].Ask(pr.pid, process.Message{Payload: payload}, 5*time.Second)
+		if !errors.Is(err, value.ErrTooLarge) {
+			t.Fatalf("%s: ask = %v", name, err)
+		}
+	}
+	if n := c.trs["n1"].Stats().Pending; n != 0 {
+		t.Fatalf("%d asks pending after refused asks", n)
+	}
+	big := c.spawn("n2", func(ctx process.Context, m process.Message) {
+		ctx.Reply(&m, string(make([]byte, 2*max)), nil)
+	}, process.SpawnOptions{})
+	start := time.Now()
+	_, _, err := c.nodes["n1"].Ask(big, process.Message{}, 20*time.Second)
+	if !errors.Is(err, value.ErrTooLarge) || time.Since(start) > 10*time.Second {
+		t.Fatalf("ask answered too large = %v after %s", err, time.Since(start))
+	}
+	if err := c.nodes["n1"].Send(pr.pid, process.Message{Payload: "small"}); err != nil {
+		t.Fatalf("an ordinary send after: %v", err)
+	}
+	if m := pr.msg(t); m.Payload != "small" {
+		t.Fatalf("got %+v", m)
 	}
 }

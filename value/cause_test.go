@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 // An error's cause and details cross a process (Copy) and a node (the
@@ -84,5 +86,49 @@ func TestErrorWireFormCompatible(t *testing.T) {
 	// Details that cannot cross are refused where the error is encoded.
 	if _, err := Encode(nil, &Error{Kind: KindInvalid, Message: "m", Details: func() {}}); KindOf(err) != KindInvalid {
 		t.Fatalf("encode func details: %v", err)
+	}
+}
+
+// TestWrapIsBounded: wrapping in a loop grew the message without bound
+// (past the per-string limit) and the chain past what the wire carries.
+// The message is cut at MaxMessageSize, the chain at MaxCauseDepth with
+// its root kept, and the result still crosses a node.
+func TestWrapIsBounded(t *testing.T) {
+	root := NewError(KindNotFound, "no room lobby")
+	e := root
+	ctx := string(bytes.Repeat([]byte("é"), 1000)) // two bytes a rune
+	for i := 0; i < 10_000; i++ {
+		e = Wrap(e, ctx, nil)
+		if len(e.Message) > MaxMessageSize {
+			t.Fatalf("wrap %d: message of %d bytes", i, len(e.Message))
+		}
+	}
+	if !utf8.ValidString(e.Message) || !strings.HasSuffix(e.Message, " bytes cut)") {
+		t.Fatalf("message ends %q", e.Message[len(e.Message)-40:])
+	}
+	depth := 0
+	for c := e; c != nil; c = c.Cause {
+		depth++
+	}
+	if depth != MaxCauseDepth {
+		t.Fatalf("chain of %d, want %d", depth, MaxCauseDepth)
+	}
+	if e.Root() != root || e.Kind != KindNotFound {
+		t.Fatalf("root %+v, kind %s", e.Root(), e.Kind)
+	}
+	b, err := Encode(nil, e)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := Decode(b); err != nil {
+		t.Fatal(err)
+	}
+	// a huge context alone is cut too
+	if w := Wrap(root, strings.Repeat("x", 10<<20), nil); len(w.Message) > MaxMessageSize || w.Cause != root {
+		t.Fatalf("message of %d bytes", len(w.Message))
+	}
+	// short chains are untouched
+	if w := Wrap(Wrap(root, "a", nil), "b", nil); w.Message != "b: a: no room lobby" || w.Cause.Cause != root {
+		t.Fatalf("Wrap = %+v", w)
 	}
 }

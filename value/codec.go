@@ -28,23 +28,96 @@ const (
 	tagErrorX // an error with a cause or details
 )
 
+// ErrTooLarge: a value whose encoding passes the size limit the caller
+// gave (EncodeLimit). The encoder stops at the limit, so a value too large
+// to send never costs more memory than the limit.
+var ErrTooLarge = Sentinel("value.too_large", KindLimit, "encoded value too large")
+
 // Encode appends the wire form of v to buf. v must be a valid Value;
 // anything else is an invalid error (as Copy would report it).
 func Encode(buf []byte, v any) ([]byte, error) {
-	e := encoder{buf: buf}
-	if err := e.value(v, 0, "value"); err != nil {
+	return EncodeLimit(buf, v, math.MaxInt)
+}
+
+// EncodeLimit is Encode with a budget: once buf would hold more than limit
+// bytes (what it held before included), encoding stops with an error
+// wrapping ErrTooLarge. A table shared many times within v counts each
+// time it is encoded, so a value that expands stops at the limit too.
+// On any error buf is returned unchanged in length; the bytes past it may
+// have been written.
+func EncodeLimit(buf []byte, v any, limit int) ([]byte, error) {
+	e := encoder{buf: buf, limit: limit}
+	if len(buf) > limit {
+		return buf, e.tooLarge(len(buf))
+	}
+	if err := e.value(v, 0); err != nil {
 		return buf, err
 	}
 	return e.buf, nil
 }
 
-type encoder struct{ buf []byte }
+type encoder struct {
+	buf   []byte
+	limit int
+	// at is where the encoder is within the value, made into a string
+	// only for an error message.
+	at    [MaxDepth + 2]step
+	depth int
+}
+
+// step is one step of the path to a value within the value encoded.
+type step struct {
+	name   string // a string key, or a named part of an error (cause, errors)
+	key    any    // a key of another type
+	index  int    // an array index (1-based)
+	isName bool   // name is set (a key may be "")
+}
+
+// push and pop follow the encoder down and up the value; it goes no
+// deeper than MaxDepth+1 before it fails.
+func (e *encoder) push(st step) { e.at[e.depth] = st; e.depth++ }
+func (e *encoder) pop()         { e.depth-- }
+
+// path returns where the encoder is, as "value.a[2].b".
+func (e *encoder) path() string {
+	s := "value"
+	for _, st := range e.at[:e.depth] {
+		switch {
+		case st.isName && st.index > 0:
+			s = fmt.Sprintf("%s.%s[%d]", s, st.name, st.index)
+		case st.isName:
+			s += "." + st.name
+		case st.key != nil:
+			s = fmt.Sprintf("%s[%v]", s, st.key)
+		default:
+			s = fmt.Sprintf("%s[%d]", s, st.index)
+		}
+	}
+	return s
+}
+
+func (e *encoder) tooLarge(n int) error {
+	return fmt.Errorf("%w: more than %d bytes (at least %d)", ErrTooLarge, e.limit, n)
+}
+
+// fits fails when n more bytes would pass the limit; it is checked before
+// a string is copied, so a long string is refused before it is.
+func (e *encoder) fits(n int) error {
+	if n > e.limit-len(e.buf) {
+		return e.tooLarge(len(e.buf) + n)
+	}
+	return nil
+}
 
 func (e *encoder) uvarint(n uint64) { e.buf = binary.AppendUvarint(e.buf, n) }
 
-func (e *encoder) str(s string) {
+func (e *encoder) str(s string) error {
+	if err := e.fits(len(s) + binary.MaxVarintLen64); err != nil {
+		return err
+	}
 	e.uvarint(uint64(len(s)))
 	e.buf = append(e.buf, s...)
+	return nil
 }
 
 func (e *encoder) number(f float64) {
@@ -52,9 +125,15 @@ func (e *encoder) number(f float64) {
 	e.buf = binary.LittleEndian.AppendUint64(e.buf, math.Float64bits(f))
 }
 
-func (e *encoder) value(v any, depth int, path string) error {
+// value encodes v. Every value costs at least one byte, and each is
+// checked against the limit before it is written, so neither a long
+// string nor a table expanding through sharing gets far past it.
+func (e *encoder) value(v any, depth int) error {
 	if depth > MaxDepth {
-		return NewError(KindInvalid, "%s: nested deeper than %d levels", path, MaxDepth)
+		return NewError(KindInvalid, "%s: nested deeper than %d levels", e.path(), MaxDepth)
+	}
+	if err := e.fits(1 + 8); err != nil {
+		return err
 	}
 	switch x := v.(type) {
 	case nil:
@@ -67,7 +146,7 @@ func (e *encoder) value(v any, depth int, path string) error {
 		}
 	case string:
 		e.buf = append(e.buf, tagString)
-		e.str(x)
+		return e.str(x)
 	case float64:
 		e.number(x)
 	case float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64:
@@ -78,12 +157,15 @@ func (e *encoder) value(v any, depth int, path string) error {
 			e.buf = append(e.buf, tagNil)
 			return nil
 		}
-		return e.err(x, depth, path)
+		return e.err(x, depth)
 	case []any:
 		e.buf = append(e.buf, tagArray)
 		e.uvarint(uint64(len(x)))
 		for i, el := range x {
-			if err := e.value(el, depth+1, fmt.Sprintf("%s[%d]", path, i+1)); err != nil {
+			e.push(step{index: i + 1})
+			err := e.value(el, depth+1)
+			e.pop()
+			if err != nil {
 				return err
 			}
 		}
@@ -91,8 +173,13 @@ func (e *encoder) value(v any, depth int, path string) error {
 		e.buf = append(e.buf, tagMap)
 		e.uvarint(uint64(len(x)))
 		for k, el := range x {
-			e.str(k)
-			if err := e.value(el, depth+1, path+"."+k); err != nil {
+			if err := e.str(k); err != nil {
+				return err
+			}
+			e.push(step{name: k, isName: true})
+			err := e.value(el, depth+1)
+			e.pop()
+			if err != nil {
 				return err
 			}
 		}
@@ -100,27 +187,44 @@ func (e *encoder) value(v any, depth int, path string) error {
 		e.buf = append(e.buf, tagMixMap)
 		e.uvarint(uint64(len(x)))
 		for k, el := range x {
-			var c copier
-			ck, err := c.key(k, path)
+			var ck any
+			switch kk := k.(type) {
+			case string, bool:
+				ck = kk
+			case float64:
+				if math.IsNaN(kk) {
+					return NewError(KindInvalid, "%s: NaN is not a valid table key", e.path())
+				}
+				ck = kk
+			case int:
+				ck = float64(kk)
+			case int64:
+				ck = float64(kk)
+			default:
+				return NewError(KindInvalid, "%s: a %T cannot be a table key", e.path(), k)
+			}
+			if err := e.value(ck, depth+1); err != nil {
+				return err
+			}
+			e.push(step{key: k})
+			err := e.value(el, depth+1)
+			e.pop()
 			if err != nil {
-				return err
-			}
-			if err := e.value(ck, depth+1, path); err != nil {
-				return err
-			}
-			if err := e.value(el, depth+1, fmt.Sprintf("%s[%v]", path, k)); err != nil {
 				return err
 			}
 		}
 	default:
-		return NewError(KindInvalid, "%s: a %T cannot cross a process boundary", path, v)
+		return NewError(KindInvalid, "%s: a %T cannot cross a process boundary", e.path(), v)
 	}
 	return nil
 }
 
-func (e *encoder) err(x *Error, depth int, path string) error {
+func (e *encoder) err(x *Error, depth int) error {
 	if depth > MaxDepth {
-		return NewError(KindInvalid, "%s: nested deeper than %d levels", path, MaxDepth)
+		return NewError(KindInvalid, "%s: nested deeper than %d levels", e.path(), MaxDepth)
+	}
+	if err := e.fits(1 + 3*binary.MaxVarintLen64 + len(x.Kind) + len(x.Message) + len(x.Code)); err != nil {
+		return err
 	}
 	ext := x.Cause != nil || x.Details != nil
 	if ext {
@@ -128,9 +232,9 @@ func (e *encoder) err(x *Error, depth int, path string) error {
 	} else {
 		e.buf = append(e.buf, tagError)
 	}
-	e.str(string(x.Kind))
-	e.str(x.Message)
-	e.str(x.Code)
+	_ = e.str(string(x.Kind))
+	_ = e.str(x.Message)
+	_ = e.str(x.Code)
 	if x.Errors == nil {
 		e.uvarint(0)
 	} else {
@@ -141,7 +245,10 @@ func (e *encoder) err(x *Error, depth int, path string) error {
 			if m == nil {
 				m = &Error{Kind: KindInternal}
 			}
-			if err := e.err(m, depth+1, fmt.Sprintf("%s.errors[%d]", path, i+1)); err != nil {
+			e.push(step{name: "errors", isName: true, index: i + 1})
+			err := e.err(m, depth+1)
+			e.pop()
+			if err != nil {
 				return err
 			}
 		}
@@ -149,12 +256,22 @@ func (e *encoder) err(x *Error, depth int, path string) error {
 	if !ext {
 		return nil
 	}
-	if x.Cause == nil {
-		e.buf = append(e.buf, tagNil)
-	} else if err := e.err(x.Cause, depth+1, path+".cause"); err != nil {
+	if err := e.fits(1); err != nil {
 		return err
 	}
-	return e.value(x.Details, depth+1, path+".details")
+	if x.Cause == nil {
+		e.buf = append(e.buf, tagNil)
+	} else {
+		e.push(step{name: "cause", isName: true})
+		err := e.err(x.Cause, depth+1)
+		e.pop()
+		if err != nil {
+			return err
+		}
+	}
+	e.push(step{name: "details", isName: true})
+	defer e.pop()
+	return e.value(x.Details, depth+1)
 }
 
 // Decode reads one value from the front of b and returns it with the rest

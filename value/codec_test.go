@@ -1,7 +1,10 @@
 package value
 
 import (
+	"errors"
 	"reflect"
+	"runtime"
+	"strings"
 	"testing"
 )
 
@@ -115,4 +118,74 @@ func sameValue(a, b any) bool {
 		return true
 	}
 	return reflect.DeepEqual(a, b)
+}
+
+// Encoding with a budget stops at the limit: a long string is refused
+// before it is copied, and a table shared at every level (which expands
+// to 2^40 strings) fails at the limit instead of expanding.
+func TestEncodeLimit(t *testing.T) {
+	shared := any("0123456789abcdef")
+	for range 40 {
+		shared = []any{shared, shared}
+	}
+	const limit = 1 << 20
+	tests := []struct {
+		name string
+		v    any
+		ok   bool
+	}{
+		{"small", map[string]any{"a": 1.0, "b": "x"}, true},
+		{"just fits", string(make([]byte, limit-16)), true},
+		{"long string", string(make([]byte, 64<<20)), false},
+		{"long key", map[string]any{string(make([]byte, 2*limit)): true}, false},
+		{"shared table", shared, false},
+		{"many elements", make([]any, 2*limit), false},
+		{"error message", &Error{Kind: KindInternal, Message: string(make([]byte, 2*limit))}, false},
+		{"error details", &Error{Kind: KindInternal, Details: shared}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			prefix := []byte("head")
+			b, err := EncodeLimit(prefix, tt.v, limit)
+			runtime.ReadMemStats(&after)
+			if tt.ok {
+				if err != nil || len(b) > limit {
+					t.Fatalf("encode: %d bytes, %v", len(b), err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrTooLarge) || KindOf(err) != KindLimit {
+				t.Fatalf("err = %v, want ErrTooLarge of kind limit", err)
+			}
+			if string(b) != "head" {
+				t.Fatalf("buf after a failure = %q", b)
+			}
+			if got := after.TotalAlloc - before.TotalAlloc; got > 8*limit {
+				t.Fatalf("a refused encode allocated %d bytes (limit %d)", got, limit)
+			}
+		})
+	}
+	if _, err := Encode(nil, string(make([]byte, 2*limit))); err != nil {
+		t.Fatalf("Encode has no limit: %v", err)
+	}
+}
+
+// Errors still name where in the value the offending part is.
+func TestEncodePaths(t *testing.T) {
+	tests := []struct {
+		v    any
+		want string
+	}{
+		{map[string]any{"a": []any{1.0, map[string]any{"f": func() {}}}}, "value.a[2].f: a func() cannot cross"},
+		{map[any]any{1.0: map[any]any{true: make(chan int)}}, "value[1][true]: a chan int cannot cross"},
+		{&Error{Kind: KindInternal, Cause: &Error{Kind: KindInternal, Details: []any{func() {}}}}, "value.cause.details[1]: a func() cannot cross"},
+	}
+	for _, tt := range tests {
+		_, err := Encode(nil, tt.v)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Encode(%#v) = %v, want %q", tt.v, err, tt.want)
+		}
+	}
 }

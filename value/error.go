@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // Kind classifies an error so callers can branch on it without parsing
@@ -115,19 +116,72 @@ func FromError(err error) *Error {
 	return &Error{Kind: KindOf(err), Message: err.Error()}
 }
 
+// Limits of Wrap: wrapping in a loop made ever longer messages (each
+// holding the last, and each kept as the next one's cause: quadratic
+// memory), past any per-string limit and past the depth an error may have
+// on the wire.
+const (
+	// MaxMessageSize is the longest message Wrap makes: 64 KiB. What is
+	// longer loses its end, with a note of how much was cut.
+	MaxMessageSize = 64 << 10
+	// MaxCauseDepth is the longest chain of causes Wrap makes, the error
+	// itself included: 32. Past it, the causes in the middle of the chain
+	// are dropped; the outermost ones and the root are kept.
+	MaxCauseDepth = 32
+)
+
 // Wrap returns an error of cause's kind whose message is context, then
 // cause's message, with cause kept as its Cause: Go's fmt.Errorf("%s: %w")
 // for error values, which keeps what was wrapped reachable after it
-// crossed a process or a node. details may be nil.
+// crossed a process or a node. details may be nil. The message is cut at
+// MaxMessageSize and the chain at MaxCauseDepth.
 func Wrap(cause *Error, context string, details any) *Error {
 	if cause == nil {
 		return nil
 	}
-	msg := context
+	msg := clipMessage(context, MaxMessageSize)
 	if cause.Message != "" {
-		msg = context + ": " + cause.Message
+		msg += ": " + clipMessage(cause.Message, MaxMessageSize)
 	}
-	return &Error{Kind: cause.Kind, Message: msg, Cause: cause, Details: details}
+	return &Error{Kind: cause.Kind, Message: clipMessage(msg, MaxMessageSize), Cause: trimChain(cause, MaxCauseDepth-1), Details: details}
+}
+
+// clipMessage returns s cut to at most n bytes, on a UTF-8 boundary, with
+// a note of the bytes cut.
+func clipMessage(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	note := fmt.Sprintf("... (%d bytes cut)", len(s)-n)
+	end := max(n-len(note)-3, 0) // -3: the note may grow a digit or two
+	for end > 0 && !utf8.RuneStart(s[end]) {
+		end--
+	}
+	return s[:end] + fmt.Sprintf("... (%d bytes cut)", len(s)-end)
+}
+
+// trimChain returns e, or when its chain of causes is longer than n a copy
+// of its first n-1 links followed by its root.
+func trimChain(e *Error, n int) *Error {
+	depth := 0
+	for c := e; c != nil; c = c.Cause {
+		if depth++; depth > n {
+			break
+		}
+	}
+	if depth <= n {
+		return e
+	}
+	root := e.Root()
+	head := *e
+	last := &head
+	for i := 1; i < n-1; i++ {
+		next := *last.Cause
+		last.Cause = &next
+		last = &next
+	}
+	last.Cause = root
+	return &head
 }
 
 // Root returns the innermost cause of e (e itself when it has none).

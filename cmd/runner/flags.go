@@ -12,7 +12,17 @@ import (
 
 	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/internal/logging"
+	"github.com/proctor-run/proctor/process"
 )
+
+// nodeMaxProcesses is process.Options.MaxProcesses for --max-processes n,
+// whose 0 means no limit.
+func nodeMaxProcesses(n int) int {
+	if n == 0 {
+		return -1
+	}
+	return n
+}
 
 // runFlags are the options of `runner run`.
 type runFlags struct {
@@ -26,6 +36,7 @@ type runFlags struct {
 	logLevel slog.Level
 	cluster  clusterConfig
 	memLimit memoryLimit
+	maxProcs int // --max-processes; 0: no limit
 	load     *loadFlags
 	ops      *opsFlags
 }
@@ -71,7 +82,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	f := &runFlags{}
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&f.mainID, "main", "", "after start-up, spawn this process.lua `ENTRY` (an ID, or a name only one namespace has) with the arguments after --, and exit when it returns: 0, or 1 with its error printed when it raises")
+	fs.StringVar(&f.mainID, "main", "", "after start-up, spawn this process.lua `ENTRY` (an ID, or a name only one namespace has) with the arguments after --, and exit when it returns: 0, or 1 with its error printed when it raises or returns nil, err")
 	fs.BoolVar(&f.noWatch, "no-watch", false, "disable hot reload")
 	fs.StringVar(&f.node, "node", "", "node `NAME` (default: host name)")
 	fs.StringVar(&f.http, "http", "", "serve /metrics, /healthz, /readyz and /v1 on `ADDR` (host:port)")
@@ -82,6 +93,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	logFmt := fs.String("log-format", "", "log `FORMAT`: text or json (default: text on a terminal, json otherwise)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	fs.Var(&f.memLimit, "memory-limit", "the Go runtime's soft memory limit, a `SIZE` such as 2GiB or off (default: GOMEMLIMIT)")
+	fs.IntVar(&f.maxProcs, "max-processes", process.DefaultMaxProcesses, "the most live processes the node holds; a spawn past it fails with a limit error (0: no limit)")
 	f.load = addLoadFlags(fs)
 	f.ops = addOpsFlags(fs)
 	fs.Usage = func() {
@@ -125,6 +137,9 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 			}
 			f.cluster.Join = append(f.cluster.Join, a)
 		}
+	}
+	if f.maxProcs < 0 {
+		return nil, fmt.Errorf("--max-processes %d: must be 0 (no limit) or more", f.maxProcs)
 	}
 	if err := f.cluster.validate(); err != nil {
 		return nil, err

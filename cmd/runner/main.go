@@ -220,7 +220,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	observe.RegisterStandardCollectors(metrics)
 	observe.RegisterBuildInfo(metrics, buildVersion())
 	a.dead = observe.NewDeadLetters(observe.DeadLetterOptions{Keep: f.ops.keep(), Metrics: metrics, Logger: log})
-	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: a.dead})
+	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: a.dead, MaxProcesses: nodeMaxProcesses(f.maxProcs)})
 	if f.cluster.enabled() {
 		a.cluster, err = cluster.Start(cluster.Options{
 			Node: a.node, Bind: f.cluster.Bind, TransportBind: f.cluster.TransportBind,
@@ -251,6 +251,10 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		}
 	}
 	health := observe.NewHealth()
+	if a.cluster != nil {
+		// Another live member with this node's name, seen after the start.
+		health.SetCheck("cluster", a.cluster.Err)
+	}
 	a.rt = registry.NewRuntime(registry.RuntimeOptions{Node: a.node, Kinds: kinds, Logger: log, Metrics: metrics, Health: health})
 	a.root, err = supervisor.StartRoot(supervisor.RootOptions{Node: a.node, Runtime: a.rt, Logger: log})
 	if err != nil {

@@ -7,6 +7,8 @@ import (
 	"os/exec"
 	"strings"
 	"testing"
+
+	"github.com/proctor-run/proctor/process"
 )
 
 func TestParseMemoryLimit(t *testing.T) {
@@ -77,5 +79,29 @@ func TestMemoryLimitTakesEffect(t *testing.T) {
 				t.Fatalf("no %s in:\n%s", tc.want, out)
 			}
 		})
+	}
+}
+
+// TestMaxProcessesFlag: --max-processes reaches the node's options; 0 is
+// no limit, a negative number an error.
+func TestMaxProcessesFlag(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want int // process.Options.MaxProcesses
+	}{
+		{nil, process.DefaultMaxProcesses},
+		{[]string{"--max-processes", "1000"}, 1000},
+		{[]string{"--max-processes", "0"}, -1},
+	} {
+		f, err := parseRun(append(tc.args, "c.yaml"), io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := nodeMaxProcesses(f.maxProcs); got != tc.want {
+			t.Errorf("%v: MaxProcesses %d, want %d", tc.args, got, tc.want)
+		}
+	}
+	if _, err := parseRun([]string{"--max-processes", "-1"}, io.Discard); err == nil || !strings.Contains(err.Error(), "max-processes") {
+		t.Fatalf("a negative limit: %v", err)
 	}
 }

@@ -249,12 +249,16 @@ func printTrees(w io.Writer, raw []byte) error {
 			continue
 		}
 		fmt.Fprintf(w, "%s  %s %s  %s  %s\n", s.ID, v.Kind, v.Strategy, v.PID, v.Status)
-		printChildren(w, v.Children, "")
+		printChildren(w, v, "")
 	}
 	return nil
 }
 
-func printChildren(w io.Writer, kids []supervisor.ChildView, indent string) {
+func printChildren(w io.Writer, v *supervisor.TreeView, indent string) {
+	kids := v.Children
+	if more := v.ChildrenTotal - len(kids); v.Truncated && more > 0 {
+		defer fmt.Fprintf(w, "%s└─ … %d more children\n", indent, more)
+	}
 	for i, c := range kids {
 		branch, next := "├─ ", "│  "
 		if i == len(kids)-1 {
@@ -271,7 +275,7 @@ func printChildren(w io.Writer, kids []supervisor.ChildView, indent string) {
 		fmt.Fprintln(w, line)
 		switch {
 		case c.Tree != nil:
-			printChildren(w, c.Tree.Children, indent+next)
+			printChildren(w, c.Tree, indent+next)
 		case c.Truncated:
 			fmt.Fprintf(w, "%s%s…\n", indent, next)
 		}

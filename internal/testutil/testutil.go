@@ -1,10 +1,12 @@
 // Package testutil holds the helpers every package's tests share: polling
 // for a condition with a generous deadline (never sleep-and-hope), a log
-// sink that concurrent writers may share, and the -soak flag.
+// sink that concurrent writers may share, and the -soak and -lua-million
+// flags.
 //
 // Every package with tests imports it (a blank import will do), so that
 // `go test ./... -run Soak -soak 2m` is understood by every test binary:
-// one that did not define -soak would fail on it.
+// one that did not define -soak would fail on it. The same holds for
+// -lua-million.
 package testutil
 
 import (
@@ -19,6 +21,12 @@ var soak = flag.Duration("soak", 0, "run the opt-in soak tests for this long (go
 
 // Soak returns the -soak duration; 0 (the default) means soak tests skip.
 func Soak() time.Duration { return *soak }
+
+var luaMillion = flag.Bool("lua-million", false, "run the opt-in benchmark that spawns a million idle Lua processes (go test ./lua -run '^$' -bench LuaMillion -lua-million); it needs about 12 GB")
+
+// LuaMillion reports whether -lua-million asks for the million-process
+// benchmark; it skips otherwise.
+func LuaMillion() bool { return *luaMillion }
 
 // Deadline is how long Eventually waits: generous, since the machines that
 // run the tests are small and busy.

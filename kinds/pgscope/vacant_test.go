@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // cells counts the cells in the published index, vacant ones included.
@@ -44,8 +45,11 @@ func TestVacantGroups(t *testing.T) {
 	if m := h.s.LocalMembers(); len(m) != 0 {
 		t.Fatalf("emptied group in LocalMembers: %v", m)
 	}
-	if v := h.s.View().(ScopeView); len(v.Groups) != 0 {
+	if v := h.s.View().(ScopeView); len(v.Groups) != 0 || v.GroupsTotal != 0 {
 		t.Fatalf("emptied group in the view: %v", v.Groups)
+	}
+	if v := h.s.ViewPage(registry.ViewPage{Group: "g"}).(ScopeView); len(v.Groups) != 0 || v.GroupsTotal != 0 {
+		t.Fatalf("emptied group in its page: %v", v.Groups)
 	}
 	if _, snap, err := h.s.Events(process.PID{}); err != nil || len(snap) != 0 {
 		t.Fatalf("events snapshot = %v, %v", snap, err)

@@ -1,6 +1,10 @@
 package pgscope
 
-import "sort"
+import (
+	"sort"
+
+	"github.com/proctor-run/proctor/registry"
+)
 
 // GroupView is one group in the scope's JSON view.
 type GroupView struct {
@@ -10,6 +14,10 @@ type GroupView struct {
 	// Nodes counts the members of each node (every join), this node's
 	// included.
 	Nodes map[string]int `json:"nodes"`
+	// Total counts the members; Truncated says that Members holds only
+	// the page asked for (registry.ViewPage).
+	Total     int  `json:"total"`
+	Truncated bool `json:"truncated,omitempty"`
 }
 
 // ScopeView is what GET /v1 shows of a scope.
@@ -18,7 +26,11 @@ type ScopeView struct {
 	PID     string      `json:"pid"`
 	Running bool        `json:"running"`
 	Groups  []GroupView `json:"groups"`
-	Limits  LimitsView  `json:"limits"`
+	// GroupsTotal counts the scope's groups (the one asked for, when a
+	// page names one); Truncated says that Groups holds only a page.
+	GroupsTotal int        `json:"groups_total"`
+	Truncated   bool       `json:"truncated,omitempty"`
+	Limits      LimitsView `json:"limits"`
 	// Events counts the membership events (member.joined, member.left)
 	// the scope has raised, local and remote, whether or not anyone
 	// listened: its rate is the scope's churn.
@@ -41,8 +53,14 @@ type LimitsView struct {
 }
 
 // View implements registry.Viewer from the published index; it never waits
-// on the loop.
-func (s *Scope) View() any {
+// on the loop. It shows the default page: a scope of a million members
+// would otherwise answer with hundreds of megabytes.
+func (s *Scope) View() any { return s.ViewPage(registry.ViewPage{}) }
+
+// ViewPage implements registry.PagedViewer: the groups and members p
+// selects, with their totals. Only the members shown are copied.
+func (s *Scope) ViewPage(p registry.ViewPage) any {
+	p = p.WithDefaults()
 	sp := s.spec.Load()
 	out := ScopeView{
 		ID:      string(s.id),
@@ -60,19 +78,48 @@ func (s *Scope) View() any {
 			QueueDepth:         s.loop.Len(),
 		},
 	}
-	s.root.Load().eachGroup(func(name string, v *groupView) {
-		g := GroupView{Name: name, Members: make([]string, len(v.all)), Local: len(v.local), Nodes: map[string]int{}}
-		for i, p := range v.all {
-			g.Members[i] = p.String()
-			g.Nodes[p.Node]++
+	type named struct {
+		name string
+		v    *groupView
+	}
+	var views []named
+	if p.Group != "" {
+		if v := s.root.Load().get(hashGroup(p.Group), p.Group).view(); v != nil {
+			views = append(views, named{p.Group, v})
+		}
+	} else {
+		s.root.Load().eachGroup(func(name string, v *groupView) { views = append(views, named{name, v}) })
+	}
+	sort.Slice(views, func(i, j int) bool { return views[i].name < views[j].name })
+	out.GroupsTotal = len(views)
+	views, out.Truncated = page(views, p.GroupOffset, p.GroupLimit)
+	for _, e := range views {
+		v := e.v
+		g := GroupView{Name: e.name, Local: len(v.local), Nodes: map[string]int{}, Total: len(v.all)}
+		for _, m := range v.all {
+			g.Nodes[m.Node]++
+		}
+		shown, cut := page(v.all, p.Offset, p.Limit)
+		g.Truncated = cut
+		g.Members = make([]string, len(shown))
+		for i, m := range shown {
+			g.Members[i] = m.String()
 		}
 		out.Groups = append(out.Groups, g)
-	})
+	}
 	if d := s.peering(); d != nil {
 		out.Peers = d.View()
 	}
-	sort.Slice(out.Groups, func(i, j int) bool { return out.Groups[i].Name < out.Groups[j].Name })
 	return out
+}
+
+// page returns the limit elements of list from offset, and whether that
+// leaves any out.
+func page[T any](list []T, offset, limit int) ([]T, bool) {
+	n := len(list)
+	from := min(offset, n)
+	to := min(from+limit, n)
+	return list[from:to], from > 0 || to < n
 }
 
 // EventCount returns how many membership events the scope has raised

@@ -123,3 +123,19 @@ var (
 	_ Router = (*Pool)(nil)
 	_ Router = (*Group)(nil)
 )
+
+var _ registry.Spawner = Kind{}
+
+// Spawns implements registry.Spawner: the most routees the pool runs, its
+// size or its resizer's upper bound.
+func (Kind) Spawns(spec any) []registry.Spawn {
+	s, ok := spec.(*Spec)
+	if !ok || s == nil || s.Routee == "" {
+		return nil
+	}
+	n := s.Size
+	if s.Resizer != nil {
+		n = max(n, s.Resizer.UpperBound)
+	}
+	return []registry.Spawn{{Field: fRoutee.Name, To: s.Routee, Count: n}}
+}

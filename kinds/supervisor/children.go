@@ -35,6 +35,7 @@ type child struct {
 	status   Status
 	restarts int
 	lastExit string // how its last process ended; "" before the first exit
+	startErr error  // why its last restart failed to start, until one succeeds
 	digest   string // the child entry's digest when it was spawned
 	declared bool   // from the entry's children (not started at run time)
 	slot     *childSlot

@@ -77,3 +77,27 @@ func (k *SupervisorKind) Spawn(env *registry.Env, e *registry.Entry, opts regist
 	}
 	return s.pid, nil
 }
+
+var _ registry.Spawner = (*SupervisorKind)(nil)
+
+// Spawns implements registry.Spawner: a partition's workers, or each
+// declared child (a dynamic supervisor's later children are a script's).
+func (k *SupervisorKind) Spawns(spec any) []registry.Spawn {
+	s, ok := spec.(*Spec)
+	if !ok || s == nil {
+		return nil
+	}
+	if s.Kind == KindPartition {
+		if s.Worker.Process == "" {
+			return nil
+		}
+		return []registry.Spawn{{Field: fChildProcess.Name, To: s.Worker.Process, Count: s.Partitions}}
+	}
+	out := make([]registry.Spawn, 0, len(s.Children))
+	for i, c := range s.Children {
+		if c.Process != "" {
+			out = append(out, registry.Spawn{Field: fmt.Sprintf("%s[%d].%s", fChildren.Name, i, fChildProcess.Name), To: c.Process, Count: 1})
+		}
+	}
+	return out
+}

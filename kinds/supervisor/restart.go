@@ -139,10 +139,13 @@ func (s *Supervisor) startInOrder(cs []*child) {
 		c.restarts++ // shown by spawnChild's publication
 		if err := s.spawnChild(c); err != nil {
 			c.restarts--
-			s.log.Error("child restart failed", "child", c.spec.ID, "error", err)
+			c.startErr = err
+			c.lastExit = "start failed: " + s.redact(c, err.Error())
+			s.log.Error("child restart failed", "child", c.spec.ID, "error", s.redact(c, err.Error()))
 			s.retry = true
 			return
 		}
+		c.startErr = nil
 		s.met.restarts.WithLabelValues(string(s.id), c.spec.ID).Inc()
 	}
 }
@@ -161,8 +164,9 @@ func (s *Supervisor) retryRestarts() error {
 		return nil // terminated or removed meanwhile
 	}
 	if !s.addRestart() {
-		return s.escalate(fmt.Errorf("supervisor %s: %w: more than %d restarts within %s; child %q could not be restarted",
-			s.id, ErrIntensity, s.spec.MaxRestarts, s.spec.RestartWindow, cs[0].spec.ID))
+		// The start's own error says why, not just that it failed.
+		return s.escalate(fmt.Errorf("supervisor %s: %w: more than %d restarts within %s; child %q could not be restarted: %w",
+			s.id, ErrIntensity, s.spec.MaxRestarts, s.spec.RestartWindow, cs[0].spec.ID, cs[0].startErr))
 	}
 	s.startInOrder(cs)
 	return nil

@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -48,10 +49,16 @@ type RootOptions struct {
 // supervisor it never escalates: there is nobody above it, and one broken
 // entry must not take the others down.
 //
-// An instance that stays up for at least max_delay counts as recovered: its
-// attempt count and delay start over.
+// An instance that stays up for at least max_delay, and at least
+// MinRecovery, counts as recovered: its attempt count and delay start
+// over. (With max_delay alone, a max_delay of a millisecond made every
+// crash a recovery, and max_attempts was never reached.) Every delay is at
+// least MinRestartDelay, so a zero backoff cannot spin. The restart lines
+// of an entry are rate-limited (see internal/logging.Limiter): a crash loop does
+// not flood the log.
 type Root struct {
 	node   *process.Node
+	logs   *logging.Limiter
 	rt     RootRuntime
 	log    *slog.Logger
 	jitter func() float64
@@ -75,7 +82,7 @@ func StartRoot(opts RootOptions) (*Root, error) {
 	if opts.Node == nil || opts.Runtime == nil {
 		return nil, errors.New("root supervisor: Node and Runtime are required")
 	}
-	r := &Root{node: opts.Node, rt: opts.Runtime, log: opts.Logger, jitter: opts.Jitter}
+	r := &Root{node: opts.Node, rt: opts.Runtime, log: opts.Logger, jitter: opts.Jitter, logs: &logging.Limiter{}}
 	if r.log == nil {
 		r.log = slog.Default()
 	}
@@ -251,6 +258,12 @@ func (s *rootState) event(e process.Event) {
 		return
 	}
 	delete(s.byPID, e.From)
+	if errors.Is(e.Exit.Err, process.ErrNoProcess) {
+		// The instance was gone before its monitor was in place: its
+		// own exit is lost to the root, so say what happened rather
+		// than a bare "no such process".
+		e.Exit.Err = fmt.Errorf("its process %s exited as soon as it started, before the root supervisor could monitor it (its crash report, if any, has the error): %w", e.From, e.Exit.Err)
+	}
 	restart, err := s.r.rt.Exited(s.p.Context(), w.id, e.From, e.Exit)
 	if err != nil || !restart {
 		// Not current: the runtime stopped or replaced it on purpose.
@@ -261,7 +274,7 @@ func (s *rootState) event(e process.Event) {
 	if !ok {
 		return
 	}
-	if time.Since(w.since) >= entry.Lifecycle.Restart.MaxDelay {
+	if time.Since(w.since) >= max(entry.Lifecycle.Restart.MaxDelay, MinRecovery) {
 		s.attempts[w.id] = 0
 	}
 	reason := e.Exit.Err
@@ -294,7 +307,9 @@ func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
 	n++
 	s.attempts[id] = n
 	d := s.r.backoff(pol, n)
-	s.r.log.Info("restarting entry", "entry", string(id), "attempt", n, "delay", d, "error", entry.Redact(reason.Error()))
+	if s.r.logs.AllowLog(s.r.log, slog.LevelInfo, "entry", string(id), "restarting entry") {
+		s.r.log.Info("restarting entry", "entry", string(id), "attempt", n, "delay", d, "error", entry.Redact(reason.Error()))
+	}
 	self, node := s.p.Self(), s.r.node
 	if prev, ok := s.timers[id]; ok {
 		prev.t.Stop()
@@ -322,12 +337,28 @@ func (s *rootState) restart(id registry.ID, old process.PID) {
 	}
 }
 
+// Floors of the root's restart policy.
+const (
+	// MinRestartDelay is the shortest delay before a restart, whatever
+	// the policy says: a 0 delay would restart a crashing entry in a
+	// tight loop.
+	MinRestartDelay = 10 * time.Millisecond
+	// MinRecovery is the shortest time an instance must stay up to count
+	// as recovered (see Root).
+	MinRecovery = 10 * time.Second
+)
+
 // backoff returns the delay before restart attempt n (1-based): the
-// policy's delay, capped at max_delay, spread by ±20%. A spread delay past
-// max_delay is reflected below it, so entries that keep failing together
-// still restart apart once their delays reach the cap (clamping would
-// restart them all at exactly max_delay).
+// policy's delay, capped at max_delay, spread by ±20%, and at least
+// MinRestartDelay. A spread delay past max_delay is reflected below it, so
+// entries that keep failing together still restart apart once their
+// delays reach the cap (clamping would restart them all at exactly
+// max_delay).
 func (r *Root) backoff(p registry.RestartPolicy, n int) time.Duration {
+	return max(r.spread(p, n), MinRestartDelay)
+}
+
+func (r *Root) spread(p registry.RestartPolicy, n int) time.Duration {
 	maxD := float64(p.MaxDelay)
 	d := math.Min(float64(p.InitialDelay)*math.Pow(p.BackoffFactor, float64(n-1)), maxD)
 	d *= 0.8 + 0.4*r.jitter()

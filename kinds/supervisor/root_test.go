@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -49,8 +51,17 @@ func (rootTestKind) Start(ctx context.Context, env *registry.Env, e *registry.En
 
 func rootSetup(t *testing.T, yaml string) (*registry.Runtime, *Root) {
 	t.Helper()
+	return rootSetupLogged(t, yaml, nil)
+}
+
+// rootSetupLogged is rootSetup with the root's and the runtime's lines
+// written to log (nil: the default logger).
+func rootSetupLogged(t *testing.T, yaml string, log *slog.Logger) (*registry.Runtime, *Root) {
+	t.Helper()
 	kinds := registry.NewRegistry()
 	kinds.Register(rootTestKind{})
+	kinds.Register(rootLoopKind{})
+	kinds.Register(rootGoneKind{})
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -60,8 +71,8 @@ func rootSetup(t *testing.T, yaml string) (*registry.Runtime, *Root) {
 		t.Fatal(err)
 	}
 	node := process.NewNode(process.Options{Name: "root-test"})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
-	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
+	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: log})
+	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }, Logger: log})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +158,66 @@ entries:
 	}
 	if got := rt.NotReady(); len(got) != 1 || got[0] != "a:s" {
 		t.Fatalf("not ready %v", got)
+	}
+}
+
+// rootLoopKind's instances crash 20ms after they start: a crash loop.
+type rootLoopKind struct{}
+
+func (rootLoopKind) Name() string                 { return "roottest.loop" }
+func (rootLoopKind) Decode(*registry.Decoder) any { return nil }
+
+func (rootLoopKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		time.Sleep(20 * time.Millisecond)
+		return nil, errors.New("crashed again")
+	}, process.SpawnOptions{})
+	return rootTestInstance{pid}, err
+}
+
+// A service that keeps crashing reaches max_attempts and is marked failed,
+// even when each instance outlives a tiny max_delay (which used to count
+// as a recovery and reset the attempts for ever); a 0 delay is raised to
+// MinRestartDelay instead of spinning; and the crash loop's lines are
+// rate-limited.
+func TestRootCrashLoopReachesMaxAttempts(t *testing.T) {
+	var buf testutil.SyncBuffer
+	log := slog.New(slog.NewTextHandler(&buf, nil))
+	rt, _ := rootSetupLogged(t, `namespace: a
+entries:
+  - name: s
+    kind: roottest.loop
+    lifecycle:
+      auto_start: true
+      restart: {initial_delay: 1ns, max_delay: 1ns, max_attempts: 12}
+`, log)
+	testutil.EventuallyWithin(t, 30*time.Second, "a:s failed", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusFailed
+	})
+	info, _ := rt.Info("a:s")
+	if info.Restarts != 12 || info.Err == nil || !strings.Contains(info.Err.Error(), "gave up after 12 restart attempts: crashed again") {
+		t.Fatalf("failed entry: restarts %d, error %v", info.Restarts, info.Err)
+	}
+	out := buf.String()
+	for _, msg := range []string{`msg="restarting entry"`, `msg="entry failed"`, `msg="entry restarted"`} {
+		if n := strings.Count(out, msg); n > logging.DefaultBurst {
+			t.Errorf("%d lines %s in a crash loop, want at most %d", n, msg, logging.DefaultBurst)
+		}
+	}
+}
+
+func TestRootDelayFloor(t *testing.T) {
+	r := &Root{jitter: func() float64 { return 0.5 }}
+	for _, p := range []registry.RestartPolicy{
+		{InitialDelay: 0, MaxDelay: 0, BackoffFactor: 2},
+		{InitialDelay: 1, MaxDelay: 1, BackoffFactor: 1},
+	} {
+		for n := 1; n < 5; n++ {
+			if d := r.backoff(p, n); d < MinRestartDelay {
+				t.Fatalf("%+v attempt %d: delay %v, below %v", p, n, d, MinRestartDelay)
+			}
+		}
 	}
 }
 
@@ -634,5 +705,40 @@ func TestReloadDropsAWaitingStart(t *testing.T) {
 	rootWaitFor(t, "migrate completed", func() bool { in, _ := rt.Info("a:migrate"); return in.Status == registry.StatusCompleted })
 	if in, _ := rt.Info("a:service"); in.Status != registry.StatusDefined {
 		t.Fatalf("service %s: started though no longer wanted", in.Status)
+	}
+}
+
+// rootGoneKind's instance has exited by the time Start returns: the root
+// cannot monitor it in time.
+type rootGoneKind struct{}
+
+func (rootGoneKind) Name() string                 { return "roottest.gone" }
+func (rootGoneKind) Decode(*registry.Decoder) any { return nil }
+
+func (rootGoneKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
+		return nil, errors.New("crashed at once")
+	}, process.SpawnOptions{})
+	if err != nil {
+		return nil, err
+	}
+	if done, _, ok := env.Node.Done(pid); ok {
+		<-done
+	}
+	return rootTestInstance{pid}, nil
+}
+
+// An instance that is gone before the root could monitor it is reported
+// as such, not as a bare "no such process", and still counts toward
+// max_attempts.
+func TestRootInstanceGoneBeforeItsMonitor(t *testing.T) {
+	rt, _ := rootSetup(t, "namespace: a\nentries:\n  - {name: s, kind: roottest.gone, lifecycle: {auto_start: true, restart: {initial_delay: 1ms, max_attempts: 2}}}\n")
+	rootWaitFor(t, "a:s failed", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusFailed
+	})
+	info, _ := rt.Info("a:s")
+	if msg := info.Err.Error(); !strings.Contains(msg, "gave up after 2 restart attempts: its process") || !strings.Contains(msg, "exited as soon as it started, before the root supervisor could monitor it") {
+		t.Fatalf("error %q", msg)
 	}
 }

@@ -365,6 +365,24 @@ func TestRestartSpawnFailure(t *testing.T) {
 	}
 }
 
+// A supervisor that gives up because a child cannot be restarted says why
+// the start failed, in its exit and in the child's last exit.
+func TestRestartSpawnFailureNamesTheError(t *testing.T) {
+	f := newFake(t)
+	f.addWorker("t:w")
+	s := f.start("t:sup", &Spec{MaxRestarts: 2, RestartWindow: time.Minute, Children: kids("a")})
+	old := infoOf(t, s, "a").PID
+	f.failNext("t:w", 100)
+	send(t, f.env.Node, old, "crash")
+	<-s.Done()
+	if err := s.Err(); !errors.Is(err, ErrIntensity) || !errors.Is(err, errSpawn) || !strings.Contains(err.Error(), `child "a" could not be restarted: supervisor t:sup: child "a": spawn t:w: `+errSpawn.Error()) {
+		t.Fatalf("exit %v", err)
+	}
+	if c := s.Tree().Children[0]; !strings.Contains(c.LastExit, "start failed: ") || !strings.Contains(c.LastExit, errSpawn.Error()) {
+		t.Fatalf("last exit %q", c.LastExit)
+	}
+}
+
 // A child that fails to start makes the supervisor's start fail, after the
 // children already started are stopped in reverse order.
 func TestStartFailure(t *testing.T) {

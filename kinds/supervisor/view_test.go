@@ -58,3 +58,40 @@ func TestViewMarksTruncation(t *testing.T) {
 		t.Fatalf("the rest of the tree: %s", b)
 	}
 }
+
+var _ registry.PagedViewer = (*Supervisor)(nil)
+
+// A view shows a page of the children with their total and the marker, and
+// one view shows at most a budget of children across its levels.
+func TestViewIsPaged(t *testing.T) {
+	f := newFake(t)
+	f.addWorker("t:w")
+	var ids []string
+	for i := range 30 {
+		ids = append(ids, fmt.Sprintf("w%d", i))
+	}
+	f.addSup("t:inner", &Spec{Kind: KindStatic, Strategy: OneForOne, Children: kids(ids...)})
+	top := f.start("t:top", &Spec{Kind: KindStatic, Strategy: OneForOne, Children: append(kids(ids[:20]...), ChildSpec{ID: "inner", Process: "t:inner"})})
+
+	v := top.ViewPage(registry.ViewPage{Offset: 15, Limit: 10}).(*TreeView)
+	if v.ChildrenTotal != 21 || !v.Truncated || len(v.Children) != 6 || v.Children[0].ID != "w15" || v.Children[5].ID != "inner" {
+		t.Fatalf("page: total %d truncated %v children %d", v.ChildrenTotal, v.Truncated, len(v.Children))
+	}
+	in := v.Children[5].Tree
+	if in == nil || in.ChildrenTotal != 30 || !in.Truncated || len(in.Children) != 10 {
+		t.Fatalf("nested page: %+v", in)
+	}
+	if v := top.Tree(); v.Truncated || len(v.Children) != 21 || v.Children[20].Tree.Truncated {
+		t.Fatalf("the default page cut a small tree")
+	}
+	// The budget: 21 at the top leave 4 for the nested tree.
+	budget := 25
+	v = top.tree(0, 0, 100, &budget)
+	if in := v.Children[20].Tree; in == nil || len(in.Children) != 4 || !in.Truncated || in.ChildrenTotal != 30 {
+		t.Fatalf("past the budget: %+v", v.Children[20])
+	}
+	budget = 21
+	if v = top.tree(0, 0, 100, &budget); v.Children[20].Tree != nil || !v.Children[20].Truncated {
+		t.Fatalf("no budget left: %+v", v.Children[20])
+	}
+}

@@ -81,6 +81,8 @@
       else if (c.truncated) sub = el("ul", null, el("li", { cls: "more", text: "… deeper levels not shown" }));
       return el("li", { "data-path": p }, line, sub);
     });
+    // The node sends a page of a large supervisor's children, with the total.
+    if (view.truncated && view.children_total > kids.length) kids.push(el("li", { cls: "more", text: "… " + (view.children_total - kids.length) + " more children not shown" }));
     return el("ul", null, kids);
   }
 
@@ -154,16 +156,20 @@
       var groups = v.groups || [];
       var rows = groups.map(function (g) {
         var members = g.members || [];
+        // The node sends only the first members of a group, with the total.
+        var total = g.total != null ? g.total : members.length;
         var chips = members.slice(0, MAX_MEMBERS).map(function (pid) {
           var local = nodeName && pid.indexOf("<" + nodeName + ".") === 0;
           return el("span", { cls: "badge " + (local ? "local" : "remote"), title: local ? "local" : "remote", text: pid });
         });
-        if (members.length > MAX_MEMBERS) chips.push(el("span", { cls: "more", text: "+" + (members.length - MAX_MEMBERS) }));
-        return el("tr", { "data-group": g.name }, td(g.name), num(members.length), num(g.local), el("td", null, el("div", { cls: "members" }, chips)));
+        var shown = Math.min(members.length, MAX_MEMBERS);
+        if (total > shown) chips.push(el("span", { cls: "more", text: "+" + (total - shown) }));
+        return el("tr", { "data-group": g.name }, td(g.name), num(total), num(g.local), el("td", null, el("div", { cls: "members" }, chips)));
       });
       return el("div", { "data-scope": s.id },
-        el("h3", null, s.id + " ", el("span", { cls: "meta", text: s.event_rate.toFixed(2) + " events/s · " + groups.length + " groups" })),
-        groups.length ? table(["group", "#members", "#local", "pids"], rows) : el("p", { cls: "empty", text: "No group has members." }));
+        el("h3", null, s.id + " ", el("span", { cls: "meta", text: s.event_rate.toFixed(2) + " events/s · " + (v.groups_total != null ? v.groups_total : groups.length) + " groups" })),
+        groups.length ? table(["group", "#members", "#local", "pids"], rows) : el("p", { cls: "empty", text: "No group has members." }),
+        v.truncated ? el("p", { cls: "more", text: "The first " + groups.length + " groups by name are shown; GET /v1/pg pages through the rest." }) : null);
     }));
   }
 

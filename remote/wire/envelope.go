@@ -3,6 +3,7 @@ package wire
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -115,7 +116,21 @@ var (
 // of the value model is an invalid error naming it; buf is then returned
 // unchanged.
 func Encode(buf []byte, e *Envelope) ([]byte, error) {
+	return EncodeLimit(buf, e, math.MaxInt)
+}
+
+// EncodeLimit is Encode with a budget: an envelope whose wire form would
+// take more than limit bytes is an error wrapping value.ErrTooLarge (of
+// kind limit), found as the encoder passes the limit, not after it has
+// built the whole envelope. buf is then returned unchanged.
+func EncodeLimit(buf []byte, e *Envelope, limit int) ([]byte, error) {
 	start := len(buf)
+	if limit < math.MaxInt-start {
+		limit += start
+	}
+	if len(e.Topic)+len(e.Name) > limit-start {
+		return buf, fmt.Errorf("%s envelope to %s: %w: topic and name alone take more than %d bytes", e.Signal, e.To, value.ErrTooLarge, limit-start)
+	}
 	var flags byte
 	if e.Topic != "" {
 		flags |= FlagTopic
@@ -153,14 +168,17 @@ func Encode(buf []byte, e *Envelope) ([]byte, error) {
 	if flags&FlagTTL != 0 {
 		buf = binary.AppendUvarint(buf, uint64(e.TTL))
 	}
+	if len(buf) > limit {
+		return buf[:start], fmt.Errorf("%s envelope to %s: %w: more than %d bytes", e.Signal, e.To, value.ErrTooLarge, limit-start)
+	}
 	var err error
 	if flags&FlagPayload != 0 {
-		if buf, err = value.Encode(buf, e.Payload); err != nil {
+		if buf, err = value.EncodeLimit(buf, e.Payload, limit); err != nil {
 			return buf[:start], fmt.Errorf("%s envelope to %s: payload: %w", e.Signal, e.To, err)
 		}
 	}
 	if flags&FlagErr != 0 {
-		if buf, err = value.Encode(buf, ve); err != nil {
+		if buf, err = value.EncodeLimit(buf, ve, limit); err != nil {
 			return buf[:start], fmt.Errorf("%s envelope to %s: error: %w", e.Signal, e.To, err)
 		}
 	}

@@ -116,6 +116,12 @@ type Options struct {
 	// rawset: adding one more raises an error. Coroutines inherit it. 0: no
 	// limit.
 	MaxTableEntries int
+	// proctor: MissingMethod, when set, is called by a method call
+	// (obj:name(...)) that finds no method, before the call fails: it may
+	// raise an error that says more than "attempt to call a non-function
+	// object". A field read (obj.name) never calls it: a missing field is
+	// nil. Coroutines inherit it.
+	MissingMethod func(L *LState, obj LValue, name string)
 }
 
 /* }}} */
@@ -568,8 +574,6 @@ func newGlobal(skipOpenLibs bool) *Global {
 		MainThread: nil,
 		Registry:   newLTable(0, rcap),
 		Global:     newLTable(0, gcap),
-		builtinMts: make(map[int]LValue),
-		tempFiles:  make([]*os.File, 0, 10),
 	}
 }
 
@@ -913,7 +917,7 @@ func (ls *LState) metatable(lvalue LValue, rawget bool) LValue {
 	case *LUserData:
 		metatable = obj.Metatable
 	default:
-		if table, ok := ls.G.builtinMts[int(obj.Type())]; ok {
+		if table := ls.G.builtinMts[obj.Type()]; table != nil {
 			metatable = table
 		}
 	}
@@ -1081,13 +1085,21 @@ func (ls *LState) callR(nargs, nret, rbase int) {
 		Parent:     ls.currentFrame,
 		TailCall:   0,
 	}, lv, meta)
+	// proctor: Lua code called from Go may not suspend the suspendable
+	// call this one runs under (suspend.go); PCall restores the flag when
+	// an error skips the restore below.
+	suspOK := ls.suspOK
+	ls.suspOK = false
 	if ls.G.MainThread == nil {
 		ls.G.MainThread = ls
 		ls.G.CurrentThread = ls
 		ls.mainLoop(ls, nil)
 	} else {
+		ls.goCalls++ // proctor: see coYield
 		ls.mainLoop(ls, ls.currentFrame)
+		ls.goCalls--
 	}
+	ls.suspOK = suspOK
 	if nret != MultRet {
 		ls.reg.SetTop(rbase + nret)
 	}
@@ -1260,7 +1272,10 @@ func NewState(opts ...Options) *LState {
 		if opts[0].CallStackSize < 1 {
 			opts[0].CallStackSize = CallStackSize
 		}
-		if opts[0].RegistrySize < 128 {
+		// proctor: a registry that grows on demand (RegistryMaxSize above
+		// RegistrySize) may start as small as minGrowingRegistrySize: a
+		// host with many small states sizes them by what they use.
+		if opts[0].RegistrySize < 128 && (opts[0].RegistrySize < minGrowingRegistrySize || opts[0].RegistryMaxSize <= opts[0].RegistrySize) {
 			opts[0].RegistrySize = RegistrySize
 		}
 		if opts[0].RegistryMaxSize < opts[0].RegistrySize {
@@ -1478,6 +1493,14 @@ func (ls *LState) NewUserData() *LUserData {
 		Env:       ls.currentEnv(),
 		Metatable: LNil,
 	}
+}
+
+// InitUserData sets ud up as NewUserData sets up the userdata it makes.
+// proctor: for a userdata that a host embeds in the value it holds, so
+// that a handle and what it stands for are one allocation, not two.
+func (ls *LState) InitUserData(ud *LUserData) {
+	ud.Env = ls.currentEnv()
+	ud.Metatable = LNil
 }
 
 func (ls *LState) NewFunction(fn LGFunction) *LFunction {
@@ -1886,9 +1909,13 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 	if errfunc != nil {
 		ls.hasErrorFunc = true
 	}
+	suspOK := ls.suspOK   // proctor: see callR
+	goCalls := ls.goCalls // proctor: an error skips the decrements in callR
 	defer func() {
+		ls.goCalls = goCalls
 		ls.Panic = oldpanic
 		ls.hasErrorFunc = false
+		ls.suspOK = suspOK
 		rcv := recover()
 		if rcv != nil {
 			if _, ok := rcv.(*ApiError); !ok {
@@ -1985,7 +2012,7 @@ func (ls *LState) SetMetatable(obj LValue, mt LValue) {
 	case *LUserData:
 		v.Metatable = mt
 	default:
-		ls.G.builtinMts[int(obj.Type())] = mt
+		ls.G.builtinMts[obj.Type()] = mt
 	}
 }
 

@@ -1456,24 +1456,34 @@ func compileArithmeticOpExpr(context *funcContext, reg int, expr *ast.Arithmetic
 } // }}}
 
 func compileStringConcatOpExpr(context *funcContext, reg int, expr *ast.StringConcatOpExpr, ec *expcontext) { // {{{
-	code := context.Code
-	crange := 1
-	for current := expr.Rhs; current != nil; {
-		if ex, ok := current.(*ast.StringConcatOpExpr); ok {
-			crange += 1
-			current = ex.Rhs
-		} else {
-			current = nil
+	// proctor: a chain a .. b .. c (nested to the right) is compiled in
+	// one loop: its operands go to consecutive registers and one CONCAT
+	// joins them. Stock gopher-lua counted the rest of the chain and
+	// recursed at every link, then popped the inner CONCATs: quadratic
+	// time and one Go frame per operand, only to fail with "register
+	// overflow" at the function's end when the chain was long.
+	operands := []ast.Expr{expr.Lhs}
+	rhs := expr.Rhs
+	for {
+		c, ok := rhs.(*ast.StringConcatOpExpr)
+		if !ok {
+			break
 		}
+		operands = append(operands, c.Lhs)
+		rhs = c.Rhs
+	}
+	operands = append(operands, rhs)
+	if reg+len(operands) > maxRegisters {
+		// Each operand takes a register: say so now, at the chain's line,
+		// rather than "register overflow" at the function's end.
+		raiseCompileError(context, sline(expr), "too many operands of .. (%d): the registers run out past %d; use table.concat", len(operands), maxRegisters-reg)
 	}
 	a := savereg(ec, reg)
 	basereg := reg
-	reg += compileExpr(context, reg, expr.Lhs, ecnone(0))
-	reg += compileExpr(context, reg, expr.Rhs, ecnone(0))
-	for pc := code.LastPC(); pc != 0 && opGetOpCode(code.At(pc)) == OP_CONCAT; pc-- {
-		code.Pop()
+	for _, op := range operands {
+		reg += compileExpr(context, reg, op, ecnone(0))
 	}
-	code.AddABC(OP_CONCAT, a, basereg, basereg+crange, sline(expr))
+	context.Code.AddABC(OP_CONCAT, a, basereg, basereg+len(operands)-1, sline(expr))
 } // }}}
 
 func compileUnaryOpExpr(context *funcContext, reg int, expr ast.Expr, ec *expcontext) { // {{{

@@ -8,6 +8,12 @@ var CompatVarArg = true
 var FieldsPerFlush = 50
 var RegistrySize = 256 * 20
 var RegistryGrowStep = 32
+
+// proctor: the smallest RegistrySize a registry that grows on demand may
+// start with (Options.RegistryMaxSize above it). A fixed-size registry
+// still starts at 128 or more.
+const minGrowingRegistrySize = 8
+
 var CallStackSize = 256
 var MaxTableGetLoop = 100
 var MaxArrayIndex = 67108864

@@ -36,6 +36,15 @@ func coCreate(L *LState) int {
 }
 
 func coYield(L *LState) int {
+	// proctor: a yield from a VM loop running inside another (in a
+	// function called by a builtin such as table.sort or string.gsub, by
+	// pcall, a metamethod or a generic for's iterator) cannot suspend the
+	// Go call between the two: stock gopher-lua went on with a corrupt
+	// state ("register underflow", nil dereferences). Lua 5.1 refuses it
+	// the same way. The main thread's yield keeps its own error.
+	if L.Parent != nil && L.goCalls > 0 {
+		L.RaiseError("attempt to yield across a Go-call boundary (from inside a builtin such as table.sort or gsub, pcall, a metamethod or an iterator)")
+	}
 	return -1
 }
 
@@ -60,6 +69,19 @@ func coResume(L *LState) int {
 		L.Push(LFalse)
 		L.Push(LString(msg))
 		return 2
+	}
+	if th.currentFrame == nil && th.stack.IsEmpty() {
+		// proctor: the body ended with `return coroutine.yield(...)`: the
+		// tail call left no frame to resume, and stock gopher-lua took the
+		// thread for one not yet started (a nil dereference). As in Lua, the
+		// values it is resumed with are what the body returns.
+		th.kill()
+		nargs := L.GetTop() - 1
+		if th.wrapped {
+			return nargs
+		}
+		L.Insert(LTrue, 2)
+		return nargs + 1
 	}
 	th.Parent = L
 	L.G.CurrentThread = th

@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 )
@@ -183,19 +184,41 @@ func mathRad(L *LState) int {
 	return 1
 }
 
+// proctor: math.random checks its interval as Lua 5.1 does ("interval is
+// empty") and refuses bounds past 2^53 or NaN, where the conversion to an
+// int is undefined. Stock gopher-lua handed them to rand.Intn, whose panic
+// reached the script as "invalid argument to Intn" (math.random(0)).
 func mathRandom(L *LState) int {
 	switch L.GetTop() {
 	case 0:
 		L.Push(LNumber(rand.Float64()))
 	case 1:
-		n := L.CheckInt(1)
-		L.Push(LNumber(rand.Intn(n) + 1))
+		n := randomBound(L, 1)
+		if n < 1 {
+			L.ArgError(1, "interval is empty")
+		}
+		L.Push(LNumber(rand.Int63n(n) + 1))
+	case 2:
+		lo, hi := randomBound(L, 1), randomBound(L, 2)
+		if lo > hi {
+			L.ArgError(2, "interval is empty")
+		}
+		L.Push(LNumber(rand.Int63n(hi-lo+1) + lo))
 	default:
-		min := L.CheckInt(1)
-		max := L.CheckInt(2) + 1
-		L.Push(LNumber(rand.Intn(max-min) + min))
+		L.RaiseError("wrong number of arguments")
 	}
 	return 1
+}
+
+// randomBound reads argument n of math.random as an integer (truncated,
+// as Lua 5.1 does) of at most 2^53 in magnitude: every such number is
+// exact, and the width of two of them fits an int64.
+func randomBound(L *LState, n int) int64 {
+	f := float64(L.CheckNumber(n))
+	if math.IsNaN(f) || math.Abs(f) > 1<<53 {
+		L.ArgError(n, fmt.Sprintf("bound %v out of range (at most 2^53 in magnitude)", f))
+	}
+	return int64(f)
 }
 
 func mathRandomseed(L *LState) int {

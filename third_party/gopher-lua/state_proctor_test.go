@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"context"
 	"fmt"
 	"runtime"
 	"strings"
@@ -164,5 +165,253 @@ func TestTracebackNamesTheFunctionCalledFromGo(t *testing.T) {
 	err = L.DoString("error('top')")
 	if ae, ok := err.(*ApiError); !ok || !strings.Contains(ae.StackTrace, "in main chunk") {
 		t.Fatalf("chunk traceback: %v", err)
+	}
+}
+
+func TestMissingMethodHook(t *testing.T) {
+	var got []string
+	L := NewState(Options{MissingMethod: func(L *LState, obj LValue, name string) {
+		got = append(got, obj.Type().String()+":"+name)
+		if obj.Type() == LTString {
+			L.RaiseError("no method %q", name)
+		}
+	}})
+	defer L.Close()
+	if err := L.DoString(`assert(("x").nope == nil)`); err != nil {
+		t.Fatalf("a field read raised: %v", err)
+	}
+	err := L.DoString(`return ("x"):nope()`)
+	if err == nil || !strings.Contains(err.Error(), `no method "nope"`) {
+		t.Fatalf("method call: %v", err)
+	}
+	if err := L.DoString(`return ("x"):upper()`); err != nil {
+		t.Fatalf("a method that is there: %v", err)
+	}
+	if len(got) != 1 || got[0] != "string:nope" {
+		t.Fatalf("hook calls %v", got)
+	}
+}
+
+// A non-ASCII character outside a string is named whole, not by its first
+// byte.
+func TestInvalidTokenNamesTheWholeCharacter(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	err := L.DoString("local x = 1\nlocal y = x \u0441 2\n")
+	if err == nil || !strings.Contains(err.Error(), "near '\u0441'") || !strings.Contains(err.Error(), "U+0441") {
+		t.Fatalf("error = %v", err)
+	}
+	if err := L.DoString(`local s = "\u0441"`); err != nil {
+		t.Fatalf("in a string: %v", err)
+	}
+}
+
+// TestYieldAcrossGoCall: a yield from a VM loop nested in a Go call (a
+// builtin's callback, pcall, a metamethod) raises instead of corrupting
+// the state; PCall puts the count back when it catches an error.
+func TestYieldAcrossGoCall(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	src := `
+local want = "attempt to yield across a Go-call boundary"
+local ok, err = coroutine.resume(coroutine.create(function()
+  table.sort({3, 2, 1}, function(a, b) coroutine.yield() return a < b end)
+end))
+assert(not ok and err:find(want, 1, true), err)
+local co = coroutine.create(function()
+  pcall(error, "x") -- caught inside: the count is put back
+  local t = setmetatable({}, {__index = function(_, k) return k end})
+  assert(t.y == "y")
+  local v = coroutine.yield(1)
+  return v
+end)
+local ok1, v1 = coroutine.resume(co)
+assert(ok1 and v1 == 1)
+local ok2, v2 = coroutine.resume(co, 2)
+assert(ok2 and v2 == 2)
+`
+	if err := L.DoString(src); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestMathRandomBounds: math.random checks its interval (it panicked in
+// rand.Intn: "invalid argument to Intn") and stays within it.
+func TestMathRandomBounds(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	for _, tc := range []struct{ src, err string }{
+		{`math.random(0)`, "interval is empty"},
+		{`math.random(-5)`, "interval is empty"},
+		{`math.random(3, 2)`, "interval is empty"},
+		{`math.random(0/0)`, "out of range"},
+		{`math.random(1e300)`, "out of range"},
+		{`math.random(1, math.huge)`, "out of range"},
+		{`math.random(1, 2, 3)`, "wrong number of arguments"},
+		{`for i = 1, 1000 do local v = math.random(3) assert(v >= 1 and v <= 3 and v % 1 == 0) end
+		  for i = 1, 1000 do local v = math.random(-2, 2) assert(v >= -2 and v <= 2) end
+		  assert(math.random(7, 7) == 7 and math.random(1) == 1)
+		  local v = math.random(-2^53, 2^53) assert(v >= -2^53 and v <= 2^53)
+		  local f = math.random() assert(f >= 0 and f < 1)`, ""},
+	} {
+		err := L.DoString(tc.src)
+		switch {
+		case tc.err == "" && err != nil:
+			t.Errorf("%s: %v", tc.src, err)
+		case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+			t.Errorf("%s: %v, want %q", tc.src, err, tc.err)
+		}
+	}
+}
+
+// TestTailCalledYield: a coroutine whose body ends with
+// `return coroutine.yield(...)` died with a nil dereference when resumed;
+// it returns the values it is resumed with, as in Lua.
+func TestTailCalledYield(t *testing.T) {
+	for _, src := range []string{
+		`local co = coroutine.create(function() return coroutine.yield(1) end)
+		 local ok1, v1 = coroutine.resume(co) assert(ok1 and v1 == 1)
+		 local ok2, a, b = coroutine.resume(co, 2, 3) assert(ok2 and a == 2 and b == 3, tostring(a))
+		 assert(coroutine.status(co) == "dead")
+		 local ok3, e = coroutine.resume(co) assert(not ok3 and e:find("dead"))`,
+		`local f = coroutine.wrap(function(x) return coroutine.yield(x + 1) end)
+		 assert(f(1) == 2) assert(f(7) == 7)`,
+		`local function g(x) return coroutine.yield(x) end
+		 local co = coroutine.create(function() local a = g(1) local b = g(a + 1) return a + b end)
+		 local _, v = coroutine.resume(co) assert(v == 1)
+		 local _, w = coroutine.resume(co, 10) assert(w == 11, tostring(w))
+		 local ok, r = coroutine.resume(co, 5) assert(ok and r == 15, tostring(r))`,
+	} {
+		L := NewState()
+		if err := L.DoString(src); err != nil {
+			t.Error(err)
+		}
+		L.Close()
+	}
+}
+
+// The VM looks at its context every ctxCheckEvery instructions: a
+// cancelled context still stops a loop promptly, and one cancelled before
+// the call stops it before its first instruction.
+func TestContextCheckedPeriodically(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	L.SetContext(ctx)
+	time.AfterFunc(20*time.Millisecond, cancel)
+	start := time.Now()
+	err := L.DoString(`local n = 0 while true do n = n + 1 end`)
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Fatalf("err = %v", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("the loop stopped after %s", d)
+	}
+	L.SetGlobal("ran", LFalse)
+	if err := L.DoString(`ran = true`); err == nil {
+		t.Fatal("a call with a cancelled context ran")
+	}
+	if L.GetGlobal("ran") != LFalse {
+		t.Fatal("the first instruction ran with a cancelled context")
+	}
+}
+
+func BenchmarkLoopWithContext(b *testing.B) {
+	L := NewState()
+	defer L.Close()
+	L.SetContext(context.Background())
+	if err := L.DoString(`function loop(n) local s, t = 0, {1} for i = 1, n do s = s + t[1] if s > 100 then s = 0 end end return s end`); err != nil {
+		b.Fatal(err)
+	}
+	b.ResetTimer()
+	if err := L.CallByParam(P{Fn: L.GetGlobal("loop"), NRet: 1, Protect: true}, LNumber(b.N)); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// A registry that grows on demand may start tiny; everything that needs
+// more stack gets it as it goes. A fixed-size registry still starts at the
+// default size.
+func TestSmallGrowingRegistry(t *testing.T) {
+	L := NewState(Options{RegistrySize: minGrowingRegistrySize, RegistryMaxSize: 1 << 16, RegistryGrowStep: 4})
+	defer L.Close()
+	if n := cap(L.reg.array); n != minGrowingRegistrySize {
+		t.Fatalf("registry starts with %d slots", n)
+	}
+	err := L.DoString(`
+		local function sum(...) local s = 0 for _, v in ipairs({...}) do s = s + v end return s end
+		local t = {} for i = 1, 500 do t[i] = i end
+		assert(sum(unpack(t)) == 125250)
+		local function depth(n) if n == 0 then return 0 end return 1 + depth(n - 1) end
+		assert(depth(150) == 150)
+		local function many(a, b, c, d, e, f, g, h, i, j, k, l, m, n, o, p, q, r)
+			local x1, x2, x3, x4, x5, x6, x7, x8, x9 = a, b, c, d, e, f, g, h, i
+			return x9 + r
+		end
+		assert(many(1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18) == 27)
+		local s = string.format("%s %s %s", ("x"):rep(3), 1.5, true)
+		assert(s == "xxx 1.5 true", s)`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fixed := NewState(Options{RegistrySize: minGrowingRegistrySize})
+	defer fixed.Close()
+	if n := cap(fixed.reg.array); n != RegistrySize {
+		t.Fatalf("a fixed registry starts with %d slots, want %d", n, RegistrySize)
+	}
+}
+
+// The string metatable is kept per state (builtinMts), and a number
+// allocator block is made only when a number needs one.
+func TestBuiltinMetatablesAndLazyNumbers(t *testing.T) {
+	L := NewState(Options{SkipOpenLibs: true})
+	defer L.Close()
+	if L.alloc.fptrs != nil {
+		t.Fatal("a new state allocated a number block")
+	}
+	other := NewState()
+	defer other.Close()
+	mt := L.NewTable()
+	mt.RawSetString("__index", L.NewFunction(func(L *LState) int { L.Push(LString("meta")); return 1 }))
+	L.SetMetatable(LString(""), mt)
+	if L.GetMetatable(LString("x")) != mt {
+		t.Fatal("string metatable not kept")
+	}
+	if L.GetMetatable(LNumber(1)) != LNil || L.GetMetatable(LTrue) != LNil {
+		t.Fatal("a type without a metatable has one")
+	}
+	if other.GetMetatable(LString("x")) == mt {
+		t.Fatal("the string metatable leaked to another state")
+	}
+	if err := L.DoString(`x = 1e300 * 3`); err != nil {
+		t.Fatal(err)
+	}
+	if L.GetGlobal("x").(LNumber) != 3e300 {
+		t.Fatal("number lost")
+	}
+}
+
+// A userdata embedded in a host's value, set up with InitUserData, is one
+// as NewUserData makes it: its environment and a nil metatable.
+func TestInitUserData(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	type handle struct {
+		ud  LUserData
+		val int
+	}
+	h := &handle{val: 7}
+	L.InitUserData(&h.ud)
+	h.ud.Value = h
+	want := L.NewUserData()
+	if h.ud.Env != want.Env || h.ud.Metatable != want.Metatable {
+		t.Fatalf("InitUserData: env %v metatable %v, want %v %v", h.ud.Env, h.ud.Metatable, want.Env, want.Metatable)
+	}
+	L.SetGlobal("h", &h.ud)
+	if err := L.DoString(`assert(type(h) == "userdata")`); err != nil {
+		t.Fatal(err)
+	}
+	if got := L.GetGlobal("h").(*LUserData).Value.(*handle).val; got != 7 {
+		t.Fatalf("value %d", got)
 	}
 }

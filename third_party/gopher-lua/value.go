@@ -171,8 +171,11 @@ type Global struct {
 	Registry      *LTable
 	Global        *LTable
 
-	builtinMts map[int]LValue
-	tempFiles  []*os.File
+	// proctor: the metatables of the types that are not tables or
+	// userdata, by type (was a map: about 250 bytes of every state for
+	// one entry, the string metatable).
+	builtinMts [LTChannel + 1]LValue
+	tempFiles  []*os.File // proctor: nil until a temporary file is made
 	gccount    int32
 }
 
@@ -192,9 +195,18 @@ type LState struct {
 	wrapped      bool
 	uvcache      *Upvalue
 	hasErrorFunc bool
-	mainLoop     func(*LState, *callFrame)
-	ctx          context.Context
-	ctxCancelFn  context.CancelFunc
+	// goCalls counts the VM loops running inside another on this thread
+	// (callR from a builtin, a metamethod, an iterator, pcall); PCall puts
+	// it back when it catches an error (proctor: see coYield).
+	goCalls     int
+	mainLoop    func(*LState, *callFrame)
+	ctx         context.Context
+	ctxCancelFn context.CancelFunc
+
+	// proctor: a suspendable call (suspend.go). suspOK is true while Lua
+	// code runs directly under it, so a Go function it calls may suspend.
+	suspOK bool
+	susp   *suspension
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }

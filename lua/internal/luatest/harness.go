@@ -73,8 +73,15 @@ type exitWatch struct {
 // writer scripts print to. Every process the harness spawned is stopped
 // when the test ends.
 func New(t testing.TB, newKind func(stdout io.Writer) Kind) *Harness {
+	return NewOnNode(t, process.Options{}, newKind)
+}
+
+// NewOnNode is New with the node's options (its limits); the name, logger
+// and dead letters are the harness's own.
+func NewOnNode(t testing.TB, opts process.Options, newKind func(stdout io.Writer) Kind) *Harness {
 	h := &Harness{T: t, Dir: t.TempDir(), Out: &testutil.SyncBuffer{}, Logs: &testutil.SyncBuffer{}, Dead: &Letters{}}
-	h.Node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.DiscardHandler), DeadLetters: h.Dead})
+	opts.Name, opts.Logger, opts.DeadLetters = "test", slog.New(slog.DiscardHandler), h.Dead
+	h.Node = process.NewNode(opts)
 	h.Look = &Lookup{h: h, entries: map[registry.ID]*registry.Entry{}}
 	h.Env = &registry.Env{
 		Node:    h.Node,

@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/yuin/gopher-lua/ast"
 )
@@ -423,7 +424,21 @@ redo:
 			tok.Str = string(rune(ch))
 		default:
 			writeChar(buf, ch)
-			err = sc.Error(buf.String(), "Invalid token")
+			msg := "Invalid token"
+			if ch >= utf8.RuneSelf {
+				// proctor: the whole character, not its first byte ('\xd1'
+				// for a Cyrillic "с" typed by accident).
+				for n := 1; n < utf8.UTFMax && !utf8.FullRune(buf.Bytes()); n++ {
+					if c := sc.Peek(); c < 0x80 || c > 0xBF {
+						break
+					}
+					writeChar(buf, sc.Next())
+				}
+				if r, _ := utf8.DecodeRune(buf.Bytes()); r != utf8.RuneError {
+					msg = fmt.Sprintf("Invalid token (%U: outside strings and comments, Lua takes only ASCII)", r)
+				}
+			}
+			err = sc.Error(buf.String(), msg)
 			goto finally
 		}
 	}
@@ -475,6 +490,9 @@ func Parse(reader io.Reader, name string) (chunk []ast.Stmt, err error) {
 	}()
 	yyParse(lexer)
 	chunk = lexer.Stmts
+	if lerr := checkLevels(chunk, name); lerr != nil { // proctor: see levels.go
+		return nil, lerr
+	}
 	return
 }
 

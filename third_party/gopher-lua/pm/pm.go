@@ -9,6 +9,11 @@ const (
 	EOS               = -1
 	_UNKNOWN          = -2
 	maxRecursionLevel = 1000000
+	// proctor: MaxCaptures is the most captures a pattern may have, as
+	// LUA_MAXCAPTURES in C Lua. It also bounds the nesting of captures,
+	// and with it the recursion of parsePattern and compilePattern: a
+	// pattern of millions of '(' overflowed the Go stack, a fatal error.
+	MaxCaptures = 32
 )
 
 /* Error {{{ */
@@ -104,6 +109,8 @@ type scanner struct {
 	src   []byte
 	State scannerState
 	saved scannerState
+	// captures counts the captures parsed so far (proctor: MaxCaptures).
+	captures int
 }
 
 func newScanner(src []byte) *scanner {
@@ -429,6 +436,9 @@ func parsePattern(sc *scanner, toplevel bool) *seqPattern {
 			}
 			return pat
 		case '(':
+			if sc.captures++; sc.captures > MaxCaptures { // proctor: see MaxCaptures
+				panic(newError(sc.NextPos(), "too many captures"))
+			}
 			sc.Next()
 			if sc.Peek() == ')' {
 				sc.Next()

@@ -83,3 +83,39 @@ func TestFindFromCheck(t *testing.T) {
 		t.Fatalf("a long scan was not interrupted: %v", err)
 	}
 }
+
+// TestCaptureLimit: a pattern has at most MaxCaptures captures, as in C
+// Lua; deeply nested '(' are refused with an error, not a Go stack
+// overflow (a fatal error that took the whole process down).
+func TestCaptureLimit(t *testing.T) {
+	for _, tc := range []struct {
+		pat string
+		ok  bool
+	}{
+		{strings.Repeat("(a)", MaxCaptures), true},
+		{strings.Repeat("()", MaxCaptures), true},
+		{strings.Repeat("(", MaxCaptures) + strings.Repeat(")", MaxCaptures), true},
+		{strings.Repeat("(a)", MaxCaptures+1), false},
+		{strings.Repeat("()", MaxCaptures+1), false},
+		{strings.Repeat("(", 20_000_000), false},
+		{strings.Repeat("(", 1000) + strings.Repeat(")", 1000), false},
+	} {
+		_, err := Compile(tc.pat)
+		name := tc.pat
+		if len(name) > 40 {
+			name = name[:40] + "..."
+		}
+		if tc.ok {
+			if err != nil {
+				t.Errorf("%q: %v", name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), "too many captures") {
+			t.Errorf("%q: got %v, want too many captures", name, err)
+		}
+		if _, err := Find(tc.pat, []byte("a"), 0, 1); err == nil || !strings.Contains(err.Error(), "too many captures") {
+			t.Errorf("Find %q: got %v, want too many captures", name, err)
+		}
+	}
+}

@@ -1,0 +1,256 @@
+// Command report runs the headline benchmarks of every layer of Proctor —
+// the process core beside protoactor-go, Lua processes, pg scopes, router
+// pools, the cluster transport and pg across nodes — and prints one
+// Markdown table: each figure's median over -count runs, the peer's in the
+// same run where there is one, their ratio, the target and whether it is
+// met.
+//
+//	cd bench && go run ./report             # everything, 5 runs each
+//	go run ./report -short -count 3         # leave out the slow ones
+//	go run ./report -only 'pg|Lua tell'     # figures or benchmarks matching
+//
+// Each package's benchmarks run as one `go test -run '^$' -bench ... -count N`
+// in its module. A benchmark that fails or reports nothing prints n/a.
+// Progress and failures go to standard error, the table to standard output.
+package main
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+// options are the command's flags.
+type options struct {
+	count     int
+	short     bool
+	only      *regexp.Regexp // nil: all
+	benchtime string         // "": each scenario's own
+	root      string         // the repository root
+	// goTest runs `go` with args in dir and returns its standard output.
+	goTest func(dir string, args []string) ([]byte, error)
+}
+
+func main() {
+	var o options
+	var only string
+	flag.IntVar(&o.count, "count", 5, "runs of each benchmark; the table shows the median")
+	flag.BoolVar(&o.short, "short", false, "leave out the slow scenarios (Lua idle memory, cluster, pg convergence)")
+	flag.StringVar(&only, "only", "", "run only the figures or benchmarks matching this regular expression")
+	flag.StringVar(&o.benchtime, "benchtime", "", "-benchtime for every benchmark (default: each scenario's own)")
+	flag.StringVar(&o.root, "root", "", "the repository root (default: found from the working directory)")
+	flag.Parse()
+	if only != "" {
+		re, err := regexp.Compile(only)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "report: -only: %v\n", err)
+			os.Exit(2)
+		}
+		o.only = re
+	}
+	if o.root == "" {
+		root, err := findRoot()
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "report: %v\n", err)
+			os.Exit(2)
+		}
+		o.root = root
+	}
+	o.goTest = runGo(os.Stderr)
+	if err := run(o, os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintf(os.Stderr, "report: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+// findRoot returns the nearest directory, from the working directory up,
+// that holds both go.mod and bench/go.mod.
+func findRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if isFile(filepath.Join(dir, "go.mod")) && isFile(filepath.Join(dir, "bench", "go.mod")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("no repository root (a directory with go.mod and bench/go.mod) above the working directory; use -root")
+		}
+		dir = parent
+	}
+}
+
+func isFile(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir()
+}
+
+// runGo runs the go command, its standard error passed on to log.
+func runGo(log io.Writer) func(dir string, args []string) ([]byte, error) {
+	return func(dir string, args []string) ([]byte, error) {
+		var out bytes.Buffer
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Stdout = &out
+		cmd.Stderr = log
+		err := cmd.Run()
+		return out.Bytes(), err
+	}
+}
+
+// group is one go test run: the benchmarks of one package at one benchtime.
+type group struct {
+	dir, pkg, benchtime string
+	benches             []string // top-level benchmark names
+	res                 *results
+}
+
+// selected returns the scenarios o asks for.
+func (o *options) selected() []scenario {
+	var out []scenario
+	for _, s := range scenarios {
+		if o.short && s.slow {
+			continue
+		}
+		if o.only != nil && !o.only.MatchString(s.figure) && !o.only.MatchString(s.bench) {
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// run runs the benchmarks of the selected scenarios and prints the table.
+func run(o options, stdout, stderr io.Writer) error {
+	sel := o.selected()
+	if len(sel) == 0 {
+		return errors.New("no scenario matches -only")
+	}
+	if o.count < 1 {
+		return fmt.Errorf("-count %d: must be at least 1", o.count)
+	}
+	var groups []*group
+	of := make([]*group, len(sel)) // the group each scenario's figure comes from
+	for i, s := range sel {
+		bt := s.benchtime
+		if o.benchtime != "" {
+			bt = o.benchtime
+		}
+		top, _, _ := strings.Cut(s.bench, "/")
+		var g *group
+		for _, h := range groups {
+			if h.dir == s.dir && h.pkg == s.pkg && h.benchtime == bt {
+				g = h
+				break
+			}
+		}
+		if g == nil {
+			g = &group{dir: s.dir, pkg: s.pkg, benchtime: bt, res: newResults()}
+			groups = append(groups, g)
+		}
+		if !slices.Contains(g.benches, top) {
+			g.benches = append(g.benches, top)
+		}
+		of[i] = g
+	}
+	for _, g := range groups {
+		args := []string{"test", "-run", "^$", "-bench", "^(" + strings.Join(g.benches, "|") + ")$",
+			"-benchtime", g.benchtime, "-count", fmt.Sprint(o.count), "-timeout", "60m", g.pkg}
+		fmt.Fprintf(stderr, "report: (cd %s && go %s)\n", g.dir, quoteArgs(args))
+		out, err := o.goTest(filepath.Join(o.root, g.dir), args)
+		if perr := g.res.parse(bytes.NewReader(out)); perr != nil && err == nil {
+			err = perr
+		}
+		if err != nil {
+			// What the run printed before it failed still counts; the rest is n/a.
+			fmt.Fprintf(stderr, "report: %s %s: %v\n%s", g.dir, g.pkg, err, tail(out, 20))
+		}
+	}
+	printTable(stdout, sel, of)
+	return nil
+}
+
+// printTable prints the Markdown table of sel, whose figures come from
+// groups of (one per scenario).
+func printTable(w io.Writer, sel []scenario, of []*group) {
+	fmt.Fprintln(w, "| figure | benchmark | ours (median) | protoactor-go (median) | ratio | target | met |")
+	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
+	for i := range sel {
+		s := &sel[i]
+		res := of[i].res
+		ours, okOurs := res.value(s.bench, s.units, s.scale)
+		oursText, peerText, ratioText, metText := "n/a", "", "", "n/a"
+		if okOurs {
+			oursText = s.kind.format(ours)
+		}
+		ratio := math.NaN()
+		if s.peer != "" {
+			peerText = "n/a"
+			if peer, ok := res.value(s.peer, s.units, s.scale); ok {
+				peerText = s.kind.format(peer)
+				if okOurs {
+					ratio = s.ratioOf(ours, peer)
+					ratioText = fmt.Sprintf("%.2f×", ratio)
+				}
+			}
+			if ratioText == "" {
+				ratioText = "n/a"
+			}
+		}
+		switch {
+		case !s.hasTarget():
+			metText = "—"
+		case okOurs && s.met(ours, ratio):
+			metText = "met"
+		case okOurs && !(s.ratio > 0 && math.IsNaN(ratio)):
+			metText = "not met"
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n",
+			s.figure, benchName(s), oursText, peerText, ratioText, s.target(), metText)
+	}
+}
+
+// benchName is how the table names a scenario's benchmark: its package
+// and its name.
+func benchName(s *scenario) string {
+	pkg := strings.TrimPrefix(s.pkg, "./")
+	if s.dir == "bench" {
+		pkg = "bench"
+	}
+	return "`" + pkg + "` " + s.bench
+}
+
+// quoteArgs prints args as a shell would need them.
+func quoteArgs(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, "^$|()*? ") {
+			a = "'" + a + "'"
+		}
+		q[i] = a
+	}
+	return strings.Join(q, " ")
+}
+
+// tail returns the last n lines of out.
+func tail(out []byte, n int) string {
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	if len(lines) == 1 && lines[0] == "" {
+		return ""
+	}
+	return strings.Join(lines, "\n") + "\n"
+}

@@ -1,0 +1,162 @@
+package main
+
+import (
+	"fmt"
+	"math"
+	"strings"
+)
+
+// kind is what a figure measures, which says how it prints and which way
+// is better.
+type kind int
+
+const (
+	rate     kind = iota // per second; higher is better
+	duration             // nanoseconds; lower is better
+	size                 // bytes; lower is better
+)
+
+// scenario is one row of the report: a figure, the benchmark that measures
+// it, and its target.
+type scenario struct {
+	figure string
+	// dir is the module directory, relative to the repository root; pkg
+	// the package in it, as go test takes it.
+	dir, pkg string
+	// bench is the benchmark's full name (with its sub-benchmark), peer the
+	// peer's in the same run, if there is one.
+	bench, peer string
+	// units are the benchmark's reported units whose sum is the figure,
+	// scaled by scale into the kind's base unit (1/s, ns or bytes).
+	units []string
+	scale float64
+	kind  kind
+	// benchtime is the -benchtime that keeps the benchmark stable and short.
+	benchtime string
+	// limit is the target (a floor for a rate, a ceiling otherwise); 0 for
+	// none. ratio is the least ratio over the peer; 0 for none.
+	limit, ratio float64
+	// slow scenarios are left out by -short.
+	slow bool
+}
+
+// scenarios are the headline figures of every layer, in the order they
+// print. Targets are issue 15's, and each package's documented ones.
+var scenarios = []scenario{
+	{figure: "Go tell", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor", peer: "BenchmarkTell/protoactor",
+		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x", limit: 12e6, ratio: 1.5},
+	{figure: "Go ask p50", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
+		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "1x", limit: 800},
+	{figure: "Go ask p99", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
+		units: []string{"p99-ns"}, scale: 1, kind: duration, benchtime: "1x", limit: 4000},
+	{figure: "Go spawn", dir: "bench", pkg: ".", bench: "BenchmarkSpawn/proctor", peer: "BenchmarkSpawn/protoactor",
+		units: []string{"spawns/s"}, scale: 1, kind: rate, benchtime: "1x"},
+	{figure: "Go idle process, heap", dir: "bench", pkg: ".", bench: "BenchmarkSpawn/proctor", peer: "BenchmarkSpawn/protoactor",
+		units: []string{"B/process"}, scale: 1, kind: size, benchtime: "1x"},
+
+	{figure: "Lua tell", dir: ".", pkg: "./lua", bench: "BenchmarkLuaTell",
+		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1000000x", limit: 3e6},
+	{figure: "Lua ask p50", dir: ".", pkg: "./lua", bench: "BenchmarkLuaAsk",
+		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "200000x", limit: 2000},
+	{figure: "Lua spawn", dir: ".", pkg: "./lua", bench: "BenchmarkLuaSpawn",
+		units: []string{"spawns/s"}, scale: 1, kind: rate, benchtime: "100000x", limit: 200e3},
+	{figure: "Lua idle process, heap + stack", dir: ".", pkg: "./lua", bench: "BenchmarkLuaIdleMemory",
+		units: []string{"B/process", "stack-B/process"}, scale: 1, kind: size, benchtime: "100000x", limit: 10 * 1024, slow: true},
+
+	{figure: "pg join+leave", dir: ".", pkg: "./kinds/pgscope", bench: "BenchmarkJoinLeave",
+		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "200000x", limit: 2000},
+	{figure: "pg join+leave among 100 k groups", dir: ".", pkg: "./kinds/pgscope", bench: "BenchmarkJoinLeave100kGroups",
+		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "100000x", limit: 5000},
+	{figure: "pg get_members", dir: ".", pkg: "./kinds/pgscope", bench: "BenchmarkGetMembers",
+		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "2000000x", limit: 40},
+
+	{figure: "pool round-robin tell, per message", dir: ".", pkg: "./kinds/pool", bench: "BenchmarkRoundRobinTell",
+		units: []string{"ns/msg"}, scale: 1, kind: duration, benchtime: "300000x"},
+	{figure: "pool scatter/gather over 3, per ask", dir: ".", pkg: "./kinds/pool", bench: "BenchmarkScatterGather3",
+		units: []string{"scatter-µs/ask"}, scale: 1e3, kind: duration, benchtime: "20000x"},
+
+	{figure: "cluster tell", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteTell",
+		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "3x", slow: true},
+	{figure: "cluster ask p50", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteAsk",
+		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "3x", slow: true},
+	{figure: "cluster ask p99", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteAsk",
+		units: []string{"p99-ns"}, scale: 1, kind: duration, benchtime: "3x", slow: true},
+
+	{figure: "pg fan-out to 64 nodes, per op", dir: ".", pkg: "./pgdist", bench: "BenchmarkPGFanout64",
+		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "20000x", limit: 60e3},
+	{figure: "pg converge, 5 nodes", dir: ".", pkg: "./pgdist", bench: "BenchmarkPGConverge",
+		units: []string{"ms/converge"}, scale: 1e6, kind: duration, benchtime: "20x", slow: true},
+}
+
+// higherBetter reports whether a larger value of k is better.
+func (k kind) higherBetter() bool { return k == rate }
+
+// unitStep is one way to print a kind: values from min up are divided by
+// min and printed with format.
+type unitStep struct {
+	min    float64
+	format string
+}
+
+// steps are each kind's units, largest first; the last has min 1.
+var steps = map[kind][]unitStep{
+	rate:     {{1e6, "%.2f M/s"}, {1e3, "%.1f k/s"}, {1, "%.0f /s"}},
+	duration: {{1e6, "%.1f ms"}, {1e3, "%.2f µs"}, {1, "%.0f ns"}},
+	size:     {{1024, "%.1f KiB"}, {1, "%.0f B"}},
+}
+
+// format prints v, in k's base unit, with a unit that keeps it short.
+func (k kind) format(v float64) string {
+	st := steps[k]
+	for _, u := range st {
+		if v >= u.min || u == st[len(st)-1] {
+			return fmt.Sprintf(u.format, v/u.min)
+		}
+	}
+	return fmt.Sprint(v)
+}
+
+// ratioOf is how many times better ours is than peer's: above 1, ours is
+// better, whichever way the figure goes.
+func (s *scenario) ratioOf(ours, peer float64) float64 {
+	if s.kind.higherBetter() {
+		return ours / peer
+	}
+	return peer / ours
+}
+
+// target describes the scenario's target, or "—" when it has none.
+func (s *scenario) target() string {
+	var parts []string
+	if s.limit > 0 {
+		op := "≤"
+		if s.kind.higherBetter() {
+			op = "≥"
+		}
+		parts = append(parts, op+" "+s.kind.format(s.limit))
+	}
+	if s.ratio > 0 {
+		parts = append(parts, fmt.Sprintf("≥ %.1f× peer", s.ratio))
+	}
+	if len(parts) == 0 {
+		return "—"
+	}
+	return strings.Join(parts, ", ")
+}
+
+// met reports whether ours (and its ratio over the peer, NaN when there
+// is none) meets the target.
+func (s *scenario) met(ours, ratio float64) bool {
+	if s.limit > 0 {
+		if s.kind.higherBetter() && ours < s.limit || !s.kind.higherBetter() && ours > s.limit {
+			return false
+		}
+	}
+	if s.ratio > 0 && (math.IsNaN(ratio) || ratio < s.ratio) {
+		return false
+	}
+	return true
+}
+
+// hasTarget reports whether the scenario has a target at all.
+func (s *scenario) hasTarget() bool { return s.limit > 0 || s.ratio > 0 }

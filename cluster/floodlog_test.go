@@ -1,0 +1,57 @@
+package cluster
+
+import (
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/proctor-run/proctor/internal/testutil"
+)
+
+// Garbage anyone can send — gossip packets that fail to decrypt, TCP
+// connections that fail the handshake — is logged at most a few times per
+// window and remote host, then counted; the node keeps working.
+func TestFloodsAreRateLimitedInTheLog(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2")
+	tc.converged(20 * time.Second)
+	n1 := tc.node("n1")
+	const floods = 200
+
+	udp, err := net.Dial("udp", n1.c.Membership().Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer udp.Close()
+	junk := []byte(strings.Repeat("not a gossip packet, not encrypted ", 4))
+	for range floods {
+		if _, err := udp.Write(junk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range floods {
+		c, err := net.Dial("tcp", n1.c.Network().Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte("GET / HTTP/1.1\r\n\r\n"))
+		closedByPeer(t, c)
+		c.Close()
+	}
+	testutil.Eventually(t, "the refused connections to be logged", func() bool {
+		return strings.Contains(n1.logs.String(), "transport: connection refused")
+	})
+	testutil.Eventually(t, "the packets to be logged", func() bool {
+		return strings.Contains(n1.logs.String(), "Decrypt packet failed")
+	})
+	logs := n1.logs.String()
+	for _, line := range []string{"Decrypt packet failed", `msg="transport: connection refused"`} {
+		if n := strings.Count(logs, line); n > 6 {
+			t.Errorf("%q logged %d times for %d attempts", line, n, floods)
+		}
+	}
+	testutil.EventuallyWithin(t, 30*time.Second, "the suppressed lines to be counted", func() bool {
+		return strings.Contains(n1.logs.String(), "transport: connection refused (similar lines suppressed)")
+	})
+	tc.converged(20 * time.Second)
+}

@@ -1,0 +1,187 @@
+package lua
+
+import (
+	"runtime"
+	"time"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// A Lua process holds a goroutine only while it runs. Its method runs as a
+// suspendable call (third_party/gopher-lua/suspend.go): a builtin that must
+// wait — a receive or select on the inbox, a listen or event channel or a
+// timer, an ask, a sleep — suspends it instead of blocking, the VM unwinds,
+// and the process's goroutine ends (process.Proc.Suspend). The next wake-up
+// (mail, an event, a channel fed from Go, a reply, the process's timer, a
+// stop request) starts a goroutine that continues the call: the builtin is
+// called again with the same arguments and looks again. An idle process is
+// then only its state: no goroutine, no stack. This is the M:N model of
+// Erlang and of Wippy, on Go's scheduler: many processes, as many
+// goroutines as are running.
+//
+// Where a builtin cannot suspend — under a pcall, in a coroutine, in a
+// callback called from Go, in a script's top level or init — it blocks its
+// goroutine as before (park): the same results, only the goroutine is held
+// while it waits.
+
+// A waiter is what a suspended builtin waits for: ready reports whether
+// calling it again may find its wait over. It is looked at after the
+// process armed its wake-up, so a change that comes later wakes it.
+type waiter interface {
+	ready() bool
+}
+
+// wait ends a look of a builtin that found nothing, waiting for w: done
+// means the builtin returns ret (it suspended, or the process must stop:
+// nil, err); otherwise w may be ready and the builtin looks again. In the
+// process's main call it suspends the call (suspendOn); elsewhere it
+// parks the goroutine.
+func (p *Process) wait(L *lua.LState, w waiter) (ret int, done bool) {
+	if p.stopRequested() {
+		return ReturnError(L, errStopping), true
+	}
+	if p.canSuspend(L) {
+		return p.suspendOn(L, w)
+	}
+	if err := p.park(w.ready); err != nil {
+		return ReturnError(L, err), true
+	}
+	return 0, false
+}
+
+// canSuspend reports whether the builtin running on L may suspend the
+// process's main call.
+func (p *Process) canSuspend(L *lua.LState) bool { return L == p.L && L.CanSuspend() }
+
+// spinTurns is how many times a builtin about to suspend yields first, to
+// catch a wake-up that is on its way (the reply of an ask, the next
+// message of a request/reply loop) without ending its goroutine and
+// starting another; the process core's Behaviors do the same.
+const spinTurns = 2
+
+// suspendOn suspends the main call until w may be ready, after a short
+// spin: done is false when w became ready meanwhile (look again), true
+// with the builtin's return when it suspended.
+func (p *Process) suspendOn(L *lua.LState, w waiter) (ret int, done bool) {
+	for i := 0; i < spinTurns; i++ {
+		runtime.Gosched()
+		if w.ready() {
+			return 0, false
+		}
+	}
+	p.waiting = w
+	return L.Suspend(), true
+}
+
+// stopRequested reports whether the process has been asked to stop.
+func (p *Process) stopRequested() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// drive runs the process's script from step (its start, or its main call
+// going on) until it ends or suspends. A suspended process holds no
+// goroutine: drive returns process.ErrSuspended, and the next wake-up
+// calls goOn, which drives on. When the script ends, drive tears the
+// process down and returns its exit.
+func (p *Process) drive(step func() (suspended bool, v any, err error)) (v any, err error) {
+	ended := true
+	defer func() {
+		if ended {
+			v, err = p.exit(v, err)
+		}
+	}()
+	for {
+		var suspended bool
+		suspended, v, err = step()
+		if !suspended {
+			return v, err
+		}
+		step = p.continueMain
+		// The VM has unwound: only now may a wake-up start the call
+		// going on, on another goroutine, once Commit has succeeded.
+		w := p.waiting
+		p.proc.Suspend(p.goOn)
+		if w.ready() || p.stopRequested() {
+			p.proc.Reclaim()
+			continue
+		}
+		if !p.proc.Commit() {
+			continue // woken meanwhile
+		}
+		ended = false
+		return nil, process.ErrSuspended
+	}
+}
+
+// goOn is what a suspended process's wake-up runs (process.Proc.Suspend).
+func (p *Process) goOn(*process.Proc) (any, error) {
+	return p.drive(p.continueMain)
+}
+
+// continueMain continues the suspended main call: the builtin that
+// suspended it looks again.
+func (p *Process) continueMain() (bool, any, error) {
+	p.waiting = nil
+	suspended, err := p.L.Continue()
+	if suspended {
+		return true, nil, nil
+	}
+	v, err := p.mainResult(err)
+	return false, v, err
+}
+
+// alarm wakes the process at t (a deadline it waits for while suspended).
+// One timer per process, made on first use, serves every wait.
+func (p *Process) alarm(t time.Time) {
+	d := time.Until(t)
+	if p.alarmT == nil {
+		p.alarmT = time.AfterFunc(d, p.notify)
+		return
+	}
+	p.alarmT.Reset(d)
+}
+
+// disarmAlarm stops the timer of a wait that is over.
+func (p *Process) disarmAlarm() {
+	if p.alarmT != nil {
+		p.alarmT.Stop()
+	}
+}
+
+// deadlineWait is a suspended time.sleep: its deadline, kept for the call
+// that goes on.
+type deadlineWait struct {
+	at     time.Time
+	active bool
+}
+
+func (w *deadlineWait) ready() bool { return !time.Now().Before(w.at) }
+
+// askWait is a suspended process.ask: its call and deadline, kept for the
+// call that goes on.
+type askWait struct {
+	call     process.Call
+	deadline time.Time
+	active   bool
+}
+
+func (w *askWait) ready() bool { return w.call.Settled() || !time.Now().Before(w.deadline) }
+
+// selectWait is a suspended channel.select.
+type selectWait struct{ cases []*selectCase }
+
+func (w *selectWait) ready() bool {
+	for _, sc := range w.cases {
+		if !sc.send && sc.ch.ready() {
+			return true
+		}
+	}
+	return false
+}

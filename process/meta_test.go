@@ -1,0 +1,82 @@
+package process
+
+import (
+	"testing"
+)
+
+// Tells share their meta while the topic stays the same, so a tell
+// allocates nothing; what each message opens to is still its own topic,
+// sender and reply target.
+func TestTellsShareMeta(t *testing.T) {
+	n := newTestNode()
+	hold := make(chan struct{})
+	defer close(hold)
+	// A goroutine process that never receives: the envelopes stay queued.
+	to, err := n.SpawnFunc(func(p *Proc) (any, error) {
+		select {
+		case <-hold:
+		case <-p.Context().Done():
+		}
+		return nil, nil
+	}, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Kill(to)
+	from := mustSpawn(t, n, behaviorFunc(func(Context, Message) {}))
+	c := NewCall()
+	defer c.Abandon(nil)
+	sends := []Message{
+		{Topic: "a", Payload: 1},
+		{Topic: "a", Payload: 2},
+		{Topic: "b", Payload: 3},
+		{Topic: "a", From: from, Payload: 4},
+		{Topic: "a", From: from, Payload: 5},
+		{Topic: "b", From: from, Payload: 6},
+		{Payload: 7},
+		c.Message(Message{Topic: "a", Payload: 8}),
+	}
+	for _, m := range sends {
+		if err := n.Send(to, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := n.lookup(to)
+	var envs []envelope
+	for {
+		e, ok := p.mb.pop()
+		if !ok {
+			break
+		}
+		envs = append(envs, e)
+	}
+	if len(envs) != len(sends) {
+		t.Fatalf("%d queued, want %d", len(envs), len(sends))
+	}
+	for i, e := range envs {
+		m := e.open()
+		if m.Topic != sends[i].Topic || m.From != sends[i].From || m.Payload != sends[i].Payload || m.CanReply() != sends[i].CanReply() {
+			t.Errorf("message %d opened as %+v, sent %+v", i, m, sends[i])
+		}
+	}
+	same := [][2]int{{0, 1}, {3, 4}}
+	for _, s := range same {
+		if envs[s[0]].meta != envs[s[1]].meta {
+			t.Errorf("tells %d and %d (same sender and topic) do not share a meta", s[0], s[1])
+		}
+	}
+	if envs[6].meta != nil {
+		t.Errorf("a tell with no topic and no sender carries a meta")
+	}
+
+	// Steady state: a tell allocates nothing (its chunk is recycled).
+	allocs := testing.AllocsPerRun(1000, func() {
+		_ = n.Send(to, Message{Topic: "a", Payload: 1})
+		p.mb.pop()
+		_ = n.Send(to, Message{Topic: "a", From: from, Payload: 1})
+		p.mb.pop()
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per pair of tells", allocs)
+	}
+}

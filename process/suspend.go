@@ -1,0 +1,69 @@
+package process
+
+import "errors"
+
+// A goroutine process that waits holds a goroutine, and the goroutine's
+// stack holds whatever its function was in the middle of: a few kilobytes
+// each, a gigabyte or more for a million idle processes. A process whose
+// function can stop and go on later (the Lua host, whose VM keeps its own
+// call stack) suspends instead: it hands the core the function that goes on
+// and returns, and its goroutine ends. The next wake-up — a message, an
+// event, Notify, a stop request, a Kill — starts that function on a new
+// goroutine. Between the two, the process is only its state.
+
+// States of a goroutine process's wait (process.wait).
+const (
+	waitRunning    int32 = iota // running: wake-ups need do nothing
+	waitArmed                   // parked on its Wake channel (Arm)
+	waitSuspending              // about to suspend (Suspend): a wake-up is noted, Commit fails
+	waitSuspended               // suspended (Commit): a wake-up starts procExt.cont
+)
+
+// ErrSuspended is what a goroutine process's function returns after a
+// Commit that succeeded: it has not ended, it goes on in the function it
+// suspended with. Returning it otherwise leaves the process waiting for
+// good.
+var ErrSuspended = errors.New("process: suspended")
+
+// Suspend prepares to suspend the process: fn is to run on a new goroutine
+// at the process's next wake-up (a message, an event, Notify, a stop
+// request), instead of a goroutine waiting for it. Like Arm, it comes
+// before the last look for work; a wake-up that comes from now on is
+// noted. When the look finds work, Reclaim withdraws Suspend; otherwise
+// Commit suspends the process, and its function returns ErrSuspended at
+// once. What fn returns is the process's exit, unless fn suspends in
+// turn. Only the process's own goroutine may call these.
+//
+//	h.Suspend(goOn)
+//	if h.Pending() > 0 {
+//		h.Reclaim()
+//		return goOn(h) // or carry on here
+//	}
+//	if !h.Commit() {
+//		return goOn(h) // woken meanwhile
+//	}
+//	return nil, process.ErrSuspended
+func (h *Proc) Suspend(fn ProcFunc) {
+	// About to wait: hand back an emptied mailbox buffer first, as Arm does.
+	h.p.mb.trim()
+	h.p.ext.Load().cont = fn
+	h.p.wait.Store(waitSuspending)
+}
+
+// Commit suspends the process that Suspend prepared. It reports false when
+// a wake-up came since Suspend: the process carries on instead. Until
+// Commit, nothing runs the suspended function, so the look for work
+// between the two may touch anything the process owns.
+func (h *Proc) Commit() bool {
+	if h.p.wait.CompareAndSwap(waitSuspending, waitSuspended) {
+		return true
+	}
+	h.p.ext.Load().cont = nil
+	return false
+}
+
+// Reclaim withdraws Suspend, when the process found work after all.
+func (h *Proc) Reclaim() {
+	h.p.wait.Store(waitRunning)
+	h.p.ext.Load().cont = nil
+}

@@ -1,0 +1,107 @@
+package lua
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/yuin/gopher-lua/parse"
+)
+
+// Tests of Proctor's patches to the parser and compiler (see PATCHES.md).
+
+// TestSyntaxLevels: source nested without bound overflowed the Go stack in
+// the compiler (a fatal error). It is a syntax error at the line where the
+// limit is passed; what stays within the limits compiles and runs.
+func TestSyntaxLevels(t *testing.T) {
+	deep := func(open, mid, close string, n int) string {
+		return strings.Repeat(open, n) + mid + strings.Repeat(close, n)
+	}
+	for _, tc := range []struct {
+		name, src, err string
+	}{
+		{"tables", "return " + deep("{", "", "}", 1_000_000), "line:1(column:1) near '':   chunk has too many syntax levels"},
+		{"minus", "return " + strings.Repeat("- ", 1_000_000) + "1", "chunk has too many syntax levels"},
+		{"not", "return " + strings.Repeat("not ", 1_000_000) + "1", "chunk has too many syntax levels"},
+		{"calls", "local f = function(x) return x end return " + deep("f(", "1", ")", 1_000_000), "chunk has too many syntax levels"},
+		{"functions", "return " + deep("function() return ", "1", " end", 100_000), "chunk has too many syntax levels"},
+		{"blocks", deep("do ", "", " end ", 100_000), "chunk has too many syntax levels"},
+		{"index", "local t = {} return " + deep("t[", "1", "]", 100_000), "chunk has too many syntax levels"},
+		{"power", "return 1" + strings.Repeat("^1", 100_000), "chunk has too many syntax levels"},
+		{"sum", "return 1" + strings.Repeat("+1", 100_000), "a chain of more than 10000 operations"},
+		{"elseif", "local x = 1 if x == 0 then" + strings.Repeat(" elseif x == 0 then", 20_000) + " end", "a chain of more than 10000 operations"},
+		{"line", "local t =\n{\n" + deep("{", "", "}", 300) + "\n}", "line:3(column:1)"},
+		// within the limits
+		{"tables_ok", "return " + deep("{", "", "}", 190), ""},
+		{"minus_ok", "return " + strings.Repeat("- ", 190) + "1", ""},
+		{"sum_ok", "assert((1" + strings.Repeat("+1", 9_000) + ") == 9001)", ""},
+		{"elseif_ok", "local x = 1 if x == 0 then" + strings.Repeat(" elseif x == 0 then", 5_000) + " else x = 2 end assert(x == 2)", ""},
+		{"parens_ok", "return " + deep("(", "1", ")", 1_000_000), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			L := NewState()
+			defer L.Close()
+			err := L.DoString(tc.src)
+			switch {
+			case tc.err == "" && err != nil:
+				t.Fatal(err)
+			case tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)):
+				t.Fatalf("got %v, want %q", err, tc.err)
+			}
+		})
+	}
+}
+
+// concatChain is `local a = "x" return a .. a .. … .. a` with n operands.
+func concatChain(n int) string {
+	return `local a = "x" return a` + strings.Repeat(" .. a", n-1)
+}
+
+// TestConcatChain: a chain of .. compiles in one loop (it was quadratic:
+// 100,000 operands took minutes to fail with "register overflow"); a chain
+// longer than the registers is refused at its line.
+func TestConcatChain(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	if err := L.DoString(concatChain(150) + " .. ''"); err != nil {
+		t.Fatal(err)
+	}
+	if got := L.Get(-1).String(); got != strings.Repeat("x", 150) {
+		t.Fatalf("got %q", got)
+	}
+	// a concatenation inside an operand and a local target
+	if err := L.DoString(`local a, b = "x", "y" local s = (a .. b) .. a .. (b .. a) assert(s == "xyxyx", s)`); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err := L.DoString(concatChain(400_000))
+	if err == nil || !strings.Contains(err.Error(), "too many operands of .. (400000)") {
+		t.Fatalf("got %v", err)
+	}
+	// Linear: well under a second on a slow machine; the quadratic
+	// compiler took minutes.
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("400,000 operands took %v", d)
+	}
+}
+
+// BenchmarkCompileConcatChain compiles chains of .. of growing length;
+// ns/operand stays flat when the compiler is linear.
+func BenchmarkCompileConcatChain(b *testing.B) {
+	for _, n := range []int{1_000, 10_000, 100_000} {
+		src := concatChain(n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				chunk, err := parse.Parse(strings.NewReader(src), "chain")
+				if err != nil {
+					b.Fatal(err)
+				}
+				if _, err := Compile(chunk, "chain"); err == nil {
+					b.Fatal("compiled")
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/operand")
+		})
+	}
+}
