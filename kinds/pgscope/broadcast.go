@@ -52,7 +52,7 @@ func (s *Scope) broadcast(ctx context.Context, from process.PID, group, topic st
 	}
 	err := s.doCtx(ctx, op, func() error {
 		// The view is immutable, so handing it out is the snapshot.
-		view = s.root.Load().get(hashGroup(group), group)
+		view = s.root.Load().get(hashGroup(group), group).view()
 		return nil
 	})
 	if err != nil {

@@ -155,13 +155,15 @@ func (s *Scope) ApplyNodeDown(ctx context.Context, node string) error {
 	})
 }
 
-// LocalMembers implements Replica. It reads one version of the index, so
-// the groups are consistent with each other; it never waits on the loop.
+// LocalMembers implements Replica. It never waits on the loop: each group
+// is one version of it, but groups that change meanwhile may be seen before
+// or after their change (on the loop, as SubscribeLocal calls it, the whole
+// is one moment).
 func (s *Scope) LocalMembers() map[string][]process.PID {
 	out := make(map[string][]process.PID)
-	s.root.Load().each(func(v *groupView) {
+	s.root.Load().eachGroup(func(name string, v *groupView) {
 		if len(v.local) > 0 {
-			out[v.name] = slices.Clone(v.local)
+			out[name] = clonePIDs(v.local)
 		}
 	})
 	return out

@@ -9,20 +9,41 @@ import (
 	"github.com/proctor-run/proctor/process"
 )
 
-// groupView is the published, immutable state of one group: every member
-// (with multiplicity, local members first, then each remote node's) and the
-// local members alone. Readers share it; nobody writes to it once published.
+// groupCell is a group's place in the published index. The loop stores
+// each new version of the group's membership in cur; readers load it. A
+// cell stays in the index while its group is empty (cur nil: the group does
+// not exist for readers) until a sweep removes the vacant cells in bulk, so
+// a group that empties and fills again, as when a process joins and leaves
+// over and over, changes one pointer and not the index.
+type groupCell struct {
+	name string
+	hash uint64
+	cur  atomic.Pointer[groupView]
+}
+
+// view returns the group's current membership, nil when it is empty.
+func (c *groupCell) view() *groupView {
+	if c == nil {
+		return nil
+	}
+	return c.cur.Load()
+}
+
+// groupView is one version of a group's membership: every member (with
+// multiplicity, local members first, then each remote node's) and the
+// local members alone. Readers share it; nobody writes to it once
+// published.
 type groupView struct {
-	name  string
 	all   []process.PID
 	local []process.PID
-
-	hash uint64
-	next *groupView // another view whose key has the same 64-bit hash
 
 	// The distinct member processes, computed by the first broadcast to
 	// this version of the group and reused by the next ones.
 	distinctAll, distinctLocal atomic.Pointer[[]process.PID]
+
+	// one backs all for a group of a single member, the usual group, so
+	// that a version of it is one allocation.
+	one [1]process.PID
 }
 
 // distinct returns the members (or local members) without repeats.
@@ -39,26 +60,61 @@ func (v *groupView) distinct(local bool) []process.PID {
 	return d
 }
 
-// clone copies a view out of a collision chain (without its chain link).
-func (v *groupView) clone() *groupView {
-	return &groupView{name: v.name, all: v.all, local: v.local, hash: v.hash}
+// clonePIDs returns a copy of a published list for a reader to own. The
+// readers' hot path: most groups have a member or two, and a fixed-size
+// array is allocated without append's size-class arithmetic and clearing
+// (a third of GetMembers).
+func clonePIDs(s []process.PID) []process.PID {
+	switch len(s) {
+	case 0:
+		return nil
+	case 1:
+		p := new([1]process.PID)
+		p[0] = s[0]
+		return p[:]
+	case 2:
+		p := new([2]process.PID)
+		p[0], p[1] = s[0], s[1]
+		return p[:]
+	}
+	out := make([]process.PID, len(s))
+	copy(out, s)
+	return out
 }
 
 // The group index is a persistent hash array mapped trie: an update copies
-// only the path from the root to the changed leaf (a few small nodes), so the
-// loop can publish a new version after every command in O(log32 n) time and
-// readers keep using whichever version they loaded, without locks. A plain
-// map would have to be copied whole on every new or vanished group, which is
-// O(groups) per join.
+// only the path from the root to the changed slot (a few small nodes), so
+// the loop can publish a new version in O(log32 n) time and readers keep
+// using whichever version they loaded, without locks. A plain map would
+// have to be copied whole on every new or vanished group, which is
+// O(groups) per join. The trie changes only when a cell is added or swept:
+// membership changes go to the cells.
 //
-// A slot is one pointer: to a sub-trie, or (its bit set in leafmap) to a
-// view, so a copied node of 32 entries is 256 bytes and a leaf needs no
-// node of its own.
+// A slot is one pointer: to a sub-trie, to a cell (its bit set in
+// leafmap) or to a bucket of cells whose 64-bit hashes are equal (its bit
+// set in collmap), so a copied node of 32 entries is 256 bytes and a cell
+// needs no node of its own.
 type hnode struct {
 	bitmap  uint32
 	leafmap uint32
+	collmap uint32
 	slots   []unsafe.Pointer
 }
+
+// hbucket holds the cells of one full 64-bit hash; it is immutable.
+type hbucket struct {
+	hash  uint64
+	cells []*groupCell
+}
+
+// slotKind says what a slot points to.
+type slotKind uint8
+
+const (
+	slotSub slotKind = iota
+	slotCell
+	slotBucket
+)
 
 const hbits = 5
 
@@ -66,89 +122,126 @@ var hseed = maphash.MakeSeed()
 
 func hashGroup(g string) uint64 { return maphash.String(hseed, g) }
 
-func (n *hnode) get(h uint64, key string) *groupView {
+func (n *hnode) kind(bit uint32) slotKind {
+	switch {
+	case n.leafmap&bit != 0:
+		return slotCell
+	case n.collmap&bit != 0:
+		return slotBucket
+	}
+	return slotSub
+}
+
+// slotHash is the full hash of a cell or bucket slot.
+func slotHash(p unsafe.Pointer, k slotKind) uint64 {
+	if k == slotCell {
+		return (*groupCell)(p).hash
+	}
+	return (*hbucket)(p).hash
+}
+
+// get returns the cell of key (hash h), or nil.
+func (n *hnode) get(h uint64, key string) *groupCell {
 	for shift := uint(0); n != nil; shift += hbits {
 		bit := uint32(1) << ((h >> shift) & 31)
 		if n.bitmap&bit == 0 {
 			return nil
 		}
 		p := n.slots[bits.OnesCount32(n.bitmap&(bit-1))]
-		if n.leafmap&bit == 0 {
-			n = (*hnode)(p)
-			continue
-		}
-		for v := (*groupView)(p); v != nil; v = v.next {
-			if v.hash == h && v.name == key {
-				return v
+		if n.leafmap&bit != 0 {
+			if c := (*groupCell)(p); c.hash == h && c.name == key {
+				return c
 			}
+			return nil
 		}
-		return nil
+		if n.collmap&bit != 0 {
+			b := (*hbucket)(p)
+			if b.hash != h {
+				return nil
+			}
+			for _, c := range b.cells {
+				if c.name == key {
+					return c
+				}
+			}
+			return nil
+		}
+		n = (*hnode)(p)
 	}
 	return nil
 }
 
-func (n *hnode) copyWith(idx int, p unsafe.Pointer, leaf bool, bit uint32) *hnode {
-	out := &hnode{bitmap: n.bitmap, leafmap: n.leafmap, slots: make([]unsafe.Pointer, len(n.slots))}
+func (n *hnode) copyWith(idx int, p unsafe.Pointer, k slotKind, bit uint32) *hnode {
+	out := &hnode{bitmap: n.bitmap, leafmap: n.leafmap &^ bit, collmap: n.collmap &^ bit, slots: make([]unsafe.Pointer, len(n.slots))}
 	copy(out.slots, n.slots)
 	out.slots[idx] = p
-	if leaf {
-		out.leafmap |= bit
-	} else {
-		out.leafmap &^= bit
-	}
+	out.mark(k, bit)
 	return out
 }
 
-// with returns a trie holding v (hash h, v.next unset) in place of any view
-// of the same name, and whether the name is new.
-func (n *hnode) with(h uint64, v *groupView, shift uint) (*hnode, bool) {
-	v.hash = h
+func (n *hnode) mark(k slotKind, bit uint32) {
+	switch k {
+	case slotCell:
+		n.leafmap |= bit
+	case slotBucket:
+		n.collmap |= bit
+	}
+}
+
+// single returns a node holding one cell or bucket slot at level shift.
+func single(p unsafe.Pointer, k slotKind, shift uint) *hnode {
+	bit := uint32(1) << ((slotHash(p, k) >> shift) & 31)
+	out := &hnode{bitmap: bit, slots: []unsafe.Pointer{p}}
+	out.mark(k, bit)
+	return out
+}
+
+// with returns a trie holding c (c.hash is h) in place of any cell of the
+// same name, and whether the name is new.
+func (n *hnode) with(h uint64, c *groupCell, shift uint) (*hnode, bool) {
+	c.hash = h
 	bit := uint32(1) << ((h >> shift) & 31)
 	if n == nil {
-		return &hnode{bitmap: bit, leafmap: bit, slots: []unsafe.Pointer{unsafe.Pointer(v)}}, true
+		return single(unsafe.Pointer(c), slotCell, shift), true
 	}
 	idx := bits.OnesCount32(n.bitmap & (bit - 1))
 	if n.bitmap&bit == 0 {
-		out := &hnode{bitmap: n.bitmap | bit, leafmap: n.leafmap | bit, slots: make([]unsafe.Pointer, len(n.slots)+1)}
+		out := &hnode{bitmap: n.bitmap | bit, leafmap: n.leafmap | bit, collmap: n.collmap, slots: make([]unsafe.Pointer, len(n.slots)+1)}
 		copy(out.slots, n.slots[:idx])
-		out.slots[idx] = unsafe.Pointer(v)
+		out.slots[idx] = unsafe.Pointer(c)
 		copy(out.slots[idx+1:], n.slots[idx:])
 		return out, true
 	}
-	p := n.slots[idx]
-	if n.leafmap&bit == 0 {
-		sub, added := (*hnode)(p).with(h, v, shift+hbits)
-		return n.copyWith(idx, unsafe.Pointer(sub), false, bit), added
+	p, k := n.slots[idx], n.kind(bit)
+	switch {
+	case k == slotSub:
+		sub, added := (*hnode)(p).with(h, c, shift+hbits)
+		return n.copyWith(idx, unsafe.Pointer(sub), slotSub, bit), added
+	case slotHash(p, k) != h:
+		// Two hashes share this slot: push the old one a level down and
+		// insert beside it.
+		sub, _ := single(p, k, shift+hbits).with(h, c, shift+hbits)
+		return n.copyWith(idx, unsafe.Pointer(sub), slotSub, bit), true
+	case k == slotCell:
+		old := (*groupCell)(p)
+		if old.name == c.name {
+			return n.copyWith(idx, unsafe.Pointer(c), slotCell, bit), false
+		}
+		b := &hbucket{hash: h, cells: []*groupCell{old, c}}
+		return n.copyWith(idx, unsafe.Pointer(b), slotBucket, bit), true
 	}
-	old := (*groupView)(p)
-	if old.hash == h {
-		chain, added := chainWith(old, v)
-		return n.copyWith(idx, unsafe.Pointer(chain), true, bit), added
-	}
-	// Two hashes share this slot: push the old leaf one level down and
-	// insert beside it.
-	obit := uint32(1) << ((old.hash >> (shift + hbits)) & 31)
-	sub := &hnode{bitmap: obit, leafmap: obit, slots: []unsafe.Pointer{p}}
-	sub, _ = sub.with(h, v, shift+hbits)
-	return n.copyWith(idx, unsafe.Pointer(sub), false, bit), true
-}
-
-// chainWith returns the collision chain head with v in place of the view of
-// the same name (or added). Views are immutable, so the others are copied.
-func chainWith(head, v *groupView) (*groupView, bool) {
+	old := (*hbucket)(p)
+	b := &hbucket{hash: h, cells: make([]*groupCell, 0, len(old.cells)+1)}
 	added := true
-	v.next = nil
-	tail := v
-	for e := head; e != nil; e = e.next {
-		if e.name == v.name {
+	for _, e := range old.cells {
+		if e.name == c.name {
 			added = false
 			continue
 		}
-		c := e.clone()
-		tail.next = c
-		tail = c
+		b.cells = append(b.cells, e)
 	}
-	return v, added
+	b.cells = append(b.cells, c)
+	return n.copyWith(idx, unsafe.Pointer(b), slotBucket, bit), added
 }
 
 // without returns a trie without key and whether it was there. A nil
@@ -162,8 +255,9 @@ func (n *hnode) without(h uint64, key string, shift uint) (*hnode, bool) {
 		return n, false
 	}
 	idx := bits.OnesCount32(n.bitmap & (bit - 1))
-	p := n.slots[idx]
-	if n.leafmap&bit == 0 {
+	p, k := n.slots[idx], n.kind(bit)
+	switch k {
+	case slotSub:
 		sub, removed := (*hnode)(p).without(h, key, shift+hbits)
 		if !removed {
 			return n, false
@@ -171,52 +265,53 @@ func (n *hnode) without(h uint64, key string, shift uint) (*hnode, bool) {
 		if sub == nil {
 			return n.dropSlot(bit, idx), true
 		}
-		// A sub-trie left with a single leaf collapses into this level.
-		if len(sub.slots) == 1 && sub.leafmap != 0 {
-			return n.copyWith(idx, sub.slots[0], true, bit), true
+		// A sub-trie left with a single cell or bucket collapses into
+		// this level.
+		if len(sub.slots) == 1 && sub.leafmap|sub.collmap != 0 {
+			return n.copyWith(idx, sub.slots[0], sub.kind(sub.bitmap), bit), true
 		}
-		return n.copyWith(idx, unsafe.Pointer(sub), false, bit), true
-	}
-	head := (*groupView)(p)
-	if head.hash != h {
-		return n, false
-	}
-	var rest, tail *groupView
-	found := false
-	for e := head; e != nil; e = e.next {
-		if e.name == key {
-			found = true
-			continue
+		return n.copyWith(idx, unsafe.Pointer(sub), slotSub, bit), true
+	case slotCell:
+		if c := (*groupCell)(p); c.hash != h || c.name != key {
+			return n, false
 		}
-		c := e.clone()
-		if tail == nil {
-			rest = c
-		} else {
-			tail.next = c
-		}
-		tail = c
-	}
-	if !found {
-		return n, false
-	}
-	if rest == nil {
 		return n.dropSlot(bit, idx), true
 	}
-	return n.copyWith(idx, unsafe.Pointer(rest), true, bit), true
+	b := (*hbucket)(p)
+	if b.hash != h {
+		return n, false
+	}
+	at := -1
+	for i, c := range b.cells {
+		if c.name == key {
+			at = i
+		}
+	}
+	switch {
+	case at < 0:
+		return n, false
+	case len(b.cells) == 2:
+		return n.copyWith(idx, unsafe.Pointer(b.cells[1-at]), slotCell, bit), true
+	}
+	rest := &hbucket{hash: h, cells: make([]*groupCell, 0, len(b.cells)-1)}
+	rest.cells = append(rest.cells, b.cells[:at]...)
+	rest.cells = append(rest.cells, b.cells[at+1:]...)
+	return n.copyWith(idx, unsafe.Pointer(rest), slotBucket, bit), true
 }
 
 func (n *hnode) dropSlot(bit uint32, idx int) *hnode {
 	if len(n.slots) == 1 {
 		return nil
 	}
-	out := &hnode{bitmap: n.bitmap &^ bit, leafmap: n.leafmap &^ bit, slots: make([]unsafe.Pointer, len(n.slots)-1)}
+	out := &hnode{bitmap: n.bitmap &^ bit, leafmap: n.leafmap &^ bit, collmap: n.collmap &^ bit, slots: make([]unsafe.Pointer, len(n.slots)-1)}
 	copy(out.slots, n.slots[:idx])
 	copy(out.slots[idx:], n.slots[idx+1:])
 	return out
 }
 
-// each calls fn for every view, in no particular order.
-func (n *hnode) each(fn func(v *groupView)) {
+// each calls fn for every cell, vacant ones included, in no particular
+// order.
+func (n *hnode) each(fn func(c *groupCell)) {
 	if n == nil {
 		return
 	}
@@ -224,12 +319,26 @@ func (n *hnode) each(fn func(v *groupView)) {
 	for _, p := range n.slots {
 		bit := b & -b
 		b &^= bit
-		if n.leafmap&bit == 0 {
+		switch n.kind(bit) {
+		case slotSub:
 			(*hnode)(p).each(fn)
-			continue
-		}
-		for v := (*groupView)(p); v != nil; v = v.next {
-			fn(v)
+		case slotCell:
+			fn((*groupCell)(p))
+		default:
+			for _, c := range (*hbucket)(p).cells {
+				fn(c)
+			}
 		}
 	}
+}
+
+// eachGroup calls fn for every group with members, with the version of it
+// that it reads: each group is a consistent version, but groups that change
+// meanwhile may be seen before or after their change.
+func (n *hnode) eachGroup(fn func(name string, v *groupView)) {
+	n.each(func(c *groupCell) {
+		if v := c.cur.Load(); v != nil {
+			fn(c.name, v)
+		}
+	})
 }

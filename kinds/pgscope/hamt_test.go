@@ -3,6 +3,7 @@ package pgscope
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/proctor-run/proctor/process"
@@ -13,10 +14,10 @@ import (
 func TestHAMTAgainstMap(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	var root *hnode
-	ref := map[string]*groupView{}
+	ref := map[string]*groupCell{}
 	type version struct {
 		root *hnode
-		ref  map[string]*groupView
+		ref  map[string]*groupCell
 	}
 	var versions []version
 	for i := range 20000 {
@@ -30,43 +31,26 @@ func TestHAMTAgainstMap(t *testing.T) {
 			}
 			delete(ref, k)
 		} else {
-			v := &groupView{name: k}
+			c := &groupCell{name: k}
 			var added bool
-			root, added = root.with(hashGroup(k), v, 0)
+			root, added = root.with(hashGroup(k), c, 0)
 			_, had := ref[k]
 			if added == had {
 				t.Fatalf("with(%s) added=%v had=%v", k, added, had)
 			}
-			ref[k] = v
+			ref[k] = c
 		}
 		if i%2000 == 0 {
-			cp := make(map[string]*groupView, len(ref))
-			for k, v := range ref {
-				cp[k] = v
+			cp := make(map[string]*groupCell, len(ref))
+			for k, c := range ref {
+				cp[k] = c
 			}
 			versions = append(versions, version{root, cp})
 		}
 	}
 	versions = append(versions, version{root, ref})
 	for _, ver := range versions {
-		n := 0
-		ver.root.each(func(v *groupView) {
-			n++
-			if ver.ref[v.name] != v {
-				t.Fatalf("each yielded %s not in the reference", v.name)
-			}
-		})
-		if n != len(ver.ref) {
-			t.Fatalf("each yielded %d, want %d", n, len(ver.ref))
-		}
-		for k, v := range ver.ref {
-			if got := ver.root.get(hashGroup(k), k); got != v {
-				t.Fatalf("get(%s) = %v", k, got)
-			}
-		}
-		if ver.root.get(hashGroup("absent"), "absent") != nil {
-			t.Fatal("found an absent key")
-		}
+		checkTrie(t, ver.root, ver.ref)
 	}
 	for k := range ref {
 		root, _ = root.without(hashGroup(k), k, 0)
@@ -76,36 +60,118 @@ func TestHAMTAgainstMap(t *testing.T) {
 	}
 }
 
-// Keys whose full hashes collide share a leaf bucket.
-func TestHAMTCollisions(t *testing.T) {
-	var root *hnode
-	const h = uint64(0xdeadbeef)
-	a, b, c := &groupView{name: "a"}, &groupView{name: "b"}, &groupView{name: "c"}
-	root, _ = root.with(h, a, 0)
-	root, _ = root.with(h, b, 0)
-	root, _ = root.with(h^1<<40, c, 0)
-	// Views in a collision chain may be copies: compare by name.
-	name := func(v *groupView) string {
-		if v == nil {
-			return ""
+// checkTrie compares every way of reading root with ref.
+func checkTrie(t *testing.T, root *hnode, ref map[string]*groupCell) {
+	t.Helper()
+	n := 0
+	root.each(func(c *groupCell) {
+		n++
+		if ref[c.name] != c {
+			t.Fatalf("each yielded %s, not the reference's cell", c.name)
 		}
-		return v.name
+	})
+	if n != len(ref) {
+		t.Fatalf("each yielded %d, want %d", n, len(ref))
 	}
-	if name(root.get(h, "a")) != "a" || name(root.get(h, "b")) != "b" || root.get(h^1<<40, "c") != c || root.get(h, "c") != nil {
-		t.Fatal("collision bucket lookup failed")
+	for k, c := range ref {
+		if got := root.get(c.hash, k); got != c {
+			t.Fatalf("get(%s) = %v", k, got)
+		}
 	}
-	old := root
-	a2 := &groupView{name: "a", all: make([]process.PID, 1)}
-	if root2, added := root.with(h, a2, 0); added || root2.get(h, "a") != a2 || len(old.get(h, "a").all) != 0 || name(root2.get(h, "b")) != "b" {
-		t.Fatal("replace in bucket failed or mutated the old version")
+	if root.get(hashGroup("absent"), "absent") != nil {
+		t.Fatal("found an absent key")
 	}
-	root, _ = root.without(h, "a", 0)
-	if root.get(h, "a") != nil || name(root.get(h, "b")) != "b" || name(old.get(h, "a")) != "a" {
-		t.Fatal("delete from bucket failed")
+}
+
+// Keys whose full hashes collide share a bucket, at any depth, and a bucket
+// pushed down by another hash or collapsed back by a removal keeps them.
+func TestHAMTCollisions(t *testing.T) {
+	const h = uint64(0xdeadbeef)
+	// near shares h's first two levels (10 bits), far only the first.
+	near, far := h^1<<40, h^1<<7
+	cells := map[string]*groupCell{}
+	var root *hnode
+	add := func(name string, hash uint64) {
+		t.Helper()
+		c := &groupCell{name: name}
+		var added bool
+		root, added = root.with(hash, c, 0)
+		_, had := cells[name]
+		if added == had {
+			t.Fatalf("with(%s) added=%v had=%v", name, added, had)
+		}
+		cells[name] = c
+		checkTrie(t, root, cells)
 	}
-	root, _ = root.without(h, "b", 0)
-	root, _ = root.without(h^1<<40, "c", 0)
+	del := func(name string) {
+		t.Helper()
+		var removed bool
+		root, removed = root.without(cells[name].hash, name, 0)
+		if !removed {
+			t.Fatalf("without(%s) removed nothing", name)
+		}
+		delete(cells, name)
+		checkTrie(t, root, cells)
+	}
+	add("a", h)
+	add("b", h) // a bucket of two
+	add("c", h) // of three
+	old, oldCells := root, map[string]*groupCell{"a": cells["a"], "b": cells["b"], "c": cells["c"]}
+	add("b", h)    // a new cell for b replaces the old one in the bucket
+	add("d", near) // pushes the bucket down
+	add("e", far)
+	checkTrie(t, old, oldCells) // the old version is untouched
+	del("c")
+	del("d") // the bucket collapses back up
+	del("a") // a bucket of one becomes a cell
+	if _, removed := root.without(h, "zz", 0); removed {
+		t.Fatal("removed an absent name of a present hash")
+	}
+	del("b")
+	del("e")
 	if root != nil {
 		t.Fatal("not empty")
+	}
+}
+
+// clonePIDs copies lists of every length into memory the caller owns.
+func TestClonePIDs(t *testing.T) {
+	for n := range 6 {
+		src := make([]process.PID, n)
+		for i := range src {
+			src[i] = process.PID{Node: "n", ID: uint64(i + 1), Creation: 1}
+		}
+		got := clonePIDs(src)
+		if !slices.Equal(got, src) || (n == 0) != (got == nil) {
+			t.Fatalf("clonePIDs(%v) = %v", src, got)
+		}
+		if n > 0 {
+			got[0].ID = 99
+			if src[0].ID == 99 {
+				t.Fatalf("len %d: the copy shares the source", n)
+			}
+		}
+	}
+}
+
+// A reader that modifies what GetMembers returned changes nothing of the
+// scope's.
+func TestGetMembersIsACopy(t *testing.T) {
+	h := newHarness(t, nil)
+	p, q := h.pid(), h.pid()
+	h.must(h.s.Join(p, "one"))
+	h.must(h.s.Join(p, "two"))
+	h.must(h.s.Join(q, "two"))
+	for _, g := range []string{"one", "two"} {
+		m := h.s.GetMembers(g)
+		m[0] = process.PID{}
+		if got := h.s.GetMembers(g); got[0] != p {
+			t.Fatalf("%s: a reader's write reached the scope: %v", g, got)
+		}
+		l := h.s.GetLocalMembers(g)
+		l[0] = process.PID{}
+		if got := h.s.GetLocalMembers(g); got[0] != p {
+			t.Fatalf("%s: a reader's write reached the local list: %v", g, got)
+		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -439,20 +438,20 @@ func (s *Scope) LeaveContext(ctx context.Context, pid process.PID, groups ...str
 // published index: no lock, no wait on the loop, and no allocation but the
 // returned slice.
 func (s *Scope) GetMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil {
 		return nil
 	}
-	return slices.Clone(v.all)
+	return clonePIDs(v.all)
 }
 
 // GetLocalMembers is GetMembers restricted to processes of this node.
 func (s *Scope) GetLocalMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil || len(v.local) == 0 {
 		return nil
 	}
-	return slices.Clone(v.local)
+	return clonePIDs(v.local)
 }
 
 // DistinctMembers returns each member process of group once (in order of
@@ -460,11 +459,11 @@ func (s *Scope) GetLocalMembers(group string) []process.PID {
 // member wants. The distinct list is computed once per version of the
 // group and copied out, so repeated calls cost one allocation.
 func (s *Scope) DistinctMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil {
 		return nil
 	}
-	return slices.Clone(v.distinct(false))
+	return clonePIDs(v.distinct(false))
 }
 
 // SharedDistinctMembers is DistinctMembers without the copy: the scope's
@@ -472,7 +471,7 @@ func (s *Scope) DistinctMembers(group string) []process.PID {
 // never modified, so a caller must not modify it either. A router that
 // picks a member per message reads it without allocating.
 func (s *Scope) SharedDistinctMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil {
 		return nil
 	}
@@ -481,17 +480,17 @@ func (s *Scope) SharedDistinctMembers(group string) []process.PID {
 
 // DistinctLocalMembers is DistinctMembers restricted to this node.
 func (s *Scope) DistinctLocalMembers(group string) []process.PID {
-	v := s.root.Load().get(hashGroup(group), group)
+	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil || len(v.local) == 0 {
 		return nil
 	}
-	return slices.Clone(v.distinct(true))
+	return clonePIDs(v.distinct(true))
 }
 
 // WhichGroups returns every group with a member on any node, sorted.
 func (s *Scope) WhichGroups() []string {
 	out := make([]string, 0, s.ngroups.Load())
-	s.root.Load().each(func(v *groupView) { out = append(out, v.name) })
+	s.root.Load().eachGroup(func(name string, _ *groupView) { out = append(out, name) })
 	sort.Strings(out)
 	return out
 }
@@ -499,9 +498,9 @@ func (s *Scope) WhichGroups() []string {
 // WhichLocalGroups returns every group with a member on this node, sorted.
 func (s *Scope) WhichLocalGroups() []string {
 	var out []string
-	s.root.Load().each(func(v *groupView) {
+	s.root.Load().eachGroup(func(name string, v *groupView) {
 		if len(v.local) > 0 {
-			out = append(out, v.name)
+			out = append(out, name)
 		}
 	})
 	sort.Strings(out)

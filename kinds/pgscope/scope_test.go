@@ -650,10 +650,12 @@ func (h *harness) subCount() int {
 	return n
 }
 
-// tracked counts monitored local processes, read on the loop.
+// tracked counts the local processes the scope holds for (groups or
+// subscriptions), read on the loop; idle ones, still monitored, are not
+// counted.
 func (h *harness) tracked() int {
 	n := 0
-	h.onLoop(func() { n = len(h.s.st.procs) })
+	h.onLoop(func() { n = len(h.s.st.procs) - h.s.st.idle })
 	return n
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/proctor-run/proctor/process"
 )
@@ -20,7 +21,10 @@ type state struct {
 	s *Scope
 
 	groups map[string]*groupState
-	procs  map[process.PID]*procState
+	// procs are keyed by PID.ID: the scope tracks local processes only,
+	// and the PIDs of one node's incarnation differ in nothing else (no
+	// name to hash on every join and leave).
+	procs map[uint64]*procState
 	// nodes maps a remote node to the groups it has members in.
 	nodes map[string]map[string]struct{}
 	// peers are the remote nodes heard from and not down (health.go).
@@ -30,32 +34,44 @@ type state struct {
 	scopeSubs map[*Subscription]struct{}
 
 	members int // memberships over every group and node, with multiplicity
+	// live counts the groups with members; groups also holds the vacant
+	// ones, whose cells wait in the index for a sweep.
+	live, vacant int
+	// idle counts the procStates kept, monitored, with neither groups nor
+	// subscriptions (see untrack).
+	idle int
 
 	spare       []*procState  // emptied procStates for reuse
-	spareGroups []*groupState // emptied groupStates for reuse
+	spareGroups []*groupState // swept groupStates for reuse
 }
 
+// groupState is a group as the loop keeps it. An empty group whose cell is
+// still in the index stays here too (vacant), so that filling it again
+// finds both.
 type groupState struct {
-	hash   uint64
+	name   string
+	cell   *groupCell // nil until the group first has members
 	local  []process.PID
 	remote map[string][]process.PID
 	count  int
 }
 
 // procState is a local process the scope monitors: because it joined
-// groups, owns subscriptions, or both. The monitor is dropped when neither
-// is left.
+// groups, owns subscriptions, or both, or did a short while ago (idle; see
+// untrack).
 type procState struct {
-	groups map[string]int
+	pid    process.PID
+	groups procGroups
 	subs   map[*Subscription]struct{}
-	peak   int // most groups at once: a map that grew large is not kept
+	peak   int  // most groups at once: a map that grew large is not kept
+	idle   bool // neither groups nor subscriptions left
 }
 
 func newState(s *Scope) state {
 	return state{
 		s:         s,
 		groups:    make(map[string]*groupState),
-		procs:     make(map[process.PID]*procState),
+		procs:     make(map[uint64]*procState),
 		nodes:     make(map[string]map[string]struct{}),
 		peers:     make(map[string]struct{}),
 		groupSubs: make(map[string]map[*Subscription]struct{}),
@@ -110,8 +126,15 @@ func repeat(pid process.PID, n int) []process.PID {
 // track returns the procState of a local process, monitoring it first when
 // it is new to the scope.
 func (st *state) track(pid process.PID) (*procState, error) {
-	if ps := st.procs[pid]; ps != nil {
+	if ps := st.procs[pid.ID]; ps != nil && ps.pid == pid {
+		if ps.idle {
+			ps.idle = false
+			st.idle--
+		}
 		return ps, nil
+	}
+	if !st.s.node.IsLocal(pid) {
+		return nil, fmt.Errorf("track %s: %w", pid, ErrNotLocal)
 	}
 	// A process that is already gone gets its EXIT at once; it is removed
 	// when that event is handled, as OTP does with an immediate DOWN.
@@ -124,18 +147,46 @@ func (st *state) track(pid process.PID) (*procState, error) {
 	} else {
 		ps = &procState{}
 	}
-	st.procs[pid] = ps
+	ps.pid = pid
+	st.procs[pid.ID] = ps
 	return ps, nil
 }
 
-// untrack drops the monitor of a process that has no groups and no
-// subscriptions left.
-func (st *state) untrack(pid process.PID, ps *procState) {
-	if len(ps.groups) == 0 && len(ps.subs) == 0 {
-		delete(st.procs, pid)
-		st.s.node.Demonitor(st.s.pid, pid)
-		st.recycle(ps)
+// proc returns the procState of pid, nil when the scope does not track it.
+func (st *state) proc(pid process.PID) *procState {
+	if ps := st.procs[pid.ID]; ps != nil && ps.pid == pid {
+		return ps
 	}
+	return nil
+}
+
+// untrack marks a process that has no groups and no subscriptions left
+// idle. Its monitor stays until idle processes outnumber the others (and
+// 64), when dropIdle drops every idle one: a process that joins and leaves
+// over and over is monitored once, not once per join, and the scope never
+// monitors more than twice the processes it serves (and 64). An idle
+// process that exits is forgotten at its EXIT, as any other.
+func (st *state) untrack(pid process.PID, ps *procState) {
+	if ps.idle || ps.groups.len() > 0 || len(ps.subs) > 0 {
+		return
+	}
+	ps.idle = true
+	st.idle++
+	if st.idle > max(64, len(st.procs)-st.idle) {
+		st.dropIdle()
+	}
+}
+
+// dropIdle forgets every idle process and drops its monitor.
+func (st *state) dropIdle() {
+	for id, ps := range st.procs {
+		if ps.idle {
+			delete(st.procs, id)
+			st.s.node.Demonitor(st.s.pid, ps.pid)
+			st.recycle(ps)
+		}
+	}
+	st.idle = 0
 }
 
 // join adds one membership of pid per naming of each group, all or nothing.
@@ -146,12 +197,12 @@ func (st *state) join(pid process.PID, groups []string) error {
 	if spec.MaxGroups > 0 {
 		fresh := 0
 		for _, c := range batch {
-			if st.groups[c.group] == nil {
+			if gs := st.groups[c.group]; gs == nil || gs.count == 0 {
 				fresh++
 			}
 		}
-		if fresh > 0 && len(st.groups)+fresh > spec.MaxGroups {
-			return fmt.Errorf("join %s: %w: max_groups is %d, %d exist", pid, ErrTooManyGroups, spec.MaxGroups, len(st.groups))
+		if fresh > 0 && st.live+fresh > spec.MaxGroups {
+			return fmt.Errorf("join %s: %w: max_groups is %d, %d exist", pid, ErrTooManyGroups, spec.MaxGroups, st.live)
 		}
 	}
 	if spec.MaxMembersPerGroup > 0 {
@@ -169,9 +220,6 @@ func (st *state) join(pid process.PID, groups []string) error {
 	if err != nil {
 		return err
 	}
-	if ps.groups == nil {
-		ps.groups = make(map[string]int, len(batch))
-	}
 	for _, c := range batch {
 		gs := st.group(c.group)
 		for range c.n {
@@ -179,8 +227,8 @@ func (st *state) join(pid process.PID, groups []string) error {
 		}
 		gs.count += c.n
 		st.members += c.n
-		ps.groups[c.group] += c.n
-		ps.peak = max(ps.peak, len(ps.groups))
+		ps.groups.add(gs, c.n)
+		ps.peak = max(ps.peak, ps.groups.len())
 		st.publish(c.group, gs)
 		st.s.m.joins.Add(float64(c.n))
 		st.notifyN(MemberJoined, c.group, pid, c.n)
@@ -191,18 +239,22 @@ func (st *state) join(pid process.PID, groups []string) error {
 // leave removes as many memberships of pid as each group is named, as far
 // as it has them. It fails with ErrNotJoined only when it removed nothing.
 func (st *state) leave(pid process.PID, groups []string) error {
-	ps := st.procs[pid]
-	if ps == nil || len(ps.groups) == 0 {
+	ps := st.proc(pid)
+	if ps == nil || ps.groups.len() == 0 {
 		return fmt.Errorf("leave %s: %w", pid, ErrNotJoined)
 	}
 	removed := 0
 	var buf [4]counted
 	for _, c := range tally(groups, buf[:]) {
-		k := min(c.n, ps.groups[c.group])
+		gs := st.groups[c.group]
+		if gs == nil {
+			continue
+		}
+		k := min(c.n, ps.groups.count(gs))
 		if k == 0 {
 			continue
 		}
-		st.dropLocal(pid, ps, c.group, k)
+		st.dropLocal(pid, ps, gs, k)
 		removed += k
 		st.notifyN(MemberLeft, c.group, pid, k)
 	}
@@ -213,9 +265,8 @@ func (st *state) leave(pid process.PID, groups []string) error {
 	return nil
 }
 
-// dropLocal removes k memberships of pid from group and publishes it.
-func (st *state) dropLocal(pid process.PID, ps *procState, group string, k int) {
-	gs := st.groups[group]
+// dropLocal removes k memberships of pid from gs and publishes it.
+func (st *state) dropLocal(pid process.PID, ps *procState, gs *groupState, k int) {
 	left := k
 	// The most recent copies go first, as OTP's list deletion does.
 	for i := len(gs.local) - 1; i >= 0 && left > 0; i-- {
@@ -226,10 +277,8 @@ func (st *state) dropLocal(pid process.PID, ps *procState, group string, k int) 
 	}
 	gs.count -= k
 	st.members -= k
-	if ps.groups[group] -= k; ps.groups[group] <= 0 {
-		delete(ps.groups, group)
-	}
-	st.publish(group, gs)
+	ps.groups.remove(gs, k)
+	st.publish(gs.name, gs)
 	st.s.m.leaves.Add(float64(k))
 }
 
@@ -237,21 +286,22 @@ func (st *state) dropLocal(pid process.PID, ps *procState, group string, k int) 
 // every membership leaves, one event per copy as OTP sends one per group
 // entry of the process, and its subscriptions end.
 func (st *state) processDown(pid process.PID) {
-	ps := st.procs[pid]
+	ps := st.proc(pid)
 	if ps == nil {
 		// A late EXIT: the process had already left everything.
 		return
 	}
-	delete(st.procs, pid)
-	names := make([]string, 0, len(ps.groups))
-	for g := range ps.groups {
-		names = append(names, g)
+	if ps.idle {
+		st.idle--
 	}
-	sort.Strings(names)
-	for _, g := range names {
-		n := ps.groups[g]
-		st.dropLocal(pid, ps, g, n)
-		for range n {
+	delete(st.procs, pid.ID)
+	in := slices.Clone(ps.groups.list)
+	slices.SortFunc(in, func(a, b procGroup) int { return strings.Compare(a.gs.name, b.gs.name) })
+	for _, e := range in {
+		// dropLocal may sweep emptied groups: the name is read first.
+		g := e.gs.name
+		st.dropLocal(pid, ps, e.gs, e.n)
+		for range e.n {
 			st.notifyN(MemberLeft, g, pid, 1)
 		}
 	}
@@ -265,8 +315,9 @@ func (st *state) processDown(pid process.PID) {
 // recycle keeps an emptied procState (and its maps) for the next process,
 // so a process that joins and leaves over and over costs no allocation.
 func (st *state) recycle(ps *procState) {
+	ps.idle, ps.pid = false, process.PID{}
 	if len(st.spare) < 64 && ps.peak <= 64 {
-		clear(ps.groups)
+		ps.groups.reset()
 		clear(ps.subs)
 		st.spare = append(st.spare, ps)
 	}
@@ -277,54 +328,119 @@ func (st *state) group(name string) *groupState {
 	if gs == nil {
 		if n := len(st.spareGroups); n > 0 {
 			gs, st.spareGroups = st.spareGroups[n-1], st.spareGroups[:n-1]
-			gs.hash = hashGroup(name)
 		} else {
-			gs = &groupState{hash: hashGroup(name)}
+			gs = &groupState{}
 		}
+		gs.name = name
 		st.groups[name] = gs
 	}
 	return gs
 }
 
 // publish makes the current membership of group visible to readers: a
-// fresh immutable view in a new version of the index, or its removal when
-// the group emptied (groups exist only while they have members).
+// fresh immutable view in the group's cell, or none when the group emptied
+// (groups exist only while they have members). Only a group's first
+// members add its cell to the index; an emptied group's cell stays, vacant,
+// until there are more vacant cells than groups, when a sweep removes them
+// all, so the index holds at most twice the groups (and 64 more).
 func (st *state) publish(name string, gs *groupState) {
 	s := st.s
-	root := s.root.Load()
-	if gs.count == 0 {
+	switch {
+	case gs.count > 0:
+		var v *groupView
+		if gs.count == 1 {
+			v = &groupView{}
+			if len(gs.local) == 1 {
+				v.one[0] = gs.local[0]
+			} else {
+				v.one[0] = st.firstRemote(gs)
+			}
+			v.all = v.one[:]
+			v.local = v.all[:len(gs.local):len(gs.local)]
+		} else {
+			all := make([]process.PID, 0, gs.count)
+			all = append(all, gs.local...)
+			if len(gs.remote) > 0 {
+				nodes := make([]string, 0, len(gs.remote))
+				for n := range gs.remote {
+					nodes = append(nodes, n)
+				}
+				sort.Strings(nodes)
+				for _, n := range nodes {
+					all = append(all, gs.remote[n]...)
+				}
+			}
+			v = &groupView{all: all, local: all[:len(gs.local):len(gs.local)]}
+		}
+		switch {
+		case gs.cell == nil:
+			gs.cell = &groupCell{name: name}
+			gs.cell.cur.Store(v)
+			root, _ := s.root.Load().with(hashGroup(name), gs.cell, 0)
+			s.root.Store(root)
+			st.live++
+		case gs.cell.cur.Swap(v) == nil:
+			st.live++
+			st.vacant--
+		}
+	case gs.cell == nil:
+		// Never published (a sync that brought nothing): nothing to undo.
 		delete(st.groups, name)
-		root, _ = root.without(gs.hash, name, 0)
-		if len(st.spareGroups) < 64 && cap(gs.local) <= 64 && len(gs.remote) == 0 {
-			gs.local = gs.local[:0]
-			st.spareGroups = append(st.spareGroups, gs)
+		st.recycleGroup(gs)
+	case gs.cell.cur.Swap(nil) != nil:
+		st.live--
+		st.vacant++
+		if st.vacant > max(64, st.live) {
+			st.sweep()
 		}
-	} else {
-		all := make([]process.PID, 0, gs.count)
-		all = append(all, gs.local...)
-		if len(gs.remote) > 0 {
-			nodes := make([]string, 0, len(gs.remote))
-			for n := range gs.remote {
-				nodes = append(nodes, n)
-			}
-			sort.Strings(nodes)
-			for _, n := range nodes {
-				all = append(all, gs.remote[n]...)
-			}
-		}
-		v := &groupView{name: name, all: all, local: all[:len(gs.local):len(gs.local)]}
-		root, _ = root.with(gs.hash, v, 0)
 	}
-	s.root.Store(root)
-	s.ngroups.Store(int64(len(st.groups)))
-	s.m.groups.Set(float64(len(st.groups)))
+	s.ngroups.Store(int64(st.live))
+	s.m.groups.Set(float64(st.live))
 	s.m.members.Set(float64(st.members))
+}
+
+// firstRemote returns the one remote member of a group of one member.
+func (st *state) firstRemote(gs *groupState) process.PID {
+	for _, pids := range gs.remote {
+		if len(pids) > 0 {
+			return pids[0]
+		}
+	}
+	panic("pgscope: a group of one member has none")
+}
+
+// sweep removes the vacant cells from the index and forgets their groups.
+func (st *state) sweep() {
+	root := st.s.root.Load()
+	for name, gs := range st.groups {
+		if gs.count > 0 {
+			continue
+		}
+		if gs.cell != nil {
+			root, _ = root.without(gs.cell.hash, name, 0)
+		}
+		delete(st.groups, name)
+		st.recycleGroup(gs)
+	}
+	st.vacant = 0
+	st.s.root.Store(root)
+}
+
+// recycleGroup keeps a forgotten groupState for the next new group, so
+// that churn over many names costs few allocations.
+func (st *state) recycleGroup(gs *groupState) {
+	gs.cell, gs.name = nil, ""
+	if len(st.spareGroups) < 64 && cap(gs.local) <= 64 && len(gs.remote) == 0 {
+		clear(gs.local[:cap(gs.local)])
+		gs.local = gs.local[:0]
+		st.spareGroups = append(st.spareGroups, gs)
+	}
 }
 
 // notifyN is notify for n copies of one PID; the list is built only when
 // someone listens.
 func (st *state) notifyN(kind EventKind, group string, pid process.PID, n int) {
-	if len(st.groupSubs[group]) == 0 && len(st.scopeSubs) == 0 {
+	if len(st.scopeSubs) == 0 && (len(st.groupSubs) == 0 || len(st.groupSubs[group]) == 0) {
 		st.s.events.Add(1)
 		return
 	}
@@ -354,11 +470,11 @@ func (st *state) notify(kind EventKind, group string, pids []process.PID) {
 
 // members returns a copy of group's members, for a monitor's snapshot.
 func (st *state) membersOf(group string) []process.PID {
-	v := st.s.root.Load().get(hashGroup(group), group)
+	v := st.s.root.Load().get(hashGroup(group), group).view()
 	if v == nil {
 		return []process.PID{}
 	}
-	return slices.Clone(v.all)
+	return clonePIDs(v.all)
 }
 
 // subscribe registers sub, owned by a local process (or by nobody).
@@ -422,7 +538,7 @@ func (st *state) removeSub(sub *Subscription) {
 	if !st.unregisterSub(sub) || sub.owner.IsZero() {
 		return
 	}
-	if ps := st.procs[sub.owner]; ps != nil {
+	if ps := st.proc(sub.owner); ps != nil {
 		delete(ps.subs, sub)
 		st.untrack(sub.owner, ps)
 	}
@@ -430,8 +546,8 @@ func (st *state) removeSub(sub *Subscription) {
 
 // snapshotAll returns every group's members, for a scope subscription.
 func (st *state) snapshotAll() map[string][]process.PID {
-	out := make(map[string][]process.PID, len(st.groups))
-	st.s.root.Load().each(func(v *groupView) { out[v.name] = slices.Clone(v.all) })
+	out := make(map[string][]process.PID, st.live)
+	st.s.root.Load().eachGroup(func(name string, v *groupView) { out[name] = clonePIDs(v.all) })
 	return out
 }
 

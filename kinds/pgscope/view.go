@@ -78,17 +78,24 @@ func (s *Scope) ViewPage(p registry.ViewPage) any {
 			QueueDepth:         s.loop.Len(),
 		},
 	}
-	var views []*groupView
-	s.root.Load().each(func(v *groupView) {
-		if p.Group == "" || v.name == p.Group {
-			views = append(views, v)
+	type named struct {
+		name string
+		v    *groupView
+	}
+	var views []named
+	if p.Group != "" {
+		if v := s.root.Load().get(hashGroup(p.Group), p.Group).view(); v != nil {
+			views = append(views, named{p.Group, v})
 		}
-	})
+	} else {
+		s.root.Load().eachGroup(func(name string, v *groupView) { views = append(views, named{name, v}) })
+	}
 	sort.Slice(views, func(i, j int) bool { return views[i].name < views[j].name })
 	out.GroupsTotal = len(views)
 	views, out.Truncated = page(views, p.GroupOffset, p.GroupLimit)
-	for _, v := range views {
-		g := GroupView{Name: v.name, Local: len(v.local), Nodes: map[string]int{}, Total: len(v.all)}
+	for _, e := range views {
+		v := e.v
+		g := GroupView{Name: e.name, Local: len(v.local), Nodes: map[string]int{}, Total: len(v.all)}
 		for _, m := range v.all {
 			g.Nodes[m.Node]++
 		}
