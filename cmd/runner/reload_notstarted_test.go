@@ -55,7 +55,9 @@ entries:
 	lastReload := func() (attempt, bool) {
 		var a attempt
 		code, body := httpGet(t, base+"/v1/reload")
-		return a, code == 200 && json.Unmarshal([]byte(body), &a) == nil
+		// While a reload is under way /v1/reload holds only in_progress:
+		// an attempt is over when it has its result.
+		return a, code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Result != ""
 	}
 	outdated := func() int {
 		var es []struct {
