@@ -7,7 +7,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 )
 
 // TestReloadSaysWhenNewCodeDidNotStart: a routee source edited so that its
@@ -39,13 +38,7 @@ entries:
     children: [{id: w, process: worker}]
 `), 0o644)
 	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
-	var base string
-	select {
-	case a := <-r.addr:
-		base = "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no HTTP address:\n%s", r.logs())
-	}
+	base := "http://" + r.httpAddr(t)
 	type attempt struct {
 		Result     string   `json:"result"`
 		Outdated   int      `json:"outdated"`

@@ -65,13 +65,7 @@ func TestReloadEndToEnd(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, "w.lua"), []byte(reloadLua), 0o644)
 	os.WriteFile(filepath.Join(dir, "d.yaml"), []byte("namespace: other\nentries:\n  - {name: w, kind: process.lua, source: file://w.lua, lifecycle: {auto_start: true}}\n"), 0o644)
 	r := start(t, "run", "--log-format", "json", "--log-level", "debug", "--http", "127.0.0.1:0", dir)
-	var base string
-	select {
-	case a := <-r.addr:
-		base = "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no HTTP address:\n%s", r.logs())
-	}
+	base := "http://" + r.httpAddr(t)
 	pid := func(id string) string {
 		code, body := httpGet(t, base+"/v1/entries/"+id)
 		if code != 200 {
@@ -179,13 +173,7 @@ entries:
     children: [{id: w, process: worker}]
 `), 0o644)
 	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
-	var base string
-	select {
-	case a := <-r.addr:
-		base = "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no HTTP address:\n%s", r.logs())
-	}
+	base := "http://" + r.httpAddr(t)
 	view := func(id string, v any) bool {
 		code, body := httpGet(t, base+"/v1/entries/"+id)
 		if code != 200 {
@@ -251,13 +239,7 @@ func TestSIGHUPReloadsWithoutWatching(t *testing.T) {
 	os.WriteFile(c, []byte(reloadYAML("", "5s")), 0o644)
 	os.WriteFile(filepath.Join(dir, "w.lua"), []byte(reloadLua), 0o644)
 	r := start(t, "run", "--log-format", "json", "--no-watch", "--http", "127.0.0.1:0", c)
-	var base string
-	select {
-	case a := <-r.addr:
-		base = "http://" + a
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no HTTP address:\n%s", r.logs())
-	}
+	base := "http://" + r.httpAddr(t)
 	waitFor := func(what string, cond func() bool) { t.Helper(); r.waitFor(t, what, cond) }
 	waitFor("start", func() bool { return strings.Contains(r.logs(), `"msg":"started"`) })
 	saveRename(t, c, reloadYAML("  - {name: extra, kind: process.lua, source: file://w.lua, lifecycle: {auto_start: true}}\n", "5s"))

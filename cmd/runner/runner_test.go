@@ -261,6 +261,18 @@ func (r *runner) waitFor(t *testing.T, what string, cond func() bool) {
 }
 
 // wait returns the exit code, failing the test past a generous deadline.
+// httpAddr is the address the runner logged for its HTTP endpoint.
+func (r *runner) httpAddr(t *testing.T) string {
+	t.Helper()
+	select {
+	case a := <-r.addr:
+		return a
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no HTTP address logged:\n%s", r.logs())
+		return ""
+	}
+}
+
 func (r *runner) wait(t *testing.T) int {
 	t.Helper()
 	select {
@@ -285,12 +297,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 
 func TestEndToEnd(t *testing.T) {
 	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", "config.example.yaml", "--no-watch")
-	var addr string
-	select {
-	case addr = <-r.addr:
-	case <-time.After(30 * time.Second):
-		t.Fatalf("no HTTP address logged:\n%s", r.logs())
-	}
+	addr := r.httpAddr(t)
 	base := "http://" + addr
 	var entries []map[string]any
 	r.waitFor(t, "the services to run", func() bool {
