@@ -37,6 +37,12 @@ return { main = function()
   string.shout = function(s) return s:upper() .. "!" end
   process.extra = 1
   assert(string.shout("a") == "A!")
+  -- _G is this process's own globals
+  assert(_G._G == _G and _G.string == string, "_G")
+  mine = 1
+  assert(_G.mine == 1, "a global read through _G")
+  _G.also = 2
+  assert(also == 2, "a global set through _G")
   return "ok"
 end }`)
 	h.Check(e)
@@ -44,6 +50,7 @@ end }`)
 return { main = function()
   assert(not pcall(function() return string.shout end), "another process's library write leaked")
   assert(not pcall(function() return process.extra end), "another process's library write leaked")
+  assert(mine == nil and _G.also == nil, "another process's globals leaked")
   return "ok"
 end }`)
 	h.Check(other)

@@ -246,6 +246,13 @@ func globalIndex(L *lua.LState) int {
 	if !ok {
 		return 0
 	}
+	if key == "_G" {
+		// The state's own globals (newState does not store them under
+		// _G: see there). Not argument 1: a miss reaches this function
+		// through the shared table, which is argument 1 here.
+		L.Push(L.G.Global)
+		return 1
+	}
 	meta, ok := templateVal.libs[string(key)]
 	if !ok {
 		lib, global := ProcessOf(L).host.globals[string(key)]

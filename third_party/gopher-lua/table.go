@@ -3,6 +3,14 @@ package lua
 const defaultArrayCap = 32
 const defaultHashCap = 32
 
+// proctor: the map a table that was created empty ({} in Lua) makes for
+// its first string key. Upstream used defaultHashCap, so t = {}; t.a = 1
+// made a Go map sized for 32 keys (about 1.4 KB), and so did every
+// process's first global; the map grows by doubling from here when a table
+// fills. (The array part keeps its 32: arrays built by appending would
+// reallocate more often, and it is 512 bytes, not a map.)
+const lazyHashCap = 0
+
 // proctor: maxArrayGap is how far past the end of the array part an integer
 // key may land and still grow the array (the slots between are filled with
 // nil). Stock gopher-lua grew the array to any key below MaxArrayIndex:
@@ -285,7 +293,7 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
 func (tb *LTable) RawSetString(key string, value LValue) {
 	if tb.strdict == nil {
-		tb.strdict = make(map[string]LValue, defaultHashCap)
+		tb.strdict = make(map[string]LValue, lazyHashCap)
 	}
 	if tb.keys == nil {
 		tb.keys = []LValue{}
