@@ -122,6 +122,27 @@ func TestProcessLimits(t *testing.T) {
 	}
 }
 
+// TestSpentMonitorsAreReleased: a monitor whose target exited is spent
+// (its EXIT given), so it no longer counts against MaxMonitors: a process
+// that watches one job after another never runs out (it did after
+// MaxMonitors jobs).
+func TestSpentMonitorsAreReleased(t *testing.T) {
+	n, _ := newLetterNode()
+	w := parked(t, n, SpawnOptions{Limits: Limits{MaxMonitors: 2}})
+	for i := 0; i < 10; i++ {
+		job := parked(t, n, SpawnOptions{})
+		if err := n.Monitor(w, job); err != nil {
+			t.Fatalf("monitor of job %d: %v", i, err)
+		}
+		if _, err := n.Stop(context.Background(), job); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := queued(n, w); got != 10 {
+		t.Fatalf("%d EXIT events, want 10", got)
+	}
+}
+
 // TestHugeTimeoutIsFarDeadline: a timeout as large as a Duration holds (a
 // script's math.huge) overflowed into a deadline already past, so the
 // callee saw the ask as over before it arrived.

@@ -284,6 +284,11 @@ func (p *process) finish(e Exit) {
 		n.linkExit(l, p.pid, e)
 	}
 	for w := range monitors {
+		// The monitor is spent, as in OTP once its DOWN is given: a local
+		// watcher no longer counts it (against its MaxMonitors too).
+		if wp := n.lookup(w); wp != nil {
+			n.unwatch(wp, p.pid)
+		}
 		n.sendEvent(w, Event{Kind: EventExit, From: p.pid, Exit: e})
 	}
 	n.exited(p.pid, e)
