@@ -53,7 +53,12 @@ run 'runner run -h' for the flags of run; docs/cli.md has the details.
 
 func main() {
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	// Only the commands that act on signals take them; for the others
+	// (send, ask, …) Go's default stands: a stop signal ends the process,
+	// even while it waits on a slow node or a FIFO named as a payload.
+	if len(os.Args) > 1 && (os.Args[1] == "run" || os.Args[1] == "validate") {
+		signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	}
 	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr, sigs, func() { os.Exit(1) }))
 }
 

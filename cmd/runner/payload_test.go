@@ -10,7 +10,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // TestSendPayloadFromStdinOrFile: `-` reads the payload from standard
@@ -46,6 +48,9 @@ func TestSendPayloadFromStdinOrFile(t *testing.T) {
 	os.WriteFile(file, []byte(big), 0o644)
 	huge := filepath.Join(dir, "huge.json")
 	os.WriteFile(huge, []byte(`"`+strings.Repeat("x", 1<<20)+`"`), 0o644)
+	// Within 1 MiB as a payload, past it with the request around it.
+	edge := filepath.Join(dir, "edge.json")
+	os.WriteFile(edge, []byte(`"`+strings.Repeat("x", 1<<20-8)+`"`), 0o644)
 	notJSON := filepath.Join(dir, "bad.json")
 	os.WriteFile(notJSON, []byte("{not json"), 0o644)
 
@@ -69,6 +74,7 @@ func TestSendPayloadFromStdinOrFile(t *testing.T) {
 		{"literal", "", []string{"send", srv.URL, "app:store", "put", `{"a":1}`}, 0, `{"a":1}`, ""},
 		{"too large", "", []string{"send", srv.URL, "app:store", "put", "@" + huge}, 2, "larger than 1048576 bytes (1 MiB)", ""},
 		{"too large on stdin", `"` + strings.Repeat("x", 1<<20) + `"`, []string{"send", srv.URL, "app:store", "put", "-"}, 2, "payload from standard input: larger than", ""},
+		{"request too large", "", []string{"send", srv.URL, "app:store", "put", "@" + edge}, 1, "larger than the 1048576 (1 MiB) the node takes", ""},
 		{"missing file", "", []string{"send", srv.URL, "app:store", "put", "@" + filepath.Join(dir, "nope.json")}, 2, "no such file", ""},
 		{"bare @", "", []string{"send", srv.URL, "app:store", "put", "@"}, 2, "want @FILE", ""},
 		{"file not JSON", "", []string{"send", srv.URL, "app:store", "put", "@" + notJSON}, 2, `payload "{not json" is not JSON`, ""},
@@ -101,3 +107,24 @@ func TestSendPayloadFromStdinOrFile(t *testing.T) {
 }
 
 func itoaLen(b []byte) string { return strconv.Itoa(len(b)) }
+
+// TestStopSignalEndsSendAndAsk: send and ask do not take stop signals for
+// themselves, so SIGTERM and SIGINT end them while they wait — here on a
+// FIFO named as the payload, which no one opens for writing.
+func TestStopSignalEndsSendAndAsk(t *testing.T) {
+	fifo := filepath.Join(t.TempDir(), "payload")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Skipf("no FIFOs here: %v", err)
+	}
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		r := start(t, "ask", "http://127.0.0.1:1", "app:x", "t", "@"+fifo)
+		// Give it time to block in the open; a signal before that ends it
+		// as well.
+		time.Sleep(200 * time.Millisecond)
+		r.cmd.Process.Signal(sig)
+		r.wait(t)
+		if ws, ok := r.cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() || ws.Signal() != sig {
+			t.Fatalf("%v: ended with %v, want killed by the signal", sig, r.cmd.ProcessState)
+		}
+	}
+}

@@ -195,6 +195,10 @@ func (c *client) post(path string, body any, out any) error {
 	if err != nil {
 		return err
 	}
+	if len(b) > maxPayload {
+		// The payload alone may fit while the request around it does not.
+		return fmt.Errorf("the request is %d bytes with its destination and topic, larger than the %d (1 MiB) the node takes", len(b), maxPayload)
+	}
 	req, err := http.NewRequest(http.MethodPost, c.url(path), bytes.NewReader(b))
 	if err != nil {
 		return err
