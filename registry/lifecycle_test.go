@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
 
@@ -163,16 +164,17 @@ func TestReloadStatus(t *testing.T) {
 	rt := NewRuntime(RuntimeOptions{Node: process.NewNode(process.Options{Name: "t"}), Kinds: kinds, Metrics: reg, ReloadHistory: 3})
 	defer rt.Stop(context.Background())
 	for _, m := range []struct {
-		name, label string
-		want        float64
+		name   string
+		labels map[string]string
+		want   float64
 	}{
-		{"runner_reload_total", ReloadApplied, 0},
-		{"runner_reload_total", ReloadRejected, 0},
-		{"runner_reload_last_success", "", 1},
-		{"runner_reload_last_timestamp_seconds", "", 0},
+		{"runner_reload_total", map[string]string{"result": ReloadApplied}, 0},
+		{"runner_reload_total", map[string]string{"result": ReloadRejected}, 0},
+		{"runner_reload_last_success", nil, 1},
+		{"runner_reload_last_timestamp_seconds", nil, 0},
 	} {
-		if v, ok := gathered(t, reg, m.name, m.label); !ok || v != m.want {
-			t.Fatalf("%s{%s} = %v (present %v) before any reload, want %v", m.name, m.label, v, ok, m.want)
+		if v, ok := testutil.MetricSeries(t, reg, m.name, m.labels); !ok || v != m.want {
+			t.Fatalf("%s%v = %v (present %v) before any reload, want %v", m.name, m.labels, v, ok, m.want)
 		}
 	}
 	if h := rt.ReloadHistory(); len(h) != 0 {
@@ -205,10 +207,10 @@ func TestReloadStatus(t *testing.T) {
 		!strings.HasSuffix(last.Errors[0], `c.yaml:3:31: a:x: sise: unknown field (did you mean "size"?)`) {
 		t.Fatalf("last %+v", last)
 	}
-	if v, _ := gathered(t, reg, "runner_reload_last_success", ""); v != 0 {
+	if v, _ := testutil.MetricSeries(t, reg, "runner_reload_last_success", nil); v != 0 {
 		t.Fatalf("last_success %v after a rejection", v)
 	}
-	if v, _ := gathered(t, reg, "runner_reload_last_timestamp_seconds", ""); v < float64(before.Unix()) {
+	if v, _ := testutil.MetricSeries(t, reg, "runner_reload_last_timestamp_seconds", nil); v < float64(before.Unix()) {
 		t.Fatalf("timestamp %v", v)
 	}
 	for range 3 {
@@ -217,7 +219,7 @@ func TestReloadStatus(t *testing.T) {
 		}
 	}
 	h := rt.ReloadHistory()
-	if v, _ := gathered(t, reg, "runner_reload_last_success", ""); len(h) != 3 || h[0].Result != ReloadApplied || h[2].Unchanged != 1 || v != 1 {
+	if v, _ := testutil.MetricSeries(t, reg, "runner_reload_last_success", nil); len(h) != 3 || h[0].Result != ReloadApplied || h[2].Unchanged != 1 || v != 1 {
 		t.Fatalf("history %+v", h)
 	}
 	if !h[0].Time.Before(h[2].Time) && !h[0].Time.Equal(h[2].Time) {
@@ -263,7 +265,7 @@ func TestOutdatedProcesses(t *testing.T) {
 	if !strings.Contains(r.logs.String(), `"entries":"a:w=1"`) {
 		t.Fatalf("warning line: %s", r.logs.String())
 	}
-	if v, ok := gathered(t, r.rt.opts.Metrics, "runner_outdated_processes", "a:w"); !ok || v != 1 {
+	if v, ok := testutil.MetricSeries(t, r.rt.opts.Metrics, "runner_outdated_processes", map[string]string{"entry": "a:w"}); !ok || v != 1 {
 		t.Fatalf("runner_outdated_processes{entry=a:w} %v (present %v)", v, ok)
 	}
 	// A process spawned now runs the definition in force.
@@ -377,33 +379,6 @@ func TestReloadRefreshes(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Fatalf("%d refreshes, want one for the entry's instance and one for the nested one", n)
 	}
-}
-
-// gathered returns the value of the series of name on reg whose one label
-// (if any) is label.
-func gathered(t *testing.T, reg *prometheus.Registry, name, label string) (float64, bool) {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != name {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			if label != "" && (len(m.GetLabel()) != 1 || m.GetLabel()[0].GetValue() != label) {
-				continue
-			}
-			switch {
-			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue(), true
-			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue(), true
-			}
-		}
-	}
-	return 0, false
 }
 
 // BenchmarkSpawnTracking is what Runtime.Spawn adds to a script's spawn to

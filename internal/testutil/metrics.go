@@ -11,6 +11,14 @@ import (
 // when no such series exists.
 func MetricValue(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) float64 {
 	t.Helper()
+	v, _ := MetricSeries(t, reg, name, labels)
+	return v
+}
+
+// MetricSeries is MetricValue that also reports whether the series exists
+// (a metric that must be there at zero from the start).
+func MetricSeries(t testing.TB, reg *prometheus.Registry, name string, labels map[string]string) (float64, bool) {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
@@ -28,13 +36,13 @@ func MetricValue(t testing.TB, reg *prometheus.Registry, name string, labels map
 			}
 			switch {
 			case m.GetCounter() != nil:
-				return m.GetCounter().GetValue()
+				return m.GetCounter().GetValue(), true
 			case m.GetGauge() != nil:
-				return m.GetGauge().GetValue()
+				return m.GetGauge().GetValue(), true
 			case m.GetHistogram() != nil:
-				return float64(m.GetHistogram().GetSampleCount())
+				return float64(m.GetHistogram().GetSampleCount()), true
 			}
 		}
 	}
-	return 0
+	return 0, false
 }
