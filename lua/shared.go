@@ -214,17 +214,13 @@ func template() *templateState {
 					names = append(names, string(ks))
 				}
 			})
+			if name == lua.StringLibName {
+				t.stringNames = slices.Sorted(slices.Values(names))
+				t.stringMeta = protectedMeta(L, stringMethods(L, lib, names))
+			}
 			lib.Metatable = missingMeta(L, name, "function", names)
 			t.libs[name] = protectedMeta(L, lib)
 		}
-		strLib := g.RawGetString(lua.StringLibName).(*lua.LTable)
-		t.stringMeta = protectedMeta(L, stringMethods(L, strLib))
-		strLib.ForEach(func(k, _ lua.LValue) {
-			if ks, ok := k.(lua.LString); ok && !strings.HasPrefix(string(ks), "__") {
-				t.stringNames = append(t.stringNames, string(ks))
-			}
-		})
-		slices.Sort(t.stringNames)
 		// Globals absent from a state's own _G are looked up here; the
 		// libraries (string, process, ...) are not in the shared table
 		// itself but created per state on first use, as proxies.
@@ -284,13 +280,11 @@ func missingMethod(L *lua.LState, obj lua.LValue, name string) {
 // missing field reads as nil, as in Lua (s.op on a payload that may be a
 // string or a table); only the library itself (string.fomat) raises on a
 // misspelt name.
-func stringMethods(L *lua.LState, lib *lua.LTable) *lua.LTable {
-	methods := L.CreateTable(0, 20)
-	lib.ForEach(func(k, v lua.LValue) {
-		if ks, ok := k.(lua.LString); ok && !strings.HasPrefix(string(ks), "__") {
-			methods.RawSetH(k, v)
-		}
-	})
+func stringMethods(L *lua.LState, lib *lua.LTable, names []string) *lua.LTable {
+	methods := L.CreateTable(0, len(names))
+	for _, n := range names {
+		methods.RawSetString(n, lib.RawGetString(n))
+	}
 	m := L.CreateTable(0, 1)
 	m.RawSetString("__index", L.NewFunction(func(L *lua.LState) int {
 		// The state's own string table exists once the script named it.
