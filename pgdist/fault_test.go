@@ -395,3 +395,32 @@ func TestSecondScopeOfAnEntryRefused(t *testing.T) {
 	}
 	mp.waitMembers("g", []process.PID{p}, "n1", "n2")
 }
+
+// Messages held while a node's scope is verified are older than any the
+// scope sends once it is known: when a probe's answer makes it known
+// first, they are applied then, before the newer ones, and the hello's
+// later answer changes nothing. (They were applied at the hello's answer,
+// after newer ones: a stale join came back.)
+func TestHeldMessagesKeepTheirOrder(t *testing.T) {
+	mp := newMemPG(t, func(s *pgscope.Spec) { s.AntiEntropyInterval = 0 }, "n1", "n2")
+	n1, s2 := mp.nodes["n1"], mp.nodes["n2"].s.PID()
+	mp.waitMembers("g", nil, "n1", "n2")
+	q := mp.spawn("n2")
+	join := process.Message{From: s2, Topic: topicOps,
+		Payload: string(appendOp([]byte{protoVersion}, pgscope.Op{Group: "g", PIDs: []process.PID{q}}))}
+	empty := process.Message{From: s2, Topic: topicSync, Payload: string(appendSync([]byte{protoVersion}, nil))}
+	r := n1.d.replicaOf(scopeID)
+	var members []process.PID
+	r.do(func() {
+		r.deletePeer(r.peers["n2"]) // n2's scope is not known yet
+		now := time.Now()
+		r.message(join, now) // held until n2's scope is known
+		r.probed(r.peers["n2"], &item{kind: itemVerified, node: "n2", from: s2}, now)
+		r.message(empty, now) // q left since
+		r.verified(&item{kind: itemVerified, node: "n2", pid: s2, from: s2}, now)
+		members = n1.s.GetMembers("g")
+	})
+	if len(members) != 0 {
+		t.Fatalf("members of g on n1 after n2's scope said none: %v", members)
+	}
+}

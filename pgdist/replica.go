@@ -658,10 +658,10 @@ func (r *replica) verified(it *item, now time.Time) {
 	if p.verifying != it.pid {
 		return
 	}
-	held := p.held
-	p.held, p.verifying = nil, process.PID{}
 	r.changed = true
 	if it.err != nil || it.from.IsZero() || it.from.Node != p.node {
+		held := p.held
+		p.held, p.verifying = nil, process.PID{}
 		r.met.unverified.Add(float64(len(held)))
 		if it.err != nil && !errors.Is(it.err, process.ErrNameNotFound) {
 			// Not known either way: what it sent is lost, ask for it all.
@@ -677,19 +677,30 @@ func (r *replica) verified(it *item, now time.Time) {
 	}
 	r.setScope(p, it.from)
 	p.absent = false
-	for _, m := range held {
-		if m.From == p.pid {
-			r.apply(p, m, now)
-		} else {
-			r.met.unverified.Inc()
-			r.once(p.node, "unverified", "pg: ignored messages from a process that is not the node's scope",
-				"from", m.From.String(), "scope", p.pid.String())
-		}
-	}
+	r.release(p, now)
 	// Ask for its whole state, unless a discover's answer is on its way.
 	if !p.synced && now.Sub(p.asked) > r.spec.ProtocolTimeout {
 		p.want |= wantDiscover
 		r.flush(p, now)
+	}
+}
+
+// release applies the messages held from p's scope process, in order, and
+// drops those of any other process, now that its scope is known. It runs
+// whenever the scope becomes known, whichever answer tells first: a
+// message the scope sends next is applied at once, and must not overtake
+// the older ones still held. A hello still on its way is then moot.
+func (r *replica) release(p *peer, now time.Time) {
+	held := p.held
+	p.held, p.verifying = nil, process.PID{}
+	for _, m := range held {
+		if m.From == p.pid {
+			r.apply(p, m, now)
+			continue
+		}
+		r.met.unverified.Inc()
+		r.once(p.node, "unverified", "pg: ignored messages from a process that is not the node's scope",
+			"from", m.From.String(), "scope", p.pid.String())
 	}
 }
 
@@ -702,6 +713,7 @@ func (r *replica) probed(p *peer, it *item, now time.Time) {
 	case it.err == nil && !it.from.IsZero() && it.from.Node == p.node:
 		r.setScope(p, it.from)
 		p.absent = false
+		r.release(p, now)
 		if discover && !p.synced {
 			p.want |= wantDiscover
 		}
