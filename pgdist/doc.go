@@ -28,7 +28,9 @@
 //     holds the name, which is how a node learns which process is N's
 //     scope. Only that process speaks for N: a message from any other
 //     process is dropped (a forged sync is ignored), and messages from a
-//     sender not yet known are held, in order, until a hello tells.
+//     sender not yet known are held, in order, until a hello tells (or
+//     any earlier hello's answer does: they are applied before anything
+//     the scope sends after).
 //
 // When: a scope that starts sends pg.discover to at most 4 random live
 // peers, a hello to the others (to learn which run the scope), and a
