@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -308,15 +309,16 @@ return { main = function()
 end }`))
 }
 
-// blockRelease releases scripts blocked in testblock.wait(), a Go call that
-// ignores its process's context, as a stuck builtin would.
-var blockRelease = make(chan struct{})
+// blockRelease holds the channel whose close releases scripts blocked in
+// testblock.wait(), a Go call that ignores its process's context, as a
+// stuck builtin would. Each test makes its own, so that -count reruns.
+var blockRelease atomic.Pointer[chan struct{}]
 
 var testblockModule = Module{
 	Name: "testblock",
 	Doc:  "Test only: blocks in Go, ignoring the process's context.",
 	Funcs: []Func{
-		{Name: "wait", Fn: func(L *lua.LState) int { probeReady.Add(1); <-blockRelease; return 0 }, Doc: "Blocks until the test releases it."},
+		{Name: "wait", Fn: func(L *lua.LState) int { release := *blockRelease.Load(); probeReady.Add(1); <-release; return 0 }, Doc: "Blocks until the test releases it."},
 	},
 }
 
@@ -331,6 +333,8 @@ func TestStuckProcessIsReportedAbandoned(t *testing.T) {
 	h.Node = process.NewNode(process.Options{Name: "test", Logger: slog.New(slog.NewTextHandler(&logs, nil)), AbandonAfter: 50 * time.Millisecond})
 	h.Env.Node = h.Node
 	e := h.Entry("stuck", `return { main = function() require("testblock").wait() end }`)
+	release := make(chan struct{})
+	blockRelease.Store(&release)
 	probeReady.Store(0)
 	pid := h.Spawn(e)
 	eventually(t, 10*time.Second, "the script to block", func() bool { return probeReady.Load() == 1 })
@@ -361,7 +365,7 @@ func TestStuckProcessIsReportedAbandoned(t *testing.T) {
 	if !strings.Contains(logs.String(), "process abandoned") || !strings.Contains(logs.String(), pid.String()) {
 		t.Fatalf("no log line:\n%s", logs.String())
 	}
-	close(blockRelease)
+	close(release)
 	eventually(t, 10*time.Second, "the goroutine's return to be counted", func() bool {
 		return metric("runner_processes_abandoned_running") == 0
 	})

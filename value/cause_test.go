@@ -52,8 +52,7 @@ func TestErrorCauseAndDetailsSurvive(t *testing.T) {
 		t.Fatalf("FromError = %+v", fe)
 	}
 	// A cause is not the error's identity: errors.Is does not follow it.
-	sentinel := Sentinel("value.test_cause", KindStopped, "shutdown")
-	if errors.Is(Wrap(sentinel, "ask", nil), sentinel) {
+	if errors.Is(Wrap(testCauseSentinel, "ask", nil), testCauseSentinel) {
 		t.Fatal("errors.Is followed a cause")
 	}
 }
@@ -132,3 +131,6 @@ func TestWrapIsBounded(t *testing.T) {
 		t.Fatalf("Wrap = %+v", w)
 	}
 }
+
+// testCauseSentinel is registered once: a code can be taken only once.
+var testCauseSentinel = Sentinel("value.test_cause", KindStopped, "shutdown")

@@ -7,7 +7,11 @@ import (
 	"testing"
 )
 
-var errTestSentinel = Sentinel("value_test.sentinel", KindLimit, "test sentinel")
+// Registered once each: a code can be taken only once, and tests rerun.
+var (
+	errTestSentinel  = Sentinel("value_test.sentinel", KindLimit, "test sentinel")
+	errOtherSentinel = Sentinel("value_test.other", KindLimit, "test sentinel")
+)
 
 // A sentinel keeps its identity through wrapping, FromError, Copy and the
 // codec; the very sentinel comes back when it crossed unwrapped.
@@ -43,7 +47,7 @@ func TestSentinelSurvives(t *testing.T) {
 	}
 	// Another sentinel of the same kind does not match, nor does an error
 	// with the same message but another code.
-	other := Sentinel("value_test.other", KindLimit, "test sentinel")
+	other := errOtherSentinel
 	if errors.Is(conv, other) || errors.Is(other, errTestSentinel) {
 		t.Fatal("two codes match each other")
 	}
