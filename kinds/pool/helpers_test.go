@@ -33,6 +33,9 @@ type fakeRegistry struct {
 	spawned   atomic.Int64
 	failSpawn atomic.Bool
 	failAfter atomic.Int64 // > 0: spawns past this many fail
+	// beforeSpawn, when set, runs at the start of every Spawn (set it
+	// before the pool's loop can spawn).
+	beforeSpawn func()
 }
 
 func (f *fakeRegistry) Entry(id registry.ID) (*registry.Entry, bool) {
@@ -55,6 +58,9 @@ func (f *fakeRegistry) Spawn(id registry.ID, opts registry.SpawnOptions) (proces
 	f.mu.Unlock()
 	if mk == nil {
 		return process.PID{}, value.NewError(value.KindNotFound, "no entry %s", id)
+	}
+	if f.beforeSpawn != nil {
+		f.beforeSpawn()
 	}
 	if n := f.failAfter.Load(); f.failSpawn.Load() || (n > 0 && f.spawned.Load() >= n) {
 		return process.PID{}, value.NewError(value.KindInternal, "spawn refused by the test")

@@ -385,11 +385,19 @@ func (p *Pool) renew() {
 	deadline := time.Now().Add(max(minDrainTimeout, 2*p.cfg.Load().timeout))
 	renewed, failed, newFailures := 0, 0, 0
 	for _, s := range p.slots {
+		if p.stopping.Load() {
+			// The pool is being stopped (a shutdown came during a slow
+			// renewal): its routees, old and new, go with it.
+			break
+		}
 		if s.digest == cur {
 			continue
 		}
 		pid, digest, err := p.spawn()
 		if err != nil {
+			if p.stopping.Load() {
+				break
+			}
 			failed++
 			if s.failedOn != cur {
 				s.failedOn = cur

@@ -552,3 +552,33 @@ func (m managedCounter) Spawn(id registry.ID, opts registry.SpawnOptions) (proce
 	}
 	return pid, err
 }
+
+// A stop that comes while routees are renewed ends the renewal quietly:
+// the spawns that fail because of it are not reported as failed renewals.
+func TestStopDuringRenewalIsNotAFailure(t *testing.T) {
+	h := newHarness(t)
+	h.routee("app:worker", func() process.Behavior { return &worker{} })
+	spec := &Spec{Routee: "app:worker", Size: 3, Strategy: RoundRobin, Timeout: DefaultTimeout, Interval: DefaultInterval}
+	p := h.start(t, spec)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	h.reg.mu.Lock()
+	h.reg.entries["app:worker"] = &registry.Entry{ID: "app:worker", Kind: "process.lua", Digest: "v2"}
+	h.reg.mu.Unlock()
+	// The first renewal's spawn finds the pool stopping, and fails as a
+	// spawn does when the node shuts down.
+	h.reg.beforeSpawn = func() { p.stopping.Store(true) }
+	h.reg.failSpawn.Store(true)
+	if _, err := p.Update(ctx, &registry.Entry{ID: "app:pool", Spec: spec}); err != nil && !errors.Is(err, ErrStopped) {
+		t.Fatalf("update: %v", err)
+	}
+	if err := p.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(h.logs.String(), "renewing a routee failed") {
+		t.Fatalf("a renewal cut short by the stop was logged as failed:\n%s", h.logs.String())
+	}
+	if v := counterValue(t, h.env.Metrics, "router_pool_routee_renewal_failures_total", map[string]string{"pool": "app:pool"}); v > 0 {
+		t.Errorf("renewal failures metric %v", v)
+	}
+}
