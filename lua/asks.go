@@ -17,11 +17,11 @@ import (
 // over anyway, so a script that keeps many asks pending (or drops them
 // unanswered) pays a constant amortised cost per ask.
 type heldAsks struct {
-	list  []*luaMessage
+	list  []*askMessage
 	sweep int // sweep when list reaches this length (0: minSweep)
 }
 
-func (h *heldAsks) add(m *luaMessage) {
+func (h *heldAsks) add(m *askMessage) {
 	if len(h.list) >= max(h.sweep, minSweep) {
 		now := time.Now()
 		live := h.list[:0]
@@ -40,7 +40,7 @@ func (h *heldAsks) add(m *luaMessage) {
 // answered drops m when it is the latest ask handed out, the common case
 // of a script that answers each ask as it receives it: the list then stays
 // empty and holds no message the script is done with.
-func (h *heldAsks) answered(m *luaMessage) {
+func (h *heldAsks) answered(m *askMessage) {
 	if n := len(h.list); n > 0 && h.list[n-1] == m {
 		h.list[n-1] = nil
 		h.list = h.list[:n-1]

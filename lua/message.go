@@ -8,19 +8,30 @@ import (
 	"github.com/proctor-run/proctor/process"
 )
 
-// luaMessage is a received message as scripts see it.
+// luaMessage is a received message as scripts see it. It is 128 bytes, a
+// size class below what it took with the reply state of an ask, which a
+// tell does not need: an ask is an askMessage. Its handle's Value is the
+// *luaMessage or the *askMessage.
 type luaMessage struct {
 	ud      lua.LUserData // its handle: one allocation per message, not two
 	m       process.Message
 	payload lua.LValue // converted on first msg:payload()
-	replied bool       // msg:reply was called (see asks.go)
+}
+
+// askMessage is a received message that can be replied to.
+type askMessage struct {
+	luaMessage
+	replied bool // msg:reply was called (see asks.go)
 }
 
 func (p *Process) messageValue(L *lua.LState, m process.Message) lua.LValue {
-	lm := &luaMessage{m: m}
 	if m.CanReply() {
-		p.asks.add(lm)
+		am := &askMessage{luaMessage: luaMessage{m: m}}
+		p.asks.add(am)
+		messageType.Init(L, &am.ud, am)
+		return &am.ud
 	}
+	lm := &luaMessage{m: m}
 	messageType.Init(L, &lm.ud, lm)
 	return &lm.ud
 }
@@ -36,8 +47,11 @@ var messageType = NewType("message",
 
 func checkMessage(L *lua.LState) *luaMessage {
 	if ud, ok := L.Get(1).(*lua.LUserData); ok {
-		if m, ok := ud.Value.(*luaMessage); ok {
+		switch m := ud.Value.(type) {
+		case *luaMessage:
 			return m
+		case *askMessage:
+			return &m.luaMessage
 		}
 	}
 	L.ArgError(1, "message expected (use msg:method())")
@@ -92,8 +106,10 @@ func msgReply(L *lua.LState) int {
 			return ReturnError(L, err)
 		}
 	}
-	m.replied = true
-	p.asks.answered(m)
+	if am, ok := L.Get(1).(*lua.LUserData).Value.(*askMessage); ok {
+		am.replied = true
+		p.asks.answered(am)
+	}
 	// Through the node: a reply after the ask ended is a dead letter.
 	settled, err := p.Node().Reply(&m.m, p.self, v, rej)
 	if err != nil {
