@@ -59,6 +59,7 @@ func newState(p *Process) *lua.LState {
 // nil the spawner waits for the process to be ready (see start.go).
 func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any, st *starting) process.ProcFunc {
 	return func(pr *process.Proc) (any, error) {
+		growStack()
 		p := &Process{
 			proc:  pr,
 			host:  h,
