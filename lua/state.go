@@ -42,14 +42,11 @@ func newState(p *Process) *lua.LState {
 		MaxTableEntries:     p.host.limits.maxTable,
 		MissingMethod:       missingMethod,
 	})
-	// NewState sizes its global table for the full standard library; a
-	// sandboxed script's own globals are few.
-	// _G is not stored in it (globalIndex answers it): the first string
-	// key of a table costs two Go maps, a fifth of a spawn.
-	g := L.CreateTable(0, 0)
-	g.Metatable = t.globalsMeta
-	L.G.Global = g
-	L.Env = g
+	// Without libraries NewState's global table starts empty (the fork's
+	// patch 5); the script's globals are its own, and the shared ones are
+	// found through globalsMeta. _G is not stored in it (globalIndex
+	// answers it): the first string key of a table costs a Go map.
+	L.G.Global.Metatable = t.globalsMeta
 	L.SetMetatable(lua.LString(""), t.stringMeta)
 	L.SetContext(p.ctx)
 	return L
