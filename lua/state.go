@@ -198,7 +198,11 @@ const initName = "init"
 func (p *Process) lookup(mod lua.LValue, name string) (lua.LValue, error) {
 	L := p.L
 	var fn lua.LValue = lua.LNil
-	if t, ok := mod.(*lua.LTable); ok {
+	if t, ok := mod.(*lua.LTable); ok && t.Metatable == lua.LNil {
+		// Without a metatable the lookup is a raw read, which cannot
+		// fail: no Go function and no protected call to make.
+		fn = t.RawGetString(name)
+	} else if ok {
 		// The lookup may run a metamethod, so it runs protected.
 		L.Push(L.NewFunction(methodLookup))
 		L.Push(t)

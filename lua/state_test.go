@@ -3,6 +3,8 @@ package lua
 import (
 	"context"
 	"testing"
+
+	lua "github.com/yuin/gopher-lua"
 )
 
 // A process's state is built with as few allocations as it needs: the
@@ -21,5 +23,29 @@ func TestNewStateAllocations(t *testing.T) {
 	t.Logf("%.0f allocations", allocs)
 	if allocs > 9 {
 		t.Fatalf("building a state allocates %.0f times, want at most 9", allocs)
+	}
+}
+
+// Finding the method in a module table without a metatable is a raw read:
+// no Go function, no protected call, nothing allocated. Through __index
+// it is found as before (TestMethodThroughIndex).
+func TestLookupPlainModule(t *testing.T) {
+	h := newHarness(t)
+	e := h.Entry("idle", `return { main = function() end }`)
+	p := &Process{host: h.Kind.(*Host), env: h.Env, entry: e, spec: e.Spec.(*Spec)}
+	p.ctx = &procContext{Context: context.Background(), p: p}
+	p.L = newState(p)
+	defer p.L.Close()
+	main := p.L.NewFunction(func(*lua.LState) int { return 0 })
+	mod := p.L.NewTable()
+	mod.RawSetString("main", main)
+	allocs := testing.AllocsPerRun(100, func() {
+		fn, err := p.lookup(mod, "main")
+		if err != nil || fn != main {
+			t.Fatalf("lookup: %v, %v", fn, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("looking a method up in a plain module allocates %.0f times", allocs)
 	}
 }
