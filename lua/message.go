@@ -8,15 +8,28 @@ import (
 	"github.com/proctor-run/proctor/process"
 )
 
-// luaMessage is a received message as scripts see it. It is 128 bytes, a
-// size class below what it took with the reply state of an ask, which a
-// tell does not need: an ask is an askMessage. Its handle's Value is the
-// *luaMessage or the *askMessage.
+// luaMessage is a received message as scripts see it: 112 bytes, and 120
+// as an ask (askMessage), which alone carries a reply state. Its handle's
+// Value is the *luaMessage or the *askMessage.
 type luaMessage struct {
-	ud      lua.LUserData // its handle: one allocation per message, not two
-	m       process.Message
-	payload lua.LValue // converted on first msg:payload()
+	ud lua.LUserData // its handle: one allocation per message, not two
+	// m.Payload is the sender's value until msg:payload() converts it to
+	// a table or a userdata: then it is that Lua value (convertedTable,
+	// convertedUserData), so the script sees the same one on every call.
+	// A converted scalar is converted again instead: it has no identity.
+	// Only the host reads a received message's payload; the core reads
+	// only the reply target of the asks handed back (Proc.Unanswered).
+	m process.Message
 }
+
+// convertedTable and convertedUserData are a payload msg:payload() has
+// converted. Each is one pointer, so storing it in the payload allocates
+// nothing; being the host's own types, no sender's value is taken for
+// one.
+type (
+	convertedTable    struct{ t *lua.LTable }
+	convertedUserData struct{ ud *lua.LUserData }
+)
 
 // askMessage is a received message that can be replied to.
 type askMessage struct {
@@ -39,7 +52,7 @@ func (p *Process) messageValue(L *lua.LState, m process.Message) lua.LValue {
 var messageType = NewType("message",
 	Func{Name: "topic", Fn: msgTopic, Doc: "The message's topic.", Results: "string"},
 	Func{Name: "from", Fn: msgFrom, Doc: "The sender's PID, or nil when the sender is not a process.", Results: "string?"},
-	Func{Name: "payload", Fn: msgPayload, Doc: "The payload: a copy of what the sender sent, converted once per message.", Results: "any|nil, error?"},
+	Func{Name: "payload", Fn: msgPayload, Doc: "The payload: a copy of what the sender sent; a table is converted once per message, the same table on every call.", Results: "any|nil, error?"},
 	Func{Name: "reply", Fn: msgReply, Doc: "Answers an ask with a value, or rejects it with an error: true when this reply settled the ask.",
 		Params: "value?: any, err?: error|string|table", Results: "boolean|nil, error?"},
 	Func{Name: "__tostring", Fn: messageToString, Doc: "message(\"topic\" from <pid>)", Results: "string"},
@@ -75,14 +88,25 @@ func msgFrom(L *lua.LState) int {
 
 func msgPayload(L *lua.LState) int {
 	m := checkMessage(L)
-	if m.payload == nil {
-		lv, err := ToLua(L, m.m.Payload)
-		if err != nil {
+	var lv lua.LValue
+	switch c := m.m.Payload.(type) {
+	case convertedTable:
+		lv = c.t
+	case convertedUserData:
+		lv = c.ud
+	default:
+		var err error
+		if lv, err = ToLua(L, c); err != nil {
 			return ReturnError(L, err)
 		}
-		m.payload = lv
+		switch v := lv.(type) {
+		case *lua.LTable:
+			m.m.Payload = convertedTable{v}
+		case *lua.LUserData:
+			m.m.Payload = convertedUserData{v}
+		}
 	}
-	L.Push(m.payload)
+	L.Push(lv)
 	return 1
 }
 

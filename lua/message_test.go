@@ -1,15 +1,90 @@
 package lua
 
 import (
+	"errors"
 	"testing"
+	"time"
 	"unsafe"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
 )
 
-// A received tell and its handle are one allocation of at most 128 bytes:
-// the 128-byte size class, where 136 bytes (with an ask's reply state)
-// took 144. Only an ask carries that state.
-func TestTellMessageSizeClass(t *testing.T) {
-	if s := unsafe.Sizeof(luaMessage{}); s > 128 {
-		t.Fatalf("luaMessage is %d bytes, over the 128-byte size class", s)
+// A received tell and its handle are one allocation of 112 bytes (the
+// 112-byte size class), an ask one of 120 (128): the converted payload is
+// kept in the message's own payload field, and only an ask has a reply
+// state. With a field for each they were 136 (144) and 144.
+func TestMessageSizeClass(t *testing.T) {
+	if s := unsafe.Sizeof(luaMessage{}); s > 112 {
+		t.Fatalf("luaMessage is %d bytes, over the 112-byte size class", s)
+	}
+	if s := unsafe.Sizeof(askMessage{}); s > 128 {
+		t.Fatalf("askMessage is %d bytes, over the 128-byte size class", s)
+	}
+}
+
+// msg:payload() gives the same table or error value on every call (it
+// converts it once), a scalar equal each time, and an unconvertible value
+// fails on every call. A Go payload that is itself a Lua value is not
+// taken for a converted one. An ask whose payload was converted is still
+// answered, and one left unanswered is still failed when its process
+// ends.
+func TestMessagePayloadConvertedOnce(t *testing.T) {
+	h := newHarness(t)
+	e := h.Entry("payloads", `
+return { main = function()
+  local inbox = process.inbox()
+  local m = inbox:receive()
+  local t = m:payload()
+  assert(type(t) == "table" and t.a == 1, "table payload")
+  assert(m:payload() == t, "the same table on each call")
+  t.b = 2
+  assert(m:payload().b == 2, "a change to the table is kept")
+  m = inbox:receive()
+  local e = m:payload()
+  assert(e ~= nil and m:payload() == e, "the same error value on each call")
+  m = inbox:receive()
+  assert(m:payload() == "s" and m:payload() == "s", "a string")
+  m = inbox:receive()
+  assert(m:payload() == 42 and m:payload() == 42, "a number")
+  for _, what in ipairs({"a Go channel", "a Lua table from Go"}) do
+    m = inbox:receive()
+    local v, err = m:payload()
+    assert(v == nil and err ~= nil, what .. " is refused")
+    v, err = m:payload()
+    assert(v == nil and err ~= nil, what .. " is refused again")
+  end
+  m = inbox:receive()
+  local q = m:payload()
+  assert(m:payload() == q and q[1] == "q")
+  assert(m:reply(q[1] .. "!") == true)
+  inbox:receive():payload() -- an ask left unanswered
+end }`)
+	pid := h.Spawn(e)
+	send := func(payload any) {
+		t.Helper()
+		if err := h.Node.Send(pid, process.Message{Topic: "t", Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(map[string]any{"a": 1.0})
+	send(value.NewError(value.KindInvalid, "bad"))
+	send("s")
+	send(42.0)
+	send(make(chan int))
+	send(new(lua.LTable))
+	reply, _, err := h.Node.Ask(pid, process.Message{Topic: "q", Payload: []any{"q"}}, time.Minute)
+	if err != nil || reply != "q!" {
+		t.Fatalf("ask: %v, %v", reply, err)
+	}
+	_, _, err = h.Node.Ask(pid, process.Message{Topic: "left", Payload: []any{"x"}}, time.Minute)
+	var ve *value.Error
+	if !errors.As(err, &ve) || ve.Kind != value.KindStopped {
+		t.Fatalf("an ask the process left unanswered: %v", err)
+	}
+	if ex := h.Wait(pid, time.Minute); ex.Err != nil {
+		t.Fatal(ex.Err)
 	}
 }
