@@ -26,7 +26,7 @@ func (h *heldAsks) add(m *askMessage) {
 		now := time.Now()
 		live := h.list[:0]
 		for _, x := range h.list {
-			if !x.replied && !askOver(&x.m, now) {
+			if !x.replied && !askOver(&x.r, now) {
 				live = append(live, x)
 			}
 		}
@@ -47,9 +47,10 @@ func (h *heldAsks) answered(m *askMessage) {
 	}
 }
 
-// askOver reports whether m's asker has stopped waiting: its ask was
+// askOver reports whether r's asker has stopped waiting: its ask was
 // settled, or its deadline passed.
-func askOver(m *process.Message, now time.Time) bool {
+func askOver(r *process.Received, now time.Time) bool {
+	m := r.Message()
 	d, ok := m.Deadline()
 	return ok && d.Before(now)
 }
@@ -60,7 +61,7 @@ func (p *Process) handBackAsks() {
 	var out []process.Message
 	for _, x := range p.asks.list {
 		if !x.replied {
-			out = append(out, x.m)
+			out = append(out, x.r.Message())
 		}
 	}
 	p.asks = heldAsks{}
@@ -70,8 +71,8 @@ func (p *Process) handBackAsks() {
 		}
 		c.mu.Lock()
 		for _, it := range c.items[c.head:] {
-			if m, ok := it.(process.Message); ok && m.CanReply() {
-				out = append(out, m)
+			if r, ok := it.(process.Received); ok && r.CanReply() {
+				out = append(out, r.Message())
 			}
 		}
 		c.mu.Unlock()

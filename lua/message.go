@@ -8,18 +8,19 @@ import (
 	"github.com/proctor-run/proctor/process"
 )
 
-// luaMessage is a received message as scripts see it: 112 bytes, and 120
-// as an ask (askMessage), which alone carries a reply state. Its handle's
-// Value is the *luaMessage or the *askMessage.
+// luaMessage is a received message as scripts see it: 64 bytes, the
+// message in the mailbox's own form (process.Received) and its handle, and
+// 72 as an ask (askMessage), which alone carries a reply state. Its
+// handle's Value is the *luaMessage or the *askMessage.
 type luaMessage struct {
 	ud lua.LUserData // its handle: one allocation per message, not two
-	// m.Payload is the sender's value until msg:payload() converts it to
+	// r.Payload is the sender's value until msg:payload() converts it to
 	// a table or a userdata: then it is that Lua value (convertedTable,
 	// convertedUserData), so the script sees the same one on every call.
 	// A converted scalar is converted again instead: it has no identity.
 	// Only the host reads a received message's payload; the core reads
 	// only the reply target of the asks handed back (Proc.Unanswered).
-	m process.Message
+	r process.Received
 }
 
 // convertedTable and convertedUserData are a payload msg:payload() has
@@ -37,14 +38,14 @@ type askMessage struct {
 	replied bool // msg:reply was called (see asks.go)
 }
 
-func (p *Process) messageValue(L *lua.LState, m process.Message) lua.LValue {
-	if m.CanReply() {
-		am := &askMessage{luaMessage: luaMessage{m: m}}
+func (p *Process) messageValue(L *lua.LState, r process.Received) lua.LValue {
+	if r.CanReply() {
+		am := &askMessage{luaMessage: luaMessage{r: r}}
 		p.asks.add(am)
 		messageType.Init(L, &am.ud, am)
 		return &am.ud
 	}
-	lm := &luaMessage{m: m}
+	lm := &luaMessage{r: r}
 	messageType.Init(L, &lm.ud, lm)
 	return &lm.ud
 }
@@ -72,24 +73,26 @@ func checkMessage(L *lua.LState) *luaMessage {
 }
 
 func msgTopic(L *lua.LState) int {
-	L.Push(lua.LString(checkMessage(L).m.Topic))
+	m := checkMessage(L)
+	L.Push(lua.LString(m.r.Topic()))
 	return 1
 }
 
 func msgFrom(L *lua.LState) int {
 	m := checkMessage(L)
-	if m.m.From.IsZero() {
+	from := m.r.From()
+	if from.IsZero() {
 		L.Push(lua.LNil)
 		return 1
 	}
-	L.Push(PIDValue(m.m.From))
+	L.Push(PIDValue(from))
 	return 1
 }
 
 func msgPayload(L *lua.LState) int {
 	m := checkMessage(L)
 	var lv lua.LValue
-	switch c := m.m.Payload.(type) {
+	switch c := m.r.Payload.(type) {
 	case convertedTable:
 		lv = c.t
 	case convertedUserData:
@@ -101,9 +104,9 @@ func msgPayload(L *lua.LState) int {
 		}
 		switch v := lv.(type) {
 		case *lua.LTable:
-			m.m.Payload = convertedTable{v}
+			m.r.Payload = convertedTable{v}
 		case *lua.LUserData:
-			m.m.Payload = convertedUserData{v}
+			m.r.Payload = convertedUserData{v}
 		}
 	}
 	L.Push(lv)
@@ -135,9 +138,10 @@ func msgReply(L *lua.LState) int {
 		p.asks.answered(am)
 	}
 	// Through the node: a reply after the ask ended is a dead letter.
-	settled, err := p.Node().Reply(&m.m, p.self, v, rej)
+	msg := m.r.Message()
+	settled, err := p.Node().Reply(&msg, p.self, v, rej)
 	if err != nil {
-		return ReturnError(L, fmt.Errorf("reply to %q: %w", m.m.Topic, err))
+		return ReturnError(L, fmt.Errorf("reply to %q: %w", msg.Topic, err))
 	}
 	L.Push(lua.LBool(settled))
 	return 1
@@ -145,6 +149,6 @@ func msgReply(L *lua.LState) int {
 
 func messageToString(L *lua.LState) int {
 	m := checkMessage(L)
-	L.Push(lua.LString(fmt.Sprintf("message(%q from %s)", m.m.Topic, m.m.From)))
+	L.Push(lua.LString(fmt.Sprintf("message(%q from %s)", m.r.Topic(), m.r.From())))
 	return 1
 }
