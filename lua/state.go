@@ -69,7 +69,6 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 		}
 		p.ctx = &procContext{Context: pr.Context(), p: p}
 		p.mbox.p = p
-		p.selfStr = PIDValue(p.self)
 		p.L = newState(p)
 		return p.drive(func() (bool, any, error) { return p.run(args) })
 	}

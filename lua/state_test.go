@@ -3,6 +3,7 @@ package lua
 import (
 	"context"
 	"testing"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 )
@@ -47,5 +48,37 @@ func TestLookupPlainModule(t *testing.T) {
 	})
 	if allocs != 0 {
 		t.Fatalf("looking a method up in a plain module allocates %.0f times", allocs)
+	}
+}
+
+// stateProbeModule lets a test script look at its own Process.
+var stateProbeModule = Module{
+	Name: "stateprobe",
+	Doc:  "Test only: looks at the process's host state.",
+	Funcs: []Func{
+		{Name: "has_pid_string", Fn: func(L *lua.LState) int {
+			L.Push(lua.LBool(ProcessOf(L).selfStr != ""))
+			return 1
+		}, Doc: "Whether the process has made its PID string."},
+	},
+}
+
+// A process makes its PID string when process.pid() first asks for it,
+// not at its spawn: most processes never do.
+func TestPIDStringOnFirstUse(t *testing.T) {
+	h := newHarness(t)
+	e := h.Entry("pid", `
+local probe = require("stateprobe")
+return { main = function()
+  assert(not probe.has_pid_string(), "made at spawn")
+  local a = process.pid()
+  assert(probe.has_pid_string())
+  assert(process.pid() == a)
+  return a
+end }`)
+	pid := h.Spawn(e)
+	ex := h.Wait(pid, time.Minute)
+	if ex.Err != nil || ex.Value != pid.String() {
+		t.Fatalf("exit %v, %v; want %s", ex.Value, ex.Err, pid)
 	}
 }
