@@ -57,7 +57,11 @@ var processModule = Module{
 }
 
 func procPID(L *lua.LState) int {
-	L.Push(ProcessOf(L).selfStr)
+	p := ProcessOf(L)
+	if p.selfStr == "" {
+		p.selfStr = PIDValue(p.self)
+	}
+	L.Push(p.selfStr)
 	return 1
 }
 

@@ -17,16 +17,16 @@ import (
 // over anyway, so a script that keeps many asks pending (or drops them
 // unanswered) pays a constant amortised cost per ask.
 type heldAsks struct {
-	list  []*luaMessage
+	list  []*askMessage
 	sweep int // sweep when list reaches this length (0: minSweep)
 }
 
-func (h *heldAsks) add(m *luaMessage) {
+func (h *heldAsks) add(m *askMessage) {
 	if len(h.list) >= max(h.sweep, minSweep) {
 		now := time.Now()
 		live := h.list[:0]
 		for _, x := range h.list {
-			if !x.replied && !askOver(&x.m, now) {
+			if !x.replied && !askOver(&x.r, now) {
 				live = append(live, x)
 			}
 		}
@@ -40,16 +40,17 @@ func (h *heldAsks) add(m *luaMessage) {
 // answered drops m when it is the latest ask handed out, the common case
 // of a script that answers each ask as it receives it: the list then stays
 // empty and holds no message the script is done with.
-func (h *heldAsks) answered(m *luaMessage) {
+func (h *heldAsks) answered(m *askMessage) {
 	if n := len(h.list); n > 0 && h.list[n-1] == m {
 		h.list[n-1] = nil
 		h.list = h.list[:n-1]
 	}
 }
 
-// askOver reports whether m's asker has stopped waiting: its ask was
+// askOver reports whether r's asker has stopped waiting: its ask was
 // settled, or its deadline passed.
-func askOver(m *process.Message, now time.Time) bool {
+func askOver(r *process.Received, now time.Time) bool {
+	m := r.Message()
 	d, ok := m.Deadline()
 	return ok && d.Before(now)
 }
@@ -60,7 +61,7 @@ func (p *Process) handBackAsks() {
 	var out []process.Message
 	for _, x := range p.asks.list {
 		if !x.replied {
-			out = append(out, x.m)
+			out = append(out, x.r.Message())
 		}
 	}
 	p.asks = heldAsks{}
@@ -70,8 +71,8 @@ func (p *Process) handBackAsks() {
 		}
 		c.mu.Lock()
 		for _, it := range c.items[c.head:] {
-			if m, ok := it.(process.Message); ok && m.CanReply() {
-				out = append(out, m)
+			if r, ok := it.(process.Received); ok && r.CanReply() {
+				out = append(out, r.Message())
 			}
 		}
 		c.mu.Unlock()

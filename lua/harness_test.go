@@ -15,7 +15,9 @@ type harness = luatest.Harness
 
 // testModules are the modules the host's own tests require, besides json:
 // they probe and block from Go (see bench_test.go and limits_test.go).
-func testModules() []Module { return []Module{benchprobeModule, testblockModule, exitHookModule} }
+func testModules() []Module {
+	return []Module{benchprobeModule, testblockModule, exitHookModule, stateProbeModule}
+}
 
 func newHarness(t testing.TB) *harness { return newHarnessWith(t, Options{}) }
 

@@ -85,7 +85,7 @@ func (mb *mailbox) listenChannel(topic string) (*Channel, error) {
 		in.mu.Lock()
 		kept := in.items[in.head:in.head]
 		for _, it := range in.items[in.head:] {
-			if m := it.(process.Message); m.Topic == topic {
+			if m := it.(process.Received); m.Topic() == topic {
 				c.pushLocked(m)
 			} else {
 				kept = append(kept, it)
@@ -99,22 +99,22 @@ func (mb *mailbox) listenChannel(topic string) (*Channel, error) {
 }
 
 // nextInbox returns the oldest message not claimed by a listen channel.
-func (mb *mailbox) nextInbox() (process.Message, bool) {
+func (mb *mailbox) nextInbox() (process.Received, bool) {
 	if c := mb.inbox; c != nil && c.head < len(c.items) {
 		c.mu.Lock()
 		v, ok := c.popLocked()
 		c.mu.Unlock()
 		if ok {
-			return v.(process.Message), true
+			return v.(process.Received), true
 		}
 	}
 	for {
-		m, ok := mb.p.proc.TryReceive()
+		m, ok := mb.p.proc.TryReceived()
 		if !ok {
 			return m, false
 		}
 		if len(mb.listens) > 0 {
-			if lc, claimed := mb.listens[m.Topic]; claimed {
+			if lc, claimed := mb.listens[m.Topic()]; claimed {
 				lc.mu.Lock()
 				lc.pushLocked(m)
 				lc.mu.Unlock()
@@ -127,22 +127,22 @@ func (mb *mailbox) nextInbox() (process.Message, bool) {
 
 // nextListen returns the oldest message with c's topic, parking the others
 // where their receivers will look.
-func (mb *mailbox) nextListen(c *Channel) (process.Message, bool) {
+func (mb *mailbox) nextListen(c *Channel) (process.Received, bool) {
 	c.mu.Lock()
 	v, ok := c.popLocked()
 	c.mu.Unlock()
 	if ok {
-		return v.(process.Message), true
+		return v.(process.Received), true
 	}
 	for {
-		m, ok := mb.p.proc.TryReceive()
+		m, ok := mb.p.proc.TryReceived()
 		if !ok {
 			return m, false
 		}
-		if m.Topic == c.topic {
+		if m.Topic() == c.topic {
 			return m, true
 		}
-		dst := mb.listens[m.Topic]
+		dst := mb.listens[m.Topic()]
 		if dst == nil {
 			dst = mb.inboxChannel()
 		}

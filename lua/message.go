@@ -8,19 +8,44 @@ import (
 	"github.com/proctor-run/proctor/process"
 )
 
-// luaMessage is a received message as scripts see it.
+// luaMessage is a received message as scripts see it: 64 bytes, the
+// message in the mailbox's own form (process.Received) and its handle, and
+// 72 as an ask (askMessage), which alone carries a reply state. Its
+// handle's Value is the *luaMessage or the *askMessage.
 type luaMessage struct {
-	ud      lua.LUserData // its handle: one allocation per message, not two
-	m       process.Message
-	payload lua.LValue // converted on first msg:payload()
-	replied bool       // msg:reply was called (see asks.go)
+	ud lua.LUserData // its handle: one allocation per message, not two
+	// r.Payload is the sender's value until msg:payload() converts it to
+	// a table or a userdata: then it is that Lua value (convertedTable,
+	// convertedUserData), so the script sees the same one on every call.
+	// A converted scalar is converted again instead: it has no identity.
+	// Only the host reads a received message's payload; the core reads
+	// only the reply target of the asks handed back (Proc.Unanswered).
+	r process.Received
 }
 
-func (p *Process) messageValue(L *lua.LState, m process.Message) lua.LValue {
-	lm := &luaMessage{m: m}
-	if m.CanReply() {
-		p.asks.add(lm)
+// convertedTable and convertedUserData are a payload msg:payload() has
+// converted. Each is one pointer, so storing it in the payload allocates
+// nothing; being the host's own types, no sender's value is taken for
+// one.
+type (
+	convertedTable    struct{ t *lua.LTable }
+	convertedUserData struct{ ud *lua.LUserData }
+)
+
+// askMessage is a received message that can be replied to.
+type askMessage struct {
+	luaMessage
+	replied bool // msg:reply was called (see asks.go)
+}
+
+func (p *Process) messageValue(L *lua.LState, r process.Received) lua.LValue {
+	if r.CanReply() {
+		am := &askMessage{luaMessage: luaMessage{r: r}}
+		p.asks.add(am)
+		messageType.Init(L, &am.ud, am)
+		return &am.ud
 	}
+	lm := &luaMessage{r: r}
 	messageType.Init(L, &lm.ud, lm)
 	return &lm.ud
 }
@@ -28,7 +53,7 @@ func (p *Process) messageValue(L *lua.LState, m process.Message) lua.LValue {
 var messageType = NewType("message",
 	Func{Name: "topic", Fn: msgTopic, Doc: "The message's topic.", Results: "string"},
 	Func{Name: "from", Fn: msgFrom, Doc: "The sender's PID, or nil when the sender is not a process.", Results: "string?"},
-	Func{Name: "payload", Fn: msgPayload, Doc: "The payload: a copy of what the sender sent, converted once per message.", Results: "any|nil, error?"},
+	Func{Name: "payload", Fn: msgPayload, Doc: "The payload: a copy of what the sender sent; a table is converted once per message, the same table on every call.", Results: "any|nil, error?"},
 	Func{Name: "reply", Fn: msgReply, Doc: "Answers an ask with a value, or rejects it with an error: true when this reply settled the ask.",
 		Params: "value?: any, err?: error|string|table", Results: "boolean|nil, error?"},
 	Func{Name: "__tostring", Fn: messageToString, Doc: "message(\"topic\" from <pid>)", Results: "string"},
@@ -36,8 +61,11 @@ var messageType = NewType("message",
 
 func checkMessage(L *lua.LState) *luaMessage {
 	if ud, ok := L.Get(1).(*lua.LUserData); ok {
-		if m, ok := ud.Value.(*luaMessage); ok {
+		switch m := ud.Value.(type) {
+		case *luaMessage:
 			return m
+		case *askMessage:
+			return &m.luaMessage
 		}
 	}
 	L.ArgError(1, "message expected (use msg:method())")
@@ -45,30 +73,43 @@ func checkMessage(L *lua.LState) *luaMessage {
 }
 
 func msgTopic(L *lua.LState) int {
-	L.Push(lua.LString(checkMessage(L).m.Topic))
+	m := checkMessage(L)
+	L.Push(lua.LString(m.r.Topic()))
 	return 1
 }
 
 func msgFrom(L *lua.LState) int {
 	m := checkMessage(L)
-	if m.m.From.IsZero() {
+	from := m.r.From()
+	if from.IsZero() {
 		L.Push(lua.LNil)
 		return 1
 	}
-	L.Push(PIDValue(m.m.From))
+	L.Push(PIDValue(from))
 	return 1
 }
 
 func msgPayload(L *lua.LState) int {
 	m := checkMessage(L)
-	if m.payload == nil {
-		lv, err := ToLua(L, m.m.Payload)
-		if err != nil {
+	var lv lua.LValue
+	switch c := m.r.Payload.(type) {
+	case convertedTable:
+		lv = c.t
+	case convertedUserData:
+		lv = c.ud
+	default:
+		var err error
+		if lv, err = ToLua(L, c); err != nil {
 			return ReturnError(L, err)
 		}
-		m.payload = lv
+		switch v := lv.(type) {
+		case *lua.LTable:
+			m.r.Payload = convertedTable{v}
+		case *lua.LUserData:
+			m.r.Payload = convertedUserData{v}
+		}
 	}
-	L.Push(m.payload)
+	L.Push(lv)
 	return 1
 }
 
@@ -92,12 +133,15 @@ func msgReply(L *lua.LState) int {
 			return ReturnError(L, err)
 		}
 	}
-	m.replied = true
-	p.asks.answered(m)
+	if am, ok := L.Get(1).(*lua.LUserData).Value.(*askMessage); ok {
+		am.replied = true
+		p.asks.answered(am)
+	}
 	// Through the node: a reply after the ask ended is a dead letter.
-	settled, err := p.Node().Reply(&m.m, p.self, v, rej)
+	msg := m.r.Message()
+	settled, err := p.Node().Reply(&msg, p.self, v, rej)
 	if err != nil {
-		return ReturnError(L, fmt.Errorf("reply to %q: %w", m.m.Topic, err))
+		return ReturnError(L, fmt.Errorf("reply to %q: %w", msg.Topic, err))
 	}
 	L.Push(lua.LBool(settled))
 	return 1
@@ -105,6 +149,6 @@ func msgReply(L *lua.LState) int {
 
 func messageToString(L *lua.LState) int {
 	m := checkMessage(L)
-	L.Push(lua.LString(fmt.Sprintf("message(%q from %s)", m.m.Topic, m.m.From)))
+	L.Push(lua.LString(fmt.Sprintf("message(%q from %s)", m.r.Topic(), m.r.From())))
 	return 1
 }

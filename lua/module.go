@@ -30,7 +30,7 @@ type Process struct {
 	ctx   *procContext
 
 	self    process.PID
-	selfStr lua.LString
+	selfStr lua.LString // self as a string, made on first use (process.pid)
 
 	mbox mailbox // inbox, listen and events routing
 

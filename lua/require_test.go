@@ -31,7 +31,7 @@ end }`))
 	without.Check(without.Entry("main", `
 return { main = function()
   local ok, err = pcall(require, "alpha")
-  assert(not ok and err:find('require "alpha": no such module (available: benchprobe, errors, exithook_test, json, testblock, util)', 1, true), err)
+  assert(not ok and err:find('require "alpha": no such module (available: benchprobe, errors, exithook_test, json, stateprobe, testblock, util)', 1, true), err)
   return "ok"
 end }`, "modules:\n  util: file://util.lua"))
 	// An entry may name its own module like a runtime module of another
@@ -45,7 +45,7 @@ end }`, "modules:\n  util: file://util.lua"))
 	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `module "alpha" is a runtime module`) {
 		t.Fatalf("with alpha: %v", errs)
 	}
-	if got := fmt.Sprint(with.Kind.(*Host).ModuleNames()); got != "[alpha benchprobe errors exithook_test json testblock]" {
+	if got := fmt.Sprint(with.Kind.(*Host).ModuleNames()); got != "[alpha benchprobe errors exithook_test json stateprobe testblock]" {
 		t.Fatalf("ModuleNames = %s", got)
 	}
 }

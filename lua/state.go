@@ -42,14 +42,11 @@ func newState(p *Process) *lua.LState {
 		MaxTableEntries:     p.host.limits.maxTable,
 		MissingMethod:       missingMethod,
 	})
-	// NewState sizes its global table for the full standard library; a
-	// sandboxed script's own globals are few.
-	// _G is not stored in it (globalIndex answers it): the first string
-	// key of a table costs two Go maps, a fifth of a spawn.
-	g := L.CreateTable(0, 0)
-	g.Metatable = t.globalsMeta
-	L.G.Global = g
-	L.Env = g
+	// Without libraries NewState's global table starts empty (the fork's
+	// patch 5); the script's globals are its own, and the shared ones are
+	// found through globalsMeta. _G is not stored in it (globalIndex
+	// answers it): the first string key of a table costs a Go map.
+	L.G.Global.Metatable = t.globalsMeta
 	L.SetMetatable(lua.LString(""), t.stringMeta)
 	L.SetContext(p.ctx)
 	return L
@@ -59,6 +56,7 @@ func newState(p *Process) *lua.LState {
 // nil the spawner waits for the process to be ready (see start.go).
 func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any, st *starting) process.ProcFunc {
 	return func(pr *process.Proc) (any, error) {
+		growStack()
 		p := &Process{
 			proc:  pr,
 			host:  h,
@@ -71,7 +69,6 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 		}
 		p.ctx = &procContext{Context: pr.Context(), p: p}
 		p.mbox.p = p
-		p.selfStr = PIDValue(p.self)
 		p.L = newState(p)
 		return p.drive(func() (bool, any, error) { return p.run(args) })
 	}
@@ -200,7 +197,11 @@ const initName = "init"
 func (p *Process) lookup(mod lua.LValue, name string) (lua.LValue, error) {
 	L := p.L
 	var fn lua.LValue = lua.LNil
-	if t, ok := mod.(*lua.LTable); ok {
+	if t, ok := mod.(*lua.LTable); ok && t.Metatable == lua.LNil {
+		// Without a metatable the lookup is a raw read, which cannot
+		// fail: no Go function and no protected call to make.
+		fn = t.RawGetString(name)
+	} else if ok {
 		// The lookup may run a metamethod, so it runs protected.
 		L.Push(L.NewFunction(methodLookup))
 		L.Push(t)

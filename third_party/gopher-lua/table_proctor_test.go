@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"fmt"
 	"math/rand"
 	"testing"
 )
@@ -152,4 +153,68 @@ func TestDeletedKeysAreDropped(t *testing.T) {
 	if len(tb.keys) > 200 || len(tb.k2i) > 200 {
 		t.Fatalf("%d keys kept for an empty table", len(tb.keys))
 	}
+}
+
+// TestSmallTableHasNoKeyIndex: a table with up to smallKeys keys in its
+// hash part finds next()'s key by a scan, without a second map; past that
+// it indexes them. Traversal sees every key once either way, across the
+// switch, with keys deleted and set again.
+func TestSmallTableHasNoKeyIndex(t *testing.T) {
+	allocs := testing.AllocsPerRun(100, func() {
+		tb := newLTable(0, 0)
+		tb.RawSetString("main", LTrue)
+	})
+	// The table, its string map and its group, the key order's array.
+	if allocs > 4 {
+		t.Fatalf("a table with one field allocates %.0f times", allocs)
+	}
+	tb := newLTable(0, 0)
+	model := map[LValue]LValue{}
+	set := func(k, v LValue) {
+		tb.RawSetH(k, v)
+		if v == LNil {
+			delete(model, k)
+		} else {
+			model[k] = v
+		}
+	}
+	check := func(step string) {
+		t.Helper()
+		seen := map[LValue]bool{}
+		for k, v := tb.Next(LNil); k != LNil; k, v = tb.Next(k) {
+			if seen[k] || model[k] != v {
+				t.Fatalf("%s: next() gave %v = %v (seen before: %v)", step, k, v, seen[k])
+			}
+			seen[k] = true
+		}
+		if len(seen) != len(model) {
+			t.Fatalf("%s: next() saw %d keys, the table holds %d", step, len(seen), len(model))
+		}
+	}
+	for i := range smallKeys - 1 {
+		set(LString(fmt.Sprint("k", i)), LNumber(i))
+	}
+	set(LNumber(0.5), LTrue)
+	if tb.k2i != nil {
+		t.Fatalf("a table with %d keys has an index", len(tb.keys))
+	}
+	check("small")
+	set(LString("k3"), LNil)
+	set(LString("k3"), LNumber(33))
+	if len(tb.keys) != smallKeys || tb.k2i != nil {
+		t.Fatalf("a key set again was added again: %d keys", len(tb.keys))
+	}
+	check("set again")
+	set(LString("more"), LTrue)
+	if tb.k2i == nil || len(tb.k2i) != len(tb.keys) {
+		t.Fatalf("a table with %d keys has no full index (%d)", len(tb.keys), len(tb.k2i))
+	}
+	check("indexed")
+	for i := range 100 {
+		set(LString(fmt.Sprint("x", i)), LNumber(i))
+	}
+	for i := range 100 {
+		set(LString(fmt.Sprint("x", i)), LNil)
+	}
+	check("after deletes")
 }

@@ -1872,12 +1872,15 @@ func init() {
 						if (step > 0 && init <= limit) || (step <= 0 && init >= limit) {
 							Sbx := int(inst&0x3ffff) - opMaxArgSbx //GETSBX
 							cf.Pc += Sbx
+							// proctor: the loop variable shares the index's
+							// boxed number (a number is immutable): one
+							// allocation per iteration, not two.
 							// this section is inlined by go-inline
-							// source function is 'func (rg *registry) SetNumber(regi int, vali LNumber) ' in '_state.go'
+							// source function is 'func (rg *registry) Set(regi int, vali LValue) ' in '_state.go'
 							{
 								rg := reg
 								regi := RA + 3
-								vali := v
+								vali := reg.array[RA]
 								newSize := regi + 1
 								// this section is inlined by go-inline
 								// source function is 'func (rg *registry) checkSize(requiredSize int) ' in '_state.go'
@@ -1887,7 +1890,7 @@ func init() {
 										rg.resize(requiredSize)
 									}
 								}
-								rg.array[regi] = rg.alloc.LNumber2I(vali)
+								rg.array[regi] = vali
 								if regi >= rg.top {
 									rg.top = regi + 1
 								}

@@ -1,0 +1,91 @@
+package lua
+
+import (
+	"errors"
+	"testing"
+	"time"
+	"unsafe"
+
+	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
+)
+
+// A received tell and its handle are one allocation of 64 bytes, an ask
+// one of 72 (the 80-byte size class): the message is kept in the
+// mailbox's form (process.Received), the converted payload in its own
+// payload field, and only an ask has a reply state. With a Message and a
+// field for each they were 136 (144) and 144.
+func TestMessageSizeClass(t *testing.T) {
+	if s := unsafe.Sizeof(luaMessage{}); s > 64 {
+		t.Fatalf("luaMessage is %d bytes, over the 64-byte size class", s)
+	}
+	if s := unsafe.Sizeof(askMessage{}); s > 80 {
+		t.Fatalf("askMessage is %d bytes, over the 80-byte size class", s)
+	}
+}
+
+// msg:payload() gives the same table or error value on every call (it
+// converts it once), a scalar equal each time, and an unconvertible value
+// fails on every call. A Go payload that is itself a Lua value is not
+// taken for a converted one. An ask whose payload was converted is still
+// answered, and one left unanswered is still failed when its process
+// ends.
+func TestMessagePayloadConvertedOnce(t *testing.T) {
+	h := newHarness(t)
+	e := h.Entry("payloads", `
+return { main = function()
+  local inbox = process.inbox()
+  local m = inbox:receive()
+  local t = m:payload()
+  assert(type(t) == "table" and t.a == 1, "table payload")
+  assert(m:payload() == t, "the same table on each call")
+  t.b = 2
+  assert(m:payload().b == 2, "a change to the table is kept")
+  m = inbox:receive()
+  local e = m:payload()
+  assert(e ~= nil and m:payload() == e, "the same error value on each call")
+  m = inbox:receive()
+  assert(m:payload() == "s" and m:payload() == "s", "a string")
+  m = inbox:receive()
+  assert(m:payload() == 42 and m:payload() == 42, "a number")
+  for _, what in ipairs({"a Go channel", "a Lua table from Go"}) do
+    m = inbox:receive()
+    local v, err = m:payload()
+    assert(v == nil and err ~= nil, what .. " is refused")
+    v, err = m:payload()
+    assert(v == nil and err ~= nil, what .. " is refused again")
+  end
+  m = inbox:receive()
+  local q = m:payload()
+  assert(m:payload() == q and q[1] == "q")
+  assert(m:reply(q[1] .. "!") == true)
+  inbox:receive():payload() -- an ask left unanswered
+end }`)
+	pid := h.Spawn(e)
+	send := func(payload any) {
+		t.Helper()
+		if err := h.Node.Send(pid, process.Message{Topic: "t", Payload: payload}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(map[string]any{"a": 1.0})
+	send(value.NewError(value.KindInvalid, "bad"))
+	send("s")
+	send(42.0)
+	send(make(chan int))
+	send(new(lua.LTable))
+	reply, _, err := h.Node.Ask(pid, process.Message{Topic: "q", Payload: []any{"q"}}, time.Minute)
+	if err != nil || reply != "q!" {
+		t.Fatalf("ask: %v, %v", reply, err)
+	}
+	_, _, err = h.Node.Ask(pid, process.Message{Topic: "left", Payload: []any{"x"}}, time.Minute)
+	var ve *value.Error
+	if !errors.As(err, &ve) || ve.Kind != value.KindStopped {
+		t.Fatalf("an ask the process left unanswered: %v", err)
+	}
+	if ex := h.Wait(pid, time.Minute); ex.Err != nil {
+		t.Fatal(ex.Err)
+	}
+}
