@@ -26,3 +26,24 @@ func TestEnvelopeSize(t *testing.T) {
 		t.Fatalf("envelope is %d bytes, want 24: a pointer to the meta and the payload", s)
 	}
 }
+
+// The process table's directory and its pages array are read on every
+// local send: each fills whole cache lines (an object whose size is a
+// multiple of 64 is allocated 64-byte aligned), so that nothing a process
+// writes as it handles messages shares a line with them.
+func TestTableDirectoryFillsItsLines(t *testing.T) {
+	if s := unsafe.Sizeof(directory{}); s != 64 {
+		t.Fatalf("directory is %d bytes, want 64", s)
+	}
+	if s := unsafe.Sizeof(Node{}); s%64 != 0 {
+		t.Fatalf("Node is %d bytes, not a multiple of 64: adjust its padding", s)
+	}
+	var tb table
+	for _, id := range []uint64{1, 5 * pageSize, 40 * pageSize} {
+		tb.store(id, &process{})
+		d := tb.dir.Load()
+		if b := uintptr(len(d.pages)) * unsafe.Sizeof(d.pages[0]); b%64 != 0 {
+			t.Fatalf("after id %d the pages array is %d bytes, not whole cache lines", id, b)
+		}
+	}
+}

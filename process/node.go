@@ -74,6 +74,12 @@ type Node struct {
 	// down visits only those. A process leaves it when it exits.
 	relMu sync.Mutex
 	rel   map[string]map[PID]struct{}
+
+	// Every send reads the node (its name, its table, anonMeta): a size
+	// that is a multiple of 64 makes it 64-byte aligned, so it shares no
+	// cache line with an object that another goroutine writes (see
+	// directory).
+	_ [56]byte
 }
 
 type transportBox struct{ t Transport }
