@@ -177,6 +177,16 @@ func TestIdleConnectionsDoNotStarveProbes(t *testing.T) {
 		}
 		resp.Body.Close()
 		idle = append(idle, c)
+		// The server sees a connection turn idle a moment after its
+		// client has read the answer; on a busy machine, later ones
+		// could turn idle first. Wait, so that "idle the longest" is the
+		// order they were opened in.
+		want := min(len(idle), DefaultMaxConns)
+		testutil.Eventually(t, "the connection to turn idle", func() bool {
+			s.ln.mu.Lock()
+			defer s.ln.mu.Unlock()
+			return len(s.ln.idle) == want
+		})
 	}
 	probe := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
 	resp, err := probe.Get("http://" + s.Addr().String() + "/healthz")
