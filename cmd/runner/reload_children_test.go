@@ -192,6 +192,11 @@ func TestReloadReachesEveryChild(t *testing.T) {
 	if m := metrics(); !strings.Contains(m, `runner_outdated_processes{entry="app:room"} 2`) || !strings.Contains(m, `runner_reload_total{result="applied"} 1`) {
 		t.Fatalf("metrics:\n%s", m)
 	}
+	// The log reaches the test through a pipe, after the metrics: wait
+	// for the warning before counting.
+	waitFor("the warning about outdated processes", func() bool {
+		return strings.Contains(r.logs(), "reload left processes on old code")
+	})
 	if n := strings.Count(r.logs(), "reload left processes on old code"); n != 1 {
 		t.Fatalf("%d warnings about outdated processes, want 1:\n%s", n, r.logs())
 	}
