@@ -13,7 +13,7 @@ import (
 	"github.com/proctor-run/proctor/process"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.IgnoreMemberlistProbe) }
 
 var quiet = slog.New(slog.DiscardHandler)
 

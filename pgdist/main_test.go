@@ -23,11 +23,8 @@ import (
 	"github.com/proctor-run/proctor/value"
 )
 
-// memberlist's probe of a node runs on after Shutdown until the probe's
-// own timeout (a few hundred milliseconds, longer on a loaded machine):
-// not a leak of this package's.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/hashicorp/memberlist.(*Memberlist).probeNode"))
+	goleak.VerifyTestMain(m, testutil.IgnoreMemberlistProbe)
 }
 
 // scopeID is the entry of every test scope.

@@ -5,10 +5,11 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.IgnoreMemberlistProbe) }
 
 func TestPartitionAndHeal(t *testing.T) {
 	c := New(t, Options{}, "n1", "n2", "n3")
