@@ -45,6 +45,7 @@ func (p *Process) wait(L *lua.LState, w waiter) (ret int, done bool) {
 	if p.canSuspend(L) {
 		return p.suspendOn(L, w)
 	}
+	p.proc.Busy(!waitsForMail(w))
 	if err := p.park(w.ready); err != nil {
 		return ReturnError(L, err), true
 	}
@@ -71,8 +72,29 @@ func (p *Process) suspendOn(L *lua.LState, w waiter) (ret int, done bool) {
 			return 0, false
 		}
 	}
+	p.proc.Busy(!waitsForMail(w))
 	p.waiting = w
 	return L.Suspend(), true
+}
+
+// waitsForMail reports whether w waits for the process's mail — its inbox
+// or a listen channel, alone or among a select's cases — rather than for a
+// timer, a reply, events or a channel fed otherwise. A process that waits
+// for mail is idle; one that waits for anything else is in the middle of
+// its work (process.Proc.Busy), and a router must not retire it then.
+func waitsForMail(w waiter) bool {
+	mail := func(c *Channel) bool { return c.kind == chanInbox || c.kind == chanListen }
+	switch w := w.(type) {
+	case *Channel:
+		return mail(w)
+	case *selectWait:
+		for _, sc := range w.cases {
+			if !sc.send && mail(sc.ch) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // stopRequested reports whether the process has been asked to stop.

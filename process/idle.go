@@ -2,7 +2,8 @@ package process
 
 // Idle reports whether the local process pid has nothing to do: its mailbox
 // is empty and it is not handling a message (a Behavior with no dispatcher
-// running, or a goroutine process parked or suspended waiting for mail).
+// running, or a goroutine process parked or suspended waiting for mail, not
+// for a timer or a reply: see Proc.Busy).
 // Routers need it to prefer idle routees and to retire a routee only once
 // it has finished what it accepted; the mailbox length alone cannot tell a
 // routee that is busy with its last message from one that is waiting.
@@ -15,5 +16,9 @@ func (n *Node) Idle(pid PID) bool {
 	if p.behavior != nil {
 		return p.sched.Load() == 0
 	}
-	return p.wait.Load() != waitRunning
+	if p.wait.Load() == waitRunning {
+		return false
+	}
+	x := p.ext.Load()
+	return x == nil || !x.busy.Load()
 }

@@ -71,6 +71,20 @@ func (h *Proc) Arm() {
 	h.p.wait.Store(waitArmed)
 }
 
+// Busy says what the process's next waits are for: busy, a timer or a
+// reply in the middle of its work (a sleep, an ask); not busy, its next
+// mail. A process that parks (Arm) or suspends while busy is not Idle, so a
+// router does not take it for a routee that has finished what it accepted
+// and retire it mid-work. The setting holds until it is changed; a
+// goroutine process starts not busy. Only the process's own goroutine may
+// call it.
+func (h *Proc) Busy(busy bool) {
+	x := h.p.ext.Load()
+	if x.busy.Load() != busy {
+		x.busy.Store(busy)
+	}
+}
+
 // Disarm withdraws Arm when the process found work after all.
 func (h *Proc) Disarm() { h.p.wait.Store(waitRunning) }
 

@@ -39,6 +39,7 @@ type procExt struct {
 	cancel context.CancelFunc
 	run    atomic.Int32 // goroutine process: runStarted, runReturned or runAbandoned
 	cont   ProcFunc     // goroutine process: what the next wake-up runs while suspended (suspend.go)
+	busy   atomic.Bool  // goroutine process: its wait is not for mail (Proc.Busy)
 
 	events queue[Event]
 
