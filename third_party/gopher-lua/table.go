@@ -481,7 +481,19 @@ func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 }
 
 // This function is equivalent to lua_next ( http://www.lua.org/manual/5.1/manual.html#lua_next ).
+// A key next() cannot go on from gives nil, nil (see NextKey).
 func (tb *LTable) Next(key LValue) (LValue, LValue) {
+	k, v, _ := tb.NextKey(key)
+	return k, v
+}
+
+// proctor: NextKey is Next reporting in ok whether key is one next() can
+// go on from: nil, a key of the table, or one cleared during the traversal.
+// Upstream went on from the second key of the hash part's order for any
+// other key, skipping the first: next(t, k) with a key not in t (which Lua
+// rejects: "invalid key to 'next'"), and a traversal whose body removed
+// the last element of the array part (table.remove(t), which shrinks it).
+func (tb *LTable) NextKey(key LValue) (LValue, LValue, bool) {
 	init := false
 	if key == LNil {
 		key = LNumber(0)
@@ -496,28 +508,38 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 			if tb.array != nil {
 				for ; index < len(tb.array); index++ {
 					if v := tb.array[index]; v != LNil {
-						return LNumber(index + 1), v
+						return LNumber(index + 1), v, true
 					}
 				}
 			}
 			if tb.array == nil || index == len(tb.array) {
 				if (tb.dict == nil || len(tb.dict) == 0) && (tb.strdict == nil || len(tb.strdict) == 0) {
-					return LNil, LNil
+					return LNil, LNil, true
 				}
 				key = tb.keys[0]
 				if v := tb.RawGetH(key); v != LNil {
-					return key, v
+					return key, v, true
 				}
 			}
 		}
 	}
 
-	at, _ := tb.keyIndex(key) // proctor
+	at, ok := tb.keyIndex(key) // proctor
+	if !ok {
+		kv, isNum := key.(LNumber)
+		if !isNum || !isInteger(kv) || kv < 1 || kv >= LNumber(MaxArrayIndex) {
+			return LNil, LNil, false
+		}
+		// proctor: a key past the array part and not in the hash part
+		// was in the array part before it shrank: the hash part follows
+		// from its start.
+		at = -1
+	}
 	for i := at + 1; i < len(tb.keys); i++ {
 		key := tb.keys[i]
 		if v := tb.RawGetH(key); v != LNil {
-			return key, v
+			return key, v, true
 		}
 	}
-	return LNil, LNil
+	return LNil, LNil, true
 }

@@ -218,3 +218,47 @@ func TestSmallTableHasNoKeyIndex(t *testing.T) {
 	}
 	check("after deletes")
 }
+
+// TestNextFromAKeyNotInTheTable: next() goes on from nil, a key of the
+// table or one cleared during the traversal, including the last element
+// of the array part removed by table.remove (which shrinks it): the hash
+// part then follows from its first key, none skipped. Any other key is
+// an error, as in Lua, not a silent start from the second key of the hash
+// part's order. Both with a small table (no key index) and a larger one.
+func TestNextFromAKeyNotInTheTable(t *testing.T) {
+	for _, src := range []string{
+		// table.remove of the last element during a traversal
+		`local t = {1, 2, 3, a = 1, b = 2, c = 3}
+		 local seen = {}
+		 for k in pairs(t) do seen[#seen+1] = tostring(k); if k == 3 then table.remove(t) end end
+		 assert(table.concat(seen, " ") == "1 2 3 a b c", table.concat(seen, " "))`,
+		`local t = {1, 2, 3}
+		 for i = 1, 12 do t["k" .. i] = i end
+		 local n = 0
+		 for k in pairs(t) do n = n + 1; if k == 3 then table.remove(t); table.remove(t) end end
+		 assert(n == 15, n)`,
+		// fields cleared during a traversal, across the key-index threshold
+		`for size = 1, 20 do
+		   local t = {}
+		   for i = 1, size do t["k" .. i] = i end
+		   local n = 0
+		   for k in pairs(t) do n = n + 1; t[k] = nil end
+		   assert(n == size and next(t) == nil, size)
+		 end`,
+		// a key not in the table
+		`for _, t in ipairs({{a = 1, b = 2, c = 3}, {1, 2, 3, a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8, i = 9}}) do
+		   for _, k in ipairs({"zz", 0, -1, 2.5, true}) do
+		     local ok, err = pcall(next, t, k)
+		     assert(not ok and err:find("invalid key to 'next'", 1, true), tostring(k) .. ": " .. tostring(err))
+		   end
+		   local ok, err = pcall(function() for k in pairs(t) do t.zz = nil end end)
+		   assert(ok, err)
+		 end`,
+	} {
+		L := NewState()
+		if err := L.DoString(src); err != nil {
+			t.Errorf("%s\n%v", src, err)
+		}
+		L.Close()
+	}
+}
