@@ -81,6 +81,16 @@ func (tb *LTable) takeH(k int) LValue {
 		return LNil
 	}
 	delete(tb.dict, key)
+	// proctor: the key leaves the key order too (a hole no key equals):
+	// next() from it, once a table.remove in a traversal shrank the array
+	// part below it, must start the hash part, not go on from where the
+	// key was in it.
+	if i, found := tb.keyIndex(key); found {
+		tb.keys[i] = LNil
+		if tb.k2i != nil {
+			delete(tb.k2i, key)
+		}
+	}
 	return v
 }
 
@@ -504,27 +514,15 @@ func (tb *LTable) NextKey(key LValue) (LValue, LValue, bool) {
 		// proctor: an integer key past the array part is a key of the hash
 		// part (see maxArrayGap): its successor is found through k2i.
 		if kv, ok := key.(LNumber); ok && isInteger(kv) && int(kv) >= 0 && kv < LNumber(MaxArrayIndex) && int(kv) <= len(tb.array) {
-			index := int(kv)
-			if tb.array != nil {
-				for ; index < len(tb.array); index++ {
-					if v := tb.array[index]; v != LNil {
-						return LNumber(index + 1), v, true
-					}
+			for index := int(kv); index < len(tb.array); index++ {
+				if v := tb.array[index]; v != LNil {
+					return LNumber(index + 1), v, true
 				}
 			}
-			if tb.array == nil || index == len(tb.array) {
-				if (tb.dict == nil || len(tb.dict) == 0) && (tb.strdict == nil || len(tb.strdict) == 0) {
-					return LNil, LNil, true
-				}
-				key = tb.keys[0]
-				if v := tb.RawGetH(key); v != LNil {
-					return key, v, true
-				}
-			}
+			return tb.nextInHash(-1)
 		}
 	}
-
-	at, ok := tb.keyIndex(key) // proctor
+	at, ok := tb.keyIndex(key)
 	if !ok {
 		kv, isNum := key.(LNumber)
 		if !isNum || !isInteger(kv) || kv < 1 || kv >= LNumber(MaxArrayIndex) {
@@ -535,6 +533,12 @@ func (tb *LTable) NextKey(key LValue) (LValue, LValue, bool) {
 		// from its start.
 		at = -1
 	}
+	return tb.nextInHash(at)
+}
+
+// proctor: nextInHash returns the first live key of the hash part after
+// position at of the key order.
+func (tb *LTable) nextInHash(at int) (LValue, LValue, bool) {
 	for i := at + 1; i < len(tb.keys); i++ {
 		key := tb.keys[i]
 		if v := tb.RawGetH(key); v != LNil {

@@ -237,6 +237,16 @@ func TestNextFromAKeyNotInTheTable(t *testing.T) {
 		 local n = 0
 		 for k in pairs(t) do n = n + 1; if k == 3 then table.remove(t); table.remove(t) end end
 		 assert(n == 15, n)`,
+		// keys 300..66 went to the hash part and then into the array part;
+		// removing the last element must not resume the hash part where
+		// 300 used to be (after all of s1..s200)
+		`local t = {x = 1}
+		 for i = 1, 200 do t["s" .. i] = i end
+		 for i = 300, 1, -1 do t[i] = i end
+		 t.y = 2
+		 local n = 0
+		 for k in pairs(t) do if type(k) == "string" then n = n + 1 end; if k == 300 then table.remove(t) end end
+		 assert(n == 202, n)`,
 		// fields cleared during a traversal, across the key-index threshold
 		`for size = 1, 20 do
 		   local t = {}
