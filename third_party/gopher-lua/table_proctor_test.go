@@ -272,3 +272,46 @@ func TestNextFromAKeyNotInTheTable(t *testing.T) {
 		L.Close()
 	}
 }
+
+// TestTraversalWithDeletionsVisitsEveryKey: random tables (string keys,
+// integers in and far past the array part, keys moved into it) traversed
+// with pairs while the body clears the current key, other keys, removes
+// the last element with table.remove or overwrites a field: every key
+// there at the start and not cleared is visited once, and no other.
+// Before patch 24 the fourth table already missed a key.
+func TestTraversalWithDeletionsVisitsEveryKey(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	err := L.DoString(`
+local seed = 7
+local function rnd(n) seed = (seed * 16807) % 2147483647; return math.floor(seed / 7) % n end
+for round = 1, 200 do
+  local t = {}
+  for j = 1, rnd(40) do
+    local c = rnd(4)
+    if c == 0 then local k = "s" .. rnd(30); t[k] = k
+    elseif c == 1 then local k = rnd(300) + 1; t[k] = k
+    elseif c == 2 then local k = rnd(12) + 1; t[k] = k
+    else t[rnd(80) + 1] = nil end
+  end
+  if rnd(2) == 0 then for i = rnd(100) + 60, 1, -1 do if rnd(3) > 0 then t[i] = i end end end
+  local present, deleted, visited = {}, {}, {}
+  for k in pairs(t) do present[k] = true end
+  for k in pairs(t) do
+    assert(present[k] and not visited[k], round .. ": " .. tostring(k) .. " visited twice or never there")
+    visited[k] = true
+    local c = rnd(5)
+    if c == 0 then t[k] = nil; deleted[k] = true
+    elseif c == 1 then local r = table.remove(t); if r ~= nil then deleted[r] = true end
+    elseif c == 2 then local o = next(present) if t[o] ~= nil then t[o] = "re" end
+    elseif c == 3 then for o in pairs(present) do if rnd(4) == 0 then t[o] = nil; deleted[o] = true end end
+    end
+  end
+  for k in pairs(present) do
+    assert(visited[k] or deleted[k], round .. ": " .. tostring(k) .. " missed")
+  end
+end`)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
