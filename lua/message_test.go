@@ -89,3 +89,50 @@ end }`)
 		t.Fatal(ex.Err)
 	}
 }
+
+// A payload msg:payload() converted is the receiver's own table: sent on,
+// asked with or replied with, the other side gets a copy of it as it was
+// then, and later changes stay with the receiver. The sender's value is
+// untouched.
+func TestConvertedPayloadLeavesAsACopy(t *testing.T) {
+	h := newHarness(t)
+	sink := h.Entry("sink", `
+return { main = function()
+  local inbox = process.inbox()
+  for i = 1, 2 do
+    local m = inbox:receive()
+    local p = m:payload()
+    assert(p.a == 1 and p.mut == 1 and p.after == nil, "the copy as sent")
+    p.sink = true
+    if m:topic() == "ask" then assert(m:reply(p)) end
+  end
+end }`)
+	fwd := h.Entry("fwd", `
+return { main = function(sink)
+  local m = process.inbox():receive()
+  local p = m:payload()
+  p.mut = 1
+  assert(process.send(sink, "tell", p))
+  local r = assert(process.ask(sink, "ask", m:payload(), 60000))
+  assert(r.sink == true and m:payload().sink == nil, "the reply is a copy")
+  local ok, err = process.send(sink, "tell", m)
+  assert(not ok and err, "a message handle does not cross")
+  assert(m:reply(p))
+  p.after = true
+end }`)
+	sp := h.Spawn(sink)
+	fp := h.Spawn(fwd, sp.String())
+	payload := map[string]any{"a": 1.0}
+	r, _, err := h.Node.Ask(fp, process.Message{Topic: "q", Payload: payload}, time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rm, ok := r.(map[string]any); !ok || rm["mut"] != 1.0 || rm["after"] != nil || len(payload) != 1 {
+		t.Fatalf("reply %v, sender's payload %v", r, payload)
+	}
+	for _, pid := range []process.PID{fp, sp} {
+		if ex := h.Wait(pid, time.Minute); ex.Err != nil {
+			t.Fatal(ex.Err)
+		}
+	}
+}

@@ -225,7 +225,10 @@ func baseNext(L *LState) int {
 	if L.GetTop() >= 2 {
 		index = L.Get(2)
 	}
-	key, value := tb.Next(index)
+	key, value, ok := tb.NextKey(index) // proctor
+	if !ok {
+		L.RaiseError("invalid key to 'next'")
+	}
 	if key == LNil {
 		L.Push(LNil)
 		return 1
@@ -237,7 +240,10 @@ func baseNext(L *LState) int {
 
 func pairsaux(L *LState) int {
 	tb := L.CheckTable(1)
-	key, value := tb.Next(L.Get(2))
+	key, value, ok := tb.NextKey(L.Get(2)) // proctor
+	if !ok {
+		L.RaiseError("invalid key to 'next'")
+	}
 	if key == LNil {
 		return 0
 	} else {

@@ -81,6 +81,16 @@ func (tb *LTable) takeH(k int) LValue {
 		return LNil
 	}
 	delete(tb.dict, key)
+	// proctor: the key leaves the key order too (a hole no key equals):
+	// next() from it, once a table.remove in a traversal shrank the array
+	// part below it, must start the hash part, not go on from where the
+	// key was in it.
+	if i, found := tb.keyIndex(key); found {
+		tb.keys[i] = LNil
+		if tb.k2i != nil {
+			delete(tb.k2i, key)
+		}
+	}
 	return v
 }
 
@@ -481,7 +491,19 @@ func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 }
 
 // This function is equivalent to lua_next ( http://www.lua.org/manual/5.1/manual.html#lua_next ).
+// A key next() cannot go on from gives nil, nil (see NextKey).
 func (tb *LTable) Next(key LValue) (LValue, LValue) {
+	k, v, _ := tb.NextKey(key)
+	return k, v
+}
+
+// proctor: NextKey is Next reporting in ok whether key is one next() can
+// go on from: nil, a key of the table, or one cleared during the traversal.
+// Upstream went on from the second key of the hash part's order for any
+// other key, skipping the first: next(t, k) with a key not in t (which Lua
+// rejects: "invalid key to 'next'"), and a traversal whose body removed
+// the last element of the array part (table.remove(t), which shrinks it).
+func (tb *LTable) NextKey(key LValue) (LValue, LValue, bool) {
 	init := false
 	if key == LNil {
 		key = LNumber(0)
@@ -492,32 +514,36 @@ func (tb *LTable) Next(key LValue) (LValue, LValue) {
 		// proctor: an integer key past the array part is a key of the hash
 		// part (see maxArrayGap): its successor is found through k2i.
 		if kv, ok := key.(LNumber); ok && isInteger(kv) && int(kv) >= 0 && kv < LNumber(MaxArrayIndex) && int(kv) <= len(tb.array) {
-			index := int(kv)
-			if tb.array != nil {
-				for ; index < len(tb.array); index++ {
-					if v := tb.array[index]; v != LNil {
-						return LNumber(index + 1), v
-					}
+			for index := int(kv); index < len(tb.array); index++ {
+				if v := tb.array[index]; v != LNil {
+					return LNumber(index + 1), v, true
 				}
 			}
-			if tb.array == nil || index == len(tb.array) {
-				if (tb.dict == nil || len(tb.dict) == 0) && (tb.strdict == nil || len(tb.strdict) == 0) {
-					return LNil, LNil
-				}
-				key = tb.keys[0]
-				if v := tb.RawGetH(key); v != LNil {
-					return key, v
-				}
-			}
+			return tb.nextInHash(-1)
 		}
 	}
+	at, ok := tb.keyIndex(key)
+	if !ok {
+		kv, isNum := key.(LNumber)
+		if !isNum || !isInteger(kv) || kv < 1 || kv >= LNumber(MaxArrayIndex) {
+			return LNil, LNil, false
+		}
+		// proctor: a key past the array part and not in the hash part
+		// was in the array part before it shrank: the hash part follows
+		// from its start.
+		at = -1
+	}
+	return tb.nextInHash(at)
+}
 
-	at, _ := tb.keyIndex(key) // proctor
+// proctor: nextInHash returns the first live key of the hash part after
+// position at of the key order.
+func (tb *LTable) nextInHash(at int) (LValue, LValue, bool) {
 	for i := at + 1; i < len(tb.keys); i++ {
 		key := tb.keys[i]
 		if v := tb.RawGetH(key); v != LNil {
-			return key, v
+			return key, v, true
 		}
 	}
-	return LNil, LNil
+	return LNil, LNil, true
 }

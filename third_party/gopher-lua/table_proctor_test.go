@@ -218,3 +218,100 @@ func TestSmallTableHasNoKeyIndex(t *testing.T) {
 	}
 	check("after deletes")
 }
+
+// TestNextFromAKeyNotInTheTable: next() goes on from nil, a key of the
+// table or one cleared during the traversal, including the last element
+// of the array part removed by table.remove (which shrinks it): the hash
+// part then follows from its first key, none skipped. Any other key is
+// an error, as in Lua, not a silent start from the second key of the hash
+// part's order. Both with a small table (no key index) and a larger one.
+func TestNextFromAKeyNotInTheTable(t *testing.T) {
+	for _, src := range []string{
+		// table.remove of the last element during a traversal
+		`local t = {1, 2, 3, a = 1, b = 2, c = 3}
+		 local seen = {}
+		 for k in pairs(t) do seen[#seen+1] = tostring(k); if k == 3 then table.remove(t) end end
+		 assert(table.concat(seen, " ") == "1 2 3 a b c", table.concat(seen, " "))`,
+		`local t = {1, 2, 3}
+		 for i = 1, 12 do t["k" .. i] = i end
+		 local n = 0
+		 for k in pairs(t) do n = n + 1; if k == 3 then table.remove(t); table.remove(t) end end
+		 assert(n == 15, n)`,
+		// keys 300..66 went to the hash part and then into the array part;
+		// removing the last element must not resume the hash part where
+		// 300 used to be (after all of s1..s200)
+		`local t = {x = 1}
+		 for i = 1, 200 do t["s" .. i] = i end
+		 for i = 300, 1, -1 do t[i] = i end
+		 t.y = 2
+		 local n = 0
+		 for k in pairs(t) do if type(k) == "string" then n = n + 1 end; if k == 300 then table.remove(t) end end
+		 assert(n == 202, n)`,
+		// fields cleared during a traversal, across the key-index threshold
+		`for size = 1, 20 do
+		   local t = {}
+		   for i = 1, size do t["k" .. i] = i end
+		   local n = 0
+		   for k in pairs(t) do n = n + 1; t[k] = nil end
+		   assert(n == size and next(t) == nil, size)
+		 end`,
+		// a key not in the table
+		`for _, t in ipairs({{a = 1, b = 2, c = 3}, {1, 2, 3, a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8, i = 9}}) do
+		   for _, k in ipairs({"zz", 0, -1, 2.5, true}) do
+		     local ok, err = pcall(next, t, k)
+		     assert(not ok and err:find("invalid key to 'next'", 1, true), tostring(k) .. ": " .. tostring(err))
+		   end
+		   local ok, err = pcall(function() for k in pairs(t) do t.zz = nil end end)
+		   assert(ok, err)
+		 end`,
+	} {
+		L := NewState()
+		if err := L.DoString(src); err != nil {
+			t.Errorf("%s\n%v", src, err)
+		}
+		L.Close()
+	}
+}
+
+// TestTraversalWithDeletionsVisitsEveryKey: random tables (string keys,
+// integers in and far past the array part, keys moved into it) traversed
+// with pairs while the body clears the current key, other keys, removes
+// the last element with table.remove or overwrites a field: every key
+// there at the start and not cleared is visited once, and no other.
+// Before patch 24 the fourth table already missed a key.
+func TestTraversalWithDeletionsVisitsEveryKey(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	err := L.DoString(`
+local seed = 7
+local function rnd(n) seed = (seed * 16807) % 2147483647; return math.floor(seed / 7) % n end
+for round = 1, 200 do
+  local t = {}
+  for j = 1, rnd(40) do
+    local c = rnd(4)
+    if c == 0 then local k = "s" .. rnd(30); t[k] = k
+    elseif c == 1 then local k = rnd(300) + 1; t[k] = k
+    elseif c == 2 then local k = rnd(12) + 1; t[k] = k
+    else t[rnd(80) + 1] = nil end
+  end
+  if rnd(2) == 0 then for i = rnd(100) + 60, 1, -1 do if rnd(3) > 0 then t[i] = i end end end
+  local present, deleted, visited = {}, {}, {}
+  for k in pairs(t) do present[k] = true end
+  for k in pairs(t) do
+    assert(present[k] and not visited[k], round .. ": " .. tostring(k) .. " visited twice or never there")
+    visited[k] = true
+    local c = rnd(5)
+    if c == 0 then t[k] = nil; deleted[k] = true
+    elseif c == 1 then local r = table.remove(t); if r ~= nil then deleted[r] = true end
+    elseif c == 2 then local o = next(present) if t[o] ~= nil then t[o] = "re" end
+    elseif c == 3 then for o in pairs(present) do if rnd(4) == 0 then t[o] = nil; deleted[o] = true end end
+    end
+  end
+  for k in pairs(present) do
+    assert(visited[k] or deleted[k], round .. ": " .. tostring(k) .. " missed")
+  end
+end`)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
