@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/proctor-run/proctor/internal/testutil"
 )
 
 // TestSendIsATell: as docs/cli.md says, `send` exits 0 once the node took
@@ -25,13 +27,16 @@ entries:
 	if code, out, errs := runCLI("send", "--http-token-file", tok, addr, "app:jobs", "run", `{"n":1}`); code != 0 || out != "" {
 		t.Fatalf("send: exit %d %q %s", code, out, errs)
 	}
-	found := false
-	for _, d := range r.app.dead.Recent() {
-		found = found || (d.To == "app:jobs" && d.Reason == "unroutable")
-	}
-	if !found {
-		t.Errorf("no unroutable dead letter: %+v", r.app.dead.Recent())
-	}
+	// The send returns once the pool has the message; the pool finds no
+	// routee for it when it handles it.
+	testutil.Eventually(t, "an unroutable dead letter", func() bool {
+		for _, d := range r.app.dead.Recent() {
+			if d.To == "app:jobs" && d.Reason == "unroutable" {
+				return true
+			}
+		}
+		return false
+	})
 	code, _, errs := runCLI("ask", "--http-token-file", tok, addr, "app:jobs", "run", `{"n":1}`)
 	if code != 1 || !strings.Contains(errs, "no routees to route to") {
 		t.Errorf("ask: exit %d %s", code, errs)
