@@ -280,6 +280,26 @@ func (pc *pgCluster) members(node, group string) []string {
 
 // waitMembers waits until group's members on each of nodes are want (a
 // PID repeated once per join).
+// waitPeered waits until the scope of each named node knows every other's
+// as a live peer whose whole state it has applied.
+func (pc *pgCluster) waitPeered(names ...string) {
+	pc.t.Helper()
+	testutil.Eventually(pc.t, "every scope to know every other", func() bool {
+		for _, n := range names {
+			peers := pc.scope(n).View().(pgscope.ScopeView).Peers.([]PeerView)
+			if len(peers) != len(names)-1 {
+				return false
+			}
+			for _, v := range peers {
+				if !v.Live || !v.Synced || v.Absent || v.Verifying {
+					return false
+				}
+			}
+		}
+		return true
+	})
+}
+
 func (pc *pgCluster) waitMembers(group string, want []process.PID, nodes ...string) {
 	pc.t.Helper()
 	w := sorted(want)

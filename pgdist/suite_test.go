@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/process"
 )
@@ -217,20 +216,7 @@ func TestMonitorEventsAcrossNodes(t *testing.T) {
 	pc := newPGCluster(t, func(s *pgscope.Spec) { s.AntiEntropyInterval = 50 * time.Millisecond }, names...)
 	// Until the scopes have found each other, a change reaches a peer as
 	// part of a later full state, which carries no intermediate events.
-	testutil.Eventually(t, "every scope to know every other", func() bool {
-		for _, n := range names {
-			peers := pc.scope(n).View().(pgscope.ScopeView).Peers.([]PeerView)
-			if len(peers) != len(names)-1 {
-				return false
-			}
-			for _, v := range peers {
-				if !v.Live || !v.Synced || v.Absent || v.Verifying {
-					return false
-				}
-			}
-		}
-		return true
-	})
+	pc.waitPeered(names...)
 	var subs []*pgscope.Subscription
 	for _, n := range names {
 		sub, members, err := pc.scope(n).Monitor(process.PID{}, "g")
