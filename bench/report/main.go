@@ -25,6 +25,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 )
@@ -36,6 +37,11 @@ type options struct {
 	only      *regexp.Regexp // nil: all
 	benchtime string         // "": each scenario's own
 	root      string         // the repository root
+	// cores and goVersion describe the machine in the table's header:
+	// runtime.NumCPU and runtime.Version of the report itself, which runs
+	// on the machine and toolchain that run the benchmarks.
+	cores     int
+	goVersion string
 	// goTest runs `go` with args in dir and returns its standard output.
 	goTest func(dir string, args []string) ([]byte, error)
 }
@@ -66,6 +72,7 @@ func main() {
 		o.root = root
 	}
 	o.goTest = runGo(os.Stderr)
+	o.cores, o.goVersion = runtime.NumCPU(), runtime.Version()
 	if err := run(o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "report: %v\n", err)
 		os.Exit(1)
@@ -177,8 +184,34 @@ func run(o options, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "report: %s %s: %v\n%s", g.dir, g.pkg, err, tail(out, 20))
 		}
 	}
+	fmt.Fprintln(stdout, machineLine(groups, o.cores, o.goVersion))
+	fmt.Fprintln(stdout)
 	printTable(stdout, sel, of)
 	return nil
+}
+
+// machineLine says what the figures were measured on: the processor go
+// test reported, the cores and the Go version. Figures from different
+// processors differ (docs/performance.md keeps a table for each), so the
+// table is never printed without it.
+func machineLine(groups []*group, cores int, goVersion string) string {
+	cpu, goos, goarch := "unknown processor", "", ""
+	for _, g := range groups {
+		if v := g.res.machine["cpu"]; v != "" {
+			cpu = v
+		}
+		if v := g.res.machine["goos"]; v != "" {
+			goos = v
+		}
+		if v := g.res.machine["goarch"]; v != "" {
+			goarch = v
+		}
+	}
+	platform := ""
+	if goos != "" && goarch != "" {
+		platform = " " + goos + "/" + goarch
+	}
+	return fmt.Sprintf("Machine: %s, %d cores, %s%s", cpu, cores, goVersion, platform)
 }
 
 // printTable prints the Markdown table of sel, whose figures come from

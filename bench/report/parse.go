@@ -15,10 +15,13 @@ import (
 type results struct {
 	runs   map[string][]map[string]float64
 	failed map[string]bool
+	// machine holds the header lines go test prints before the results
+	// ("cpu", "goos", "goarch"), by key; the last run's value wins.
+	machine map[string]string
 }
 
 func newResults() *results {
-	return &results{runs: map[string][]map[string]float64{}, failed: map[string]bool{}}
+	return &results{runs: map[string][]map[string]float64{}, failed: map[string]bool{}, machine: map[string]string{}}
 }
 
 // parse reads the output of `go test -bench` and adds what it finds to r.
@@ -40,6 +43,10 @@ func (r *results) parse(out io.Reader) error {
 				}
 				name = name[:i]
 			}
+			continue
+		}
+		if key, val, ok := strings.Cut(line, ": "); ok && (key == "cpu" || key == "goos" || key == "goarch") {
+			r.machine[key] = strings.TrimSpace(val)
 			continue
 		}
 		name, vals, ok := parseLine(line)

@@ -53,12 +53,16 @@ BenchmarkSpawn/protoactor-2 1 5 ns/op 100000 spawns/s 700 B/process
 		},
 		fail: map[string]bool{"./kinds/pgscope": true},
 	}
-	o := options{count: 3, short: true, root: "/repo", goTest: f.run}
+	o := options{count: 3, short: true, root: "/repo", goTest: f.run, cores: 2, goVersion: "go1.26.8"}
 	var out, log bytes.Buffer
 	if err := run(o, &out, &log); err != nil {
 		t.Fatal(err)
 	}
 	table := out.String()
+	// The machine comes first: the processor go test reported, cores, Go.
+	if first, _, _ := strings.Cut(table, "\n"); first != "Machine: AMD EPYC, 2 cores, go1.26.8 linux/amd64" {
+		t.Errorf("first line %q; want the machine", first)
+	}
 	tests := []struct {
 		figure                         string
 		ours, peer, ratio, target, met string
@@ -122,8 +126,8 @@ func TestRunOptions(t *testing.T) {
 	if len(f.calls) != 1 || f.calls[0][4] != "^(BenchmarkGetMembers)$" || f.calls[0][6] != "10x" {
 		t.Fatalf("calls %q", f.calls)
 	}
-	if n := strings.Count(out.String(), "\n"); n != 3 {
-		t.Errorf("%d lines, want header, rule and one row:\n%s", n, out.String())
+	if n := strings.Count(out.String(), "\n"); n != 5 {
+		t.Errorf("%d lines, want the machine, a blank line, header, rule and one row:\n%s", n, out.String())
 	}
 	if c := rowOf(t, out.String(), "pg get_members"); c[2] != "n/a" {
 		t.Errorf("missing benchmark printed %q", c[2])
