@@ -45,7 +45,8 @@ func (c *counter) Receive(_ process.Context, _ process.Message) {
 }
 
 // BenchmarkTell: one goroutine sends tellMessages to one process; the
-// clock stops when the process has seen them all.
+// clock stops when the process has seen them all. Its chan and ring
+// sub-benchmarks are the physical limit (limit_test.go).
 func BenchmarkTell(b *testing.B) {
 	b.Run("proctor", func(b *testing.B) {
 		n := quietNode()
@@ -91,6 +92,8 @@ func BenchmarkTell(b *testing.B) {
 		}
 		b.ReportMetric(float64(tellMessages)*float64(b.N)/total.Seconds(), "msgs/s")
 	})
+	b.Run("chan", func(b *testing.B) { benchLink(b, tellOverChannel) })
+	b.Run("ring", func(b *testing.B) { benchLink(b, tellOverRing) })
 }
 
 // BenchmarkAsk: askRounds sequential request/replies from one goroutine.

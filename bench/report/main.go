@@ -1,9 +1,10 @@
 // Command report runs the headline benchmarks of every layer of Proctor —
-// the process core beside protoactor-go, Lua processes, pg scopes, router
-// pools, the cluster transport and pg across nodes — and prints one
-// Markdown table: each figure's median over -count runs, the peer's in the
+// the process core beside protoactor-go and beside the physical limit (a
+// buffered channel and an SPSC ring carrying the same messages), Lua
+// processes, pg scopes, router pools, the cluster transport and pg across
+// nodes — and prints one Markdown table: each figure's median over -count runs, the peer's in the
 // same run where there is one, their ratio, the target and whether it is
-// met.
+// met. The peer is protoactor-go unless the figure names another.
 //
 //	cd bench && go run ./report             # everything, 5 runs each
 //	go run ./report -short -count 3         # leave out the slow ones
@@ -217,7 +218,7 @@ func machineLine(groups []*group, cores int, goVersion string) string {
 // printTable prints the Markdown table of sel, whose figures come from
 // groups of (one per scenario).
 func printTable(w io.Writer, sel []scenario, of []*group) {
-	fmt.Fprintln(w, "| figure | benchmark | ours (median) | protoactor-go (median) | ratio | target | met |")
+	fmt.Fprintln(w, "| figure | benchmark | ours (median) | peer (median) | ratio | target | met |")
 	fmt.Fprintln(w, "| --- | --- | --- | --- | --- | --- | --- |")
 	for i := range sel {
 		s := &sel[i]

@@ -45,6 +45,13 @@ type scenario struct {
 var scenarios = []scenario{
 	{figure: "Go tell", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor", peer: "BenchmarkTell/protoactor",
 		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x", limit: 12e6, ratio: 1.5},
+	// The physical limit: the same sender and receiver over a buffered
+	// channel and over a minimal SPSC ring (bench/limit_test.go); the ratio
+	// is our tell as a fraction of each.
+	{figure: "Go tell vs a buffered channel", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor", peer: "BenchmarkTell/chan",
+		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x"},
+	{figure: "Go tell vs an SPSC ring", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor", peer: "BenchmarkTell/ring",
+		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x"},
 	{figure: "Go ask p50", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
 		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "1x", limit: 800},
 	{figure: "Go ask p99", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
