@@ -27,9 +27,9 @@ var timeModule = Module{
 	Funcs: []Func{
 		{Name: "now", Fn: timeNow, Doc: "Milliseconds since the Unix epoch, with a fraction.", Results: "number"},
 		{Name: "sleep", Fn: timeSleep, Doc: "Waits a duration (ms or a string like \"250ms\").",
-			Params: "duration: number|string", Results: "true|nil, error?"},
+			Params: "duration: duration", Results: "true|nil, error?"},
 		{Name: "after", Fn: timeAfter, Doc: "A channel that receives time.now() once the duration has passed.",
-			Params: "duration: number|string", Results: "channel|nil, error?"},
+			Params: "duration: duration", Results: "channel|nil, error?"},
 	},
 }
 

@@ -52,7 +52,7 @@ func (p *Process) messageValue(L *lua.LState, r process.Received) lua.LValue {
 
 var messageType = NewType("message",
 	Func{Name: "topic", Fn: msgTopic, Doc: "The message's topic.", Results: "string"},
-	Func{Name: "from", Fn: msgFrom, Doc: "The sender's PID, or nil when the sender is not a process.", Results: "string?"},
+	Func{Name: "from", Fn: msgFrom, Doc: "The sender's PID, or nil when the sender is not a process.", Results: "pid?"},
 	Func{Name: "payload", Fn: msgPayload, Doc: "The payload: a copy of what the sender sent; a table is converted once per message, the same table on every call.", Results: "any|nil, error?"},
 	Func{Name: "reply", Fn: msgReply, Doc: "Answers an ask with a value, or rejects it with an error: true when this reply settled the ask.",
 		Params: "value?: any, err?: error|string|table", Results: "boolean|nil, error?"},

@@ -195,18 +195,29 @@ func CheckDuration(L *lua.LState, n int) time.Duration {
 		}
 		return Millis(f)
 	case lua.LString:
-		d, err := time.ParseDuration(string(v))
+		d, err := ParseDuration(string(v))
 		if err != nil {
-			L.ArgError(n, fmt.Sprintf("invalid duration %q (use a number of milliseconds or a string like \"250ms\")", string(v)))
-		}
-		if d < 0 {
-			L.ArgError(n, "duration must not be negative")
+			L.ArgError(n, err.Error())
 		}
 		return d
 	default:
 		L.ArgError(n, "duration expected (milliseconds or a string like \"250ms\"), got "+L.Get(n).Type().String())
 	}
 	return 0
+}
+
+// ParseDuration reads a duration string as CheckDuration does ("250ms",
+// "5s"); the error says what a duration looks like. The lint checks
+// literal arguments with it, so it refuses what a call would raise on.
+func ParseDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("invalid duration %q (use a number of milliseconds or a string like \"250ms\")", s)
+	}
+	if d < 0 {
+		return 0, errors.New("duration must not be negative")
+	}
+	return d, nil
 }
 
 // Millis converts a non-negative number of milliseconds (not NaN) to a

@@ -28,6 +28,9 @@ type Module struct {
 	// scope, a subscription), listed so that documentation and editor
 	// stubs can describe their methods.
 	Types []*Type
+	// Shapes are the tables of known fields its functions take or return
+	// (a child spec), listed so that the editor stubs declare their fields.
+	Shapes []Shape
 }
 
 // Const is a string constant of a module's table, declared with what a
@@ -68,6 +71,11 @@ func (m Module) Check() error {
 	for _, t := range m.Types {
 		if t == nil {
 			errs = append(errs, errors.New("a nil Type"))
+		}
+	}
+	for _, sh := range m.Shapes {
+		if err := sh.check(); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if err := errors.Join(errs...); err != nil {

@@ -19,11 +19,11 @@ type spawnOptions struct {
 
 var spawnerType = NewType("spawner",
 	Func{Name: "spawn", Fn: spawnerSpawn, Doc: "process.spawn with the spawner's options.",
-		Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
+		Params: "entry_id: string, ...: any", Results: "pid|nil, error?"},
 	Func{Name: "spawn_monitored", Fn: spawnerSpawnMonitored, Doc: "process.spawn_monitored with the spawner's options.",
-		Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
+		Params: "entry_id: string, ...: any", Results: "pid|nil, error?"},
 	Func{Name: "spawn_linked", Fn: spawnerSpawnLinked, Doc: "process.spawn_linked with the spawner's options.",
-		Params: "entry_id: string, ...: any", Results: "string|nil, error?"},
+		Params: "entry_id: string, ...: any", Results: "pid|nil, error?"},
 	Func{Name: "with_name", Fn: spawnerWithName, Doc: "A spawner like this one whose processes are registered under name.",
 		Params: "name: string", Results: "spawner"},
 )

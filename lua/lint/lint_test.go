@@ -72,6 +72,24 @@ func TestFindings(t *testing.T) {
 			[]string{`1:55: unknown global "procss" (did you mean "process"?)`}},
 		{"method on a library", "function main() return process:sned() end" + main,
 			[]string{"1:32: process.sned does not exist (did you mean process.send?)"}},
+		{"method typo on a handle", "local pg = require('pg')\nfunction main()\n  local bus = pg.open('app:bus')\n  bus:brodcast('g', 't')\nend" + main,
+			[]string{"4:7: pg.scope:brodcast does not exist (did you mean pg.scope:broadcast?)"}},
+		{"method typo on a handle with its error", "local pg = require('pg')\nfunction main()\n  local bus, err = pg.open('app:bus')\n  return bus:jion('g')\nend" + main,
+			[]string{"4:14: pg.scope:jion does not exist (did you mean pg.scope:join?)"}},
+		{"method typo on a call's result", "local pg = require('pg')\nfunction main() return pg.open('app:bus'):monitr('g') end" + main,
+			[]string{"2:43: pg.scope:monitr does not exist (did you mean pg.scope:monitor?)"}},
+		{"method typo on a handle's handle", "function main() local m = process.inbox():recieve() end" + main,
+			[]string{"1:43: channel:recieve does not exist (did you mean channel:receive?)"}},
+		{"bad duration literal", "function main()\n  time.sleep(\"1 sec\")\nend" + main,
+			[]string{`2:14: time.sleep: argument #1: invalid duration "1 sec" (use a number of milliseconds or a string like "250ms")`}},
+		{"bad ask timeout literal", "function main() return process.ask('x', 't', nil, '5 seconds') end" + main,
+			[]string{`1:51: process.ask: argument #4: invalid duration "5 seconds" (use a number of milliseconds or a string like "250ms")`}},
+		{"bad timeout literal through a module alias", "local r = require('router')\nfunction main() return r.ask('p', 't', '5 s') end" + main,
+			[]string{`2:40: router.ask: argument #3: invalid duration "5 s" (use a number of milliseconds or a string like "250ms")`}},
+		{"negative duration literal", "function main() return time.after('-1s') end" + main,
+			[]string{`1:35: time.after: argument #1: duration must not be negative`}},
+		{"a module used without require", "function main() return supervisor.which_children('app:core') end" + main,
+			[]string{`1:24: unknown global "supervisor": supervisor is a module (local supervisor = require("supervisor"))`}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got := check(t, tt.src, "util")
@@ -120,6 +138,15 @@ return { main = function() return json.encode(util.x), router.ask("p", 1), sup.r
 		"a computed require": `local name = "pg" local m = require(name) return { main = function() return m.whatever end }`,
 		"main as a global":   "function main() end\nreturn 42",
 		"fields of locals":   `local t = { os = 1 } return { main = function() return t.os, t.load end }`,
+		"handles' methods": `local pg = require("pg")
+return { main = function()
+  local bus = pg.open("app:bus")
+  local sub = bus:monitor("g")
+  return bus:join("g"), sub:channel():receive(), sub:dropped()
+end }`,
+		"a reassigned handle": `local pg = require("pg")
+return { main = function() local bus = pg.open("app:bus") bus = { anything = print } return bus:anything() end }`,
+		"good durations": `return { main = function() time.sleep("250ms") time.sleep(10) time.sleep(1.5) return process.ask("x", "t", nil, "1m30s") end }`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := check(t, src, "util"); len(got) > 0 {

@@ -2,6 +2,7 @@ package lint
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -27,10 +28,12 @@ func (s *scope) lookup(name string) *local {
 }
 
 // local is one local variable. lib is the library it holds when it was
-// bound to one (local pg = require("pg"), local s = string); assigned
-// says it was assigned again, so it may hold anything.
+// bound to one (local pg = require("pg"), local s = string), typ the
+// handle type when it was bound to what a function declares it returns
+// (local bus = pg.open("app:bus"): a pg.scope); assigned says it was
+// assigned again, so it may hold anything.
 type local struct {
-	lib      string
+	lib, typ string
 	assigned bool
 }
 
@@ -45,6 +48,12 @@ type globalRead struct {
 type memberRead struct {
 	lib, name string
 	via       *local // nil: through the global lib
+	line, nth int
+}
+
+// methodRead is a method call on a handle of a known type: bus:join().
+type methodRead struct {
+	typ, name string
 	line, nth int
 }
 
@@ -67,8 +76,17 @@ type walker struct {
 	added    map[string]map[string]bool // library -> names the script sets in it (string.split = f)
 	reads    []globalRead
 	members  []memberRead
+	methods  []methodRead
 	requires []requireCall
-	occ      map[occurrence]int
+	// Signatures, by "lib.func" or "type:method": the handle type a
+	// function's first result is (when it is one of the host's types), and
+	// the (0-based) arguments it takes as durations.
+	returns   map[string]string
+	durations map[string][]int
+	typeFuncs map[string]map[string]bool // handle type -> its methods
+	findings  []Finding                  // found on the way (duration literals)
+	strNth    map[*ast.StringExpr]int    // which of its text's string tokens on its line
+	occ       map[occurrence]int
 }
 
 // seen counts one more occurrence of name on line and returns how many
@@ -84,7 +102,8 @@ func newWalker(s lua.Surface, toks *tokens) *walker {
 	w := &walker{
 		toks: toks, globals: map[string]bool{}, removed: map[string]bool{}, libs: map[string]map[string]bool{},
 		modules: map[string]bool{}, assigned: map[string]bool{}, added: map[string]map[string]bool{},
-		occ: map[occurrence]int{},
+		returns: map[string]string{}, durations: map[string][]int{}, typeFuncs: map[string]map[string]bool{},
+		strNth: map[*ast.StringExpr]int{}, occ: map[occurrence]int{},
 	}
 	set := func(names []string) map[string]bool {
 		m := make(map[string]bool, len(names))
@@ -111,7 +130,51 @@ func newWalker(s lua.Surface, toks *tokens) *walker {
 	for _, n := range s.Removed {
 		w.removed[n] = true
 	}
+	var types []*lua.Type
+	for _, m := range append(slices.Clone(s.Globals), s.Modules...) {
+		types = append(types, m.Types...)
+	}
+	for _, t := range types {
+		ms := map[string]bool{}
+		for _, f := range t.Funcs() {
+			if !strings.HasPrefix(f.Name, "__") {
+				ms[f.Name] = true
+			}
+		}
+		w.typeFuncs[t.Name()] = ms
+	}
+	for _, m := range append(slices.Clone(s.Globals), s.Modules...) {
+		for _, f := range m.Funcs {
+			w.signature(m.Name+"."+f.Name, f)
+		}
+	}
+	for _, t := range types {
+		for _, f := range t.Funcs() {
+			w.signature(t.Name()+":"+f.Name, f)
+		}
+	}
 	return w
+}
+
+// signature records what the walk needs of f's declaration under key.
+func (w *walker) signature(key string, f lua.Func) {
+	params, results, err := f.Signature()
+	if err != nil {
+		return // the host refuses malformed signatures
+	}
+	for i, p := range params {
+		if slices.Contains(strings.Split(p.Type, "|"), "duration") {
+			w.durations[key] = append(w.durations[key], i)
+		}
+	}
+	if len(results) > 0 {
+		for _, alt := range strings.Split(results[0], "|") {
+			if w.typeFuncs[alt] != nil {
+				w.returns[key] = alt
+				break
+			}
+		}
+	}
 }
 
 // block walks statements in a new scope whose locals start as given.
@@ -148,14 +211,16 @@ func (w *walker) stmt(st ast.Stmt, sc *scope) {
 			}
 		}
 		libs := make([]string, len(s.Names))
+		types := make([]string, len(s.Names))
 		for i, e := range s.Exprs {
 			w.expr(e, sc)
 			if i < len(libs) {
 				libs[i] = w.libOf(e, sc)
+				types[i] = w.typeOf(e, sc)
 			}
 		}
 		for i, n := range s.Names {
-			w.declare(sc, n, libs[i])
+			w.declare(sc, n, libs[i]).typ = types[i]
 		}
 	case *ast.FuncCallStmt:
 		w.expr(s.Expr, sc)
@@ -274,15 +339,21 @@ func (w *walker) expr(e ast.Expr, sc *scope) {
 		} else {
 			w.expr(x.Key, sc)
 		}
+	case *ast.StringExpr:
+		w.strNth[x] = w.seen(tokString, x.Line(), x.Value)
 	case *ast.FuncCallExpr:
 		if x.Receiver != nil {
 			w.expr(x.Receiver, sc)
-			w.member(x.Receiver, x.Method, x.Receiver.Line(), sc)
+			nth := w.member(x.Receiver, x.Method, x.Receiver.Line(), sc)
+			if typ := w.typeOf(x.Receiver, sc); typ != "" {
+				w.methods = append(w.methods, methodRead{typ: typ, name: x.Method, line: x.Receiver.Line(), nth: nth})
+			}
 		} else {
 			w.expr(x.Func, sc)
-			w.require(x, sc)
 		}
 		w.exprs(x.Args, sc)
+		w.require(x, sc)
+		w.durationArgs(x, sc)
 	case *ast.TableExpr:
 		for _, f := range x.Fields {
 			if _, str := f.Key.(*ast.StringExpr); !str {
@@ -313,21 +384,84 @@ func (w *walker) expr(e ast.Expr, sc *scope) {
 	}
 }
 
-// member records a read of obj.name when obj holds a library.
-func (w *walker) member(obj ast.Expr, name string, line int, sc *scope) {
+// member records a read of obj.name when obj holds a library, and
+// returns which of name's member tokens on line it is.
+func (w *walker) member(obj ast.Expr, name string, line int, sc *scope) int {
 	nth := w.seen(tokMember, line, name)
 	id, ok := obj.(*ast.IdentExpr)
 	if !ok {
-		return
+		return nth
 	}
 	if l := sc.lookup(id.Value); l != nil {
 		if l.lib != "" {
 			w.members = append(w.members, memberRead{lib: l.lib, name: name, via: l, line: line, nth: nth})
 		}
-		return
+		return nth
 	}
 	if w.globals[id.Value] && w.libs[id.Value] != nil {
 		w.members = append(w.members, memberRead{lib: id.Value, name: name, line: line, nth: nth})
+	}
+	return nth
+}
+
+// callKey returns the signature key of what call calls: "lib.func" for a
+// function of a library or module, "type:method" for a method of a handle
+// of a known type; "" when the walk cannot tell.
+func (w *walker) callKey(call *ast.FuncCallExpr, sc *scope) string {
+	if call.Receiver != nil {
+		if typ := w.typeOf(call.Receiver, sc); typ != "" {
+			return typ + ":" + call.Method
+		}
+		return ""
+	}
+	get, ok := call.Func.(*ast.AttrGetExpr)
+	if !ok {
+		return ""
+	}
+	k, ok := get.Key.(*ast.StringExpr)
+	if !ok {
+		return ""
+	}
+	if lib := w.libOf(get.Object, sc); lib != "" {
+		return lib + "." + k.Value
+	}
+	return ""
+}
+
+// typeOf returns the handle type e holds: a local bound to one and not
+// assigned since, or a call of a function declared to return one.
+func (w *walker) typeOf(e ast.Expr, sc *scope) string {
+	switch x := e.(type) {
+	case *ast.IdentExpr:
+		if l := sc.lookup(x.Value); l != nil && !l.assigned {
+			return l.typ
+		}
+	case *ast.FuncCallExpr:
+		if key := w.callKey(x, sc); key != "" {
+			return w.returns[key]
+		}
+	}
+	return ""
+}
+
+// durationArgs checks the string literals a call passes where its
+// function takes a duration: one the runtime would refuse is reported
+// where it stands (time.sleep("1 sec")).
+func (w *walker) durationArgs(call *ast.FuncCallExpr, sc *scope) {
+	key := w.callKey(call, sc)
+	for _, i := range w.durations[key] {
+		if i >= len(call.Args) {
+			continue
+		}
+		str, ok := call.Args[i].(*ast.StringExpr)
+		if !ok {
+			continue
+		}
+		if _, err := lua.ParseDuration(str.Value); err != nil {
+			col := w.toks.column(str.Line(), tokString, str.Value, w.strNth[str])
+			w.findings = append(w.findings, Finding{Line: str.Line(), Col: col,
+				Msg: fmt.Sprintf("%s: argument #%d: %v", key, i+1, err)})
+		}
 	}
 }
 
@@ -370,7 +504,7 @@ func (w *walker) require(call *ast.FuncCallExpr, sc *scope) {
 		return
 	}
 	line := call.Args[0].Line()
-	col := w.toks.column(line, tokString, m, w.seen(tokString, line, m))
+	col := w.toks.column(line, tokString, m, w.strNth[call.Args[0].(*ast.StringExpr)])
 	w.requires = append(w.requires, requireCall{module: m, line: line, col: col})
 }
 
@@ -387,6 +521,8 @@ func (w *walker) judge(file string) []Finding {
 		switch {
 		case w.removed[r.name]:
 			msg = fmt.Sprintf("%s is not available: the sandbox has no %s", r.name, strings.Join(w.removedList(), ", "))
+		case w.modules[r.name]:
+			msg = fmt.Sprintf("unknown global %q: %s is a module (local %s = require(%q))", r.name, r.name, r.name, r.name)
 		default:
 			msg = fmt.Sprintf("unknown global %q", r.name)
 			if sug := registry.Suggest(r.name, w.globalList()); sug != "" {
@@ -410,6 +546,21 @@ func (w *walker) judge(file string) []Finding {
 			msg += fmt.Sprintf(" (did you mean %s.%s?)", m.lib, sug)
 		}
 		out = append(out, Finding{File: file, Line: m.line, Col: col, Msg: msg})
+	}
+	for _, m := range w.methods {
+		if w.typeFuncs[m.typ][m.name] {
+			continue
+		}
+		col := w.toks.column(m.line, tokMember, m.name, m.nth)
+		msg := fmt.Sprintf("%s:%s does not exist", m.typ, m.name)
+		if sug := registry.Suggest(m.name, slices.Sorted(maps.Keys(w.typeFuncs[m.typ]))); sug != "" {
+			msg += fmt.Sprintf(" (did you mean %s:%s?)", m.typ, sug)
+		}
+		out = append(out, Finding{File: file, Line: m.line, Col: col, Msg: msg})
+	}
+	for _, f := range w.findings {
+		f.File = file
+		out = append(out, f)
 	}
 	return out
 }

@@ -145,6 +145,7 @@ func libraryStub(m lua.Module, global bool, consts map[string]string, seen map[s
 	}
 	if global && m.Name == "process" {
 		b.WriteString("---A process identifier as scripts see it, a string; the functions that take one also take a registered name or name@node.\n---@alias pid string\n\n")
+		b.WriteString("---A duration: a number of milliseconds, or a string of Go's duration syntax such as \"250ms\", \"5s\" or \"1m30s\".\n---@alias duration number|string\n\n")
 	}
 	comment(&b, m.Doc)
 	fmt.Fprintf(&b, "---@class %s\n", libClass(m.Name))
@@ -168,6 +169,9 @@ func libraryStub(m lua.Module, global bool, consts map[string]string, seen map[s
 		}
 		seen[t.Name()] = true
 		typeStub(&b, t)
+	}
+	for _, sh := range m.Shapes {
+		shapeStub(&b, sh)
 	}
 	if !global {
 		fmt.Fprintf(&b, "return %s\n", table)
@@ -217,6 +221,20 @@ func typeStub(b *bytes.Buffer, t *lua.Type) {
 			funcStub(b, v+":"+f.Name, f)
 		}
 	}
+}
+
+// shapeStub writes a table of known fields as a class with its fields.
+func shapeStub(b *bytes.Buffer, sh lua.Shape) {
+	comment(b, sh.Doc)
+	fmt.Fprintf(b, "---@class %s\n", sh.Name)
+	for _, f := range sh.Fields {
+		opt := ""
+		if f.Optional {
+			opt = "?"
+		}
+		fmt.Fprintf(b, "---@field %s%s %s %s\n", f.Name, opt, f.Type, f.Doc)
+	}
+	b.WriteString("\n")
 }
 
 // funcStub writes one function: its description, parameters, results and

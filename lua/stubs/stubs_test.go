@@ -154,7 +154,7 @@ func TestStubsDescribeEveryFunction(t *testing.T) {
 			declared[string(m[1])] = true
 		}
 	}
-	for _, must := range []string{"pid", "message", "error", "channel", "pg.scope", "pg.subscription"} {
+	for _, must := range []string{"pid", "duration", "message", "error", "channel", "pg.scope", "pg.subscription", "supervisor.child_spec", "supervisor.child", "supervisor.counts"} {
 		if !declared[must] {
 			t.Errorf("no type %s", must)
 		}

@@ -24,13 +24,13 @@ var module = host.Module{
 	Doc:  "Messages and asks routed through a router.pool or router.group entry.",
 	Funcs: []host.Func{
 		{Name: "ask", Fn: routerAsk, Doc: "Asks the router's routees (by its strategy) and waits for the reply: reply, nil, the routee that answered; or nil, err.",
-			Params: "pool_id: string, payload: any, timeout?: number|string", Results: "any, error?, string?"},
+			Params: "pool_id: string, payload: any, timeout?: duration", Results: "any, error?, pid?"},
 		{Name: "tell", Fn: routerTell, Doc: "Sends a message through the router.",
 			Params: "pool_id: string, payload: any", Results: "true|nil, error?"},
 		{Name: "size", Fn: routerSize, Doc: "How many routees the router has.",
 			Params: "pool_id: string", Results: "integer|nil, error?"},
 		{Name: "routees", Fn: routerRoutees, Doc: "The routees' PIDs.",
-			Params: "pool_id: string", Results: "string[]|nil, error?"},
+			Params: "pool_id: string", Results: "pid[]|nil, error?"},
 	},
 }
 
