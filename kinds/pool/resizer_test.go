@@ -90,6 +90,9 @@ func TestDefaultResizerPressureAndTiming(t *testing.T) {
 
 func newOpt(mod func(*ResizerSpec)) *optimalResizer {
 	s := OptimalResizerSpec()
+	// Akka's OptimalSizeExploringResizerSpec runs with its case class's
+	// upper bound, 30 (reference.conf, our default, says 10).
+	s.UpperBound = 30
 	if mod != nil {
 		mod(&s)
 	}
@@ -235,4 +238,37 @@ func TestOptimalResizerReport(t *testing.T) {
 			t.Errorf("log[2] = %s, want 10ms", got)
 		}
 	})
+}
+
+// Both resizers default to Akka's reference.conf (akka.actor.deployment.
+// default.resizer and .optimal-size-exploring-resizer), which the docs
+// promise; the optimal resizer's Scala case class says upper bound 30.
+func TestResizerDefaultsAreReferenceConf(t *testing.T) {
+	d, o := DefaultResizerSpec(), OptimalResizerSpec()
+	for _, c := range []struct {
+		name      string
+		got, want any
+	}{
+		{"resizer.lower-bound", d.LowerBound, 1},
+		{"resizer.upper-bound", d.UpperBound, 10},
+		{"resizer.pressure-threshold", d.PressureThreshold, 1},
+		{"resizer.rampup-rate", d.RampupRate, 0.2},
+		{"resizer.backoff-threshold", d.BackoffThreshold, 0.3},
+		{"resizer.backoff-rate", d.BackoffRate, 0.1},
+		{"resizer.messages-per-resize", d.MessagesPerResize, 10},
+		{"optimal.lower-bound", o.LowerBound, 1},
+		{"optimal.upper-bound", o.UpperBound, 10},
+		{"optimal.chance-of-ramping-down-when-full", o.ChanceOfRampingDownWhenFull, 0.2},
+		{"optimal.action-interval", o.ActionInterval, 5 * time.Second},
+		{"optimal.downsize-after-underutilized-for", o.DownsizeAfterUnderutilizedFor, 72 * time.Hour},
+		{"optimal.explore-step-size", o.ExploreStepSize, 0.1},
+		{"optimal.chance-of-exploration", o.ChanceOfExploration, 0.4},
+		{"optimal.downsize-ratio", o.DownsizeRatio, 0.8},
+		{"optimal.optimization-range", o.OptimizationRange, 16},
+		{"optimal.weight-of-latest-metric", o.WeightOfLatestMetric, 0.5},
+	} {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
 }

@@ -82,7 +82,7 @@ const (
 type ResizerSpec struct {
 	Type       ResizerType
 	LowerBound int // default 1
-	UpperBound int // default 10 (default), 30 (optimal_size_exploring)
+	UpperBound int // default 10 (both, as Akka's reference.conf)
 
 	// default
 	PressureThreshold int     // 1
@@ -113,7 +113,7 @@ func DefaultResizerSpec() ResizerSpec {
 // OptimalResizerSpec returns Akka's DefaultOptimalSizeExploringResizer defaults.
 func OptimalResizerSpec() ResizerSpec {
 	return ResizerSpec{
-		Type: OptimalResizerType, LowerBound: 1, UpperBound: 30,
+		Type: OptimalResizerType, LowerBound: 1, UpperBound: 10,
 		ActionInterval: 5 * time.Second, DownsizeAfterUnderutilizedFor: 72 * time.Hour,
 		ExploreStepSize: 0.1, ChanceOfExploration: 0.4, DownsizeRatio: 0.8, OptimizationRange: 16,
 		WeightOfLatestMetric: 0.5, ChanceOfRampingDownWhenFull: 0.2,
@@ -143,15 +143,15 @@ var (
 		"default (Akka's DefaultResizer: pressure, rampup, backoff) or optimal_size_exploring.")
 	fLowerBound = registry.IntField("lower_bound", akkaDefault.LowerBound, MaxSize, "The fewest routees.").
 			AtLeast(0, "").Below("must be >= 0, got %d")
-	fUpperBound = registry.IntField("upper_bound", 0, MaxSize, "The most routees (default 10, or 30 for optimal_size_exploring).").
+	fUpperBound = registry.IntField("upper_bound", akkaDefault.UpperBound, MaxSize, "The most routees.").
 			AtLeast(1, "").Below("must be >= 1, got %d")
 
 	fPressureThreshold = registry.IntField("pressure_threshold", akkaDefault.PressureThreshold, MaxPressureThreshold,
-		"A routee is busy with more than this many messages in its mailbox (0: with any).").AtLeast(0, "").Below("must be >= 0, got %d")
+		"A routee is under pressure with at least this many messages waiting in its mailbox (0: while it handles one).").AtLeast(0, "").Below("must be >= 0, got %d")
 	fRampupRate       = registry.FloatField("rampup_rate", akkaDefault.RampupRate, "Growth when every routee is busy, as a share of the size.").AtLeast(0, "")
 	fBackoffThreshold = registry.FloatField("backoff_threshold", akkaDefault.BackoffThreshold,
 		"Shrink when fewer than this share of the routees are busy.").Between(0, 1)
-	fBackoffRate       = registry.FloatField("backoff_rate", akkaDefault.BackoffRate, "Shrinkage, as a share of the size.").AtLeast(0, "")
+	fBackoffRate       = registry.FloatField("backoff_rate", akkaDefault.BackoffRate, "Shrinkage, as a share of the size: ceil(rate × size) routees, Akka's floor(-rate × size).").AtLeast(0, "")
 	fMessagesPerResize = registry.IntField("messages_per_resize", akkaDefault.MessagesPerResize, MaxMessagesPerResize,
 		"Messages between two resizes.").AtLeast(1, "").Below("must be > 0, got %d")
 
