@@ -66,13 +66,17 @@ const spinTurns = 2
 // spin: done is false when w became ready meanwhile (look again), true
 // with the builtin's return when it suspended.
 func (p *Process) suspendOn(L *lua.LState, w waiter) (ret int, done bool) {
+	// Busy first: while it yields it is idle unless its wait is for
+	// something other than mail (see process.Proc.Looking).
+	p.proc.Busy(!waitsForMail(w))
 	for i := 0; i < spinTurns; i++ {
+		p.proc.Looking()
 		runtime.Gosched()
+		p.proc.Disarm()
 		if w.ready() {
 			return 0, false
 		}
 	}
-	p.proc.Busy(!waitsForMail(w))
 	p.waiting = w
 	return L.Suspend(), true
 }

@@ -79,6 +79,24 @@ func (p *process) dispatchInit(i Initializer) {
 	p.dispatch()
 }
 
+// States of a Behavior's dispatcher (process.sched).
+const (
+	schedIdle    int32 = iota // no dispatcher: a sender starts one
+	schedRunning              // a dispatcher runs the Behavior
+	// schedLooking: the dispatcher has handled everything and yields
+	// before it looks again (spinTurns). A sender need start nothing, as
+	// for schedRunning; but the process is idle (Node.Idle), as Akka's
+	// actor is once its receive has returned: a router that counts busy
+	// routees must not count one that waits in the run queue to look for
+	// mail. On a loaded machine that wait lasted milliseconds, and a pool
+	// with one closed-loop client saw every routee busy.
+	schedLooking
+)
+
+// whileLooking, set only by tests, runs in a dispatcher that has set
+// schedLooking, before it yields (see TestLookingProcessIsIdle).
+var whileLooking func(PID)
+
 // dispatch runs the Behavior until its mailbox and event queue are empty.
 func (p *process) dispatch() {
 	c := Context{p}
@@ -125,16 +143,22 @@ func (p *process) dispatch() {
 		}
 		if idle < spinTurns {
 			idle++
+			p.sched.Store(schedLooking)
+			if whileLooking != nil {
+				whileLooking(p.pid)
+			}
 			runtime.Gosched()
+			p.sched.Store(schedRunning)
 			continue
 		}
 		p.mb.trim()
-		p.sched.Store(0)
-		// A sender that saw sched==1 did not start a goroutine: look again.
+		p.sched.Store(schedIdle)
+		// A sender that saw the dispatcher running did not start a
+		// goroutine: look again.
 		if p.mb.len() == 0 && (p.ext.Load() == nil || p.ext.Load().events.len() == 0) && !p.stopReq.Load() {
 			return
 		}
-		if !p.sched.CompareAndSwap(0, 1) {
+		if !p.sched.CompareAndSwap(schedIdle, schedRunning) {
 			return
 		}
 	}

@@ -17,7 +17,7 @@ type process struct {
 	node     *Node
 	behavior Behavior             // nil for a goroutine process
 	wake     chan struct{}        // goroutine process: made by the first Arm; signalled when mail or an event arrives
-	sched    atomic.Int32         // Behavior: 1 while a dispatcher goroutine owns it
+	sched    atomic.Int32         // Behavior: schedIdle, schedRunning or schedLooking (behavior.go)
 	wait     atomic.Int32         // goroutine process: waitRunning, waitArmed, waitSuspending or waitSuspended
 	tellMeta atomic.Pointer[meta] // the meta of this process's last tell (see meta)
 
@@ -151,14 +151,14 @@ var afterWaitLook func()
 // notify wakes whoever consumes p's mail.
 func (p *process) notify() {
 	if p.behavior != nil {
-		if p.sched.Load() == 0 && p.sched.CompareAndSwap(0, 1) {
+		if p.sched.Load() == schedIdle && p.sched.CompareAndSwap(schedIdle, schedRunning) {
 			go p.dispatch()
 		}
 		return
 	}
 	for {
 		w := p.wait.Load()
-		if w == waitRunning {
+		if w == waitRunning || w == waitLooking {
 			return
 		}
 		if afterWaitLook != nil {

@@ -47,7 +47,7 @@ func (n *Node) Spawn(b Behavior, opts SpawnOptions) (PID, error) {
 	}
 	if i, ok := b.(Initializer); ok {
 		// Init runs as the process's first turn, before any message.
-		p.sched.Store(1)
+		p.sched.Store(schedRunning)
 		go p.dispatchInit(i)
 	} else if p.mb.len() > 0 {
 		p.notify()

@@ -17,7 +17,18 @@ const (
 	waitArmed                   // parked on its Wake channel (Arm)
 	waitSuspending              // about to suspend (Suspend): a wake-up is noted, Commit fails
 	waitSuspended               // suspended (Commit): a wake-up starts procExt.cont
+	waitLooking                 // running, yielding before it looks for work again (Looking)
 )
+
+// Looking declares that the process, which has finished what it was doing,
+// yields before it looks for its next work (a spin before it suspends or
+// parks, to catch a wake-up on its way). A wake-up needs do nothing, as for
+// a running process; but the process counts as idle (Node.Idle) unless it
+// is Busy, as it would once suspended: a router must not count a routee
+// that waits in the run queue to look for mail as one handling a message.
+// Disarm ends it (as Suspend and Arm do). Only the process's own goroutine
+// may call it.
+func (h *Proc) Looking() { h.p.wait.Store(waitLooking) }
 
 // ErrSuspended is what a goroutine process's function returns after a
 // Commit that succeeded: it has not ended, it goes on in the function it

@@ -309,3 +309,69 @@ end }
 		t.Fatalf("size %d once idle", s)
 	}
 }
+
+// The optimal-size resizer counts a routee busy while it handles a message
+// or has mail waiting, as Akka counts an actor with a current message: one
+// closed-loop client keeps at most one routee busy at a time, so the pool
+// of 8 is underutilized and downsizes to the highest utilization it saw
+// (ratio 1.0): one routee, two when one that replied is still on its way
+// back to receive as the next ask goes out, three at most on a loaded
+// machine. It counted routees that had replied and
+// waited in the run queue to look for mail again as busy: it saw every
+// routee busy, took the pool for fully utilized and explored upward.
+func TestLuaOptimalResizerCountsWhatAkkaCounts(t *testing.T) {
+	config := `
+namespace: app
+entries:
+  - {name: replica, kind: process.lua, source: file://replica.lua}
+  - name: elastic
+    kind: router.pool
+    lifecycle: {auto_start: true}
+    routee: replica
+    size: 8
+    strategy: round_robin
+    resizer:
+      type: optimal_size_exploring
+      lower_bound: 1
+      upper_bound: 12
+      action_interval: 10ms
+      downsize_after_underutilized_for: 300ms
+      downsize_ratio: 1.0
+  - name: client
+    kind: process.lua
+    source: file://client.lua
+    lifecycle: {auto_start: true, depends_on: [elastic]}
+`
+	replica := `
+return { main = function()
+  local inbox = process.inbox()
+  while true do
+    local m = inbox:receive()
+    local s = 0
+    for i = 1, 2000 do s = s + i end
+    m:reply(s)
+  end
+end }
+`
+	client := `
+local router = require("router")
+return { main = function()
+  while true do
+    local _, err = router.ask("elastic", 1)
+    if err then time.sleep(5) end
+  end
+end }
+`
+	rt, _, stop := modtest.Runtime(t, map[string]string{"config.yaml": config, "replica.lua": replica, "client.lua": client})
+	defer stop()
+	inst, _ := rt.Instance("app:elastic")
+	p := inst.(*pool.Pool)
+	var size int
+	testutil.EventuallyWithin(t, 20*time.Second, "the first resize", func() bool {
+		size = p.Size()
+		return size != 8
+	})
+	if size > 3 {
+		t.Fatalf("one closed-loop client: the pool of 8 went to %d routees; want a downsize to at most 3", size)
+	}
+}
