@@ -36,15 +36,19 @@ type race struct {
 	every  time.Duration
 	hold   *snapshot // tail: kept in use until every routee was asked
 
-	done     atomic.Bool
-	mu       sync.Mutex
-	answered []bool // routee i replied (or could not be asked)
-	expired  bool   // the deadline passed: later replies are late
-	errs     []*value.Error
-	failed   int
-	asked    int
-	next     *time.Timer // tail: the next ask
-	deadline *time.Timer // the whole race's deadline
+	done atomic.Bool
+	// scattered is set once the first routee is asked: a race that ends
+	// before (no routees, a stopping pool) ran no scatter, and its time is
+	// no winner's latency.
+	scattered atomic.Bool
+	mu        sync.Mutex
+	answered  []bool // routee i replied (or could not be asked)
+	expired   bool   // the deadline passed: later replies are late
+	errs      []*value.Error
+	failed    int
+	asked     int
+	next      *time.Timer // tail: the next ask
+	deadline  *time.Timer // the whole race's deadline
 }
 
 var (
@@ -98,6 +102,7 @@ func (p *core) startRace(st Strategy, timeout, interval time.Duration, rs routee
 		r.deadline = time.AfterFunc(r.tmo, r.expire)
 	}
 	r.mu.Unlock()
+	r.scattered.Store(true)
 	if r.tail {
 		r.askNext()
 		return
@@ -253,7 +258,12 @@ func (r *race) resolved(outcome string) {
 	r.p.open.Delete(r)
 	r.p.nOpen.Add(-1)
 	r.p.met.resolved.WithLabelValues(outcome).Inc()
-	r.p.met.latency.Observe(time.Since(r.start).Seconds())
+	if r.scattered.Load() {
+		// The winner's latency (or the failure's): the distribution a
+		// scatter is for. A race that scattered nothing observes nothing,
+		// as no-reply-target does.
+		r.p.met.latency.Observe(time.Since(r.start).Seconds())
+	}
 }
 
 // failOpen fails every open race at once: the routees are being stopped,

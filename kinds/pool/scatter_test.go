@@ -174,6 +174,14 @@ func TestScatterNoRoutees(t *testing.T) {
 	if agg.Message != "no routees left to scatter to" || agg.Errors == nil || len(agg.Errors) != 0 {
 		t.Fatalf("%q %v", agg.Message, agg.Errors)
 	}
+	// A failure (all-failed), but no scatter ran: the winner-latency
+	// histogram observes nothing, as for no-reply-target.
+	if v := counterValue(t, h.env.Metrics, "router_scatter_gather_resolved_total", map[string]string{"outcome": OutcomeAllFailed}); v != 1 {
+		t.Errorf("all-failed counted %v times", v)
+	}
+	if v := counterValue(t, h.env.Metrics, "router_scatter_gather_latency_seconds", nil); v != 0 {
+		t.Errorf("a scatter over no routees observed latency %v times", v)
+	}
 }
 
 func TestScatterPlainSendDropped(t *testing.T) {
