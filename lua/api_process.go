@@ -20,8 +20,8 @@ var processModule = Module{
 	Doc:  "Messages, asks, spawning, monitors, links and names of processes.",
 	Funcs: []Func{
 		{Name: "pid", Fn: procPID, Doc: "This process's PID.", Results: "pid"},
-		{Name: "send", Fn: procSend, Doc: "Sends a message to a PID or a registered name.",
-			Params: "dest: pid, topic: string, payload?: any", Results: "true|nil, error?"},
+		{Name: "send", Fn: procSend, Doc: "Sends a message to a PID or a registered name; with {reply_to = dest, topic = t} the receiver's reply arrives at dest as a message {value = reply} or {error = err}.",
+			Params: "dest: pid, topic: string, payload?: any, options?: reply_options", Results: "true|nil, error?"},
 		{Name: "ask", Fn: procAsk, Doc: "Sends an ask and waits for its reply (timeout in ms or a duration string, default 5s): reply, nil, replier_pid or nil, err.",
 			Params: "dest: pid, topic: string, payload?: any, timeout?: duration", Results: "any, error?, pid?"},
 		{Name: "spawn", Fn: procSpawn, Doc: "Starts a process of an entry; extra arguments go to its method.",
@@ -54,6 +54,12 @@ var processModule = Module{
 		{Name: "events", Fn: procEvents, Doc: "The channel of EXIT and LINK_DOWN events.", Results: "channel"},
 	},
 	Types: []*Type{messageType, spawnerType},
+	Shapes: []Shape{
+		{Name: "reply_options", Doc: "Where the reply to a tell goes (process.send, router.tell).", Fields: []Field{
+			{Name: "reply_to", Type: "pid", Doc: "The process (a PID, a name, name@node) the reply is sent to, as a message."},
+			{Name: "topic", Type: "string", Optional: true, Doc: "The reply message's topic (default \"reply\")."},
+		}},
+	},
 }
 
 func procPID(L *lua.LState) int {
@@ -73,7 +79,11 @@ func procSend(L *lua.LState) int {
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("send %q to %s: %w", topic, dest, err))
 	}
-	if err := p.send("send", dest, process.Message{From: p.self, Topic: topic, Payload: payload}); err != nil {
+	m, err := ReplyToArg(L, 4, "process.send", process.Message{From: p.self, Topic: topic, Payload: payload})
+	if err != nil {
+		return ReturnError(L, err)
+	}
+	if err := p.send("send", dest, m); err != nil {
 		return ReturnError(L, err)
 	}
 	L.Push(lua.LTrue)

@@ -25,8 +25,8 @@ var module = host.Module{
 	Funcs: []host.Func{
 		{Name: "ask", Fn: routerAsk, Doc: "Asks the router's routees (by its strategy) and waits for the reply: reply, nil, the routee that answered; or nil, err.",
 			Params: "pool_id: string, payload: any, timeout?: duration", Results: "any, error?, pid?"},
-		{Name: "tell", Fn: routerTell, Doc: "Sends a message through the router.",
-			Params: "pool_id: string, payload: any", Results: "true|nil, error?"},
+		{Name: "tell", Fn: routerTell, Doc: "Sends a message through the router; with {reply_to = dest, topic = t} the reply (a scatter's outcome) arrives at dest as a message {value = reply} or {error = err}.",
+			Params: "pool_id: string, payload: any, options?: reply_options", Results: "true|nil, error?"},
 		{Name: "size", Fn: routerSize, Doc: "How many routees the router has.",
 			Params: "pool_id: string", Results: "integer|nil, error?"},
 		{Name: "routees", Fn: routerRoutees, Doc: "The routees' PIDs.",
@@ -74,7 +74,12 @@ func routerAsk(L *lua.LState) int {
 	return host.ReturnReply(L, lv, from)
 }
 
-// router.tell(pool_id, payload) --> true | nil, err
+// router.tell(pool_id, payload [, {reply_to = dest, topic = t}]) --> true | nil, err
+//
+// With reply_to the router treats the tell as an ask whose reply is sent
+// to dest as a message (a scatter pool scatters it and sends the outcome):
+// the seed's "tell with an explicit sender", a hedged read that does not
+// block the caller.
 func routerTell(L *lua.LState) int {
 	p, pl, err := checkPool(L)
 	if err != nil {
@@ -84,7 +89,11 @@ func routerTell(L *lua.LState) int {
 	if err != nil {
 		return host.ReturnError(L, fmt.Errorf("router.tell %s: %w", pl.ID(), err))
 	}
-	if err := pl.Send(process.Message{From: p.PID(), Topic: pool.Topic, Payload: payload}); err != nil {
+	m, err := host.ReplyToArg(L, 3, "router.tell", process.Message{From: p.PID(), Topic: pool.Topic, Payload: payload})
+	if err != nil {
+		return host.ReturnError(L, err)
+	}
+	if err := pl.Send(m); err != nil {
 		return host.ReturnError(L, err)
 	}
 	L.Push(lua.LTrue)

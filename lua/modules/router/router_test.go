@@ -375,3 +375,69 @@ end }
 		t.Fatalf("one closed-loop client: the pool of 8 went to %d routees; want a downsize to at most 3", size)
 	}
 }
+
+// The seed's second reply form: a tell with an explicit reply target. The
+// pool scatters it as an ask and the outcome arrives at reply_to as a
+// message from the routee that won; the caller never blocks. A plain pool
+// forwards its routee's reply the same way, and process.send takes the
+// same options.
+func TestLuaRouterTellWithReplyTo(t *testing.T) {
+	main := `
+local router = require("router")
+
+local function member(list, x)
+  for _, v in ipairs(list) do if v == x then return true end end
+  return false
+end
+
+return { main = function()
+  local replies = process.listen("reply")
+  local sgr = router.routees("sg")
+
+  -- a hedged read that does not block: the winner's reply, from the winner
+  assert(router.tell("sg", "user-42", {reply_to = process.pid()}) == true)
+  local m = replies:receive()
+  local p = m:payload()
+  assert(p.value and p.value.payload == "user-42" and p.error == nil, "the winner's reply")
+  assert(m:from() == p.value.pid and member(sgr, m:from()), "msg:from() is the routee that won")
+
+  -- all failed: the aggregate, as {error = err}, on a topic of the caller's
+  local custom = process.listen("lookup.result")
+  assert(router.tell("sg", {op = "fail"}, {reply_to = process.pid(), topic = "lookup.result"}))
+  local f = custom:receive():payload()
+  assert(f.value == nil and f.error.kind == "aggregate" and f.error.message == "all 3 routees failed", tostring(f.error))
+  assert(#f.error.errors == 3)
+
+  -- to a registered name
+  assert(process.register("collector"))
+  assert(router.tell("sg", "by name", {reply_to = "collector"}))
+  assert(replies:receive():payload().value.payload == "by name")
+
+  -- a round-robin pool forwards its routee's reply
+  assert(router.tell("rr", {n = 7}, {reply_to = process.pid()}))
+  local r = replies:receive()
+  assert(r:payload().value.payload.n == 7 and member(router.routees("rr"), r:from()))
+
+  -- process.send to a pool (or any process) takes the same options
+  assert(process.send("app:sg", "direct", "x", {reply_to = process.pid()}))
+  assert(replies:receive():payload().value.topic == "direct")
+
+  -- without reply_to a tell to a scatter pool is still dropped
+  assert(router.tell("sg", "nobody listens") == true)
+
+  -- options of the wrong kind raise
+  assert(not pcall(router.tell, "sg", "x", {reply_to = 42}), "a number as reply_to must raise")
+  assert(not pcall(router.tell, "sg", "x", {reply_too = process.pid()}), "an unknown option must raise")
+  assert(not pcall(router.tell, "sg", "x", {topic = "t"}), "topic without reply_to must raise")
+  assert(not pcall(router.tell, "sg", "x", "opts"), "a string as options must raise")
+  local bad, berr = router.tell("sg", "x", {reply_to = "<vm.x.y>"})
+  assert(bad == nil and berr.kind == "invalid", "a malformed PID is an invalid error: " .. tostring(berr))
+  return "ok"
+end }
+`
+	rt, node, stop := modtest.Runtime(t, map[string]string{"config.yaml": routerConfig, "replica.lua": routerReplica, "main.lua": main})
+	defer stop()
+	if e := modtest.RunMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != "ok" {
+		t.Fatalf("main: %v %v", e.Value, e.Err)
+	}
+}
