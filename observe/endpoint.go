@@ -72,6 +72,10 @@ func (s *server) mountOps(mux *http.ServeMux) http.Handler {
 	mux.Handle("GET /ui", page)
 	mux.Handle("GET /ui/", files)
 	mux.HandleFunc("GET /ui/events", s.hub.serve(s))
+	// One state as JSON: the page's ?once mode, which draws it and opens no
+	// stream, so a headless browser that waits for the network to go
+	// quiet (chromium --screenshot) can return.
+	mux.HandleFunc("GET /ui/state", s.uiStateOnce)
 	if s.opts.Pprof {
 		mountPprof(mux)
 	}

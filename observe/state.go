@@ -2,10 +2,12 @@ package observe
 
 import (
 	"encoding/json"
+	"net/http"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -54,7 +56,43 @@ type uiState struct {
 	Reloads      []registry.ReloadAttempt `json:"reloads"`
 	DeadLetters  *uiDeadLetters           `json:"dead_letters"`
 	Failing      map[string]string        `json:"failing"`
+	// Health is what /healthz and /readyz say, for the header.
+	Health uiHealth `json:"health"`
+	// Cluster is the members as /v1/cluster lists them; nil on a node
+	// that is in no cluster.
+	Cluster *uiCluster `json:"cluster"`
 }
+
+// uiHealth sums up the probes: healthy is /healthz's 200 (no check
+// fails), ready /readyz's (every auto-started entry runs).
+type uiHealth struct {
+	Healthy    bool          `json:"healthy"`
+	Ready      bool          `json:"ready"`
+	NotRunning []registry.ID `json:"not_running"`
+}
+
+// uiCluster is the cluster panel: this node and one row per other member.
+type uiCluster struct {
+	Node     string     `json:"node"`
+	Conflict string     `json:"conflict,omitempty"`
+	Members  []uiMember `json:"members"`
+}
+
+// uiMember is what the panel shows of a member: its membership state and
+// addresses, the transport's link to it and the breakers that guard it.
+type uiMember struct {
+	Name       string            `json:"name"`
+	State      string            `json:"state"`
+	Gossip     string            `json:"gossip"`
+	Transport  string            `json:"transport"`
+	Connected  bool              `json:"connected"`
+	QueueDepth int               `json:"queue_depth"`
+	LastError  string            `json:"last_error,omitempty"`
+	Breakers   map[string]string `json:"breakers,omitempty"`
+}
+
+// uiMaxMembers bounds the members listed in one state.
+const uiMaxMembers = 200
 
 type uiEntry struct {
 	ID       registry.ID           `json:"id"`
@@ -185,7 +223,11 @@ func (s *server) state() uiState {
 		}
 	}
 	if s.opts.Reloads != nil {
-		st.Reloads = s.opts.Reloads.ReloadHistory()
+		// A node that never reloaded has no history: the page gets [],
+		// never null (renderReloads(null) stopped the whole page drawing).
+		if h := s.opts.Reloads.ReloadHistory(); h != nil {
+			st.Reloads = h
+		}
 	}
 	if d := s.opts.DeadLetters; d != nil {
 		recent := d.Recent()
@@ -199,7 +241,37 @@ func (s *server) state() uiState {
 			st.Failing[c.Name] = c.Error.Error()
 		}
 	}
+	nr := s.opts.Runtime.NotReady()
+	st.Health = uiHealth{Healthy: len(st.Failing) == 0, Ready: len(nr) == 0, NotRunning: nr}
+	if st.Health.NotRunning == nil {
+		st.Health.NotRunning = []registry.ID{}
+	}
+	if c := s.opts.Cluster; c != nil {
+		st.Cluster = clusterPanel(c.Status())
+	}
 	return st
+}
+
+// clusterPanel is the cluster panel's part of a state.
+func clusterPanel(cs cluster.Status) *uiCluster {
+	out := &uiCluster{Node: cs.Node, Conflict: cs.Conflict, Members: []uiMember{}}
+	for _, m := range cs.Members {
+		if len(out.Members) == uiMaxMembers {
+			break
+		}
+		um := uiMember{Name: m.Name, State: string(m.State), Gossip: m.Gossip, Transport: m.Transport, Breakers: m.Breakers}
+		if p := m.Peer; p != nil {
+			um.Connected, um.QueueDepth, um.LastError = p.Connected, p.QueueDepth, p.LastError
+		}
+		out.Members = append(out.Members, um)
+	}
+	return out
+}
+
+// uiStateOnce is GET /ui/state: one state, as the stream sends it.
+func (s *server) uiStateOnce(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Cache-Control", "no-cache")
+	s.json(w, http.StatusOK, s.state())
 }
 
 // stateJSON is the hub's build function.

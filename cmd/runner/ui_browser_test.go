@@ -192,3 +192,66 @@ func screenshot(t *testing.T, ctx context.Context, r *inproc, base, tok, cfg str
 	st, _ := json.Marshal(map[string]any{"bytes": len(png), "file": file})
 	fmt.Fprintf(os.Stderr, "screenshot: %s\n", st)
 }
+
+// The live view on a node that never reloaded (--no-watch) and has a
+// failing check: every panel draws (the reload history's null stopped the
+// page before the dead letters, the deepest mailboxes and the failing
+// checks), the header sums up /healthz and /readyz, and the cluster panel
+// lists the node's cluster. /ui?once draws one state without a stream.
+func TestLiveViewNeverReloadedWithFailingChecks(t *testing.T) {
+	path := findBrowser(t)
+	dir := t.TempDir()
+	files := map[string]string{
+		"app.yaml": `namespace: app
+entries:
+  - name: steady
+    kind: process.lua
+    source: file://steady.lua
+    lifecycle: {auto_start: true}
+  - name: flaky
+    kind: process.lua
+    source: file://flaky.lua
+    lifecycle:
+      auto_start: true
+      restart: {initial_delay: 10ms, max_delay: 20ms, max_attempts: 2}
+`,
+		"steady.lua": `return { main = function() process.inbox():receive() end }`,
+		"flaky.lua":  `return { main = function() error("boom") end }`,
+	}
+	for name, src := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	secret, _ := clusterSecret(t)
+	r := runInProcess(t, "--log-format", "json", "--no-watch", "--node", "ui1", "--http", "127.0.0.1:0",
+		"--cluster-bind", "127.0.0.1:0", "--cluster-secret-file", secret, filepath.Join(dir, "app.yaml"))
+	base := "http://" + r.app.srv.Addr().String()
+	ctx := browser(t, path)
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the stream is live", `document.getElementById("conn").dataset.state === "live"`)
+	waitFor(t, ctx, "the failing checks show", `!document.getElementById("failing-section").hidden && document.getElementById("failing").textContent.includes("app:flaky")`)
+	waitFor(t, ctx, "the header says failing and not ready",
+		`document.querySelector('#health [data-check="healthz"]').classList.contains("failing") && document.querySelector('#health [data-check="readyz"]').classList.contains("notready")`)
+	for what, predicate := range map[string]string{
+		"the reload history says none":  `document.getElementById("reloads").textContent.includes("none: no reload yet")`,
+		"the dead letters draw":         `document.getElementById("deadletters").textContent.includes("none so far")`,
+		"the deepest mailboxes draw":    `document.getElementById("deepest").textContent !== ""`,
+		"the cluster panel draws":       `document.getElementById("cluster").textContent.includes("this node: ui1") && document.getElementById("cluster").textContent.includes("no other node has joined")`,
+		"the legend explains the chips": `document.querySelector(".legend .badge.local") !== null && document.querySelector(".legend .badge.remote") !== null`,
+		"an empty panel says none":      `document.getElementById("pools").textContent.startsWith("none")`,
+	} {
+		waitFor(t, ctx, what, predicate)
+	}
+
+	// ?once: one state, no stream.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui?once")); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "?once draws one state", `document.getElementById("conn").dataset.state === "once" && document.querySelector('tr[data-entry="app:steady"]') !== null`)
+	if c := r.stop(t); c != 0 {
+		t.Fatalf("exit %d", c)
+	}
+}

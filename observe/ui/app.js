@@ -42,12 +42,21 @@
   }
 
   // A bar's width goes through the CSSOM: the page's Content-Security-
-  // Policy refuses style attributes.
-  function bar(px) {
-    var b = el("span", { cls: "bar" });
-    b.style.width = Math.round(px) + "px";
+  // Policy refuses style attributes. The bar is a routee's high-water mark
+  // against the pool's highest, its fill what is queued now; a mark of
+  // zero draws nothing (it drew as a 1-pixel tick).
+  function bar(highWater, queued, peak, width) {
+    var b = el("span", { cls: "bar", "data-high-water": String(highWater) });
+    if (!(highWater > 0) || !(peak > 0)) return b;
+    b.style.width = Math.max(3, Math.round(width * highWater / peak)) + "px";
+    var f = el("span", { cls: "fill" });
+    f.style.width = Math.round(100 * Math.min(queued, highWater) / highWater) + "%";
+    b.appendChild(f);
     return b;
   }
+
+  // none is what an empty panel says.
+  function none(text) { return el("p", { cls: "empty", text: text || "none" }); }
 
   function num(v) { return el("td", { cls: "num", text: String(v) }); }
   function td(text, cls) { return el("td", { cls: cls, text: text == null ? "" : String(text) }); }
@@ -87,7 +96,7 @@
   }
 
   function renderTrees(sups) {
-    if (!sups.length) return replace("trees", el("p", { cls: "empty", text: "No supervisor is running." }));
+    if (!sups.length) return replace("trees", none("none: no supervisor is running."));
     replace("trees", sups.map(function (s) {
       var v = s.view || {};
       var head = el("div", { cls: "node-line" },
@@ -102,6 +111,7 @@
   // --- entries ---
 
   function renderEntries(st) {
+    if (!st.entries.length) return replace("entries", none("none: the configuration declares no entry."));
     var rows = st.entries.map(function (e) {
       var mb = e.mailbox;
       return el("tr", { "data-entry": e.id },
@@ -118,7 +128,7 @@
   // --- pools ---
 
   function renderPools(pools) {
-    if (!pools.length) return replace("pools", el("p", { cls: "empty", text: "No pool is running." }));
+    if (!pools.length) return replace("pools", none("none: no router pool is running."));
     replace("pools", pools.map(function (p) {
       var v = p.view || {};
       var parts = [el("h3", null, p.id + " ", el("span", { cls: "meta", text: p.kind + " · " + v.strategy }))];
@@ -127,11 +137,11 @@
         return el("div", { "data-pool": p.id }, parts);
       }
       var mbs = v.mailboxes || [];
-      var peak = Math.max(1, Math.max.apply(null, mbs.map(function (m) { return m.len; }).concat([0])));
+      var peak = Math.max.apply(null, mbs.map(function (m) { return m.high_water; }).concat([0]));
       parts.push(el("p", { cls: "meta", text: "size " + v.size + (v.resizer ? " · resizer " + v.resizer.type + " " + v.resizer.lower_bound + "…" + v.resizer.upper_bound + " · " + v.messages_counted + " messages counted" : "") + " · open scatters " + v.open_scatters }));
       parts.push(table(["routee", "#queued", "#high-water", ""], mbs.slice(0, MAX_ROUTEES).map(function (m) {
         return el("tr", null, el("td", { cls: "pid", text: m.pid }), num(m.len), num(m.high_water),
-          el("td", null, bar(80 * m.len / peak)));
+          el("td", null, bar(m.high_water, m.len, peak, 80)));
       })));
       if (mbs.length > MAX_ROUTEES) parts.push(el("p", { cls: "more", text: (mbs.length - MAX_ROUTEES) + " more routees" }));
       var rz = v.resizes || [];
@@ -150,7 +160,7 @@
   // --- pg scopes ---
 
   function renderScopes(scopes, nodeName) {
-    if (!scopes.length) return replace("scopes", el("p", { cls: "empty", text: "No pg scope is running." }));
+    if (!scopes.length) return replace("scopes", none("none: no pg scope is running."));
     replace("scopes", scopes.map(function (s) {
       var v = s.view || {};
       var groups = v.groups || [];
@@ -168,7 +178,7 @@
       });
       return el("div", { "data-scope": s.id },
         el("h3", null, s.id + " ", el("span", { cls: "meta", text: s.event_rate.toFixed(2) + " events/s · " + (v.groups_total != null ? v.groups_total : groups.length) + " groups" })),
-        groups.length ? table(["group", "#members", "#local", "pids"], rows) : el("p", { cls: "empty", text: "No group has members." }),
+        groups.length ? table(["group", "#members", "#local", "pids"], rows) : none("none: no group has members."),
         v.truncated ? el("p", { cls: "more", text: "The first " + groups.length + " groups by name are shown; GET /v1/pg pages through the rest." }) : null);
     }));
   }
@@ -176,7 +186,8 @@
   // --- reloads ---
 
   function renderReloads(reloads) {
-    if (!reloads.length) return replace("reloads", el("p", { cls: "empty", text: "No reload yet." }));
+    reloads = reloads || [];
+    if (!reloads.length) return replace("reloads", none("none: no reload yet."));
     replace("reloads", reloads.slice().reverse().map(function (r) {
       var line = el("div", { cls: "node-line" }, el("span", { text: time(r.time) }), badge(r.result),
         r.result === "applied" ? el("span", { cls: "meta", text: "added " + r.added + " · updated " + r.updated + " · removed " + r.removed + " · unchanged " + r.unchanged + (r.outdated ? " · outdated " + r.outdated : "") }) : null);
@@ -188,14 +199,14 @@
   // --- dead letters ---
 
   function renderDeadLetters(d) {
-    if (!d) return replace("deadletters", el("p", { cls: "empty", text: "This node keeps no dead letters." }));
+    if (!d) return replace("deadletters", none("none: this node keeps no dead letters."));
     var total = 0;
     var counts = Object.keys(d.total).sort().map(function (k) {
       total += d.total[k];
       return d.total[k] ? el("span", { cls: "badge", "data-reason": k, text: k + " " + d.total[k] }) : null;
     });
     document.getElementById("deadcount").textContent = String(total);
-    var parts = [el("div", { cls: "members" }, counts.filter(Boolean).length ? counts : el("span", { cls: "empty", text: "None so far." }))];
+    var parts = [el("div", { cls: "members" }, counts.filter(Boolean).length ? counts : el("span", { cls: "empty", text: "none so far." }))];
     if (d.recent.length) {
       parts.push(table(["time", "reason", "to", "topic", "from"], d.recent.slice().reverse().map(function (l) {
         return el("tr", { "data-reason": l.reason }, td(time(l.time)), td(l.reason), td(l.to, "pid"), td(l.topic), td(l.from || "", "pid"));
@@ -205,7 +216,7 @@
   }
 
   function renderDeepest(st) {
-    if (!st.deepest_mailboxes.length) return replace("deepest", el("p", { cls: "empty", text: "Every mailbox is empty." }));
+    if (!(st.deepest_mailboxes || []).length) return replace("deepest", none("none: every mailbox is empty."));
     replace("deepest", table(["pid", "entry", "#queued", "#high-water"], st.deepest_mailboxes.map(function (m) {
       return el("tr", null, el("td", { cls: "pid", text: m.pid }), td(m.entry || ""), num(m.len), num(m.high_water));
     })));
@@ -217,6 +228,39 @@
     replace("failing", names.length ? table(["check", "error"], names.map(function (n) {
       return el("tr", null, td(n), td(failing[n], "error"));
     })) : []);
+  }
+
+  // --- health and cluster ---
+
+  function renderHealth(h, failing) {
+    h = h || {};
+    var n = Object.keys(failing || {}).length;
+    var live = h.healthy ? badge("healthy", "healthy") : badge(n + " failing check" + (n === 1 ? "" : "s"), "failing");
+    var nr = h.not_running || [];
+    var ready = h.ready ? badge("ready", "ready") : badge("not ready: " + nr.length + " not running", "notready");
+    if (!h.ready && nr.length) ready.title = nr.join(", ");
+    live.dataset.check = "healthz";
+    ready.dataset.check = "readyz";
+    replace("health", [live, ready]);
+  }
+
+  function renderCluster(c) {
+    if (!c) return replace("cluster", none("none: this node is in no cluster."));
+    var parts = [el("p", { cls: "meta", text: "this node: " + c.node + " · " + c.members.length + " other member" + (c.members.length === 1 ? "" : "s") })];
+    if (c.conflict) parts.push(el("pre", { cls: "errors", text: c.conflict }));
+    if (!c.members.length) {
+      parts.push(none("none: no other node has joined."));
+      return replace("cluster", parts);
+    }
+    parts.push(table(["member", "state", "gossip", "transport", "link", "#queued", "breakers"], c.members.map(function (m) {
+      var breakers = Object.keys(m.breakers || {}).sort().map(function (k) { return badge(k + ": " + m.breakers[k], m.breakers[k]); });
+      return el("tr", { "data-member": m.name },
+        td(m.name), el("td", null, badge(m.state)), td(m.gossip, "pid"), td(m.transport, "pid"),
+        el("td", { title: m.last_error || null }, badge(m.connected ? "connected" : "disconnected")),
+        num(m.queue_depth),
+        el("td", null, el("div", { cls: "members" }, breakers.length ? breakers : el("span", { cls: "empty", text: "none" }))));
+    })));
+    replace("cluster", parts);
   }
 
   // Each section is rebuilt only when its part of the state changed, so
@@ -242,6 +286,8 @@
     if (changed("dead", st.dead_letters)) renderDeadLetters(st.dead_letters);
     if (changed("deepest", st.deepest_mailboxes)) renderDeepest(st);
     if (changed("failing", st.failing)) renderFailing(st.failing);
+    if (changed("health", [st.health, st.failing])) renderHealth(st.health, st.failing);
+    if (changed("cluster", st.cluster)) renderCluster(st.cluster);
   }
 
   function setConn(state, text) {
@@ -264,5 +310,19 @@
     });
   }
 
-  connect();
+  // ?once draws one state and opens no stream: a headless browser that
+  // waits for the page to go quiet (chromium --screenshot with
+  // --virtual-time-budget) returns, which it never does on a live stream.
+  function once() {
+    fetch("/ui/state", { cache: "no-store" }).then(function (r) {
+      if (!r.ok) throw new Error("GET /ui/state: " + r.status);
+      return r.json();
+    }).then(function (st) {
+      render(st);
+      setConn("once", "one state, not live");
+    }).catch(function (e) { setConn("down", String(e)); });
+  }
+
+  if (new URLSearchParams(location.search).has("once")) once();
+  else connect();
 })();
