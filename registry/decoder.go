@@ -140,6 +140,27 @@ func (d *Decoder) Errorf(field, format string, args ...any) {
 	d.add(pos, path, fmt.Sprintf(format, args...))
 }
 
+// Failed reports whether an error was recorded for field: a check that
+// depends on its value is then left out, rather than blamed on another
+// field (an unknown strategy is no reason to refuse interval).
+func (d *Decoder) Failed(field string) bool {
+	path := d.prefix + field
+	var id ID
+	if d.entry != nil {
+		id = d.entry.ID
+	}
+	for i := len(*d.errs) - 1; i >= 0; i-- {
+		fe, ok := (*d.errs)[i].(*FieldError)
+		if !ok || fe.Entry != id {
+			break
+		}
+		if fe.Field == path {
+			return true
+		}
+	}
+	return false
+}
+
 // add records an error, unless the same field of the entry already has
 // one: a field reports its first mistake only, so a value of the wrong
 // type (size: five) is not also reported out of range by a check that
@@ -507,6 +528,21 @@ func suggest(s string, candidates []string) string {
 	}
 	if bestD <= limit && bestD < len(s) {
 		return best
+	}
+	// A value cut short (scatter_gather for scatter_gather_first_completed)
+	// is far from its name by edit distance; a sole candidate that starts
+	// with it, at a word boundary, is what was meant.
+	if len(s) >= 3 {
+		var hit string
+		for _, c := range candidates {
+			if strings.HasPrefix(c, s) && len(c) > len(s) && (c[len(s)] == '_' || c[len(s)] == '.') {
+				if hit != "" {
+					return ""
+				}
+				hit = c
+			}
+		}
+		return hit
 	}
 	return ""
 }

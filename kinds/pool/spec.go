@@ -199,7 +199,7 @@ func decodeSpec(d *registry.Decoder) *Spec {
 		Timeout:  fTimeout.Duration(d),
 		Interval: fInterval.Duration(d),
 	}
-	if d.Has(fInterval.Name) && s.Strategy != TailChopping {
+	if d.Has(fInterval.Name) && !d.Failed(fStrategy.Name) && s.Strategy != TailChopping {
 		d.Errorf(fInterval.Name, "only tail_chopping uses interval (strategy is %s)", s.Strategy)
 	}
 	if rd := fResizer.Object(d); rd != nil {

@@ -163,6 +163,17 @@ resizer:
 	}
 }
 
+// A strategy cut short gets its full name suggested, and the fields that
+// depend on the strategy are not blamed for its mistake: one error, the
+// strategy's (interval was refused as "strategy is round_robin", the
+// default that stood in for the unknown value).
+func TestUnknownStrategyIsTheOnlyError(t *testing.T) {
+	_, _, errs := decode(t, "routee: r\nsize: 3\nstrategy: scatter_gather\ninterval: 10ms")
+	if len(errs) != 1 || !strings.Contains(errs[0].Error(), `strategy: unknown value "scatter_gather" (did you mean "scatter_gather_first_completed"?)`) {
+		t.Fatalf("errors %v; want only the strategy's, with its suggestion", errs)
+	}
+}
+
 // A Spec built in Go is held to the rules decoding enforces: a resizer
 // without a type had a zero messages_per_resize, and the first message
 // divided by it (a panic on the sender's goroutine or the pool's loop).
