@@ -54,7 +54,7 @@ func Find[T any](env *Env, what, ref string, kinds ...string) (T, error) {
 		if t, ok := inst.(T); ok {
 			return t, nil
 		}
-		return zero, fmt.Errorf("%s %s: %w: it is a %T", what, ref, ErrWrongKind, inst)
+		return zero, fmt.Errorf("%s %s: %w: it is %s", what, ref, ErrWrongKind, wantKinds(kinds))
 	}
 	id := ID(ref)
 	if env == nil || env.Entries == nil {
@@ -70,16 +70,32 @@ func Find[T any](env *Env, what, ref string, kinds ...string) (T, error) {
 				return t, nil
 			}
 		}
-		return zero, fmt.Errorf("%s %s: %w: its instance is a %T", what, id, ErrWrongKind, inst)
+		kind := "another kind"
+		if e, ok := env.Entries.Entry(id); ok {
+			kind = "a " + e.Kind
+		}
+		return zero, fmt.Errorf("%s %s: %w: it is %s, %s", what, id, ErrWrongKind, kind, wantKinds(kinds))
 	}
 	e, declared := env.Entries.Entry(id)
 	switch {
 	case !declared:
 		return zero, fmt.Errorf("%s %s: %w", what, id, ErrNoEntry)
 	case len(kinds) > 0 && !slices.Contains(kinds, e.Kind):
-		return zero, fmt.Errorf("%s %s: %w: it is a %s", what, id, ErrWrongKind, e.Kind)
+		return zero, fmt.Errorf("%s %s: %w: it is a %s, %s", what, id, ErrWrongKind, e.Kind, wantKinds(kinds))
 	}
 	return zero, fmt.Errorf("%s %s: %w", what, id, ErrNotRunning)
+}
+
+// wantKinds says what a reference needed, in the user's words (entry
+// kinds), never a Go type: "not a router.pool or router.group".
+func wantKinds(kinds []string) string {
+	switch len(kinds) {
+	case 0:
+		return "not what is asked for"
+	case 1:
+		return "not a " + kinds[0]
+	}
+	return "not a " + strings.Join(kinds[:len(kinds)-1], ", ") + " or " + kinds[len(kinds)-1]
 }
 
 // Directory holds running instances by PID, so that a reference by PID

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/proctor-run/proctor/process"
@@ -76,8 +77,10 @@ func TestFind(t *testing.T) {
 			}
 		})
 	}
-	// A running instance that is not a T.
-	if _, err := Find[*nested](env, "tree", "app:api"); !errors.Is(err, ErrWrongKind) {
+	// A running instance that is not a T: the error names the entry's kind
+	// and the kinds asked for, never a Go type.
+	_, err := Find[*nested](env, "tree", "app:api", "supervisor", "supervisor.dynamic")
+	if !errors.Is(err, ErrWrongKind) || !strings.Contains(err.Error(), "it is a test.svc, not a supervisor or supervisor.dynamic") || strings.Contains(err.Error(), "*registry.") {
 		t.Fatalf("instance of another type: %v", err)
 	}
 	if _, err := Find[*svcInstance](nil, "service", "app:api"); !errors.Is(err, ErrNotRunning) {
