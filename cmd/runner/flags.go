@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 
@@ -14,6 +15,10 @@ import (
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 )
+
+// defaultConfig is what runner run loads without a PATH: the demo's
+// configuration, at the root of the repository.
+const defaultConfig = "config.example.yaml"
 
 // nodeMaxProcesses is process.Options.MaxProcesses for --max-processes n,
 // whose 0 means no limit.
@@ -54,8 +59,29 @@ func (c clusterConfig) enabled() bool { return c.Bind != "" }
 
 // parseInterleaved parses flags and positional arguments in any order
 // (the flag package alone stops at the first positional one); what follows
-// `--` is returned apart.
+// `--` is returned apart. -h and --help print fs's usage and return
+// flag.ErrHelp; any other mistake is only the returned error, with a "did
+// you mean" when one fits and where to find the flags: the usage, 40 lines
+// of it, once buried the one line that says what was wrong.
 func parseInterleaved(fs *flag.FlagSet, args []string) (positional, rest []string, err error) {
+	usage, out := fs.Usage, fs.Output()
+	fs.Usage = func() {}
+	fs.SetOutput(io.Discard)
+	defer func() {
+		fs.Usage = usage
+		fs.SetOutput(out)
+		if errors.Is(err, flag.ErrHelp) {
+			usage()
+		}
+	}()
+	positional, rest, err = parseArgs(fs, args)
+	if err != nil && !errors.Is(err, flag.ErrHelp) {
+		err = fmt.Errorf("%w (runner %s --help lists its flags)", withFlagSuggestion(fs, err), fs.Name())
+	}
+	return positional, rest, err
+}
+
+func parseArgs(fs *flag.FlagSet, args []string) (positional, rest []string, err error) {
 	for i, a := range args {
 		if a == "--" {
 			args, rest = args[:i], args[i+1:]
@@ -67,7 +93,7 @@ func parseInterleaved(fs *flag.FlagSet, args []string) (positional, rest []strin
 	}
 	for {
 		if err := fs.Parse(args); err != nil {
-			return nil, nil, withFlagSuggestion(fs, err)
+			return nil, nil, err
 		}
 		args = fs.Args()
 		if len(args) == 0 {
@@ -107,7 +133,12 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	f.paths = paths
 	if len(f.paths) == 0 {
-		f.paths = []string{"config.example.yaml"}
+		// The demo's configuration, when run from the repository. Anywhere
+		// else, say how to start rather than that a file is missing.
+		if _, err := os.Stat(defaultConfig); errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("no configuration: give a PATH (a YAML file, or a directory of them) as in `runner run app.yaml`; without one it runs %s, which is not in this directory (docs/configuration.md describes the format; runner run --help lists the flags)", defaultConfig)
+		}
+		f.paths = []string{defaultConfig}
 	}
 	if rest != nil {
 		if f.mainID == "" {

@@ -123,7 +123,7 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "runner validate: %v\n", err) // after the flag package's usage
+		fmt.Fprintf(stderr, "runner validate: %v\n", err)
 		return 2
 	}
 	if len(paths) == 0 {

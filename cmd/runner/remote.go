@@ -63,8 +63,6 @@ func remote(cmd string, args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	if err != nil {
-		// The flag package printed the error and the usage; the last
-		// line repeats it, with a "did you mean" when one fits.
 		fmt.Fprintf(stderr, "runner %s: %v\n", cmd, err)
 		return 2
 	}

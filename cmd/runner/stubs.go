@@ -19,14 +19,14 @@ func stubsCmd(args []string, stdout, stderr io.Writer) int {
 	luarc := fs.String("luarc", ".luarc.json", "where to write the LuaLS configuration (\"\": nowhere)")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: runner stubs [--luarc FILE] DIR")
-		fs.PrintDefaults()
+		printFlags(stderr, fs)
 	}
 	paths, _, err := parseInterleaved(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "runner stubs: %v\n", err) // after the flag package's usage
+		fmt.Fprintf(stderr, "runner stubs: %v\n", err)
 		return 2
 	}
 	if len(paths) != 1 {
