@@ -24,6 +24,14 @@ const (
 	idPattern               = `^([a-z][a-z0-9_.-]*:)?[a-z][a-z0-9_.-]*$`
 )
 
+// Messages editors show for a value that does not match its pattern
+// (yaml-language-server's patternErrorMessage), instead of the regular
+// expression.
+const (
+	durationMessage = "not a duration: write a Go duration such as 250ms, 5s or 1m30s (or 0)"
+	nameMessage     = "not a name: lower-case letters, digits, _ . and -, starting with a letter"
+)
+
 // Schema returns the JSON Schema (draft 2020-12) of a configuration file
 // for the kinds of r: the file header, the entry with its lifecycle, and
 // one branch per kind, chosen by the entry's kind, with the fields the
@@ -34,13 +42,15 @@ const (
 // raise them); checks between fields are the loader's alone.
 func (r *Registry) Schema() map[string]any {
 	defs := map[string]any{
-		"env": obj("type", "string", "pattern", envPattern,
+		"env": obj("type", "string", "pattern", envPattern, "patternErrorMessage", "not an environment reference: write ${env:NAME} or ${env:NAME:-default}",
 			"description", "A value from the environment: ${env:NAME} or ${env:NAME:-default}, alone or inside a string."),
-		"duration": obj("anyOf", []any{obj("type", "string", "pattern", durationPattern), obj("const", 0)},
+		"duration": obj("anyOf", []any{obj("type", "string", "pattern", durationPattern, "patternErrorMessage", durationMessage), obj("const", 0)},
 			"description", "A Go duration such as 250ms, 5s or 1m30s, or 0."),
 		"positive_duration": obj("type", "string", "pattern", positiveDurationPattern,
+			"patternErrorMessage", "not a positive duration: write a Go duration above 0, such as 250ms, 5s or 1m30s",
 			"description", "A Go duration above 0, such as 250ms, 5s or 1m30s."),
 		"entry_id": obj("type", "string", "pattern", idPattern,
+			"patternErrorMessage", "not an entry ID: write namespace:name, or name in this file's namespace (lower-case letters, digits, _ . -, starting with a letter)",
 			"description", "An entry ID: namespace:name, or name in the entry's own namespace."),
 	}
 	names := r.Names()
@@ -75,7 +85,7 @@ func (r *Registry) Schema() map[string]any {
 		"type", "object",
 		"properties", obj(
 			fileVersion.Name, obj("enum", []any{"1", 1}, "default", "1", "description", fileVersion.Doc),
-			fileNamespace.Name, obj("type", "string", "pattern", "^"+strings.Trim(namePattern.String(), "^$")+"$",
+			fileNamespace.Name, obj("type", "string", "pattern", "^"+strings.Trim(namePattern.String(), "^$")+"$", "patternErrorMessage", nameMessage,
 				"description", fileNamespace.Doc),
 			fileEntries.Name, obj("type", "array", "items", obj("$ref", "#/$defs/entry"), "description", fileEntries.Doc),
 		),
@@ -175,6 +185,7 @@ func fieldSchema(f *Field) map[string]any {
 		s = obj("type", "string")
 		if f == entryName {
 			s["pattern"] = "^" + strings.Trim(namePattern.String(), "^$") + "$"
+			s["patternErrorMessage"] = nameMessage
 		}
 	case TypeEnum:
 		s, env = obj("enum", f.Enum), true
@@ -231,7 +242,7 @@ func fieldSchema(f *Field) map[string]any {
 }
 
 func sourceSchema() map[string]any {
-	return obj("type", "string", "pattern", "^file://.+")
+	return obj("type", "string", "pattern", "^file://.+", "patternErrorMessage", "not a source: write file://PATH, relative to this file")
 }
 
 // schemaValue renders a default as YAML would write it.

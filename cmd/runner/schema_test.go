@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"flag"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -271,5 +272,43 @@ func TestSchemaRejectsWhatValidateRejects(t *testing.T) {
 			}
 			t.Fatalf("the schema fails it, but not with %s at /%s:\n%v", tt.keyword, strings.Join(tt.at, "/"), err)
 		})
+	}
+}
+
+// Every pattern of the schema has a message an editor shows in its place
+// (yaml-language-server's patternErrorMessage): a mistyped duration said
+// `String does not match the pattern of "^\+?(([0-9]+…"`.
+func TestSchemaPatternsHaveMessages(t *testing.T) {
+	b, err := newKinds(io.Discard, nil).SchemaJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc any
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatal(err)
+	}
+	patterns := 0
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch x := v.(type) {
+		case map[string]any:
+			if _, ok := x["pattern"].(string); ok {
+				patterns++
+				if msg, _ := x["patternErrorMessage"].(string); !strings.HasPrefix(msg, "not a") && !strings.HasPrefix(msg, "not an") {
+					t.Errorf("%s: a pattern without a patternErrorMessage that says what is expected (%q)", path, msg)
+				}
+			}
+			for k, c := range x {
+				walk(path+"/"+k, c)
+			}
+		case []any:
+			for i, c := range x {
+				walk(fmt.Sprintf("%s/%d", path, i), c)
+			}
+		}
+	}
+	walk("#", doc)
+	if patterns < 5 {
+		t.Fatalf("only %d patterns in the schema", patterns)
 	}
 }
