@@ -125,19 +125,32 @@ func TestAskFailsWhenBehaviorStops(t *testing.T) {
 	}
 }
 
-// A Behavior killed while idle, with asks that arrived as it was killed,
-// still fails them: a dispatcher starts to settle them.
+// The contract of an ask and a kill that race: an ask that was queued when
+// the process died (its Send succeeded) fails with kind stopped, naming the
+// kill; one that reaches the process after it was killed is not delivered,
+// and fails at once with kind not_found (ErrNoProcess). A Behavior killed
+// while it handles one ask, with another queued behind it, fails both.
 func TestAskFailsWhenIdleBehaviorIsKilled(t *testing.T) {
 	n := newTestNode()
-	gate := make(chan struct{})
-	pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) { <-gate }), SpawnOptions{})
+	entered, gate := make(chan struct{}), make(chan struct{})
+	pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) {
+		if m.Payload == "a" {
+			close(entered)
+		}
+		<-gate
+	}), SpawnOptions{})
 	first := asyncAsk(n, pid, "a")
+	<-entered
+	// "a" is out of the mailbox: what it holds now is "b", queued.
 	second := asyncAsk(n, pid, "b")
 	waitQueued(t, n, pid, 1)
 	n.Kill(pid)
 	close(gate)
 	awaitExited(t, first, "killed")
 	awaitExited(t, second, "killed")
+	if _, _, err := n.Ask(pid, Message{Payload: "c"}, askLong); !errors.Is(err, ErrNoProcess) || value.KindOf(err) != value.KindNotFound {
+		t.Fatalf("an ask after the kill failed with %v, want kind not_found (ErrNoProcess)", err)
+	}
 }
 
 // A goroutine process's unanswered asks fail at its exit: those left in
