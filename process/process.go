@@ -222,6 +222,13 @@ func (p *process) exitReason(e Exit) Exit {
 	return Exit{Value: e.Value, Err: r}
 }
 
+// afterMarkDead, set only by tests, runs in finish once the process is
+// marked dead and before the rest of its teardown (it is still in the
+// node's table): by then a consumer that saw it dead may have settled its
+// mailbox, so a send that looked it up must fail (see
+// TestAskQueuedAsItsProcessIsKilled).
+var afterMarkDead func()
+
 // finish tears p down: it is removed from the node, its names released,
 // its monitors told and its links signalled. Only the first call counts.
 func (p *process) finish(e Exit) {
@@ -230,6 +237,10 @@ func (p *process) finish(e Exit) {
 		p.mu.Unlock()
 		return
 	}
+	// Close the mailbox before anyone can see p dead: the consumer that
+	// sees it dead settles what the mailbox holds, once (settleOnExit), so
+	// a send must not be able to queue after that.
+	p.mb.close()
 	p.dead.Store(true)
 	x := p.ext.Load()
 	// Take the relation sets while holding the lock: other processes that
@@ -243,6 +254,9 @@ func (p *process) finish(e Exit) {
 		relNodes, x.relNodes = x.relNodes, nil
 	}
 	p.mu.Unlock()
+	if afterMarkDead != nil {
+		afterMarkDead()
+	}
 
 	n := p.node
 	if x != nil && x.done != nil {
@@ -250,7 +264,6 @@ func (p *process) finish(e Exit) {
 	}
 	n.procs.delete(p.pid.ID, n.nextID.Load())
 	n.live.Add(-1)
-	p.mb.close()
 	n.retireHighWater(p.mb.highWater())
 	if p.behavior != nil && p.mb.len() > 0 {
 		// Killed from outside: a dispatcher settles the asks left in the

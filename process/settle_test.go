@@ -3,7 +3,9 @@ package process
 import (
 	"context"
 	"errors"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -125,19 +127,189 @@ func TestAskFailsWhenBehaviorStops(t *testing.T) {
 	}
 }
 
-// A Behavior killed while idle, with asks that arrived as it was killed,
-// still fails them: a dispatcher starts to settle them.
+// The contract of an ask and a kill that race: an ask that was queued when
+// the process died (its Send succeeded) fails with kind stopped, naming the
+// kill; one that reaches the process after it was killed is not delivered,
+// and fails at once with kind not_found (ErrNoProcess). A Behavior killed
+// while it handles one ask, with another queued behind it, fails both.
 func TestAskFailsWhenIdleBehaviorIsKilled(t *testing.T) {
 	n := newTestNode()
-	gate := make(chan struct{})
-	pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) { <-gate }), SpawnOptions{})
+	entered, gate := make(chan struct{}), make(chan struct{})
+	pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) {
+		if m.Payload == "a" {
+			close(entered)
+		}
+		<-gate
+	}), SpawnOptions{})
 	first := asyncAsk(n, pid, "a")
+	<-entered
+	// "a" is out of the mailbox: what it holds now is "b", queued.
 	second := asyncAsk(n, pid, "b")
 	waitQueued(t, n, pid, 1)
 	n.Kill(pid)
 	close(gate)
 	awaitExited(t, first, "killed")
 	awaitExited(t, second, "killed")
+	if _, _, err := n.Ask(pid, Message{Payload: "c"}, askLong); !errors.Is(err, ErrNoProcess) || value.KindOf(err) != value.KindNotFound {
+		t.Fatalf("an ask after the kill failed with %v, want kind not_found (ErrNoProcess)", err)
+	}
+}
+
+// goroutineID returns the ID of the calling goroutine.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	return strings.Fields(string(buf))[1] // "goroutine 17 [running]: ..."
+}
+
+// goroutineAlive reports whether the goroutine with id exists.
+func goroutineAlive(id string) bool {
+	buf := make([]byte, 1<<16)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Contains(string(buf[:n]), "goroutine "+id+" [")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// checkAskOutcome checks the contract for one ask: delivered (sendErr nil),
+// it fails with kind stopped within a generous deadline; not delivered, it
+// failed with kind not_found.
+func checkAskOutcome(t *testing.T, c Call, sendErr error) {
+	t.Helper()
+	if sendErr != nil {
+		c.Abandon(sendErr)
+		if !errors.Is(sendErr, ErrNoProcess) || value.KindOf(sendErr) != value.KindNotFound {
+			t.Errorf("an ask that was not delivered failed with %v, want kind not_found (ErrNoProcess)", sendErr)
+		}
+		return
+	}
+	r, err := c.Wait(10*time.Second, nil)
+	switch {
+	case err != nil:
+		t.Errorf("an ask queued when its callee died was never settled: %v", err)
+	case r.Err == nil && r.Value == "ok":
+		// Answered before the kill.
+	case !errors.Is(r.Err, ErrExited) || value.KindOf(r.Err) != value.KindStopped:
+		t.Errorf("an ask queued when its callee died failed with %v, want kind stopped (ErrExited)", r.Err)
+	}
+}
+
+// An ask delivered in the window in which Kill has marked its process dead
+// but not yet closed the mailbox, after the process's consumer saw it dead
+// and settled its mailbox, was queued and left to its deadline: the
+// mailbox must be closed before anyone can see the process dead.
+func TestAskQueuedAsItsProcessIsKilled(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		spawn func(n *Node, entered chan<- string, gate <-chan struct{}) PID
+	}{
+		{"behavior", func(n *Node, entered chan<- string, gate <-chan struct{}) PID {
+			pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) {
+				entered <- goroutineID()
+				<-gate
+			}), SpawnOptions{})
+			return pid
+		}},
+		{"goroutine", func(n *Node, entered chan<- string, gate <-chan struct{}) PID {
+			pid, _ := n.SpawnFunc(func(p *Proc) (any, error) {
+				m, err := p.Receive(context.Background())
+				if err != nil {
+					return nil, err
+				}
+				entered <- goroutineID()
+				<-gate
+				p.Unanswered(m)
+				return nil, nil
+			}, SpawnOptions{})
+			return pid
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNode()
+			entered, gate := make(chan string, 1), make(chan struct{})
+			pid := tc.spawn(n, entered, gate)
+			first := asyncAsk(n, pid, "first")
+			consumer := <-entered
+			late := NewCall()
+			var lateErr error
+			afterMarkDead = func() {
+				afterMarkDead = nil
+				// The consumer goes on, sees the process dead, settles
+				// what it holds and returns.
+				close(gate)
+				eventually(t, "the consumer returned", func() bool { return !goroutineAlive(consumer) })
+				lateErr = n.Send(pid, late.MessageWithin(Message{Payload: "late"}, askLong))
+			}
+			t.Cleanup(func() { afterMarkDead = nil })
+			n.Kill(pid)
+			awaitExited(t, first, "killed")
+			checkAskOutcome(t, late, lateErr)
+		})
+	}
+}
+
+// Asks racing a kill, to a Behavior that is busy, one that is idle, and a
+// goroutine process: each is either delivered and fails with kind stopped
+// (or was answered first), or is not delivered and fails with not_found;
+// none is left to its deadline.
+func TestAsksRacingKill(t *testing.T) {
+	const rounds, askers = 200, 8
+	for _, tc := range []struct {
+		name  string
+		spawn func(n *Node, gate <-chan struct{}) PID
+	}{
+		{"busy-behavior", func(n *Node, gate <-chan struct{}) PID {
+			pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) { <-gate }), SpawnOptions{})
+			return pid
+		}},
+		{"idle-behavior", func(n *Node, _ <-chan struct{}) PID {
+			pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) { c.Reply(&m, "ok", nil) }), SpawnOptions{})
+			return pid
+		}},
+		{"goroutine", func(n *Node, gate <-chan struct{}) PID {
+			pid, _ := n.SpawnFunc(func(p *Proc) (any, error) {
+				for {
+					m, err := p.Receive(context.Background())
+					if err != nil {
+						return nil, err
+					}
+					select {
+					case <-gate:
+						m.Reply(p.Self(), "ok", nil)
+					case <-p.Context().Done():
+						p.Unanswered(m)
+						return nil, p.Context().Err()
+					}
+				}
+			}, SpawnOptions{})
+			return pid
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			n := newTestNode()
+			for range rounds {
+				gate := make(chan struct{})
+				pid := tc.spawn(n, gate)
+				var wg sync.WaitGroup
+				for range askers {
+					wg.Go(func() {
+						c := NewCall()
+						checkAskOutcome(t, c, n.Send(pid, c.MessageWithin(Message{Payload: "q"}, askLong)))
+					})
+				}
+				runtime.Gosched()
+				n.Kill(pid)
+				close(gate)
+				wg.Wait()
+				if t.Failed() {
+					return
+				}
+			}
+		})
+	}
 }
 
 // A goroutine process's unanswered asks fail at its exit: those left in

@@ -40,7 +40,24 @@ type WatchOptions struct {
 	RetryDelay time.Duration
 	// RetryMaxDelay caps the wait between retries. Default: 30s.
 	RetryMaxDelay time.Duration
+
+	// quiet, set only by tests, replaces the debounce's timer, so that a
+	// test decides when the files have been quiet long enough.
+	quiet debounceTimer
 }
+
+// debounceTimer is the clock of the watcher's debounce: Reset starts the
+// quiet period again, Chan delivers when it has passed.
+type debounceTimer interface {
+	Chan() <-chan time.Time
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// stdTimer is a debounceTimer on a time.Timer.
+type stdTimer struct{ *time.Timer }
+
+func (t stdTimer) Chan() <-chan time.Time { return t.C }
 
 // Watcher reloads the configuration when its files change. It watches
 // directories, not files (editors that save by renaming a temporary file
@@ -225,8 +242,12 @@ func (w *Watcher) run() {
 		defer w.fs.Close()
 		events, errs = w.fs.Events, w.fs.Errors
 	}
-	timer := time.NewTimer(time.Hour)
-	timer.Stop()
+	timer := w.opts.quiet
+	if timer == nil {
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		timer = stdTimer{t}
+	}
 	defer timer.Stop()
 	pending := false
 	// A reload that failed for a transient reason is tried again after a
@@ -325,7 +346,7 @@ func (w *Watcher) run() {
 			timer.Stop()
 			pending = false
 			start("signal")
-		case <-timer.C:
+		case <-timer.Chan():
 			if pending {
 				pending = false
 				start("change")

@@ -126,32 +126,68 @@ func TestWatchEditors(t *testing.T) {
 	})
 }
 
-// TestWatchBurst: 50 saves in one second are one or two reloads, and the
-// last save wins.
+// manualTimer is a debounce timer that fires when the test says so.
+type manualTimer struct {
+	c      chan time.Time
+	resets atomic.Int32
+	last   atomic.Int64 // the duration of the last Reset
+}
+
+func newManualTimer() *manualTimer { return &manualTimer{c: make(chan time.Time)} }
+
+func (m *manualTimer) Chan() <-chan time.Time { return m.c }
+func (m *manualTimer) Stop() bool             { return true }
+func (m *manualTimer) Reset(d time.Duration) bool {
+	m.last.Store(int64(d))
+	m.resets.Add(1)
+	return true
+}
+
+// fire ends the quiet period; it returns once the watcher has seen it.
+func (m *manualTimer) fire() { m.c <- time.Now() }
+
+// TestWatchBurst: a burst of saves is one reload, and the last save wins.
+// Every save restarts the quiet period (the debounce's timer is Reset, for
+// the default 100 ms) and nothing reloads until it has passed; the
+// test's own timer says when it has, so no pause of a busy machine
+// between two saves ends the burst.
 func TestWatchBurst(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
-	// Longer than the default, so that a busy machine's pause between
-	// two saves does not end the burst.
-	const debounce = 400 * time.Millisecond
-	r.watch(debounce)
+	quiet := newManualTimer()
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: r.rt.log, quiet: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
 	c := filepath.Join(r.dir, "c.yaml")
 	before := r.applied()
-	for i := 1; i <= 50; i++ {
+	const saves = 50
+	for i := 1; i <= saves; i++ {
 		body := fmt.Sprintf("%s  - {name: y, kind: test.svc, size: %d, lifecycle: {auto_start: true}}\n", watchBase, i)
 		if i%2 == 0 {
 			saveRename(t, c, body)
 		} else {
 			os.WriteFile(c, []byte(body), 0o644)
 		}
-		time.Sleep(20 * time.Millisecond)
 	}
+	// Each save is at least one event for c.yaml (a rename's create, a
+	// write), and two saves in a row never give the same one, so the
+	// kernel merges none of them: at least one Reset per save.
+	waitUntil(t, "every save seen", func() bool { return quiet.resets.Load() >= saves })
+	if d := time.Duration(quiet.last.Load()); d != 100*time.Millisecond {
+		t.Fatalf("the quiet period is %s, want the default 100ms", d)
+	}
+	if n := r.applied() - before; n != 0 {
+		t.Fatalf("%v reloads while the files kept changing", n)
+	}
+	quiet.fire()
 	waitUntil(t, "the last save applied", func() bool {
 		e, ok := r.rt.Entry("a:y")
-		return ok && e.Spec.(*svcSpec).Size == 50 && !r.pid("a:y").IsZero()
+		return ok && e.Spec.(*svcSpec).Size == saves && !r.pid("a:y").IsZero() && r.applied() > before
 	})
-	time.Sleep(3 * debounce) // a late reload would show now
-	if n := r.applied() - before; n < 1 || n > 2 {
-		t.Fatalf("%v reloads for a burst of 50 saves", n)
+	if n := r.applied() - before; n != 1 {
+		t.Fatalf("%v reloads for a burst of %d saves", n, saves)
 	}
 }
 

@@ -597,9 +597,11 @@ func TestAskExpiresWhileReplyInFlight(t *testing.T) {
 	if waited := time.Since(start); waited >= hold {
 		t.Fatalf("the asker waited %s, past its deadline", waited)
 	}
-	eventually(t, "late reply arrived and was dropped", func() bool {
+	// The transport counts the late reply, then reports its dead letter:
+	// wait for both.
+	eventually(t, "late reply arrived, was dropped and reported", func() bool {
 		s := c.trs["n1"].Stats()
-		return s.LateReplies == 1 && s.Pending == 0 && s.Expired == 1
+		return s.LateReplies == 1 && s.Pending == 0 && s.Expired == 1 && len(c.deadLetters()) > 0
 	})
 	if d := c.deadLetters(); len(d) != 1 || d[0].Reason != process.DeadLateReply || d[0].From != e {
 		t.Fatalf("dead letters %+v, want one late reply from %s", d, e)

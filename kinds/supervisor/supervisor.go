@@ -69,7 +69,8 @@ type Supervisor struct {
 	pid       process.PID
 	owner     process.Owner // the supervisor's process; set before Start returns
 	snap      atomic.Pointer[snapshot]
-	exited    chan struct{}
+	ran       chan struct{} // closed when run has returned
+	exited    chan struct{} // closed once ran is and the process is torn down
 	exitErr   atomic.Pointer[error]
 
 	// Owned by the loop goroutine.
@@ -128,6 +129,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 		node:   env.Node,
 		met:    newSupMetrics(env.Metrics),
 		parent: opts.LinkTo,
+		ran:    make(chan struct{}),
 		exited: make(chan struct{}),
 		spec:   spec.withDefaults(),
 		byID:   map[string]*child{},
@@ -156,9 +158,21 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 	opts.TrapLinks = true
 	opts.System = true
 	initDone := make(chan error, 1)
-	if _, err := s.node.SpawnFunc(func(h *process.Proc) (any, error) { return s.run(h, initDone) }, opts); err != nil {
+	pid, err := s.node.SpawnFunc(func(h *process.Proc) (any, error) { return s.run(h, initDone) }, opts)
+	if err != nil {
 		return nil, fmt.Errorf("supervisor %s: %w", id, err)
 	}
+	// Done is closed once the process is gone from the node, not only
+	// once run returns: its caller may count the node's processes, or
+	// look the PID up, the moment it is.
+	procDone, _, alive := s.node.Done(pid)
+	go func() {
+		<-s.ran
+		if alive {
+			<-procDone
+		}
+		close(s.exited)
+	}()
 	select {
 	case err := <-initDone:
 		if err != nil {
@@ -393,7 +407,7 @@ func (s *Supervisor) run(h *process.Proc, initDone chan<- error) (any, error) {
 	o, ok := s.node.OwnerOf(s.pid)
 	if !ok {
 		err := fmt.Errorf("supervisor %s: its process is gone", s.id)
-		close(s.exited)
+		close(s.ran)
 		initDone <- err
 		return nil, err
 	}
@@ -401,7 +415,7 @@ func (s *Supervisor) run(h *process.Proc, initDone chan<- error) (any, error) {
 	s.env.Instances.Add(s)
 	defer func() {
 		s.env.Instances.Remove(s)
-		close(s.exited)
+		close(s.ran)
 	}()
 	if err := s.startInitial(); err != nil {
 		s.publishStatus(StatusFailed)

@@ -184,6 +184,30 @@ func TestIntensityEscalates(t *testing.T) {
 	}
 }
 
+// Done means the supervisor's process is gone from the node too, whether
+// it stopped on request or escalated: its PID is dead and nothing of the
+// tree counts among the node's processes. (Done used to close as run
+// returned, a moment before the process's teardown.)
+func TestDoneMeansTheProcessIsGone(t *testing.T) {
+	f := newFake(t)
+	f.addWorker("t:w")
+	for i := range 100 {
+		s := f.start("t:sup", &Spec{MaxRestarts: 0, Children: kids("a")})
+		if i%2 == 0 {
+			if err := s.Stop(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+		} else {
+			send(t, f.env.Node, infoOf(t, s, "a").PID, "crash") // escalates
+			<-s.Done()
+		}
+		if f.env.Node.Alive(s.PID()) || f.env.Node.Count() != 0 {
+			t.Fatalf("round %d: after Done, the supervisor's process alive: %v, processes left: %d",
+				i, f.env.Node.Alive(s.PID()), f.env.Node.Count())
+		}
+	}
+}
+
 // Failures spaced beyond the window never escalate.
 func TestIntensityWindowSlides(t *testing.T) {
 	f := newFake(t)
