@@ -513,7 +513,12 @@ func (ld *load) document(file string, doc *yaml.Node, fr *fileResult) {
 		top.Errorf("entries", "must be a list of entries")
 		return
 	}
-	if !nsOK {
+	// With an invalid namespace the entries are still decoded and checked
+	// against one another, under the namespace as written ("?" when there
+	// is none to show), so that every mistake is reported at once: fixing
+	// the namespace used to reveal the rest. The file's error keeps the
+	// configuration from running.
+	if !nsOK && (ns == "" || hasEnvRef(ns)) {
 		ns = "?"
 	}
 	for i, n := range list.Content {
@@ -528,7 +533,7 @@ func (ld *load) document(file string, doc *yaml.Node, fr *fileResult) {
 			continue
 		}
 		e := ld.entry(file, ns, i, n)
-		if !nsOK || e == nil {
+		if e == nil {
 			continue
 		}
 		fr.entries = append(fr.entries, e)
@@ -738,8 +743,10 @@ func (ld *load) lifecycle(d *Decoder, e *Entry) {
 				lc.add(pos, field, errIDFromEnv)
 				continue
 			}
+			// Only what was written is checked: a bare name takes the
+			// file's namespace, whose own mistake is reported once.
 			id := Qualify(lc.entry, c.Value)
-			if !validID(id) {
+			if written := ID(c.Value); (strings.Contains(c.Value, ":") && !validID(written)) || (!strings.Contains(c.Value, ":") && !namePattern.MatchString(c.Value)) {
 				lc.add(pos, field, fmt.Sprintf("%q is not an entry ID (namespace:name)", c.Value))
 				continue
 			}

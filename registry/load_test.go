@@ -329,3 +329,31 @@ func TestFieldReportsOneMistake(t *testing.T) {
 		t.Fatalf("got %v", errs)
 	}
 }
+
+// An invalid namespace does not hide the file's other mistakes: its
+// entries are still checked, against one another too, under the namespace
+// as written. (Fixing the namespace used to reveal the rest.)
+func TestLoadInvalidNamespaceReportsEverything(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "c.yaml")
+	src := "namespace: App\nentries:\n  - {name: svc, kind: test.svc}\n  - {name: user, kind: test.svc, peer: scv, sise: 1, lifecycle: {depends_on: [svc]}}\n"
+	if err := os.WriteFile(p, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := loadT(t, p)
+	var es Errors
+	if !errors.As(err, &es) {
+		t.Fatalf("want Errors, got %v", err)
+	}
+	for _, want := range []string{
+		`namespace: invalid namespace "App"`,
+		`App:user: peer: references App:scv, which is not declared (did you mean "App:svc"?)`,
+		`App:user: sise: unknown field (did you mean "size"?)`,
+	} {
+		if !strings.Contains(es.Error(), want) {
+			t.Errorf("no error %q in\n%s", want, es.Error())
+		}
+	}
+	if strings.Contains(es.Error(), "is not an entry ID") {
+		t.Errorf("a bare depends_on is blamed for the namespace:\n%s", es.Error())
+	}
+}
