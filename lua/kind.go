@@ -31,6 +31,12 @@ type Options struct {
 	// assignment, rawset or table.insert that would add one more raises.
 	// Default: DefaultMaxTableEntries.
 	MaxTableEntries int
+	// MaxCallDepth is how deeply a script's calls may nest (Lua functions
+	// and builtins; a tail call adds none): one call more raises "stack
+	// overflow", an error the script can catch. The call stack and the
+	// data stack grow on demand, so an idle process does not pay for the
+	// depth it may reach. Default: DefaultMaxCallDepth.
+	MaxCallDepth int
 	// MaxTimers bounds a process's pending time.after timers: one more
 	// returns nil, limit. Default: DefaultMaxTimers.
 	MaxTimers int

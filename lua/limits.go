@@ -23,6 +23,10 @@ const (
 	// DefaultMaxTableEntries is the default limit on the entries of one
 	// table: 1,048,576 (16 MiB as an array, about 100 MiB as a map).
 	DefaultMaxTableEntries = 1 << 20
+	// DefaultMaxCallDepth is the default limit on nested calls: 20,000,
+	// C Lua 5.1's (LUAI_MAXCALLS), so that recursive code that runs there
+	// runs here.
+	DefaultMaxCallDepth = 20_000
 )
 
 // Defaults of Options: what one process may hold. A script that calls
@@ -48,6 +52,7 @@ var DefaultProcessLimits = process.Limits{MaxEvents: 100_000, MaxLinks: 100_000,
 type limits struct {
 	maxString  int
 	maxTable   int
+	maxCalls   int
 	maxTimers  int
 	maxListens int
 	proc       process.Limits // every script process's SpawnOptions.Limits
@@ -65,6 +70,7 @@ func newLimits(opts Options) limits {
 	return limits{
 		maxString:  orDefault(opts.MaxStringSize, DefaultMaxStringSize),
 		maxTable:   orDefault(opts.MaxTableEntries, DefaultMaxTableEntries),
+		maxCalls:   orDefault(opts.MaxCallDepth, DefaultMaxCallDepth),
 		maxTimers:  orDefault(opts.MaxTimers, DefaultMaxTimers),
 		maxListens: orDefault(opts.MaxListens, DefaultMaxListens),
 		proc: process.Limits{

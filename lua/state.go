@@ -17,13 +17,17 @@ import (
 // suspend.go; a state with its own safe libraries costs 49 KB or more, see
 // NOTES.md): the data stack starts at 32 slots, enough for a main function
 // waiting on its inbox, and grows on demand (by half its size at least) up
-// to registryMax; the call stack grows in segments of 8 frames up to
-// callStackSize. Deeper recursion is a catchable Lua error.
+// to registryMax; the call stack grows in segments of 8 frames up to the
+// host's MaxCallDepth (the fork's patch 25: the segments' index grows too).
+// Deeper recursion is a catchable Lua error, "stack overflow".
+//
+// registryMax is 16 MiB of slots (as many as the entries of the largest
+// table): 20,000 frames of up to 52 registers each. A function with more
+// locals and temporaries than that reaches "registry overflow" first.
 const (
 	registrySize     = 32
-	registryMax      = 64 * 1024
+	registryMax      = 1 << 20
 	registryGrowStep = 32
-	callStackSize    = 200
 )
 
 // newState builds a sandboxed state for p: no libraries of its own (the
@@ -33,7 +37,7 @@ func newState(p *Process) *lua.LState {
 	t := template()
 	L := lua.NewState(lua.Options{
 		SkipOpenLibs:        true,
-		CallStackSize:       callStackSize,
+		CallStackSize:       p.host.limits.maxCalls,
 		RegistrySize:        registrySize,
 		RegistryMaxSize:     registryMax,
 		RegistryGrowStep:    registryGrowStep,

@@ -183,6 +183,7 @@ func threadRun(L *LState) {
 
 	defer func() {
 		if rcv := recover(); rcv != nil {
+			L.closeUpvalues(0) // proctor: the coroutine is dead (see raiseError)
 			var lv LValue
 			if v, ok := rcv.(*ApiError); ok {
 				lv = v.Object

@@ -272,7 +272,7 @@ func basePCall(L *LState) int {
 		return 2
 	}
 	nargs := L.GetTop() - 1
-	if err := L.PCall(nargs, MultRet, nil); err != nil {
+	if err := L.pcall(nargs, MultRet, nil, false); err != nil { // proctor: no traceback
 		L.Push(LFalse)
 		if aerr, ok := err.(*ApiError); ok {
 			L.Push(aerr.Object)
@@ -469,7 +469,7 @@ func baseXPCall(L *LState) int {
 
 	top := L.GetTop()
 	L.Push(fn)
-	if err := L.PCall(0, MultRet, errfunc); err != nil {
+	if err := L.pcall(0, MultRet, errfunc, false); err != nil { // proctor: no traceback
 		L.Push(LFalse)
 		if aerr, ok := err.(*ApiError); ok {
 			L.Push(aerr.Object)

@@ -855,7 +855,10 @@ func compileRegAssignment(context *funcContext, names []string, exprs []ast.Expr
 
 func compileLocalAssignStmt(context *funcContext, stmt *ast.LocalAssignStmt) { // {{{
 	reg := context.RegTop()
-	if len(stmt.Names) == 1 && len(stmt.Exprs) == 1 {
+	// proctor: only `local function f` puts f in scope in its own body;
+	// upstream did so for `local f = function` too, so the body saw
+	// itself instead of the outer f.
+	if stmt.Func && len(stmt.Names) == 1 && len(stmt.Exprs) == 1 {
 		if _, ok := stmt.Exprs[0].(*ast.FunctionExpr); ok {
 			context.RegisterLocalVar(stmt.Names[0])
 			compileRegAssignment(context, stmt.Names, stmt.Exprs, reg, len(stmt.Names), sline(stmt))
@@ -1367,16 +1370,25 @@ func compileTableExpr(context *funcContext, reg int, ex *ast.TableExpr, ec *expc
 	regbase := reg
 
 	arraycount := 0
-	lastvararg := false
+	// proctor: pending counts the positional items in registers not yet
+	// set by a SETLIST. A block is set when it has FieldsPerFlush items,
+	// and the rest after the last field, as in C Lua. Upstream flushed
+	// whenever the number of items so far was a multiple of
+	// FieldsPerFlush, at keyed fields too: after 50 items, {…, x = f()}
+	// set t[1] to what f returned, in a register it had reused, and a
+	// final call or ... after 50 items overwrote t[1], t[2], ….
+	pending := 0
 	for i, field := range ex.Fields {
 		islast := i == len(ex.Fields)-1
+		multi := false
 		if field.Key == nil {
 			if islast && isVarArgReturnExpr(field.Value) {
 				reg += compileExpr(context, reg, field.Value, ecnone(-2))
-				lastvararg = true
+				multi = true
 			} else {
 				reg += compileExpr(context, reg, field.Value, ecnone(0))
 				arraycount += 1
+				pending += 1
 			}
 		} else {
 			regorg := reg
@@ -1391,28 +1403,26 @@ func compileTableExpr(context *funcContext, reg int, ex *ast.TableExpr, ec *expc
 			code.AddABC(opcode, tablereg, b, c, sline(ex))
 			reg = regorg
 		}
-		flush := arraycount % FieldsPerFlush
-		if (arraycount != 0 && (flush == 0 || islast)) || lastvararg {
+		if pending == FieldsPerFlush || (islast && (pending > 0 || multi)) {
 			reg = regbase
-			num := flush
-			if num == 0 {
-				num = FieldsPerFlush
-			}
-			c := (arraycount-1)/FieldsPerFlush + 1
-			b := num
-			if islast && isVarArgReturnExpr(field.Value) {
+			c := (arraycount-pending)/FieldsPerFlush + 1
+			b := pending
+			if multi {
 				b = 0
 			}
+			pending = 0
 			line := field.Value
 			if field.Key != nil {
 				line = field.Key
 			}
+			// proctor: past 511 blocks C is 0 and the block number is
+			// the next word; upstream wrote 0 there, so the items past
+			// 25,550 overwrote the first ones.
 			if c > 511 {
-				c = 0
-			}
-			code.AddABC(OP_SETLIST, tablereg, b, c, sline(line))
-			if c == 0 {
+				code.AddABC(OP_SETLIST, tablereg, b, 0, sline(line))
 				code.Add(uint32(c), sline(line))
+			} else {
+				code.AddABC(OP_SETLIST, tablereg, b, c, sline(line))
 			}
 		}
 	}
@@ -1789,6 +1799,7 @@ func patchCode(context *funcContext) { // {{{
 		maxreg = np
 	}
 	moven := 0
+	skip := 0
 	code := context.Code.List()
 	for pc := 0; pc < len(code); pc++ {
 		inst := code[pc]
@@ -1800,8 +1811,15 @@ func patchCode(context *funcContext) { // {{{
 			continue
 		case OP_SETGLOBAL, OP_SETUPVAL, OP_EQ, OP_LT, OP_LE, OP_TEST,
 			OP_TAILCALL, OP_RETURN, OP_FORPREP, OP_FORLOOP, OP_TFORLOOP,
-			OP_SETLIST, OP_CLOSE:
+			OP_CLOSE:
 			/* nothing to do */
+		case OP_SETLIST:
+			// proctor: with C = 0 the next word is the block number
+			// (a constructor of more than 25,550 items), not an
+			// instruction: it is skipped below.
+			if opGetArgC(inst) == 0 {
+				skip = 1
+			}
 		case OP_CALL:
 			if reg := opGetArgA(inst) + opGetArgC(inst) - 2; reg > maxreg {
 				maxreg = reg
@@ -1821,8 +1839,20 @@ func patchCode(context *funcContext) { // {{{
 		case OP_JMP: // jump to jump optimization
 			distance := 0
 			count := 0 // avoiding infinite loops
-			for jmp := inst; opGetOpCode(jmp) == OP_JMP && count < 5; jmp = context.Code.At(pc + distance + 1) {
-				d := context.GetLabelPc(opGetArgSbx(jmp)) - pc
+			// proctor: a jump before this one has been patched already:
+			// its sBx is an offset, no longer a label. Upstream read it
+			// as a label, so a jump to a jump it had patched (the jump
+			// back of a generic for whose body starts with a break, or
+			// with an if false) went to a wrong place: registers
+			// corrupted (yuin/gopher-lua #514, #540).
+			at := pc
+			for jmp := inst; opGetOpCode(jmp) == OP_JMP && count < 5; jmp = context.Code.At(at) {
+				if at < pc {
+					at += opGetArgSbx(jmp) + 1
+				} else {
+					at = context.GetLabelPc(opGetArgSbx(jmp)) + 1
+				}
+				d := at - pc - 1
 				if d > opMaxArgSbx {
 					if distance == 0 {
 						raiseCompileError(context, context.Proto.LineDefined, "too long to jump.")
@@ -1833,6 +1863,9 @@ func patchCode(context *funcContext) { // {{{
 				count++
 			}
 			if distance == 0 {
+				// proctor: TFORLOOP reads the sBx of the jump after it
+				// even when that is a NOP: it must say 0, not a label.
+				context.Code.SetSbx(pc, 0)
 				context.Code.SetOpCode(pc, OP_NOP)
 			} else {
 				context.Code.SetSbx(pc, distance)
@@ -1853,6 +1886,8 @@ func patchCode(context *funcContext) { // {{{
 			}
 			moven = 0
 		}
+		pc += skip
+		skip = 0
 	}
 	maxreg++
 	if maxreg > maxRegisters {

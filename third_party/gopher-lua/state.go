@@ -237,9 +237,14 @@ const FramesPerSegment = 8
 type callFrameStackSegment struct {
 	array [FramesPerSegment]callFrame
 }
-type segIdx uint16
+type segIdx int // proctor: was uint16, which bounded the stack at 524,280 frames
 type autoGrowingCallFrameStack struct {
+	// proctor: segments grows on demand, up to maxSegs. Upstream made it
+	// as long as the largest stack allowed: a state allowed 20,000 frames
+	// (a depth of recursion C Lua allows) carried 20 KB of pointers,
+	// whether it ever called a function or not.
 	segments []*callFrameStackSegment
+	maxSegs  int
 	segIdx   segIdx
 	// segSp is the number of frames in the current segment which are used. Full 'sp' value is segIdx * FramesPerSegment + segSp.
 	// It points to the next stack slot to use, so 0 means to use the 0th element in the segment, and a value of
@@ -266,7 +271,8 @@ func freeCallFrameStackSegment(seg *callFrameStackSegment) {
 // FramesPerSegment.
 func newAutoGrowingCallFrameStack(maxSize int) callFrameStack {
 	cs := &autoGrowingCallFrameStack{
-		segments: make([]*callFrameStackSegment, (maxSize+(FramesPerSegment-1))/FramesPerSegment),
+		segments: make([]*callFrameStackSegment, 1),
+		maxSegs:  max((maxSize+(FramesPerSegment-1))/FramesPerSegment, 1),
 		segIdx:   0,
 	}
 	cs.segments[0] = newCallFrameStackSegment()
@@ -278,8 +284,12 @@ func (cs *autoGrowingCallFrameStack) IsEmpty() bool {
 }
 
 // IsFull returns true if the stack cannot receive any more stack pushes without overflowing
+// proctor: upstream compared the index of the last segment with the number
+// of segments, which it never reaches: a full stack was not seen as full,
+// and Push panicked with "lua callstack overflow" instead of the caller
+// raising "stack overflow".
 func (cs *autoGrowingCallFrameStack) IsFull() bool {
-	return int(cs.segIdx) == len(cs.segments) && cs.segSp >= FramesPerSegment
+	return int(cs.segIdx) == cs.maxSegs-1 && cs.segSp >= FramesPerSegment
 }
 
 func (cs *autoGrowingCallFrameStack) Clear() {
@@ -304,9 +314,12 @@ func (cs *autoGrowingCallFrameStack) Push(v callFrame) {
 	curSeg := cs.segments[cs.segIdx]
 	if cs.segSp >= FramesPerSegment {
 		// segment full, push new segment if allowed
-		if cs.segIdx < segIdx(len(cs.segments)-1) {
+		if int(cs.segIdx) < cs.maxSegs-1 {
 			curSeg = newCallFrameStackSegment()
 			cs.segIdx++
+			if int(cs.segIdx) == len(cs.segments) {
+				cs.segments = append(cs.segments, nil) // proctor: see segments
+			}
 			cs.segments[cs.segIdx] = curSeg
 			cs.segSp = 0
 		} else {
@@ -335,6 +348,14 @@ func (cs *autoGrowingCallFrameStack) SetSp(sp int) {
 		freeCallFrameStackSegment(cs.segments[cs.segIdx])
 		cs.segments[cs.segIdx] = nil
 		cs.segIdx--
+	}
+	// proctor: sp at the end of the current segment, when it is full and
+	// the next one is not there: upstream set segSp to 0, so the stack
+	// lost the whole segment (pcall of a value that cannot be called, at a
+	// depth that is a multiple of FramesPerSegment).
+	if cs.segIdx < desiredSegIdx {
+		cs.segSp = FramesPerSegment
+		return
 	}
 	cs.segSp = desiredFramesInLastSeg
 }
@@ -706,7 +727,6 @@ func newLState(options Options) *LState {
 		currentFrame: nil,
 		wrapped:      false,
 		uvcache:      nil,
-		hasErrorFunc: false,
 		mainLoop:     mainLoop,
 		ctx:          nil,
 	}
@@ -755,18 +775,13 @@ func (ls *LState) printCallStack() {
 	println("-------------------------")
 }
 
-func (ls *LState) closeAllUpvalues() { // +inline-start
-	for cf := ls.currentFrame; cf != nil; cf = cf.Parent {
-		if !cf.Fn.IsG {
-			ls.closeUpvalues(cf.LocalBase)
-		}
-	}
-} // +inline-end
-
+// proctor: raising an error closes no upvalue: the call that catches it
+// (PCall, a coroutine's end, runSuspendable) closes those of the frames it
+// unwinds, and only those. Upstream closed the upvalues of every frame,
+// those below the pcall too: after pcall(error, "x"), a closure over a
+// local of the caller no longer shared it with the caller (the closure
+// changed its own copy; yuin/gopher-lua #448).
 func (ls *LState) raiseError(level int, format string, args ...interface{}) {
-	if !ls.hasErrorFunc {
-		ls.closeAllUpvalues()
-	}
 	message := format
 	if len(args) > 0 {
 		message = fmt.Sprintf(format, args...)
@@ -823,33 +838,64 @@ func (ls *LState) where(level int, skipg bool) string {
 	return fmt.Sprintf("%v:%v", sourcename, line)
 }
 
+// proctor: stackTrace walks the frames twice and formats only the lines it
+// keeps (the first and last 7 of more than 20). Upstream formatted every
+// frame, each found by a walk from the top (GetStack): cubic in the depth,
+// and PCall makes one for every error it catches. With 5,000 nested
+// pcalls each re-raising, a script ran for 8 minutes in Go code that no
+// context could stop.
 func (ls *LState) stackTrace(level int) string {
-	buf := []string{}
 	header := "stack traceback:"
-	if ls.currentFrame != nil {
-		i := 0
-		for dbg, ok := ls.GetStack(i); ok; dbg, ok = ls.GetStack(i) {
-			cf := dbg.frame
-			buf = append(buf, fmt.Sprintf("\t%v in %v", ls.Where(i), ls.formattedFrameFuncName(cf)))
-			if !cf.Fn.IsG && cf.TailCall > 0 {
-				for tc := cf.TailCall; tc > 0; tc-- {
-					buf = append(buf, "\t(tailcall): ?")
-					i++
-				}
-			}
-			i++
+	// The lines: each frame's, a "(tailcall)" for each tail call it
+	// replaced, and a last "[G]: ?".
+	total := 1
+	for cf := ls.currentFrame; cf != nil; cf = cf.Parent {
+		total++
+		if !cf.Fn.IsG {
+			total += cf.TailCall
 		}
 	}
-	buf = append(buf, fmt.Sprintf("\t%v: %v", "[G]", "?"))
-	buf = buf[intMax(0, intMin(level, len(buf))):len(buf)]
-	if len(buf) > 20 {
-		newbuf := make([]string, 0, 20)
-		newbuf = append(newbuf, buf[0:7]...)
-		newbuf = append(newbuf, "\t...")
-		newbuf = append(newbuf, buf[len(buf)-7:len(buf)]...)
-		buf = newbuf
+	first := intMax(0, intMin(level, total))
+	n := total - first
+	keep := func(i int) bool { return i >= first && (n <= 20 || i < first+7 || i >= total-7) }
+	buf := make([]string, 0, intMin(n, 15))
+	i := 0
+	add := func(line func() string) {
+		if keep(i) {
+			buf = append(buf, line())
+		}
+		if n > 20 && i == first+6 {
+			buf = append(buf, "\t...")
+		}
+		i++
 	}
+	for cf := ls.currentFrame; cf != nil; cf = cf.Parent {
+		add(func() string { return fmt.Sprintf("\t%v in %v", ls.frameWhere(cf), ls.formattedFrameFuncName(cf)) })
+		if !cf.Fn.IsG && cf.TailCall > 0 {
+			for tc := cf.TailCall; tc > 0; tc-- {
+				if !keep(i) && i > first+6 && i < total-7 {
+					// skip the tail calls in the middle in one step
+					skip := intMin(tc, total-7-i)
+					i += skip
+					tc -= skip - 1
+					continue
+				}
+				add(func() string { return "\t(tailcall): ?" })
+			}
+		}
+	}
+	add(func() string { return fmt.Sprintf("\t%v: %v", "[G]", "?") })
 	return fmt.Sprintf("%s\n%s", header, strings.Join(buf, "\n"))
+}
+
+// proctor: frameWhere is Where for a frame: "source:line:", or "[G]:" for
+// a Go function.
+func (ls *LState) frameWhere(cf *callFrame) string {
+	proto := cf.Fn.Proto
+	if proto == nil {
+		return "[G]:"
+	}
+	return fmt.Sprintf("%v:%v:", proto.SourceName, proto.DbgSourcePositions[cf.Pc-1])
 }
 
 func (ls *LState) formattedFrameFuncName(fr *callFrame) string {
@@ -1816,9 +1862,6 @@ func (ls *LState) Error(lv LValue, level int) {
 	if str, ok := lv.(LString); ok {
 		ls.raiseError(level, string(str))
 	} else {
-		if !ls.hasErrorFunc {
-			ls.closeAllUpvalues()
-		}
 		ls.Push(lv)
 		ls.Panic(ls)
 	}
@@ -2114,20 +2157,23 @@ func (ls *LState) Call(nargs, nret int) {
 }
 
 func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
+	return ls.pcall(nargs, nret, errfunc, true)
+}
+
+// proctor: pcall is PCall; with trace false an error gets no traceback:
+// Lua's pcall and xpcall, which drop it, do not build one (see
+// stackTrace).
+func (ls *LState) pcall(nargs, nret int, errfunc *LFunction, trace bool) (err error) {
 	err = nil
 	sp := ls.stack.Sp()
 	base := ls.reg.Top() - nargs - 1
 	oldpanic := ls.Panic
 	ls.Panic = panicWithoutTraceback
-	if errfunc != nil {
-		ls.hasErrorFunc = true
-	}
 	suspOK := ls.suspOK   // proctor: see callR
 	goCalls := ls.goCalls // proctor: an error skips the decrements in callR
 	defer func() {
 		ls.goCalls = goCalls
 		ls.Panic = oldpanic
-		ls.hasErrorFunc = false
 		ls.suspOK = suspOK
 		rcv := recover()
 		if rcv != nil {
@@ -2158,8 +2204,11 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 							}
 						} else {
 							err = rcv.(*ApiError)
-							err.(*ApiError).StackTrace = ls.stackTrace(0)
+							if trace {
+								err.(*ApiError).StackTrace = ls.stackTrace(0)
+							}
 						}
+						ls.closeUpvalues(base) // proctor: see raiseError
 						ls.stack.SetSp(sp)
 						ls.currentFrame = ls.stack.Last()
 						ls.reg.SetTop(base)
@@ -2167,9 +2216,12 @@ func (ls *LState) PCall(nargs, nret int, errfunc *LFunction) (err error) {
 				}()
 				ls.Call(1, 1)
 				err = newApiError(ApiErrorError, ls.Get(-1))
-			} else if len(err.(*ApiError).StackTrace) == 0 {
+			} else if trace && len(err.(*ApiError).StackTrace) == 0 {
 				err.(*ApiError).StackTrace = ls.stackTrace(0)
 			}
+			// proctor: the frames unwound close their upvalues, after
+			// the error function saw them (see raiseError).
+			ls.closeUpvalues(base)
 			ls.stack.SetSp(sp)
 			ls.currentFrame = ls.stack.Last()
 			ls.reg.SetTop(base)

@@ -168,6 +168,7 @@ func (ls *LState) runSuspendable(step func()) (suspended bool, err error) {
 			if ae := err.(*ApiError); len(ae.StackTrace) == 0 {
 				ae.StackTrace = ls.stackTrace(0)
 			}
+			ls.closeUpvalues(s.base) // proctor: see raiseError
 			ls.stack.SetSp(s.sp)
 			ls.currentFrame = ls.stack.Last()
 			ls.reg.SetTop(s.base)

@@ -30,12 +30,26 @@ func (tb *LTable) Entries() int {
 // proctor: growArray sets t[index+1] = value where index >= len(array):
 // in the array when the gap is small, taking the keys the array now covers
 // out of the hash part, else in the hash part.
+//
+// proctor: a key the hash part already holds is set (or cleared) where it
+// is: keys move into the array only when a new key is added. Lua allows a
+// traversal to assign to existing fields and to clear them; moving the key
+// and its neighbours out of the hash part during one made next() skip or
+// repeat keys.
 func (tb *LTable) growArray(index int, value LValue) {
 	alen := len(tb.array)
-	if value == LNil {
-		if tb.dict != nil {
-			tb.RawSetH(LNumber(index+1), LNil)
+	if tb.dict != nil {
+		key := LNumber(index + 1)
+		if _, ok := tb.dict[key]; ok || value == LNil {
+			if value == LNil {
+				delete(tb.dict, key)
+			} else {
+				tb.dict[key] = value
+			}
+			return
 		}
+	}
+	if value == LNil {
 		return
 	}
 	if index-alen > maxArrayGap {
@@ -262,6 +276,7 @@ func (tb *LTable) Insert(i int, value LValue) {
 }
 
 // MaxN returns a maximum number key that nil value does not exist before it.
+// (proctor: the array part only; table.maxn looks at the hash part too.)
 func (tb *LTable) MaxN() int {
 	if tb.array == nil {
 		return 0
@@ -275,29 +290,27 @@ func (tb *LTable) MaxN() int {
 }
 
 // Remove removes from this table the element at a given position.
+// proctor: as Lua 5.1's table.remove, pos is between 1 and the length
+// (Len) and the elements after it move down; a negative pos is the last
+// element. Upstream removed the last slot of the array part, which
+// t[#t] = nil had already cleared: t = {1, 2, 3}; t[#t] = nil;
+// table.remove(t) gave nil and left #t at 2.
 func (tb *LTable) Remove(pos int) LValue {
-	if tb.array == nil {
+	n := tb.Len()
+	if pos < 0 {
+		pos = n
+	}
+	if pos < 1 || pos > n {
 		return LNil
 	}
-	larray := len(tb.array)
-	if larray == 0 {
-		return LNil
-	}
-	i := pos - 1
-	oldval := LNil
-	switch {
-	case i >= larray:
-		// nothing to do
-	case i == larray-1 || i < 0:
-		oldval = tb.array[larray-1]
-		tb.array = tb.array[:larray-1]
-	default:
-		oldval = tb.array[i]
-		copy(tb.array[i:], tb.array[i+1:])
-		tb.array[larray-1] = nil
-		tb.array = tb.array[:larray-1]
-	}
-	return oldval
+	// The slots past n are nil, and n <= len(tb.array): the array part
+	// ends with the element removed, and shrinks (the hash part holds no
+	// key it now reaches, see maxArrayGap).
+	old := tb.array[pos-1]
+	copy(tb.array[pos-1:n-1], tb.array[pos:n])
+	tb.array[n-1] = LNil
+	tb.array = tb.array[:n-1]
+	return old
 }
 
 // RawSet sets a given LValue to a given index without the __newindex metamethod.

@@ -34,18 +34,31 @@ func tableGetN(L *LState) int {
 	return 1
 }
 
+// proctor: as Lua 5.1, the largest positive number key, integer or not,
+// in the array part or the hash part (upstream: MaxN, the array part's
+// only: table.maxn{[1000] = true} was 0).
 func tableMaxN(L *LState) int {
-	L.Push(LNumber(L.CheckTable(1).MaxN()))
+	tbl := L.CheckTable(1)
+	max := LNumber(tbl.MaxN())
+	for k := range tbl.dict {
+		if n, ok := k.(LNumber); ok && n > max {
+			max = n
+		}
+	}
+	L.Push(max)
 	return 1
 }
 
+// proctor: as Lua 5.1's tremove, a position outside 1..#t removes nothing
+// and returns no value.
 func tableRemove(L *LState) int {
 	tbl := L.CheckTable(1)
-	if L.GetTop() == 1 {
-		L.Push(tbl.Remove(-1))
-	} else {
-		L.Push(tbl.Remove(L.CheckInt(2)))
+	n := tbl.Len()
+	pos := L.OptInt(2, n)
+	if pos < 1 || pos > n {
+		return 0
 	}
+	L.Push(tbl.Remove(pos))
 	return 1
 }
 
@@ -85,15 +98,25 @@ func tableConcat(L *LState) int {
 func tableInsert(L *LState) int {
 	tbl := L.CheckTable(1)
 	nargs := L.GetTop()
-	if nargs == 1 {
-		L.RaiseError("wrong number of arguments")
+	if nargs != 2 && nargs != 3 {
+		L.RaiseError("wrong number of arguments to 'insert'") // proctor: as Lua 5.1
 	}
 
 	if L.GetTop() == 2 {
 		tbl.Append(L.Get(2))
 		return 0
 	}
-	tbl.Insert(int(L.CheckInt(2)), L.CheckAny(3))
+	pos, v := L.CheckInt(2), L.CheckAny(3)
+	if pos < 1 {
+		// proctor: as Lua 5.1's tinsert, the elements from pos to #t move
+		// up (upstream set t[pos] only).
+		for i := tbl.Len() + 1; i > pos; i-- {
+			tbl.RawSet(LNumber(i), tbl.RawGet(LNumber(i-1)))
+		}
+		tbl.RawSet(LNumber(pos), v)
+		return 0
+	}
+	tbl.Insert(pos, v)
 	return 0
 }
 

@@ -194,7 +194,6 @@ type LState struct {
 	currentFrame *callFrame
 	wrapped      bool
 	uvcache      *Upvalue
-	hasErrorFunc bool
 	// goCalls counts the VM loops running inside another on this thread
 	// (callR from a builtin, a metamethod, an iterator, pcall); PCall puts
 	// it back when it catches an error (proctor: see coYield).

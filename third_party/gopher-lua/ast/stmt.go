@@ -23,6 +23,10 @@ type LocalAssignStmt struct {
 
 	Names []string
 	Exprs []Expr
+	// proctor: Func says the statement is `local function name`, whose
+	// name is in scope in its own body; in `local name = function`
+	// it is not.
+	Func bool
 }
 
 type FuncCallStmt struct {
