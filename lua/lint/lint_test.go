@@ -64,6 +64,7 @@ func TestFindings(t *testing.T) {
 		{"two on a line", "function main() return procss, procss end" + main,
 			[]string{`1:24: unknown global "procss" (did you mean "process"?)`, `1:32: unknown global "procss" (did you mean "process"?)`}},
 		{"a local's own initializer", "function main() local x = x end" + main, []string{`1:27: unknown global "x"`}},
+		{"a local function expression's own name", "function main() local f = function() return f() end end" + main, []string{`1:45: unknown global "f"`}},
 		{"a local after its block", "function main() do local y = 1 end return y end" + main, []string{`1:43: unknown global "y"`}},
 		{"for variable after its loop", "function main() for i = 1, 2 do end return i end" + main, []string{`1:44: unknown global "i"`}},
 		{"a declaration and a key before the read", "function main() local procss = {procss = procss} end" + main,

@@ -200,15 +200,13 @@ func (w *walker) stmt(st ast.Stmt, sc *scope) {
 		}
 		w.exprs(s.Rhs, sc)
 	case *ast.LocalAssignStmt:
-		// local function f: f is visible in its own body. (The parser
-		// writes it as local f = function; a plain local f = function
-		// cannot see f, but treating it alike only misses a mistake.)
-		if len(s.Names) == 1 && len(s.Exprs) == 1 {
-			if fn, ok := s.Exprs[0].(*ast.FunctionExpr); ok {
-				w.declare(sc, s.Names[0], "")
-				w.function(fn, sc, false)
-				return
-			}
+		// local function f: f is visible in its own body; in a plain
+		// local f = function it is not (the body sees the outer f), as
+		// in C Lua.
+		if s.Func {
+			w.declare(sc, s.Names[0], "")
+			w.function(s.Exprs[0].(*ast.FunctionExpr), sc, false)
+			return
 		}
 		libs := make([]string, len(s.Names))
 		types := make([]string, len(s.Names))
