@@ -29,9 +29,10 @@ const (
 	DefaultMaxReplyBytes = 16 << 20
 	// MaxAskTimeout bounds the timeout of POST /v1/ask.
 	MaxAskTimeout = 60 * time.Second
-	// maxDestLen and maxTopicLen bound the strings of a request.
-	maxDestLen  = 512
-	maxTopicLen = 1024
+	// maxDestLen and maxTopicLen bound the strings of a request: the
+	// process layer's own bounds.
+	maxDestLen  = process.MaxNameSize
+	maxTopicLen = process.MaxTopicSize
 	// senderMailbox bounds the endpoint's process's mailbox: what scripts
 	// send back to it is read and dropped, and a flood past this is
 	// refused to its senders.

@@ -326,3 +326,35 @@ func metricValue(t *testing.T, m prometheus.Metric) float64 {
 	t.Fatal("not a counter or gauge")
 	return 0
 }
+
+// A group's name is a label kept in the state, every event and the views:
+// one past process.MaxNameSize is refused with a limit error by every
+// operation that names a group, and a broadcast's topic past
+// process.MaxTopicSize too.
+func TestLongGroupNamesRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.pid()
+	long := strings.Repeat("g", process.MaxNameSize+1)
+	ops := map[string]func() error{
+		"join":      func() error { return h.s.Join(p, "ok", long) },
+		"leave":     func() error { return h.s.Leave(p, long) },
+		"monitor":   func() error { _, _, err := h.s.Monitor(p, long); return err },
+		"broadcast": func() error { _, err := h.s.Broadcast(p, long, "t", nil); return err },
+		"topic": func() error {
+			_, err := h.s.Broadcast(p, "ok", strings.Repeat("t", process.MaxTopicSize+1), nil)
+			return err
+		},
+	}
+	for name, op := range ops {
+		err := op()
+		if !errors.Is(err, process.ErrTooLong) || value.KindOf(err) != value.KindLimit || len(err.Error()) > 200 {
+			t.Fatalf("%s: err = %.300v (kind %s), want a short limit error", name, err, value.KindOf(err))
+		}
+	}
+	if n := len(h.s.GetMembers("ok")); n != 0 {
+		t.Fatalf("the refused batch joined %d", n)
+	}
+	if err := h.s.Join(p, long[:process.MaxNameSize]); err != nil {
+		t.Fatal(err)
+	}
+}
