@@ -270,7 +270,7 @@ func detail(in registry.EntryInfo) entryDetail {
 		d.DependsOn = []registry.ID{}
 	}
 	if in.Err != nil {
-		d.Error = in.Entry.Redact(in.Err.Error())
+		d.Error = in.Entry.ShowError(in.Err)
 	}
 	if in.Instance != nil {
 		if in.Status == registry.StatusRunning {

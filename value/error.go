@@ -171,6 +171,23 @@ func Clip(s string, n int) string {
 	return strings.Clone(s[:end]) + marker(len(s)-end)
 }
 
+// ClippedError returns err when its text fits in MaxShownError, else an
+// *Error of the same kind and code whose message is ClipError(err) (its
+// members, cause and details left out): what the runtime keeps of an
+// error for its views, so that a script's 60 MB error is not held, and
+// shown, whole. errors.Is still matches its sentinel by the code.
+func ClippedError(err error) error {
+	if err == nil || len(err.Error()) <= MaxShownError {
+		return err
+	}
+	out := &Error{Kind: KindOf(err), Message: ClipError(err)}
+	var ve *Error
+	if errors.As(err, &ve) {
+		out.Code = ve.Code
+	}
+	return out
+}
+
 // ClipError returns err's text as the runtime shows it: Clip of its
 // message (an aggregate with its members) at MaxShownError. "" for nil.
 func ClipError(err error) string {
