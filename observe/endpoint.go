@@ -73,7 +73,7 @@ func (s *server) mountOps(mux *http.ServeMux) http.Handler {
 	mux.Handle("GET /ui/", files)
 	mux.HandleFunc("GET /ui/events", s.hub.serve(s))
 	if s.opts.Pprof {
-		mountPprof(mux)
+		mountPprof(mux, s.tokenIfSet)
 	}
 	return &endpoint{Handler: mux, hub: s.hub}
 }
