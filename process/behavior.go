@@ -128,7 +128,7 @@ func (p *process) dispatch() {
 			runtime.Gosched()
 			continue
 		}
-		p.mb.trim()
+		p.trimQueues()
 		p.sched.Store(0)
 		// A sender that saw sched==1 did not start a goroutine: look again.
 		if p.mb.len() == 0 && (p.ext.Load() == nil || p.ext.Load().events.len() == 0) && !p.stopReq.Load() {
