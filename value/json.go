@@ -184,4 +184,3 @@ func hex4(s string, i int) (rune, bool) {
 	n, err := strconv.ParseUint(s[i:i+4], 16, 32)
 	return rune(n), err == nil
 }
-
