@@ -462,64 +462,6 @@ func inJSON(err error, step string) error {
 
 // jsonDecode decodes one JSON value; malformed input is nil, err (invalid)
 // with the offset of the problem.
-// checkJSONText refuses what encoding/json would silently turn into
-// U+FFFD: bytes that are not UTF-8 and escapes of lone UTF-16 surrogates
-// ("\ud800"), as json.encode refuses strings that are not UTF-8. A
-// backslash is legal only inside a string, so every one starts an escape.
-func checkJSONText(s string) error {
-	if !utf8.ValidString(s) {
-		for i := 0; i < len(s); {
-			r, n := utf8.DecodeRuneInString(s[i:])
-			if r == utf8.RuneError && n == 1 {
-				return value.NewError(value.KindInvalid, "json.decode: at offset %d: invalid UTF-8", i)
-			}
-			i += n
-		}
-	}
-	for i := strings.IndexByte(s, '\\'); i >= 0 && i+1 < len(s); {
-		if s[i+1] != 'u' {
-			i += 2
-		} else {
-			r, ok := hex4(s, i+2)
-			switch {
-			case !ok:
-				i += 2 // a syntax error, which json.Unmarshal reports
-			case r >= 0xd800 && r < 0xdc00:
-				lo, ok := rune(0), i+11 < len(s) && s[i+6] == '\\' && s[i+7] == 'u'
-				if ok {
-					lo, ok = hex4(s, i+8)
-				}
-				if !ok || lo < 0xdc00 || lo >= 0xe000 {
-					return value.NewError(value.KindInvalid, "json.decode: at offset %d: lone UTF-16 surrogate %s", i, s[i:i+6])
-				}
-				i += 12
-			case r >= 0xdc00 && r < 0xe000:
-				return value.NewError(value.KindInvalid, "json.decode: at offset %d: lone UTF-16 surrogate %s", i, s[i:i+6])
-			default:
-				i += 6
-			}
-		}
-		if i >= len(s) {
-			break
-		}
-		next := strings.IndexByte(s[i:], '\\')
-		if next < 0 {
-			break
-		}
-		i += next
-	}
-	return nil
-}
-
-// hex4 reads the four hex digits of a \u escape at s[i:].
-func hex4(s string, i int) (rune, bool) {
-	if i+4 > len(s) {
-		return 0, false
-	}
-	n, err := strconv.ParseUint(s[i:i+4], 16, 32)
-	return rune(n), err == nil
-}
-
 func jsonDecode(L *lua.LState) int {
 	s := L.CheckString(1)
 	// Every value but the first follows a comma or opens a container: an
@@ -531,8 +473,8 @@ func jsonDecode(L *lua.LState) int {
 		}
 	}
 	v, err := offload(L, len(s) > offloadBytes, func() (any, error) {
-		if err := checkJSONText(s); err != nil {
-			return nil, err
+		if err := value.CheckJSONText(s); err != nil {
+			return nil, value.NewError(err.Kind, "json.decode: %s", err.Message)
 		}
 		var v any
 		if err := json.Unmarshal([]byte(s), &v); err != nil {

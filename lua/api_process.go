@@ -75,6 +75,9 @@ func procSend(L *lua.LState) int {
 	p := ProcessOf(L)
 	dest := CheckDest(L, 1)
 	topic := L.CheckString(2)
+	if err := checkLabels("send", dest, topic); err != nil {
+		return ReturnError(L, err)
+	}
 	payload, err := PayloadArg(L, 3)
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("send %q to %s: %w", topic, dest, err))
@@ -103,6 +106,9 @@ func procAsk(L *lua.LState) int {
 	timeout := OptDuration(L, 4, process.DefaultAskTimeout)
 	if timeout <= 0 {
 		L.ArgError(4, "timeout must be positive")
+	}
+	if err := checkLabels("ask", dest, topic); err != nil {
+		return ReturnError(L, err)
 	}
 	if w := p.asked; w != nil && w.active {
 		return p.askOn(L, w, dest, topic, timeout)
@@ -336,6 +342,9 @@ func procInbox(L *lua.LState) int {
 func procListen(L *lua.LState) int {
 	p := ProcessOf(L)
 	topic := L.CheckString(1)
+	if err := process.CheckTopic("listen", topic); err != nil {
+		return ReturnError(L, err)
+	}
 	c, err := p.mbox.listenChannel(topic)
 	if err != nil {
 		return ReturnError(L, err)

@@ -63,8 +63,10 @@ func (c *crashLog) report(p *Process, err error) {
 	if !c.allow(p) {
 		return
 	}
+	// The report shows at most value.MaxShownError of the error (with its
+	// total size): a script's error may be of any size.
 	ve := value.FromError(err)
-	attrs := []any{"error", string(ve.Kind) + ": " + ve.String()}
+	attrs := []any{"error", string(ve.Kind) + ": " + value.ClipError(ve)}
 	if f := p.failed; f != nil {
 		if f.where != "" {
 			attrs = append(attrs, "location", f.where)

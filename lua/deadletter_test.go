@@ -41,3 +41,39 @@ end }`)
 		t.Fatalf("late reply: %+v", l)
 	}
 }
+
+// A topic is a label: one past process.MaxTopicSize, or a destination past
+// process.MaxNameSize, is refused at the send with a limit error, and no
+// dead letter keeps it (a script that sent 64 MiB topics to a dead PID
+// filled the ring with gigabytes and took the node down).
+func TestScriptLongTopicsRefused(t *testing.T) {
+	h := newHarness(t)
+	e := h.Entry("main", `
+return { main = function()
+  local topic = string.rep("t", 1025)
+  local name = string.rep("n", 513)
+  for _, f in ipairs({
+    function() return process.send("<test.999999.1>", topic) end,
+    function() return process.send("nobody", topic) end,
+    function() return process.send(name, "t") end,
+    function() return process.ask("<test.999999.1>", topic) end,
+    function() return process.ask(name, "t") end,
+    function() return process.listen(topic) end,
+    function() return process.register(name) end,
+  }) do
+    local ok, err = f()
+    assert(ok == nil and err.kind == "limit", tostring(err))
+    assert(#err.message < 200, #err.message)
+  end
+  assert(not process.send("<test.999999.1>", string.rep("t", 1024)))
+  return "ok"
+end }`)
+	h.Check(e)
+	got := h.Dead.ByReason()
+	if d := got[process.DeadNoProcess]; len(d) != 1 || len(d[0].Topic) != process.MaxTopicSize {
+		t.Fatalf("dead letters: %d of no_process (want only the one at the bound), %d of name_not_found", len(d), len(got[process.DeadNameNotFound]))
+	}
+	if n := len(got[process.DeadNameNotFound]); n != 0 {
+		t.Fatalf("%d dead letters of name_not_found", n)
+	}
+}

@@ -278,6 +278,16 @@ func CheckDest(L *lua.LState, n int) string {
 	return string(s)
 }
 
+// checkLabels refuses a destination or a topic past the process layer's
+// bounds (process.MaxNameSize, process.MaxTopicSize) before either is
+// quoted in an error or kept in a dead letter.
+func checkLabels(verb, dest, topic string) error {
+	if err := process.CheckName(verb, dest); err != nil {
+		return err
+	}
+	return process.CheckTopic(verb, topic)
+}
+
 func (p *Process) resolve(dest string) (process.PID, error) {
 	if dest == p.destStr && dest != "" && process.IsPIDString(dest) {
 		return p.destPID, nil

@@ -51,13 +51,31 @@ func (s *server) authorized(h http.HandlerFunc) http.HandlerFunc {
 			s.fail(w, http.StatusMethodNotAllowed, "write endpoints are off: start the runner with --http-token-file to enable them")
 			return
 		}
-		got, ok := bearer(r.Header.Get("Authorization"))
-		if !ok || !s.token.matches(got) {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="proctor"`)
-			s.fail(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <token from --http-token-file>)")
-			return
+		if s.hasToken(w, r) {
+			h(w, r)
 		}
-		h(w, r)
+	}
+}
+
+// hasToken reports whether r carries the node's token; when it does not,
+// it has answered 401.
+func (s *server) hasToken(w http.ResponseWriter, r *http.Request) bool {
+	if got, ok := bearer(r.Header.Get("Authorization")); ok && s.token.matches(got) {
+		return true
+	}
+	w.Header().Set("WWW-Authenticate", `Bearer realm="proctor"`)
+	s.fail(w, http.StatusUnauthorized, "missing or wrong bearer token (Authorization: Bearer <token from --http-token-file>)")
+	return false
+}
+
+// tokenIfSet guards what reveals or costs the node without changing it
+// (--pprof): open while the node has no token, as /metrics is, and asking
+// for the token once one is set (401 without it).
+func (s *server) tokenIfSet(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if !s.token.set || s.hasToken(w, r) {
+			h(w, r)
+		}
 	}
 }
 

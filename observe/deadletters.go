@@ -10,6 +10,7 @@ import (
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
 )
 
 // DeadLetterOptions configure NewDeadLetters. Every zero field takes its
@@ -117,9 +118,13 @@ func NewDeadLetters(opts DeadLetterOptions) *DeadLetters {
 	return d
 }
 
-// DeadLetter implements process.DeadLetterSink.
+// DeadLetter implements process.DeadLetterSink. What it keeps and logs of
+// the destination and the topic is cut at process.MaxNameSize and
+// process.MaxTopicSize (value.Clip): the process layer refuses longer ones
+// at the send, but a dead letter may come from anywhere, and the ring
+// must not hold whatever a sender was given.
 func (d *DeadLetters) DeadLetter(l process.DeadLetter) {
-	v := DeadLetter{Time: l.Time, To: l.To, Topic: l.Topic, Reason: string(l.Reason)}
+	v := DeadLetter{Time: l.Time, To: value.Clip(l.To, process.MaxNameSize), Topic: value.Clip(l.Topic, process.MaxTopicSize), Reason: value.Clip(string(l.Reason), process.MaxNameSize)}
 	if !l.From.IsZero() {
 		v.From = l.From.String()
 	}

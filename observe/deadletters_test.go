@@ -157,3 +157,29 @@ func TestDeadLettersFlushOnTick(t *testing.T) {
 	d.DeadLetter(letter(process.DeadUnreachable, "x@y"))
 	testutil.Eventually(t, "the summed line", func() bool { return strings.Contains(buf.String(), `"count":1`) })
 }
+
+// What the ring keeps and the log writes of a dead letter's strings is cut,
+// with a marker, however long the sender's were (the ring of 256 held whole
+// 64 MiB topics: gigabytes, and /v1/dead-letters served them).
+func TestDeadLettersBoundTheirStrings(t *testing.T) {
+	var logs strings.Builder
+	d := NewDeadLetters(DeadLetterOptions{Keep: 4, Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+	l := letter(process.DeadNoProcess, strings.Repeat("n", 1<<20))
+	l.Topic = strings.Repeat("t", 8<<20)
+	d.DeadLetter(l)
+	d.DeadLetter(l) // summed into the interval's line at Close
+	d.Close()
+	got := d.Recent()
+	if len(got) != 2 {
+		t.Fatalf("%d kept", len(got))
+	}
+	for _, g := range got {
+		if len(g.To) > process.MaxNameSize || len(g.Topic) > process.MaxTopicSize ||
+			!strings.HasSuffix(g.Topic, " bytes cut)") || !strings.HasSuffix(g.To, " bytes cut)") {
+			t.Fatalf("kept to %d bytes, topic %d bytes", len(g.To), len(g.Topic))
+		}
+	}
+	if logs.Len() > 8<<10 {
+		t.Fatalf("the log holds %d bytes", logs.Len())
+	}
+}

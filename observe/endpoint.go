@@ -77,7 +77,7 @@ func (s *server) mountOps(mux *http.ServeMux) http.Handler {
 	// quiet (chromium --screenshot) can return.
 	mux.HandleFunc("GET /ui/state", s.uiStateOnce)
 	if s.opts.Pprof {
-		mountPprof(mux)
+		mountPprof(mux, s.tokenIfSet)
 	}
 	return &endpoint{Handler: mux, hub: s.hub}
 }

@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/proctor-run/proctor/value"
@@ -20,6 +22,31 @@ func duplicateKey(data []byte) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	return dupWalk(dec, "")
+}
+
+// exactFields returns an error naming the first key of the object data
+// holds that is not one of known, compared exactly: encoding/json matches
+// field names without regard to case ("Dest" fills dest).
+func exactFields(data []byte, known ...string) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil // not an object: decoding says so
+	}
+	for dec.More() {
+		kt, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := kt.(string)
+		if !slices.Contains(known, k) {
+			return fmt.Errorf("unknown field %q (field names are matched exactly: %s)", k, strings.Join(known, ", "))
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
 }
 
 // dupWalk reads one value from dec; path names it in errors.

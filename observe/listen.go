@@ -101,6 +101,11 @@ func Listen(addr string, h http.Handler, opts ListenOptions) (*Server, error) {
 			MaxHeaderBytes:    opts.MaxHeaderBytes,
 			ErrorLog:          slog.NewLogLogger(opts.Logger.Handler(), slog.LevelWarn),
 			ConnState:         ll.track,
+			// The live view's streams look at their connection (see
+			// peerWindow).
+			ConnContext: func(ctx context.Context, c net.Conn) context.Context {
+				return context.WithValue(ctx, connKey{}, c)
+			},
 		},
 		ln:   ll,
 		addr: ln.Addr(),
@@ -245,6 +250,12 @@ type limitConn struct {
 	l    *limitListener
 	once sync.Once
 }
+
+// Unwrap returns the connection accepted.
+func (c *limitConn) Unwrap() net.Conn { return c.Conn }
+
+// connKey holds a request's connection in its context.
+type connKey struct{}
 
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()

@@ -46,14 +46,17 @@ func (s *server) deadLetters(w http.ResponseWriter, r *http.Request) {
 // /debug/pprof/: the request is time-limited like every other.
 const maxProfileSeconds = 300
 
-// mountPprof serves net/http/pprof under /debug/pprof/.
-func mountPprof(mux *http.ServeMux) {
-	mux.HandleFunc("GET /debug/pprof/", pprof.Index)
-	mux.HandleFunc("GET /debug/pprof/cmdline", pprof.Cmdline)
-	mux.HandleFunc("GET /debug/pprof/profile", longRunning(pprof.Profile))
-	mux.HandleFunc("GET /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("POST /debug/pprof/symbol", pprof.Symbol)
-	mux.HandleFunc("GET /debug/pprof/trace", longRunning(pprof.Trace))
+// mountPprof serves net/http/pprof under /debug/pprof/, each handler
+// through guard: a profile reveals what the node runs (its command line,
+// its goroutines' stacks) and costs it (heap?gc=1 forces a full GC), so
+// with a token set it asks for it (tokenIfSet).
+func mountPprof(mux *http.ServeMux, guard func(http.HandlerFunc) http.HandlerFunc) {
+	mux.HandleFunc("GET /debug/pprof/", guard(pprof.Index))
+	mux.HandleFunc("GET /debug/pprof/cmdline", guard(pprof.Cmdline))
+	mux.HandleFunc("GET /debug/pprof/profile", guard(longRunning(pprof.Profile)))
+	mux.HandleFunc("GET /debug/pprof/symbol", guard(pprof.Symbol))
+	mux.HandleFunc("POST /debug/pprof/symbol", guard(pprof.Symbol))
+	mux.HandleFunc("GET /debug/pprof/trace", guard(longRunning(pprof.Trace)))
 }
 
 // longRunning lets a profile of ?seconds=N (default 30, at most

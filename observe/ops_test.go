@@ -229,3 +229,34 @@ func getRec(t *testing.T, h http.Handler, path string) *httptest.ResponseRecorde
 	h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
 	return rec
 }
+
+// With a token set, every /debug/pprof/ handler asks for it: 100
+// anonymous heap?gc=1 forced 100 full GCs, and the command line was
+// readable.
+func TestPprofNeedsTheTokenWhenOneIsSet(t *testing.T) {
+	h := opsHandler(Ops{Pprof: true, Token: testToken})
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/heap?gc=1", "/debug/pprof/cmdline", "/debug/pprof/goroutine?debug=2",
+		"/debug/pprof/symbol", "/debug/pprof/profile?seconds=1", "/debug/pprof/trace?seconds=1"} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		if rec.Code != http.StatusUnauthorized || !strings.HasPrefix(rec.Header().Get("WWW-Authenticate"), "Bearer") {
+			t.Fatalf("%s without the token: %d", path, rec.Code)
+		}
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer wrong-token-of-some-length")
+		rec = httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusUnauthorized {
+			t.Fatalf("%s with a wrong token: %d", path, rec.Code)
+		}
+	}
+	for _, path := range []string{"/debug/pprof/", "/debug/pprof/cmdline", "/debug/pprof/heap"} {
+		req := httptest.NewRequest("GET", path, nil)
+		req.Header.Set("Authorization", "Bearer "+testToken)
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		if rec.Code != http.StatusOK {
+			t.Fatalf("%s with the token: %d", path, rec.Code)
+		}
+	}
+}

@@ -270,7 +270,7 @@ func detail(in registry.EntryInfo) entryDetail {
 		d.DependsOn = []registry.ID{}
 	}
 	if in.Err != nil {
-		d.Error = in.Entry.Redact(in.Err.Error())
+		d.Error = in.Entry.ShowError(in.Err)
 	}
 	if in.Instance != nil {
 		if in.Status == registry.StatusRunning {
@@ -387,7 +387,8 @@ func viewPage(q url.Values) (registry.ViewPage, error) {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < f.min || (f.min == 1 && n > registry.MaxViewLimit) {
 			if f.min == 1 {
-				return p, fmt.Errorf("%s %q: want an integer from 1 to %d", f.name, v, registry.MaxViewLimit)
+				return p, fmt.Errorf("%s %q: want an integer from 1 to %d (a page holds at most %d; page through with %s)",
+					f.name, v, registry.MaxViewLimit, registry.MaxViewLimit, strings.TrimSuffix(f.name, "limit")+"offset")
 			}
 			return p, fmt.Errorf("%s %q: want an integer from 0", f.name, v)
 		}

@@ -322,6 +322,19 @@ func TestPagedViews(t *testing.T) {
 			t.Fatalf("%s: %d %s", q, code, body)
 		}
 	}
+	// A page is for reading: 100,000 groups of 100,000 members each let 40
+	// requests take gigabytes. The 400 says what the cap is and how to page.
+	for q, want := range map[string]string{
+		"limit=1001":         `limit \"1001\": want an integer from 1 to 1000 (a page holds at most 1000; page through with offset)`,
+		"group_limit=100000": `group_limit \"100000\": want an integer from 1 to 1000 (a page holds at most 1000; page through with group_offset)`,
+	} {
+		if code, body := get(t, h, "/v1/pg?"+q); code != http.StatusBadRequest || !strings.Contains(body, want) {
+			t.Fatalf("%s: %d %s", q, code, body)
+		}
+	}
+	if got := page("/v1/pg?limit=1000&group_limit=1000"); got.Limit != 1000 || got.GroupLimit != 1000 {
+		t.Fatalf("the largest page: %+v", got)
+	}
 	st := s.state()
 	if len(st.Scopes) != 1 || st.Scopes[0].View.(registry.ViewPage).Limit != 40 {
 		t.Fatalf("the live view's page: %+v", st.Scopes)

@@ -175,7 +175,7 @@ func (s *server) state() uiState {
 	for _, in := range infos {
 		e := uiEntry{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status, Restarts: in.Restarts}
 		if in.Err != nil {
-			e.Error = in.Entry.Redact(in.Err.Error())
+			e.Error = in.Entry.ShowError(in.Err)
 		}
 		running := in.Status == registry.StatusRunning && in.Instance != nil
 		if running {

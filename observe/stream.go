@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -29,6 +30,11 @@ type UIOptions struct {
 	// Heartbeat is how often an idle stream gets a comment, which keeps
 	// proxies from closing it and finds dead clients. Default: 15s.
 	Heartbeat time.Duration
+	// StallTimeout is how long a client may leave what it was sent unread
+	// before it is dropped, freeing its place: a write that blocks that
+	// long, or (on Linux) a receive window that stays below its largest.
+	// Default: 15s.
+	StallTimeout time.Duration
 }
 
 // Defaults of UIOptions.
@@ -36,8 +42,13 @@ const (
 	DefaultUIMaxClients = 16
 	DefaultUIInterval   = 500 * time.Millisecond
 	DefaultUIHeartbeat  = 15 * time.Second
-	// streamWriteWindow is how long one write to a stream may take.
-	streamWriteWindow = 15 * time.Second
+	DefaultUIStall      = 15 * time.Second
+	// heartbeatPad is the padding of a heartbeat comment: enough for a
+	// client that stopped reading to show it in its receive window (whose
+	// granularity is a KiB or so), even while no state changes.
+	heartbeatPad = 4 << 10
+	// stallCheck is how often a stream looks at its client's window.
+	stallCheck = time.Second
 )
 
 func (o UIOptions) withDefaults() UIOptions {
@@ -49,6 +60,9 @@ func (o UIOptions) withDefaults() UIOptions {
 	}
 	if o.Heartbeat <= 0 {
 		o.Heartbeat = DefaultUIHeartbeat
+	}
+	if o.StallTimeout <= 0 {
+		o.StallTimeout = DefaultUIStall
 	}
 	return o
 }
@@ -176,7 +190,7 @@ func (h *hub) serve(s *server) http.HandlerFunc {
 		w.Header().Set("X-Accel-Buffering", "no")
 		w.WriteHeader(http.StatusOK)
 		write := func(b []byte) bool {
-			if rc.SetWriteDeadline(time.Now().Add(streamWriteWindow)) != nil {
+			if rc.SetWriteDeadline(time.Now().Add(h.opts.StallTimeout)) != nil {
 				return false // cannot move the deadline: the stream would be cut
 			}
 			if _, err := w.Write(b); err != nil {
@@ -189,16 +203,46 @@ func (h *hub) serve(s *server) http.HandlerFunc {
 		}
 		beat := time.NewTicker(h.opts.Heartbeat)
 		defer beat.Stop()
+		// A client that stops reading holds a place for good while the
+		// kernel's buffers take what it is sent (an idle node sends only
+		// heartbeats): where the connection tells, the client's receive
+		// window says it, and a window that stays below its largest for
+		// the stall timeout drops the client.
+		var window func() (uint32, bool)
+		var check <-chan time.Time
+		if c, ok := r.Context().Value(connKey{}).(net.Conn); ok {
+			if window = peerWindow(c); window != nil {
+				t := time.NewTicker(min(stallCheck, h.opts.StallTimeout/4))
+				defer t.Stop()
+				check = t.C
+			}
+		}
+		var widest uint32
+		var stalled time.Time // when the window fell below widest; zero while it is not
+		ping := append([]byte(": ping "), bytes.Repeat([]byte("."), heartbeatPad)...)
+		ping = append(ping, "\n\n"...)
 		var buf []byte
 		for {
 			select {
+			case now := <-check:
+				w, ok := window()
+				switch {
+				case !ok:
+				case w >= widest:
+					widest, stalled = w, time.Time{}
+				case stalled.IsZero():
+					stalled = now
+				case now.Sub(stalled) >= h.opts.StallTimeout:
+					s.opts.Logger.Info("live view dropped: its client stopped reading", "remote", r.RemoteAddr, "for", now.Sub(stalled).Round(time.Second).String())
+					return
+				}
 			case frame := <-st.next:
 				buf = append(append(append(buf[:0], "event: state\ndata: "...), frame...), "\n\n"...)
 				if !write(buf) {
 					return
 				}
 			case <-beat.C:
-				if !write([]byte(": ping\n\n")) {
+				if !write(ping) {
 					return
 				}
 			case <-r.Context().Done():

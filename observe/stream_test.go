@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"sync"
@@ -207,5 +208,56 @@ func TestHubKeepsOnlyTheLatestState(t *testing.T) {
 	second := <-st.next // a newer one
 	if second[0] <= first[0] {
 		t.Fatalf("states %d then %d", first[0], second[0])
+	}
+}
+
+// Clients that never read their stream are dropped after the stall
+// timeout, even while the node is idle (no state changes, only
+// heartbeats), so new viewers get in; a client that reads is kept. Before,
+// 16 such clients kept every new viewer at 503 for the whole 180 s test.
+func TestStreamDropsClientsThatStopReading(t *testing.T) {
+	src := &liveSource{}
+	src.set(info("app:a", "process.lua", registry.StatusDefined, nil))
+	ui := UIOptions{MaxClients: 3, Interval: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond, StallTimeout: 500 * time.Millisecond}
+	s := streamServer(t, src, ui, ListenOptions{})
+	reader := openStream(t, s)
+	reader.next(t, 5*time.Second)
+	for range 2 {
+		c, err := net.Dial("tcp", s.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if _, err := c.Write([]byte("GET /ui/events HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+			t.Fatal(err)
+		}
+		// ... and never reads.
+	}
+	full := func() bool {
+		resp, err := http.Get("http://" + s.Addr().String() + "/ui/events")
+		if err != nil {
+			return false
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusServiceUnavailable
+	}
+	testutil.Eventually(t, "every place taken", full)
+	testutil.Eventually(t, "a new viewer let in", func() bool {
+		resp, err := http.Get("http://" + s.Addr().String() + "/ui/events")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK
+	})
+	// The client that reads was kept all along, and still gets states.
+	select {
+	case err := <-reader.done:
+		t.Fatalf("the reading client was dropped: %v", err)
+	default:
+	}
+	src.set(info("app:b", "process.lua", registry.StatusDefined, nil))
+	if st := reader.next(t, 5*time.Second); len(st.Entries) != 1 || st.Entries[0].ID != "app:b" {
+		t.Fatalf("state %+v", st)
 	}
 }

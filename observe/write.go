@@ -29,9 +29,10 @@ const (
 	DefaultMaxReplyBytes = 16 << 20
 	// MaxAskTimeout bounds the timeout of POST /v1/ask.
 	MaxAskTimeout = 60 * time.Second
-	// maxDestLen and maxTopicLen bound the strings of a request.
-	maxDestLen  = 512
-	maxTopicLen = 1024
+	// maxDestLen and maxTopicLen bound the strings of a request: the
+	// process layer's own bounds.
+	maxDestLen  = process.MaxNameSize
+	maxTopicLen = process.MaxTopicSize
 	// senderMailbox bounds the endpoint's process's mailbox: what scripts
 	// send back to it is read and dropped, and a flood past this is
 	// refused to its senders.
@@ -45,6 +46,9 @@ type message struct {
 	Payload json.RawMessage `json:"payload"`
 	Timeout string          `json:"timeout"` // ask only: a Go duration; default 5s
 }
+
+// messageFields are the names of message's fields, exactly as written.
+var messageFields = []string{"dest", "topic", "payload", "timeout"}
 
 // request is a validated message.
 type request struct {
@@ -119,6 +123,17 @@ func (s *server) decodeMessage(w http.ResponseWriter, r *http.Request, ask bool)
 		if errors.As(err, &tooBig) {
 			return request{}, http.StatusRequestEntityTooLarge, fmt.Errorf("request body larger than %d bytes", s.maxBody)
 		}
+		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
+	}
+	// What encoding/json would turn into U+FFFD unsaid (bytes that are not
+	// UTF-8, lone surrogate escapes) is refused, as json.decode does.
+	if err := value.CheckJSONText(string(data)); err != nil {
+		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %s", err.Message)
+	}
+	// encoding/json matches field names without regard to case, so
+	// {"dest":"a","Dest":"b"} went to b past the duplicate-key check: the
+	// names are matched exactly first.
+	if err := exactFields(data, messageFields...); err != nil {
 		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
@@ -322,13 +337,17 @@ func (s *server) ask(w http.ResponseWriter, r *http.Request) {
 	}
 	out := askReply{From: res.From.String()}
 	if res.Err != nil {
-		if out.Error, err = value.JSONForm(value.FromError(res.Err)); err != nil {
-			s.fail(w, http.StatusBadGateway, err.Error())
-			return
-		}
-	} else if out.Reply, err = value.JSONForm(res.Value); err != nil {
-		s.fail(w, http.StatusBadGateway, fmt.Sprintf("the reply has no JSON form: %v", err))
-		return
+		out.Error, err = value.JSONForm(value.FromError(res.Err))
+	} else {
+		out.Reply, err = value.JSONForm(res.Value)
+	}
+	if err != nil {
+		// A reply JSON cannot carry as it is (NaN, an infinity, a string
+		// that is not UTF-8) is refused, not changed, as json.encode
+		// refuses it: the ask's answer is that error, and says why.
+		out.Reply = nil
+		out.Error = map[string]any{"kind": string(value.KindInvalid),
+			"message": fmt.Sprintf("the %s of %s has no JSON form: %s", what, req.dest.text, value.ClipError(err))}
 	}
 	s.json(w, http.StatusOK, out)
 }

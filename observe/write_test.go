@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -158,6 +159,18 @@ func TestWriteRequestsAreValidated(t *testing.T) {
 		{"duplicate key in an ask", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","topic":"y"}`, 400, `duplicate key "topic"`},
 		{"duplicate key in the payload", "/v1/send", "application/json", `{"dest":"app:sink","topic":"x","payload":[{"a":1},{"b":1,"b":2}]}`, 400, `duplicate key "payload[1].b"`},
 		{"bad timeout", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","timeout":"soon"}`, 400, "timeout"},
+		// Field names are matched exactly: encoding/json let "Dest" win
+		// over "dest" past the duplicate-key check.
+		{"a field in capitals", "/v1/send", "application/json", `{"dest":"app:sink","Dest":"app:echo","topic":"x"}`, 400, `unknown field "Dest" (field names are matched exactly`},
+		{"TOPIC", "/v1/send", "application/json", `{"dest":"app:sink","topic":"x","TOPIC":"y"}`, 400, `unknown field "TOPIC"`},
+		{"Payload", "/v1/send", "application/json", `{"dest":"app:sink","topic":"x","Payload":1}`, 400, `unknown field "Payload"`},
+		{"TimeOut", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","TimeOut":"1s"}`, 400, `unknown field "TimeOut"`},
+		// What encoding/json would change into U+FFFD is refused, as
+		// json.decode refuses it.
+		{"raw bytes that are not UTF-8", "/v1/send", "application/json", "{\"dest\":\"app:sink\",\"topic\":\"x\",\"payload\":\"\xff\xfe\"}", 400, "at offset 42: invalid UTF-8"},
+		{"a lone surrogate", "/v1/send", "application/json", `{"dest":"app:sink","topic":"x","payload":"\ud800"}`, 400, `lone UTF-16 surrogate \ud800`},
+		{"a lone low surrogate in the topic", "/v1/send", "application/json", `{"dest":"app:sink","topic":"\udc00"}`, 400, "lone UTF-16 surrogate"},
+		{"a number JSON cannot hold", "/v1/send", "application/json", `{"dest":"app:sink","topic":"x","payload":1e999}`, 400, "payload"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -276,6 +289,34 @@ func TestAsk(t *testing.T) {
 		if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"`+dest+`","topic":"q","payload":5000}`); code != http.StatusBadGateway || !strings.Contains(m["error"].(string), "too large") {
 			t.Fatalf("%s past the bound: %d %v", dest, code, m)
 		}
+	}
+	// A reply JSON cannot carry as it is (NaN, an infinity, bytes that are
+	// not UTF-8) is an error reply saying so, never changed (a reply
+	// "\255\254" came back as "\ufffd\ufffd", math.huge as
+	// 1.7976931348623157e+308) and never a 502.
+	for name, reply := range map[string]any{
+		"nan":      map[string]any{"a": math.NaN()},
+		"inf":      map[string]any{"a": math.Inf(1)},
+		"bytes":    "\xff\xfe",
+		"key":      map[string]any{"\xff": 1.0},
+		"errbytes": &value.Error{Kind: value.KindInvalid, Message: "\xff"},
+	} {
+		pid, err := mn.node.Spawn(behavior(func(c process.Context, m process.Message) {
+			if e, ok := reply.(*value.Error); ok {
+				c.Reply(&m, nil, e)
+				return
+			}
+			c.Reply(&m, reply, nil)
+		}), process.SpawnOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"`+pid.String()+`","topic":"q"}`)
+		e, _ := m["error"].(map[string]any)
+		if code != 200 || e["kind"] != "invalid" || !strings.Contains(e["message"].(string), "has no JSON form") || m["reply"] != nil || m["from"] != pid.String() {
+			t.Fatalf("%s: %d %v", name, code, m)
+		}
+		mn.node.Kill(pid)
 	}
 	// Unknown: 404 at once.
 	if code, m, _ := post(t, mn.h, "/v1/ask", auth, "", `{"dest":"app:nobody","topic":"q"}`); code != 404 {

@@ -151,7 +151,7 @@ func (p *process) dispatch() {
 			p.sched.Store(schedRunning)
 			continue
 		}
-		p.mb.trim()
+		p.trimQueues()
 		p.sched.Store(schedIdle)
 		// A sender that saw the dispatcher running did not start a
 		// goroutine: look again.

@@ -218,6 +218,9 @@ func (n *Node) MailboxLen(pid PID) int {
 // A message that is not delivered is also reported as a dead letter
 // (Options.DeadLetters); a delivered one costs nothing more.
 func (n *Node) Send(to PID, m Message) error {
+	if len(m.Topic) > MaxTopicSize {
+		return CheckTopic("send to "+to.String(), m.Topic)
+	}
 	if to.Node == n.name {
 		return n.sendLocal(to, "", m)
 	}
@@ -265,6 +268,12 @@ func (n *Node) undeliveredTo(to PID, name string, m *Message, err error) error {
 // there when the message arrives, so an unknown name drops a tell and
 // rejects an ask with ErrNameNotFound.
 func (n *Node) SendName(node, name string, m Message) error {
+	if len(name) > MaxNameSize {
+		return CheckName("send", name)
+	}
+	if len(m.Topic) > MaxTopicSize {
+		return CheckTopic("send to "+name, m.Topic)
+	}
 	if node == n.name {
 		to, ok := n.Whereis(name)
 		if !ok {
@@ -289,6 +298,9 @@ func (n *Node) SendName(node, name string, m Message) error {
 // or its process exits. A name may not be empty, start with '<' (the shape
 // of a PID) or hold '@' (name@node addresses a name on a node).
 func (n *Node) Register(name string, pid PID) error {
+	if err := CheckName("register", name); err != nil {
+		return err
+	}
 	if name == "" || IsPIDString(name) || strings.IndexByte(name, '@') >= 0 {
 		return fmt.Errorf("register %q: %w", name, ErrInvalidName)
 	}
@@ -353,6 +365,9 @@ func (n *Node) Whereis(name string) (PID, bool) {
 // waits at most DefaultAskTimeout. To send to a name on another node,
 // SendName needs no round trip: the name is resolved on arrival.
 func (n *Node) Resolve(dest string) (PID, error) {
+	if err := CheckName("resolve", dest); err != nil {
+		return PID{}, err
+	}
 	if IsPIDString(dest) {
 		return ParsePID(dest)
 	}

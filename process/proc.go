@@ -61,8 +61,8 @@ func (h *Proc) Wake() <-chan struct{} { return h.p.wake }
 
 // Arm declares that the process is about to wait on Wake.
 func (h *Proc) Arm() {
-	// About to wait: hand back an emptied mailbox buffer first.
-	h.p.mb.trim()
+	// About to wait: hand back emptied queue buffers first.
+	h.p.trimQueues()
 	if h.p.wake == nil {
 		// Made before the store that publishes the armed state: a waker
 		// reads it only after seeing that state.

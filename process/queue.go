@@ -196,6 +196,18 @@ func (q *queue[T]) trim() {
 	q.clean = q.pos
 }
 
+// trimQueues trims the process's mailbox and event queue (queue.trim):
+// a popped slot keeps its item until then, and an event holds its exit
+// reason — a script's error of megabytes, for a supervisor whose children
+// crash with them. Only the process's own goroutine may call it, when it
+// is about to wait.
+func (p *process) trimQueues() {
+	p.mb.trim()
+	if x := p.ext.Load(); x != nil {
+		x.events.trim()
+	}
+}
+
 // mark raises the high-water mark to depth; q.mu must be held.
 func (q *queue[T]) mark(depth int64) {
 	if depth > q.hw.Load() {

@@ -55,8 +55,8 @@ var ErrSuspended = errors.New("process: suspended")
 //	}
 //	return nil, process.ErrSuspended
 func (h *Proc) Suspend(fn ProcFunc) {
-	// About to wait: hand back an emptied mailbox buffer first, as Arm does.
-	h.p.mb.trim()
+	// About to wait: hand back emptied queue buffers first, as Arm does.
+	h.p.trimQueues()
 	h.p.ext.Load().cont = fn
 	h.p.wait.Store(waitSuspending)
 }

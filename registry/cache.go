@@ -68,7 +68,7 @@ func (ld *load) readSource(path string) *sourceFile {
 	case prev != nil && prev.err == nil && prev.stamp.unchanged(fi):
 		sf = prev
 	default:
-		b, fi, err := readRegular(path, ld.maxSource)
+		b, fi, err := readRegular(ld.ctx, path, ld.maxSource, ld.readTimeout)
 		if err != nil {
 			sf = &sourceFile{path: path, err: err}
 			break

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -403,7 +404,7 @@ func (d *Decoder) LoadSource(field, rel string) *Source {
 		sf = d.ld.readSource(path)
 	} else {
 		sf = &sourceFile{path: path}
-		sf.bytes, _, sf.err = readRegular(path, DefaultMaxSourceSize)
+		sf.bytes, _, sf.err = readRegular(context.Background(), path, DefaultMaxSourceSize, 0)
 		sf.digest = sha256.Sum256(sf.bytes)
 	}
 	if sf.err != nil {

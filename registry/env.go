@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // Configuration from the environment: any scalar value of an entry may be
@@ -335,6 +337,17 @@ func (e *Entry) Redact(s string) string {
 		}
 	}
 	return s
+}
+
+// ShowError returns err's text as the runtime logs and shows it: Redact,
+// then cut at value.MaxShownError with the total size said (value.Clip).
+// A script's error may be of any size; whoever gets the error itself
+// still gets all of it. "" for nil.
+func (e *Entry) ShowError(err error) string {
+	if err == nil {
+		return ""
+	}
+	return value.Clip(e.Redact(err.Error()), value.MaxShownError)
 }
 
 // Secret reports whether e took values from the environment, which Redact

@@ -72,6 +72,10 @@ type Loader struct {
 	// MaxSourceSize caps each Lua source and module, in bytes. Default:
 	// DefaultMaxSourceSize (4 MiB).
 	MaxSourceSize int64
+	// ReadTimeout bounds the read of one file or source: a read that does
+	// not finish in time (a hung NFS or FUSE file) fails the load with an
+	// error naming the file. Default: DefaultReadTimeout (10 s).
+	ReadTimeout time.Duration
 	// MaxAliasNodes caps how many nodes YAML aliases may add, all files and
 	// documents together. Default: DefaultMaxAliasNodes (1,048,576).
 	MaxAliasNodes int64
@@ -117,7 +121,7 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 	ld := &load{
 		ctx: ctx, kinds: kinds, display: map[string]string{}, bounds: bounds,
 		maxConfig: cmp.Or(l.MaxConfigSize, DefaultMaxConfigSize),
-		maxSource: cmp.Or(l.MaxSourceSize, DefaultMaxSourceSize),
+		maxSource: cmp.Or(l.MaxSourceSize, DefaultMaxSourceSize), readTimeout: l.ReadTimeout,
 		aliasLeft: cmp.Or(l.MaxAliasNodes, DefaultMaxAliasNodes),
 		warn:      l.warn,
 		env:       l.environment(),
@@ -191,6 +195,7 @@ type load struct {
 	bounds      map[string]int
 	maxConfig   int64
 	maxSource   int64
+	readTimeout time.Duration
 	aliasLeft   int64 // alias nodes the rest of the configuration may add
 	aliasBudget int64
 	warn        func(path, msg string, args ...any)
@@ -354,7 +359,7 @@ func (ld *load) file(file string, cfg *Config, next *loadCache) {
 		next.files[file] = prev
 		return
 	}
-	b, fi, err := readRegular(file, ld.maxConfig)
+	b, fi, err := readRegular(ld.ctx, file, ld.maxConfig, ld.readTimeout)
 	if err != nil {
 		if errors.Is(err, ErrTooLarge) {
 			// The runner's flag is what a user can change.

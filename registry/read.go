@@ -2,11 +2,16 @@ package registry
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -32,13 +37,17 @@ var ErrTooLarge = errors.New("file too large")
 // readError says why a file could not be read, in the words the loader's
 // messages use.
 type readError struct {
-	err   error  // ErrNotRegular, ErrTooLarge, or the system's error
-	what  string // for ErrNotRegular: what the path is instead
+	err   error  // ErrNotRegular, ErrTooLarge, ErrKernelFile, ErrReadTimeout, or the system's error
+	what  string // for ErrNotRegular: what the path is instead; for ErrKernelFile, where it leads; for ErrReadTimeout, how long it waited
 	limit int64  // for ErrTooLarge
 }
 
 func (e *readError) Error() string {
 	switch e.err {
+	case ErrKernelFile:
+		return fmt.Sprintf("not read: %s (%s), which can block a reader or never end", e.err, e.what)
+	case ErrReadTimeout:
+		return fmt.Sprintf("%v: %s", e.err, e.what)
 	case ErrNotRegular:
 		return fmt.Sprintf("not a regular file (%s)", e.what)
 	case ErrTooLarge:
@@ -106,13 +115,126 @@ func (s stamp) unchanged(fi fs.FileInfo) bool {
 // node out of file descriptors does.
 var openFile = os.OpenFile
 
-// readRegular reads the regular file at path, at most limit bytes. It
-// never blocks on what is not a regular file: the file is opened
-// non-blocking (opening a named pipe would wait for a writer) and checked
-// on the open descriptor, so a file swapped for a pipe after a stat is
-// refused too. The read itself is bounded, so a file that grows while it
-// is read, or a device that never ends, costs at most limit+1 bytes.
-func readRegular(path string, limit int64) ([]byte, fs.FileInfo, error) {
+// readHook, when set, replaces defaultReadOpened: tests make reads block
+// as a read of a hung NFS or FUSE file does. It is atomic because the
+// read runs on a goroutine of its own that may outlive its load.
+var readHook atomic.Pointer[func(f *os.File, size, limit int64) ([]byte, error)]
+
+// readOpened reads what readRegular opened, at most limit+1 bytes.
+func readOpened(f *os.File, size, limit int64) ([]byte, error) {
+	if h := readHook.Load(); h != nil {
+		return (*h)(f, size, limit)
+	}
+	return defaultReadOpened(f, size, limit)
+}
+
+func defaultReadOpened(f *os.File, size, limit int64) ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(int(size) + bytes.MinRead)
+	_, err := buf.ReadFrom(io.LimitReader(f, limit+1))
+	return buf.Bytes(), err
+}
+
+// DefaultReadTimeout bounds one read of a configuration file or a Lua
+// source (Loader.ReadTimeout): 10 s.
+const DefaultReadTimeout = 10 * time.Second
+
+// ErrReadTimeout: a read of a configuration file or a source did not
+// finish within its deadline (a hung network or FUSE file system, a
+// kernel file whose read blocks). It wraps ETIMEDOUT, so the reload that
+// met it is retried later (Transient).
+var ErrReadTimeout = fmt.Errorf("the read did not finish in time: %w", syscall.ETIMEDOUT)
+
+// ErrKernelFile: a path that resolves into /proc, /sys or /dev. Their
+// files say they are regular and empty, and a read may block for good
+// (/proc/kmsg) or never end; no configuration lives there.
+var ErrKernelFile = errors.New("a file of /proc, /sys or /dev")
+
+// kernelDirs are the trees readRegular refuses, wherever a symlink points.
+var kernelDirs = []string{"/proc", "/sys", "/dev"}
+
+// inKernelDir reports whether path, its symlinks resolved, lies in one of
+// kernelDirs; it returns the resolved path.
+func inKernelDir(path string) (string, bool) {
+	real, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return path, false // the open reports it
+	}
+	if abs, err := filepath.Abs(real); err == nil {
+		real = abs
+	}
+	for _, d := range kernelDirs {
+		if real == d || strings.HasPrefix(real, d+"/") {
+			return real, true
+		}
+	}
+	return real, false
+}
+
+// stuckReads are the paths whose read passed its deadline and has not
+// returned yet: their goroutine is blocked in the kernel, where nothing
+// can stop it. Another read of one of them fails at once rather than
+// block a second goroutine.
+var stuckReads sync.Map
+
+// readsRunning counts the read goroutines, so that a test can wait for
+// the ones its loads abandoned.
+var readsRunning sync.WaitGroup
+
+// readRegular reads the regular file at path, at most limit bytes, within
+// timeout (0: DefaultReadTimeout) and until ctx is done. It never blocks
+// on what is not a regular file: the file is opened non-blocking (opening
+// a named pipe would wait for a writer) and checked on the open
+// descriptor, so a file swapped for a pipe after a stat is refused too.
+// Nothing under /proc, /sys or /dev is opened, wherever a symlink leads
+// (and, on Linux, nothing on those file systems). The read itself is
+// bounded, so a file that grows while it is read, or a device that never
+// ends, costs at most limit+1 bytes; a read that does not finish in time
+// fails with ErrReadTimeout and is left to finish on its own.
+func readRegular(ctx context.Context, path string, limit int64, timeout time.Duration) ([]byte, fs.FileInfo, error) {
+	if real, ok := inKernelDir(path); ok {
+		return nil, nil, &readError{err: ErrKernelFile, what: real}
+	}
+	if _, ok := stuckReads.Load(path); ok {
+		return nil, nil, &readError{err: ErrReadTimeout, what: "an earlier read of it has not returned yet"}
+	}
+	if timeout <= 0 {
+		timeout = DefaultReadTimeout
+	}
+	type result struct {
+		b   []byte
+		fi  fs.FileInfo
+		err error
+	}
+	done := make(chan result, 1)
+	readsRunning.Add(1)
+	go func() {
+		defer readsRunning.Done()
+		b, fi, err := readOpen(path, limit)
+		stuckReads.Delete(path)
+		done <- result{b, fi, err}
+	}()
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	select {
+	case r := <-done:
+		return r.b, r.fi, r.err
+	case <-t.C:
+		stuckReads.Store(path, true)
+		// It may have finished as the timer fired.
+		select {
+		case r := <-done:
+			return r.b, r.fi, r.err
+		default:
+		}
+		return nil, nil, &readError{err: ErrReadTimeout, what: "no answer within " + timeout.String()}
+	case <-ctx.Done():
+		return nil, nil, ctx.Err()
+	}
+}
+
+// readOpen opens and reads path for readRegular.
+func readOpen(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	f, err := openFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, nil, &readError{err: unwrapPath(err)}
@@ -125,16 +247,18 @@ func readRegular(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fi, &readError{err: ErrNotRegular, what: fileType(fi.Mode())}
 	}
+	if kernelFS(f) {
+		return nil, fi, &readError{err: ErrKernelFile, what: path}
+	}
 	if fi.Size() > limit {
 		return nil, fi, &readError{err: ErrTooLarge, limit: limit}
 	}
-	var buf bytes.Buffer
-	buf.Grow(int(fi.Size()) + bytes.MinRead)
-	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
+	b, err := readOpened(f, fi.Size(), limit)
+	if err != nil {
 		return nil, fi, &readError{err: unwrapPath(err)}
 	}
-	if int64(buf.Len()) > limit {
+	if int64(len(b)) > limit {
 		return nil, fi, &readError{err: ErrTooLarge, limit: limit}
 	}
-	return buf.Bytes(), fi, nil
+	return b, fi, nil
 }

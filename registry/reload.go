@@ -345,7 +345,7 @@ func (rt *Runtime) updateInPlace(ctx context.Context, id ID, e *Entry, st *Entry
 	}()
 	applied, err := u.Update(ctx, e)
 	if err != nil {
-		rt.log.Warn("update in place failed; restarting the entry", "entry", string(id), "error", e.Redact(err.Error()))
+		rt.log.Warn("update in place failed; restarting the entry", "entry", string(id), "error", e.ShowError(err))
 		return false
 	}
 	if applied {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
 )
 
 // Status is where an entry is in its life.
@@ -99,6 +100,9 @@ type slot struct {
 }
 
 func (s *slot) set(st EntryState) {
+	// What views show of the error: a script's error of any size would
+	// otherwise be held here and sent whole to every view.
+	st.Err = value.ClippedError(st.Err)
 	if st.Since.IsZero() {
 		st.Since = time.Now()
 	}
@@ -389,7 +393,7 @@ func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
 			// Stopping abandoned it (see callStart): not the entry's fault.
 			rt.log.Info("entry not started: the runtime is stopping", "entry", string(id))
 		} else {
-			rt.log.Error("entry failed to start", "entry", string(id), "error", e.Redact(err.Error()))
+			rt.log.Error("entry failed to start", "entry", string(id), "error", e.ShowError(err))
 		}
 		return fmt.Errorf("start %s: %w", id, err)
 	}
@@ -403,10 +407,11 @@ func (rt *Runtime) startEntry(ctx context.Context, id ID) error {
 
 func (rt *Runtime) setFailedCheck(id ID, err error) {
 	rt.failedHC[id] = true
-	msg := err.Error()
+	var e *Entry
 	if s, ok := rt.snap.Load().slots[id]; ok {
-		msg = s.entry.Redact(msg)
+		e = s.entry
 	}
+	msg := e.ShowError(err)
 	rt.opts.Health.SetCheck("entry."+string(id), func() error { return fmt.Errorf("entry failed: %s", msg) })
 }
 
@@ -443,7 +448,7 @@ func (rt *Runtime) stopEntry(id ID, s *slot) {
 	s.set(EntryState{Status: StatusStopping, Instance: cur.Instance, Err: cur.Err, Restarts: cur.Restarts})
 	err := rt.stopInstance(id, s.entry, cur.Instance)
 	if err != nil {
-		rt.log.Warn("entry did not stop cleanly", "entry", string(id), "error", s.entry.Redact(err.Error()))
+		rt.log.Warn("entry did not stop cleanly", "entry", string(id), "error", s.entry.ShowError(err))
 	} else {
 		rt.log.Debug("entry stopped", "entry", string(id))
 	}
@@ -616,7 +621,7 @@ func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit pro
 			if exit.Err == nil {
 				rt.failLogs.Log(rt.log, slog.LevelInfo, "entry", string(id), "entry returned; restarting it", "entry", string(id), "restart", string(typ))
 			} else if rt.failLogs.AllowLog(rt.log, slog.LevelWarn, "entry", string(id), "entry failed") {
-				log.Warn("entry failed", "error", s.entry.Redact(exit.Err.Error()))
+				log.Warn("entry failed", "error", s.entry.ShowError(exit.Err))
 			}
 		case exit.Err == nil:
 			next.Status = StatusCompleted
@@ -627,7 +632,7 @@ func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit pro
 		default:
 			next.Status = StatusFailed
 			rt.setFailedCheck(id, exit.Err)
-			log.Error("entry failed; not restarting it", "error", s.entry.Redact(exit.Err.Error()))
+			log.Error("entry failed; not restarting it", "error", s.entry.ShowError(exit.Err))
 		}
 		s.set(next)
 		if !restart {
@@ -706,7 +711,7 @@ func (rt *Runtime) Fail(ctx context.Context, id ID, old process.PID, reason erro
 		}
 		s.set(EntryState{Status: StatusFailed, Instance: cur.Instance, Err: reason, Restarts: cur.Restarts})
 		rt.setFailedCheck(id, reason)
-		rt.log.Error("entry failed for good; not restarting it", "entry", string(id), "error", s.entry.Redact(reason.Error()), "restarts", cur.Restarts)
+		rt.log.Error("entry failed for good; not restarting it", "entry", string(id), "error", s.entry.ShowError(reason), "restarts", cur.Restarts)
 		rt.kick()
 	})
 	if derr != nil {

@@ -102,7 +102,7 @@ func (rt *Runtime) abandonStart(e *Entry, res <-chan startResult) {
 			return
 		}
 		if err := rt.stopInstance(e.ID, e, r.inst); err != nil {
-			rt.log.Warn("the instance of an abandoned start did not stop cleanly", "entry", string(e.ID), "error", e.Redact(err.Error()))
+			rt.log.Warn("the instance of an abandoned start did not stop cleanly", "entry", string(e.ID), "error", e.ShowError(err))
 		}
 	}()
 }

@@ -146,18 +146,59 @@ func Wrap(cause *Error, context string, details any) *Error {
 	return &Error{Kind: cause.Kind, Message: clipMessage(msg, MaxMessageSize), Cause: trimChain(cause, MaxCauseDepth-1), Details: details}
 }
 
-// clipMessage returns s cut to at most n bytes, on a UTF-8 boundary, with
-// a note of the bytes cut.
-func clipMessage(s string, n int) string {
+// clipMessage returns s cut to at most n bytes (Clip).
+func clipMessage(s string, n int) string { return Clip(s, n) }
+
+// MaxShownError is the most of an error's text that the runtime logs,
+// keeps for a view or sends to the live view: 4 KiB, cut by Clip with the
+// total size said. The script that gets the error gets all of it.
+const MaxShownError = 4 << 10
+
+// Clip returns s when it holds at most n bytes; otherwise its first bytes,
+// cut on a UTF-8 boundary, and a marker that says how much was cut of how
+// much ("... (N of M bytes cut)"), n bytes in all. It is the runtime's one
+// way to bound what it keeps, logs or shows of a string it was given. A
+// clipped string is a copy: keeping it does not keep s.
+func Clip(s string, n int) string {
 	if len(s) <= n {
 		return s
 	}
-	note := fmt.Sprintf("... (%d bytes cut)", len(s)-n)
-	end := max(n-len(note)-3, 0) // -3: the note may grow a digit or two
+	marker := func(cut int) string { return fmt.Sprintf("... (%d of %d bytes cut)", cut, len(s)) }
+	end := max(n-len(marker(len(s))), 0) // the cut is at most len(s): its marker is no longer
 	for end > 0 && !utf8.RuneStart(s[end]) {
 		end--
 	}
-	return s[:end] + fmt.Sprintf("... (%d bytes cut)", len(s)-end)
+	return strings.Clone(s[:end]) + marker(len(s)-end)
+}
+
+// ClippedError returns err when its text fits in MaxShownError, else an
+// *Error of the same kind and code whose message is ClipError(err) (its
+// members, cause and details left out): what the runtime keeps of an
+// error for its views, so that a script's 60 MB error is not held, and
+// shown, whole. errors.Is still matches its sentinel by the code.
+func ClippedError(err error) error {
+	if err == nil || len(err.Error()) <= MaxShownError {
+		return err
+	}
+	out := &Error{Kind: KindOf(err), Message: ClipError(err)}
+	var ve *Error
+	if errors.As(err, &ve) {
+		out.Code = ve.Code
+	}
+	return out
+}
+
+// ClipError returns err's text as the runtime shows it: Clip of its
+// message (an aggregate with its members) at MaxShownError. "" for nil.
+func ClipError(err error) string {
+	if err == nil {
+		return ""
+	}
+	var ve *Error
+	if errors.As(err, &ve) && ve == err {
+		return Clip(ve.String(), MaxShownError)
+	}
+	return Clip(err.Error(), MaxShownError)
 }
 
 // trimChain returns e, or when its chain of causes is longer than n a copy

@@ -20,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/kinds/pool"
 	"github.com/proctor-run/proctor/kinds/supervisor"
@@ -92,8 +93,12 @@ func TestSoak(t *testing.T) {
 	after := measure()
 
 	lost := s.outstanding.Load()
+	hostile, _ := a.rt.Info("app:hostile")
+	deadBytes := s.deadLetterBytes(client)
+	longest := longestLine(r.stderr.String())
 	t.Logf(`soak of %s (GOMAXPROCS %d)
   heap after GC      %.1f MiB -> %.1f MiB
+  rss peak (VmHWM)   %.0f MiB
   goroutines         %d -> %d
   processes          %d -> %d (%d accounted for by the entries' trees and pools)
   asks               %d sent, %d answered, %d failed with an error, %d lost, %d wrong replies, %d settled twice
@@ -101,13 +106,27 @@ func TestSoak(t *testing.T) {
   edits saved        %d valid, %d invalid
   reloads            %d applied, %d rejected
   crashes            %d supervised children, %d pool routees, %d root services
-  http               %d connections opened and dropped, %d requests answered, %d failed`,
+  http               %d connections opened and dropped, %d requests answered, %d failed
+  hostile script     %d restarts (%s); /v1/dead-letters %d bytes; longest log line %d bytes`,
 		d, runtime.GOMAXPROCS(0),
-		mib(before.heap), mib(after.heap), before.goroutines, after.goroutines, procsBefore, a.node.Count(), accounted(a),
+		mib(before.heap), mib(after.heap), mib(rssPeak()), before.goroutines, after.goroutines, procsBefore, a.node.Count(), accounted(a),
 		s.sent.Load(), s.answered.Load(), s.failed.Load(), lost, s.wrong.Load(), s.twice.Load(), s.errorKinds(),
 		s.validEdits, s.invalidEdits, reloads["applied"]-reloads0["applied"], reloads["rejected"]-reloads0["rejected"],
 		s.crashedChildren.Load(), s.crashedRoutees.Load(), s.crashedServices.Load(),
-		s.conns.Load(), s.requests.Load(), s.requestErrors.Load())
+		s.conns.Load(), s.requests.Load(), s.requestErrors.Load(),
+		hostile.Restarts, hostile.Status, deadBytes, longest)
+
+	// The hostile script's assertions held (a failed one restarts it),
+	// and what the node keeps and logs of its data stayed bounded.
+	if hostile.Restarts != 0 || hostile.Status != registry.StatusRunning {
+		t.Errorf("the hostile script: %s after %d restarts: %v", hostile.Status, hostile.Restarts, hostile.Err)
+	}
+	if deadBytes > 2<<20 {
+		t.Errorf("/v1/dead-letters answered %d bytes", deadBytes)
+	}
+	if longest > 2*logging.MaxValueSize {
+		t.Errorf("a log line of %d bytes", longest)
+	}
 
 	if lost != 0 || s.wrong.Load() != 0 || s.twice.Load() != 0 {
 		t.Errorf("asks: %d lost, %d wrong replies, %d settled twice", lost, s.wrong.Load(), s.twice.Load())
@@ -175,7 +194,55 @@ func copyDemo(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
+	// The hostile script and its crashing child (testdata/soak) join the
+	// demo: huge topics and errors, unread subscriptions.
+	for _, name := range []string{"hostile.lua", "bigerr.lua"} {
+		b, err := os.ReadFile(filepath.Join("testdata", "soak", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "demo", name), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := filepath.Join(dir, "config.example.yaml")
+	b, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b = append(b, soakHostile...)
+	if err := os.WriteFile(cfg, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
 	return dir
+}
+
+// soakHostile adds the hostile script to the demo configuration.
+const soakHostile = `
+  # --- The soak's own: a hostile script (cmd/runner/testdata/soak).
+  - name: hostile
+    kind: process.lua
+    source: file://demo/hostile.lua
+    lifecycle: {auto_start: true, depends_on: [pg, sessions]}
+  - name: bigerr
+    kind: process.lua
+    source: file://demo/bigerr.lua
+`
+
+// rssPeak is the process's peak resident set (VmHWM), in bytes; 0 where
+// the system does not say.
+func rssPeak() uint64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.SplitSeq(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, _ := strconv.ParseUint(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 func waitReady(t *testing.T, c *http.Client, base string, r *inproc) {
@@ -519,7 +586,7 @@ func (s *soak) errorKinds() string {
 func (s *soak) churnHTTP(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(5, 6))
 	addr := s.a.srv.Addr().String()
-	paths := []string{"/healthz", "/readyz", "/v1/entries", "/v1/entries/app:counter", "/v1/supervisors", "/v1/pools", "/v1/pg", "/metrics"}
+	paths := []string{"/healthz", "/readyz", "/v1/entries", "/v1/entries/app:counter", "/v1/supervisors", "/v1/pools", "/v1/pg", "/metrics", "/v1/dead-letters"}
 	tr := &http.Transport{MaxIdleConnsPerHost: 8}
 	defer tr.CloseIdleConnections()
 	c := &http.Client{Timeout: 10 * time.Second, Transport: tr}
@@ -567,6 +634,27 @@ func (s *soak) churnHTTP(ctx context.Context) {
 			s.requests.Add(1)
 		}
 	}
+}
+
+// deadLetterBytes is the size of GET /v1/dead-letters.
+func (s *soak) deadLetterBytes(c *http.Client) int {
+	resp, err := c.Get(s.base + "/v1/dead-letters")
+	if err != nil {
+		s.t.Error(err)
+		return 0
+	}
+	defer resp.Body.Close()
+	n, _ := io.Copy(io.Discard, resp.Body)
+	return int(n)
+}
+
+// longestLine is the length of the longest line of logs.
+func longestLine(logs string) int {
+	n := 0
+	for line := range strings.SplitSeq(logs, "\n") {
+		n = max(n, len(line))
+	}
+	return n
 }
 
 // sleep waits d or until ctx ends; it reports whether ctx is still live.

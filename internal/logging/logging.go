@@ -63,7 +63,8 @@ func ParseLevel(s string) (slog.Level, error) {
 	return 0, fmt.Errorf("unknown log level %q: want debug, info, warn or error", s)
 }
 
-// New returns a logger as opts say.
+// New returns a logger as opts say. Each string a line holds is cut at
+// MaxValueSize (Clip).
 func New(opts Options) *slog.Logger {
 	w := opts.Writer
 	if w == nil {
@@ -81,13 +82,13 @@ func New(opts Options) *slog.Logger {
 		}
 	}
 	if format == FormatJSON {
-		return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}))
+		return slog.New(Clip(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level}), MaxValueSize))
 	}
-	return slog.New(tint.NewTextHandler(w, &tint.Options{
+	return slog.New(Clip(tint.NewTextHandler(w, &tint.Options{
 		Level:      level,
 		TimeFormat: time.TimeOnly,
 		NoColor:    !IsTerminal(w),
-	}))
+	}), MaxValueSize))
 }
 
 // IsTerminal reports whether w is a character device (a terminal), without

@@ -2,7 +2,6 @@ package pgscope
 
 import (
 	"context"
-	"fmt"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -42,14 +41,17 @@ func (s *Scope) BroadcastLocalContext(ctx context.Context, from process.PID, gro
 }
 
 func (s *Scope) broadcast(ctx context.Context, from process.PID, group, topic string, payload any, local bool) (int, error) {
-	if group == "" {
-		return 0, fmt.Errorf("pg scope %s: broadcast: %w: empty name", s.id, ErrInvalidGroup)
-	}
-	var view *groupView
 	op := "broadcast"
 	if local {
 		op = "broadcast_local"
 	}
+	if err := s.checkGroup(op, group); err != nil {
+		return 0, err
+	}
+	if len(topic) > process.MaxTopicSize {
+		return 0, process.CheckTopic("pg scope "+string(s.id)+": "+op, topic)
+	}
+	var view *groupView
 	err := s.doCtx(ctx, op, func() error {
 		// The view is immutable, so handing it out is the snapshot.
 		view = s.root.Load().get(hashGroup(group), group).view()

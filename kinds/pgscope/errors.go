@@ -15,6 +15,9 @@ var (
 	ErrTooManyGroups = value.Sentinel("pgscope.too_many_groups", value.KindLimit, "too many groups")
 	// ErrGroupFull: a join would put a group past max_members_per_group.
 	ErrGroupFull = value.Sentinel("pgscope.group_full", value.KindLimit, "group full")
+	// ErrTooManySubscriptions: a process would hold more than
+	// MaxSubscriptionsPerProcess subscriptions of one scope.
+	ErrTooManySubscriptions = value.Sentinel("pgscope.too_many_subscriptions", value.KindLimit, "too many subscriptions")
 	// ErrNotLocal: only processes of this node may join, leave or own a
 	// subscription through the local API.
 	ErrNotLocal = value.Sentinel("pgscope.not_local", value.KindInvalid, "not a local process")

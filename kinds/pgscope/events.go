@@ -35,6 +35,43 @@ type Event struct {
 	Kind  EventKind
 	Group string
 	PIDs  []process.PID
+
+	shared *sharedValue // Value, built once for every subscriber
+}
+
+// sharedValue is an event's value-model form, built by the first
+// subscriber that asks for it.
+type sharedValue struct {
+	once sync.Once
+	v    map[string]any
+}
+
+// MaxSubscriptionsPerProcess bounds the subscriptions (Monitor, Events)
+// one process holds in one scope: a script that opened 100,000 and read
+// none made every change of the group cost 100,000 deliveries and its
+// memory. One more is refused with ErrTooManySubscriptions (kind limit).
+// Go code's subscriptions (a zero owner) are bounded by their caller.
+const MaxSubscriptionsPerProcess = 1_000
+
+// Value returns the event in the value model: {kind = "member.joined" or
+// "member.left", group = name, pids = {pid strings}}. It is built once per
+// change, however many subscribers the scope hands it to, and shared by
+// all of them: read it, never modify it (the Lua host copies it into each
+// script that receives it).
+func (ev Event) Value() map[string]any {
+	if ev.shared == nil {
+		return ev.buildValue()
+	}
+	ev.shared.once.Do(func() { ev.shared.v = ev.buildValue() })
+	return ev.shared.v
+}
+
+func (ev Event) buildValue() map[string]any {
+	pids := make([]any, len(ev.PIDs))
+	for i, pid := range ev.PIDs {
+		pids[i] = pid.String()
+	}
+	return map[string]any{"kind": ev.Kind.String(), "group": ev.Group, "pids": pids}
 }
 
 // Subscription receives the membership events of one group (Monitor) or of

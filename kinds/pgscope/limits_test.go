@@ -3,6 +3,7 @@ package pgscope
 import (
 	"context"
 	"errors"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -325,4 +327,131 @@ func metricValue(t *testing.T, m prometheus.Metric) float64 {
 	}
 	t.Fatal("not a counter or gauge")
 	return 0
+}
+
+// A group's name is a label kept in the state, every event and the views:
+// one past process.MaxNameSize is refused with a limit error by every
+// operation that names a group, and a broadcast's topic past
+// process.MaxTopicSize too.
+func TestLongGroupNamesRefused(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.pid()
+	long := strings.Repeat("g", process.MaxNameSize+1)
+	ops := map[string]func() error{
+		"join":      func() error { return h.s.Join(p, "ok", long) },
+		"leave":     func() error { return h.s.Leave(p, long) },
+		"monitor":   func() error { _, _, err := h.s.Monitor(p, long); return err },
+		"broadcast": func() error { _, err := h.s.Broadcast(p, long, "t", nil); return err },
+		"topic": func() error {
+			_, err := h.s.Broadcast(p, "ok", strings.Repeat("t", process.MaxTopicSize+1), nil)
+			return err
+		},
+	}
+	for name, op := range ops {
+		err := op()
+		if !errors.Is(err, process.ErrTooLong) || value.KindOf(err) != value.KindLimit || len(err.Error()) > 200 {
+			t.Fatalf("%s: err = %.300v (kind %s), want a short limit error", name, err, value.KindOf(err))
+		}
+	}
+	if n := len(h.s.GetMembers("ok")); n != 0 {
+		t.Fatalf("the refused batch joined %d", n)
+	}
+	if err := h.s.Join(p, long[:process.MaxNameSize]); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A process holds at most MaxSubscriptionsPerProcess subscriptions of a
+// scope: one more, of a group or of the whole scope, is a limit error;
+// closing one makes room; Go code's subscriptions are not counted.
+func TestSubscriptionsPerProcessBounded(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.pid()
+	subs := make([]*Subscription, 0, MaxSubscriptionsPerProcess)
+	for i := range MaxSubscriptionsPerProcess {
+		sub, _, err := h.s.Monitor(p, "hot")
+		if err != nil {
+			t.Fatalf("subscription %d: %v", i, err)
+		}
+		subs = append(subs, sub)
+	}
+	_, _, err := h.s.Monitor(p, "other")
+	if !errors.Is(err, ErrTooManySubscriptions) || value.KindOf(err) != value.KindLimit || !strings.Contains(err.Error(), "at most 1000") {
+		t.Fatalf("monitor past the bound: %v", err)
+	}
+	if _, _, err := h.s.Events(p); !errors.Is(err, ErrTooManySubscriptions) {
+		t.Fatalf("events past the bound: %v", err)
+	}
+	if sub, _, err := h.s.Monitor(process.PID{}, "hot"); err != nil {
+		t.Fatalf("a Go subscription: %v", err)
+	} else {
+		sub.Close(true)
+	}
+	subs[0].Close(true)
+	testutil.Eventually(t, "room after a close", func() bool {
+		sub, _, err := h.s.Monitor(p, "other")
+		if err == nil {
+			sub.Close(true)
+		}
+		return err == nil
+	})
+}
+
+// An event is built once for all its subscribers: every script that
+// monitors the group is handed the same value.
+func TestEventValueSharedBySubscribers(t *testing.T) {
+	h := newHarness(t, nil)
+	var sinks [3]*recordSink
+	for i := range sinks {
+		sinks[i] = &recordSink{}
+		if _, _, err := h.s.Subscribe("g", SubscribeOptions{Sink: sinks[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p := h.pid()
+	if err := h.s.Join(p, "g"); err != nil {
+		t.Fatal(err)
+	}
+	var first map[string]any
+	for i, k := range sinks {
+		v := k.wait(t).Value()
+		if v["kind"] != "member.joined" || v["group"] != "g" || len(v["pids"].([]any)) != 1 || v["pids"].([]any)[0] != p.String() {
+			t.Fatalf("value %v", v)
+		}
+		if i == 0 {
+			first = v
+		} else if reflect.ValueOf(v).UnsafePointer() != reflect.ValueOf(first).UnsafePointer() {
+			t.Fatal("the event's value was built again for another subscriber")
+		}
+	}
+}
+
+// recordSink keeps the events it is offered.
+type recordSink struct {
+	mu  sync.Mutex
+	got []Event
+}
+
+func (r *recordSink) Offer(ev Event) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.got = append(r.got, ev)
+	return true
+}
+
+func (r *recordSink) Close() {}
+
+func (r *recordSink) wait(t *testing.T) Event {
+	t.Helper()
+	var ev Event
+	testutil.Eventually(t, "an event", func() bool {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		if len(r.got) > 0 {
+			ev = r.got[0]
+			return true
+		}
+		return false
+	})
+	return ev
 }

@@ -379,11 +379,29 @@ func (s *Scope) checkGroups(groups []string) error {
 		return fmt.Errorf("pg scope %s: %w: no group named", s.id, ErrInvalidGroup)
 	}
 	for _, g := range groups {
-		if g == "" {
-			return fmt.Errorf("pg scope %s: %w: empty name", s.id, ErrInvalidGroup)
+		if err := s.checkGroup("", g); err != nil {
+			return err
 		}
 	}
 	return nil
+}
+
+// checkGroup refuses an empty group name, and one longer than
+// process.MaxNameSize (a limit error): a group's name is kept in the
+// state, in every event and in the views, so it is a label, as a
+// registered name is. op, when not "", names the operation.
+func (s *Scope) checkGroup(op, g string) error {
+	if g != "" && len(g) <= process.MaxNameSize {
+		return nil
+	}
+	at := "pg scope " + string(s.id)
+	if op != "" {
+		at += ": " + op
+	}
+	if g == "" {
+		return fmt.Errorf("%s: %w: empty name", at, ErrInvalidGroup)
+	}
+	return process.CheckName(at+": group", g)
 }
 
 func (s *Scope) checkLocal(pid process.PID) error {
@@ -537,8 +555,8 @@ func (s *Scope) Monitor(owner process.PID, group string) (*Subscription, []proce
 
 // Subscribe is Monitor with options (a Sink in place of the channel).
 func (s *Scope) Subscribe(group string, opts SubscribeOptions) (*Subscription, []process.PID, error) {
-	if group == "" {
-		return nil, nil, fmt.Errorf("pg scope %s: monitor: %w: empty name", s.id, ErrInvalidGroup)
+	if err := s.checkGroup("monitor", group); err != nil {
+		return nil, nil, err
 	}
 	sub, err := s.newSub(opts, group, false)
 	if err != nil {

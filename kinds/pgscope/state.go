@@ -454,7 +454,7 @@ func (st *state) notify(kind EventKind, group string, pids []process.PID) {
 	if len(subs) == 0 && len(st.scopeSubs) == 0 {
 		return
 	}
-	ev := Event{Kind: kind, Group: group, PIDs: pids}
+	ev := Event{Kind: kind, Group: group, PIDs: pids, shared: &sharedValue{}}
 	for sub := range subs {
 		sub.offer(ev)
 	}
@@ -490,6 +490,9 @@ func (st *state) subscribe(sub *Subscription) error {
 		ps, err := st.track(sub.owner)
 		if err != nil {
 			return err
+		}
+		if len(ps.subs) >= MaxSubscriptionsPerProcess {
+			return fmt.Errorf("subscribe %s: %w: a process may hold at most %d subscriptions of a scope", sub.owner, ErrTooManySubscriptions, MaxSubscriptionsPerProcess)
 		}
 		if ps.subs == nil {
 			ps.subs = make(map[*Subscription]struct{})

@@ -93,13 +93,15 @@ func (s *Scope) ViewPage(p registry.ViewPage) any {
 	sort.Slice(views, func(i, j int) bool { return views[i].name < views[j].name })
 	out.GroupsTotal = len(views)
 	views, out.Truncated = page(views, p.GroupOffset, p.GroupLimit)
+	budget := registry.MaxViewMembers
 	for _, e := range views {
 		v := e.v
 		g := GroupView{Name: e.name, Local: len(v.local), Nodes: map[string]int{}, Total: len(v.all)}
 		for _, m := range v.all {
 			g.Nodes[m.Node]++
 		}
-		shown, cut := page(v.all, p.Offset, p.Limit)
+		shown, cut := page(v.all, p.Offset, min(p.Limit, budget))
+		budget -= len(shown)
 		g.Truncated = cut
 		g.Members = make([]string, len(shown))
 		for i, m := range shown {

@@ -2,6 +2,7 @@ package pgscope
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 
 	"github.com/proctor-run/proctor/registry"
@@ -49,5 +50,30 @@ func TestViewIsPaged(t *testing.T) {
 	g := m["groups"].([]any)[0].(map[string]any)
 	if g["truncated"] != true || g["total"] != float64(members) || m["groups_total"] != 3.0 {
 		t.Fatalf("JSON: %v %v %v", g["truncated"], g["total"], m["groups_total"])
+	}
+}
+
+// A page shows at most registry.MaxViewMembers members over all its
+// groups, however the groups and members are paged: the groups past the
+// budget are listed with their totals and no members.
+func TestViewPageMemberBudget(t *testing.T) {
+	h := newHarness(t, nil)
+	groups := make([]string, registry.MaxViewMembers/registry.MaxViewLimit+2)
+	for i := range groups {
+		groups[i] = fmt.Sprintf("g%03d", i)
+	}
+	p := h.pid()
+	for range registry.MaxViewLimit {
+		h.must(h.s.Join(p, groups...))
+	}
+	h.sync()
+	v := h.s.ViewPage(registry.ViewPage{GroupLimit: registry.MaxViewLimit, Limit: registry.MaxViewLimit}).(ScopeView)
+	shown := 0
+	for _, g := range v.Groups {
+		shown += len(g.Members)
+	}
+	last := v.Groups[len(v.Groups)-1]
+	if len(v.Groups) != len(groups) || shown != registry.MaxViewMembers || !last.Truncated || len(last.Members) != 0 || last.Total != registry.MaxViewLimit {
+		t.Fatalf("%d groups, %d members shown, last %s: %d of %d (truncated %v)", len(v.Groups), shown, last.Name, len(last.Members), last.Total, last.Truncated)
 	}
 }

@@ -333,7 +333,7 @@ func (p *Pool) routeeExited(pid process.PID, exit process.Exit) {
 	s.lastExit = now
 	if exit.Err != nil {
 		e, _ := p.env.Entries.Entry(p.spec.Routee)
-		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", e.Redact(exit.Err.Error()), "delay", s.backoff)
+		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", e.ShowError(exit.Err), "delay", s.backoff)
 	} else {
 		p.log.Info("routee returned; restarting it in place", "routee", pid.String(), "slot", s.n, "delay", s.backoff)
 	}

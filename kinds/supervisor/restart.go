@@ -15,9 +15,9 @@ import (
 
 func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	s.setPID(c, process.PID{})
-	c.lastExit = exitText(e)
+	c.lastExit = s.exitText(c, e)
 	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
-		s.log.Warn("child exited", "child", c.spec.ID, "error", s.redact(c, e.Err.Error()))
+		s.log.Warn("child exited", "child", c.spec.ID, "error", s.showError(c, e.Err))
 	} else {
 		s.log.Debug("child exited", "child", c.spec.ID)
 	}
@@ -39,7 +39,7 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	}
 	reason := "exited normally"
 	if e.Err != nil {
-		reason = s.redact(c, e.Err.Error())
+		reason = s.showError(c, e.Err)
 	}
 	switch c.spec.OnFailure {
 	case ActionStop:
@@ -56,14 +56,16 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	return s.restartSet(c, s.restartGroup(one[:0], c))
 }
 
-// redact hides in text what c's entry took from the environment: a
-// child's error may quote its arguments.
-func (s *Supervisor) redact(c *child, text string) string {
-	if s.env.Entries == nil {
-		return text
+// showError is the text of a child's error as the supervisor logs and
+// shows it (registry.Entry.ShowError): what c's entry took from the
+// environment hidden (a child's error may quote its arguments), cut at
+// value.MaxShownError.
+func (s *Supervisor) showError(c *child, err error) string {
+	var e *registry.Entry
+	if s.env.Entries != nil {
+		e, _ = s.env.Entries.Entry(c.spec.Process)
 	}
-	e, _ := s.env.Entries.Entry(c.spec.Process)
-	return e.Redact(text)
+	return e.ShowError(err)
 }
 
 // restartGroup appends to dst the children that restart with failed, in
@@ -140,8 +142,8 @@ func (s *Supervisor) startInOrder(cs []*child) {
 		if err := s.spawnChild(c); err != nil {
 			c.restarts--
 			c.startErr = err
-			c.lastExit = "start failed: " + s.redact(c, err.Error())
-			s.log.Error("child restart failed", "child", c.spec.ID, "error", s.redact(c, err.Error()))
+			c.lastExit = "start failed: " + s.showError(c, err)
+			s.log.Error("child restart failed", "child", c.spec.ID, "error", s.showError(c, err))
 			s.retry = true
 			return
 		}
@@ -183,9 +185,9 @@ func (s *Supervisor) escalate(err error) error {
 }
 
 // exitText is how an exit reads in a view: "normal", or its error.
-func exitText(e process.Exit) string {
+func (s *Supervisor) exitText(c *child, e process.Exit) string {
 	if e.Err == nil {
 		return "normal"
 	}
-	return e.Err.Error()
+	return s.showError(c, e.Err)
 }

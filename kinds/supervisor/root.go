@@ -300,7 +300,7 @@ func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
 		delete(s.attempts, id)
 		err := fmt.Errorf("gave up after %d restart attempts: %w", n, reason)
 		if ferr := s.r.rt.Fail(s.p.Context(), id, old, err); ferr != nil && !errors.Is(ferr, registry.ErrNotCurrent) {
-			s.r.log.Error("root supervisor cannot mark entry failed", "entry", string(id), "error", entry.Redact(ferr.Error()))
+			s.r.log.Error("root supervisor cannot mark entry failed", "entry", string(id), "error", entry.ShowError(ferr))
 		}
 		return
 	}
@@ -308,7 +308,7 @@ func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
 	s.attempts[id] = n
 	d := s.r.backoff(pol, n)
 	if s.r.logs.AllowLog(s.r.log, slog.LevelInfo, "entry", string(id), "restarting entry") {
-		s.r.log.Info("restarting entry", "entry", string(id), "attempt", n, "delay", d, "error", entry.Redact(reason.Error()))
+		s.r.log.Info("restarting entry", "entry", string(id), "attempt", n, "delay", d, "error", entry.ShowError(reason))
 	}
 	self, node := s.p.Self(), s.r.node
 	if prev, ok := s.timers[id]; ok {

@@ -264,16 +264,11 @@ type pgSub struct {
 }
 
 // pgSink adapts a script channel to pgscope.Sink. Events become plain
-// tables ({kind=, group=, pids={...}}), converted on receipt.
+// tables ({kind=, group=, pids={...}}), converted on receipt from the
+// event's value, which the scope builds once for all its subscribers.
 type pgSink struct{ ch *host.Channel }
 
-func (k pgSink) Offer(ev pgscope.Event) bool {
-	pids := make([]any, len(ev.PIDs))
-	for i, pid := range ev.PIDs {
-		pids[i] = pid.String()
-	}
-	return k.ch.Offer(map[string]any{"kind": ev.Kind.String(), "group": ev.Group, "pids": pids})
-}
+func (k pgSink) Offer(ev pgscope.Event) bool { return k.ch.Offer(ev.Value()) }
 
 func (k pgSink) Close() { k.ch.Close() }
 

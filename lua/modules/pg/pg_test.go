@@ -21,7 +21,7 @@ func TestMain(m *testing.M) { luatest.Main(m) }
 var eventually = testutil.EventuallyWithin
 
 // pgHarness is the Lua harness with a scope test:pg running.
-func pgHarness(t *testing.T, mod func(*pgscope.Spec)) (*luatest.Harness, *pgscope.Scope) {
+func pgHarness(t testing.TB, mod func(*pgscope.Spec)) (*luatest.Harness, *pgscope.Scope) {
 	t.Helper()
 	h := luatest.New(t, func(stdout io.Writer) luatest.Kind {
 		return lua.NewKind(lua.Options{Stdout: stdout, Modules: []lua.Module{pg.Module()}})
