@@ -52,6 +52,11 @@ func ReplyToArg(L *lua.LState, n int, fn string, m process.Message) (process.Mes
 	if dest == "" {
 		L.ArgError(n, "option reply_to is required: the PID or name the reply goes to")
 	}
+	// reply_to and topic are labels like a send's: bounded before they
+	// are kept for a reply that may come much later.
+	if err := checkLabels(fn+": option reply_to", dest, topic); err != nil {
+		return m, err
+	}
 	send, err := sendTo(ProcessOf(L).Node(), dest)
 	if err != nil {
 		return m, fmt.Errorf("%s: option reply_to: %w", fn, err)

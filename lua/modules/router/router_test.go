@@ -430,6 +430,8 @@ return { main = function()
   assert(not pcall(router.tell, "sg", "x", {reply_too = process.pid()}), "an unknown option must raise")
   assert(not pcall(router.tell, "sg", "x", {topic = "t"}), "topic without reply_to must raise")
   assert(not pcall(router.tell, "sg", "x", "opts"), "a string as options must raise")
+  local long, lerr = router.tell("sg", "x", {reply_to = process.pid(), topic = string.rep("t", 2000)})
+  assert(long == nil and lerr.kind == "limit", "a reply topic is a label, bounded: " .. tostring(lerr))
   local bad, berr = router.tell("sg", "x", {reply_to = "<vm.x.y>"})
   assert(bad == nil and berr.kind == "invalid", "a malformed PID is an invalid error: " .. tostring(berr))
   return "ok"
