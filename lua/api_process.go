@@ -74,7 +74,7 @@ func procPID(L *lua.LState) int {
 func procSend(L *lua.LState) int {
 	p := ProcessOf(L)
 	dest := CheckDest(L, 1)
-	topic := L.CheckString(2)
+	topic := CheckLabel(L, 2, "a topic")
 	if err := checkLabels("send", dest, topic); err != nil {
 		return ReturnError(L, err)
 	}
@@ -102,7 +102,7 @@ func procSend(L *lua.LState) int {
 func procAsk(L *lua.LState) int {
 	p := ProcessOf(L)
 	dest := CheckDest(L, 1)
-	topic := L.CheckString(2)
+	topic := CheckLabel(L, 2, "a topic")
 	timeout := OptDuration(L, 4, process.DefaultAskTimeout)
 	if timeout <= 0 {
 		L.ArgError(4, "timeout must be positive")
@@ -214,7 +214,7 @@ func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, 1, spawnLinked,
 // ready (after its init, see start.go).
 func spawnWith(L *lua.LState, at int, mode spawnMode, name string) int {
 	p := ProcessOf(L)
-	id := string(registry.Qualify(p.entry, L.CheckString(at)))
+	id := string(registry.Qualify(p.entry, CheckLabel(L, at, "an entry ID")))
 	var args []any
 	if n := L.GetTop(); n > at {
 		args = make([]any, 0, n-at)
@@ -288,7 +288,7 @@ func procTerminate(L *lua.LState) int {
 // that entry restarts would receive its asks and make its restarts fail.
 func procRegister(L *lua.LState) int {
 	p := ProcessOf(L)
-	name := L.CheckString(1)
+	name := CheckLabel(L, 1, "a name")
 	if strings.Contains(name, ":") {
 		return ReturnError(L, value.NewError(value.KindInvalid,
 			"register %q: names with ':' are reserved for entries (namespace:entry)", name))
@@ -302,7 +302,7 @@ func procRegister(L *lua.LState) int {
 
 func procLookup(L *lua.LState) int {
 	p := ProcessOf(L)
-	name := L.CheckString(1)
+	name := CheckLabel(L, 1, "a name")
 	pid, ok := p.Node().Whereis(name)
 	if !ok || !p.Node().Alive(pid) && p.Node().IsLocal(pid) {
 		return ReturnError(L, fmt.Errorf("lookup %q: %w", name, process.ErrNameNotFound))
@@ -341,7 +341,7 @@ func procInbox(L *lua.LState) int {
 
 func procListen(L *lua.LState) int {
 	p := ProcessOf(L)
-	topic := L.CheckString(1)
+	topic := CheckLabel(L, 1, "a topic")
 	if err := process.CheckTopic("listen", topic); err != nil {
 		return ReturnError(L, err)
 	}

@@ -288,6 +288,20 @@ func checkLabels(verb, dest, topic string) error {
 	return process.CheckTopic(verb, topic)
 }
 
+// CheckLabel reads argument n, a name the runtime's API takes — an entry
+// ID, a topic, a group, a registered name — as what says ("an entry ID").
+// Anything but a string raises, a number too: Lua's own string functions
+// take a number for a string, but router.ask(123, …) taken for the entry
+// "123" only failed later as not_found, where a wrong type must raise, as
+// CheckDest does for destinations.
+func CheckLabel(L *lua.LState, n int, what string) string {
+	s, ok := L.Get(n).(lua.LString)
+	if !ok {
+		L.ArgError(n, what+" (a string) expected, got "+L.Get(n).Type().String())
+	}
+	return string(s)
+}
+
 func (p *Process) resolve(dest string) (process.PID, error) {
 	if dest == p.destStr && dest != "" && process.IsPIDString(dest) {
 		return p.destPID, nil

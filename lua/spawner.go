@@ -84,7 +84,7 @@ func spawnerSpawnLinked(L *lua.LState) int {
 
 func spawnerWithName(L *lua.LState) int {
 	o := checkSpawner(L)
-	o.name = checkSpawnName(L, 2, L.CheckString(2))
+	o.name = checkSpawnName(L, 2, CheckLabel(L, 2, "a name"))
 	// The new spawner shares this one's metatable (spawnerType.New would
 	// make an initialization cycle: the type's methods would refer to it).
 	ud := L.NewUserData()

@@ -94,7 +94,7 @@ func (h *pgHandle) scope(p *host.Process) (*pgscope.Scope, error) {
 // pg.open(id) --> scope | nil, err
 func pgOpen(L *lua.LState) int {
 	p := host.ProcessOf(L)
-	h := &pgHandle{id: registry.Qualify(p.Entry(), L.CheckString(1))}
+	h := &pgHandle{id: registry.Qualify(p.Entry(), host.CheckLabel(L, 1, "a pg.scope entry ID"))}
 	if _, err := h.scope(p); err != nil {
 		return host.ReturnError(L, err)
 	}
@@ -186,7 +186,7 @@ func stringList(L *lua.LState, ss []string) *lua.LTable {
 
 // scope:get_members(group) --> {pid, ...} | nil, err
 func pgGetMembers(L *lua.LState) int {
-	g := L.CheckString(2)
+	g := host.CheckLabel(L, 2, "a group name")
 	_, s, err := pgCall(L)
 	if err != nil {
 		return host.ReturnError(L, err)
@@ -197,7 +197,7 @@ func pgGetMembers(L *lua.LState) int {
 
 // scope:get_local_members(group) --> {pid, ...} | nil, err
 func pgGetLocalMembers(L *lua.LState) int {
-	g := L.CheckString(2)
+	g := host.CheckLabel(L, 2, "a group name")
 	_, s, err := pgCall(L)
 	if err != nil {
 		return host.ReturnError(L, err)
@@ -227,8 +227,8 @@ func pgWhichLocalGroups(L *lua.LState) int {
 }
 
 func pgBroadcastWith(L *lua.LState, local bool) int {
-	g := L.CheckString(2)
-	topic := L.CheckString(3)
+	g := host.CheckLabel(L, 2, "a group name")
+	topic := host.CheckLabel(L, 3, "a topic")
 	payload, err := host.ToGoAt(L.Get(4), "payload")
 	if err != nil {
 		return host.ReturnError(L, err)
@@ -278,7 +278,7 @@ func pgSubValue(L *lua.LState, s *pgSub) lua.LValue {
 
 // scope:monitor(group) --> sub, {pid, ...} | nil, err
 func pgMonitor(L *lua.LState) int {
-	g := L.CheckString(2)
+	g := host.CheckLabel(L, 2, "a group name")
 	p, s, err := pgCall(L)
 	if err != nil {
 		return host.ReturnError(L, err)

@@ -39,7 +39,7 @@ var module = host.Module{
 // entry of another kind, is returned as an error for nil, err.
 func checkPool(L *lua.LState) (*host.Process, pool.Router, error) {
 	p := host.ProcessOf(L)
-	ref := registry.Qualify(p.Entry(), L.CheckString(1))
+	ref := registry.Qualify(p.Entry(), host.CheckLabel(L, 1, "a router (its entry ID)"))
 	pl, err := registry.Find[pool.Router](p.Env(), "router", string(ref), pool.KindName, pool.GroupKindName)
 	return p, pl, err
 }

@@ -443,3 +443,45 @@ end }
 		t.Fatalf("main: %v %v", e.Value, e.Err)
 	}
 }
+
+// Every function of the runtime's API raises on an argument of the wrong
+// type, as docs/lua say; a number is no entry ID, topic or name (it was
+// taken for the string "123" and failed later as not_found).
+func TestWrongArgumentTypesRaise(t *testing.T) {
+	main := `
+local router = require("router")
+local pg = require("pg")
+local supervisor = require("supervisor")
+return { main = function()
+  local calls = {
+    {"router.ask", router.ask, 123, "x"},
+    {"router.tell", router.tell, 123, "x"},
+    {"router.size", router.size, {}},
+    {"router.routees", router.routees, true},
+    {"process.spawn", process.spawn, 7},
+    {"process.spawn_linked", process.spawn_linked, 7},
+    {"process.send topic", process.send, process.pid(), 42},
+    {"process.ask topic", process.ask, "app:rr", 42},
+    {"process.register", process.register, 5},
+    {"process.lookup", process.lookup, 5},
+    {"process.listen", process.listen, 5},
+    {"process.send dest", process.send, 42, "x"},
+    {"pg.open", pg.open, 1},
+    {"supervisor.which_children", supervisor.which_children, 1},
+    {"supervisor.route", supervisor.route, 1, "k"},
+    {"spawner:with_name", function(n) return process.with_options({}):with_name(n) end, 1},
+  }
+  for _, c in ipairs(calls) do
+    local ok, err = pcall(c[2], c[3], c[4])
+    if ok then error(c[1] .. " did not raise") end
+    if not tostring(err):find("expected, got", 1, true) then error(c[1] .. ": " .. tostring(err)) end
+  end
+  return "ok"
+end }
+`
+	rt, node, stop := modtest.Runtime(t, map[string]string{"config.yaml": routerConfig, "replica.lua": routerReplica, "main.lua": main})
+	defer stop()
+	if e := modtest.RunMain(t, rt, node, 30*time.Second); e.Err != nil || e.Value != "ok" {
+		t.Fatalf("main: %v %v", e.Value, e.Err)
+	}
+}

@@ -70,7 +70,7 @@ var module = host.Module{
 
 func checkSupervisor(L *lua.LState) (*host.Process, *supervisor.Supervisor, error) {
 	p := host.ProcessOf(L)
-	s, err := findSupervisor(p, L.CheckString(1))
+	s, err := findSupervisor(p, host.CheckLabel(L, 1, "a supervisor (its entry ID or PID)"))
 	return p, s, err
 }
 
@@ -86,7 +86,7 @@ func findSupervisor(p *host.Process, ref string) (*supervisor.Supervisor, error)
 // the child's init (if it has one) has returned
 func supStartChild(L *lua.LState) int {
 	p := host.ProcessOf(L)
-	ref := L.CheckString(1)
+	ref := host.CheckLabel(L, 1, "a supervisor (its entry ID or PID)")
 	spec, err := childSpecArg(L, p, 2)
 	if err != nil {
 		return host.ReturnError(L, err)
@@ -272,7 +272,7 @@ func supRoute(L *lua.LState) int {
 // it is a string or a number).
 func supSend(L *lua.LState) int {
 	p, s, err := checkSupervisor(L)
-	topic := L.CheckString(2)
+	topic := host.CheckLabel(L, 2, "a topic")
 	payload, perr := host.PayloadArg(L, 3)
 	if err != nil {
 		return host.ReturnError(L, err)
