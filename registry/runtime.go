@@ -618,9 +618,14 @@ func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit pro
 		case typ.Restarts(exit):
 			next.Status = StatusStarting
 			restart = true
-			if exit.Err == nil {
+			switch {
+			case exit.Err == nil:
 				rt.failLogs.Log(rt.log, slog.LevelInfo, "entry", string(id), "entry returned; restarting it", "entry", string(id), "restart", string(typ))
-			} else if rt.failLogs.AllowLog(rt.log, slog.LevelWarn, "entry", string(id), "entry failed") {
+			case ShutdownExit(exit):
+				// process.terminate of a permanent service: asked for, not
+				// a failure (it was logged as one, error=shutdown).
+				rt.failLogs.Log(rt.log, slog.LevelInfo, "entry", string(id), "entry stopped on request; restarting it", "entry", string(id), "restart", string(typ))
+			case rt.failLogs.AllowLog(rt.log, slog.LevelWarn, "entry", string(id), "entry failed"):
 				log.Warn("entry failed", "error", s.entry.ShowError(exit.Err))
 			}
 		case exit.Err == nil:

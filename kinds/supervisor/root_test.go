@@ -283,6 +283,28 @@ entries:
 	}
 }
 
+// A permanent entry terminated on request is restarted, and that is no
+// failure: it logged WRN "entry failed" error=shutdown.
+func TestRootPermanentStoppedOnRequestIsNoFailure(t *testing.T) {
+	var buf testutil.SyncBuffer
+	rt, _ := rootSetupLogged(t, `namespace: a
+entries:
+  - {name: s, kind: roottest.svc, lifecycle: {auto_start: true, restart: {initial_delay: 5ms}}}
+`, slog.New(slog.NewTextHandler(&buf, nil)))
+	inst, _ := rt.Instance("a:s")
+	if err := rt.Env().Node.Terminate(inst.PID()); err != nil {
+		t.Fatal(err)
+	}
+	rootWaitFor(t, "restarted", func() bool {
+		info, _ := rt.Info("a:s")
+		return info.Status == registry.StatusRunning && info.Restarts == 1
+	})
+	out := buf.String()
+	if strings.Contains(out, `msg="entry failed"`) || !strings.Contains(out, `level=INFO msg="entry stopped on request; restarting it"`) {
+		t.Fatalf("a requested stop of a permanent entry logged as:\n%s", out)
+	}
+}
+
 func TestRootDoesNotRestartWhatTheRuntimeStopped(t *testing.T) {
 	rt, root := rootSetup(t, `namespace: a
 entries:
