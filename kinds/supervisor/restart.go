@@ -3,6 +3,7 @@ package supervisor
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
@@ -17,7 +18,11 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	s.setPID(c, process.PID{})
 	c.lastExit = s.exitText(c, e)
 	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
-		s.log.Warn("child exited", "child", c.spec.ID, "error", s.showError(c, e.Err))
+		// A child in a crash loop exits many times a second: its lines
+		// are rate-limited per child, as the root's crash reports are.
+		if s.logs.AllowLog(s.log, slog.LevelWarn, "child", c.spec.ID, "child exited") {
+			s.log.Warn("child exited", "child", c.spec.ID, "error", s.showError(c, e.Err))
+		}
 	} else {
 		s.log.Debug("child exited", "child", c.spec.ID)
 	}

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -63,6 +64,7 @@ type Supervisor struct {
 	env       *registry.Env
 	node      *process.Node
 	log       *slog.Logger
+	logs      logging.Limiter // child exits: a crash loop is a few lines, then a count
 	met       *supMetrics
 	parent    process.PID
 	ancestors []registry.ID
