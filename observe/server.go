@@ -144,7 +144,7 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	var warnings map[string]string
 	if rs, ok := s.opts.Runtime.(ReloadSource); ok {
 		checks["reload"] = "ok"
-		if last, ok := rs.LastReload(); ok && (last.Result != registry.ReloadApplied || last.NotStarted > 0) {
+		if last, ok := rs.LastReload(); ok && (last.Result != registry.ReloadApplied || last.Degraded()) {
 			msg := reloadText(last)
 			checks["reload"] = msg
 			warnings = map[string]string{"reload": msg}

@@ -81,15 +81,21 @@ func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error
 	// apply: the summary comes back through a channel that nobody need
 	// read, never through a variable both would touch.
 	res := make(chan ReloadSummary, 1)
-	if err := rt.do(ctx, func() { res <- rt.apply(ctx, cfg) }); err != nil {
+	if err := rt.do(ctx, func() {
+		sum := rt.apply(ctx, cfg)
+		// Recorded on the loop, before any exit it reports: a crash of
+		// what the reload started amends this attempt (settle.go).
+		rt.reloads.WithLabelValues(ReloadApplied).Inc()
+		at := time.Now()
+		rt.history.record(ReloadAttempt{Time: at, Result: ReloadApplied,
+			Added: len(sum.Added), Updated: len(sum.Updated), Removed: len(sum.Removed), Unchanged: len(sum.Unchanged),
+			Outdated: sum.Outdated, NotStarted: sum.NotStarted, Warnings: sum.Warnings})
+		rt.settle(at, sum)
+		res <- sum
+	}); err != nil {
 		return ReloadSummary{}, err
 	}
-	sum := <-res
-	rt.reloads.WithLabelValues(ReloadApplied).Inc()
-	rt.history.record(ReloadAttempt{Time: time.Now(), Result: ReloadApplied,
-		Added: len(sum.Added), Updated: len(sum.Updated), Removed: len(sum.Removed), Unchanged: len(sum.Unchanged),
-		Outdated: sum.Outdated, NotStarted: sum.NotStarted, Warnings: sum.Warnings})
-	return sum, nil
+	return <-res, nil
 }
 
 func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {

@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -40,9 +41,21 @@ type ReloadAttempt struct {
 	// NotStarted counts the processes this reload should have moved to a
 	// changed definition whose new code did not start; Warnings say
 	// which, with the first error of each. The reload applied, degraded.
-	NotStarted int      `json:"not_started"`
-	Warnings   []string `json:"warnings,omitempty"`
-	Errors     []string `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
+	NotStarted int `json:"not_started"`
+	// Crashed counts the entries this reload added or changed that failed
+	// within ReloadSettleWindow of it (new code that raises at once, a
+	// supervisor that escalates): the reload applied, degraded, and the
+	// Warnings say which, with the error.
+	Crashed  int      `json:"crashed"`
+	Warnings []string `json:"warnings,omitempty"`
+	Errors   []string `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
+}
+
+// Degraded reports whether an applied reload left something not running
+// its new code: processes whose new code did not start, or entries that
+// failed soon after it.
+func (a ReloadAttempt) Degraded() bool {
+	return a.Result == ReloadApplied && (a.NotStarted > 0 || a.Crashed > 0)
 }
 
 // reloadHistory keeps the last attempts for readers (/v1/reload, the
@@ -126,6 +139,28 @@ func (h *reloadHistory) record(a ReloadAttempt) {
 		h.success.Set(0)
 	}
 	h.stamp.Set(float64(a.Time.UnixNano()) / 1e9)
+}
+
+// amend changes the attempt recorded at at, if it is still kept, with f:
+// the slice is replaced whole, as record does, for readers holding the old.
+func (h *reloadHistory) amend(at time.Time, f func(*ReloadAttempt)) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	p := h.list.Load()
+	if p == nil {
+		return
+	}
+	for i := len(*p) - 1; i >= 0; i-- {
+		if (*p)[i].Time.Equal(at) {
+			next := slices.Clone(*p)
+			a := next[i]
+			a.Warnings = slices.Clone(a.Warnings)
+			f(&a)
+			next[i] = a
+			h.list.Store(&next)
+			return
+		}
+	}
 }
 
 // ReloadHistory returns the last reload attempts, oldest first, at most

@@ -149,6 +149,7 @@ type Runtime struct {
 	runSet   map[ID]bool          // what the configuration in force runs
 	waiting  map[ID]*waitingStart // starts waiting for tasks to complete
 	startup  *startupWatch        // Start waiting for those, if it is
+	settling *settling            // the last applied reload, while it settles
 }
 
 type ownerBox struct{ o Owner }
@@ -614,6 +615,9 @@ func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit pro
 		}
 		log := rt.log.With("entry", string(id), "restart", string(typ))
 		next := EntryState{Instance: cur.Instance, Err: exit.Err, Restarts: cur.Restarts}
+		if exit.Err != nil && !ShutdownExit(exit) {
+			rt.crashedAfterReload(id, s.entry, exit.Err)
+		}
 		switch {
 		case typ.Restarts(exit):
 			next.Status = StatusStarting

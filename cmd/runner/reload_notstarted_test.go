@@ -123,3 +123,52 @@ entries:
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
 }
+
+// TestReloadSaysWhenNewCodeCrashes: new code that starts (no init) and then
+// raises at once crash-loops under the root supervisor. The reload said
+// applied, healthy; now it is degraded: /v1/reload counts the entry as
+// crashed, with its error, and the reload check says so.
+func TestReloadSaysWhenNewCodeCrashes(t *testing.T) {
+	dir := t.TempDir()
+	svc := func(body string) string {
+		return `return { main = function() ` + body + ` end }
+`
+	}
+	os.WriteFile(filepath.Join(dir, "svc.lua"), []byte(svc(`process.inbox():receive()`)), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - name: svc
+    kind: process.lua
+    source: file://svc.lua
+    lifecycle: {auto_start: true, restart: {initial_delay: 10ms, max_delay: 50ms}}
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	base := "http://" + r.httpAddr(t)
+	r.waitFor(t, "the entry running", func() bool {
+		code, body := httpGet(t, base+"/v1/entries")
+		return code == 200 && strings.Contains(body, `"running"`)
+	})
+	saveRename(t, filepath.Join(dir, "svc.lua"), svc(`error("broken on purpose")`))
+	var a struct {
+		Result   string   `json:"result"`
+		Crashed  int      `json:"crashed"`
+		Warnings []string `json:"warnings"`
+	}
+	r.waitFor(t, "the reload to count the crash", func() bool {
+		code, body := httpGet(t, base+"/v1/reload")
+		return code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Crashed == 1
+	})
+	if a.Result != "applied" || len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "app:svc failed") || !strings.Contains(a.Warnings[0], "broken on purpose") {
+		t.Fatalf("last reload %+v", a)
+	}
+	var h struct {
+		Checks map[string]string `json:"checks"`
+	}
+	_, body := httpGet(t, base+"/healthz")
+	json.Unmarshal([]byte(body), &h)
+	if c := h.Checks["reload"]; !strings.HasPrefix(c, "degraded: ") || !strings.Contains(c, "app:svc failed") {
+		t.Fatalf("reload check %q", c)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
