@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -45,10 +46,15 @@ type message struct {
 	Topic   string          `json:"topic"`
 	Payload json.RawMessage `json:"payload"`
 	Timeout string          `json:"timeout"` // ask only: a Go duration; default 5s
+	// Key, when given, routes the message by it: dest is then an entry
+	// that owns keys (a supervisor.partition, a consistent_hash pool), and
+	// the message goes to its worker or routee for Key, whatever the
+	// payload holds.
+	Key json.RawMessage `json:"key"`
 }
 
 // messageFields are the names of message's fields, exactly as written.
-var messageFields = []string{"dest", "topic", "payload", "timeout"}
+var messageFields = []string{"dest", "topic", "payload", "timeout", "key"}
 
 // request is a validated message.
 type request struct {
@@ -56,6 +62,7 @@ type request struct {
 	topic   string
 	payload any
 	timeout time.Duration
+	key     any // nil: no key
 }
 
 // destination is a parsed DEST: a PID, or a name on a node ("" for this
@@ -172,6 +179,19 @@ func (s *server) decodeMessage(w http.ResponseWriter, r *http.Request, ask bool)
 			return request{}, http.StatusBadRequest, fmt.Errorf("payload: %w", err)
 		}
 	}
+	if k := bytes.TrimSpace(m.Key); len(k) > 0 && !bytes.Equal(k, []byte("null")) {
+		var v any
+		if err := json.Unmarshal(k, &v); err != nil {
+			return request{}, http.StatusBadRequest, fmt.Errorf("key: %w", err)
+		}
+		if _, ok := value.Key(v); !ok {
+			return request{}, http.StatusBadRequest, errors.New("key: want a string, a number or a boolean")
+		}
+		if !req.dest.pid.IsZero() || req.dest.node != "" {
+			return request{}, http.StatusBadRequest, fmt.Errorf("key: dest %q must be an entry ID of this node (a supervisor.partition or a consistent_hash router.pool)", req.dest.text)
+		}
+		req.key = v
+	}
 	if !ask {
 		if m.Timeout != "" {
 			return request{}, http.StatusBadRequest, errors.New("timeout: only an ask has one")
@@ -215,6 +235,34 @@ func (sn *sender) self() (process.PID, error) {
 	}
 	sn.pid = pid
 	return pid, nil
+}
+
+// keySender is an instance that owns keys and routes by them:
+// *supervisor.Supervisor (a partition's workers) and *pool.Pool (a
+// consistent_hash pool's routees).
+type keySender interface {
+	SendKey(key any, m process.Message) error
+}
+
+// deliverReq sends m as req says: to its destination, or by its key to the
+// worker or routee of the entry it names.
+func (s *server) deliverReq(req request, m process.Message) error {
+	if req.key == nil {
+		return s.sender.deliver(req.dest, m)
+	}
+	id := registry.ID(req.dest.name)
+	info, ok := s.opts.Runtime.Info(id)
+	if !ok {
+		return fmt.Errorf("%s: %w", id, registry.ErrNoEntry)
+	}
+	ks, ok := info.Instance.(keySender)
+	if !ok || info.Instance == nil {
+		if info.Instance == nil {
+			return fmt.Errorf("%s: %w", id, registry.ErrNotRunning)
+		}
+		return fmt.Errorf("%s: %w: a key routes a supervisor.partition or a consistent_hash router.pool, not a %s", id, registry.ErrWrongKind, info.Entry.Kind)
+	}
+	return ks.SendKey(req.key, m)
 }
 
 // deliver sends m to d.
@@ -284,7 +332,7 @@ func (s *server) send(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	if err := s.sender.deliver(req.dest, process.Message{From: from, Topic: req.topic, Payload: req.payload}); err != nil {
+	if err := s.deliverReq(req, process.Message{From: from, Topic: req.topic, Payload: req.payload}); err != nil {
 		s.failErr(w, err)
 		return
 	}
@@ -311,7 +359,7 @@ func (s *server) ask(w http.ResponseWriter, r *http.Request) {
 	m := c.MessageWithin(process.Message{From: from, Topic: req.topic, Payload: req.payload}, req.timeout)
 	var res process.Reply
 	var err error
-	if derr := s.sender.deliver(req.dest, m); derr != nil {
+	if derr := s.deliverReq(req, m); derr != nil {
 		res, err = c.Abandon(askFailed(req.dest.text, derr))
 	} else {
 		res, err = c.Wait(req.timeout, r.Context().Done())

@@ -22,8 +22,8 @@ import (
 // reached (its error on stderr), 2 a bad command line.
 
 const remoteUsage = `usage:
-  runner send [--http-token-file F] ADDR DEST TOPIC [JSON | - | @FILE]
-  runner ask  [--http-token-file F] [--timeout D] ADDR DEST TOPIC [JSON | - | @FILE]
+  runner send [--http-token-file F] [--key K] ADDR DEST TOPIC [JSON | - | @FILE]
+  runner ask  [--http-token-file F] [--timeout D] [--key K] ADDR DEST TOPIC [JSON | - | @FILE]
   runner entries ADDR
   runner tree ADDR
 ADDR is the node's --http address (host:port or http://host:port); DEST a
@@ -46,10 +46,11 @@ func remote(cmd string, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, remoteUsage)
 		printFlags(stderr, fs)
 	}
-	var tokenFile string
+	var tokenFile, key string
 	timeout := 5 * time.Second
 	if cmd == "send" || cmd == "ask" {
 		fs.StringVar(&tokenFile, "http-token-file", "", "`FILE` holding the node's bearer token (its --http-token-file)")
+		fs.StringVar(&key, "key", "", "route by `KEY`: DEST is a supervisor.partition or a consistent_hash router.pool, and the message goes to its worker or routee for KEY")
 	}
 	if cmd == "ask" {
 		fs.DurationVar(&timeout, "timeout", timeout, "how long the node waits for the reply (at most "+observe.MaxAskTimeout.String()+")")
@@ -91,6 +92,9 @@ func remote(cmd string, args []string, stdout, stderr io.Writer) int {
 		return bad("--timeout %s: want above 0 and at most %s", timeout, observe.MaxAskTimeout)
 	}
 	body := map[string]any{"dest": pos[1], "topic": pos[2]}
+	if key != "" {
+		body["key"] = key
+	}
 	if len(pos) == 4 {
 		payload, err := readPayload(pos[3])
 		if err != nil {

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/proctor-run/proctor/kinds/supervisor"
 )
 
 // tokenFile writes a token file and returns its path.
@@ -54,11 +58,43 @@ func TestRemoteCommands(t *testing.T) {
 		t.Fatalf("ask get: %d %q %s", code, out, errs)
 	}
 
+	// --key reaches a partition's worker, or a consistent_hash pool's
+	// routee, for that key, whatever the payload.
+	for _, dest := range []string{"app:shards", "app:explorers"} {
+		var want string
+		for i := range 3 {
+			code, out, errs := runCLI("ask", "--http-token-file", tok, "--key", "user-42", addr, dest, "get", fmt.Sprintf(`{"n":%d}`, i))
+			var reply struct {
+				Worker string         `json:"worker"`
+				Key    map[string]any `json:"key"`
+			}
+			if code != 0 || json.Unmarshal([]byte(out), &reply) != nil || reply.Worker == "" || reply.Key["n"] != float64(i) {
+				t.Fatalf("ask --key %s: %d %q %s", dest, code, out, errs)
+			}
+			if want == "" {
+				want = reply.Worker
+			} else if reply.Worker != want {
+				t.Fatalf("ask --key user-42 %s went to %s, then %s", dest, want, reply.Worker)
+			}
+		}
+	}
+	inst, _ := r.app.rt.Instance("app:shards")
+	owner, err := inst.(*supervisor.Supervisor).Route("user-42")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := runCLI("ask", "--http-token-file", tok, "--key", "user-42", addr, "app:shards", "get"); code != 0 || !strings.Contains(out, owner.String()) {
+		t.Fatalf("ask --key user-42 app:shards answered %q, not from the owner %s", out, owner)
+	}
+
 	for _, tt := range []struct {
 		args []string
 		code int
 		want string
 	}{
+		{[]string{"ask", "--http-token-file", tok, "--key", "k", addr, "app:counter", "get"}, 1, "a key routes a supervisor.partition or a consistent_hash router.pool, not a process.lua"},
+		{[]string{"ask", "--http-token-file", tok, "--key", "k", addr, "app:crunchers", "get"}, 1, "a key routes only a consistent_hash pool"},
+		{[]string{"send", "--http-token-file", tok, "--key", "k", addr, owner.String(), "get"}, 1, "must be an entry ID of this node"},
 		{[]string{"send", addr, "app:counter", "incr"}, 1, "401 Unauthorized"},
 		{[]string{"ask", "--http-token-file", tok, addr, "app:nobody", "get"}, 1, "404 Not Found"},
 		{[]string{"ask", "--http-token-file", tok, "--timeout", "200ms", addr, "app:ticker", "get"}, 1, "504 Gateway Timeout"},

@@ -145,6 +145,31 @@ func (c *core) choose(st Strategy, rs routees, m process.Message) (int, error) {
 	return int((c.rr.Add(1) - 1) % uint64(n)), nil
 }
 
+// SendKey delivers m to the routee that owns key in a consistent_hash pool,
+// as a message whose payload's key it is would go, whatever m's payload
+// holds: so a caller that knows the key (runner ask --key) reaches that
+// routee with any payload.
+func (p *Pool) SendKey(key any, m process.Message) error {
+	c := p.cfg.Load()
+	if c.strategy != ConsistentHash {
+		return fmt.Errorf("pool %s: %w: a key routes only a consistent_hash pool, this one is %s", p.id, ErrNoKey, c.strategy)
+	}
+	k, ok := value.Key(key)
+	if !ok {
+		return fmt.Errorf("pool %s: key %T: %w", p.id, key, ErrNoKey)
+	}
+	s := p.acquire()
+	defer s.readers.Add(-1)
+	if len(s.pids) == 0 {
+		return fmt.Errorf("pool %s: %w", p.id, ErrNoRoutees)
+	}
+	if err := p.node.Send(s.pids[s.ring.lookup(k)], m); err != nil {
+		return fmt.Errorf("pool %s: %w", p.id, err)
+	}
+	p.routed.Inc()
+	return nil
+}
+
 // receive routes a message that arrived at the pool's PID.
 func (p *Pool) receive(m process.Message) {
 	if err := p.Route(m); err != nil {
