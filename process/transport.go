@@ -1,5 +1,7 @@
 package process
 
+import "fmt"
+
 // Transport carries what the process core addresses to PIDs of other
 // nodes: the sending half of the seam. The cluster layer implements it and
 // installs it with Node.SetTransport; the core never imports the cluster
@@ -140,7 +142,9 @@ func (in inbound) SendName(name string, m Message) error {
 	to, ok := in.n.Whereis(name)
 	if !ok {
 		in.n.undelivered(name, &m, ErrNameNotFound)
-		return rejectOnFailure(&m, ErrNameNotFound)
+		// The remote asker's error names the name and the node, as a
+		// local one's names the name ("app:x": no process registered…).
+		return rejectOnFailure(&m, fmt.Errorf("%q on node %s: %w", name, in.n.name, ErrNameNotFound))
 	}
 	return in.Send(to, m)
 }
