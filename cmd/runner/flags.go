@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"strings"
 
@@ -44,6 +43,8 @@ type runFlags struct {
 	maxProcs int // --max-processes; 0: no limit
 	load     *loadFlags
 	ops      *opsFlags
+	// defaultPath: no PATH was given, paths holds defaultConfig.
+	defaultPath bool
 }
 
 // clusterConfig is what the cluster flags say.
@@ -133,12 +134,7 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	}
 	f.paths = paths
 	if len(f.paths) == 0 {
-		// The demo's configuration, when run from the repository. Anywhere
-		// else, say how to start rather than that a file is missing.
-		if _, err := os.Stat(defaultConfig); errors.Is(err, os.ErrNotExist) {
-			return nil, fmt.Errorf("no configuration: give a PATH (a YAML file, or a directory of them) as in `runner run app.yaml`; without one it runs %s, which is not in this directory (docs/configuration.md describes the format; runner run --help lists the flags)", defaultConfig)
-		}
-		f.paths = []string{defaultConfig}
+		f.paths, f.defaultPath = []string{defaultConfig}, true
 	}
 	if rest != nil {
 		if f.mainID == "" {

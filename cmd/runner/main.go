@@ -211,6 +211,14 @@ type app struct {
 }
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
+	if f.defaultPath {
+		// The demo's configuration, when run from the repository. Anywhere
+		// else, say how to start rather than that a file is missing.
+		if _, err := os.Stat(defaultConfig); errors.Is(err, os.ErrNotExist) {
+			fmt.Fprintf(stderr, "runner run: no configuration: give a PATH (a YAML file, or a directory of them) as in `runner run app.yaml`; without one it runs %s, which is not in this directory (docs/configuration.md describes the format; runner run --help lists the flags)\n", defaultConfig)
+			return 2
+		}
+	}
 	log := logging.New(logging.Options{Writer: stderr, Format: f.logFmt, Level: f.logLevel})
 	f.memLimit.apply(log)
 	pg := &pgCluster{}
