@@ -44,7 +44,7 @@ func TestSoak(t *testing.T) {
 	if d <= 0 {
 		t.Skip("opt-in soak run: go test ./cmd/runner -run Soak -soak 2m")
 	}
-	dir := copyDemo(t)
+	dir := soakDemo(t)
 	r := runInProcess(t, "--log-format", "json", "--http", "127.0.0.1:0", filepath.Join(dir, "config.example.yaml"))
 	a := r.app
 	base := "http://" + a.srv.Addr().String()
@@ -194,8 +194,16 @@ func copyDemo(t *testing.T) string {
 			t.Fatal(err)
 		}
 	}
-	// The hostile script and its crashing child (testdata/soak) join the
-	// demo: huge topics and errors, unread subscriptions.
+	return dir
+}
+
+// soakDemo is copyDemo with the soak's own entries: the hostile script
+// and its crashing child (testdata/soak) join the demo, with huge topics
+// and errors and unread subscriptions. Only the soak runs them: the other
+// tests that copy the demo test what it does.
+func soakDemo(t *testing.T) string {
+	t.Helper()
+	dir := copyDemo(t)
 	for _, name := range []string{"hostile.lua", "bigerr.lua"} {
 		b, err := os.ReadFile(filepath.Join("testdata", "soak", name))
 		if err != nil {
