@@ -45,7 +45,7 @@ func TestAcceptRetriesAfterEMFILE(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = n.Close() })
 	// Each connect wakes one failing accept, then is taken by the next.
-	if err := dialRaw(t, n.Addr(), noSecretKey, "a", "b"); err != nil {
+	if err := dialRaw(t, n.Addr(), false, noSecretKey, "a", "b"); err != nil {
 		t.Fatalf("a handshake after 10 failed accepts: %v", err)
 	}
 	st := n.AcceptStatus()
@@ -89,7 +89,7 @@ func TestIdleConnectsAreCapped(t *testing.T) {
 		t.Fatalf("%d of 40 idle connections closed by the handshake deadline", closed)
 	}
 	testutil.Eventually(t, "the slots freed", func() bool { return n.AcceptStatus().Handshaking == 0 })
-	if err := dialRaw(t, n.Addr(), noSecretKey, "a", "b"); err != nil {
+	if err := dialRaw(t, n.Addr(), false, noSecretKey, "a", "b"); err != nil {
 		t.Fatalf("a real handshake after the flood: %v", err)
 	}
 }
@@ -118,7 +118,7 @@ func TestStrangersLeaveNoPeers(t *testing.T) {
 					t.Fatal(err)
 				}
 				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				if err := dialHandshake(c, tt.key, fmt.Sprintf("stranger%d", i), "zz"); err != nil {
+				if err := dialHandshake(c, tt.key, fmt.Sprintf("stranger%d", i), "zz", nil); err != nil {
 					t.Fatal(err)
 				}
 				_, _ = c.Write(frameOf([]byte("a frame")))

@@ -155,7 +155,7 @@ func TestWrongSecretIsRefused(t *testing.T) {
 	// refused when it dials...
 	wrong, _ := DeriveKeys([]byte("another secret of sixteen bytes+"))
 	before := strings.Count(tc.node("n2").logs.String(), "connection refused")
-	if err := dialRaw(t, tc.node("n2").c.Network().Addr(), wrong.Handshake, "n1", "n2"); !errors.Is(err, ErrAuth) {
+	if err := dialRaw(t, tc.node("n2").c.Network().Addr(), true, wrong.Handshake, "n1", "n2"); !errors.Is(err, ErrAuth) {
 		t.Fatalf("handshake with the wrong key: %v", err)
 	}
 	testutil.Eventually(t, "the refusal logged", func() bool {
@@ -163,7 +163,7 @@ func TestWrongSecretIsRefused(t *testing.T) {
 	})
 	// ...and a node dialing it finds its proof wrong, sends nothing and
 	// fails its sends at once.
-	impostor, err := ListenTCP(TCPOptions{Name: "zz", Listen: "127.0.0.1:0", Key: wrong.Handshake, Logger: quiet})
+	impostor, err := ListenTCP(TCPOptions{Name: "zz", Listen: "127.0.0.1:0", Key: wrong.Handshake, TLS: &TLSOptions{}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}

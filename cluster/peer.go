@@ -311,12 +311,16 @@ func (p *peer) dial() (net.Conn, error) {
 	stop := context.AfterFunc(p.ctx, func() { nc.Close() })
 	defer stop()
 	_ = nc.SetDeadline(time.Now().Add(opts.HandshakeTimeout))
-	if err := dialHandshake(nc, opts.Key, opts.Name, p.name); err != nil {
+	sc, ekm, err := p.n.secure(p.ctx, nc, false)
+	if err == nil {
+		err = dialHandshake(sc, opts.Key, opts.Name, p.name, ekm)
+	}
+	if err != nil {
 		nc.Close()
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Time{})
-	return nc, nil
+	return sc, nil
 }
 
 // connect makes nc the peer's connection and starts its reader.

@@ -32,6 +32,10 @@ type TCPOptions struct {
 	// Key is the handshake key (Keys.Handshake). Default: the key derived
 	// from no secret, which authenticates nothing.
 	Key []byte
+	// TLS, when set, runs every connection over TLS 1.3 (TLSOptions): an
+	// ephemeral certificate, or mutual TLS with a CA. Nil: plain TCP,
+	// which only a cluster without a secret runs.
+	TLS *TLSOptions
 	// Logger receives connection events and refused input. Default:
 	// slog.Default().
 	Logger *slog.Logger
@@ -141,7 +145,8 @@ type TCPNetwork struct {
 	draining atomic.Bool                      // the node is leaving: no more dials
 
 	handshakes chan struct{} // a slot per accepted connection in its handshake
-	secret     bool          // the handshake key is a secret's: a handshake authenticates
+	secret     bool          // a handshake authenticates: the key is a secret's, or the CA checks certificates
+	tls        *transportTLS // nil: plain TCP
 	acc        acceptCounters
 
 	mu   sync.Mutex
@@ -174,7 +179,13 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 		opts: opts, log: opts.Logger.With("node", opts.Name), ln: ln, addr: ln.Addr().String(),
 		down: map[string]bool{}, stats: map[string]*PeerCounters{},
 		handshakes: make(chan struct{}, opts.MaxHandshakes), memberUp: make(chan struct{}),
-		secret: !bytes.Equal(opts.Key, noSecretKey),
+		secret: !bytes.Equal(opts.Key, noSecretKey) || opts.TLS.mutual(),
+	}
+	if opts.TLS != nil {
+		if n.tls, err = newTransportTLS(opts.TLS, n.log); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
 	if opts.Advertise != "" {
 		n.addr = opts.Advertise
@@ -457,7 +468,11 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 	stop := context.AfterFunc(n.ctx, func() { c.Close() })
 	deadline := time.Now().Add(n.opts.HandshakeTimeout)
 	_ = c.SetDeadline(deadline)
-	name, err := acceptHandshake(c, n.opts.Key, n.opts.Name)
+	sc, ekm, err := n.secure(n.ctx, c, true)
+	var name string
+	if err == nil {
+		name, err = acceptHandshake(sc, n.opts.Key, n.opts.Name, ekm)
+	}
 	if err == nil && !dials(name, n.opts.Name) {
 		err = fmt.Errorf("%w: node %q dialed, but %q dials it", ErrHandshake, name, n.opts.Name)
 	}
@@ -477,7 +492,7 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 	}
 	_ = c.SetDeadline(time.Time{})
 	stop()
-	p.handOver(c)
+	p.handOver(sc)
 }
 
 // inboundPeer returns the peer an authenticated connection from name
