@@ -58,6 +58,9 @@ type Options struct {
 	// Remote configures the remote transport over the network (asks'
 	// default reply timeout, the bound on pending asks).
 	Remote remote.Options
+	// Streams bound what memberlist's TCP port lets others cost
+	// (StreamLimits; zero: the defaults).
+	Streams StreamLimits
 	// Resolver resolves seed host names. Default: net.DefaultResolver.
 	Resolver Resolver
 	// Faults, when set, injects network failures (tests).
@@ -150,7 +153,7 @@ func Start(opts Options) (*Cluster, error) {
 	}
 	c.ms, err = startMembership(membershipConfig{
 		name: name, creation: opts.Node.Creation(), bind: opts.Bind, advHost: opts.Advertise, seeds: opts.Join, key: keys.Gossip,
-		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, faults: opts.Faults, log: log,
+		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, faults: opts.Faults, streams: opts.Streams, log: log,
 		peerUp:   func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
 		peerDown: func(m Member) { c.net.PeerDown(m.Name) },
 		forget:   c.net.Forget,
