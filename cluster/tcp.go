@@ -46,14 +46,22 @@ type TCPOptions struct {
 	// one); a larger frame closes the connection. Default: DefaultMaxFrame.
 	MaxFrame int
 	// DialTimeout bounds a connection attempt, HandshakeTimeout the
-	// handshake after it (on both sides: an accepted connection that has
-	// not completed the handshake by then is closed). Defaults: 2s and 5s.
+	// handshake after it, TLS included (on both sides: an accepted
+	// connection that has not completed the handshake by then is closed).
+	// Defaults: 2s and 2s.
 	DialTimeout, HandshakeTimeout time.Duration
 	// MaxHandshakes bounds the accepted connections still in their
 	// handshake; a connection accepted past it is closed at once (counted
 	// as shed), so a flood of idle connects holds at most this many file
 	// descriptors and goroutines until HandshakeTimeout. Default: 64.
 	MaxHandshakes int
+	// MaxHandshakesPerHost bounds them per remote host (IP). Default: 8.
+	MaxHandshakesPerHost int
+	// StrangerHandshakes bounds those from hosts that are no member's (no
+	// peer the membership reported up has a transport address there), so
+	// strangers, however many addresses they have, leave the members
+	// MaxHandshakes - StrangerHandshakes. Default: MaxHandshakes / 2.
+	StrangerHandshakes int
 	// WriteTimeout bounds one batch of writes to a peer that does not
 	// read; past it the connection is closed. Default: 10s.
 	WriteTimeout time.Duration
@@ -82,10 +90,16 @@ func (o *TCPOptions) defaults() {
 		o.DialTimeout = 2 * time.Second
 	}
 	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = 5 * time.Second
+		o.HandshakeTimeout = 2 * time.Second
 	}
 	if o.MaxHandshakes <= 0 {
 		o.MaxHandshakes = 64
+	}
+	if o.MaxHandshakesPerHost <= 0 {
+		o.MaxHandshakesPerHost = 8
+	}
+	if o.StrangerHandshakes <= 0 {
+		o.StrangerHandshakes = max(1, o.MaxHandshakes/2)
 	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
@@ -144,7 +158,7 @@ type TCPNetwork struct {
 	peers    atomic.Pointer[map[string]*peer] // read by Send; copied on change under mu
 	draining atomic.Bool                      // the node is leaving: no more dials
 
-	handshakes chan struct{} // a slot per accepted connection in its handshake
+	handshakes *slots // a slot per accepted connection in its handshake
 	secret     bool          // a handshake authenticates: the key is a secret's, or the CA checks certificates
 	tls        *transportTLS // nil: plain TCP
 	acc        acceptCounters
@@ -178,7 +192,7 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 	n := &TCPNetwork{
 		opts: opts, log: opts.Logger.With("node", opts.Name), ln: ln, addr: ln.Addr().String(),
 		down: map[string]bool{}, stats: map[string]*PeerCounters{},
-		handshakes: make(chan struct{}, opts.MaxHandshakes), memberUp: make(chan struct{}),
+		handshakes: newSlots(opts.MaxHandshakes, opts.MaxHandshakesPerHost, opts.StrangerHandshakes), memberUp: make(chan struct{}),
 		secret: !bytes.Equal(opts.Key, noSecretKey) || opts.TLS.mutual(),
 	}
 	if opts.TLS != nil {
@@ -405,7 +419,7 @@ func (n *TCPNetwork) AcceptStatus() AcceptStatus {
 	n.mu.Unlock()
 	return AcceptStatus{
 		Errors: n.acc.errors.Load(), LastError: last, Shed: n.acc.shed.Load(),
-		Handshaking: len(n.handshakes),
+		Handshaking: n.handshakes.inUse(),
 	}
 }
 
@@ -447,23 +461,39 @@ func (n *TCPNetwork) accept() {
 			continue
 		}
 		backoff = 0
-		select {
-		case n.handshakes <- struct{}{}:
-		default:
+		host := remoteHost(c)
+		release, why := n.handshakes.take(host, !n.memberHost(host))
+		if release == nil {
 			n.acc.shed.Add(1)
-			n.limit.Log(n.log, slog.LevelWarn, "remote_host", remoteHost(c), "transport: too many connections in their handshake; connection closed",
-				"remote", c.RemoteAddr().String(), "max_handshakes", n.opts.MaxHandshakes)
+			n.limit.Log(n.log, slog.LevelWarn, "remote_host", host, "transport: "+why+" in their handshake; connection closed",
+				"remote", c.RemoteAddr().String(), "max_handshakes", n.opts.MaxHandshakes,
+				"per_host", n.opts.MaxHandshakesPerHost, "strangers", n.opts.StrangerHandshakes)
 			c.Close()
 			continue
 		}
 		n.wg.Add(1)
-		go n.inbound(c)
+		go n.inbound(c, release)
 	}
 }
 
+// memberHost reports whether host is where a peer the membership reported
+// up has its transport: connections from it take the members' share of
+// the handshake slots.
+func (n *TCPNetwork) memberHost(host string) bool {
+	for _, p := range *n.peers.Load() {
+		if !p.up.Load() {
+			continue
+		}
+		if h, _, err := net.SplitHostPort(p.addrString()); err == nil && h == host {
+			return true
+		}
+	}
+	return false
+}
+
 // inbound runs the accepting side of the handshake and hands the
-// connection to its peer.
-func (n *TCPNetwork) inbound(c net.Conn) {
+// connection to its peer; release gives its handshake slot back.
+func (n *TCPNetwork) inbound(c net.Conn, release func()) {
 	defer n.wg.Done()
 	stop := context.AfterFunc(n.ctx, func() { c.Close() })
 	deadline := time.Now().Add(n.opts.HandshakeTimeout)
@@ -483,7 +513,7 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 	if err == nil {
 		p, err = n.inboundPeer(name, deadline)
 	}
-	<-n.handshakes
+	release()
 	if err != nil {
 		stop()
 		c.Close()
