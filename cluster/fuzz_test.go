@@ -26,7 +26,7 @@ func FuzzFrames(f *testing.F) {
 		for {
 			b, err := fr.next()
 			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrEmptyFrame) && !errors.Is(err, ErrFrameTooLarge) {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrFrameTooLarge) {
 					t.Fatalf("unexpected error %v", err)
 				}
 				return

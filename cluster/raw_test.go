@@ -121,7 +121,6 @@ func TestBadInputClosesTheConnection(t *testing.T) {
 		{"a hello with a bad name", false, append([]byte("PRCT\x01\x03a b"), make([]byte, 32)...), "connection refused"},
 		{"another protocol version", false, append([]byte("PRCT\x09\x01a"), make([]byte, 32)...), "connection refused"},
 		{"garbage frame", true, frameOf([]byte{0xde, 0xad, 0xbe, 0xef}), "bad input"},
-		{"empty frame", true, []byte{0, 0, 0, 0}, "bad input"},
 		{"oversized frame", true, []byte{0xff, 0xff, 0xff, 0xff, 1, 2, 3}, "bad input"},
 		{"truncated frame", true, append([]byte{0, 0, 0, 100}, okEnvelope[:10]...), "bad input"},
 		{"forged sender", true, frameOf(forged), "bad input"},

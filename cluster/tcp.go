@@ -65,8 +65,14 @@ type TCPOptions struct {
 	// WriteTimeout bounds one batch of writes to a peer that does not
 	// read; past it the connection is closed. Default: 10s.
 	WriteTimeout time.Duration
+	// TickInterval is the link heartbeat, as Erlang's net_ticktime: a
+	// connection that has carried nothing inbound for this long is closed
+	// (its node reported down: links and monitors fire noconnection) and
+	// dialed again; each side writes a tick frame when it has written
+	// nothing for a quarter of it. Default: 3s.
+	TickInterval time.Duration
 	// ReconnectMin and ReconnectMax bound the backoff between attempts to
-	// reach a peer (doubling from min to max). Defaults: 50ms and 2s.
+	// reach a peer (doubling from min to max). Defaults: 50ms and 1s.
 	ReconnectMin, ReconnectMax time.Duration
 	// ConnectWait is how long a peer that the membership reports alive may
 	// stay unconnected before sends to it fail at once rather than queue.
@@ -104,11 +110,14 @@ func (o *TCPOptions) defaults() {
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
 	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = 3 * time.Second
+	}
 	if o.ReconnectMin <= 0 {
 		o.ReconnectMin = 50 * time.Millisecond
 	}
 	if o.ReconnectMax < o.ReconnectMin {
-		o.ReconnectMax = max(2*time.Second, o.ReconnectMin)
+		o.ReconnectMax = max(time.Second, o.ReconnectMin)
 	}
 	if o.ConnectWait <= 0 {
 		o.ConnectWait = 5 * time.Second
@@ -257,7 +266,7 @@ func (n *TCPNetwork) Send(node string, frame []byte) error {
 		return fmt.Errorf("node %q: %w: not a live cluster member", node, process.ErrUnreachable)
 	}
 	if p.failing.Load() {
-		return fmt.Errorf("node %q: %w: no connection (%s)", node, process.ErrUnreachable, p.lastErr())
+		return fmt.Errorf("node %q: %w (%w): %s", node, process.ErrNoConnection, process.ErrUnreachable, p.lastErr())
 	}
 	if len(frame) > n.opts.MaxFrame {
 		return fmt.Errorf("node %q: %w: %w: %d bytes (at most %d)", node, ErrFrameTooLarge, value.ErrTooLarge, len(frame), n.opts.MaxFrame)
@@ -498,10 +507,14 @@ func (n *TCPNetwork) inbound(c net.Conn, release func()) {
 	stop := context.AfterFunc(n.ctx, func() { c.Close() })
 	deadline := time.Now().Add(n.opts.HandshakeTimeout)
 	_ = c.SetDeadline(deadline)
+	c, faultTo := n.opts.Faults.wrap(c, n.opts.Name, "")
 	sc, ekm, err := n.secure(n.ctx, c, true)
 	var name string
 	if err == nil {
 		name, err = acceptHandshake(sc, n.opts.Key, n.opts.Name, ekm)
+	}
+	if err == nil && faultTo != nil {
+		faultTo.Store(&name)
 	}
 	if err == nil && !dials(name, n.opts.Name) {
 		err = fmt.Errorf("%w: node %q dialed, but %q dials it", ErrHandshake, name, n.opts.Name)
