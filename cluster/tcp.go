@@ -167,7 +167,7 @@ type TCPNetwork struct {
 	peers    atomic.Pointer[map[string]*peer] // read by Send; copied on change under mu
 	draining atomic.Bool                      // the node is leaving: no more dials
 
-	handshakes *slots // a slot per accepted connection in its handshake
+	handshakes *slots        // a slot per accepted connection in its handshake
 	secret     bool          // a handshake authenticates: the key is a secret's, or the CA checks certificates
 	tls        *transportTLS // nil: plain TCP
 	acc        acceptCounters
