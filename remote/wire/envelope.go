@@ -14,7 +14,7 @@ import (
 
 // Version is the envelope format this package writes and reads. A change
 // to the format, or to the value codec inside it, takes a new version.
-const Version byte = 2
+const Version byte = 3
 
 // Signal tells what an envelope carries.
 type Signal uint8
@@ -78,8 +78,13 @@ const (
 	FlagPayload
 	FlagErr
 	FlagName
+	// FlagRelayed marks a Send whose From is a process of another node
+	// than the sender's: a message handed on (a router forwarding what a
+	// process of another node sent it). Only a Send with a From carries
+	// it; it adds no bytes. Since version 3.
+	FlagRelayed
 
-	knownFlags = FlagTopic | FlagToken | FlagTTL | FlagPayload | FlagErr | FlagName
+	knownFlags = FlagTopic | FlagToken | FlagTTL | FlagPayload | FlagErr | FlagName | FlagRelayed
 )
 
 // Envelope is one signal between two nodes. Fields a signal does not use
@@ -102,6 +107,9 @@ type Envelope struct {
 	// Err is the error the signal carries. After Decode it is a
 	// *value.Error (or nil).
 	Err error
+	// Relayed: a Send handed on by the sending node on behalf of From, a
+	// process of another node (FlagRelayed).
+	Relayed bool
 }
 
 // Errors of the codec.
@@ -146,6 +154,9 @@ func EncodeLimit(buf []byte, e *Envelope, limit int) ([]byte, error) {
 	}
 	if e.Payload != nil {
 		flags |= FlagPayload
+	}
+	if e.Relayed {
+		flags |= FlagRelayed
 	}
 	var ve *value.Error
 	if e.Err != nil {
@@ -259,6 +270,12 @@ func Decode(b []byte) (Envelope, error) {
 	}
 	if e.Signal == Whereis && d.err == nil && (e.Name == "" || e.Token == 0) {
 		d.fail("a whereis without a name or a token")
+	}
+	if flags&FlagRelayed != 0 && d.err == nil {
+		if e.Signal != Send || e.From.IsZero() {
+			d.fail("only a send from a process is relayed")
+		}
+		e.Relayed = true
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))
