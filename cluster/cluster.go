@@ -155,7 +155,15 @@ func Start(opts Options) (*Cluster, error) {
 		name: name, creation: opts.Node.Creation(), bind: opts.Bind, advHost: opts.Advertise, seeds: opts.Join, key: keys.Gossip,
 		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, faults: opts.Faults, streams: opts.Streams, log: log,
 		peerUp:   func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
-		peerDown: func(m Member) { c.net.PeerDown(m.Name) },
+		peerDown: func(m Member) {
+			c.net.PeerDown(m.Name)
+			if m.State == StateLeft {
+				// Gone for good: its counters (and their metric series)
+				// go once its peer has stopped, so names that come and
+				// go (pods) do not pile up.
+				c.net.ForgetCounters(m.Name)
+			}
+		},
 		forget:   c.net.Forget,
 	})
 	if err != nil {

@@ -206,3 +206,32 @@ func TestLoopback(t *testing.T) {
 		}
 	}
 }
+
+// A node that left gracefully is gone for good: its transport counters
+// (and so its per-peer metric series) go; one that crashed keeps them (it
+// is retried, and may come back).
+func TestLeftPeerCountersAreForgotten(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc.converged(20 * time.Second)
+	n1 := tc.node("n1")
+	for _, n := range []string{"n2", "n3"} {
+		if _, _, err := n1.node.Ask(spawn(t, tc.node(n).node, echo), process.Message{}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peerOf := func(name string) *PeerStatus {
+		for _, m := range n1.c.Status().Members {
+			if m.Name == name {
+				return m.Peer
+			}
+		}
+		return nil
+	}
+	tc.stop("n2")
+	tc.crash("n3")
+	testutil.Eventually(t, "n2's counters gone after its leave", func() bool { return peerOf("n2") == nil })
+	testutil.Eventually(t, "n3 declared dead", func() bool { return len(n1.c.Membership().Members()) == 0 })
+	if peerOf("n3") == nil {
+		t.Fatal("a crashed node's counters went: it may come back")
+	}
+}

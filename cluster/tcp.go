@@ -376,6 +376,35 @@ func (n *TCPNetwork) Forget(node string) {
 	}
 }
 
+// ForgetCounters drops the counters of a node that left for good, once
+// its last peer entry has stopped (a new entry waits for that one), unless
+// it has come back meanwhile. Its dials stay refused until PeerUp.
+func (n *TCPNetwork) ForgetCounters(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.stats[node]
+	if st == nil || n.closed {
+		return
+	}
+	done := st.lastDone
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if done != nil {
+			select {
+			case <-done:
+			case <-n.ctx.Done():
+				return
+			}
+		}
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if _, ok := (*n.peers.Load())[node]; !ok && n.stats[node] == st {
+			delete(n.stats, node)
+		}
+	}()
+}
+
 // peerLocked returns the peer entry of node, making it (not up) when there
 // is none. n.mu is held.
 func (n *TCPNetwork) peerLocked(node string) *peer {
