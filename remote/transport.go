@@ -202,6 +202,9 @@ func (t *Transport) sendSignal(sig wire.Signal, to process.PID, name string, m p
 		if e.Token != 0 {
 			t.pending.drop(e.Token)
 		}
+		if cannotCross(err) {
+			return err // the encoder's error names the destination as addressed
+		}
 		if name != "" {
 			return fmt.Errorf("send to %s@%s: %w", name, to.Node, err)
 		}

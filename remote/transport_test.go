@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -850,5 +851,25 @@ func TestEnvelopeTooLarge(t *testing.T) {
 	}
 	if m := pr.msg(t); m.Payload != "small" {
 		t.Fatalf("got %+v", m)
+	}
+}
+
+// A message too large for another node is a dead letter of its own reason,
+// too_large (the node was reachable), and its error names the destination
+// as the sender wrote it.
+func TestTooLargeIsItsOwnDeadLetter(t *testing.T) {
+	const max = 1 << 16
+	c := &cluster{t: t, net: NewMemNetwork(MemOptions{MaxFrame: max}), nodes: map[string]*process.Node{}, trs: map[string]*Transport{}}
+	t.Cleanup(c.close)
+	c.start("n1")
+	c.start("n2")
+	c.spawn("n2", echo, process.SpawnOptions{Name: "app:svc"})
+	err := c.nodes["n1"].SendName("n2", "app:svc", process.Message{Topic: "big", Payload: string(make([]byte, 2*max))})
+	if !errors.Is(err, value.ErrTooLarge) || !strings.Contains(err.Error(), "app:svc@n2") || strings.Contains(err.Error(), "<n2.") {
+		t.Fatalf("send = %v", err)
+	}
+	dl := c.deadLetters()
+	if len(dl) != 1 || dl[0].Reason != process.DeadTooLarge || dl[0].To != "app:svc@n2" {
+		t.Fatalf("dead letters = %+v", dl)
 	}
 }

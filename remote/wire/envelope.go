@@ -137,7 +137,7 @@ func EncodeLimit(buf []byte, e *Envelope, limit int) ([]byte, error) {
 		limit += start
 	}
 	if len(e.Topic)+len(e.Name) > limit-start {
-		return buf, fmt.Errorf("%s envelope to %s: %w: topic and name alone take more than %d bytes", e.Signal, e.To, value.ErrTooLarge, limit-start)
+		return buf, fmt.Errorf("%s: %w: topic and name alone take more than %d bytes", e.describe(), value.ErrTooLarge, limit-start)
 	}
 	var flags byte
 	if e.Topic != "" {
@@ -180,20 +180,30 @@ func EncodeLimit(buf []byte, e *Envelope, limit int) ([]byte, error) {
 		buf = binary.AppendUvarint(buf, uint64(e.TTL))
 	}
 	if len(buf) > limit {
-		return buf[:start], fmt.Errorf("%s envelope to %s: %w: more than %d bytes", e.Signal, e.To, value.ErrTooLarge, limit-start)
+		return buf[:start], fmt.Errorf("%s: %w: more than %d bytes", e.describe(), value.ErrTooLarge, limit-start)
 	}
 	var err error
 	if flags&FlagPayload != 0 {
 		if buf, err = value.EncodeLimit(buf, e.Payload, limit); err != nil {
-			return buf[:start], fmt.Errorf("%s envelope to %s: payload: %w", e.Signal, e.To, err)
+			return buf[:start], fmt.Errorf("%s: payload: %w", e.describe(), err)
 		}
 	}
 	if flags&FlagErr != 0 {
 		if buf, err = value.EncodeLimit(buf, ve, limit); err != nil {
-			return buf[:start], fmt.Errorf("%s envelope to %s: error: %w", e.Signal, e.To, err)
+			return buf[:start], fmt.Errorf("%s: error: %w", e.describe(), err)
 		}
 	}
 	return buf, nil
+}
+
+// describe names the envelope as its sender addressed it: "send to
+// app:svc@n2" for a send to a registered name (whose To names only the
+// node), "exit to <n2.7.1>" otherwise.
+func (e *Envelope) describe() string {
+	if e.Name != "" {
+		return fmt.Sprintf("%s to %s@%s", e.Signal, e.Name, e.To.Node)
+	}
+	return fmt.Sprintf("%s to %s", e.Signal, e.To)
 }
 
 func appendString(buf []byte, s string) []byte {
