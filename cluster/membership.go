@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -363,15 +364,46 @@ func (m *Membership) leave() error {
 		m.settle()
 		m.announceLeave()
 		close(m.quit)
-		if e := m.ml.Leave(m.cfg.timing.LeaveTimeout); e != nil {
-			err = fmt.Errorf("cluster leave: %w", e)
-		}
+		m.leaveGossip()
 		if e := m.ml.Shutdown(); e != nil && err == nil {
 			err = e
 		}
 		<-m.done
 	})
 	return err
+}
+
+// leaveGossip queues memberlist's leave message (a dead message about
+// this node from this node) and gives gossip the rounds it takes to send
+// it as often as memberlist does (RetransmitMult × log10(n+1) rounds),
+// LeaveTimeout at most — less once no other node is alive in memberlist's
+// view (they left too: nobody is left to tell). memberlist's own wait
+// (Leave with a timeout) waits for the message to be sent that often, which
+// never happens when every other node is leaving at the same moment: a
+// rollout's or a test's stop waited out the timeout and warned.
+func (m *Membership) leaveGossip() {
+	t := m.cfg.timing
+	n := m.ml.NumMembers()
+	// Leave's own wait ends at once: the broadcast is queued either way.
+	_ = m.ml.Leave(time.Nanosecond)
+	rounds := t.RetransmitMult*int(math.Ceil(math.Log10(float64(n+1)))) + 1
+	deadline := time.Now().Add(min(time.Duration(rounds)*t.GossipInterval, t.LeaveTimeout))
+	tick := time.NewTicker(t.GossipInterval / 2)
+	defer tick.Stop()
+	for time.Now().Before(deadline) && m.othersAlive() {
+		<-tick.C
+	}
+}
+
+// othersAlive reports whether memberlist sees another node alive (or
+// suspect).
+func (m *Membership) othersAlive() bool {
+	for _, n := range m.ml.Members() {
+		if n.Name != m.cfg.name {
+			return true
+		}
+	}
+	return false
 }
 
 // The membership's own messages (kind 0): the first payload byte says

@@ -670,8 +670,15 @@ func (r *replica) verified(it *item, now time.Time) {
 			r.arm(p)
 			return
 		}
-		r.once(p.node, "unverified", "pg: ignored messages from a process that is not the node's scope",
-			"from", it.pid.String(), "error", it.err)
+		if errors.Is(it.err, process.ErrNameNotFound) {
+			// No scope runs there (it stopped: its node is leaving, or
+			// its entry was removed): what it sent last is moot, not
+			// forged.
+			r.log.Debug("pg: dropped messages of a scope that no longer runs", "peer", p.node, "from", it.pid.String())
+		} else {
+			r.once(p.node, "unverified", "pg: ignored messages from a process that is not the node's scope",
+				"from", it.pid.String(), "error", it.err)
+		}
 		r.dropIfIdle(p)
 		return
 	}
