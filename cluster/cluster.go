@@ -154,7 +154,7 @@ func Start(opts Options) (*Cluster, error) {
 	c.ms, err = startMembership(membershipConfig{
 		name: name, creation: opts.Node.Creation(), bind: opts.Bind, advHost: opts.Advertise, seeds: opts.Join, key: keys.Gossip,
 		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, faults: opts.Faults, streams: opts.Streams, log: log,
-		peerUp:   func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
+		peerUp: func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
 		peerDown: func(m Member) {
 			c.net.PeerDown(m.Name)
 			if m.State == StateLeft {
@@ -164,7 +164,7 @@ func Start(opts Options) (*Cluster, error) {
 				c.net.ForgetCounters(m.Name)
 			}
 		},
-		forget:   c.net.Forget,
+		forget: c.net.Forget,
 	})
 	if err != nil {
 		_ = c.tr.Close()
