@@ -1,7 +1,11 @@
 package cluster
 
 import (
+	"context"
 	"errors"
+	"net"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -115,5 +119,88 @@ func TestAskAfterConnectionLossFailsAtOnce(t *testing.T) {
 	_, _, err := n1.Ask(target, process.Message{}, 5*time.Second)
 	if took := time.Since(start); !errors.Is(err, process.ErrNoConnection) || took > 300*time.Millisecond {
 		t.Fatalf("ask after the connection broke: %v after %s", err, took)
+	}
+}
+
+// A peer that takes each connection and drops it at once (a node that
+// keeps replacing it, a proxy that resets) makes the dialer back off,
+// doubling up to ReconnectMax, rather than redial at ReconnectMin forever;
+// and the "connection lost" line is rate-limited.
+func TestFlappingConnectionBacksOff(t *testing.T) {
+	keys, _ := DeriveKeys(testSecret)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var accepted atomic.Int64
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		srv := &TCPNetwork{opts: TCPOptions{Name: "b", Key: keys.Handshake}}
+		srv.tls, _ = newTransportTLS(&TLSOptions{}, quiet)
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+			if sc, ekm, err := srv.secure(context.Background(), c, true); err == nil {
+				if _, err := acceptHandshake(sc, keys.Handshake, "b", ekm); err == nil {
+					accepted.Add(1)
+				}
+			}
+			c.Close()
+		}
+	}()
+	logs := &testutil.SyncBuffer{}
+	a, _ := bareNetwork(t, TCPOptions{Name: "a", Key: keys.Handshake, TLS: &TLSOptions{}, ReconnectMin: 20 * time.Millisecond, ReconnectMax: 400 * time.Millisecond})
+	a.log = testLogger(logs)
+	a.PeerUp("b", ln.Addr().String())
+	window := time.NewTimer(2 * time.Second)
+	<-window.C
+	n := accepted.Load()
+	a.PeerDown("b")
+	ln.Close()
+	<-done
+	// Backing off: 20+40+80+160+320 ms, then every 400 ms: about 9 in 2 s
+	// (at ReconnectMin it was a hundred).
+	if n < 2 || n > 20 {
+		t.Fatalf("%d connections in 2s", n)
+	}
+	if c := strings.Count(logs.String(), "transport: connection lost"); c > 6 {
+		t.Fatalf("connection lost logged %d times", c)
+	}
+}
+
+// A node back under its name after the membership reported it gone (a
+// restart on its address) dials before this node's membership has seen it
+// join: its connection waits for the join rather than being refused, so
+// its first dial carries its first frame.
+func TestRestartedNodeDialsBeforeItsJoinIsSeen(t *testing.T) {
+	keys, _ := DeriveKeys(testSecret)
+	logs := &testutil.SyncBuffer{}
+	b, recvB := bareNetwork(t, TCPOptions{Name: "b", Key: keys.Handshake, TLS: &TLSOptions{}})
+	b.log = testLogger(logs)
+	a, _ := bareNetwork(t, TCPOptions{Name: "a", Key: keys.Handshake, TLS: &TLSOptions{}})
+	b.PeerUp("a", a.Addr())
+	a.PeerUp("b", b.Addr())
+	testutil.Eventually(t, "connected", func() bool { return a.Send("b", []byte{1}) == nil && recvB.frames.Load() > 0 })
+	b.PeerDown("a") // declared dead
+	_ = a.Close()
+
+	a2, _ := bareNetwork(t, TCPOptions{Name: "a", Key: keys.Handshake, TLS: &TLSOptions{}})
+	a2.PeerUp("b", b.Addr()) // it joined, and dials at once
+	before := recvB.frames.Load()
+	if err := a2.Send("b", []byte{2}); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "a2's dial to wait in b's handshake", func() bool { return b.AcceptStatus().Handshaking == 1 })
+	b.PeerUp("a", a2.Addr()) // b's membership sees the join
+	testutil.Eventually(t, "a2's frame delivered", func() bool { return recvB.frames.Load() > before })
+	if strings.Contains(logs.String(), "reports it gone") {
+		t.Fatalf("the restarted node's dial was refused:\n%s", logs)
+	}
+	if p := a2.Peers()[0]; p.Reconnects != 0 || p.LastError != "" {
+		t.Fatalf("a2's peer: %+v", p)
 	}
 }

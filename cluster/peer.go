@@ -80,6 +80,7 @@ type conn struct {
 	seen  uint64
 	heard time.Time
 	wrote time.Time
+	since time.Time // when it was made
 }
 
 // countingReader counts the reads that returned bytes.
@@ -243,10 +244,11 @@ func (p *peer) run() {
 			nc, err := p.dial()
 			switch {
 			case err == nil:
-				backoff, warned = opts.ReconnectMin, false
+				warned = false
 				c = p.connect(nc)
 				if err := p.flush(c); err != nil {
 					p.lose(c, err, log)
+					backoff = p.relax(c, backoff)
 					c, retry = nil, time.After(backoff)
 				}
 			case p.ctx.Err() == nil:
@@ -285,6 +287,7 @@ func (p *peer) run() {
 			if c != nil {
 				if err := p.flush(c); err != nil {
 					p.lose(c, err, log)
+					backoff = p.relax(c, backoff)
 					c, retry = nil, time.After(backoff)
 				}
 			}
@@ -303,6 +306,7 @@ func (p *peer) run() {
 			}
 		case <-readerDone:
 			p.lose(c, c.err, log)
+			backoff = p.relax(c, backoff)
 			c, retry = nil, time.After(backoff)
 			if !p.dialer && wait == nil {
 				wait = time.NewTimer(opts.ConnectWait)
@@ -313,6 +317,7 @@ func (p *peer) run() {
 			}
 			if err := p.heartbeat(c, now); err != nil {
 				p.lose(c, err, log)
+				backoff = p.relax(c, backoff)
 				c, retry = nil, time.After(backoff)
 				if !p.dialer && wait == nil {
 					wait = time.NewTimer(opts.ConnectWait)
@@ -371,6 +376,18 @@ func (p *peer) dial() (net.Conn, error) {
 	return sc, nil
 }
 
+// relax returns the backoff before the next dial once connection c has
+// ended: one that lasted a tick interval starts again from ReconnectMin;
+// one lost sooner (made, then dropped at once: a loop, as with a peer that
+// takes the connection and closes it) doubles it, up to ReconnectMax.
+func (p *peer) relax(c *conn, backoff time.Duration) time.Duration {
+	opts := &p.n.opts
+	if time.Since(c.since) >= opts.TickInterval {
+		return opts.ReconnectMin
+	}
+	return min(2*backoff, opts.ReconnectMax)
+}
+
 // heartbeat runs on each tick of a connected peer: it closes c (the error
 // says why) once it has read nothing for TickInterval, and sends a tick
 // frame when nothing was written for a quarter of it.
@@ -398,7 +415,7 @@ func (p *peer) heartbeat(c *conn, now time.Time) error {
 func (p *peer) connect(nc net.Conn) *conn {
 	p.had = true
 	now := time.Now()
-	c := &conn{nc: nc, w: bufio.NewWriterSize(nc, ioBufferSize), done: make(chan struct{}), heard: now, wrote: now}
+	c := &conn{nc: nc, w: bufio.NewWriterSize(nc, ioBufferSize), done: make(chan struct{}), heard: now, wrote: now, since: now}
 	c.stop = context.AfterFunc(p.ctx, func() { nc.Close() })
 	if p.st.Connects.Add(1) > 1 {
 		p.st.Reconnects.Add(1)
@@ -431,9 +448,11 @@ func (p *peer) lose(c *conn, err error, log *slog.Logger) {
 		// This node is leaving: the peer closing on it is the leave.
 		log.Debug("transport: connection closed while leaving", "error", err)
 	case errors.Is(err, errSilent):
-		log.Warn("transport: connection silent past the tick interval; closed", "tick_interval", p.n.opts.TickInterval.String(), "error", err)
+		p.n.limit.Log(log, slog.LevelWarn, "peer", p.name, "transport: connection silent past the tick interval; closed", "tick_interval", p.n.opts.TickInterval.String(), "error", err)
 	default:
-		log.Info("transport: connection lost", "error", err)
+		// Rate-limited: a connection made and lost at once repeats (its
+		// redials back off, but a peer may keep dialing).
+		p.n.limit.Log(log, slog.LevelInfo, "peer", p.name, "transport: connection lost", "error", err)
 	}
 	p.n.recv.NodeDown(p.name)
 }

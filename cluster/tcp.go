@@ -583,15 +583,16 @@ func (n *TCPNetwork) inboundPeer(name string, deadline time.Time) (*peer, error)
 	}()
 	for {
 		n.mu.Lock()
-		switch {
-		case n.closed:
+		if n.closed {
 			n.mu.Unlock()
 			return nil, errors.New("the network is closing")
-		case n.down[name]:
-			n.mu.Unlock()
-			return nil, fmt.Errorf("node %q: the membership reports it gone", name)
 		}
-		if p := (*n.peers.Load())[name]; (p != nil && p.up.Load()) || n.secret {
+		// A node the membership reported gone waits for it to join again:
+		// one restarted on its address dials as soon as it has joined,
+		// often before this node's membership has seen it, and refusing it
+		// cost a round of backoff (and the pg breakers' patience).
+		down := n.down[name]
+		if p := (*n.peers.Load())[name]; !down && ((p != nil && p.up.Load()) || n.secret) {
 			p := n.peerLocked(name)
 			n.mu.Unlock()
 			return p, nil
@@ -604,6 +605,9 @@ func (n *TCPNetwork) inboundPeer(name string, deadline time.Time) (*peer, error)
 		select {
 		case <-up:
 		case <-timer.C:
+			if down {
+				return nil, fmt.Errorf("node %q: the membership reports it gone", name)
+			}
 			return nil, fmt.Errorf("node %q is not a member (no secret authenticates it)", name)
 		case <-n.ctx.Done():
 			return nil, n.ctx.Err()
