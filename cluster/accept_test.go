@@ -45,7 +45,7 @@ func TestAcceptRetriesAfterEMFILE(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = n.Close() })
 	// Each connect wakes one failing accept, then is taken by the next.
-	if err := dialRaw(t, n.Addr(), noSecretKey, "a", "b"); err != nil {
+	if err := dialRaw(t, n.Addr(), false, noSecretKey, "a", "b"); err != nil {
 		t.Fatalf("a handshake after 10 failed accepts: %v", err)
 	}
 	st := n.AcceptStatus()
@@ -61,7 +61,7 @@ func TestAcceptRetriesAfterEMFILE(t *testing.T) {
 // held (each until HandshakeTimeout), the rest are closed at once, and a
 // real node connects once they are gone.
 func TestIdleConnectsAreCapped(t *testing.T) {
-	n, _ := bareNetwork(t, TCPOptions{Name: "b", MaxHandshakes: 4, HandshakeTimeout: time.Second})
+	n, _ := bareNetwork(t, TCPOptions{Name: "b", MaxHandshakes: 4, StrangerHandshakes: 4, MaxHandshakesPerHost: 4, HandshakeTimeout: time.Second})
 	before := runtime.NumGoroutine()
 	var conns []net.Conn
 	for range 40 {
@@ -89,7 +89,7 @@ func TestIdleConnectsAreCapped(t *testing.T) {
 		t.Fatalf("%d of 40 idle connections closed by the handshake deadline", closed)
 	}
 	testutil.Eventually(t, "the slots freed", func() bool { return n.AcceptStatus().Handshaking == 0 })
-	if err := dialRaw(t, n.Addr(), noSecretKey, "a", "b"); err != nil {
+	if err := dialRaw(t, n.Addr(), false, noSecretKey, "a", "b"); err != nil {
 		t.Fatalf("a real handshake after the flood: %v", err)
 	}
 }
@@ -110,7 +110,7 @@ func TestStrangersLeaveNoPeers(t *testing.T) {
 		key  []byte
 	}{{"secret", keys.Handshake}, {"no secret", noSecretKey}} {
 		t.Run(tt.name, func(t *testing.T) {
-			n, _ := bareNetwork(t, TCPOptions{Name: "zz", Key: tt.key, HandshakeTimeout: 500 * time.Millisecond})
+			n, _ := bareNetwork(t, TCPOptions{Name: "zz", Key: tt.key, HandshakeTimeout: 500 * time.Millisecond, MaxHandshakesPerHost: 64, StrangerHandshakes: 64})
 			before := runtime.NumGoroutine()
 			for i := range 50 {
 				c, err := net.Dial("tcp", n.Addr())
@@ -118,7 +118,7 @@ func TestStrangersLeaveNoPeers(t *testing.T) {
 					t.Fatal(err)
 				}
 				_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-				if err := dialHandshake(c, tt.key, fmt.Sprintf("stranger%d", i), "zz"); err != nil {
+				if err := dialHandshake(c, tt.key, fmt.Sprintf("stranger%d", i), "zz", nil); err != nil {
 					t.Fatal(err)
 				}
 				_, _ = c.Write(frameOf([]byte("a frame")))
@@ -130,4 +130,68 @@ func TestStrangersLeaveNoPeers(t *testing.T) {
 			testutil.Eventually(t, "their goroutines gone", func() bool { return runtime.NumGoroutine() <= before+2 })
 		})
 	}
+}
+
+// disguise is a listener whose connections, while on, say they come from
+// other hosts, one of ten in turn: a flood from 127.0.0.1 that the network
+// takes for many strangers' (no packet leaves 127.0.0.1).
+type disguise struct {
+	net.Listener
+	on atomic.Bool
+	n  int // owned by the accepting goroutine
+}
+
+func (l *disguise) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil || !l.on.Load() {
+		return c, err
+	}
+	l.n++
+	return addrConn{Conn: c, addr: &net.TCPAddr{IP: net.ParseIP(fmt.Sprintf("192.0.2.%d", 1+l.n%10)), Port: 1}}, nil
+}
+
+// Strangers holding connections open after a bare hello cannot take the
+// handshake slots from the members: they get their share, at most
+// MaxHandshakesPerHost per host, and a member's connection still goes
+// through while they hold it.
+func TestStrangersCannotTakeMembersHandshakeSlots(t *testing.T) {
+	keys, _ := DeriveKeys(testSecret)
+	dl := &disguise{}
+	dl.on.Store(true)
+	b, recvB := startBare(t, TCPOptions{Name: "b", Key: keys.Handshake, TLS: &TLSOptions{}, MaxHandshakes: 8, MaxHandshakesPerHost: 2,
+		StrangerHandshakes: 4, HandshakeTimeout: 20 * time.Second}, func(l net.Listener) net.Listener {
+		dl.Listener = l
+		return dl
+	})
+	a, _ := startBare(t, TCPOptions{Name: "a", Key: keys.Handshake, TLS: &TLSOptions{}}, nil)
+	b.PeerUp("a", a.Addr()) // the membership knows a: its host is a member's
+	for i := range 40 {
+		c, err := net.Dial("tcp", b.Addr())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		// A TLS session, then a bare hello: the stranger waits for the
+		// proof it will never send.
+		go func() {
+			tc, err := tlsClient(c, baseTLSConfig())
+			if err == nil {
+				h, _ := newHello(fmt.Sprintf("s%d", i))
+				_, _ = tc.Write(h.append(nil))
+			}
+		}()
+	}
+	testutil.Eventually(t, "every flood connection taken or shed", func() bool {
+		st := b.AcceptStatus()
+		return st.Shed+uint64(st.Handshaking) == 40
+	})
+	if st := b.AcceptStatus(); st.Handshaking != 4 {
+		t.Fatalf("strangers hold %d handshake slots, their share is 4 (%+v)", st.Handshaking, st)
+	}
+	dl.on.Store(false)
+	a.PeerUp("b", b.Addr())
+	testutil.Eventually(t, "the member's frame delivered while strangers hold their slots", func() bool {
+		_ = a.Send("b", []byte("hi"))
+		return recvB.n.Load() > 0
+	})
 }

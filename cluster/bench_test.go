@@ -14,13 +14,21 @@ const (
 	remoteAskRounds    = 20_000
 )
 
+// benchModes are the transport's modes each benchmark runs in, in one
+// run: plain TCP (no secret) and TLS 1.3 (a secret: ephemeral
+// certificates, the proof over the keying material).
+var benchModes = []struct {
+	name   string
+	secret []byte
+}{{"plain", nil}, {"tls", testSecret}}
+
 // benchPair starts two cluster nodes on 127.0.0.1 and waits until they
 // are connected.
-func benchPair(b *testing.B) (n1, n2 *process.Node, done func()) {
+func benchPair(b *testing.B, secret []byte) (n1, n2 *process.Node, done func()) {
 	start := func(name string, join []string) *Cluster {
 		c, err := Start(Options{
 			Node: process.NewNode(process.Options{Name: name, Logger: quiet}),
-			Bind: "127.0.0.1:0", Join: join, Secret: testSecret, Logger: quiet, QueueSize: 1 << 20,
+			Bind: "127.0.0.1:0", Join: join, Secret: secret, Logger: quiet, QueueSize: 1 << 20,
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -65,7 +73,13 @@ func (c *counter) Receive(process.Context, process.Message) {
 // BenchmarkRemoteTell: one goroutine on n1 sends to a process on n2 over
 // loopback TCP; the clock stops when the process has seen every message.
 func BenchmarkRemoteTell(b *testing.B) {
-	n1, n2, done := benchPair(b)
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchRemoteTell(b, m.secret) })
+	}
+}
+
+func benchRemoteTell(b *testing.B, secret []byte) {
+	n1, n2, done := benchPair(b, secret)
 	defer done()
 	var total time.Duration
 	for i := 0; i < b.N; i++ {
@@ -88,7 +102,13 @@ func BenchmarkRemoteTell(b *testing.B) {
 // BenchmarkRemoteAsk: sequential asks from n1 to an echo process on n2
 // over loopback TCP.
 func BenchmarkRemoteAsk(b *testing.B) {
-	n1, n2, done := benchPair(b)
+	for _, m := range benchModes {
+		b.Run(m.name, func(b *testing.B) { benchRemoteAsk(b, m.secret) })
+	}
+}
+
+func benchRemoteAsk(b *testing.B, secret []byte) {
+	n1, n2, done := benchPair(b, secret)
 	defer done()
 	pid, _ := n2.Spawn(echo, process.SpawnOptions{})
 	defer n2.Kill(pid)

@@ -35,10 +35,20 @@ type Options struct {
 	// names that resolve (each address a seed). Empty: this node starts
 	// a cluster of its own and others join it.
 	Join []string
-	// Secret is the cluster's shared secret (at least MinSecret bytes).
-	// Without it, nothing is encrypted or authenticated, and binding a
-	// non-loopback address logs a warning.
+	// Secret is the cluster's shared secret (at least MinSecret bytes):
+	// it encrypts gossip, and the transport runs over TLS 1.3 whose
+	// ends prove they hold it. Without Secret and TLS nothing is
+	// encrypted or authenticated, and Start refuses to bind a
+	// non-loopback address unless Insecure is set.
 	Secret []byte
+	// TLS gives the transport mutual TLS with a CA (TLSOptions' files),
+	// instead of or as well as the secret's proof. It does not cover
+	// gossip: without Secret the membership is neither encrypted nor
+	// authenticated (a warning says so on a non-loopback address).
+	TLS *TLSOptions
+	// Insecure lets a node without Secret or TLS bind a non-loopback
+	// address (with a logged warning).
+	Insecure bool
 	// Logger receives the cluster's events. Default: slog.Default().
 	Logger *slog.Logger
 	// Timing tunes failure detection and rejoining.
@@ -48,6 +58,9 @@ type Options struct {
 	// Remote configures the remote transport over the network (asks'
 	// default reply timeout, the bound on pending asks).
 	Remote remote.Options
+	// Streams bound what memberlist's TCP port lets others cost
+	// (StreamLimits; zero: the defaults).
+	Streams StreamLimits
 	// Resolver resolves seed host names. Default: net.DefaultResolver.
 	Resolver Resolver
 	// Faults, when set, injects network failures (tests).
@@ -101,22 +114,29 @@ func Start(opts Options) (*Cluster, error) {
 	}
 	log := opts.Logger.With("node", name)
 	var keys Keys
+	tlsOpts := opts.TLS
 	if opts.Secret != nil {
 		if keys, err = DeriveKeys(opts.Secret); err != nil {
 			return nil, err
 		}
-	} else {
-		for _, a := range []string{opts.Bind, opts.TransportBind} {
-			if !loopback(a) {
-				log.Warn("cluster: no secret, and a non-loopback address is bound: anyone who reaches it can join the cluster and send to its processes; use --cluster-secret-file", "address", a)
-				break
-			}
+		if tlsOpts == nil {
+			tlsOpts = &TLSOptions{} // an ephemeral certificate; the proof authenticates
+		}
+	}
+	if exposed := exposedAddr(opts.Bind, opts.TransportBind); exposed != "" {
+		switch {
+		case opts.Secret == nil && opts.TLS == nil && !opts.Insecure:
+			return nil, fmt.Errorf("cluster: %w: %s is not a loopback address; give the cluster a secret (--cluster-secret-file) or TLS certificates (--cluster-tls-cert, --cluster-tls-key, --cluster-tls-ca), or say --cluster-insecure", ErrInsecure, exposed)
+		case opts.Secret == nil && opts.TLS == nil:
+			log.Warn("cluster: no secret and no TLS, and a non-loopback address is bound (--cluster-insecure): anyone who reaches it can join the cluster, read its traffic and send to its processes", "address", exposed)
+		case opts.Secret == nil:
+			log.Warn("cluster: TLS protects the transport, but without a secret the membership's gossip is neither encrypted nor authenticated: anyone who reaches the gossip port can join the membership or forge its news; add --cluster-secret-file", "address", exposed)
 		}
 	}
 	c := &Cluster{opts: opts, log: log, node: opts.Node}
 	c.breakers.Store(&[]breakerSource{})
 	c.net, err = ListenTCP(TCPOptions{
-		Name: name, Listen: opts.TransportBind, Key: keys.Handshake, Logger: opts.Logger,
+		Name: name, Listen: opts.TransportBind, Key: keys.Handshake, TLS: tlsOpts, Logger: opts.Logger,
 		QueueSize: opts.QueueSize, MaxFrame: opts.MaxFrame, Faults: opts.Faults,
 	})
 	if err != nil {
@@ -133,16 +153,24 @@ func Start(opts Options) (*Cluster, error) {
 	}
 	c.ms, err = startMembership(membershipConfig{
 		name: name, creation: opts.Node.Creation(), bind: opts.Bind, advHost: opts.Advertise, seeds: opts.Join, key: keys.Gossip,
-		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, faults: opts.Faults, log: log,
-		peerUp:   func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
-		peerDown: func(m Member) { c.net.PeerDown(m.Name) },
-		forget:   c.net.Forget,
+		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, faults: opts.Faults, streams: opts.Streams, log: log,
+		peerUp: func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
+		peerDown: func(m Member) {
+			c.net.PeerDown(m.Name)
+			if m.State == StateLeft {
+				// Gone for good: its counters (and their metric series)
+				// go once its peer has stopped, so names that come and
+				// go (pods) do not pile up.
+				c.net.ForgetCounters(m.Name)
+			}
+		},
+		forget: c.net.Forget,
 	})
 	if err != nil {
 		_ = c.tr.Close()
 		return nil, err
 	}
-	log.Info("cluster: started", "gossip", c.ms.Addr(), "transport", c.net.Addr(), "seeds", opts.Join, "secret", opts.Secret != nil)
+	log.Info("cluster: started", "gossip", c.ms.Addr(), "transport", c.net.Addr(), "seeds", opts.Join, "secret", opts.Secret != nil, "tls", tlsMode(tlsOpts))
 	return c, nil
 }
 
@@ -157,6 +185,21 @@ func (c *Cluster) transportAddr(adv net.IP) string {
 	return c.net.Addr()
 }
 
+// ErrInsecure: a node without a secret or TLS would bind an address other
+// hosts reach.
+var ErrInsecure = errors.New("refusing to run an unauthenticated, unencrypted cluster on a network")
+
+// exposedAddr returns the first of addrs that is not a loopback address,
+// "" when all are.
+func exposedAddr(addrs ...string) string {
+	for _, a := range addrs {
+		if !loopback(a) {
+			return a
+		}
+	}
+	return ""
+}
+
 // loopback reports whether addr's host is a loopback address.
 func loopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
@@ -168,6 +211,17 @@ func loopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// tlsMode names how the transport is secured (Status.TLS).
+func tlsMode(o *TLSOptions) string {
+	switch {
+	case o == nil:
+		return "off"
+	case o.mutual():
+		return "mutual"
+	}
+	return "ephemeral"
 }
 
 // Name returns this node's name.
@@ -250,7 +304,10 @@ type Status struct {
 	Gossip    string `json:"gossip"`
 	Transport string `json:"transport"`
 	// Secret tells whether the cluster runs with a shared secret.
-	Secret  bool           `json:"secret"`
+	Secret bool `json:"secret"`
+	// TLS is how the transport is secured: "off", "ephemeral" (the
+	// secret's proof authenticates) or "mutual" (certificates from a CA).
+	TLS     string         `json:"tls"`
 	Members []MemberStatus `json:"members"`
 	// Remote is the remote transport's counters.
 	Remote remote.Stats `json:"remote"`
@@ -278,7 +335,7 @@ type MemberStatus struct {
 // transport and breaker states.
 func (c *Cluster) Status() Status {
 	s := Status{
-		Node: c.Name(), Gossip: c.ms.Addr(), Transport: c.net.Addr(), Secret: c.opts.Secret != nil,
+		Node: c.Name(), Gossip: c.ms.Addr(), Transport: c.net.Addr(), Secret: c.opts.Secret != nil, TLS: tlsMode(c.net.opts.TLS),
 		Remote: c.tr.Stats(), GossipDropped: c.ms.GossipDropped(), Accept: c.net.AcceptStatus(),
 	}
 	if err := c.Err(); err != nil {

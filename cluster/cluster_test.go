@@ -155,7 +155,7 @@ func TestWrongSecretIsRefused(t *testing.T) {
 	// refused when it dials...
 	wrong, _ := DeriveKeys([]byte("another secret of sixteen bytes+"))
 	before := strings.Count(tc.node("n2").logs.String(), "connection refused")
-	if err := dialRaw(t, tc.node("n2").c.Network().Addr(), wrong.Handshake, "n1", "n2"); !errors.Is(err, ErrAuth) {
+	if err := dialRaw(t, tc.node("n2").c.Network().Addr(), true, wrong.Handshake, "n1", "n2"); !errors.Is(err, ErrAuth) {
 		t.Fatalf("handshake with the wrong key: %v", err)
 	}
 	testutil.Eventually(t, "the refusal logged", func() bool {
@@ -163,7 +163,7 @@ func TestWrongSecretIsRefused(t *testing.T) {
 	})
 	// ...and a node dialing it finds its proof wrong, sends nothing and
 	// fails its sends at once.
-	impostor, err := ListenTCP(TCPOptions{Name: "zz", Listen: "127.0.0.1:0", Key: wrong.Handshake, Logger: quiet})
+	impostor, err := ListenTCP(TCPOptions{Name: "zz", Listen: "127.0.0.1:0", Key: wrong.Handshake, TLS: &TLSOptions{}, Logger: quiet})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,5 +204,34 @@ func TestLoopback(t *testing.T) {
 		if got := loopback(addr); got != want {
 			t.Errorf("%s: %v", addr, got)
 		}
+	}
+}
+
+// A node that left gracefully is gone for good: its transport counters
+// (and so its per-peer metric series) go; one that crashed keeps them (it
+// is retried, and may come back).
+func TestLeftPeerCountersAreForgotten(t *testing.T) {
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc.converged(20 * time.Second)
+	n1 := tc.node("n1")
+	for _, n := range []string{"n2", "n3"} {
+		if _, _, err := n1.node.Ask(spawn(t, tc.node(n).node, echo), process.Message{}, 5*time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	peerOf := func(name string) *PeerStatus {
+		for _, m := range n1.c.Status().Members {
+			if m.Name == name {
+				return m.Peer
+			}
+		}
+		return nil
+	}
+	tc.stop("n2")
+	tc.crash("n3")
+	testutil.Eventually(t, "n2's counters gone after its leave", func() bool { return peerOf("n2") == nil })
+	testutil.Eventually(t, "n3 declared dead", func() bool { return len(n1.c.Membership().Members()) == 0 })
+	if peerOf("n3") == nil {
+		t.Fatal("a crashed node's counters went: it may come back")
 	}
 }

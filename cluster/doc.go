@@ -14,12 +14,13 @@
 //     gossip messages that every subsystem shares through one delegate,
 //     tagged by a Kind byte;
 //   - TCPNetwork is a remote.Network: one persistent, authenticated TCP
-//     connection per pair of nodes, a bounded queue and a batching writer
+//     connection per pair of nodes (TLS 1.3 with a secret or certificates), a bounded queue and a batching writer
 //     per peer, length-prefixed frames holding wire envelopes;
 //   - remote.Transport (package remote) turns the process core's signals
 //     into envelopes and back.
 //
 // A shared secret (ReadSecretFile, DeriveKeys) yields memberlist's gossip
-// key and the transport's handshake key. Faults injects failures in both
+// key and the transport's handshake key; TLSOptions configure the
+// transport's TLS (tls.go). Faults injects failures in both
 // layers for tests. docs/cluster.md is the user's guide.
 package cluster

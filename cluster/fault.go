@@ -2,7 +2,9 @@ package cluster
 
 import (
 	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
@@ -22,6 +24,7 @@ import (
 type Faults struct {
 	mu     sync.Mutex
 	cut    map[[2]string]bool
+	drop   map[[2]string]bool
 	frame  remote.Fault
 	packet PacketFault
 }
@@ -31,7 +34,63 @@ type Faults struct {
 type PacketFault func(from, to string) (drop bool, delay time.Duration)
 
 // NewFaults returns a Faults that injects nothing yet.
-func NewFaults() *Faults { return &Faults{cut: map[[2]string]bool{}} }
+func NewFaults() *Faults { return &Faults{cut: map[[2]string]bool{}, drop: map[[2]string]bool{}} }
+
+// Drop makes the transport's connections from from to to drop what from
+// writes, silently, while they stay open, until Undrop: a black hole in one
+// direction, as a firewall dropping packets makes one. New connections
+// from from to to fail to dial. The membership is not touched (its
+// indirect probes keep the nodes alive, as on a real network).
+func (f *Faults) Drop(from, to string) {
+	f.mu.Lock()
+	f.drop[[2]string{from, to}] = true
+	f.mu.Unlock()
+}
+
+// Undrop undoes Drop.
+func (f *Faults) Undrop(from, to string) {
+	f.mu.Lock()
+	delete(f.drop, [2]string{from, to})
+	f.mu.Unlock()
+}
+
+func (f *Faults) dropping(from, to string) bool {
+	if f == nil {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.drop[[2]string{from, to}]
+}
+
+// wrap returns c with Drop applied to what from writes on it; to may be
+// set later (an accepted connection learns it in the handshake). Without
+// faults c is returned as is.
+func (f *Faults) wrap(c net.Conn, from, to string) (net.Conn, *atomic.Pointer[string]) {
+	if f == nil {
+		return c, nil
+	}
+	fc := &faultConn{Conn: c, f: f, from: from}
+	if to != "" {
+		fc.to.Store(&to)
+	}
+	return fc, &fc.to
+}
+
+// faultConn is a transport connection under Drop.
+type faultConn struct {
+	net.Conn
+	f    *Faults
+	from string
+	to   atomic.Pointer[string]
+}
+
+func (c *faultConn) Write(p []byte) (int, error) {
+	if to := c.to.Load(); to != nil && c.f.dropping(c.from, *to) {
+		return len(p), nil
+	}
+	return c.Conn.Write(p)
+}
 
 // Cut loses everything from sends to until Heal: transport sends fail at
 // once with process.ErrUnreachable, dials fail, membership packets and
@@ -64,6 +123,7 @@ func (f *Faults) Partition(a, b []string) {
 func (f *Faults) HealAll() {
 	f.mu.Lock()
 	clear(f.cut)
+	clear(f.drop)
 	f.mu.Unlock()
 }
 

@@ -10,8 +10,9 @@ import (
 
 // Frames on a transport connection, after the handshake: a 4-byte
 // big-endian length, then that many bytes holding one envelope (package
-// remote/wire, which carries its own version). A length of 0 or past the
-// receiver's MaxFrame closes the connection.
+// remote/wire, which carries its own version). A length of 0 is a tick
+// (the heartbeat of an idle connection: no envelope follows); a length
+// past the receiver's MaxFrame closes the connection.
 const frameHeaderSize = 4
 
 // DefaultMaxFrame is the largest frame a node accepts unless told
@@ -27,9 +28,11 @@ var (
 	// ErrFrameTooLarge: a frame longer than the receiver's MaxFrame, or
 	// one the sender may not send.
 	ErrFrameTooLarge = errors.New("frame too large")
-	// ErrEmptyFrame: a frame of length 0.
-	ErrEmptyFrame = errors.New("empty frame")
 )
+
+// tickFrame is what an idle connection's writer sends: a frame of length
+// 0.
+var tickFrame = [frameHeaderSize]byte{}
 
 // writeFrame appends frame to w with its header.
 func writeFrame(w *bufio.Writer, frame []byte) error {
@@ -56,7 +59,7 @@ func newFrameReader(r io.Reader, max int) *frameReader {
 	return &frameReader{r: bufio.NewReaderSize(r, ioBufferSize), max: max}
 }
 
-// next returns the next frame.
+// next returns the next frame; ticks are skipped.
 func (f *frameReader) next() ([]byte, error) {
 	if f.skip > 0 {
 		if _, err := f.r.Discard(f.skip); err != nil {
@@ -65,13 +68,14 @@ func (f *frameReader) next() ([]byte, error) {
 		f.skip = 0
 	}
 	var h [frameHeaderSize]byte
-	if _, err := io.ReadFull(f.r, h[:]); err != nil {
-		return nil, err
+	var n uint32
+	for n == 0 {
+		if _, err := io.ReadFull(f.r, h[:]); err != nil {
+			return nil, err
+		}
+		n = binary.BigEndian.Uint32(h[:])
 	}
-	n := binary.BigEndian.Uint32(h[:])
 	switch {
-	case n == 0:
-		return nil, ErrEmptyFrame
 	case uint64(n) > uint64(f.max):
 		return nil, fmt.Errorf("%w: %d bytes (at most %d)", ErrFrameTooLarge, n, f.max)
 	case int(n) <= f.r.Size():

@@ -26,7 +26,7 @@ func FuzzFrames(f *testing.F) {
 		for {
 			b, err := fr.next()
 			if err != nil {
-				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrEmptyFrame) && !errors.Is(err, ErrFrameTooLarge) {
+				if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) && !errors.Is(err, ErrFrameTooLarge) {
 					t.Fatalf("unexpected error %v", err)
 				}
 				return
@@ -54,11 +54,11 @@ func FuzzHandshake(f *testing.F) {
 	key, _ := DeriveKeys(testSecret)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		rw := &fuzzConn{r: bytes.NewReader(in)}
-		if name, err := acceptHandshake(rw, key.Handshake, "n1"); err == nil {
+		if name, err := acceptHandshake(rw, key.Handshake, "n1", nil); err == nil {
 			t.Fatalf("accepted %q without a proof", name)
 		}
 		rw = &fuzzConn{r: bytes.NewReader(in)}
-		if err := dialHandshake(rw, key.Handshake, "n0", "n1"); err == nil {
+		if err := dialHandshake(rw, key.Handshake, "n0", "n1", nil); err == nil {
 			t.Fatal("dialed without a proof")
 		}
 		_, _ = readHello(bytes.NewReader(in))

@@ -187,7 +187,7 @@ func TestIncompatibleNodeIsIgnored(t *testing.T) {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "the refusal logged", func() bool {
-		return contains(n1.logs.String(), "ignoring a node") && contains(n1.logs.String(), "transport protocol 2")
+		return contains(n1.logs.String(), "ignoring a node") && contains(n1.logs.String(), fmt.Sprintf("transport protocol %d", ProtocolVersion+1))
 	})
 	if m := n1.c.Membership().Members(); len(m) != 0 {
 		t.Fatalf("members: %v", names(m))

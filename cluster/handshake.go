@@ -17,9 +17,15 @@ import (
 //
 //	D -> A  hello      "PRCT", version, name D, nonce nD (32 random bytes)
 //	A -> D  hello      "PRCT", version, name A, nonce nA
-//	A -> D  proof      HMAC-SHA256(K, "accept" | D | A | nD | nA)
-//	D -> A  proof      HMAC-SHA256(K, "dial"   | D | A | nD | nA)
+//	A -> D  proof      HMAC-SHA256(K, "accept" | D | A | nD | nA | ekm)
+//	D -> A  proof      HMAC-SHA256(K, "dial"   | D | A | nD | nA | ekm)
 //	A -> D  ok         one byte, 1
+//
+// The handshake runs inside TLS 1.3 (tls.go) when the cluster has a secret
+// or certificates, and ekm is 32 bytes of the TLS connection's exported
+// keying material: the proofs are bound to the one TLS session they cross,
+// so a man in the middle who runs a TLS session with each end cannot relay
+// them from one session to the other. Without TLS ekm is empty.
 //
 // Names are a length byte and 1 to 255 bytes; in the MACs each name is
 // preceded by its length, so no two pairs of names read alike. Each side
@@ -29,8 +35,8 @@ import (
 // to reach. A version that differs ends the handshake: each side sends its
 // hello first, so the other learns why.
 //
-// The handshake authenticates the connection; it does not encrypt what
-// follows (see docs/cluster.md).
+// The handshake authenticates the connection; TLS encrypts and
+// integrity-protects it and what follows (see docs/cluster.md).
 const (
 	handshakeMagic = "PRCT"
 	nonceSize      = 32
@@ -120,7 +126,7 @@ func checkNodeName(name string) error {
 }
 
 // proof is the MAC one side sends: role is "dial" or "accept".
-func proof(key []byte, role string, dialer, accepter hello) []byte {
+func proof(key []byte, role string, dialer, accepter hello, ekm []byte) []byte {
 	m := hmac.New(sha256.New, key)
 	m.Write([]byte(role))
 	m.Write([]byte{byte(len(dialer.name))})
@@ -129,12 +135,13 @@ func proof(key []byte, role string, dialer, accepter hello) []byte {
 	m.Write([]byte(accepter.name))
 	m.Write(dialer.nonce[:])
 	m.Write(accepter.nonce[:])
+	m.Write(ekm)
 	return m.Sum(nil)
 }
 
 // dialHandshake runs the dialer's side over rw: self is this node's name,
-// want the node it means to reach.
-func dialHandshake(rw io.ReadWriter, key []byte, self, want string) error {
+// want the node it means to reach, ekm the TLS session's keying material.
+func dialHandshake(rw io.ReadWriter, key []byte, self, want string, ekm []byte) error {
 	d, err := newHello(self)
 	if err != nil {
 		return err
@@ -153,10 +160,10 @@ func dialHandshake(rw io.ReadWriter, key []byte, self, want string) error {
 	if _, err := io.ReadFull(rw, mac[:]); err != nil {
 		return fmt.Errorf("%w: reading proof: %w", ErrHandshake, err)
 	}
-	if !hmac.Equal(mac[:], proof(key, "accept", d, a)) {
+	if !hmac.Equal(mac[:], proof(key, "accept", d, a, ekm)) {
 		return fmt.Errorf("%w: node %q", ErrAuth, a.name)
 	}
-	if _, err := rw.Write(proof(key, "dial", d, a)); err != nil {
+	if _, err := rw.Write(proof(key, "dial", d, a, ekm)); err != nil {
 		return fmt.Errorf("%w: %w", ErrHandshake, err)
 	}
 	var ok [1]byte
@@ -171,7 +178,7 @@ func dialHandshake(rw io.ReadWriter, key []byte, self, want string) error {
 
 // acceptHandshake runs the accepting side over rw and returns the
 // dialer's name.
-func acceptHandshake(rw io.ReadWriter, key []byte, self string) (string, error) {
+func acceptHandshake(rw io.ReadWriter, key []byte, self string, ekm []byte) (string, error) {
 	a, err := newHello(self)
 	if err != nil {
 		return "", err
@@ -188,7 +195,7 @@ func acceptHandshake(rw io.ReadWriter, key []byte, self string) (string, error) 
 	if d.name == self {
 		return "", fmt.Errorf("%w: the dialer claims this node's own name %q", ErrHandshake, self)
 	}
-	out = append(out, proof(key, "accept", d, a)...)
+	out = append(out, proof(key, "accept", d, a, ekm)...)
 	if _, err := rw.Write(out); err != nil {
 		return "", fmt.Errorf("%w: %w", ErrHandshake, err)
 	}
@@ -196,7 +203,7 @@ func acceptHandshake(rw io.ReadWriter, key []byte, self string) (string, error) 
 	if _, err := io.ReadFull(rw, mac[:]); err != nil {
 		return "", fmt.Errorf("%w: reading proof of %q: %w", ErrHandshake, d.name, err)
 	}
-	if !hmac.Equal(mac[:], proof(key, "dial", d, a)) {
+	if !hmac.Equal(mac[:], proof(key, "dial", d, a, ekm)) {
 		return "", fmt.Errorf("%w: node %q", ErrAuth, d.name)
 	}
 	if _, err := rw.Write([]byte{handshakeOK}); err != nil {

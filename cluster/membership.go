@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log"
 	"log/slog"
+	"math"
 	"net"
 	"slices"
 	"strconv"
@@ -110,6 +111,7 @@ type membershipConfig struct {
 	timing    Timing
 	resolve   Resolver
 	faults    *Faults
+	streams   StreamLimits
 	log       *slog.Logger
 	peerUp    func(Member)
 	peerDown  func(Member)
@@ -127,6 +129,7 @@ type Membership struct {
 	addr string // advertised; read once (memberlist's own node struct changes under its lock)
 	g    *gossip
 	nt   *memberlist.NetTransport
+	tr   *faultTransport // memberlist's transport: nt behind the stream guard and the faults
 
 	// the loop's queue
 	qmu   sync.Mutex
@@ -186,7 +189,9 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	c.Name = cfg.name
 	c.BindAddr, c.BindPort = host, m.nt.GetAutoBindPort()
 	c.AdvertiseAddr, c.AdvertisePort = cfg.advHost, c.BindPort
-	c.Transport = &faultTransport{NodeAwareTransport: m.nt, m: m}
+	m.tr = &faultTransport{NodeAwareTransport: m.nt, m: m, streams: make(chan net.Conn), stop: make(chan struct{}),
+		guard: newStreamGuard(cfg.streams, t.TCPTimeout, m.knownHost, func() int { return len(*m.known.Load()) + 1 }, cfg.log)}
+	c.Transport = m.tr
 	c.Logger = mlog
 	c.ProbeInterval, c.ProbeTimeout = t.ProbeInterval, t.ProbeTimeout
 	c.SuspicionMult, c.SuspicionMaxTimeoutMult = t.SuspicionMult, t.SuspicionMaxTimeoutMult
@@ -210,9 +215,10 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	// own address from that of another node claiming its name.
 	m.addr = net.JoinHostPort(advIP.String(), strconv.Itoa(c.AdvertisePort))
 	go m.loop()
+	m.tr.run()
 	m.ml, err = memberlist.Create(c)
 	if err != nil {
-		_ = m.nt.Shutdown()
+		_ = m.tr.Shutdown()
 		close(m.quit)
 		<-m.done
 		return nil, fmt.Errorf("cluster membership: %w", err)
@@ -358,15 +364,46 @@ func (m *Membership) leave() error {
 		m.settle()
 		m.announceLeave()
 		close(m.quit)
-		if e := m.ml.Leave(m.cfg.timing.LeaveTimeout); e != nil {
-			err = fmt.Errorf("cluster leave: %w", e)
-		}
+		m.leaveGossip()
 		if e := m.ml.Shutdown(); e != nil && err == nil {
 			err = e
 		}
 		<-m.done
 	})
 	return err
+}
+
+// leaveGossip queues memberlist's leave message (a dead message about
+// this node from this node) and gives gossip the rounds it takes to send
+// it as often as memberlist does (RetransmitMult × log10(n+1) rounds),
+// LeaveTimeout at most — less once no other node is alive in memberlist's
+// view (they left too: nobody is left to tell). memberlist's own wait
+// (Leave with a timeout) waits for the message to be sent that often, which
+// never happens when every other node is leaving at the same moment: a
+// rollout's or a test's stop waited out the timeout and warned.
+func (m *Membership) leaveGossip() {
+	t := m.cfg.timing
+	n := m.ml.NumMembers()
+	// Leave's own wait ends at once: the broadcast is queued either way.
+	_ = m.ml.Leave(time.Nanosecond)
+	rounds := t.RetransmitMult*int(math.Ceil(math.Log10(float64(n+1)))) + 1
+	deadline := time.Now().Add(min(time.Duration(rounds)*t.GossipInterval, t.LeaveTimeout))
+	tick := time.NewTicker(t.GossipInterval / 2)
+	defer tick.Stop()
+	for time.Now().Before(deadline) && m.othersAlive() {
+		<-tick.C
+	}
+}
+
+// othersAlive reports whether memberlist sees another node alive (or
+// suspect).
+func (m *Membership) othersAlive() bool {
+	for _, n := range m.ml.Members() {
+		if n.Name != m.cfg.name {
+			return true
+		}
+	}
+	return false
 }
 
 // The membership's own messages (kind 0): the first payload byte says
@@ -779,11 +816,72 @@ func (m *Membership) nameClaimed(n *memberlist.Node) error {
 	return taken
 }
 
-// faultTransport is memberlist's network transport with the fault layer
-// in front of what this node sends.
+// knownHost reports whether host is the IP of a node this one knows (live
+// or not): its streams are a member's, not a stranger's.
+func (m *Membership) knownHost(host string) bool {
+	for _, mem := range *m.known.Load() {
+		if h, _, err := net.SplitHostPort(mem.Gossip); err == nil && h == host {
+			return true
+		}
+	}
+	return false
+}
+
+// StreamsShed counts memberlist streams closed at once: a StreamLimits
+// bound was reached.
+func (m *Membership) StreamsShed() uint64 { return m.tr.guard.shed.Load() }
+
+// faultTransport is memberlist's network transport with the stream guard
+// in front of what others open (StreamLimits) and the fault layer in front
+// of what this node sends.
 type faultTransport struct {
 	memberlist.NodeAwareTransport
-	m *Membership
+	m       *Membership
+	guard   *streamGuard
+	streams chan net.Conn // admitted inbound streams
+	stop    chan struct{}
+	halt    sync.Once
+	wg      sync.WaitGroup
+}
+
+// StreamCh returns the inbound streams the guard admitted.
+func (t *faultTransport) StreamCh() <-chan net.Conn { return t.streams }
+
+// run starts the guard; Shutdown stops it.
+func (t *faultTransport) run() {
+	t.wg.Add(1)
+	go t.guardStreams()
+}
+
+func (t *faultTransport) guardStreams() {
+	defer t.wg.Done()
+	for {
+		select {
+		case c := <-t.NodeAwareTransport.StreamCh():
+			gc, ok := t.guard.admit(c)
+			if !ok {
+				continue
+			}
+			select {
+			case t.streams <- gc:
+			case <-t.stop:
+				gc.Close()
+				return
+			}
+		case <-t.stop:
+			return
+		}
+	}
+}
+
+// Shutdown stops the network transport, then the guard: the guard takes
+// what the transport accepts until it has stopped (its listener blocks on
+// handing a connection over).
+func (t *faultTransport) Shutdown() error {
+	err := t.NodeAwareTransport.Shutdown()
+	t.halt.Do(func() { close(t.stop) })
+	t.wg.Wait()
+	return err
 }
 
 func (t *faultTransport) fate(name, addr string) (drop bool, delay time.Duration) {
@@ -830,7 +928,11 @@ func (t *faultTransport) DialAddressTimeout(a memberlist.Address, timeout time.D
 	if t.m.cfg.faults.isCut(t.m.cfg.name, name) {
 		return nil, errors.New("cut by a fault")
 	}
-	return t.NodeAwareTransport.DialAddressTimeout(a, timeout)
+	c, err := t.NodeAwareTransport.DialAddressTimeout(a, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return t.guard.outbound(c), nil
 }
 
 // memberlistLog turns memberlist's log lines ("[WARN] memberlist: …")

@@ -12,8 +12,10 @@ import (
 
 // ProtocolVersion is the version of the transport's protocol: its
 // handshake and framing. Nodes speak to each other only when their
-// protocol and envelope (wire.Version) versions are the same.
-const ProtocolVersion byte = 1
+// protocol and envelope (wire.Version) versions are the same. Version 2:
+// the handshake runs inside TLS and its proofs cover the TLS session's
+// keying material.
+const ProtocolVersion byte = 2
 
 // metaVersion is the version of the node metadata layout.
 const metaVersion byte = 1

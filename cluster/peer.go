@@ -72,7 +72,35 @@ type conn struct {
 	done chan struct{} // the reader stopped
 	err  error         // why, once done is closed
 	stop func() bool
+
+	// The heartbeat: the reader counts its reads from the network in
+	// reads; run, on each tick, tells whether the count moved since the
+	// last (heard is when it last did) and when it last wrote.
+	reads atomic.Uint64
+	seen  uint64
+	heard time.Time
+	wrote time.Time
+	since time.Time // when it was made
 }
+
+// countingReader counts the reads that returned bytes.
+type countingReader struct {
+	r io.Reader
+	n *atomic.Uint64
+}
+
+func (c countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	if n > 0 {
+		c.n.Add(1)
+	}
+	return n, err
+}
+
+// errSilent: nothing arrived on a connection for TickInterval (the
+// peer's ticks stopped coming: the link drops traffic, or the peer is
+// stuck).
+var errSilent = errors.New("nothing received (not even the heartbeat)")
 
 func newPeer(n *TCPNetwork, name string, st *PeerCounters) *peer {
 	p := &peer{
@@ -194,6 +222,12 @@ func (p *peer) run() {
 		wait    *time.Timer      // an accepting side not connected in time
 		warned  bool             // a failure to connect was logged since the last success
 	)
+	// The heartbeat, as Erlang's net_ticktime: a connected peer ticks four
+	// times per TickInterval; each tick sends a tick frame if nothing was
+	// written since the last, and a connection that has read nothing for
+	// TickInterval is closed.
+	ticker := time.NewTicker(opts.TickInterval / 4)
+	defer ticker.Stop()
 	defer func() {
 		if wait != nil {
 			wait.Stop()
@@ -210,10 +244,11 @@ func (p *peer) run() {
 			nc, err := p.dial()
 			switch {
 			case err == nil:
-				backoff, warned = opts.ReconnectMin, false
+				warned = false
 				c = p.connect(nc)
 				if err := p.flush(c); err != nil {
 					p.lose(c, err, log)
+					backoff = p.relax(c, backoff)
 					c, retry = nil, time.After(backoff)
 				}
 			case p.ctx.Err() == nil:
@@ -252,6 +287,7 @@ func (p *peer) run() {
 			if c != nil {
 				if err := p.flush(c); err != nil {
 					p.lose(c, err, log)
+					backoff = p.relax(c, backoff)
 					c, retry = nil, time.After(backoff)
 				}
 			}
@@ -270,9 +306,22 @@ func (p *peer) run() {
 			}
 		case <-readerDone:
 			p.lose(c, c.err, log)
+			backoff = p.relax(c, backoff)
 			c, retry = nil, time.After(backoff)
 			if !p.dialer && wait == nil {
 				wait = time.NewTimer(opts.ConnectWait)
+			}
+		case now := <-ticker.C:
+			if c == nil {
+				break
+			}
+			if err := p.heartbeat(c, now); err != nil {
+				p.lose(c, err, log)
+				backoff = p.relax(c, backoff)
+				c, retry = nil, time.After(backoff)
+				if !p.dialer && wait == nil {
+					wait = time.NewTimer(opts.ConnectWait)
+				}
 			}
 		case <-retry:
 			retry = nil
@@ -299,6 +348,9 @@ func (p *peer) dial() (net.Conn, error) {
 	if opts.Faults.isCut(opts.Name, p.name) {
 		return nil, errors.New("cut by a fault")
 	}
+	if opts.Faults.dropping(opts.Name, p.name) {
+		return nil, errors.New("dropped by a fault")
+	}
 	addr := p.addrString()
 	if addr == "" {
 		return nil, errors.New("no transport address known")
@@ -308,21 +360,62 @@ func (p *peer) dial() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
+	nc, _ = opts.Faults.wrap(nc, opts.Name, p.name)
 	stop := context.AfterFunc(p.ctx, func() { nc.Close() })
 	defer stop()
 	_ = nc.SetDeadline(time.Now().Add(opts.HandshakeTimeout))
-	if err := dialHandshake(nc, opts.Key, opts.Name, p.name); err != nil {
+	sc, ekm, err := p.n.secure(p.ctx, nc, false)
+	if err == nil {
+		err = dialHandshake(sc, opts.Key, opts.Name, p.name, ekm)
+	}
+	if err != nil {
 		nc.Close()
 		return nil, err
 	}
 	_ = nc.SetDeadline(time.Time{})
-	return nc, nil
+	return sc, nil
+}
+
+// relax returns the backoff before the next dial once connection c has
+// ended: one that lasted a tick interval starts again from ReconnectMin;
+// one lost sooner (made, then dropped at once: a loop, as with a peer that
+// takes the connection and closes it) doubles it, up to ReconnectMax.
+func (p *peer) relax(c *conn, backoff time.Duration) time.Duration {
+	opts := &p.n.opts
+	if time.Since(c.since) >= opts.TickInterval {
+		return opts.ReconnectMin
+	}
+	return min(2*backoff, opts.ReconnectMax)
+}
+
+// heartbeat runs on each tick of a connected peer: it closes c (the error
+// says why) once it has read nothing for TickInterval, and sends a tick
+// frame when nothing was written for a quarter of it.
+func (p *peer) heartbeat(c *conn, now time.Time) error {
+	every := p.n.opts.TickInterval
+	if r := c.reads.Load(); r != c.seen {
+		c.seen, c.heard = r, now
+	} else if silent := now.Sub(c.heard); silent >= every {
+		return fmt.Errorf("%w for %s", errSilent, silent.Round(time.Millisecond))
+	}
+	if now.Sub(c.wrote) < every/4 {
+		return nil
+	}
+	c.wrote = now
+	if err := c.nc.SetWriteDeadline(now.Add(p.n.opts.WriteTimeout)); err != nil {
+		return err
+	}
+	if _, err := c.w.Write(tickFrame[:]); err != nil {
+		return err
+	}
+	return c.w.Flush()
 }
 
 // connect makes nc the peer's connection and starts its reader.
 func (p *peer) connect(nc net.Conn) *conn {
 	p.had = true
-	c := &conn{nc: nc, w: bufio.NewWriterSize(nc, ioBufferSize), done: make(chan struct{})}
+	now := time.Now()
+	c := &conn{nc: nc, w: bufio.NewWriterSize(nc, ioBufferSize), done: make(chan struct{}), heard: now, wrote: now, since: now}
 	c.stop = context.AfterFunc(p.ctx, func() { nc.Close() })
 	if p.st.Connects.Add(1) > 1 {
 		p.st.Reconnects.Add(1)
@@ -343,15 +436,23 @@ func (p *peer) lose(c *conn, err error, log *slog.Logger) {
 	c.nc.Close()
 	<-c.done
 	p.connected.Store(false)
+	// Until a new connection is made, sends fail at once (noconnection):
+	// what would queue now could only wait for a dial that may fail, or
+	// for the membership to declare the node gone.
+	p.setErr(fmt.Errorf("connection lost: %w", err))
 	p.dropQueue()
 	switch {
-	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, ErrEmptyFrame), errors.Is(err, errRefused), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.Is(err, ErrFrameTooLarge), errors.Is(err, errRefused), errors.Is(err, io.ErrUnexpectedEOF):
 		p.n.limit.Log(log, slog.LevelError, "peer", p.name, "transport: bad input from the node; connection closed", "error", err)
 	case p.n.draining.Load() && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)):
 		// This node is leaving: the peer closing on it is the leave.
 		log.Debug("transport: connection closed while leaving", "error", err)
+	case errors.Is(err, errSilent):
+		p.n.limit.Log(log, slog.LevelWarn, "peer", p.name, "transport: connection silent past the tick interval; closed", "tick_interval", p.n.opts.TickInterval.String(), "error", err)
 	default:
-		log.Info("transport: connection lost", "error", err)
+		// Rate-limited: a connection made and lost at once repeats (its
+		// redials back off, but a peer may keep dialing).
+		p.n.limit.Log(log, slog.LevelInfo, "peer", p.name, "transport: connection lost", "error", err)
 	}
 	p.n.recv.NodeDown(p.name)
 }
@@ -364,7 +465,7 @@ var errRefused = errors.New("frame refused")
 func (p *peer) read(c *conn) {
 	defer p.n.wg.Done()
 	defer close(c.done)
-	fr := newFrameReader(c.nc, p.n.opts.MaxFrame)
+	fr := newFrameReader(countingReader{c.nc, &c.reads}, p.n.opts.MaxFrame)
 	var frames, bytes uint64
 	for {
 		if frames > 0 && fr.r.Buffered() <= fr.skip {
@@ -404,6 +505,9 @@ func (p *peer) flush(c *conn) error {
 	for {
 		head, n := p.take()
 		if n == 0 {
+			if frames > 0 {
+				c.wrote = time.Now()
+			}
 			return c.w.Flush()
 		}
 		left := n

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bufio"
+	"crypto/tls"
 	"encoding/binary"
 	"io"
 	"net"
@@ -17,8 +18,9 @@ import (
 func contains(s, sub string) bool { return strings.Contains(s, sub) }
 
 // dialRaw connects to a transport at addr as node self and runs the
-// dialer's handshake with key, expecting want.
-func dialRaw(t *testing.T, addr string, key []byte, self, want string) error {
+// dialer's handshake with key, expecting want: over TLS (as a node with a
+// secret and no certificates) when tlsOn.
+func dialRaw(t *testing.T, addr string, tlsOn bool, key []byte, self, want string) error {
 	t.Helper()
 	c, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -26,7 +28,40 @@ func dialRaw(t *testing.T, addr string, key []byte, self, want string) error {
 	}
 	defer c.Close()
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	return dialHandshake(c, key, self, want)
+	_, err = clientHandshake(c, tlsOn, key, self, want)
+	return err
+}
+
+// clientHandshake runs the dialer's side over c: TLS first when tlsOn
+// (no certificate checked, as a node with a secret alone does), then the
+// handshake over the session's keying material.
+func clientHandshake(c net.Conn, tlsOn bool, key []byte, self, want string) (net.Conn, error) {
+	var ekm []byte
+	if tlsOn {
+		tc, err := tlsClient(c, baseTLSConfig())
+		if err != nil {
+			return nil, err
+		}
+		c, ekm = tc, tcEKM(tc)
+	}
+	return c, dialHandshake(c, key, self, want, ekm)
+}
+
+// tlsClient runs a TLS client handshake over c that checks nothing.
+func tlsClient(c net.Conn, cfg *tls.Config) (*tls.Conn, error) {
+	cfg.InsecureSkipVerify = true
+	tc := tls.Client(c, cfg)
+	return tc, tc.Handshake()
+}
+
+// tcEKM is the keying material the handshake's proofs cover.
+func tcEKM(tc *tls.Conn) []byte {
+	cs := tc.ConnectionState()
+	ekm, err := cs.ExportKeyingMaterial(ekmLabel, nil, ekmSize)
+	if err != nil {
+		panic(err)
+	}
+	return ekm
 }
 
 // rawConn is an authenticated connection made by hand, to send frames a
@@ -40,10 +75,11 @@ func rawConn(t *testing.T, addr string, self, want string) net.Conn {
 	t.Cleanup(func() { c.Close() })
 	key, _ := DeriveKeys(testSecret)
 	_ = c.SetDeadline(time.Now().Add(10 * time.Second))
-	if err := dialHandshake(c, key.Handshake, self, want); err != nil {
+	sc, err := clientHandshake(c, true, key.Handshake, self, want)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return c
+	return sc
 }
 
 // closedByPeer reports whether the other end closed c (a read sees the
@@ -79,12 +115,12 @@ func TestBadInputClosesTheConnection(t *testing.T) {
 		send      []byte
 		log       string
 	}{
+		{"garbage instead of TLS", false, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), "connection refused"},
 		{"garbage instead of a handshake", false, []byte("GET / HTTP/1.1\r\nHost: x\r\n\r\n"), "connection refused"},
 		{"a hello with no name", false, []byte("PRCT\x01\x00"), "connection refused"},
 		{"a hello with a bad name", false, append([]byte("PRCT\x01\x03a b"), make([]byte, 32)...), "connection refused"},
 		{"another protocol version", false, append([]byte("PRCT\x09\x01a"), make([]byte, 32)...), "connection refused"},
 		{"garbage frame", true, frameOf([]byte{0xde, 0xad, 0xbe, 0xef}), "bad input"},
-		{"empty frame", true, []byte{0, 0, 0, 0}, "bad input"},
 		{"oversized frame", true, []byte{0xff, 0xff, 0xff, 0xff, 1, 2, 3}, "bad input"},
 		{"truncated frame", true, append([]byte{0, 0, 0, 100}, okEnvelope[:10]...), "bad input"},
 		{"forged sender", true, frameOf(forged), "bad input"},
@@ -101,12 +137,17 @@ func TestBadInputClosesTheConnection(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer conn.Close()
+				if c.name != "garbage instead of TLS" {
+					if conn, err = tlsClient(conn, baseTLSConfig()); err != nil {
+						t.Fatal(err)
+					}
+				}
 			}
 			if _, err := conn.Write(c.send); err != nil {
 				t.Fatal(err)
 			}
 			if c.name == "truncated frame" {
-				conn.(*net.TCPConn).CloseWrite()
+				conn.(*tls.Conn).CloseWrite()
 			}
 			if !closedByPeer(t, conn) {
 				t.Fatal("the connection stays open")

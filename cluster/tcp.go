@@ -32,6 +32,10 @@ type TCPOptions struct {
 	// Key is the handshake key (Keys.Handshake). Default: the key derived
 	// from no secret, which authenticates nothing.
 	Key []byte
+	// TLS, when set, runs every connection over TLS 1.3 (TLSOptions): an
+	// ephemeral certificate, or mutual TLS with a CA. Nil: plain TCP,
+	// which only a cluster without a secret runs.
+	TLS *TLSOptions
 	// Logger receives connection events and refused input. Default:
 	// slog.Default().
 	Logger *slog.Logger
@@ -42,19 +46,33 @@ type TCPOptions struct {
 	// one); a larger frame closes the connection. Default: DefaultMaxFrame.
 	MaxFrame int
 	// DialTimeout bounds a connection attempt, HandshakeTimeout the
-	// handshake after it (on both sides: an accepted connection that has
-	// not completed the handshake by then is closed). Defaults: 2s and 5s.
+	// handshake after it, TLS included (on both sides: an accepted
+	// connection that has not completed the handshake by then is closed).
+	// Defaults: 2s and 2s.
 	DialTimeout, HandshakeTimeout time.Duration
 	// MaxHandshakes bounds the accepted connections still in their
 	// handshake; a connection accepted past it is closed at once (counted
 	// as shed), so a flood of idle connects holds at most this many file
 	// descriptors and goroutines until HandshakeTimeout. Default: 64.
 	MaxHandshakes int
+	// MaxHandshakesPerHost bounds them per remote host (IP). Default: 8.
+	MaxHandshakesPerHost int
+	// StrangerHandshakes bounds those from hosts that are no member's (no
+	// peer the membership reported up has a transport address there), so
+	// strangers, however many addresses they have, leave the members
+	// MaxHandshakes - StrangerHandshakes. Default: MaxHandshakes / 2.
+	StrangerHandshakes int
 	// WriteTimeout bounds one batch of writes to a peer that does not
 	// read; past it the connection is closed. Default: 10s.
 	WriteTimeout time.Duration
+	// TickInterval is the link heartbeat, as Erlang's net_ticktime: a
+	// connection that has carried nothing inbound for this long is closed
+	// (its node reported down: links and monitors fire noconnection) and
+	// dialed again; each side writes a tick frame when it has written
+	// nothing for a quarter of it. Default: 3s.
+	TickInterval time.Duration
 	// ReconnectMin and ReconnectMax bound the backoff between attempts to
-	// reach a peer (doubling from min to max). Defaults: 50ms and 2s.
+	// reach a peer (doubling from min to max). Defaults: 50ms and 1s.
 	ReconnectMin, ReconnectMax time.Duration
 	// ConnectWait is how long a peer that the membership reports alive may
 	// stay unconnected before sends to it fail at once rather than queue.
@@ -78,19 +96,28 @@ func (o *TCPOptions) defaults() {
 		o.DialTimeout = 2 * time.Second
 	}
 	if o.HandshakeTimeout <= 0 {
-		o.HandshakeTimeout = 5 * time.Second
+		o.HandshakeTimeout = 2 * time.Second
 	}
 	if o.MaxHandshakes <= 0 {
 		o.MaxHandshakes = 64
 	}
+	if o.MaxHandshakesPerHost <= 0 {
+		o.MaxHandshakesPerHost = 8
+	}
+	if o.StrangerHandshakes <= 0 {
+		o.StrangerHandshakes = max(1, o.MaxHandshakes/2)
+	}
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = 10 * time.Second
+	}
+	if o.TickInterval <= 0 {
+		o.TickInterval = 3 * time.Second
 	}
 	if o.ReconnectMin <= 0 {
 		o.ReconnectMin = 50 * time.Millisecond
 	}
 	if o.ReconnectMax < o.ReconnectMin {
-		o.ReconnectMax = max(2*time.Second, o.ReconnectMin)
+		o.ReconnectMax = max(time.Second, o.ReconnectMin)
 	}
 	if o.ConnectWait <= 0 {
 		o.ConnectWait = 5 * time.Second
@@ -140,8 +167,9 @@ type TCPNetwork struct {
 	peers    atomic.Pointer[map[string]*peer] // read by Send; copied on change under mu
 	draining atomic.Bool                      // the node is leaving: no more dials
 
-	handshakes chan struct{} // a slot per accepted connection in its handshake
-	secret     bool          // the handshake key is a secret's: a handshake authenticates
+	handshakes *slots        // a slot per accepted connection in its handshake
+	secret     bool          // a handshake authenticates: the key is a secret's, or the CA checks certificates
+	tls        *transportTLS // nil: plain TCP
 	acc        acceptCounters
 
 	mu   sync.Mutex
@@ -173,8 +201,14 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 	n := &TCPNetwork{
 		opts: opts, log: opts.Logger.With("node", opts.Name), ln: ln, addr: ln.Addr().String(),
 		down: map[string]bool{}, stats: map[string]*PeerCounters{},
-		handshakes: make(chan struct{}, opts.MaxHandshakes), memberUp: make(chan struct{}),
-		secret: !bytes.Equal(opts.Key, noSecretKey),
+		handshakes: newSlots(opts.MaxHandshakes, opts.MaxHandshakesPerHost, opts.StrangerHandshakes), memberUp: make(chan struct{}),
+		secret: !bytes.Equal(opts.Key, noSecretKey) || opts.TLS.mutual(),
+	}
+	if opts.TLS != nil {
+		if n.tls, err = newTransportTLS(opts.TLS, n.log); err != nil {
+			ln.Close()
+			return nil, err
+		}
 	}
 	if opts.Advertise != "" {
 		n.addr = opts.Advertise
@@ -232,7 +266,7 @@ func (n *TCPNetwork) Send(node string, frame []byte) error {
 		return fmt.Errorf("node %q: %w: not a live cluster member", node, process.ErrUnreachable)
 	}
 	if p.failing.Load() {
-		return fmt.Errorf("node %q: %w: no connection (%s)", node, process.ErrUnreachable, p.lastErr())
+		return fmt.Errorf("node %q: %w (%w): %s", node, process.ErrNoConnection, process.ErrUnreachable, p.lastErr())
 	}
 	if len(frame) > n.opts.MaxFrame {
 		return fmt.Errorf("node %q: %w: %w: %d bytes (at most %d)", node, ErrFrameTooLarge, value.ErrTooLarge, len(frame), n.opts.MaxFrame)
@@ -342,6 +376,35 @@ func (n *TCPNetwork) Forget(node string) {
 	}
 }
 
+// ForgetCounters drops the counters of a node that left for good, once
+// its last peer entry has stopped (a new entry waits for that one), unless
+// it has come back meanwhile. Its dials stay refused until PeerUp.
+func (n *TCPNetwork) ForgetCounters(node string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	st := n.stats[node]
+	if st == nil || n.closed {
+		return
+	}
+	done := st.lastDone
+	n.wg.Add(1)
+	go func() {
+		defer n.wg.Done()
+		if done != nil {
+			select {
+			case <-done:
+			case <-n.ctx.Done():
+				return
+			}
+		}
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		if _, ok := (*n.peers.Load())[node]; !ok && n.stats[node] == st {
+			delete(n.stats, node)
+		}
+	}()
+}
+
 // peerLocked returns the peer entry of node, making it (not up) when there
 // is none. n.mu is held.
 func (n *TCPNetwork) peerLocked(node string) *peer {
@@ -394,7 +457,7 @@ func (n *TCPNetwork) AcceptStatus() AcceptStatus {
 	n.mu.Unlock()
 	return AcceptStatus{
 		Errors: n.acc.errors.Load(), LastError: last, Shed: n.acc.shed.Load(),
-		Handshaking: len(n.handshakes),
+		Handshaking: n.handshakes.inUse(),
 	}
 }
 
@@ -436,28 +499,52 @@ func (n *TCPNetwork) accept() {
 			continue
 		}
 		backoff = 0
-		select {
-		case n.handshakes <- struct{}{}:
-		default:
+		host := remoteHost(c)
+		release, why := n.handshakes.take(host, !n.memberHost(host))
+		if release == nil {
 			n.acc.shed.Add(1)
-			n.limit.Log(n.log, slog.LevelWarn, "remote_host", remoteHost(c), "transport: too many connections in their handshake; connection closed",
-				"remote", c.RemoteAddr().String(), "max_handshakes", n.opts.MaxHandshakes)
+			n.limit.Log(n.log, slog.LevelWarn, "remote_host", host, "transport: "+why+" in their handshake; connection closed",
+				"remote", c.RemoteAddr().String(), "max_handshakes", n.opts.MaxHandshakes,
+				"per_host", n.opts.MaxHandshakesPerHost, "strangers", n.opts.StrangerHandshakes)
 			c.Close()
 			continue
 		}
 		n.wg.Add(1)
-		go n.inbound(c)
+		go n.inbound(c, release)
 	}
 }
 
+// memberHost reports whether host is where a peer the membership reported
+// up has its transport: connections from it take the members' share of
+// the handshake slots.
+func (n *TCPNetwork) memberHost(host string) bool {
+	for _, p := range *n.peers.Load() {
+		if !p.up.Load() {
+			continue
+		}
+		if h, _, err := net.SplitHostPort(p.addrString()); err == nil && h == host {
+			return true
+		}
+	}
+	return false
+}
+
 // inbound runs the accepting side of the handshake and hands the
-// connection to its peer.
-func (n *TCPNetwork) inbound(c net.Conn) {
+// connection to its peer; release gives its handshake slot back.
+func (n *TCPNetwork) inbound(c net.Conn, release func()) {
 	defer n.wg.Done()
 	stop := context.AfterFunc(n.ctx, func() { c.Close() })
 	deadline := time.Now().Add(n.opts.HandshakeTimeout)
 	_ = c.SetDeadline(deadline)
-	name, err := acceptHandshake(c, n.opts.Key, n.opts.Name)
+	c, faultTo := n.opts.Faults.wrap(c, n.opts.Name, "")
+	sc, ekm, err := n.secure(n.ctx, c, true)
+	var name string
+	if err == nil {
+		name, err = acceptHandshake(sc, n.opts.Key, n.opts.Name, ekm)
+	}
+	if err == nil && faultTo != nil {
+		faultTo.Store(&name)
+	}
 	if err == nil && !dials(name, n.opts.Name) {
 		err = fmt.Errorf("%w: node %q dialed, but %q dials it", ErrHandshake, name, n.opts.Name)
 	}
@@ -468,7 +555,7 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 	if err == nil {
 		p, err = n.inboundPeer(name, deadline)
 	}
-	<-n.handshakes
+	release()
 	if err != nil {
 		stop()
 		c.Close()
@@ -477,7 +564,7 @@ func (n *TCPNetwork) inbound(c net.Conn) {
 	}
 	_ = c.SetDeadline(time.Time{})
 	stop()
-	p.handOver(c)
+	p.handOver(sc)
 }
 
 // inboundPeer returns the peer an authenticated connection from name
@@ -496,15 +583,16 @@ func (n *TCPNetwork) inboundPeer(name string, deadline time.Time) (*peer, error)
 	}()
 	for {
 		n.mu.Lock()
-		switch {
-		case n.closed:
+		if n.closed {
 			n.mu.Unlock()
 			return nil, errors.New("the network is closing")
-		case n.down[name]:
-			n.mu.Unlock()
-			return nil, fmt.Errorf("node %q: the membership reports it gone", name)
 		}
-		if p := (*n.peers.Load())[name]; (p != nil && p.up.Load()) || n.secret {
+		// A node the membership reported gone waits for it to join again:
+		// one restarted on its address dials as soon as it has joined,
+		// often before this node's membership has seen it, and refusing it
+		// cost a round of backoff (and the pg breakers' patience).
+		down := n.down[name]
+		if p := (*n.peers.Load())[name]; !down && ((p != nil && p.up.Load()) || n.secret) {
 			p := n.peerLocked(name)
 			n.mu.Unlock()
 			return p, nil
@@ -517,6 +605,9 @@ func (n *TCPNetwork) inboundPeer(name string, deadline time.Time) (*peer, error)
 		select {
 		case <-up:
 		case <-timer.C:
+			if down {
+				return nil, fmt.Errorf("node %q: the membership reports it gone", name)
+			}
 			return nil, fmt.Errorf("node %q is not a member (no secret authenticates it)", name)
 		case <-n.ctx.Done():
 			return nil, n.ctx.Err()

@@ -37,6 +37,7 @@ var errorsModule = Module{
 		{Name: "LIMIT", Value: string(value.KindLimit), Doc: "A bound was reached: a full mailbox, a size limit."},
 		{Name: "AGGREGATE", Value: string(value.KindAggregate), Doc: "Several errors, one per part, in err.errors (a scatter that failed)."},
 		{Name: "STOPPED", Value: string(value.KindStopped), Doc: "A process stopped or exited (one asked, or the caller)."},
+		{Name: "NOCONNECTION", Value: string(value.KindNoConnection), Doc: "The destination's node is down or unreachable (Erlang's noconnection): a send, ask, monitor or link across nodes."},
 		{Name: "INTERNAL", Value: string(value.KindInternal), Doc: "Anything else: a script's raised string, a bug."},
 	},
 	Types: []*Type{errorType},

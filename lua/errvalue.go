@@ -68,7 +68,7 @@ func ErrorFromLua(lv lua.LValue) *value.Error { return errorFromLua(nil, lv) }
 // errorKinds are the kinds a script may give an error table.
 var errorKinds = []value.Kind{
 	value.KindInvalid, value.KindNotFound, value.KindTimeout, value.KindNotJoined,
-	value.KindLimit, value.KindAggregate, value.KindStopped, value.KindInternal,
+	value.KindLimit, value.KindAggregate, value.KindStopped, value.KindNoConnection, value.KindInternal,
 }
 
 // errorFromLua is ErrorFromLua that, with a state, also renders any other

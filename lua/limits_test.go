@@ -137,7 +137,7 @@ func TestRaisedValuesBecomeReadableReasons(t *testing.T) {
 		{"bogus_kind", `error({kind = "bogus", message = {}})`,
 			`internal: error raised with an invalid error table {kind = "bogus", message = table: 0x`},
 		{"bogus_kind_message", `error({kind = "bogus", message = "disk full"})`,
-			`{kind = "bogus", message = "disk full"}: kind "bogus" is not one of invalid, not_found, timeout, not_joined, limit, aggregate, stopped, internal`},
+			`{kind = "bogus", message = "disk full"}: kind "bogus" is not one of invalid, not_found, timeout, not_joined, limit, aggregate, stopped, noconnection, internal`},
 		{"bad_message", `error({kind = "timeout", message = {}})`, "message is a table, not a string"},
 		{"kind_not_string", `error({kind = 3})`, "kind is a number, not a string"},
 		{"good", `error({kind = "timeout", message = "too slow"})`, "timeout: too slow"},

@@ -301,7 +301,7 @@ func statusOf(err error) int {
 		return http.StatusBadRequest
 	case value.KindTimeout:
 		return http.StatusGatewayTimeout
-	case value.KindStopped:
+	case value.KindStopped, value.KindNoConnection:
 		return http.StatusServiceUnavailable
 	}
 	return http.StatusInternalServerError

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -23,6 +24,8 @@ import (
 type memCluster struct {
 	mu    sync.Mutex
 	nodes map[string]*memMember
+	// gossip counts the gossip messages delivered and their bytes.
+	gossipMsgs, gossipBytes atomic.Int64
 }
 
 type memMember struct {
@@ -126,6 +129,8 @@ func (m *memMember) Gossip(p []byte) error {
 		}
 	}
 	m.c.mu.Unlock()
+	m.c.gossipMsgs.Add(int64(len(hs)))
+	m.c.gossipBytes.Add(int64(len(hs) * len(p)))
 	for _, h := range hs {
 		h(m.name, slices.Clone(p))
 	}
@@ -156,12 +161,14 @@ func (m *memMember) breakerStates(name string) map[string]string {
 // memPG is a cluster of nodes on a MemNetwork with a memCluster
 // membership, each with a distributed scope of scopeID.
 type memPG struct {
-	t     testing.TB
-	net   *remote.MemNetwork
-	c     *memCluster
-	spec  pgscope.Spec
-	logs  *testutil.SyncBuffer
-	nodes map[string]*memNode
+	t      testing.TB
+	net    *remote.MemNetwork
+	c      *memCluster
+	spec   pgscope.Spec
+	logs   *testutil.SyncBuffer
+	quiet  bool // discard the logs (a benchmark of many nodes)
+	closed bool
+	nodes  map[string]*memNode
 }
 
 type memNode struct {
@@ -193,6 +200,9 @@ func newMemPG(t testing.TB, mod func(*pgscope.Spec), names ...string) *memPG {
 }
 
 func (mp *memPG) log() *slog.Logger {
+	if mp.quiet {
+		return slog.New(slog.DiscardHandler)
+	}
 	return slog.New(slog.NewTextHandler(mp.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -228,6 +238,10 @@ func (mp *memPG) startScope(name string) *pgscope.Scope {
 }
 
 func (mp *memPG) close() {
+	if mp.closed {
+		return
+	}
+	mp.closed = true
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, n := range mp.nodes {
@@ -252,7 +266,8 @@ func (mp *memPG) spawn(name string) process.PID {
 	if err != nil {
 		mp.t.Fatal(err)
 	}
-	mp.t.Cleanup(func() { _ = mp.nodes[name].node.Kill(pid) })
+	node := mp.nodes[name].node
+	mp.t.Cleanup(func() { _ = node.Kill(pid) })
 	return pid
 }
 

@@ -665,13 +665,25 @@ func (r *replica) verified(it *item, now time.Time) {
 		r.met.unverified.Add(float64(len(held)))
 		if it.err != nil && !errors.Is(it.err, process.ErrNameNotFound) {
 			// Not known either way: what it sent is lost, ask for it all.
+			// It spoke just now, so this is a new attempt with retries of
+			// its own: retries spent on it earlier (when it was not up
+			// yet, as when nodes start together) would leave it to
+			// anti-entropy.
 			r.log.Debug("pg: could not verify a node's scope", "peer", p.node, "error", it.err)
 			p.want |= wantDiscover
+			p.attempt = 0
 			r.arm(p)
 			return
 		}
-		r.once(p.node, "unverified", "pg: ignored messages from a process that is not the node's scope",
-			"from", it.pid.String(), "error", it.err)
+		if errors.Is(it.err, process.ErrNameNotFound) {
+			// No scope runs there (it stopped: its node is leaving, or
+			// its entry was removed): what it sent last is moot, not
+			// forged.
+			r.log.Debug("pg: dropped messages of a scope that no longer runs", "peer", p.node, "from", it.pid.String())
+		} else {
+			r.once(p.node, "unverified", "pg: ignored messages from a process that is not the node's scope",
+				"from", it.pid.String(), "error", it.err)
+		}
 		r.dropIfIdle(p)
 		return
 	}
@@ -761,6 +773,14 @@ func (r *replica) apply(p *peer, m process.Message, now time.Time) {
 	r.changed = true
 	if !p.monitored {
 		r.monitor(p)
+	}
+	if p.br.state != closed {
+		// Its scope is up and talking: a breaker opened by sends that
+		// failed before it was (nodes starting together) starts afresh,
+		// with fresh retries, and what it is owed goes now (after this
+		// message: a discover's answer is sent below).
+		p.br, p.attempt = breaker{}, 0
+		defer r.flush(p, now)
 	}
 	switch m.Topic {
 	case topicOps:
@@ -891,7 +911,10 @@ func (r *replica) notice(node string, now time.Time) {
 	if p == nil {
 		p = r.addPeer(node)
 	}
-	p.absent = false
+	// Its scope just started: it is reachable now, whatever failed
+	// before (sends to a node whose scope, or whose transport, was not
+	// up yet open its breaker when nodes start together).
+	p.absent, p.br = false, breaker{}
 	r.changed = true
 	if len(r.local) == 0 {
 		return

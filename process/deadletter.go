@@ -3,6 +3,8 @@ package process
 import (
 	"errors"
 	"time"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // DeadLetterReason says why a message reached no one.
@@ -20,6 +22,9 @@ const (
 	DeadMailboxFull DeadLetterReason = "mailbox_full"
 	// DeadUnreachable: the destination's node cannot be reached.
 	DeadUnreachable DeadLetterReason = "unreachable"
+	// DeadTooLarge: the message is too large to cross to the
+	// destination's node (value.ErrTooLarge).
+	DeadTooLarge DeadLetterReason = "too_large"
 	// DeadNoReplyTarget: a plain tell to a router that answers only asks
 	// (a scatter or tail-chopping pool), dropped there.
 	DeadNoReplyTarget DeadLetterReason = "no_reply_target"
@@ -86,6 +91,8 @@ func deadReason(err error) DeadLetterReason {
 		return DeadNameNotFound
 	case errors.Is(err, ErrNoProcess):
 		return DeadNoProcess
+	case errors.Is(err, value.ErrTooLarge):
+		return DeadTooLarge
 	}
 	return DeadUnreachable
 }

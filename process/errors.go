@@ -26,12 +26,12 @@ var (
 	ErrNoReplyTarget = value.Sentinel("process.no_reply_target", value.KindInvalid, "message has no reply target")
 	// ErrUnreachable: the destination's node cannot be reached (no
 	// transport, an unknown node, or a node that is down).
-	ErrUnreachable = value.Sentinel("process.unreachable", value.KindNotFound, "node unreachable")
+	ErrUnreachable = value.Sentinel("process.unreachable", value.KindNoConnection, "node unreachable")
 	// ErrNoConnection is Erlang's noconnection: the exit reason every
 	// monitor and link of a remote process fires with when its node goes
 	// down, and the error of an ask still waiting for a reply from it. The
 	// remote process may still be running; this node can no longer tell.
-	ErrNoConnection = value.Sentinel("process.noconnection", value.KindNotFound, "noconnection")
+	ErrNoConnection = value.Sentinel("process.noconnection", value.KindNoConnection, "noconnection")
 	// ErrShutdown is the exit reason of a process stopped by Terminate.
 	ErrShutdown = value.Sentinel("process.shutdown", value.KindStopped, "shutdown")
 	// ErrKilled is the exit reason of a process killed by Kill.

@@ -60,7 +60,7 @@ func TestSendErrors(t *testing.T) {
 		{"dead process", dead, ErrNoProcess, value.KindNotFound},
 		{"never existed", PID{Node: "test", ID: 1 << 50, Creation: dead.Creation}, ErrNoProcess, value.KindNotFound},
 		{"earlier incarnation", stale, ErrNoProcess, value.KindNotFound},
-		{"remote without transport", PID{Node: "other", ID: 1, Creation: 1}, ErrUnreachable, value.KindNotFound},
+		{"remote without transport", PID{Node: "other", ID: 1, Creation: 1}, ErrUnreachable, value.KindNoConnection},
 		{"zero pid", PID{}, ErrNoProcess, value.KindNotFound},
 		{"full mailbox", bounded, ErrMailboxFull, value.KindLimit},
 	}

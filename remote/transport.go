@@ -178,6 +178,10 @@ func (t *Transport) sendMessage(to process.PID, name string, m process.Message) 
 // sendSignal sends m as a Send or a Whereis.
 func (t *Transport) sendSignal(sig wire.Signal, to process.PID, name string, m process.Message) error {
 	e := wire.Envelope{Signal: sig, From: m.From, To: to, Name: name, Topic: m.Topic, Payload: m.Payload}
+	// A message from a process of another node is handed on (a router
+	// forwarding a remote caller's ask): marked relayed, so the receiver
+	// takes its From as the original sender and nothing more.
+	e.Relayed = sig == wire.Send && !m.From.IsZero() && m.From.Node != t.node.Name()
 	target, tok := m.ReplyTarget()
 	if target != nil {
 		deadline, ok := m.Deadline()
@@ -197,6 +201,9 @@ func (t *Transport) sendSignal(sig wire.Signal, to process.PID, name string, m p
 	if err := t.send(to.Node, &e); err != nil {
 		if e.Token != 0 {
 			t.pending.drop(e.Token)
+		}
+		if cannotCross(err) {
+			return err // the encoder's error names the destination as addressed
 		}
 		if name != "" {
 			return fmt.Errorf("send to %s@%s: %w", name, to.Node, err)
@@ -386,7 +393,11 @@ func (t *Transport) check(node string, e *wire.Envelope) error {
 		default:
 			return fmt.Errorf("%w: %s from no process", ErrForged, e.Signal)
 		}
-	case e.From.Node != node:
+	case e.From.Node != node && !e.Relayed:
+		// A relayed Send (the only signal the decoder lets be relayed)
+		// may name another node's process: a message handed on is
+		// information, as in Erlang; every signal that acts for a
+		// process (exit, kill, link, monitor) comes from its own node.
 		return fmt.Errorf("%w: %s from %s sent by node %q", ErrForged, e.Signal, e.From, node)
 	}
 	if e.To.Node != t.node.Name() {

@@ -744,6 +744,41 @@ func TestRelayedReplyAttributedToAThirdNode(t *testing.T) {
 	}
 }
 
+// A router on n1 that hands the ask of a process on n2 to a routee on the
+// asker's own node n2, or on a third node n3, forwards it on the asker's
+// behalf: legal on the wire (a relayed send), the routee sees the asker as
+// the sender, and the reply comes back through the router to the asker.
+// (A frame that names another node's process without being a relayed send
+// stays a forgery: TestForgedAndMalformedFramesAreRefused.)
+func TestAskRelayedOnBehalfOfARemoteAsker(t *testing.T) {
+	c := newCluster(t, "n1", "n2", "n3")
+	for _, routeeNode := range []string{"n2", "n3"} {
+		t.Run("routee on "+routeeNode, func(t *testing.T) {
+			seen := make(chan process.PID, 8)
+			routee := c.spawn(routeeNode, func(ctx process.Context, m process.Message) {
+				seen <- m.From
+				ctx.Reply(&m, m.Payload, nil)
+			}, process.SpawnOptions{})
+			router := c.spawn("n1", func(ctx process.Context, m process.Message) {
+				_ = ctx.Node().Send(routee, m)
+			}, process.SpawnOptions{})
+			asker := c.spawnProbe("n2", process.SpawnOptions{}).pid
+			v, from, err := c.nodes["n2"].Ask(router, process.Message{From: asker, Topic: "q", Payload: "v"}, 5*time.Second)
+			if err != nil || v != "v" || from != routee {
+				t.Fatalf("relayed ask = %v from %s, %v", v, from, err)
+			}
+			if from := receive(t, seen, "the routee's message"); from != asker {
+				t.Fatalf("the routee saw the ask from %s, not the asker %s", from, asker)
+			}
+			for _, n := range []string{"n1", "n2", "n3"} {
+				if r := c.trs[n].Stats().Refused; r != 0 {
+					t.Fatalf("%s refused %d frames", n, r)
+				}
+			}
+		})
+	}
+}
+
 // Closing a transport fires the links and monitors of its node's processes
 // with remote ones, and the other nodes see it go down.
 func TestCloseDisconnects(t *testing.T) {
@@ -820,5 +855,25 @@ func TestEnvelopeTooLarge(t *testing.T) {
 	}
 	if m := pr.msg(t); m.Payload != "small" {
 		t.Fatalf("got %+v", m)
+	}
+}
+
+// A message too large for another node is a dead letter of its own reason,
+// too_large (the node was reachable), and its error names the destination
+// as the sender wrote it.
+func TestTooLargeIsItsOwnDeadLetter(t *testing.T) {
+	const max = 1 << 16
+	c := &cluster{t: t, net: NewMemNetwork(MemOptions{MaxFrame: max}), nodes: map[string]*process.Node{}, trs: map[string]*Transport{}}
+	t.Cleanup(c.close)
+	c.start("n1")
+	c.start("n2")
+	c.spawn("n2", echo, process.SpawnOptions{Name: "app:svc"})
+	err := c.nodes["n1"].SendName("n2", "app:svc", process.Message{Topic: "big", Payload: string(make([]byte, 2*max))})
+	if !errors.Is(err, value.ErrTooLarge) || !strings.Contains(err.Error(), "app:svc@n2") || strings.Contains(err.Error(), "<n2.") {
+		t.Fatalf("send = %v", err)
+	}
+	dl := c.deadLetters()
+	if len(dl) != 1 || dl[0].Reason != process.DeadTooLarge || dl[0].To != "app:svc@n2" {
+		t.Fatalf("dead letters = %+v", dl)
 	}
 }

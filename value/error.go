@@ -19,7 +19,10 @@ const (
 	KindLimit     Kind = "limit"
 	KindAggregate Kind = "aggregate"
 	KindStopped   Kind = "stopped"
-	KindInternal  Kind = "internal"
+	// KindNoConnection: the destination's node is down or unreachable
+	// (Erlang's noconnection).
+	KindNoConnection Kind = "noconnection"
+	KindInternal     Kind = "internal"
 )
 
 // Error is an error value: it has a kind, a message and, for aggregates,

@@ -87,7 +87,7 @@ BenchmarkSpawn/protoactor-2 1 5 ns/op 100000 spawns/s 700 B/process
 			}
 		}
 	}
-	for _, slow := range []string{"Lua idle process, heap + stack", "cluster tell", "pg converge, 5 nodes"} {
+	for _, slow := range []string{"Lua idle process, heap + stack", "cluster tell, TLS", "pg converge, 5 nodes"} {
 		if strings.Contains(table, "| "+slow+" |") {
 			t.Errorf("-short ran %q", slow)
 		}

@@ -82,12 +82,18 @@ var scenarios = []scenario{
 	{figure: "pool scatter/gather over 3, per ask", dir: ".", pkg: "./kinds/pool", bench: "BenchmarkScatterGather3",
 		units: []string{"scatter-µs/ask"}, scale: 1e3, kind: duration, benchtime: "20000x"},
 
-	{figure: "cluster tell", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteTell",
+	// The transport's two modes, in one run: TLS 1.3 (a secret) and
+	// plain TCP (no secret). Targets from issue 23, with TLS on.
+	{figure: "cluster tell, TLS", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteTell/tls",
+		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "3x", limit: 1e6, slow: true},
+	{figure: "cluster tell, plain", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteTell/plain",
 		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "3x", slow: true},
-	{figure: "cluster ask p50", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteAsk",
-		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "3x", slow: true},
-	{figure: "cluster ask p99", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteAsk",
+	{figure: "cluster ask p50, TLS", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteAsk/tls",
+		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "3x", limit: 50e3, slow: true},
+	{figure: "cluster ask p99, TLS", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteAsk/tls",
 		units: []string{"p99-ns"}, scale: 1, kind: duration, benchtime: "3x", slow: true},
+	{figure: "cluster ask p50, plain", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteAsk/plain",
+		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "3x", slow: true},
 
 	{figure: "pg fan-out to 64 nodes, per op", dir: ".", pkg: "./pgdist", bench: "BenchmarkPGFanout64",
 		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "20000x", limit: 60e3},

@@ -54,6 +54,10 @@ type clusterConfig struct {
 	Join          []string
 	SecretFile    string
 	Secret        []byte
+	// TLS is --cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca;
+	// nil without them.
+	TLS      *cluster.TLSOptions
+	Insecure bool
 }
 
 func (c clusterConfig) enabled() bool { return c.Bind != "" }
@@ -117,6 +121,11 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	fs.StringVar(&f.cluster.TransportBind, "cluster-transport-bind", "", "the node-to-node transport's `ADDR` (default: the --cluster-bind host, a free port). Needs --cluster-bind")
 	join := fs.String("cluster-join", "", "seed `ADDR`s (host:port, or a DNS name resolving to several) to join, comma-separated. Needs --cluster-bind")
 	fs.StringVar(&f.cluster.SecretFile, "cluster-secret-file", "", "`FILE` holding the cluster's shared secret as text (at least 16 bytes; the gossip and transport keys are derived from it). Needs --cluster-bind")
+	var tlsFiles cluster.TLSOptions
+	fs.StringVar(&tlsFiles.CertFile, "cluster-tls-cert", "", "`FILE` (PEM): this node's certificate for mutual TLS on the transport; needs --cluster-tls-key and --cluster-tls-ca. Re-read when it changes")
+	fs.StringVar(&tlsFiles.KeyFile, "cluster-tls-key", "", "`FILE` (PEM): the private key of --cluster-tls-cert")
+	fs.StringVar(&tlsFiles.CAFile, "cluster-tls-ca", "", "`FILE` (PEM): the CA certificates the other nodes' certificates must chain to")
+	fs.BoolVar(&f.cluster.Insecure, "cluster-insecure", false, "allow a cluster without --cluster-secret-file or TLS on a non-loopback address: nothing is encrypted or authenticated")
 	logFmt := fs.String("log-format", "", "log `FORMAT`: text or json (default: text on a terminal, json otherwise)")
 	logLevel := fs.String("log-level", "info", "log `LEVEL`: debug, info, warn or error")
 	fs.Var(&f.memLimit, "memory-limit", "the Go runtime's soft memory limit, a `SIZE` such as 2GiB or off (default: GOMEMLIMIT)")
@@ -168,6 +177,9 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 	if f.maxProcs < 0 {
 		return nil, fmt.Errorf("--max-processes %d: must be 0 (no limit) or more", f.maxProcs)
 	}
+	if tlsFiles != (cluster.TLSOptions{}) {
+		f.cluster.TLS = &tlsFiles
+	}
 	if err := f.cluster.validate(); err != nil {
 		return nil, err
 	}
@@ -182,8 +194,8 @@ func parseRun(args []string, stderr io.Writer) (*runFlags, error) {
 
 func (c *clusterConfig) validate() error {
 	if c.Bind == "" {
-		if len(c.Join) > 0 || c.SecretFile != "" || c.TransportBind != "" {
-			return errors.New("--cluster-join, --cluster-transport-bind and --cluster-secret-file need --cluster-bind")
+		if len(c.Join) > 0 || c.SecretFile != "" || c.TransportBind != "" || c.TLS != nil || c.Insecure {
+			return errors.New("--cluster-join, --cluster-transport-bind, --cluster-secret-file, --cluster-tls-* and --cluster-insecure need --cluster-bind")
 		}
 		return nil
 	}
@@ -202,6 +214,9 @@ func (c *clusterConfig) validate() error {
 			return fmt.Errorf("--cluster-secret-file: %w", err)
 		}
 		c.Secret = key
+	}
+	if t := c.TLS; t != nil && (t.CertFile == "" || t.KeyFile == "" || t.CAFile == "") {
+		return errors.New("--cluster-tls-cert, --cluster-tls-key and --cluster-tls-ca go together: mutual TLS needs this node's certificate, its key and the CA")
 	}
 	return nil
 }

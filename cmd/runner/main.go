@@ -255,7 +255,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	if f.cluster.enabled() {
 		a.cluster, err = cluster.Start(cluster.Options{
 			Node: a.node, Bind: f.cluster.Bind, TransportBind: f.cluster.TransportBind,
-			Join: f.cluster.Join, Secret: f.cluster.Secret, Logger: log,
+			Join: f.cluster.Join, Secret: f.cluster.Secret, TLS: f.cluster.TLS, Insecure: f.cluster.Insecure, Logger: log,
 		})
 		if err != nil {
 			fmt.Fprintf(stderr, "runner run: %v\n", err)

@@ -179,6 +179,12 @@ func TestParseRun(t *testing.T) {
 			return fmt.Sprint(f.cluster.Join) == "[seeds.example:7946]"
 		}, ""},
 		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-secret-file", "/nonexistent/key"}, nil, "no such file"},
+		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-tls-cert", "c.pem"}, nil, "go together"},
+		{[]string{"--cluster-tls-cert", "c.pem", "--cluster-tls-key", "k.pem", "--cluster-tls-ca", "ca.pem"}, nil, "need --cluster-bind"},
+		{[]string{"--cluster-insecure"}, nil, "need --cluster-bind"},
+		{[]string{"--cluster-bind", "127.0.0.1:7946", "--cluster-insecure", "--cluster-tls-cert", "c.pem", "--cluster-tls-key", "k.pem", "--cluster-tls-ca", "ca.pem"}, func(f *runFlags) bool {
+			return f.cluster.Insecure && f.cluster.TLS != nil && f.cluster.TLS.CertFile == "c.pem" && f.cluster.TLS.KeyFile == "k.pem" && f.cluster.TLS.CAFile == "ca.pem"
+		}, ""},
 	}
 	for _, tt := range tests {
 		f, err := parseRun(tt.args, io.Discard)

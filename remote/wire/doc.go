@@ -27,7 +27,9 @@
 //	payload   value         if flags&FlagPayload (value codec)
 //	err       value error   if flags&FlagErr     (value codec, an *Error)
 //
-// Version 2 added the Whereis signal (11); nothing else changed.
+// Version 2 added the Whereis signal (11); version 3 the flag relayed
+// (64): a Send handed on by its sender on behalf of From, a process of
+// another node (a router forwarding a remote process's message or ask).
 //
 // A deadline crosses as the time left (ttl), not as a point in time, so
 // the two nodes' clocks need not agree; the receiver adds it to its own

@@ -14,7 +14,7 @@ import (
 
 // Version is the envelope format this package writes and reads. A change
 // to the format, or to the value codec inside it, takes a new version.
-const Version byte = 2
+const Version byte = 3
 
 // Signal tells what an envelope carries.
 type Signal uint8
@@ -78,8 +78,13 @@ const (
 	FlagPayload
 	FlagErr
 	FlagName
+	// FlagRelayed marks a Send whose From is a process of another node
+	// than the sender's: a message handed on (a router forwarding what a
+	// process of another node sent it). Only a Send with a From carries
+	// it; it adds no bytes. Since version 3.
+	FlagRelayed
 
-	knownFlags = FlagTopic | FlagToken | FlagTTL | FlagPayload | FlagErr | FlagName
+	knownFlags = FlagTopic | FlagToken | FlagTTL | FlagPayload | FlagErr | FlagName | FlagRelayed
 )
 
 // Envelope is one signal between two nodes. Fields a signal does not use
@@ -102,6 +107,9 @@ type Envelope struct {
 	// Err is the error the signal carries. After Decode it is a
 	// *value.Error (or nil).
 	Err error
+	// Relayed: a Send handed on by the sending node on behalf of From, a
+	// process of another node (FlagRelayed).
+	Relayed bool
 }
 
 // Errors of the codec.
@@ -129,7 +137,7 @@ func EncodeLimit(buf []byte, e *Envelope, limit int) ([]byte, error) {
 		limit += start
 	}
 	if len(e.Topic)+len(e.Name) > limit-start {
-		return buf, fmt.Errorf("%s envelope to %s: %w: topic and name alone take more than %d bytes", e.Signal, e.To, value.ErrTooLarge, limit-start)
+		return buf, fmt.Errorf("%s: %w: topic and name alone take more than %d bytes", e.describe(), value.ErrTooLarge, limit-start)
 	}
 	var flags byte
 	if e.Topic != "" {
@@ -146,6 +154,9 @@ func EncodeLimit(buf []byte, e *Envelope, limit int) ([]byte, error) {
 	}
 	if e.Payload != nil {
 		flags |= FlagPayload
+	}
+	if e.Relayed {
+		flags |= FlagRelayed
 	}
 	var ve *value.Error
 	if e.Err != nil {
@@ -169,20 +180,30 @@ func EncodeLimit(buf []byte, e *Envelope, limit int) ([]byte, error) {
 		buf = binary.AppendUvarint(buf, uint64(e.TTL))
 	}
 	if len(buf) > limit {
-		return buf[:start], fmt.Errorf("%s envelope to %s: %w: more than %d bytes", e.Signal, e.To, value.ErrTooLarge, limit-start)
+		return buf[:start], fmt.Errorf("%s: %w: more than %d bytes", e.describe(), value.ErrTooLarge, limit-start)
 	}
 	var err error
 	if flags&FlagPayload != 0 {
 		if buf, err = value.EncodeLimit(buf, e.Payload, limit); err != nil {
-			return buf[:start], fmt.Errorf("%s envelope to %s: payload: %w", e.Signal, e.To, err)
+			return buf[:start], fmt.Errorf("%s: payload: %w", e.describe(), err)
 		}
 	}
 	if flags&FlagErr != 0 {
 		if buf, err = value.EncodeLimit(buf, ve, limit); err != nil {
-			return buf[:start], fmt.Errorf("%s envelope to %s: error: %w", e.Signal, e.To, err)
+			return buf[:start], fmt.Errorf("%s: error: %w", e.describe(), err)
 		}
 	}
 	return buf, nil
+}
+
+// describe names the envelope as its sender addressed it: "send to
+// app:svc@n2" for a send to a registered name (whose To names only the
+// node), "exit to <n2.7.1>" otherwise.
+func (e *Envelope) describe() string {
+	if e.Name != "" {
+		return fmt.Sprintf("%s to %s@%s", e.Signal, e.Name, e.To.Node)
+	}
+	return fmt.Sprintf("%s to %s", e.Signal, e.To)
 }
 
 func appendString(buf []byte, s string) []byte {
@@ -259,6 +280,12 @@ func Decode(b []byte) (Envelope, error) {
 	}
 	if e.Signal == Whereis && d.err == nil && (e.Name == "" || e.Token == 0) {
 		d.fail("a whereis without a name or a token")
+	}
+	if flags&FlagRelayed != 0 && d.err == nil {
+		if e.Signal != Send || e.From.IsZero() {
+			d.fail("only a send from a process is relayed")
+		}
+		e.Relayed = true
 	}
 	if d.err == nil && len(d.b) != 0 {
 		d.fail(fmt.Sprintf("%d trailing bytes", len(d.b)))

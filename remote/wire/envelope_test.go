@@ -40,6 +40,7 @@ func samples() []Envelope {
 		{Signal: MonitorExit, From: p2, To: p1, Err: process.ErrNoConnection},
 		{Signal: Whereis, To: process.PID{Node: "n2"}, Name: "app:svc", Token: 4, TTL: time.Second},
 		{Signal: Whereis, From: p1, To: process.PID{Node: "n2"}, Name: "svc", Token: 5, TTL: time.Second},
+		{Signal: Send, From: p1, To: p2, Topic: "routed", Token: 6, TTL: time.Second, Relayed: true},
 	}
 }
 
@@ -148,6 +149,8 @@ func TestDecodeRefuses(t *testing.T) {
 		{"an empty name", []byte{Version, byte(Send), FlagName, 0, 0, 0, 1, 'n', 0, 0, 0}, ErrMalformed},
 		{"creation past 32 bits", []byte{Version, byte(Kill), 0, 1, 'n', 1, 0x80, 0x80, 0x80, 0x80, 0x10, 0, 0, 0}, ErrMalformed},
 		{"error field not an error", []byte{Version, byte(Reply), FlagToken | FlagErr, 0, 0, 0, 0, 0, 0, 1, 4, 0}, ErrMalformed},
+		{"a relayed link", []byte{Version, byte(Link), FlagRelayed, 1, 'a', 1, 1, 1, 'n', 1, 1}, ErrMalformed},
+		{"a relayed send from no process", []byte{Version, byte(Send), FlagRelayed, 0, 0, 0, 1, 'n', 1, 1}, ErrMalformed},
 		{"empty", nil, ErrMalformed},
 	}
 	for _, tc := range tests {

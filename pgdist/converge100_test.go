@@ -1,0 +1,199 @@
+package pgdist
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/proctor-run/proctor/kinds/pgscope"
+	"github.com/proctor-run/proctor/process"
+)
+
+// BenchmarkPGConverge100 simulates a cluster of 100 nodes in one process:
+// in-process nodes, the in-memory network of package remote under the
+// real remote transport, pg replicas and scopes, and a membership the
+// benchmark drives (memCluster). 10,000 groups: each node's one process
+// joins 100 groups of its own, so every node holds 10,000 memberships.
+// Three events, each timed until every node's scope holds exactly the
+// same members in every group:
+//
+//   - start: the 100 nodes start at once (each sees all the others from
+//     the first moment, and its process joins as soon as its scope runs);
+//   - join: a 101st node starts, and its process joins 100 groups that
+//     already have a member;
+//   - crash: a node vanishes (its endpoint leaves the network and every
+//     other node's membership reports it gone).
+//
+// Reported per event: ms, and what it cost on the wire: transport frames
+// and bytes, gossip messages and bytes (msgs and bytes are their sums).
+// Targets: 5 s each on 2 cores.
+func BenchmarkPGConverge100(b *testing.B) {
+	const nodes, perNode = 100, 100
+	names := make([]string, nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("n%03d", i)
+	}
+	spec := func(s *pgscope.Spec) {
+		s.ActionQueueMaxSize, s.ActionQueueSize = 1<<20, 1<<20
+	}
+	type event struct {
+		name       string
+		ms         []float64
+		msgs, byts []float64
+	}
+	events := []*event{{name: "start"}, {name: "join"}, {name: "crash"}}
+	for range b.N {
+		b.StopTimer()
+		mp := newMemPG(b, spec)
+		mp.quiet = true
+		var frames, frameBytes atomic.Int64
+		mp.net.SetFault(func(_, _ string, f []byte) (bool, time.Duration) {
+			frames.Add(1)
+			frameBytes.Add(int64(len(f)))
+			return false, 0
+		})
+		cost := func() (int64, int64) {
+			return frames.Load() + mp.c.gossipMsgs.Load(), frameBytes.Load() + mp.c.gossipBytes.Load()
+		}
+		want := map[string][]process.PID{} // group -> members, everywhere
+		groupsOf := func(i int) []string {
+			gs := make([]string, perNode)
+			for j := range gs {
+				gs[j] = fmt.Sprintf("g%05d", i*perNode+j)
+			}
+			return gs
+		}
+		live := slices.Clone(names)
+		record := func(e *event, start time.Time, m0, b0 int64) {
+			waitSame(b, mp, live, want)
+			m1, b1 := cost()
+			e.ms = append(e.ms, float64(time.Since(start))/float64(time.Millisecond))
+			e.msgs = append(e.msgs, float64(m1-m0))
+			e.byts = append(e.byts, float64(b1-b0))
+		}
+
+		// Start: every node sees every other from the start.
+		b.StartTimer()
+		m0, b0 := cost()
+		start := time.Now()
+		mp.c.connect(names...)
+		for i, n := range names {
+			mp.add(n, true)
+			pid := mp.spawn(n)
+			gs := groupsOf(i)
+			if err := mp.nodes[n].s.Join(pid, gs...); err != nil {
+				b.Fatal(err)
+			}
+			for _, g := range gs {
+				want[g] = []process.PID{pid}
+			}
+		}
+		record(events[0], start, m0, b0)
+
+		// Join: a node new to the cluster.
+		joiner := fmt.Sprintf("n%03d", nodes)
+		m0, b0 = cost()
+		start = time.Now()
+		mp.c.connect(append(slices.Clone(live), joiner)...)
+		mp.add(joiner, true)
+		pid := mp.spawn(joiner)
+		gs := groupsOf(0)
+		if err := mp.nodes[joiner].s.Join(pid, gs...); err != nil {
+			b.Fatal(err)
+		}
+		for _, g := range gs {
+			want[g] = append(slices.Clone(want[g]), pid)
+		}
+		live = append(live, joiner)
+		record(events[1], start, m0, b0)
+
+		// Crash: a node vanishes.
+		victim := names[nodes/2]
+		m0, b0 = cost()
+		start = time.Now()
+		mp.net.Down(victim)
+		live = slices.DeleteFunc(live, func(n string) bool { return n == victim })
+		for _, o := range live {
+			mp.c.see(o, victim, false)
+		}
+		for g, pids := range want {
+			want[g] = slices.DeleteFunc(slices.Clone(pids), func(p process.PID) bool { return p.Node == victim })
+			if len(want[g]) == 0 {
+				delete(want, g)
+			}
+		}
+		record(events[2], start, m0, b0)
+		b.StopTimer()
+		vn := mp.nodes[victim]
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_ = vn.s.Stop(ctx)
+		cancel()
+		vn.s = nil
+		mp.close()
+	}
+	median := func(xs []float64) float64 {
+		s := slices.Clone(xs)
+		slices.Sort(s)
+		return s[len(s)/2]
+	}
+	for _, e := range events {
+		b.ReportMetric(median(e.ms), e.name+"-ms")
+		b.ReportMetric(median(e.msgs), e.name+"-msgs")
+		b.ReportMetric(median(e.byts), e.name+"-bytes")
+	}
+}
+
+// waitSame waits until every node of live holds exactly want (group to
+// members; a group not in want has none). A node, once it holds it, is not
+// checked again: nothing changes during an event but its convergence.
+func waitSame(b *testing.B, mp *memPG, live []string, want map[string][]process.PID) {
+	b.Helper()
+	sorted := map[string][]string{}
+	for g, pids := range want {
+		sorted[g] = sortedPIDs(pids)
+	}
+	left := slices.Clone(live)
+	deadline := time.Now().Add(20 * time.Second)
+	for len(left) > 0 {
+		left = slices.DeleteFunc(left, func(n string) bool { return holds(mp.nodes[n].s, sorted) })
+		if len(left) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			s := mp.nodes[left[0]].s
+			missing := map[string]int{} // node -> groups whose member it lacks
+			for g, pids := range sorted {
+				if got := sortedPIDs(s.GetMembers(g)); !slices.Equal(got, pids) {
+					for _, p := range want[g] {
+						missing[p.Node]++
+					}
+				}
+			}
+			var lack string
+			for n := range missing {
+				lack = n
+			}
+			b.Logf("%s's view of %s: %+v; %s's view of %s: %+v", left[0], lack, mp.view(left[0], lack), lack, left[0], mp.view(lack, left[0]))
+			b.Fatalf("%d nodes never held the same membership (first: %s, %d groups, lacking members of %v)", len(left), left[0], len(s.WhichGroups()), missing)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// holds reports whether s holds exactly want.
+func holds(s *pgscope.Scope, want map[string][]string) bool {
+	if len(s.WhichGroups()) != len(want) {
+		return false
+	}
+	for g, pids := range want {
+		if got := s.GetMembers(g); len(got) != len(pids) || !slices.Equal(sortedPIDs(got), pids) {
+			return false
+		}
+	}
+	return true
+}
+
+func sortedPIDs(pids []process.PID) []string { return sorted(pids) }
