@@ -122,6 +122,21 @@ func TestCrashedNodeIsGone(t *testing.T) {
 	if worst > 10*time.Second {
 		t.Fatalf("crash detected after %s; the target is 5s", worst)
 	}
+	// A node declared dead is an operator's news: a warning, not an
+	// info line like a graceful leave.
+	// The membership's verdict may come after the event (the transport's
+	// link tells first): wait for the line.
+	for _, name := range []string{"n1", "n2", "n3"} {
+		logs := tc.node(name).logs
+		testutil.EventuallyWithin(t, 20*time.Second, name+" to warn that n4 is dead", func() bool {
+			for line := range strings.SplitSeq(logs.String(), "\n") {
+				if strings.Contains(line, `level=WARN msg="cluster: node gone"`) && strings.Contains(line, "peer=n4 state=dead") {
+					return true
+				}
+			}
+			return false
+		})
+	}
 }
 
 func TestWrongSecretIsRefused(t *testing.T) {

@@ -34,3 +34,15 @@ func TestMemberlistLogQuietAfterLeave(t *testing.T) {
 		t.Errorf("another error after leaving: %s", l)
 	}
 }
+
+// memberlist's refutation lines carry byte dumps of metadata and versions;
+// the line keeps what it says and drops them.
+func TestMemberlistLogDropsByteDumps(t *testing.T) {
+	var buf bytes.Buffer
+	w := memberlistLog{log: slog.New(slog.NewTextHandler(&buf, nil)), quit: make(chan struct{})}
+	w.Write([]byte("[WARN] memberlist: Refuting an alive message for 'n1' (127.0.0.1:7946) meta:([1 1 2 3] VS [1 1 2 4]), vsn:([1 5 2 0 0 0] VS [1 5 2 0 0 0])"))
+	out := buf.String()
+	if !strings.Contains(out, `msg="memberlist: Refuting an alive message for 'n1' (127.0.0.1:7946)"`) || strings.Contains(out, "[1 1 2") {
+		t.Fatalf("logged %s", out)
+	}
+}

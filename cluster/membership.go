@@ -517,7 +517,13 @@ func (m *Membership) left(name string, state MemberState) {
 	next.State, next.Since = state, time.Now()
 	m.members[name] = &next
 	m.publish()
-	m.log.Info("cluster: node gone", "peer", name, "state", string(state))
+	if state == StateDead {
+		// Failure detection declared it dead (killed, cut off): an
+		// operator's news, unlike a graceful leave.
+		m.log.Warn("cluster: node gone", "peer", name, "state", string(state))
+	} else {
+		m.log.Info("cluster: node gone", "peer", name, "state", string(state))
+	}
 	m.cfg.peerDown(next)
 	m.emit(Event{Kind: MemberLeft, Member: next})
 }
@@ -966,6 +972,11 @@ func (w memberlistLog) Write(p []byte) (int, error) {
 	}
 	if !strings.HasPrefix(s, "memberlist:") {
 		s = "memberlist: " + s
+	}
+	// "Refuting an alive message for 'n1' (addr) meta:([1 1 2 …] VS […]),
+	// vsn:(…)": the byte dumps say nothing to a reader.
+	if i := strings.Index(s, " meta:(["); i >= 0 {
+		s = s[:i]
 	}
 	if level == slog.LevelDebug || w.limit == nil {
 		w.log.Log(context.Background(), level, s)
