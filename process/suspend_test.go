@@ -28,17 +28,33 @@ type suspender struct {
 	yieldBeforeCommit bool // widens the window between the last look and Commit
 }
 
-func (s *suspender) body(h *Proc) (any, error) {
-	s.runs.Add(1)
+// enter counts a run that begins (or goes on after a failed Commit).
+func (s *suspender) enter() {
 	if n := s.running.Add(1); n > s.maxAlive.Load() {
 		s.maxAlive.Store(n)
 	}
-	defer s.running.Add(-1)
+}
+
+func (s *suspender) body(h *Proc) (any, error) {
+	s.runs.Add(1)
+	s.enter()
+	// A run ends at its Commit, not when its function has returned: once
+	// Commit succeeds a wake-up may start the next run, and the function
+	// touches nothing after it (a deferred decrement after Commit counted
+	// two runs at once under load).
+	defer func() {
+		if r := recover(); r != nil {
+			s.running.Add(-1)
+			panic(r)
+		}
+	}()
 	for {
 		if h.Stopping() {
+			s.running.Add(-1)
 			return "stopping", nil
 		}
 		if h.Context().Err() != nil {
+			s.running.Add(-1)
 			return nil, h.Context().Err()
 		}
 		if _, ok := h.TryEvent(); ok {
@@ -47,6 +63,7 @@ func (s *suspender) body(h *Proc) (any, error) {
 		}
 		if m, ok := h.TryReceive(); ok {
 			if m.Topic == "stop" {
+				s.running.Add(-1)
 				return s.got.Load(), nil
 			}
 			if m.Topic == "panic" {
@@ -63,7 +80,9 @@ func (s *suspender) body(h *Proc) (any, error) {
 		if s.yieldBeforeCommit {
 			runtime.Gosched()
 		}
+		s.running.Add(-1)
 		if !h.Commit() {
+			s.enter()
 			s.woken.Add(1)
 			continue
 		}
