@@ -533,7 +533,10 @@ func (n *TCPNetwork) memberHost(host string) bool {
 // connection to its peer; release gives its handshake slot back.
 func (n *TCPNetwork) inbound(c net.Conn, release func()) {
 	defer n.wg.Done()
-	stop := context.AfterFunc(n.ctx, func() { c.Close() })
+	// The stop closes the accepted connection itself: c is wrapped below,
+	// and the closure must not read the variable while it is reassigned.
+	raw := c
+	stop := context.AfterFunc(n.ctx, func() { raw.Close() })
 	deadline := time.Now().Add(n.opts.HandshakeTimeout)
 	_ = c.SetDeadline(deadline)
 	c, faultTo := n.opts.Faults.wrap(c, n.opts.Name, "")
