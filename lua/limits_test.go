@@ -104,8 +104,10 @@ func TestBuiltinsObserveTermination(t *testing.T) {
 			ex := h.Wait(pid, 10*time.Second)
 			took := time.Since(start)
 			t.Logf("stopped %v after terminate", took)
-			// 100 ms is the promise; the machine is shared, so allow more.
-			if took > time.Second {
+			// 100 ms is the promise (an idle machine takes 10-70 ms); a
+			// loaded one under -race took 1.9 s for unpack. Without the
+			// checks these loops run for minutes, so 5 s still tells.
+			if took > 5*time.Second {
 				t.Fatalf("stopped %v after terminate", took)
 			}
 			if !errors.Is(ex.Err, process.ErrShutdown) {
