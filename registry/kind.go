@@ -123,6 +123,9 @@ type Env struct {
 	// renewals collects, during a reload, the renewals whose new code did
 	// not start (RenewalFailed); nil outside a runtime.
 	renewals *renewalLog
+	// settles counts what fails soon after a reload (Crashed); nil
+	// outside a runtime.
+	settles *settleLog
 }
 
 // Default lifecycle timeouts, for entries that set none and runtimes whose

@@ -90,7 +90,7 @@ func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error
 		rt.history.record(ReloadAttempt{Time: at, Result: ReloadApplied,
 			Added: len(sum.Added), Updated: len(sum.Updated), Removed: len(sum.Removed), Unchanged: len(sum.Unchanged),
 			Outdated: sum.Outdated, NotStarted: sum.NotStarted, Warnings: sum.Warnings})
-		rt.settle(at, sum)
+		rt.env.settles.begin(at, sum)
 		res <- sum
 	}); err != nil {
 		return ReloadSummary{}, err

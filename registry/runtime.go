@@ -149,7 +149,6 @@ type Runtime struct {
 	runSet   map[ID]bool          // what the configuration in force runs
 	waiting  map[ID]*waitingStart // starts waiting for tasks to complete
 	startup  *startupWatch        // Start waiting for those, if it is
-	settling *settling            // the last applied reload, while it settles
 }
 
 type ownerBox struct{ o Owner }
@@ -200,6 +199,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 		Help: "Configuration reloads, by result (applied or rejected).",
 	}, []string{"result"}))
 	rt.history = newReloadHistory(opts.Metrics, opts.ReloadHistory)
+	rt.env.settles = &settleLog{history: rt.history}
 	for _, r := range ReloadResults {
 		// Every result is a series from the start, at 0, so a rate or an
 		// alert on rejections works before the first one.
@@ -616,7 +616,7 @@ func (rt *Runtime) Exited(ctx context.Context, id ID, inst process.PID, exit pro
 		log := rt.log.With("entry", string(id), "restart", string(typ))
 		next := EntryState{Instance: cur.Instance, Err: exit.Err, Restarts: cur.Restarts}
 		if exit.Err != nil && !ShutdownExit(exit) {
-			rt.crashedAfterReload(id, s.entry, exit.Err)
+			rt.env.settles.failed(id, s.entry, exit.Err)
 		}
 		switch {
 		case typ.Restarts(exit):

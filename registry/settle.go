@@ -2,60 +2,79 @@ package registry
 
 import (
 	"fmt"
+	"sync"
 	"time"
 )
 
 // ReloadSettleWindow is how long after an applied reload a failure of what
 // it added or changed counts against it. New code whose top level raises
-// starts (its spawn succeeds) and then crash-loops under the root
-// supervisor; the reload said applied, healthy, while only /readyz showed
-// it. The window is the root supervisor's own: an instance counts as
-// recovered once it stays up this long (kinds/supervisor).
+// starts (its spawn succeeds) and then crash-loops — an entry under the
+// root supervisor, a pool's routee restarted in place, a supervisor's
+// child — and the reload said applied, healthy. The window is the root
+// supervisor's own: an instance counts as recovered once it stays up this
+// long (kinds/supervisor).
 const ReloadSettleWindow = 10 * time.Second
 
 // maxSettleWarnings bounds the warnings one reload gathers this way.
 const maxSettleWarnings = 20
 
-// settling is the last applied reload while its window runs: what it
-// started, and which of those failed already. Owned by the loop.
-type settling struct {
+// settleLog is the last applied reload while its window runs: the entries
+// it added or changed, and which of those failed already. The runtime's
+// exits and the kinds' (Env.Crashed, from their own goroutines) report to
+// it, so it has its own lock, as renewalLog does.
+type settleLog struct {
+	mu      sync.Mutex
+	history *reloadHistory
 	at      time.Time
 	entries map[ID]bool
 	crashed map[ID]bool
 }
 
-// settle starts the window of the reload recorded at at.
-func (rt *Runtime) settle(at time.Time, sum ReloadSummary) {
-	ids := make(map[ID]bool, len(sum.Added)+len(sum.Updated))
+// begin starts the window of the reload recorded at at, which added or
+// changed sum's entries.
+func (l *settleLog) begin(at time.Time, sum ReloadSummary) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.at, l.entries, l.crashed = at, map[ID]bool{}, map[ID]bool{}
 	for _, id := range sum.Added {
-		ids[id] = true
+		l.entries[id] = true
 	}
 	for _, id := range sum.Updated {
-		ids[id] = true
-	}
-	rt.settling = nil
-	if len(ids) > 0 {
-		rt.settling = &settling{at: at, entries: ids, crashed: map[ID]bool{}}
+		l.entries[id] = true
 	}
 }
 
-// crashedAfterReload counts a failure of id against the last reload when
-// it added or changed id and its window still runs: once per entry.
-func (rt *Runtime) crashedAfterReload(id ID, e *Entry, err error) {
-	s := rt.settling
-	if s == nil || !s.entries[id] || s.crashed[id] {
+// failed counts a failure of what runs id against the last reload when it
+// added or changed id and its window still runs: once per entry.
+func (l *settleLog) failed(id ID, e *Entry, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.entries[id] || l.crashed[id] {
 		return
 	}
-	since := time.Since(s.at)
+	since := time.Since(l.at)
 	if since > ReloadSettleWindow {
-		rt.settling = nil
+		l.entries = nil
 		return
 	}
-	s.crashed[id] = true
-	rt.history.amend(s.at, func(a *ReloadAttempt) {
+	l.crashed[id] = true
+	l.history.amend(l.at, func(a *ReloadAttempt) {
 		a.Crashed++
 		if len(a.Warnings) < maxSettleWarnings {
-			a.Warnings = append(a.Warnings, fmt.Sprintf("%s failed %s after the reload: %s", id, since.Round(time.Millisecond), e.ShowError(err)))
+			a.Warnings = append(a.Warnings, fmt.Sprintf("%s failed %s after the reload: %s", id, since.Round(time.Microsecond*100), e.ShowError(err)))
 		}
 	})
+}
+
+// Crashed reports, from a kind, that a process it runs on definition def
+// (a pool's routee, a supervisor's child) failed with err: when the last
+// reload changed def and it happened within ReloadSettleWindow, the
+// reload counts it as crashed (its status is degraded). Safe from any
+// goroutine; a no-op on an Env without a runtime.
+func (env *Env) Crashed(def ID, err error) {
+	if env == nil || env.settles == nil {
+		return
+	}
+	e, _ := env.Entries.Entry(def)
+	env.settles.failed(def, e, err)
 }

@@ -172,3 +172,45 @@ entries:
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
 }
+
+// TestReloadSaysWhenRouteesCrash: a routee's new code that raises at once
+// in main starts (the pool's renewal succeeds) and then crash-loops,
+// restarted in place; the pool had no routees left and the reload said
+// healthy. The reload counts the definition as crashed.
+func TestReloadSaysWhenRouteesCrash(t *testing.T) {
+	dir := t.TempDir()
+	worker := func(body string) string {
+		return `return { main = function() ` + body + `
+  local inbox = process.inbox()
+  while true do local m = inbox:receive(); m:reply("ok") end
+end }
+`
+	}
+	os.WriteFile(filepath.Join(dir, "worker.lua"), []byte(worker("")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: worker, kind: process.lua, source: file://worker.lua}
+  - {name: pool, kind: router.pool, routee: worker, size: 2, strategy: scatter_gather_first_completed, lifecycle: {auto_start: true}}
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	base := "http://" + r.httpAddr(t)
+	r.waitFor(t, "the pool running", func() bool {
+		code, body := httpGet(t, base+"/v1/entries")
+		return code == 200 && strings.Contains(body, `"running"`)
+	})
+	saveRename(t, filepath.Join(dir, "worker.lua"), worker(`error("routee broken on purpose")`))
+	var a struct {
+		Result   string   `json:"result"`
+		Crashed  int      `json:"crashed"`
+		Warnings []string `json:"warnings"`
+	}
+	r.waitFor(t, "the reload to count the routees' crash", func() bool {
+		code, body := httpGet(t, base+"/v1/reload")
+		return code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Crashed == 1
+	})
+	if a.Result != "applied" || len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "app:worker failed") || !strings.Contains(a.Warnings[0], "routee broken on purpose") {
+		t.Fatalf("last reload %+v", a)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}

@@ -332,6 +332,11 @@ func (p *Pool) routeeExited(pid process.PID, exit process.Exit) {
 	}
 	s.lastExit = now
 	if exit.Err != nil {
+		// New code that raises at once crash-loops here, restarted in
+		// place: the reload that brought it counts it (degraded).
+		if !errors.Is(exit.Err, process.ErrShutdown) {
+			p.env.Crashed(p.spec.Routee, exit.Err)
+		}
 		e, _ := p.env.Entries.Entry(p.spec.Routee)
 		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", e.ShowError(exit.Err), "delay", s.backoff)
 	} else {

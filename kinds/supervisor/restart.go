@@ -18,6 +18,9 @@ func (s *Supervisor) onChildExit(c *child, e process.Exit) error {
 	s.setPID(c, process.PID{})
 	c.lastExit = s.exitText(c, e)
 	if e.Err != nil && !errors.Is(e.Err, process.ErrShutdown) {
+		// A child whose new code raises at once: the reload that brought
+		// it counts it (degraded).
+		s.env.Crashed(c.spec.Process, e.Err)
 		// A child in a crash loop exits many times a second: its lines
 		// are rate-limited per child, as the root's crash reports are.
 		if s.logs.AllowLog(s.log, slog.LevelWarn, "child", c.spec.ID, "child exited") {
