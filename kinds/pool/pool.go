@@ -27,7 +27,19 @@ var (
 	ErrStopped = value.NewError(value.KindStopped, "pool stopped")
 	// ErrNoKey: consistent_hash got a message without a key.
 	ErrNoKey = value.NewError(value.KindInvalid, "consistent_hash: the message has no key (the key field of a table, or a string or number payload)")
+	// ErrTooManyScatters: the router holds MaxOpenScatters open already.
+	ErrTooManyScatters = value.NewError(value.KindLimit, "too many open scatters")
+	// ErrKeyNotRouted: a key was given to a router that does not route by
+	// one (not consistent_hash).
+	ErrKeyNotRouted = value.NewError(value.KindInvalid, "a key routes only a consistent_hash pool")
 )
+
+// MaxOpenScatters bounds the scatters (and tail chops) one router holds
+// open at once. An ask's caller waits, so asks bound themselves; a tell
+// with reply_to does not, and 300,000 of them to routees that never
+// answered held 1.3 GB until their timeouts. Past the bound a scatter is
+// refused with a limit error (router.tell returns nil, err).
+const MaxOpenScatters = 10_000
 
 // idleResizeInterval is how often an idle pool with a default resizer
 // checks its size: Akka only resizes when messages arrive, so an idle pool

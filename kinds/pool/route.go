@@ -63,6 +63,9 @@ func (c *core) route(st Strategy, rs routees, m process.Message, timeout, interv
 			c.noReplyTarget(st, &m)
 			return nil
 		}
+		if n := c.nOpen.Load(); n >= MaxOpenScatters {
+			return fmt.Errorf("%s %s: %w: %d (a scatter holds its routees' asks until the first answer or its timeout)", c.what, c.id, ErrTooManyScatters, n)
+		}
 		c.routed.Inc()
 		c.startRace(st, timeout, interval, rs, m, t, tok)
 		return nil
@@ -152,7 +155,7 @@ func (c *core) choose(st Strategy, rs routees, m process.Message) (int, error) {
 func (p *Pool) SendKey(key any, m process.Message) error {
 	c := p.cfg.Load()
 	if c.strategy != ConsistentHash {
-		return fmt.Errorf("pool %s: %w: a key routes only a consistent_hash pool, this one is %s", p.id, ErrNoKey, c.strategy)
+		return fmt.Errorf("pool %s: %w; this one is %s", p.id, ErrKeyNotRouted, c.strategy)
 	}
 	k, ok := value.Key(key)
 	if !ok {

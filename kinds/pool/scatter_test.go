@@ -552,3 +552,31 @@ func TestScatterIsItsOwnReplyTarget(t *testing.T) {
 	}
 	eventually(t, "no scatter left open", func() bool { return p.nOpen.Load() == 0 })
 }
+
+// silent takes every message and never answers.
+type silent struct{}
+
+func (silent) Receive(process.Context, process.Message) {}
+
+// A tell with a reply target does not wait for its scatter, so nothing
+// but a bound keeps a flood of them to routees that never answer from
+// holding memory until their timeouts: past MaxOpenScatters a scatter is
+// refused with a limit error.
+func TestOpenScattersAreBounded(t *testing.T) {
+	h := newHarness(t)
+	replicas(h, func(int) process.Behavior { return silent{} })
+	p := h.start(t, &Spec{Size: 2, Strategy: ScatterGather, Timeout: time.Hour})
+	target := process.ForwardReply("t", func(process.Message) error { return nil })
+	for i := range MaxOpenScatters {
+		if err := p.Route(process.Message{Payload: i}.WithReply(target, 0)); err != nil {
+			t.Fatalf("scatter %d refused: %v", i, err)
+		}
+	}
+	err := p.Route(process.Message{Payload: "one more"}.WithReply(target, 0))
+	if !errors.Is(err, ErrTooManyScatters) || value.KindOf(err) != value.KindLimit {
+		t.Fatalf("scatter past the bound: %v, want a limit error", err)
+	}
+	if _, _, err := p.Ask("and an ask", time.Second); !errors.Is(err, ErrTooManyScatters) {
+		t.Fatalf("ask past the bound: %v", err)
+	}
+}
