@@ -2,6 +2,7 @@ package lua
 
 import (
 	"fmt"
+	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
@@ -13,6 +14,14 @@ import (
 const ReplyTopic = "reply"
 
 var replyToOptionNames = []string{"reply_to", "topic"}
+
+// describeArg names what was passed: its type, or that it is empty.
+func describeArg(v lua.LValue) string {
+	if s, ok := v.(lua.LString); ok && s == "" {
+		return "an empty string"
+	}
+	return v.Type().String()
+}
 
 // ReplyToArg reads argument n of fn (a tell: process.send, router.tell),
 // its options: absent, or {reply_to = dest [, topic = t]}. With reply_to, m
@@ -36,13 +45,13 @@ func ReplyToArg(L *lua.LState, n int, fn string, m process.Message) (process.Mes
 		s, isStr := v.(lua.LString)
 		switch ks {
 		case "reply_to":
-			if !isStr {
-				L.ArgError(n, "option reply_to must be a PID or a name (a string), got "+v.Type().String())
+			if !isStr || s == "" {
+				L.ArgError(n, "option reply_to must be a PID or a name (a non-empty string), got "+describeArg(v))
 			}
 			dest = string(s)
 		case "topic":
-			if !isStr {
-				L.ArgError(n, "option topic must be a string, got "+v.Type().String())
+			if !isStr || s == "" {
+				L.ArgError(n, "option topic must be a non-empty string, got "+describeArg(v))
 			}
 			topic = string(s)
 		default:
@@ -54,7 +63,10 @@ func ReplyToArg(L *lua.LState, n int, fn string, m process.Message) (process.Mes
 	}
 	// reply_to and topic are labels like a send's: bounded before they
 	// are kept for a reply that may come much later.
-	if err := checkLabels(fn+": option reply_to", dest, topic); err != nil {
+	if err := process.CheckName(fn+": option reply_to", dest); err != nil {
+		return m, err
+	}
+	if err := process.CheckTopic(fn+": option topic", topic); err != nil {
 		return m, err
 	}
 	send, err := sendTo(ProcessOf(L).Node(), dest)
@@ -70,7 +82,13 @@ func ReplyToArg(L *lua.LState, n int, fn string, m process.Message) (process.Mes
 // them; what cannot be delivered is a dead letter.
 func sendTo(node *process.Node, dest string) (func(process.Message) error, error) {
 	if name, at, ok := process.SplitNodeName(dest); ok {
+		if strings.IndexByte(name, '@') >= 0 {
+			return nil, fmt.Errorf("%q: %w: want name@node", dest, process.ErrInvalidName)
+		}
 		return func(m process.Message) error { return node.SendName(at, name, m) }, nil
+	}
+	if strings.IndexByte(dest, '@') >= 0 && !process.IsPIDString(dest) {
+		return nil, fmt.Errorf("%q: %w: want name@node", dest, process.ErrInvalidName)
 	}
 	if process.IsPIDString(dest) {
 		pid, err := process.ParsePID(dest)

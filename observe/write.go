@@ -45,7 +45,9 @@ type message struct {
 	Dest    string          `json:"dest"`
 	Topic   string          `json:"topic"`
 	Payload json.RawMessage `json:"payload"`
-	Timeout string          `json:"timeout"` // ask only: a Go duration; default 5s
+	// Timeout is the ask's: a Go duration string ("5s") or a number of
+	// milliseconds, as a script's timeouts are; default 5s.
+	Timeout json.RawMessage `json:"timeout"`
 	// Key, when given, routes the message by it: dest is then an entry
 	// that owns keys (a supervisor.partition, a consistent_hash pool), and
 	// the message goes to its worker or routee for Key, whatever the
@@ -146,7 +148,15 @@ func (s *server) decodeMessage(w http.ResponseWriter, r *http.Request, ask bool)
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	var m message
+	if t := bytes.TrimSpace(data); len(t) == 0 || t[0] != '{' {
+		return request{}, http.StatusBadRequest, errors.New(`request body: want one JSON object, {"dest": …, "topic": …, "payload": …}`)
+	}
 	if err := dec.Decode(&m); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) && te.Field != "" {
+			// Say which field, in the request's words, not Go's.
+			return request{}, http.StatusBadRequest, fmt.Errorf("%s: a JSON %s is not what this field takes", te.Field, te.Value)
+		}
 		return request{}, http.StatusBadRequest, fmt.Errorf("request body: %w", err)
 	}
 	if err := dec.Decode(&struct{}{}); !errors.Is(err, io.EOF) {
@@ -185,28 +195,53 @@ func (s *server) decodeMessage(w http.ResponseWriter, r *http.Request, ask bool)
 			return request{}, http.StatusBadRequest, fmt.Errorf("key: %w", err)
 		}
 		if _, ok := value.Key(v); !ok {
-			return request{}, http.StatusBadRequest, errors.New("key: want a string, a number or a boolean")
+			return request{}, http.StatusBadRequest, errors.New("key: want a string or a number")
 		}
 		if !req.dest.pid.IsZero() || req.dest.node != "" {
 			return request{}, http.StatusBadRequest, fmt.Errorf("key: dest %q must be an entry ID of this node (a supervisor.partition or a consistent_hash router.pool)", req.dest.text)
 		}
 		req.key = v
 	}
+	tm := bytes.TrimSpace(m.Timeout)
+	hasTimeout := len(tm) > 0 && !bytes.Equal(tm, []byte("null"))
 	if !ask {
-		if m.Timeout != "" {
+		if hasTimeout {
 			return request{}, http.StatusBadRequest, errors.New("timeout: only an ask has one")
 		}
 		return req, 0, nil
 	}
 	req.timeout = process.DefaultAskTimeout
-	if m.Timeout != "" {
-		d, err := time.ParseDuration(m.Timeout)
-		if err != nil || d <= 0 || d > MaxAskTimeout {
-			return request{}, http.StatusBadRequest, fmt.Errorf("timeout %q: want a duration above 0 and at most %s", m.Timeout, MaxAskTimeout)
+	if hasTimeout {
+		d, err := parseTimeout(tm)
+		if err != nil {
+			return request{}, http.StatusBadRequest, err
 		}
 		req.timeout = d
 	}
 	return req, 0, nil
+}
+
+// parseTimeout reads an ask's timeout: a Go duration string or a number of
+// milliseconds, above 0 and at most MaxAskTimeout.
+func parseTimeout(raw json.RawMessage) (time.Duration, error) {
+	var d time.Duration
+	var s string
+	var ms float64
+	switch {
+	case json.Unmarshal(raw, &s) == nil:
+		var err error
+		if d, err = time.ParseDuration(s); err != nil {
+			return 0, fmt.Errorf("timeout %q: not a duration: write a Go duration such as \"5s\" or \"250ms\", or a number of milliseconds", s)
+		}
+	case json.Unmarshal(raw, &ms) == nil:
+		d = time.Duration(ms * float64(time.Millisecond))
+	default:
+		return 0, fmt.Errorf("timeout: want a Go duration string such as \"5s\", or a number of milliseconds, got %s", raw)
+	}
+	if d <= 0 || d > MaxAskTimeout {
+		return 0, fmt.Errorf("timeout %s: want above 0 and at most %s", raw, MaxAskTimeout)
+	}
+	return d, nil
 }
 
 // sender is the endpoint's own process: the sender of every message the

@@ -159,6 +159,11 @@ func TestWriteRequestsAreValidated(t *testing.T) {
 		{"duplicate key in an ask", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","topic":"y"}`, 400, `duplicate key "topic"`},
 		{"duplicate key in the payload", "/v1/send", "application/json", `{"dest":"app:sink","topic":"x","payload":[{"a":1},{"b":1,"b":2}]}`, 400, `duplicate key "payload[1].b"`},
 		{"bad timeout", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","timeout":"soon"}`, 400, "timeout"},
+		{"a timeout in words", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","timeout":"5 seconds"}`, 400, `timeout "5 seconds": not a duration: write a Go duration such as "5s"`},
+		{"a timeout of another type", "/v1/ask", "application/json", `{"dest":"app:echo","topic":"x","timeout":[1]}`, 400, "timeout: want a Go duration string"},
+		{"a body that is no object", "/v1/send", "application/json", `[1,2]`, 400, "want one JSON object"},
+		{"a dest of another type", "/v1/send", "application/json", `{"dest":5,"topic":"x"}`, 400, "dest: a JSON number is not what this field takes"},
+		{"a boolean key", "/v1/send", "application/json", `{"dest":"app:sink","topic":"x","key":true}`, 400, "key: want a string or a number"},
 		// Field names are matched exactly: encoding/json let "Dest" win
 		// over "dest" past the duplicate-key check.
 		{"a field in capitals", "/v1/send", "application/json", `{"dest":"app:sink","Dest":"app:echo","topic":"x"}`, 400, `unknown field "Dest" (field names are matched exactly`},
@@ -273,6 +278,12 @@ func TestAsk(t *testing.T) {
 	code, m, _ = post(t, mn.h, "/v1/ask", auth, "", `{"dest":"app:slow","topic":"q","timeout":"50ms"}`)
 	if code != http.StatusGatewayTimeout || m["kind"] != "timeout" || time.Since(start) > 5*time.Second {
 		t.Fatalf("timeout: %d %v", code, m)
+	}
+	// A timeout may be milliseconds, as a script's are.
+	start = time.Now()
+	code, m, _ = post(t, mn.h, "/v1/ask", auth, "", `{"dest":"app:slow","topic":"q","timeout":50}`)
+	if code != http.StatusGatewayTimeout || m["kind"] != "timeout" || !strings.Contains(m["error"].(string), "no reply within 50ms") {
+		t.Fatalf("a timeout in milliseconds: %d %v", code, m)
 	}
 	// A reply whose JSON passes MaxReplyBytes is refused, one below it
 	// answered.

@@ -431,7 +431,13 @@ return { main = function()
   assert(not pcall(router.tell, "sg", "x", {topic = "t"}), "topic without reply_to must raise")
   assert(not pcall(router.tell, "sg", "x", "opts"), "a string as options must raise")
   local long, lerr = router.tell("sg", "x", {reply_to = process.pid(), topic = string.rep("t", 2000)})
-  assert(long == nil and lerr.kind == "limit", "a reply topic is a label, bounded: " .. tostring(lerr))
+  assert(long == nil and lerr.kind == "limit" and lerr.message:find("option topic", 1, true), "a reply topic is a label, bounded: " .. tostring(lerr))
+  assert(not pcall(router.tell, "sg", "x", {reply_to = ""}), "an empty reply_to must raise")
+  assert(not pcall(router.tell, "sg", "x", {reply_to = process.pid(), topic = ""}), "an empty topic must raise")
+  for _, bad in ipairs({"@", "a@", "@b", "a@b@c"}) do
+    local ok, e = router.tell("sg", "x", {reply_to = bad})
+    assert(ok == nil and e.kind == "invalid", "reply_to " .. bad .. ": " .. tostring(e))
+  end
   local bad, berr = router.tell("sg", "x", {reply_to = "<vm.x.y>"})
   assert(bad == nil and berr.kind == "invalid", "a malformed PID is an invalid error: " .. tostring(berr))
   return "ok"
