@@ -8,6 +8,7 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -272,6 +273,9 @@ func (sn *sender) self() (process.PID, error) {
 	return pid, nil
 }
 
+// keyKinds are the kinds whose entries route by a key.
+var keyKinds = []string{"supervisor.partition", "router.pool"}
+
 // keySender is an instance that owns keys and routes by them:
 // *supervisor.Supervisor (a partition's workers) and *pool.Pool (a
 // consistent_hash pool's routees).
@@ -290,12 +294,14 @@ func (s *server) deliverReq(req request, m process.Message) error {
 	if !ok {
 		return fmt.Errorf("%s: %w", id, registry.ErrNoEntry)
 	}
+	// The kind first, so an entry that cannot take a key says so whether
+	// it runs or not.
 	ks, ok := info.Instance.(keySender)
-	if !ok || info.Instance == nil {
-		if info.Instance == nil {
-			return fmt.Errorf("%s: %w", id, registry.ErrNotRunning)
-		}
-		return fmt.Errorf("%s: %w: a key routes a supervisor.partition or a consistent_hash router.pool, not a %s", id, registry.ErrWrongKind, info.Entry.Kind)
+	if kind := info.Entry.Kind; (info.Instance != nil && !ok) || !slices.Contains(keyKinds, kind) {
+		return fmt.Errorf("%s: %w: a key routes a supervisor.partition or a consistent_hash router.pool, not a %s", id, registry.ErrWrongKind, kind)
+	}
+	if info.Instance == nil {
+		return fmt.Errorf("%s: %w", id, registry.ErrNotRunning)
 	}
 	return ks.SendKey(req.key, m)
 }

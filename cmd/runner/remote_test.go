@@ -94,6 +94,7 @@ func TestRemoteCommands(t *testing.T) {
 	}{
 		{[]string{"ask", "--http-token-file", tok, "--key", "k", addr, "app:counter", "get"}, 1, "a key routes a supervisor.partition or a consistent_hash router.pool, not a process.lua"},
 		{[]string{"ask", "--http-token-file", tok, "--key", "k", addr, "app:crunchers", "get"}, 1, "a key routes only a consistent_hash pool"},
+		{[]string{"ask", "--http-token-file", tok, "--key", "k", addr, "app:hello", "get"}, 1, "400 Bad Request: app:hello: entry of another kind: a key routes a supervisor.partition"},
 		{[]string{"send", "--http-token-file", tok, "--key", "k", addr, owner.String(), "get"}, 1, "must be an entry ID of this node"},
 		{[]string{"send", addr, "app:counter", "incr"}, 1, "401 Unauthorized"},
 		{[]string{"ask", "--http-token-file", tok, addr, "app:nobody", "get"}, 1, "404 Not Found"},
