@@ -42,6 +42,9 @@ type local struct {
 type globalRead struct {
 	name      string
 	line, nth int // nth: which of the name's tokens on the line
+	// selfRef: read in the body of the function expression that
+	// `local name = function` assigns, which does not see name.
+	selfRef bool
 }
 
 // memberRead is a read of lib.name, through a global or a local.
@@ -87,6 +90,9 @@ type walker struct {
 	findings  []Finding                  // found on the way (duration literals)
 	strNth    map[*ast.StringExpr]int    // which of its text's string tokens on its line
 	occ       map[occurrence]int
+	// defining are the names of the `local name = function` statements
+	// whose function bodies the walk is in.
+	defining []string
 }
 
 // seen counts one more occurrence of name on line and returns how many
@@ -211,7 +217,13 @@ func (w *walker) stmt(st ast.Stmt, sc *scope) {
 		libs := make([]string, len(s.Names))
 		types := make([]string, len(s.Names))
 		for i, e := range s.Exprs {
-			w.expr(e, sc)
+			if _, fn := e.(*ast.FunctionExpr); fn && i < len(s.Names) {
+				w.defining = append(w.defining, s.Names[i])
+				w.expr(e, sc)
+				w.defining = w.defining[:len(w.defining)-1]
+			} else {
+				w.expr(e, sc)
+			}
 			if i < len(libs) {
 				libs[i] = w.libOf(e, sc)
 				types[i] = w.typeOf(e, sc)
@@ -328,7 +340,7 @@ func (w *walker) expr(e ast.Expr, sc *scope) {
 	case *ast.IdentExpr:
 		nth := w.seen(tokGlobal, x.Line(), x.Value)
 		if sc.lookup(x.Value) == nil && !w.globals[x.Value] {
-			w.reads = append(w.reads, globalRead{name: x.Value, line: x.Line(), nth: nth})
+			w.reads = append(w.reads, globalRead{name: x.Value, line: x.Line(), nth: nth, selfRef: slices.Contains(w.defining, x.Value)})
 		}
 	case *ast.AttrGetExpr:
 		w.expr(x.Object, sc)
@@ -521,6 +533,8 @@ func (w *walker) judge(file string) []Finding {
 			msg = fmt.Sprintf("%s is not available: the sandbox has no %s", r.name, strings.Join(w.removedList(), ", "))
 		case w.modules[r.name]:
 			msg = fmt.Sprintf("unknown global %q: %s is a module (local %s = require(%q))", r.name, r.name, r.name, r.name)
+		case r.selfRef:
+			msg = fmt.Sprintf("unknown global %q: in `local %s = function` the function does not see %s (write `local function %s` to call it from its own body)", r.name, r.name, r.name, r.name)
 		default:
 			msg = fmt.Sprintf("unknown global %q", r.name)
 			if sug := registry.Suggest(r.name, w.globalList()); sug != "" {
