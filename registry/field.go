@@ -58,12 +58,16 @@ const (
 	TypeObject
 	// TypeObjects is a list of such mappings.
 	TypeObjects
+	// TypeStrings is a string or a list of strings (an http.route's
+	// methods).
+	TypeStrings
 )
 
 var typeNames = map[FieldType]string{
 	TypeString: "string", TypeEnum: "enum", TypeBool: "bool", TypeInt: "integer", TypeFloat: "number",
 	TypeDuration: "duration", TypeRef: "entry ID", TypeRefs: "entry IDs", TypeSource: "source",
 	TypeSources: "sources", TypeList: "list", TypeMapping: "mapping", TypeObject: "object", TypeObjects: "objects",
+	TypeStrings: "strings",
 }
 
 func (t FieldType) String() string {

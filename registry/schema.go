@@ -222,6 +222,8 @@ func fieldSchema(f *Field) map[string]any {
 		s, env = sourceSchema(), true
 	case TypeSources:
 		s = obj("type", "object", "additionalProperties", obj("anyOf", []any{sourceSchema(), obj("$ref", "#/$defs/env")}))
+	case TypeStrings:
+		s = obj("anyOf", []any{obj("type", "string"), obj("type", "array", "items", obj("type", "string"))})
 	case TypeList:
 		s = obj("type", "array")
 	case TypeMapping:
