@@ -3,10 +3,18 @@ package http_test
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/big"
 	"net"
 	nethttp "net/http"
 	"os"
@@ -81,7 +89,13 @@ func newKinds() *registry.Registry {
 // start runs config (app.yaml, with echo.lua beside it).
 func start(t *testing.T, config string) *node {
 	t.Helper()
-	n := &node{t: t, dir: t.TempDir(), kind: newKinds(), log: &testutil.SyncBuffer{}}
+	return startIn(t, t.TempDir(), config)
+}
+
+// startIn is start in dir.
+func startIn(t *testing.T, dir, config string) *node {
+	t.Helper()
+	n := &node{t: t, dir: dir, kind: newKinds(), log: &testutil.SyncBuffer{}}
 	n.write("echo.lua", echoLua)
 	n.write("app.yaml", config)
 	cfg, err := (&registry.Loader{Kinds: n.kind}).Load(n.dir)
@@ -632,5 +646,79 @@ func TestMaxConnectionsRefuses(t *testing.T) {
 	json.NewDecoder(resp.Body).Decode(&body)
 	if body.Error.Kind != "limit" {
 		t.Errorf("refused body: %+v", body)
+	}
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 named cn.
+func writeCert(t *testing.T, dir, cn string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	os.WriteFile(filepath.Join(dir, "web.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(filepath.Join(dir, "web.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+}
+
+// peerCN dials addr over TLS and returns the certificate's common name.
+func peerCN(t *testing.T, addr string) (string, error) {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /string HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	resp, err := nethttp.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return c.ConnectionState().PeerCertificates[0].Subject.CommonName, nil
+}
+
+// TLS: served with the files named; a certificate replaced on disk is
+// served within a few seconds; turning tls off and on again on the same
+// address rebinds without a restart.
+func TestTLS(t *testing.T) {
+	withTLS := strings.Replace(base, "max_body: 1024", "max_body: 1024\n    tls: {cert_file: web.crt, key_file: web.key}", 1)
+	dir := t.TempDir()
+	writeCert(t, dir, "first")
+	n2 := startIn(t, dir, withTLS)
+	addr := n2.server("app:web").Addr()
+	if cn, err := peerCN(t, addr); err != nil || cn != "first" {
+		t.Fatalf("tls: %q %v", cn, err)
+	}
+	time.Sleep(10 * time.Millisecond) // another modification time
+	writeCert(t, dir, "second")
+	testutil.Eventually(t, "the new certificate served", func() bool {
+		cn, err := peerCN(t, addr)
+		return err == nil && cn == "second"
+	})
+	fixed := strings.Replace(withTLS, "listen: 127.0.0.1:0", "listen: "+addr, 1)
+	n2.reload(fixed)
+	sum := n2.reload(strings.Replace(fixed, "\n    tls: {cert_file: web.crt, key_file: web.key}", "", 1))
+	if len(sum.Restarted) != 0 {
+		t.Errorf("tls off restarted %v", sum.Restarted)
+	}
+	c := client()
+	defer c.CloseIdleConnections()
+	if status, _, _ := get(t, c, "GET", "http://"+addr+"/string", ""); status != 200 {
+		t.Errorf("plain after tls off: %d", status)
+	}
+	n2.reload(fixed)
+	if cn, err := peerCN(t, addr); err != nil || cn != "second" {
+		t.Errorf("tls on again: %q %v", cn, err)
 	}
 }
