@@ -722,3 +722,60 @@ func TestTLS(t *testing.T) {
 		t.Errorf("tls on again: %q %v", cn, err)
 	}
 }
+
+// A flood of connections — 4,000 opened at once against max_connections
+// 1,000 (client and server ends together stay within the 20,000
+// descriptors a test process has here) — is turned away and counted, and
+// the node serves the next client as soon as they go.
+func TestConnectionFlood(t *testing.T) {
+	held := strings.Replace(base, "read_header_timeout: 500ms", "read_header_timeout: 30s", 1)
+	n := start(t, strings.Replace(held, "max_body: 1024", "max_body: 1024\n    max_connections: 1000", 1))
+	addr := n.server("app:web").Addr()
+	const flood = 4000
+	conns := make([]net.Conn, 0, flood)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < flood; i++ {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		// Each holds its request open: headers without an end.
+		fmt.Fprintf(c, "GET /string HTTP/1.1\r\nHost: x\r\n")
+		conns = append(conns, c)
+	}
+	testutil.Eventually(t, "connections past the limit turned away", func() bool {
+		v := n.server("app:web").View().(httpkind.ServerView)
+		return v.Connections <= 1000 && refused(t, n) >= flood-1000
+	})
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	c := client()
+	defer c.CloseIdleConnections()
+	testutil.Eventually(t, "served again", func() bool {
+		status, _, _ := get(t, c, "GET", n.url("/string"), "")
+		return status == 200
+	})
+}
+
+// refused reads http_server_refused_connections_total of app:web.
+func refused(t *testing.T, n *node) float64 {
+	t.Helper()
+	mfs, err := n.rt.Env().Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "http_server_refused_connections_total" {
+			for _, m := range mf.GetMetric() {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
