@@ -65,3 +65,38 @@ func TestHTTPExample(t *testing.T) {
 		t.Errorf("exit %d\n%s", code, r.logs())
 	}
 }
+
+// The demo's JSON API answers the curl lines of the README.
+func TestDemoHTTPAPI(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	r := startEnv(t, []string{"DEMO_HTTP=" + addr}, "run", "--no-watch", "--log-format", "json", "config.example.yaml")
+	body := func(method, path string) string {
+		req, _ := http.NewRequest(method, "http://"+addr+path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err.Error()
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return strings.TrimSpace(string(b))
+	}
+	r.waitFor(t, "the demo API", func() bool { return body("GET", "/api/hello/you") == `{"hello":"you"}` })
+	before := body("GET", "/api/count")
+	after := body("POST", "/api/count")
+	if !strings.HasPrefix(before, `{"count":`) || !strings.HasPrefix(after, `{"count":`) || before == after {
+		t.Errorf("count: %s then %s", before, after)
+	}
+	readme, _ := os.ReadFile("../../README.md")
+	if !strings.Contains(string(readme), "curl localhost:8090/api/hello/you") {
+		t.Errorf("README lacks the curl line")
+	}
+	r.cmd.Process.Signal(os.Interrupt)
+	if code := r.wait(t); code != 0 {
+		t.Errorf("exit %d\n%s", code, r.logs())
+	}
+}
