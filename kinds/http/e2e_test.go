@@ -427,6 +427,13 @@ func TestReloadRoutesKeepsConnections(t *testing.T) {
 	if s := ask("/only/string"); s != 200 {
 		t.Errorf("changed route: %d", s)
 	}
+	v := n.server("app:web").View().(httpkind.ServerView)
+	if len(v.Routes) != 2 || v.Routes[0].ID != "app:any" || v.Routes[0].Path != "/only/{what...}" || v.Routes[1].Path != "/string" || v.Connections < 1 {
+		t.Errorf("view %+v", v)
+	}
+	if inst, _ := n.rt.Instance("app:other"); inst.(registry.Viewer).View().(httpkind.RouteView).To != "app:echo" {
+		t.Errorf("route view %+v", inst.(registry.Viewer).View())
+	}
 	// Remove every route.
 	n.reload(strings.SplitN(base, "  - name: any", 2)[0])
 	if s := ask("/string"); s != 404 {
