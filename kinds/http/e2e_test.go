@@ -225,6 +225,40 @@ func TestRequestsAndErrors(t *testing.T) {
 			t.Errorf("%s: a traceback reached the client: %s", tc.path, body)
 		}
 	}
+	// Metrics, by route pattern, method and status.
+	mfs, err := n.rt.Env().Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += " " + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case m.GetHistogram() != nil:
+				series[key] = float64(m.GetHistogram().GetSampleCount())
+			case m.GetGauge() != nil:
+				series[key] = m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				series[key] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	for key, want := range map[string]float64{
+		"http_server_request_duration_seconds method=POST route=/{what...} status=200": 1,
+		"http_server_request_duration_seconds method=GET route=/{what...} status=504":  2, // /never and /fail?kind=timeout
+		"http_server_request_duration_seconds method=DELETE route= status=405":         1,
+		"http_server_request_duration_seconds method=POST route=/{what...} status=413": 1,
+		"http_server_active_requests route=/{what...}":                                 0,
+		"http_server_oversized_bodies_total route=/{what...}":                          1,
+	} {
+		if got, ok := series[key]; !ok || got != want {
+			t.Errorf("%s: %v (present %v), want %v", key, got, ok, want)
+		}
+	}
 	// The process that replied twice, and the one that never replied,
 	// still serve.
 	if status, _, body := get(t, c, "POST", n.url("/echo"), "again"); status != 200 || body != "again" {
