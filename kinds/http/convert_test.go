@@ -39,7 +39,9 @@ func TestStatusOf(t *testing.T) {
 
 func TestErrorResponseHasNoTraceback(t *testing.T) {
 	r := ErrorResponse(value.NewError(value.KindInternal, "echo.lua:3: boom\nstack traceback:\n\t[G]: in function 'error'"))
-	var b struct{ Error struct{ Kind, Message string } }
+	var b struct {
+		Error struct{ Kind, Message string }
+	}
 	if err := json.Unmarshal(r.Body, &b); err != nil {
 		t.Fatal(err)
 	}

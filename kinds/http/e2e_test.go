@@ -69,7 +69,7 @@ end }
 `
 
 type node struct {
-	t    *testing.T
+	t    testing.TB
 	dir  string
 	rt   *registry.Runtime
 	kind *registry.Registry
@@ -87,13 +87,13 @@ func newKinds() *registry.Registry {
 }
 
 // start runs config (app.yaml, with echo.lua beside it).
-func start(t *testing.T, config string) *node {
+func start(t testing.TB, config string) *node {
 	t.Helper()
 	return startIn(t, t.TempDir(), config)
 }
 
 // startIn is start in dir.
-func startIn(t *testing.T, dir, config string) *node {
+func startIn(t testing.TB, dir, config string) *node {
 	t.Helper()
 	n := &node{t: t, dir: dir, kind: newKinds(), log: &testutil.SyncBuffer{}}
 	n.write("echo.lua", echoLua)
