@@ -73,6 +73,12 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) *Response {
 		return ErrorResponse(err)
 	}
 	reply, err := rt.ask(r.Context(), payload)
+	if errors.Is(err, process.ErrExited) {
+		// Why it died (a script's error, its file and line) is for the
+		// log, not for the client.
+		rt.s.log.Warn("http route: the handler exited before it replied", "route", string(rt.id), "error", clip(err.Error(), maxErrorMessage))
+		return errorResponse(StatusOf(err), value.NewError(value.KindStopped, "the handler exited before it replied"))
+	}
 	if err != nil {
 		return ErrorResponse(err)
 	}
