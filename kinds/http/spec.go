@@ -104,9 +104,9 @@ var (
 		"How long a response may take, from the end of the request's headers to its last byte.").Positive().AtMost(maxTimeout)
 	fIdleTimeout = registry.DurationField("idle_timeout", DefaultIdleTimeout,
 		"How long a keep-alive connection may wait for its next request.").Positive().AtMost(maxTimeout)
-	fMaxBody = registry.IntField("max_body", DefaultMaxBody, MaxBody,
-		"The largest request body, in bytes (1048576 is 1 MiB); a larger one gets 413 unread.").AtLeast(0, "no body")
-	fMaxHeaderBytes = registry.IntField("max_header_bytes", DefaultMaxHeaderBytes, MaxHeaderBytes,
+	fMaxBody = registry.SizeField("max_body", DefaultMaxBody, MaxBody,
+		"The largest request body: bytes, or 64KiB, 1MiB…; a larger one gets 413 unread.").AtLeast(0, "no body")
+	fMaxHeaderBytes = registry.SizeField("max_header_bytes", DefaultMaxHeaderBytes, MaxHeaderBytes,
 		"The most bytes of request headers; more gets 431.").AtLeast(1024, "")
 	fMaxConnections = registry.IntField("max_connections", DefaultMaxConnections, MaxConnections,
 		"Connections served at once; past it the idlest keep-alive one is closed, else the new one refused (503).").AtLeast(1, "")
@@ -143,8 +143,8 @@ func decodeServer(d *registry.Decoder) *ServerSpec {
 		ReadTimeout:       fReadTimeout.Duration(d),
 		WriteTimeout:      fWriteTimeout.Duration(d),
 		IdleTimeout:       fIdleTimeout.Duration(d),
-		MaxBody:           int64(fMaxBody.Int(d)),
-		MaxHeaderBytes:    fMaxHeaderBytes.Int(d),
+		MaxBody:           int64(fMaxBody.Size(d)),
+		MaxHeaderBytes:    fMaxHeaderBytes.Size(d),
 		MaxConnections:    fMaxConnections.Int(d),
 	}
 	if s.Listen != "" && !d.Failed(fListen.Name) {
