@@ -769,15 +769,16 @@ func TestTLS(t *testing.T) {
 	}
 }
 
-// A flood of connections — 4,000 opened at once against max_connections
-// 1,000 (client and server ends together stay within the 20,000
-// descriptors a test process has here) — is turned away and counted, and
-// the node serves the next client as soon as they go.
+// A flood of 10,000 connections held open at once against
+// max_connections 1,000 (the client's 10,000 ends and the server's 1,000
+// stay within the 20,000 descriptors a test process has here) is turned
+// away and counted, and the node serves the next client as soon as they
+// go.
 func TestConnectionFlood(t *testing.T) {
 	held := strings.Replace(base, "read_header_timeout: 500ms", "read_header_timeout: 30s", 1)
 	n := start(t, strings.Replace(held, "max_body: 1024", "max_body: 1024\n    max_connections: 1000", 1))
 	addr := n.server("app:web").Addr()
-	const flood = 4000
+	const flood = 10000
 	conns := make([]net.Conn, 0, flood)
 	defer func() {
 		for _, c := range conns {
