@@ -48,6 +48,9 @@ return { main = function()
     local r = msg:payload()
     if r.path == "/never" then
       -- never replies
+    elseif r.path == "/sleep" then
+      time.sleep("1500ms")
+      msg:reply("slept")
     elseif r.path == "/twice" then
       msg:reply({status = 201, body = "first"})
       msg:reply({status = 202, body = "second"})
@@ -825,4 +828,33 @@ func refused(t *testing.T, n *node) float64 {
 		}
 	}
 	return 0
+}
+
+// A full mailbox is 429: a handler busy with one request, one waiting in
+// its mailbox of 1, and the next refused at once.
+func TestFullMailboxIs429(t *testing.T) {
+	n := start(t, strings.Replace(strings.Replace(base, "    source: file://echo.lua\n", "    source: file://echo.lua\n    mailbox_size: 1\n", 1), "timeout: 300ms", "timeout: 10s", 1))
+	c := client()
+	defer c.CloseIdleConnections()
+	pid, err := n.rt.Env().Node.Resolve("app:echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := make(chan int, 2)
+	go func() { s, _, _ := get(t, c, "GET", n.url("/sleep"), ""); statuses <- s }()
+	testutil.Eventually(t, "the handler busy, its mailbox empty", func() bool {
+		st, ok := n.rt.Env().Node.Mailbox(pid)
+		return ok && st.Len == 0 && st.HighWater >= 1
+	})
+	go func() { s, _, _ := get(t, c, "GET", n.url("/sleep"), ""); statuses <- s }()
+	testutil.Eventually(t, "one request queued", func() bool { st, _ := n.rt.Env().Node.Mailbox(pid); return st.Len == 1 })
+	status, _, body := get(t, c, "GET", n.url("/string"), "")
+	if status != 429 || !strings.Contains(body, `"kind":"limit"`) {
+		t.Errorf("full mailbox: %d %s", status, body)
+	}
+	for i := 0; i < 2; i++ {
+		if s := <-statuses; s != 200 {
+			t.Errorf("a queued request got %d", s)
+		}
+	}
 }
