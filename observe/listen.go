@@ -163,6 +163,9 @@ type limitListener struct {
 	// freed wakes an Accept that waits for a slot when a connection
 	// turns idle.
 	freed chan struct{}
+	// refuse, when set, is given (on a goroutine of its own) each
+	// connection past the limit while none is idle, instead of waiting.
+	refuse func(net.Conn)
 }
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
@@ -183,6 +186,15 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		default:
 		}
 		if l.closeIdlest() {
+			continue
+		}
+		if l.refuse != nil {
+			// Past the limit with none idle: this connection is turned
+			// away, and the next one tries.
+			go l.refuse(c)
+			if c, err = l.Listener.Accept(); err != nil {
+				return nil, err
+			}
 			continue
 		}
 		select {

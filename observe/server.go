@@ -76,6 +76,8 @@ var (
 	pgKinds         = []string{"pg.scope"}
 	poolKinds       = []string{"router.pool", "router.group"}
 	supervisorKinds = []string{"supervisor", "supervisor.dynamic", "supervisor.partition"}
+	// An http.server's view lists its routes.
+	httpKinds = []string{"http.server"}
 )
 
 // RegisterStandardCollectors adds the Go runtime and process collectors to

@@ -53,6 +53,7 @@ type uiState struct {
 	Supervisors  []kindView               `json:"supervisors"`
 	Scopes       []uiScope                `json:"scopes"`
 	Pools        []kindView               `json:"pools"`
+	HTTP         []kindView               `json:"http"`
 	Reloads      []registry.ReloadAttempt `json:"reloads"`
 	DeadLetters  *uiDeadLetters           `json:"dead_letters"`
 	Failing      map[string]string        `json:"failing"`
@@ -162,7 +163,7 @@ func (r *rates) forget(keep map[registry.ID]bool) {
 func (s *server) state() uiState {
 	now := time.Now()
 	st := uiState{
-		Entries: []uiEntry{}, Supervisors: []kindView{}, Scopes: []uiScope{}, Pools: []kindView{},
+		Entries: []uiEntry{}, Supervisors: []kindView{}, Scopes: []uiScope{}, Pools: []kindView{}, HTTP: []kindView{},
 		Reloads: []registry.ReloadAttempt{}, Deepest: []uiMailbox{}, Failing: map[string]string{},
 	}
 	node := s.opts.Node
@@ -203,6 +204,8 @@ func (s *server) state() uiState {
 			st.Supervisors = append(st.Supervisors, kv)
 		case slices.Contains(poolKinds, kv.Kind):
 			st.Pools = append(st.Pools, kv)
+		case slices.Contains(httpKinds, kv.Kind):
+			st.HTTP = append(st.HTTP, kv)
 		case slices.Contains(pgKinds, kv.Kind):
 			sc := uiScope{kindView: kv}
 			if c, ok := in.Instance.(eventCounter); ok {

@@ -61,7 +61,7 @@ func fieldBounds(prefix string, fields []*Field) []Bound {
 	var out []Bound
 	for _, f := range fields {
 		switch f.Type {
-		case TypeInt:
+		case TypeInt, TypeSize:
 			out = append(out, Bound{Field: prefix + f.Name, Max: f.bound})
 		case TypeObject, TypeObjects:
 			out = append(out, fieldBounds(prefix+f.Name+".", f.all())...)
@@ -114,6 +114,17 @@ func (d *Decoder) Count(field string, def, max int) int {
 	if v == nil {
 		return def
 	}
+	name, max := d.boundOf(field, max)
+	n, ok := d.integer(field, v, int64(max), name)
+	if !ok && n != int64(max) {
+		return def
+	}
+	return int(n)
+}
+
+// boundOf returns the name of field's bound ("KIND.FIELD") and the bound
+// in force: max, or what Loader.Limits sets.
+func (d *Decoder) boundOf(field string, max int) (string, int) {
 	path := listIndex.ReplaceAllString(d.prefix+field, "")
 	name := path
 	if d.entry != nil && !strings.HasPrefix(path, "lifecycle.") {
@@ -122,9 +133,5 @@ func (d *Decoder) Count(field string, def, max int) int {
 	if b, ok := d.bounds[name]; ok {
 		max = b
 	}
-	n, ok := d.integer(field, v, int64(max), name)
-	if !ok && n != int64(max) {
-		return def
-	}
-	return int(n)
+	return name, max
 }

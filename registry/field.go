@@ -58,12 +58,19 @@ const (
 	TypeObject
 	// TypeObjects is a list of such mappings.
 	TypeObjects
+	// TypeStrings is a string or a list of strings (an http.route's
+	// methods).
+	TypeStrings
+	// TypeSize is a size in bytes: an integer, or one with a unit
+	// ("64KiB", "1MiB", "1GB"). Like TypeInt it has an upper bound.
+	TypeSize
 )
 
 var typeNames = map[FieldType]string{
 	TypeString: "string", TypeEnum: "enum", TypeBool: "bool", TypeInt: "integer", TypeFloat: "number",
 	TypeDuration: "duration", TypeRef: "entry ID", TypeRefs: "entry IDs", TypeSource: "source",
 	TypeSources: "sources", TypeList: "list", TypeMapping: "mapping", TypeObject: "object", TypeObjects: "objects",
+	TypeStrings: "strings", TypeSize: "size",
 }
 
 func (t FieldType) String() string {
@@ -342,7 +349,9 @@ func (f *Field) Bool(d *Decoder) bool {
 // Int reads a TypeInt field, bounded as declared (and as Loader.Limits
 // override), and checks its lower limit.
 func (f *Field) Int(d *Decoder) int {
-	f.want(TypeInt)
+	if f.Type != TypeSize { // Size reads plain integers through Int
+		f.want(TypeInt)
+	}
 	def, _ := f.Default.(int)
 	// Limits are checked on a value that was read cleanly.
 	errs := len(*d.errs)
@@ -561,7 +570,7 @@ func CheckFields(fields []*Field) error {
 				errs = append(errs, name+": an enum without values")
 			case f.Type == TypeEnum && f.Default != nil && !slices.Contains(f.Enum, f.Default.(string)):
 				errs = append(errs, name+": its default is not one of its values")
-			case f.Type == TypeInt && f.bound <= 0:
+			case (f.Type == TypeInt || f.Type == TypeSize) && f.bound <= 0:
 				errs = append(errs, name+": an integer without an upper bound")
 			case (f.Type == TypeObject || f.Type == TypeObjects) && len(f.Fields) == 0:
 				errs = append(errs, name+": an object without fields")

@@ -827,5 +827,6 @@ func (ld *load) checkRefs(cfg *Config) {
 		}
 		slices.Sort(deps)
 		cfg.Deps[e.ID] = deps
+		ld.checkTargets(cfg, e)
 	}
 }

@@ -222,6 +222,14 @@ func fieldSchema(f *Field) map[string]any {
 		s, env = sourceSchema(), true
 	case TypeSources:
 		s = obj("type", "object", "additionalProperties", obj("anyOf", []any{sourceSchema(), obj("$ref", "#/$defs/env")}))
+	case TypeSize:
+		n := obj("type", "integer", "maximum", f.bound)
+		if f.hasLo {
+			n["minimum"] = int(f.lo)
+		}
+		s, env = obj("anyOf", []any{n, obj("type", "string", "pattern", sizePattern, "patternErrorMessage", sizeMessage)}), true
+	case TypeStrings:
+		s = obj("anyOf", []any{obj("type", "string"), obj("type", "array", "items", obj("type", "string"))})
 	case TypeList:
 		s = obj("type", "array")
 	case TypeMapping:

@@ -3,6 +3,7 @@ package main
 import (
 	"io"
 
+	httpkind "github.com/proctor-run/proctor/kinds/http"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/kinds/pool"
 	"github.com/proctor-run/proctor/kinds/supervisor"
@@ -28,6 +29,8 @@ func newKinds(stdout io.Writer, pg pgscope.Distributor) *registry.Registry {
 	r.Register(supervisor.NewStaticKind())
 	r.Register(supervisor.NewDynamicKind())
 	r.Register(supervisor.NewPartitionKind())
+	r.Register(httpkind.ServerKind{})
+	r.Register(httpkind.RouteKind{})
 	return r
 }
 

@@ -157,6 +157,21 @@
     }));
   }
 
+  // --- http servers ---
+
+  function renderHTTP(servers) {
+    if (!servers || !servers.length) return replace("http", none("none: no HTTP server is running."));
+    replace("http", servers.map(function (s) {
+      var v = s.view || {};
+      var parts = [el("h3", null, s.id + " ", el("span", { cls: "meta", text: v.addr + (v.tls ? " · TLS" : "") }))];
+      parts.push(el("p", { cls: "meta", text: v.connections + " of " + v.max_connections + " connections · max body " + v.max_body + " bytes" }));
+      parts.push(table(["route", "methods", "path", "to", "key", "timeout"], (v.routes || []).map(function (r) {
+        return el("tr", null, td(r.id), td((r.methods || []).join(", ") || "any"), td(r.path), td(r.to), td(r.key || ""), td(r.timeout));
+      })));
+      return el("div", { "data-http": s.id }, parts);
+    }));
+  }
+
   // --- pg scopes ---
 
   function renderScopes(scopes, nodeName) {
@@ -281,6 +296,7 @@
     if (changed("trees", st.supervisors)) renderTrees(st.supervisors);
     if (changed("entries", [st.entries, st.entries_total])) renderEntries(st);
     if (changed("pools", st.pools)) renderPools(st.pools);
+    if (changed("http", st.http)) renderHTTP(st.http);
     if (changed("scopes", st.scopes)) renderScopes(st.scopes, st.node);
     if (changed("reloads", st.reloads)) renderReloads(st.reloads);
     if (changed("dead", st.dead_letters)) renderDeadLetters(st.dead_letters);

@@ -1,0 +1,122 @@
+package http_test
+
+import (
+	"bytes"
+	"io"
+	"net"
+	nethttp "net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// benchClients is how many keep-alive clients a benchmark runs at once.
+const benchClients = 64
+
+var benchBody = []byte(strings.Repeat("0123456789abcdef", 4)) // 64 bytes
+
+// BenchmarkHTTPEcho: benchClients keep-alive clients POST 64 bytes and
+// read them back, through a route to a Lua process that echoes the body
+// (lua), to a router.pool of 2 such routees (pool2), and, in the same
+// run, from a plain net/http handler doing the same work (nethttp).
+// Reported: req/s, and the p50 and p99 latency of one request in µs.
+func BenchmarkHTTPEcho(b *testing.B) {
+	b.Run("nethttp", func(b *testing.B) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		srv := &nethttp.Server{Handler: nethttp.HandlerFunc(func(w nethttp.ResponseWriter, r *nethttp.Request) {
+			body, err := io.ReadAll(nethttp.MaxBytesReader(w, r.Body, 1024))
+			if err != nil {
+				w.WriteHeader(nethttp.StatusRequestEntityTooLarge)
+				return
+			}
+			w.Header().Set("X-Echo", "yes")
+			w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+			w.Write(body)
+		}), ReadHeaderTimeout: 5 * time.Second}
+		go srv.Serve(ln)
+		defer srv.Close()
+		benchEcho(b, "http://"+ln.Addr().String()+"/echo")
+	})
+	b.Run("lua", func(b *testing.B) {
+		n := start(b, benchBase)
+		benchEcho(b, n.url("/echo"))
+	})
+	b.Run("pool2", func(b *testing.B) {
+		n := start(b, benchBase+`  - name: pl
+    kind: router.pool
+    routee: echo
+    size: 2
+    lifecycle: {auto_start: true}
+  - name: pooled
+    kind: http.route
+    server: web
+    method: POST
+    path: /pool/echo
+    to: pl
+    lifecycle: {auto_start: true}
+`)
+		benchEcho(b, n.url("/pool/echo"))
+	})
+}
+
+// benchBase is base with the timeouts of a server under load.
+var benchBase = strings.NewReplacer("timeout: 300ms", "timeout: 5s", "read_header_timeout: 500ms", "read_header_timeout: 5s").Replace(base)
+
+func benchEcho(b *testing.B, url string) {
+	tr := &nethttp.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}
+	defer tr.CloseIdleConnections()
+	c := &nethttp.Client{Transport: tr}
+	var next atomic.Int64
+	lat := make([][]time.Duration, benchClients)
+	var failed atomic.Int64
+	var wg sync.WaitGroup
+	b.ReportAllocs()
+	b.ResetTimer()
+	began := time.Now()
+	for w := 0; w < benchClients; w++ {
+		wg.Add(1)
+		go func(w int) {
+			defer wg.Done()
+			buf := make([]byte, 0, 128)
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				resp, err := c.Post(url, "text/plain", bytes.NewReader(benchBody))
+				if err != nil {
+					failed.Add(1)
+					continue
+				}
+				buf = buf[:0]
+				out := bytes.NewBuffer(buf)
+				_, _ = io.Copy(out, resp.Body)
+				resp.Body.Close()
+				if resp.StatusCode != 200 || !bytes.Equal(out.Bytes(), benchBody) {
+					failed.Add(1)
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+			}
+		}(w)
+	}
+	wg.Wait()
+	elapsed := time.Since(began)
+	b.StopTimer()
+	if f := failed.Load(); f > 0 {
+		b.Fatalf("%d of %d requests failed", f, b.N)
+	}
+	all := slices.Concat(lat...)
+	slices.Sort(all)
+	pct := func(p float64) float64 {
+		if len(all) == 0 {
+			return 0
+		}
+		return float64(all[min(len(all)-1, int(p*float64(len(all))))].Microseconds())
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "req/s")
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+}

@@ -1,0 +1,393 @@
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	nethttp "net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// Topic is the topic of the asks a route sends.
+const Topic = "http.request"
+
+// Bounds of the conversions: what a request may bring into a payload and
+// a reply may put in a response.
+const (
+	// MaxQueryParams is the most query parameters a request may carry
+	// (more is 400).
+	MaxQueryParams = 1000
+	// MaxReplyHeaders is the most headers a reply may set.
+	MaxReplyHeaders = 100
+	// maxErrorMessage bounds the message of an error response.
+	maxErrorMessage = 1024
+)
+
+// RequestPayload builds the payload of the ask for r: {method, path,
+// params, query, headers, body, remote}, plus key when the route has one.
+// Header names are lower case, and a header given several times is one
+// value joined with ", " (RFC 9110 §5.3); a query parameter given several
+// times is a list of its values, in order. params are the path's
+// wildcards, by name. An invalid request (a control character in its
+// path, too many parameters, a key it lacks) is an invalid error.
+func RequestPayload(r *nethttp.Request, body []byte, params []string, key *KeySpec) (map[string]any, error) {
+	path := r.URL.Path
+	if bad := strings.IndexFunc(path, func(c rune) bool { return c < 0x20 || c == 0x7f }); bad >= 0 {
+		return nil, value.NewError(value.KindInvalid, "the path holds a control character (byte %d)", bad)
+	}
+	if !utf8.ValidString(path) {
+		return nil, value.NewError(value.KindInvalid, "the path is not valid UTF-8")
+	}
+	ps := make(map[string]any, len(params))
+	for _, name := range params {
+		ps[name] = r.PathValue(name)
+	}
+	q, err := queryOf(r.URL.RawQuery)
+	if err != nil {
+		return nil, err
+	}
+	hs := make(map[string]any, len(r.Header))
+	for name, vs := range r.Header {
+		hs[strings.ToLower(name)] = strings.Join(vs, ", ")
+	}
+	if r.Host != "" {
+		hs["host"] = r.Host
+	}
+	p := map[string]any{
+		"method":  r.Method,
+		"path":    path,
+		"params":  ps,
+		"query":   q,
+		"headers": hs,
+		"body":    string(body),
+		"remote":  r.RemoteAddr,
+	}
+	if key != nil {
+		k, ok := keyOf(r, *key)
+		if !ok {
+			return nil, value.NewError(value.KindInvalid, "the request has no %s (the route's key)", key)
+		}
+		p["key"] = k
+	}
+	return p, nil
+}
+
+func queryOf(raw string) (map[string]any, error) {
+	out := map[string]any{}
+	if raw == "" {
+		return out, nil
+	}
+	if n := strings.Count(raw, "&") + strings.Count(raw, ";") + 1; n > MaxQueryParams {
+		return nil, value.NewError(value.KindInvalid, "more than %d query parameters", MaxQueryParams)
+	}
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		return nil, value.NewError(value.KindInvalid, "query: %v", err)
+	}
+	for k, vs := range vals {
+		if len(vs) == 1 {
+			out[k] = vs[0]
+			continue
+		}
+		list := make([]any, len(vs))
+		for i, v := range vs {
+			list[i] = v
+		}
+		out[k] = list
+	}
+	return out, nil
+}
+
+// keyOf reads a route's key from r.
+func keyOf(r *nethttp.Request, k KeySpec) (string, bool) {
+	var v string
+	switch k.Source {
+	case KeyPath:
+		v = r.PathValue(k.Name)
+	case KeyQuery:
+		v = r.URL.Query().Get(k.Name)
+	case KeyHeader:
+		v = r.Header.Get(k.Name)
+	}
+	return v, v != ""
+}
+
+// Response is what a reply becomes.
+type Response struct {
+	Status int
+	Header nethttp.Header
+	Body   []byte
+}
+
+// ReplyResponse turns a reply into a response: a table {status, headers,
+// body} (status default 200; a body that is not a string is sent as JSON,
+// with its content type unless the reply names one), or a bare string, a
+// 200 text/plain. Anything else, or a table that breaks a rule (a status
+// outside 200–599, a header that is no valid name or value), is an
+// internal error: the handler's fault.
+func ReplyResponse(v any) (*Response, error) {
+	switch x := v.(type) {
+	case string:
+		return &Response{Status: nethttp.StatusOK, Header: nethttp.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Body: []byte(x)}, nil
+	case map[string]any:
+		return tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), func(k string) bool { _, ok := x[k]; return ok })
+	case map[any]any:
+		return tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), func(k string) bool { _, ok := x[k]; return ok })
+	}
+	return nil, value.NewError(value.KindInternal, "the handler replied with %s; want a table {status=, headers=, body=} or a string", typeName(v))
+}
+
+var replyFields = []string{"status", "headers", "body"}
+
+func tableResponse(get func(string) (any, bool), n int, has func(string) bool) (*Response, error) {
+	known := 0
+	for _, f := range replyFields {
+		if has(f) {
+			known++
+		}
+	}
+	if known != n {
+		return nil, value.NewError(value.KindInternal, "the handler's reply has fields besides status, headers and body")
+	}
+	resp := &Response{Status: nethttp.StatusOK, Header: nethttp.Header{}}
+	if s, ok := get("status"); ok {
+		f, isNum := s.(float64)
+		if !isNum || f != math.Trunc(f) || f < 200 || f > 599 {
+			return nil, value.NewError(value.KindInternal, "the handler's reply has status %s; want an integer from 200 to 599", shortValue(s))
+		}
+		resp.Status = int(f)
+	}
+	if h, ok := get("headers"); ok {
+		if err := replyHeaders(resp.Header, h); err != nil {
+			return nil, err
+		}
+	}
+	b, ok := get("body")
+	switch x := b.(type) {
+	case nil:
+		_ = ok
+	case string:
+		resp.Body = []byte(x)
+		if resp.Header.Get("Content-Type") == "" {
+			resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
+		}
+	default:
+		jf, err := value.JSONForm(x)
+		if err != nil {
+			return nil, value.NewError(value.KindInternal, "the handler's reply body has no JSON form: %v", err)
+		}
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(jf); err != nil {
+			return nil, value.NewError(value.KindInternal, "the handler's reply body: %v", err)
+		}
+		resp.Body = buf.Bytes()
+		if resp.Header.Get("Content-Type") == "" {
+			resp.Header.Set("Content-Type", "application/json")
+		}
+	}
+	return resp, nil
+}
+
+// Headers the server sets itself: a reply that sets them is refused, as
+// they would break the framing of the connection.
+var framingHeaders = []string{"Content-Length", "Transfer-Encoding", "Connection", "Trailer", "Upgrade"}
+
+func replyHeaders(dst nethttp.Header, h any) error {
+	add := func(name string, v any) error {
+		if !validToken(name) {
+			return value.NewError(value.KindInternal, "the handler's reply sets the header %q, which is no header name", clip(name, 64))
+		}
+		cn := nethttp.CanonicalHeaderKey(name)
+		for _, f := range framingHeaders {
+			if cn == f {
+				return value.NewError(value.KindInternal, "the handler's reply sets %s, which the server sets itself", cn)
+			}
+		}
+		var vals []string
+		switch x := v.(type) {
+		case string:
+			vals = []string{x}
+		case float64:
+			vals = []string{strconv.FormatFloat(x, 'f', -1, 64)}
+		case []any:
+			for _, e := range x {
+				s, ok := e.(string)
+				if !ok {
+					return value.NewError(value.KindInternal, "the handler's reply header %s holds %s; want strings", cn, typeName(e))
+				}
+				vals = append(vals, s)
+			}
+		default:
+			return value.NewError(value.KindInternal, "the handler's reply header %s is %s; want a string, a number or a list of strings", cn, typeName(v))
+		}
+		for _, s := range vals {
+			if strings.ContainsAny(s, "\r\n\x00") {
+				return value.NewError(value.KindInternal, "the handler's reply header %s holds a line break or NUL", cn)
+			}
+			dst.Add(cn, s)
+		}
+		return nil
+	}
+	var err error
+	count := 0
+	each := func(k any, v any) {
+		if err != nil {
+			return
+		}
+		if count++; count > MaxReplyHeaders {
+			err = value.NewError(value.KindInternal, "the handler's reply sets more than %d headers", MaxReplyHeaders)
+			return
+		}
+		name, ok := k.(string)
+		if !ok {
+			err = value.NewError(value.KindInternal, "the handler's reply headers have a %s key; want header names", typeName(k))
+			return
+		}
+		err = add(name, v)
+	}
+	switch x := h.(type) {
+	case map[string]any:
+		for k, v := range x {
+			each(k, v)
+		}
+	case map[any]any:
+		for k, v := range x {
+			each(k, v)
+		}
+	default:
+		return value.NewError(value.KindInternal, "the handler's reply headers are %s; want a table of name = value", typeName(h))
+	}
+	return err
+}
+
+func typeName(v any) string {
+	switch v.(type) {
+	case nil:
+		return "nil"
+	case bool:
+		return "a boolean"
+	case float64:
+		return "a number"
+	case string:
+		return "a string"
+	case []any:
+		return "a list"
+	case map[string]any, map[any]any:
+		return "a table"
+	case *value.Error:
+		return "an error"
+	}
+	return fmt.Sprintf("a %T", v)
+}
+
+func shortValue(v any) string {
+	switch x := v.(type) {
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case string:
+		return strconv.Quote(clip(x, 32))
+	}
+	return typeName(v)
+}
+
+// StatusOf maps an error to a status by its kind: invalid 400,
+// not_found 404, limit 429 (a full mailbox or queue), timeout 504,
+// stopped 503, everything else 500. A failure to reach the target — it
+// is not running, its node is unreachable (noconnection) — is 503,
+// whatever its kind.
+func StatusOf(err error) int {
+	if unavailable(err) {
+		return nethttp.StatusServiceUnavailable
+	}
+	switch value.KindOf(err) {
+	case value.KindInvalid:
+		return nethttp.StatusBadRequest
+	case value.KindNotFound:
+		return nethttp.StatusNotFound
+	case value.KindLimit:
+		return nethttp.StatusTooManyRequests
+	case value.KindTimeout:
+		return nethttp.StatusGatewayTimeout
+	case value.KindStopped:
+		return nethttp.StatusServiceUnavailable
+	}
+	return nethttp.StatusInternalServerError
+}
+
+// unavailable reports whether err says the target cannot be reached.
+func unavailable(err error) bool {
+	for _, s := range []error{process.ErrNoConnection, process.ErrUnreachable, process.ErrNameNotFound,
+		process.ErrNoProcess, registry.ErrNotRunning} {
+		if errors.Is(err, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// errorBody is the JSON body of an error response.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Kind    string `json:"kind"`
+	Message string `json:"message"`
+}
+
+// ErrorResponse is the response to err: StatusOf's status and the body
+// {"error": {"kind", "message"}}. The message is the error's first line,
+// cut at 1 KiB: a traceback or a stack never reaches a client.
+func ErrorResponse(err error) *Response {
+	return errorResponse(StatusOf(err), err)
+}
+
+func errorResponse(status int, err error) *Response {
+	kind := value.KindOf(err)
+	if kind == "" {
+		kind = value.KindInternal
+	}
+	msg := err.Error()
+	if i := strings.Index(msg, "stack traceback:"); i >= 0 {
+		msg = msg[:i]
+	}
+	if i := strings.IndexAny(msg, "\r\n"); i >= 0 {
+		msg = msg[:i]
+	}
+	msg = strings.ToValidUTF8(strings.TrimSpace(clip(msg, maxErrorMessage)), "\uFFFD")
+	b, _ := json.Marshal(errorBody{Error: errorDetail{Kind: string(kind), Message: msg}})
+	return &Response{Status: status, Header: nethttp.Header{"Content-Type": {"application/json"}}, Body: append(b, '\n')}
+}
+
+// clip cuts s to n bytes at most, on a UTF-8 boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// write sends resp.
+func (resp *Response) write(w nethttp.ResponseWriter) {
+	h := w.Header()
+	for k, vs := range resp.Header {
+		h[k] = vs
+	}
+	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}

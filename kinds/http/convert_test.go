@@ -1,0 +1,164 @@
+package http
+
+import (
+	"encoding/json"
+	nethttp "net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+func TestStatusOf(t *testing.T) {
+	cases := []struct {
+		err  error
+		want int
+	}{
+		{value.NewError(value.KindInvalid, "x"), 400},
+		{value.NewError(value.KindNotFound, "x"), 404},
+		{value.NewError(value.KindLimit, "x"), 429},
+		{process.ErrMailboxFull, 429},
+		{value.NewError(value.KindTimeout, "x"), 504},
+		{value.NewError(value.KindStopped, "x"), 503},
+		{process.ErrNoConnection, 503},
+		{process.ErrNameNotFound, 503},
+		{registry.ErrNotRunning, 503},
+		{value.NewError(value.KindAggregate, "x"), 500},
+		{value.NewError(value.KindInternal, "x"), 500},
+	}
+	for _, c := range cases {
+		if got := StatusOf(c.err); got != c.want {
+			t.Errorf("%v (%s): %d, want %d", c.err, value.KindOf(c.err), got, c.want)
+		}
+	}
+}
+
+func TestErrorResponseHasNoTraceback(t *testing.T) {
+	r := ErrorResponse(value.NewError(value.KindInternal, "echo.lua:3: boom\nstack traceback:\n\t[G]: in function 'error'"))
+	var b struct {
+		Error struct{ Kind, Message string }
+	}
+	if err := json.Unmarshal(r.Body, &b); err != nil {
+		t.Fatal(err)
+	}
+	if b.Error.Message != "echo.lua:3: boom" || b.Error.Kind != "internal" {
+		t.Errorf("%+v", b)
+	}
+}
+
+func TestReplyResponse(t *testing.T) {
+	cases := []struct {
+		reply  any
+		status int
+		ctype  string
+		body   string
+		err    string
+	}{
+		{"hi", 200, "text/plain; charset=utf-8", "hi", ""},
+		{map[string]any{"status": 201.0, "body": map[string]any{"a": 1.0}}, 201, "application/json", "{\"a\":1}\n", ""},
+		{map[string]any{"body": []any{"x"}, "headers": map[string]any{"content-type": "application/x"}}, 200, "application/x", "[\"x\"]\n", ""},
+		{map[string]any{}, 200, "", "", ""},
+		{map[string]any{"status": 99.0}, 0, "", "", "status 99"},
+		{map[string]any{"status": 200.5}, 0, "", "", "status 200.5"},
+		{map[string]any{"headers": map[string]any{"x": "a\r\nb"}}, 0, "", "", "line break"},
+		{map[string]any{"headers": map[string]any{"bad name": "a"}}, 0, "", "", "no header name"},
+		{map[string]any{"headers": map[string]any{"content-length": "1"}}, 0, "", "", "server sets itself"},
+		{map[string]any{"stauts": 200.0}, 0, "", "", "besides status"},
+		{42.0, 0, "", "", "replied with a number"},
+		{nil, 0, "", "", "replied with nil"},
+	}
+	for _, c := range cases {
+		r, err := ReplyResponse(c.reply)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) || value.KindOf(err) != value.KindInternal {
+				t.Errorf("%v: %v, want %q", c.reply, err, c.err)
+			}
+			continue
+		}
+		if err != nil || r.Status != c.status || r.Header.Get("Content-Type") != c.ctype || string(r.Body) != c.body {
+			t.Errorf("%v: %+v %v", c.reply, r, err)
+		}
+	}
+}
+
+// FuzzRequestPayload: whatever a client sends, the payload is a value
+// that may cross a process boundary, with lower-case header names, or
+// an invalid error.
+func FuzzRequestPayload(f *testing.F) {
+	f.Add("/users/7", "a=1&a=2", "X-A", "v", "body")
+	f.Add("/users/%00", "%zz", "x", "", "")
+	f.Add("/users/..%2f", strings.Repeat("a&", 1200), "X", "\xff", "\x00")
+	f.Fuzz(func(t *testing.T, path, query, hname, hval, body string) {
+		req := httptest.NewRequest("GET", "http://x/", nil)
+		req.URL.Path, req.URL.RawQuery = path, query
+		req.Header[hname] = []string{hval}
+		req.SetPathValue("id", path)
+		p, err := RequestPayload(req, []byte(body), []string{"id"}, &KeySpec{Source: KeyPath, Name: "id"})
+		if err != nil {
+			if value.KindOf(err) != value.KindInvalid {
+				t.Fatalf("error of kind %s: %v", value.KindOf(err), err)
+			}
+			return
+		}
+		if err := value.Check(p); err != nil {
+			t.Fatalf("payload cannot cross a process: %v", err)
+		}
+		for k := range p["headers"].(map[string]any) {
+			if k != strings.ToLower(k) {
+				t.Fatalf("header %q not lower case", k)
+			}
+		}
+		if p["body"] != body {
+			t.Fatalf("body changed")
+		}
+	})
+}
+
+// FuzzReplyResponse: whatever a handler replies, the response is well
+// formed (a status from 200 to 599, headers without line breaks) or an
+// internal error; and its error response is JSON without a line break
+// in the message.
+func FuzzReplyResponse(f *testing.F) {
+	f.Add(200.0, "x-a", "v", "body", true)
+	f.Add(600.0, "bad name", "a\nb", "", false)
+	f.Add(-1.0, "Content-Length", "9", "\xff", true)
+	f.Fuzz(func(t *testing.T, status float64, hname, hval, body string, tableBody bool) {
+		var b any = body
+		if tableBody {
+			b = map[any]any{body: status, 1.0: []any{hval}}
+		}
+		reply := map[string]any{"status": status, "headers": map[string]any{hname: hval}, "body": b}
+		r, err := ReplyResponse(reply)
+		if err != nil {
+			if value.KindOf(err) != value.KindInternal {
+				t.Fatalf("kind %s: %v", value.KindOf(err), err)
+			}
+			er := ErrorResponse(err)
+			var eb errorBody
+			if json.Unmarshal(er.Body, &eb) != nil || strings.ContainsAny(eb.Error.Message, "\r\n") || !utf8.ValidString(eb.Error.Message) {
+				t.Fatalf("error body %q", er.Body)
+			}
+			return
+		}
+		if r.Status < 200 || r.Status > 599 {
+			t.Fatalf("status %d", r.Status)
+		}
+		for k, vs := range r.Header {
+			for _, v := range vs {
+				if strings.ContainsAny(k+v, "\r\n\x00") {
+					t.Fatalf("header %q: %q", k, v)
+				}
+			}
+		}
+		w := httptest.NewRecorder()
+		r.write(w)
+		if w.Code != r.Status || w.Body.Len() != len(r.Body) {
+			t.Fatalf("written %d %d", w.Code, w.Body.Len())
+		}
+		_ = nethttp.StatusText(r.Status)
+	})
+}

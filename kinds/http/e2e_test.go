@@ -1,0 +1,860 @@
+package http_test
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"log/slog"
+	"math/big"
+	"net"
+	nethttp "net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	httpkind "github.com/proctor-run/proctor/kinds/http"
+	"github.com/proctor-run/proctor/kinds/pool"
+	"github.com/proctor-run/proctor/kinds/supervisor"
+	"github.com/proctor-run/proctor/lua"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+
+	"github.com/proctor-run/proctor/internal/testutil"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// echoLua replies with what the request's payload says to do.
+const echoLua = `
+local errors = require("errors")
+return { main = function()
+  local inbox = process.inbox()
+  while true do
+    local msg = inbox:receive()
+    local r = msg:payload()
+    if r.path == "/never" then
+      -- never replies
+    elseif r.path == "/sleep" then
+      time.sleep("1500ms")
+      msg:reply("slept")
+    elseif r.path == "/twice" then
+      msg:reply({status = 201, body = "first"})
+      msg:reply({status = 202, body = "second"})
+    elseif r.path == "/fail" then
+      msg:reply(nil, errors.new({kind = r.query.kind or "internal", message = "failed on purpose"}))
+    elseif r.path == "/crash" then
+      error("boom")
+    elseif r.path == "/string" then
+      msg:reply("plain " .. r.method)
+    elseif r.path == "/json" then
+      msg:reply({body = {method = r.method, params = r.params, query = r.query, key = r.key}})
+    elseif r.path == "/bad" then
+      msg:reply(42)
+    else
+      msg:reply({status = 200, headers = {["x-echo"] = "yes"}, body = r.body})
+    end
+  end
+end }
+`
+
+type node struct {
+	t    testing.TB
+	dir  string
+	rt   *registry.Runtime
+	kind *registry.Registry
+	log  *testutil.SyncBuffer
+}
+
+func newKinds() *registry.Registry {
+	k := registry.NewRegistry()
+	k.Register(lua.NewKind(lua.Options{Stdout: io.Discard}))
+	k.Register(pool.Kind{})
+	k.Register(supervisor.NewPartitionKind())
+	k.Register(httpkind.ServerKind{})
+	k.Register(httpkind.RouteKind{})
+	return k
+}
+
+// start runs config (app.yaml, with echo.lua beside it).
+func start(t testing.TB, config string) *node {
+	t.Helper()
+	return startIn(t, t.TempDir(), config)
+}
+
+// startIn is start in dir.
+func startIn(t testing.TB, dir, config string) *node {
+	t.Helper()
+	n := &node{t: t, dir: dir, kind: newKinds(), log: &testutil.SyncBuffer{}}
+	n.write("echo.lua", echoLua)
+	n.write("app.yaml", config)
+	cfg, err := (&registry.Loader{Kinds: n.kind}).Load(n.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logger := slog.New(slog.NewTextHandler(n.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	pn := process.NewNode(process.Options{Name: "t", Logger: logger})
+	n.rt = registry.NewRuntime(registry.RuntimeOptions{Node: pn, Kinds: n.kind, Logger: logger})
+	if err := n.rt.Start(context.Background(), cfg); err != nil {
+		n.rt.Stop(context.Background())
+		t.Fatalf("start: %v\n%s", err, n.log.String())
+	}
+	t.Cleanup(func() {
+		if err := n.rt.Stop(context.Background()); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	return n
+}
+
+func (n *node) write(name, text string) {
+	n.t.Helper()
+	if err := os.WriteFile(filepath.Join(n.dir, name), []byte(text), 0o644); err != nil {
+		n.t.Fatal(err)
+	}
+}
+
+// reload writes config and applies it.
+func (n *node) reload(config string) registry.ReloadSummary {
+	n.t.Helper()
+	n.write("app.yaml", config)
+	_, sum, err := n.rt.Reload(context.Background(), &registry.Loader{Kinds: n.kind}, n.dir)
+	if err != nil {
+		n.t.Fatalf("reload: %v", err)
+	}
+	return sum
+}
+
+func (n *node) server(id string) *httpkind.Server {
+	n.t.Helper()
+	inst, ok := n.rt.Instance(registry.ID(id))
+	if !ok {
+		n.t.Fatalf("%s is not running\n%s", id, n.log.String())
+	}
+	return inst.(*httpkind.Server)
+}
+
+func (n *node) url(path string) string { return "http://" + n.server("app:web").Addr() + path }
+
+const base = `namespace: app
+entries:
+  - name: web
+    kind: http.server
+    listen: 127.0.0.1:0
+    max_body: 1024
+    read_header_timeout: 500ms
+    read_timeout: 2s
+    max_header_bytes: 4096
+    lifecycle: {auto_start: true}
+  - name: echo
+    kind: process.lua
+    source: file://echo.lua
+  - name: any
+    kind: http.route
+    server: web
+    method: [GET, POST]
+    path: /{what...}
+    to: echo
+    timeout: 300ms
+    lifecycle: {auto_start: true}
+`
+
+func get(t *testing.T, c *nethttp.Client, method, url, body string) (int, nethttp.Header, string) {
+	t.Helper()
+	req, err := nethttp.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, url, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, resp.Header, string(b)
+}
+
+func client() *nethttp.Client {
+	return &nethttp.Client{Transport: &nethttp.Transport{}, Timeout: 10 * time.Second}
+}
+
+func TestRequestsAndErrors(t *testing.T) {
+	n := start(t, base)
+	c := client()
+	defer c.CloseIdleConnections()
+	cases := []struct {
+		method, path, body string
+		status             int
+		want               string
+	}{
+		{"POST", "/echo", "hello", 200, "hello"},
+		{"GET", "/string", "", 200, "plain GET"},
+		{"GET", "/json?a=1&a=2&b=x", "", 200, `{"method":"GET","params":{"what":"json"},"query":{"a":["1","2"],"b":"x"}}`},
+		{"GET", "/fail?kind=invalid", "", 400, `{"error":{"kind":"invalid","message":"failed on purpose"}}`},
+		{"GET", "/fail?kind=not_found", "", 404, `"kind":"not_found"`},
+		{"GET", "/fail?kind=limit", "", 429, `"kind":"limit"`},
+		{"GET", "/fail?kind=timeout", "", 504, `"kind":"timeout"`},
+		{"GET", "/fail?kind=stopped", "", 503, `"kind":"stopped"`},
+		{"GET", "/fail", "", 500, `"kind":"internal"`},
+		{"GET", "/bad", "", 500, "replied with a number"},
+		{"GET", "/never", "", 504, `"kind":"timeout"`},
+		{"GET", "/twice", "", 201, "first"},
+		{"DELETE", "/echo", "", 405, `"kind":"invalid"`},
+		{"POST", "/echo", strings.Repeat("x", 1025), 413, `"kind":"limit"`},
+		{"GET", "/a%00b", "", 400, "control character"},
+	}
+	for _, tc := range cases {
+		status, h, body := get(t, c, tc.method, n.url(tc.path), tc.body)
+		if status != tc.status || !strings.Contains(body, tc.want) {
+			t.Errorf("%s %s: %d %q, want %d with %q", tc.method, tc.path, status, body, tc.status, tc.want)
+		}
+		if status == 405 && h.Get("Allow") == "" {
+			t.Errorf("405 without Allow")
+		}
+		if status >= 400 && strings.Contains(body, "traceback") {
+			t.Errorf("%s: a traceback reached the client: %s", tc.path, body)
+		}
+	}
+	// Metrics, by route pattern, method and status.
+	mfs, err := n.rt.Env().Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := map[string]float64{}
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			key := mf.GetName()
+			for _, l := range m.GetLabel() {
+				key += " " + l.GetName() + "=" + l.GetValue()
+			}
+			switch {
+			case m.GetHistogram() != nil:
+				series[key] = float64(m.GetHistogram().GetSampleCount())
+			case m.GetGauge() != nil:
+				series[key] = m.GetGauge().GetValue()
+			case m.GetCounter() != nil:
+				series[key] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	for key, want := range map[string]float64{
+		"http_server_request_duration_seconds method=POST route=/{what...} status=200": 1,
+		"http_server_request_duration_seconds method=GET route=/{what...} status=504":  2, // /never and /fail?kind=timeout
+		"http_server_request_duration_seconds method=DELETE route= status=405":         1,
+		"http_server_request_duration_seconds method=POST route=/{what...} status=413": 1,
+		"http_server_active_requests route=/{what...}":                                 0,
+		"http_server_oversized_bodies_total route=/{what...}":                          1,
+	} {
+		if got, ok := series[key]; !ok || got != want {
+			t.Errorf("%s: %v (present %v), want %v", key, got, ok, want)
+		}
+	}
+	// The process that replied twice, and the one that never replied,
+	// still serve.
+	if status, _, body := get(t, c, "POST", n.url("/echo"), "again"); status != 200 || body != "again" {
+		t.Errorf("after: %d %q", status, body)
+	}
+}
+
+func TestCrashIs500AndNodeLives(t *testing.T) {
+	n := start(t, base)
+	c := client()
+	defer c.CloseIdleConnections()
+	status, _, body := get(t, c, "GET", n.url("/crash"), "")
+	if status != 503 {
+		t.Errorf("crash: %d %s", status, body)
+	}
+	if body != `{"error":{"kind":"stopped","message":"the handler exited before it replied"}}`+"\n" {
+		t.Errorf("crash body: %s", body)
+	}
+	if !strings.Contains(n.log.String(), "boom") {
+		t.Errorf("the crash is not logged:\n%s", n.log.String())
+	}
+}
+
+func TestNotFoundAndPaths(t *testing.T) {
+	n := start(t, strings.Replace(base, "path: /{what...}", "path: /users/{id}", 1))
+	c := client()
+	defer c.CloseIdleConnections()
+	c.CheckRedirect = func(*nethttp.Request, []*nethttp.Request) error { return nethttp.ErrUseLastResponse }
+	if status, _, body := get(t, c, "GET", n.url("/nope"), ""); status != 404 || !strings.Contains(body, `"not_found"`) {
+		t.Errorf("unknown path: %d %s", status, body)
+	}
+	// A path with .. is cleaned by a redirect, never served as written.
+	if status, h, _ := get(t, c, "GET", n.url("/users/../users/7"), ""); (status != 301 && status != 307) || h.Get("Location") != "/users/7" {
+		t.Errorf("..: %d %v", status, h)
+	}
+	// Raw, so no client cleans it first.
+	conn, err := net.Dial("tcp", n.server("app:web").Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /users/%%2e%%2e/x HTTP/1.1\r\nHost: x\r\n\r\n")
+	resp, err := nethttp.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == 200 {
+		t.Errorf("%%2e%%2e served: %d", resp.StatusCode)
+	}
+}
+
+func TestValidation(t *testing.T) {
+	cases := []struct{ yaml, want string }{
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to: ecko}`, `app.yaml:5:60: app:r: to: references app:ecko, which is not declared (did you mean "app:echo"?)`},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: parts, kind: supervisor.partition, partitions: 2, process: echo}
+  - {name: r, kind: http.route, server: web, path: "/x/{id}", to: parts}`, `app:r: to: app:parts is a supervisor.partition: set key`},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: "/x/{id}", to: echo, key: path.ib}`, `key: path has no wildcard {ib} (did you mean "path.id"?)`},
+		{`
+  - {name: web, kind: http.server, listen: nohost}`, `listen: want host:port`},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: x, to: echo, method: GTE}`, `method: unknown method "GTE" (did you mean "GET"?)`},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to: web}`, `to: references app:web, a http.server; must be process.lua or router.pool or router.group or supervisor.partition`},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: echo, path: "/{a}/{a}", to: echo}`, `path: not a path pattern`},
+	}
+	for _, tc := range cases {
+		dir := t.TempDir()
+		os.WriteFile(filepath.Join(dir, "echo.lua"), []byte(echoLua), 0o644)
+		cfg := "namespace: app\nentries:\n  - {name: echo, kind: process.lua, source: file://echo.lua}" + tc.yaml + "\n"
+		os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(cfg), 0o644)
+		_, err := (&registry.Loader{Kinds: newKinds()}).Load(dir)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s\ngot  %v\nwant %s", tc.yaml, err, tc.want)
+		}
+	}
+}
+
+func TestPartitionAndPoolTargets(t *testing.T) {
+	n := start(t, base+`  - name: parts
+    kind: supervisor.partition
+    partitions: 3
+    process: echo
+    lifecycle: {auto_start: true}
+  - name: pl
+    kind: router.pool
+    routee: echo
+    size: 2
+    strategy: consistent_hash
+    lifecycle: {auto_start: true}
+  - name: by_user
+    kind: http.route
+    server: web
+    method: POST
+    path: /p/{user}/json
+    to: parts
+    key: path.user
+    lifecycle: {auto_start: true}
+  - name: by_pool
+    kind: http.route
+    server: web
+    method: POST
+    path: /q/json
+    to: pl
+    key: header.x-user
+    lifecycle: {auto_start: true}
+`)
+	c := client()
+	defer c.CloseIdleConnections()
+	// The Lua echo answers /json only for that exact path; these reach it
+	// as /p/... so it echoes the body: check the key arrives instead.
+	status, _, body := get(t, c, "POST", n.url("/p/ann/json"), "to a partition")
+	if status != 200 || body != "to a partition" {
+		t.Errorf("partition: %d %q", status, body)
+	}
+	req, _ := nethttp.NewRequest("POST", n.url("/q/json"), strings.NewReader("to a pool"))
+	req.Header.Set("X-User", "bob")
+	resp, err := c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || string(b) != "to a pool" {
+		t.Errorf("pool: %d %q", resp.StatusCode, b)
+	}
+	// Without the key the request is invalid.
+	if status, _, body := get(t, c, "POST", n.url("/q/json"), "x"); status != 400 || !strings.Contains(body, "header.X-User") {
+		t.Errorf("no key: %d %s", status, body)
+	}
+}
+
+func TestTargetNotRunningIs503(t *testing.T) {
+	n := start(t, base)
+	c := client()
+	defer c.CloseIdleConnections()
+	pid, err := n.rt.Env().Node.Resolve("app:echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = n.rt.Env().Node.Kill(pid)
+	testutil.Eventually(t, "the echo process is gone", func() bool { return !n.rt.Env().Node.Alive(pid) })
+	// Nothing restarts it: this runtime has no root supervisor.
+	if _, ok := n.rt.Env().Node.Whereis("app:echo"); ok {
+		t.Fatalf("app:echo is registered again")
+	}
+	status, _, body := get(t, c, "GET", n.url("/x"), "")
+	if status != 503 || !strings.Contains(body, `"not_found"`) {
+		t.Errorf("to not running: %d %s", status, body)
+	}
+}
+
+func TestReloadRoutesKeepsConnections(t *testing.T) {
+	n := start(t, base)
+	c := client()
+	defer c.CloseIdleConnections()
+	conn, err := net.Dial("tcp", n.server("app:web").Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	ask := func(path string) int {
+		t.Helper()
+		fmt.Fprintf(conn, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path)
+		resp, err := nethttp.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("the kept connection broke: %v", err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	if s := ask("/string"); s != 200 {
+		t.Fatalf("before: %d", s)
+	}
+	// Narrow the route, add another.
+	next := strings.Replace(base, "path: /{what...}", "path: /only/{what...}", 1) + `  - name: other
+    kind: http.route
+    server: web
+    path: /string
+    to: echo
+    lifecycle: {auto_start: true}
+`
+	sum := n.reload(next)
+	if len(sum.Restarted) != 0 {
+		t.Errorf("restarted %v", sum.Restarted)
+	}
+	if s := ask("/json"); s != 404 {
+		t.Errorf("old path after reload: %d", s)
+	}
+	if s := ask("/string"); s != 200 {
+		t.Errorf("new route: %d", s)
+	}
+	if s := ask("/only/string"); s != 200 {
+		t.Errorf("changed route: %d", s)
+	}
+	v := n.server("app:web").View().(httpkind.ServerView)
+	if len(v.Routes) != 2 || v.Routes[0].ID != "app:any" || v.Routes[0].Path != "/only/{what...}" || v.Routes[1].Path != "/string" || v.Connections < 1 {
+		t.Errorf("view %+v", v)
+	}
+	if inst, _ := n.rt.Instance("app:other"); inst.(registry.Viewer).View().(httpkind.RouteView).To != "app:echo" {
+		t.Errorf("route view %+v", inst.(registry.Viewer).View())
+	}
+	// Remove every route.
+	n.reload(strings.SplitN(base, "  - name: any", 2)[0])
+	if s := ask("/string"); s != 404 {
+		t.Errorf("removed: %d", s)
+	}
+}
+
+func TestRebindWithoutGap(t *testing.T) {
+	n := start(t, base)
+	oldAddr := n.server("app:web").Addr()
+	c := client()
+	defer c.CloseIdleConnections()
+	// A request in flight across the rebind finishes.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var slowStatus int
+	go func() {
+		defer wg.Done()
+		slowStatus, _, _ = get(t, c, "GET", "http://"+oldAddr+"/never", "")
+	}()
+	time.Sleep(50 * time.Millisecond) // the request is in flight (its timeout is 300ms)
+	ln, _ := net.Listen("tcp", "127.0.0.1:0")
+	free := ln.Addr().String()
+	ln.Close()
+	sum := n.reload(strings.Replace(base, "listen: 127.0.0.1:0", "listen: "+free, 1))
+	if len(sum.Restarted) != 0 {
+		t.Errorf("restarted %v", sum.Restarted)
+	}
+	if got := n.server("app:web").Addr(); got != free {
+		t.Fatalf("addr %s, want %s", got, free)
+	}
+	if status, _, body := get(t, c, "GET", "http://"+free+"/string", ""); status != 200 {
+		t.Errorf("new address: %d %s", status, body)
+	}
+	wg.Wait()
+	if slowStatus != 504 {
+		t.Errorf("in flight across the rebind: %d", slowStatus)
+	}
+	if _, err := net.DialTimeout("tcp", oldAddr, time.Second); err == nil {
+		t.Errorf("the old address still accepts")
+	}
+	// A timeout change keeps the socket.
+	sum = n.reload(strings.Replace(strings.Replace(base, "listen: 127.0.0.1:0", "listen: "+free, 1), "read_timeout: 2s", "read_timeout: 3s", 1))
+	if len(sum.Restarted) != 0 || n.server("app:web").Addr() != free {
+		t.Errorf("timeout change: restarted %v", sum.Restarted)
+	}
+}
+
+// A server added on a taken address fails its start, with the address
+// and the cause; the rest of the reload stands and serves.
+func TestTakenAddressFailsOnlyThatEntry(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	n := start(t, base)
+	sum := n.reload(base + `  - name: web2
+    kind: http.server
+    listen: ` + ln.Addr().String() + `
+    lifecycle: {auto_start: true, restart: {type: temporary}}
+  - name: more
+    kind: http.route
+    server: web
+    method: GET
+    path: /more
+    to: echo
+    lifecycle: {auto_start: true}
+`)
+	if len(sum.Failed) != 1 || sum.Failed[0] != "app:web2" {
+		more, _ := n.rt.Info("app:more")
+		t.Errorf("failed %v (app:more: %v)", sum.Failed, more.Err)
+	}
+	info, _ := n.rt.Info("app:web2")
+	if info.Err == nil || !strings.Contains(info.Err.Error(), "address already in use") || !strings.Contains(info.Err.Error(), ln.Addr().String()) {
+		t.Errorf("web2: %v", info.Err)
+	}
+	c := client()
+	defer c.CloseIdleConnections()
+	if status, _, _ := get(t, c, "GET", n.url("/more"), ""); status != 200 {
+		t.Errorf("the rest: %d", status)
+	}
+}
+
+// Stop waits for the requests in flight (a handler that answers at its
+// 300ms timeout), and cuts them at its deadline.
+func TestGracefulStop(t *testing.T) {
+	for _, tc := range []struct {
+		grace  time.Duration
+		status int // 0: the connection is cut
+	}{{5 * time.Second, 504}, {50 * time.Millisecond, 0}} {
+		n := start(t, base)
+		srv := n.server("app:web")
+		addr := srv.Addr()
+		c := client()
+		done := make(chan int, 1)
+		go func() {
+			resp, err := c.Get("http://" + addr + "/never")
+			if err != nil {
+				done <- 0
+				return
+			}
+			resp.Body.Close()
+			done <- resp.StatusCode
+		}()
+		testutil.Eventually(t, "the request in flight", func() bool {
+			v := srv.View().(httpkind.ServerView)
+			return v.Connections == 1
+		})
+		time.Sleep(20 * time.Millisecond) // its headers are read: it waits on the handler
+		ctx, cancel := context.WithTimeout(context.Background(), tc.grace)
+		err := srv.Stop(ctx)
+		cancel()
+		if got := <-done; got != tc.status {
+			t.Errorf("grace %s: the request in flight got %d, want %d (stop: %v)", tc.grace, got, tc.status, err)
+		}
+		if tc.status == 0 && err == nil {
+			t.Errorf("grace %s: stop cut requests and said nothing", tc.grace)
+		}
+		if _, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+			t.Errorf("the address still accepts after stop")
+		}
+		c.CloseIdleConnections()
+	}
+}
+
+func TestSlowlorisAndHugeHeaders(t *testing.T) {
+	n := start(t, base)
+	addr := n.server("app:web").Addr()
+	// Slowloris: headers that never end are cut at read_header_timeout.
+	conn, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	fmt.Fprintf(conn, "GET /string HTTP/1.1\r\nHost: x\r\n")
+	began := time.Now()
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	_, err = io.ReadAll(conn)
+	if d := time.Since(began); err != nil || d > 3*time.Second {
+		t.Errorf("slowloris held for %s (%v)", d, err)
+	}
+	// A never-ending body is cut at max_body.
+	conn2, _ := net.Dial("tcp", addr)
+	defer conn2.Close()
+	fmt.Fprintf(conn2, "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n")
+	go func() {
+		chunk := fmt.Sprintf("%x\r\n%s\r\n", 512, strings.Repeat("y", 512))
+		for i := 0; i < 100; i++ {
+			if _, err := conn2.Write([]byte(chunk)); err != nil {
+				return
+			}
+		}
+	}()
+	conn2.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := nethttp.ReadResponse(bufio.NewReader(conn2), nil)
+	if err != nil || resp.StatusCode != 413 {
+		t.Errorf("endless body: %v %v", resp, err)
+	}
+	// Huge headers: 431.
+	c := client()
+	defer c.CloseIdleConnections()
+	req, _ := nethttp.NewRequest("GET", n.url("/string"), nil)
+	for i := 0; i < 200; i++ {
+		req.Header.Set(fmt.Sprintf("X-Flood-%d", i), strings.Repeat("z", 100))
+	}
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 431 {
+		t.Errorf("header flood: %d", resp.StatusCode)
+	}
+	// Content-Length past max_body: 413 at once, the body unread.
+	conn3, _ := net.Dial("tcp", addr)
+	defer conn3.Close()
+	fmt.Fprintf(conn3, "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n")
+	conn3.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err = nethttp.ReadResponse(bufio.NewReader(conn3), nil)
+	if err != nil || resp.StatusCode != 413 {
+		t.Errorf("content-length: %v %v", resp, err)
+	}
+	// The node serves on.
+	if status, _, _ := get(t, c, "GET", n.url("/string"), ""); status != 200 {
+		t.Errorf("after: %d", status)
+	}
+}
+
+func TestMaxConnectionsRefuses(t *testing.T) {
+	n := start(t, strings.Replace(base, "max_body: 1024", "max_body: 1024\n    max_connections: 2", 1))
+	addr := n.server("app:web").Addr()
+	// Two connections busy in a request (their headers unfinished).
+	for i := 0; i < 2; i++ {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+	}
+	testutil.Eventually(t, "two connections served", func() bool {
+		v := n.server("app:web").View().(httpkind.ServerView)
+		return v.Connections == 2
+	})
+	c3, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	c3.SetReadDeadline(time.Now().Add(5 * time.Second))
+	resp, err := nethttp.ReadResponse(bufio.NewReader(c3), nil)
+	if err != nil || resp.StatusCode != 503 {
+		t.Fatalf("past the limit: %v %v", resp, err)
+	}
+	var body struct{ Error struct{ Kind string } }
+	json.NewDecoder(resp.Body).Decode(&body)
+	if body.Error.Kind != "limit" {
+		t.Errorf("refused body: %+v", body)
+	}
+}
+
+// writeCert writes a self-signed certificate for 127.0.0.1 named cn.
+func writeCert(t *testing.T, dir, cn string) {
+	t.Helper()
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(time.Now().UnixNano()), Subject: pkix.Name{CommonName: cn},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, _ := x509.MarshalECPrivateKey(key)
+	os.WriteFile(filepath.Join(dir, "web.crt"), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644)
+	os.WriteFile(filepath.Join(dir, "web.key"), pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb}), 0o600)
+}
+
+// peerCN dials addr over TLS and returns the certificate's common name.
+func peerCN(t *testing.T, addr string) (string, error) {
+	t.Helper()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		return "", err
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /string HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+	resp, err := nethttp.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		return "", err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		return "", fmt.Errorf("status %d", resp.StatusCode)
+	}
+	return c.ConnectionState().PeerCertificates[0].Subject.CommonName, nil
+}
+
+// TLS: served with the files named; a certificate replaced on disk is
+// served within a few seconds; turning tls off and on again on the same
+// address rebinds without a restart.
+func TestTLS(t *testing.T) {
+	withTLS := strings.Replace(base, "max_body: 1024", "max_body: 1024\n    tls: {cert_file: web.crt, key_file: web.key}", 1)
+	dir := t.TempDir()
+	writeCert(t, dir, "first")
+	n2 := startIn(t, dir, withTLS)
+	addr := n2.server("app:web").Addr()
+	if cn, err := peerCN(t, addr); err != nil || cn != "first" {
+		t.Fatalf("tls: %q %v", cn, err)
+	}
+	time.Sleep(10 * time.Millisecond) // another modification time
+	writeCert(t, dir, "second")
+	testutil.Eventually(t, "the new certificate served", func() bool {
+		cn, err := peerCN(t, addr)
+		return err == nil && cn == "second"
+	})
+	fixed := strings.Replace(withTLS, "listen: 127.0.0.1:0", "listen: "+addr, 1)
+	n2.reload(fixed)
+	sum := n2.reload(strings.Replace(fixed, "\n    tls: {cert_file: web.crt, key_file: web.key}", "", 1))
+	if len(sum.Restarted) != 0 {
+		t.Errorf("tls off restarted %v", sum.Restarted)
+	}
+	c := client()
+	defer c.CloseIdleConnections()
+	if status, _, _ := get(t, c, "GET", "http://"+addr+"/string", ""); status != 200 {
+		t.Errorf("plain after tls off: %d", status)
+	}
+	n2.reload(fixed)
+	if cn, err := peerCN(t, addr); err != nil || cn != "second" {
+		t.Errorf("tls on again: %q %v", cn, err)
+	}
+}
+
+// A flood of 10,000 connections held open at once against
+// max_connections 1,000 (the client's 10,000 ends and the server's 1,000
+// stay within the 20,000 descriptors a test process has here) is turned
+// away and counted, and the node serves the next client as soon as they
+// go.
+func TestConnectionFlood(t *testing.T) {
+	held := strings.Replace(base, "read_header_timeout: 500ms", "read_header_timeout: 30s", 1)
+	n := start(t, strings.Replace(held, "max_body: 1024", "max_body: 1024\n    max_connections: 1000", 1))
+	addr := n.server("app:web").Addr()
+	const flood = 10000
+	conns := make([]net.Conn, 0, flood)
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for i := 0; i < flood; i++ {
+		c, err := net.DialTimeout("tcp", addr, 5*time.Second)
+		if err != nil {
+			t.Fatalf("dial %d: %v", i, err)
+		}
+		// Each holds its request open: headers without an end.
+		fmt.Fprintf(c, "GET /string HTTP/1.1\r\nHost: x\r\n")
+		conns = append(conns, c)
+	}
+	testutil.Eventually(t, "connections past the limit turned away", func() bool {
+		v := n.server("app:web").View().(httpkind.ServerView)
+		return v.Connections <= 1000 && refused(t, n) >= flood-1000
+	})
+	for _, c := range conns {
+		c.Close()
+	}
+	conns = nil
+	c := client()
+	defer c.CloseIdleConnections()
+	testutil.Eventually(t, "served again", func() bool {
+		status, _, _ := get(t, c, "GET", n.url("/string"), "")
+		return status == 200
+	})
+}
+
+// refused reads http_server_refused_connections_total of app:web.
+func refused(t *testing.T, n *node) float64 {
+	t.Helper()
+	mfs, err := n.rt.Env().Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() == "http_server_refused_connections_total" {
+			for _, m := range mf.GetMetric() {
+				return m.GetCounter().GetValue()
+			}
+		}
+	}
+	return 0
+}
+
+// A full mailbox is 429: a handler busy with one request, one waiting in
+// its mailbox of 1, and the next refused at once.
+func TestFullMailboxIs429(t *testing.T) {
+	n := start(t, strings.Replace(strings.Replace(base, "    source: file://echo.lua\n", "    source: file://echo.lua\n    mailbox_size: 1\n", 1), "timeout: 300ms", "timeout: 10s", 1))
+	c := client()
+	defer c.CloseIdleConnections()
+	pid, err := n.rt.Env().Node.Resolve("app:echo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	statuses := make(chan int, 2)
+	go func() { s, _, _ := get(t, c, "GET", n.url("/sleep"), ""); statuses <- s }()
+	testutil.Eventually(t, "the handler busy, its mailbox empty", func() bool {
+		st, ok := n.rt.Env().Node.Mailbox(pid)
+		return ok && st.Len == 0 && st.HighWater >= 1
+	})
+	go func() { s, _, _ := get(t, c, "GET", n.url("/sleep"), ""); statuses <- s }()
+	testutil.Eventually(t, "one request queued", func() bool { st, _ := n.rt.Env().Node.Mailbox(pid); return st.Len == 1 })
+	status, _, body := get(t, c, "GET", n.url("/string"), "")
+	if status != 429 || !strings.Contains(body, `"kind":"limit"`) {
+		t.Errorf("full mailbox: %d %s", status, body)
+	}
+	for i := 0; i < 2; i++ {
+		if s := <-statuses; s != 200 {
+			t.Errorf("a queued request got %d", s)
+		}
+	}
+}

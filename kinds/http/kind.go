@@ -1,0 +1,164 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// ServerKind is the http.server kind. The zero value is ready to register.
+type ServerKind struct{}
+
+// RouteKind is the http.route kind. The zero value is ready to register.
+type RouteKind struct{}
+
+var (
+	_ registry.Kind       = ServerKind{}
+	_ registry.Declared   = ServerKind{}
+	_ registry.Starter    = ServerKind{}
+	_ registry.Stopper    = (*Server)(nil)
+	_ registry.Updater    = (*Server)(nil)
+	_ registry.Viewer     = (*Server)(nil)
+	_ registry.Kind       = RouteKind{}
+	_ registry.Declared   = RouteKind{}
+	_ registry.Starter    = RouteKind{}
+	_ registry.RefChecker = RouteKind{}
+	_ registry.Stopper    = (*Route)(nil)
+	_ registry.Updater    = (*Route)(nil)
+	_ registry.Viewer     = (*Route)(nil)
+)
+
+// Name implements registry.Kind.
+func (ServerKind) Name() string { return ServerKindName }
+
+// Fields implements registry.Declared.
+func (ServerKind) Fields() []*registry.Field { return serverFields }
+
+// Decode implements registry.Kind: it returns a *ServerSpec.
+func (ServerKind) Decode(d *registry.Decoder) any { return decodeServer(d) }
+
+// Start implements registry.Starter.
+func (ServerKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	spec, ok := e.Spec.(*ServerSpec)
+	if !ok {
+		return nil, value.NewError(value.KindInvalid, "http server %s: spec is a %T, not a *http.ServerSpec", e.ID, e.Spec)
+	}
+	return StartServer(ctx, env, e.ID, spec)
+}
+
+// Name implements registry.Kind.
+func (RouteKind) Name() string { return RouteKindName }
+
+// Fields implements registry.Declared.
+func (RouteKind) Fields() []*registry.Field { return routeFields }
+
+// Decode implements registry.Kind: it returns a *RouteSpec.
+func (RouteKind) Decode(d *registry.Decoder) any { return decodeRoute(d) }
+
+// CheckRefs implements registry.RefChecker: a route to a
+// supervisor.partition needs a key, the one thing that picks its worker.
+func (RouteKind) CheckRefs(e *registry.Entry, target func(registry.ID) (*registry.Entry, bool), report func(registry.Pos, string, string)) {
+	s, ok := e.Spec.(*RouteSpec)
+	if !ok || s.Key != nil {
+		return
+	}
+	t, ok := target(s.To)
+	if !ok || t.Kind != partitionKind {
+		return
+	}
+	for _, r := range e.Refs {
+		if r.Field == fTo.Name {
+			report(r.Pos, fTo.Name, fmt.Sprintf("%s is a supervisor.partition: set key (path.NAME, query.NAME or header.NAME) to pick its worker", s.To))
+			return
+		}
+	}
+}
+
+// Start implements registry.Starter: the route joins its server's table.
+func (RouteKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+	spec, ok := e.Spec.(*RouteSpec)
+	if !ok {
+		return nil, value.NewError(value.KindInvalid, "http route %s: spec is a %T, not a *http.RouteSpec", e.ID, e.Spec)
+	}
+	return StartRoute(ctx, env, e.ID, spec)
+}
+
+// Route is a running http.route entry: a process that stands for it
+// (it exits when its server does, so the root supervisor starts it
+// again on the server that replaces it) and its place in the server's
+// table.
+type Route struct {
+	id     registry.ID
+	server *Server
+	node   *process.Node
+	pid    process.PID
+}
+
+// StartRoute adds the route to its server, which must be running.
+func StartRoute(ctx context.Context, env *registry.Env, id registry.ID, spec *RouteSpec) (*Route, error) {
+	srv, err := registry.Find[*Server](env, "http server", string(spec.Server), ServerKindName)
+	if err != nil {
+		return nil, fmt.Errorf("http route %s: %w", id, err)
+	}
+	rt := &Route{id: id, server: srv, node: env.Node}
+	pid, err := env.Node.Spawn(routeProc{}, process.SpawnOptions{System: true})
+	if err != nil {
+		return nil, fmt.Errorf("http route %s: spawn: %w", id, err)
+	}
+	rt.pid = pid
+	if err := env.Node.Monitor(pid, srv.PID()); err != nil {
+		_, _ = env.Node.Stop(ctx, pid)
+		return nil, fmt.Errorf("http route %s: %w", id, err)
+	}
+	if err := srv.setRoute(ctx, id, spec); err != nil {
+		_, _ = env.Node.Stop(ctx, pid)
+		return nil, fmt.Errorf("http route %s: %w", id, err)
+	}
+	return rt, nil
+}
+
+// PID implements registry.Instance.
+func (r *Route) PID() process.PID { return r.pid }
+
+// Update applies a changed route on its next request; a route moved to
+// another server restarts (false).
+func (r *Route) Update(ctx context.Context, e *registry.Entry) (bool, error) {
+	spec, ok := e.Spec.(*RouteSpec)
+	if !ok {
+		return false, value.NewError(value.KindInvalid, "http route %s: spec is a %T", e.ID, e.Spec)
+	}
+	if spec.Server != r.server.id {
+		return false, nil
+	}
+	if err := r.server.setRoute(ctx, r.id, spec); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
+// Stop takes the route out of its server's table and ends its process.
+func (r *Route) Stop(ctx context.Context) error {
+	err := r.server.removeRoute(ctx, r.id)
+	if errors.Is(err, ErrStopped) {
+		err = nil
+	}
+	if _, serr := r.node.Stop(ctx, r.pid); serr != nil && !errors.Is(serr, process.ErrNoProcess) && err == nil {
+		err = serr
+	}
+	return err
+}
+
+// routeProc stands for a route; it ends when the server it monitors does.
+type routeProc struct{}
+
+func (routeProc) Receive(process.Context, process.Message) {}
+
+func (routeProc) ReceiveEvent(c process.Context, e process.Event) {
+	if e.Kind == process.EventExit {
+		c.Stop(nil, value.NewError(value.KindStopped, "its http server stopped"))
+	}
+}

@@ -1,0 +1,421 @@
+package http
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	nethttp "net/http"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
+)
+
+// ErrStopped: the server is stopping or stopped.
+var ErrStopped = value.Sentinel("http.stopped", value.KindStopped, "http server stopped")
+
+// Server is a running http.server entry. Its loop owns the routes and the
+// listeners; handlers read the route table and the spec it publishes.
+type Server struct {
+	id   registry.ID
+	env  *registry.Env
+	node *process.Node
+	log  *slog.Logger
+	m    *metrics
+	pid  process.PID
+	loop *process.Loop
+	stop context.CancelFunc
+
+	spec     atomic.Pointer[ServerSpec]
+	table    atomic.Pointer[table]
+	addr     atomic.Pointer[string] // the address bound, for views and tests
+	bound    atomic.Pointer[binding]
+	halted   chan struct{}
+	haltOnce sync.Once
+
+	// Owned by the loop.
+	routes  map[registry.ID]*route
+	cur     *serving
+	certs   *certs
+	drained sync.WaitGroup // servers a change replaced, finishing their requests
+}
+
+// serving is one http.Server on a binding.
+type serving struct {
+	b    *binding
+	srv  *nethttp.Server
+	done chan struct{}
+}
+
+// StartServer binds spec.Listen and serves; the routes come as they
+// start. A taken address fails the start.
+func StartServer(ctx context.Context, env *registry.Env, id registry.ID, spec *ServerSpec) (*Server, error) {
+	s := &Server{id: id, env: env, node: env.Node, log: env.EntryLogger(id), m: newMetrics(env.Metrics),
+		routes: map[registry.ID]*route{}, halted: make(chan struct{})}
+	s.spec.Store(spec)
+	s.table.Store(emptyTable)
+	if spec.TLS != nil {
+		c, err := loadCerts(*spec.TLS, s.log)
+		if err != nil {
+			return nil, value.NewError(value.KindInvalid, "http server %s: %v", id, err)
+		}
+		s.certs = c
+	}
+	sv, err := s.serve(spec, nil)
+	if err != nil {
+		return nil, value.Wrap(value.FromError(err), fmt.Sprintf("http server %s", id), nil)
+	}
+	s.cur = sv
+	s.loop = process.NewLoop(process.LoopOptions{})
+	lctx, cancel := context.WithCancel(context.Background())
+	s.stop = cancel
+	go s.loop.Run(lctx)
+	pid, err := env.Node.Spawn(serverProc{s}, process.SpawnOptions{System: true})
+	if err != nil {
+		s.halt()
+		return nil, fmt.Errorf("http server %s: spawn: %w", id, err)
+	}
+	s.pid = pid
+	done, _, ok := env.Node.Done(pid)
+	if !ok {
+		s.halt()
+		return nil, fmt.Errorf("http server %s: its process exited at start: %w", id, ErrStopped)
+	}
+	go func() {
+		select {
+		case <-done:
+			s.halt()
+		case <-s.halted:
+		}
+	}()
+	s.log.Info("http server listening", "addr", *s.addr.Load(), "tls", spec.TLS != nil)
+	return s, nil
+}
+
+// serve starts an http.Server for spec, on a new binding or on keep.
+func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
+	b := keep
+	if b == nil {
+		var err error
+		b, err = bind(spec.Listen, spec.MaxConnections,
+			func() { s.m.refused.WithLabelValues(string(s.id)).Inc() },
+			func() bool { return s.spec.Load().TLS == nil })
+		if err != nil {
+			return nil, err
+		}
+	}
+	srv := &nethttp.Server{
+		Handler:           s,
+		ReadHeaderTimeout: spec.ReadHeaderTimeout,
+		ReadTimeout:       spec.ReadTimeout,
+		WriteTimeout:      spec.WriteTimeout,
+		IdleTimeout:       spec.IdleTimeout,
+		MaxHeaderBytes:    spec.MaxHeaderBytes,
+		ConnState:         b.lim.ConnState,
+		// What hostile clients make the server say (bad handshakes,
+		// broken requests) is not worth a warning each.
+		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	}
+	var ln net.Listener = newView(b)
+	if spec.TLS != nil {
+		ln = tls.NewListener(ln, s.certs.config())
+	}
+	sv := &serving{b: b, srv: srv, done: make(chan struct{})}
+	go func() {
+		defer close(sv.done)
+		_ = srv.Serve(ln)
+	}()
+	addr := b.Addr().String()
+	s.addr.Store(&addr)
+	s.bound.Store(b)
+	return sv, nil
+}
+
+// Addr returns the address the server is bound to.
+func (s *Server) Addr() string { return *s.addr.Load() }
+
+// ID returns the server's entry ID.
+func (s *Server) ID() registry.ID { return s.id }
+
+// PID implements registry.Instance.
+func (s *Server) PID() process.PID { return s.pid }
+
+func (s *Server) call(ctx context.Context, fn func() error) error {
+	var ferr error
+	err := process.RunOn(ctx, s.loop, process.CommandFunc(func() error { ferr = fn(); return nil }), process.CallOptions{})
+	switch {
+	case errors.Is(err, process.ErrCallAbandoned):
+		return fmt.Errorf("http server %s: %w", s.id, ctx.Err())
+	case err != nil:
+		return fmt.Errorf("http server %s: %w", s.id, ErrStopped)
+	}
+	return ferr
+}
+
+// Update applies a changed spec without a gap: the routes stay; a new
+// http.Server takes the new timeouts and limits, on the same socket when
+// listen is unchanged, else on a new one bound first; the one it
+// replaces finishes its requests. A change of max_connections with the
+// same address needs a restart (false).
+func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
+	ns, ok := e.Spec.(*ServerSpec)
+	if !ok {
+		return false, value.NewError(value.KindInvalid, "http server %s: spec is a %T", e.ID, e.Spec)
+	}
+	applied := false
+	err := s.call(ctx, func() error {
+		old := s.spec.Load()
+		if s.cur == nil {
+			return ErrStopped
+		}
+		sameAddr := ns.Listen == old.Listen
+		if sameAddr && ns.MaxConnections != old.MaxConnections {
+			return nil
+		}
+		if ns.TLS != nil && (old.TLS == nil || *ns.TLS != *old.TLS) {
+			c, err := loadCerts(*ns.TLS, s.log)
+			if err != nil {
+				return err
+			}
+			s.certs = c
+		}
+		var keep *binding
+		if sameAddr {
+			keep = s.cur.b
+		}
+		sv, err := s.serve(ns, keep)
+		if err != nil {
+			return err
+		}
+		prev := s.cur
+		s.cur = sv
+		s.spec.Store(ns)
+		s.retire(prev, !sameAddr, s.env.StopTimeout(e))
+		applied = true
+		s.log.Info("http server updated in place", "addr", s.Addr(), "rebound", !sameAddr, "tls", ns.TLS != nil)
+		return nil
+	})
+	return applied, err
+}
+
+// retire stops sv accepting (and its binding, when closeBinding) and lets
+// its requests finish within grace; on the loop.
+func (s *Server) retire(sv *serving, closeBinding bool, grace time.Duration) {
+	if closeBinding {
+		sv.b.close()
+	}
+	s.drained.Add(1)
+	go func() {
+		defer s.drained.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), grace)
+		defer cancel()
+		if err := sv.srv.Shutdown(ctx); err != nil {
+			sv.srv.Close()
+		}
+		<-sv.done
+	}()
+}
+
+// Stop stops accepting, waits for the requests in flight until ctx ends
+// (the entry's stop_timeout), closes what is left and ends the server.
+func (s *Server) Stop(ctx context.Context) error {
+	var sv *serving
+	_ = s.call(ctx, func() error {
+		sv, s.cur = s.cur, nil
+		return nil
+	})
+	var err error
+	if sv != nil {
+		sv.b.close()
+		if serr := sv.srv.Shutdown(ctx); serr != nil {
+			sv.srv.Close()
+			err = fmt.Errorf("http server %s: requests still in flight at the stop deadline were cut: %w", s.id, serr)
+		}
+		<-sv.done
+	}
+	if _, serr := s.node.Stop(ctx, s.pid); serr != nil && !errors.Is(serr, process.ErrNoProcess) && err == nil {
+		err = serr
+	}
+	s.halt()
+	return err
+}
+
+// halt closes whatever still serves, at once, and ends the loop.
+func (s *Server) halt() {
+	s.haltOnce.Do(func() {
+		close(s.halted)
+		if s.loop == nil {
+			if s.cur != nil {
+				s.cur.b.close()
+				s.cur.srv.Close()
+				<-s.cur.done
+			}
+			return
+		}
+		_ = s.call(context.Background(), func() error {
+			if sv := s.cur; sv != nil {
+				s.cur = nil
+				sv.b.close()
+				sv.srv.Close()
+				<-sv.done
+			}
+			return nil
+		})
+		s.drained.Wait()
+		s.stop()
+		<-s.loop.Done()
+	})
+}
+
+// setRoute adds or replaces the route id; it fails when its patterns
+// conflict with another route's.
+func (s *Server) setRoute(ctx context.Context, id registry.ID, spec *RouteSpec) error {
+	return s.call(ctx, func() error {
+		next := maps(s.routes)
+		prev := s.routes[id]
+		rt := &route{id: id, spec: spec, s: s}
+		if prev != nil {
+			rt.oversized, rt.active = prev.oversized, prev.active
+		}
+		rt.init()
+		next[id] = rt
+		t, err := buildTable(next)
+		if err != nil {
+			return err
+		}
+		s.routes = next
+		s.table.Store(t)
+		return nil
+	})
+}
+
+// removeRoute drops the route id.
+func (s *Server) removeRoute(ctx context.Context, id registry.ID) error {
+	return s.call(ctx, func() error {
+		if _, ok := s.routes[id]; !ok {
+			return nil
+		}
+		next := maps(s.routes)
+		delete(next, id)
+		t, err := buildTable(next)
+		if err != nil {
+			return err
+		}
+		s.routes = next
+		s.table.Store(t)
+		return nil
+	})
+}
+
+func maps(m map[registry.ID]*route) map[registry.ID]*route {
+	out := make(map[registry.ID]*route, len(m)+1)
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// table is an immutable route table: a ServeMux of the routes' patterns.
+type table struct {
+	mux    *nethttp.ServeMux
+	routes []*route // by ID
+}
+
+var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
+
+var emptyTable = &table{mux: nethttp.NewServeMux()}
+
+// buildTable makes the table of routes; a pattern that conflicts with
+// another route's is an invalid error naming both.
+func buildTable(routes map[registry.ID]*route) (t *table, err error) {
+	t = &table{mux: nethttp.NewServeMux()}
+	ids := make([]registry.ID, 0, len(routes))
+	for id := range routes {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	var cur registry.ID
+	defer func() {
+		if r := recover(); r != nil {
+			// The mux names its own source lines: not the user's business.
+			msg := registeredAt.ReplaceAllString(fmt.Sprint(r), "")
+			t, err = nil, value.NewError(value.KindInvalid, "route %s: %s", cur, strings.ReplaceAll(msg, ":\n", ": "))
+		}
+	}()
+	for _, id := range ids {
+		cur = id
+		rt := routes[id]
+		for _, p := range rt.spec.patterns() {
+			t.mux.Handle(p, rt)
+		}
+		t.routes = append(t.routes, rt)
+	}
+	return t, nil
+}
+
+// ServeHTTP serves a request by the route table in force.
+func (s *Server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
+	t := s.table.Load()
+	if _, pattern := t.mux.Handler(r); pattern != "" {
+		t.mux.ServeHTTP(w, r)
+		return
+	}
+	// No route: the mux says 404, 405 (with Allow) or a redirect to the
+	// clean path; its answer is given in JSON.
+	start := time.Now()
+	rec := &recorder{h: nethttp.Header{}}
+	t.mux.ServeHTTP(rec, r)
+	status := rec.code
+	switch status {
+	case nethttp.StatusNotFound:
+		errorResponse(status, value.NewError(value.KindNotFound, "no route for %s", clip(r.URL.Path, 256))).write(w)
+	case nethttp.StatusMethodNotAllowed:
+		if a := rec.h.Get("Allow"); a != "" {
+			w.Header().Set("Allow", a)
+		}
+		errorResponse(status, value.NewError(value.KindInvalid, "method %s is not allowed here", clip(r.Method, 32))).write(w)
+	default:
+		for k, vs := range rec.h {
+			if k == "Location" || k == "Allow" {
+				w.Header()[k] = vs
+			}
+		}
+		w.WriteHeader(status)
+	}
+	s.m.duration.WithLabelValues("", methodLabel(r.Method), statusLabel(status)).Observe(time.Since(start).Seconds())
+}
+
+// recorder keeps what the mux answers a request no route matched.
+type recorder struct {
+	h    nethttp.Header
+	code int
+}
+
+func (r *recorder) Header() nethttp.Header { return r.h }
+func (r *recorder) WriteHeader(code int) {
+	if r.code == 0 {
+		r.code = code
+	}
+}
+func (r *recorder) Write(b []byte) (int, error) {
+	if r.code == 0 {
+		r.code = nethttp.StatusOK
+	}
+	return len(b), nil
+}
+
+// serverProc is the process that stands for the server.
+type serverProc struct{ s *Server }
+
+func (serverProc) Receive(process.Context, process.Message) {}
+
+func (p serverProc) Terminate(process.Context, process.Exit) { go p.s.halt() }

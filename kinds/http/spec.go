@@ -1,0 +1,315 @@
+package http
+
+import (
+	"fmt"
+	"net"
+	nethttp "net/http"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/proctor-run/proctor/registry"
+)
+
+// Kind names.
+const (
+	ServerKindName = "http.server"
+	RouteKindName  = "http.route"
+)
+
+// The kinds a route may send to.
+var targetKinds = []string{"process.lua", "router.pool", "router.group", "supervisor.partition"}
+
+// partitionKind is the target kind that needs a key.
+const partitionKind = "supervisor.partition"
+
+// Defaults and bounds of a server's fields.
+const (
+	DefaultReadHeaderTimeout = 5 * time.Second
+	DefaultReadTimeout       = 10 * time.Second
+	DefaultWriteTimeout      = 10 * time.Second
+	DefaultIdleTimeout       = 60 * time.Second
+	DefaultMaxBody           = 1 << 20
+	DefaultMaxHeaderBytes    = 64 << 10
+	DefaultMaxConnections    = 1024
+	// DefaultRouteTimeout is how long a route waits for its target's reply.
+	DefaultRouteTimeout = 5 * time.Second
+
+	MaxBody         = 1 << 30
+	MaxHeaderBytes  = 16 << 20
+	MaxConnections  = 1_000_000
+	maxTimeout      = 24 * time.Hour
+	maxRouteTimeout = time.Hour
+)
+
+// ServerSpec is a decoded http.server entry. It is immutable.
+type ServerSpec struct {
+	Listen            string
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	WriteTimeout      time.Duration
+	IdleTimeout       time.Duration
+	MaxBody           int64
+	MaxHeaderBytes    int
+	MaxConnections    int
+	TLS               *TLSSpec // nil: plain HTTP
+}
+
+// TLSSpec names a certificate and its key (absolute paths); they are
+// read again when they change.
+type TLSSpec struct {
+	CertFile, KeyFile string
+}
+
+// KeySource is where a route reads its key.
+type KeySource string
+
+// The places a key is read from.
+const (
+	KeyPath   KeySource = "path"
+	KeyQuery  KeySource = "query"
+	KeyHeader KeySource = "header"
+)
+
+// KeySpec is a route's key: path.NAME, query.NAME or header.NAME.
+type KeySpec struct {
+	Source KeySource
+	Name   string // a header's name in canonical form
+}
+
+func (k KeySpec) String() string { return string(k.Source) + "." + k.Name }
+
+// RouteSpec is a decoded http.route entry. It is immutable.
+type RouteSpec struct {
+	Server  registry.ID
+	Methods []string // upper case; nil: any
+	Path    string
+	To      registry.ID
+	Key     *KeySpec
+	Timeout time.Duration
+
+	params []string // the wildcards of Path, in order
+}
+
+var (
+	fListen = registry.StringField("listen", "", "The address to listen on, host:port (port 0 picks a free one).").
+		Require("required: the address to listen on, host:port")
+	fReadHeaderTimeout = registry.DurationField("read_header_timeout", DefaultReadHeaderTimeout,
+		"How long a client has to send a request's headers (slowloris).").Positive().AtMost(maxTimeout)
+	fReadTimeout = registry.DurationField("read_timeout", DefaultReadTimeout,
+		"How long a client has to send a whole request, body included.").Positive().AtMost(maxTimeout)
+	fWriteTimeout = registry.DurationField("write_timeout", DefaultWriteTimeout,
+		"How long a response may take, from the end of the request's headers to its last byte.").Positive().AtMost(maxTimeout)
+	fIdleTimeout = registry.DurationField("idle_timeout", DefaultIdleTimeout,
+		"How long a keep-alive connection may wait for its next request.").Positive().AtMost(maxTimeout)
+	fMaxBody = registry.SizeField("max_body", DefaultMaxBody, MaxBody,
+		"The largest request body: bytes, or 64KiB, 1MiB…; a larger one gets 413 unread.").AtLeast(0, "no body")
+	fMaxHeaderBytes = registry.SizeField("max_header_bytes", DefaultMaxHeaderBytes, MaxHeaderBytes,
+		"The most bytes of request headers; more gets 431.").AtLeast(1024, "")
+	fMaxConnections = registry.IntField("max_connections", DefaultMaxConnections, MaxConnections,
+		"Connections served at once; past it the idlest keep-alive one is closed, else the new one refused (503).").AtLeast(1, "")
+	fCertFile = registry.StringField("cert_file", "", "The PEM certificate (chain), relative to this file; read again when it changes.").
+			Require("required: the PEM certificate file")
+	fKeyFile = registry.StringField("key_file", "", "The PEM private key, relative to this file; read again when it changes.").
+			Require("required: the PEM private key file")
+	fTLS = registry.ObjectField("tls", "Serve HTTPS with this certificate and key (TLS 1.2 or later).", fCertFile, fKeyFile)
+
+	serverFields = []*registry.Field{fListen, fReadHeaderTimeout, fReadTimeout, fWriteTimeout, fIdleTimeout,
+		fMaxBody, fMaxHeaderBytes, fMaxConnections, fTLS}
+
+	fServer = registry.RefField("server", registry.RefRunning, []string{ServerKindName},
+		"The http.server entry that serves this route (started first).").
+		Require("required: the http.server entry that serves this route")
+	fMethod = registry.StringsField("method", "A method or a list of them (GET also answers HEAD); absent: any method.")
+	fPath   = registry.StringField("path", "", "A net/http ServeMux path pattern: /users/{id}, /files/{rest...}, /static/ (a prefix).").
+		Require("required: the path pattern, such as /users/{id}")
+	fTo = registry.RefField("to", registry.RefRunning, targetKinds,
+		"Where requests go: a process.lua entry (its registered process), a router.pool, a router.group or a supervisor.partition.").
+		Require("required: the entry that answers the requests")
+	fKey = registry.StringField("key", "",
+		"path.NAME, query.NAME or header.NAME: the request's routing key (payload.key), which picks the partition worker or the consistent-hash routee.")
+	fRouteTimeout = registry.DurationField("timeout", DefaultRouteTimeout, "How long to wait for the reply; past it the client gets 504.").
+			Positive().AtMost(maxRouteTimeout)
+
+	routeFields = []*registry.Field{fServer, fMethod, fPath, fTo, fKey, fRouteTimeout}
+)
+
+func decodeServer(d *registry.Decoder) *ServerSpec {
+	s := &ServerSpec{
+		Listen:            fListen.Str(d),
+		ReadHeaderTimeout: fReadHeaderTimeout.Duration(d),
+		ReadTimeout:       fReadTimeout.Duration(d),
+		WriteTimeout:      fWriteTimeout.Duration(d),
+		IdleTimeout:       fIdleTimeout.Duration(d),
+		MaxBody:           int64(fMaxBody.Size(d)),
+		MaxHeaderBytes:    fMaxHeaderBytes.Size(d),
+		MaxConnections:    fMaxConnections.Int(d),
+	}
+	if s.Listen != "" && !d.Failed(fListen.Name) {
+		if err := checkListen(s.Listen); err != nil {
+			d.Errorf(fListen.Name, "%v", err)
+		}
+	}
+	if td := fTLS.Object(d); td != nil {
+		t := &TLSSpec{CertFile: fCertFile.Str(td), KeyFile: fKeyFile.Str(td)}
+		for _, p := range []*string{&t.CertFile, &t.KeyFile} {
+			if *p != "" && !filepath.IsAbs(*p) {
+				*p = filepath.Join(d.Dir(), *p)
+			}
+		}
+		s.TLS = t
+	}
+	return s
+}
+
+// checkListen checks a host:port.
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("want host:port, got %q: %v", addr, err)
+	}
+	n, err := strconv.Atoi(port)
+	if err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("want a port from 0 to 65535, got %q", port)
+	}
+	return nil
+}
+
+// methods a route may name.
+var knownMethods = []string{
+	nethttp.MethodGet, nethttp.MethodHead, nethttp.MethodPost, nethttp.MethodPut, nethttp.MethodPatch,
+	nethttp.MethodDelete, nethttp.MethodOptions,
+}
+
+func decodeRoute(d *registry.Decoder) *RouteSpec {
+	s := &RouteSpec{
+		Server:  fServer.Ref(d),
+		Path:    fPath.Str(d),
+		To:      fTo.Ref(d),
+		Timeout: fRouteTimeout.Duration(d),
+	}
+	for _, m := range fMethod.Strings(d) {
+		u := strings.ToUpper(strings.TrimSpace(m))
+		if !slices.Contains(knownMethods, u) {
+			msg := fmt.Sprintf("unknown method %q; one of %s", m, strings.Join(knownMethods, ", "))
+			if sug := registry.Suggest(u, knownMethods); sug != "" {
+				msg = fmt.Sprintf("unknown method %q (did you mean %q?); one of %s", m, sug, strings.Join(knownMethods, ", "))
+			}
+			d.Errorf(fMethod.Name, "%s", msg)
+			continue
+		}
+		if !slices.Contains(s.Methods, u) {
+			s.Methods = append(s.Methods, u)
+		}
+	}
+	if d.Has(fMethod.Name) && len(s.Methods) == 0 && !d.Failed(fMethod.Name) {
+		d.Errorf(fMethod.Name, "an empty list: leave method out to accept any method")
+	}
+	if s.Path != "" {
+		params, err := checkPattern(s.Path)
+		if err != nil {
+			d.Errorf(fPath.Name, "%v", err)
+		}
+		s.params = params
+	}
+	if k := fKey.Str(d); k != "" {
+		ks, err := parseKey(k, s.params, s.Path != "" && !d.Failed(fPath.Name))
+		if err != nil {
+			d.Errorf(fKey.Name, "%v", err)
+		} else {
+			s.Key = ks
+		}
+	}
+	return s
+}
+
+// checkPattern checks path as a ServeMux pattern without a method or a
+// host, and returns its wildcards.
+func checkPattern(path string) (params []string, err error) {
+	if !strings.HasPrefix(path, "/") {
+		return nil, fmt.Errorf("must start with /, got %q (write the method in method, and no host)", path)
+	}
+	if strings.ContainsAny(path, " \t\r\n\x00") {
+		return nil, fmt.Errorf("must not hold spaces or control characters, got %q", path)
+	}
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("not a path pattern: %v", strings.TrimPrefix(fmt.Sprint(r), "parsing "))
+		}
+	}()
+	nethttp.NewServeMux().Handle(path, nethttp.NotFoundHandler())
+	for seg := range strings.SplitSeq(path, "/") {
+		if strings.HasPrefix(seg, "{") && strings.HasSuffix(seg, "}") {
+			name := strings.TrimSuffix(strings.TrimSuffix(seg[1:len(seg)-1], "..."), "$")
+			if name != "" {
+				params = append(params, name)
+			}
+		}
+	}
+	return params, nil
+}
+
+// parseKey reads path.NAME, query.NAME or header.NAME.
+func parseKey(k string, params []string, pathKnown bool) (*KeySpec, error) {
+	src, name, ok := strings.Cut(k, ".")
+	if !ok || name == "" {
+		return nil, fmt.Errorf("want path.NAME, query.NAME or header.NAME, got %q", k)
+	}
+	switch KeySource(src) {
+	case KeyPath:
+		if pathKnown && !slices.Contains(params, name) {
+			if len(params) == 0 {
+				return nil, fmt.Errorf("path has no wildcard {%s}", name)
+			}
+			msg := fmt.Sprintf("path has no wildcard {%s}; it has %s", name, "{"+strings.Join(params, "}, {")+"}")
+			if sug := registry.Suggest(name, params); sug != "" {
+				msg = fmt.Sprintf("path has no wildcard {%s} (did you mean %q?)", name, "path."+sug)
+			}
+			return nil, fmt.Errorf("%s", msg)
+		}
+		return &KeySpec{Source: KeyPath, Name: name}, nil
+	case KeyQuery:
+		return &KeySpec{Source: KeyQuery, Name: name}, nil
+	case KeyHeader:
+		if !validToken(name) {
+			return nil, fmt.Errorf("%q is not a header name", name)
+		}
+		return &KeySpec{Source: KeyHeader, Name: nethttp.CanonicalHeaderKey(name)}, nil
+	}
+	msg := fmt.Sprintf("want path.NAME, query.NAME or header.NAME, got %q", k)
+	if sug := registry.Suggest(src, []string{"path", "query", "header"}); sug != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", sug+"."+name)
+	}
+	return nil, fmt.Errorf("%s", msg)
+}
+
+// validToken reports whether s is an HTTP token (a header name).
+func validToken(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// patterns are the ServeMux patterns of a route: one per method.
+func (s *RouteSpec) patterns() []string {
+	if len(s.Methods) == 0 {
+		return []string{s.Path}
+	}
+	out := make([]string, len(s.Methods))
+	for i, m := range s.Methods {
+		out[i] = m + " " + s.Path
+	}
+	return out
+}
