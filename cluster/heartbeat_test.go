@@ -120,7 +120,7 @@ func TestAskAfterConnectionLossFailsAtOnce(t *testing.T) {
 	receive(t, watcher.events, "the monitor to fire")
 	start := time.Now()
 	_, _, err := n1.Ask(target, process.Message{}, 5*time.Second)
-	if took := time.Since(start); !errors.Is(err, process.ErrNoConnection) || took > 300*time.Millisecond {
+	if took := time.Since(start); !errors.Is(err, process.ErrNoConnection) || took > time.Second { // it waited for the membership: 1.6-2.3 s
 		t.Fatalf("ask after the connection broke: %v after %s", err, took)
 	}
 }
