@@ -15,10 +15,13 @@ import (
 
 // An idle connection carries ticks both ways and stays up; a connection
 // that drops what one side writes is closed by the other within the tick
-// interval (a quarter more at most), reported down, and dialed again once
-// the drop ends.
+// interval (a quarter more at most, and a second of slack), reported down,
+// and dialed again once the drop ends.
 func TestHeartbeat(t *testing.T) {
-	const tick = 200 * time.Millisecond
+	// Short enough for a quick test, long enough that a loaded machine's
+	// scheduling delays (hundreds of ms under -race at load 20) are not
+	// silence: 200 ms was not.
+	const tick = time.Second
 	keys, _ := DeriveKeys(testSecret)
 	f := NewFaults()
 	opts := func(name string) TCPOptions {
@@ -30,8 +33,8 @@ func TestHeartbeat(t *testing.T) {
 	b.PeerUp("a", a.Addr())
 	testutil.Eventually(t, "connected", func() bool { return a.Send("b", []byte{1}) == nil && recvB.frames.Load() > 0 })
 
-	// Idle for ten tick intervals: the ticks keep it up.
-	idle := time.NewTimer(10 * tick)
+	// Idle for five tick intervals: the ticks keep it up.
+	idle := time.NewTimer(5 * tick)
 	<-idle.C
 	if d := recvA.downs.Load() + recvB.downs.Load(); d != 0 {
 		t.Fatalf("an idle connection was reported down %d times", d)
@@ -117,7 +120,7 @@ func TestAskAfterConnectionLossFailsAtOnce(t *testing.T) {
 	receive(t, watcher.events, "the monitor to fire")
 	start := time.Now()
 	_, _, err := n1.Ask(target, process.Message{}, 5*time.Second)
-	if took := time.Since(start); !errors.Is(err, process.ErrNoConnection) || took > 300*time.Millisecond {
+	if took := time.Since(start); !errors.Is(err, process.ErrNoConnection) || took > time.Second { // it waited for the membership: 1.6-2.3 s
 		t.Fatalf("ask after the connection broke: %v after %s", err, took)
 	}
 }

@@ -154,6 +154,7 @@ type Membership struct {
 	rejoinDone chan struct{}
 	refused    sync.Map // "name\x00reason" -> struct{}: logged once
 	leaveOnce  sync.Once
+	handedOut  atomic.Uint64 // calls of the delegate's GetBroadcasts: packets memberlist sent with broadcasts (leaveGossip)
 }
 
 func startMembership(cfg membershipConfig) (*Membership, error) {
@@ -374,23 +375,26 @@ func (m *Membership) leave() error {
 }
 
 // leaveGossip queues memberlist's leave message (a dead message about
-// this node from this node) and gives gossip the rounds it takes to send
-// it as often as memberlist does (RetransmitMult × log10(n+1) rounds),
-// LeaveTimeout at most — less once no other node is alive in memberlist's
-// view (they left too: nobody is left to tell). memberlist's own wait
-// (Leave with a timeout) waits for the message to be sent that often, which
-// never happens when every other node is leaving at the same moment: a
-// rollout's or a test's stop waited out the timeout and warned.
+// this node from this node) and waits until memberlist has handed out its
+// broadcasts as often as it retransmits a message (RetransmitMult ×
+// log10(n+1) times, counted in the calls of the delegate's GetBroadcasts,
+// which come with every gossip and probe packet, so a loaded machine's late
+// rounds are waited for), LeaveTimeout at most — less once no other node
+// is alive in memberlist's view (they left too: nobody is left to tell).
+// memberlist's own wait (Leave with a timeout) waits for that message to
+// be sent that often, which never happens when every other node leaves at
+// the same moment: a rollout's or a test's stop waited out the timeout and
+// warned.
 func (m *Membership) leaveGossip() {
 	t := m.cfg.timing
-	n := m.ml.NumMembers()
+	limit := uint64(t.RetransmitMult * int(math.Ceil(math.Log10(float64(m.ml.NumMembers()+1)))))
+	start := m.handedOut.Load()
 	// Leave's own wait ends at once: the broadcast is queued either way.
 	_ = m.ml.Leave(time.Nanosecond)
-	rounds := t.RetransmitMult*int(math.Ceil(math.Log10(float64(n+1)))) + 1
-	deadline := time.Now().Add(min(time.Duration(rounds)*t.GossipInterval, t.LeaveTimeout))
-	tick := time.NewTicker(t.GossipInterval / 2)
+	deadline := time.Now().Add(t.LeaveTimeout)
+	tick := time.NewTicker(t.GossipInterval / 4)
 	defer tick.Stop()
-	for time.Now().Before(deadline) && m.othersAlive() {
+	for m.handedOut.Load()-start < limit && time.Now().Before(deadline) && m.othersAlive() {
 		<-tick.C
 	}
 }
@@ -733,6 +737,7 @@ func (d *delegate) NodeMeta(limit int) []byte {
 
 func (d *delegate) NotifyMsg(b []byte) { d.m.g.receive(b) }
 func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
+	d.m.handedOut.Add(1)
 	return d.m.g.queue.GetBroadcasts(overhead, limit)
 }
 func (d *delegate) LocalState(bool) []byte        { return nil }
