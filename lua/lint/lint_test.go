@@ -90,6 +90,10 @@ func TestFindings(t *testing.T) {
 			[]string{`2:40: router.ask: argument #3: invalid duration "5 s" (use a number of milliseconds or a string like "250ms")`}},
 		{"negative duration literal", "function main() return time.after('-1s') end" + main,
 			[]string{`1:35: time.after: argument #1: duration must not be negative`}},
+		{"too many arguments to a method", "function main()\n  local m = process.inbox():receive(2000)\nend" + main,
+			[]string{"2:29: channel:receive takes no arguments, got 1"}},
+		{"too many arguments to a function", "function main() time.sleep(10, 20) end" + main,
+			[]string{"1:22: time.sleep takes at most 1 argument, got 2"}},
 		{"a module used without require", "function main() return supervisor.which_children('app:core') end" + main,
 			[]string{`1:24: unknown global "supervisor": supervisor is a module (local supervisor = require("supervisor"))`}},
 	} {
@@ -148,7 +152,9 @@ return { main = function()
 end }`,
 		"a reassigned handle": `local pg = require("pg")
 return { main = function() local bus = pg.open("app:bus") bus = { anything = print } return bus:anything() end }`,
-		"good durations": `return { main = function() time.sleep("250ms") time.sleep(10) time.sleep(1.5) return process.ask("x", "t", nil, "1m30s") end }`,
+		"varargs and calls as the last argument": `local function two() return 1, 2 end
+return { main = function(...) process.spawn("app:w", 1, 2, 3) time.sleep(two()) return process.send("x", "t", ...) end }`,
+				"good durations": `return { main = function() time.sleep("250ms") time.sleep(10) time.sleep(1.5) return process.ask("x", "t", nil, "1m30s") end }`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := check(t, src, "util"); len(got) > 0 {

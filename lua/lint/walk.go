@@ -86,6 +86,7 @@ type walker struct {
 	// the (0-based) arguments it takes as durations.
 	returns   map[string]string
 	durations map[string][]int
+	maxArgs   map[string]int // the most arguments a function takes; absent: any number
 	typeFuncs map[string]map[string]bool // handle type -> its methods
 	findings  []Finding                  // found on the way (duration literals)
 	strNth    map[*ast.StringExpr]int    // which of its text's string tokens on its line
@@ -108,7 +109,7 @@ func newWalker(s lua.Surface, toks *tokens) *walker {
 	w := &walker{
 		toks: toks, globals: map[string]bool{}, removed: map[string]bool{}, libs: map[string]map[string]bool{},
 		modules: map[string]bool{}, assigned: map[string]bool{}, added: map[string]map[string]bool{},
-		returns: map[string]string{}, durations: map[string][]int{}, typeFuncs: map[string]map[string]bool{},
+		returns: map[string]string{}, durations: map[string][]int{}, maxArgs: map[string]int{}, typeFuncs: map[string]map[string]bool{},
 		strNth: map[*ast.StringExpr]int{}, occ: map[occurrence]int{},
 	}
 	set := func(names []string) map[string]bool {
@@ -172,6 +173,9 @@ func (w *walker) signature(key string, f lua.Func) {
 		if slices.Contains(strings.Split(p.Type, "|"), "duration") {
 			w.durations[key] = append(w.durations[key], i)
 		}
+	}
+	if !slices.ContainsFunc(params, func(p lua.Param) bool { return p.Name == "..." }) {
+		w.maxArgs[key] = len(params)
 	}
 	if len(results) > 0 {
 		for _, alt := range strings.Split(results[0], "|") {
@@ -364,6 +368,7 @@ func (w *walker) expr(e ast.Expr, sc *scope) {
 		w.exprs(x.Args, sc)
 		w.require(x, sc)
 		w.durationArgs(x, sc)
+		w.arity(x, sc)
 	case *ast.TableExpr:
 		for _, f := range x.Fields {
 			if _, str := f.Key.(*ast.StringExpr); !str {
@@ -452,6 +457,44 @@ func (w *walker) typeOf(e ast.Expr, sc *scope) string {
 		}
 	}
 	return ""
+}
+
+// arity reports a call that passes more arguments than its function
+// takes (ch:receive(2000): receive takes no timeout, and the script
+// waited for ever). A last argument that is a call or ... may be any
+// number of values: only what is certain is counted.
+func (w *walker) arity(call *ast.FuncCallExpr, sc *scope) {
+	key := w.callKey(call, sc)
+	most, ok := w.maxArgs[key]
+	if !ok || len(call.Args) <= most {
+		return
+	}
+	n := len(call.Args)
+	switch call.Args[n-1].(type) {
+	case *ast.FuncCallExpr, *ast.Comma3Expr:
+		n-- // at least this many
+	}
+	if n <= most {
+		return
+	}
+	// Placed at the function's name (the first of its name on the line).
+	name, line := call.Method, call.Line()
+	if call.Receiver != nil {
+		line = call.Receiver.Line()
+	} else if get, ok := call.Func.(*ast.AttrGetExpr); ok {
+		if k, ok := get.Key.(*ast.StringExpr); ok {
+			name, line = k.Value, k.Line()
+		}
+	}
+	takes := fmt.Sprintf("at most %d arguments", most)
+	switch most {
+	case 0:
+		takes = "no arguments"
+	case 1:
+		takes = "at most 1 argument"
+	}
+	w.findings = append(w.findings, Finding{Line: line, Col: w.toks.column(line, tokMember, name, 0),
+		Msg: fmt.Sprintf("%s takes %s, got %d", key, takes, len(call.Args))})
 }
 
 // durationArgs checks the string literals a call passes where its
