@@ -154,7 +154,7 @@ end }`,
 return { main = function() local bus = pg.open("app:bus") bus = { anything = print } return bus:anything() end }`,
 		"varargs and calls as the last argument": `local function two() return 1, 2 end
 return { main = function(...) process.spawn("app:w", 1, 2, 3) time.sleep(two()) return process.send("x", "t", ...) end }`,
-				"good durations": `return { main = function() time.sleep("250ms") time.sleep(10) time.sleep(1.5) return process.ask("x", "t", nil, "1m30s") end }`,
+		"good durations": `return { main = function() time.sleep("250ms") time.sleep(10) time.sleep(1.5) return process.ask("x", "t", nil, "1m30s") end }`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if got := check(t, src, "util"); len(got) > 0 {

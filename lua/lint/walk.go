@@ -86,7 +86,7 @@ type walker struct {
 	// the (0-based) arguments it takes as durations.
 	returns   map[string]string
 	durations map[string][]int
-	maxArgs   map[string]int // the most arguments a function takes; absent: any number
+	maxArgs   map[string]int             // the most arguments a function takes; absent: any number
 	typeFuncs map[string]map[string]bool // handle type -> its methods
 	findings  []Finding                  // found on the way (duration literals)
 	strNth    map[*ast.StringExpr]int    // which of its text's string tokens on its line
