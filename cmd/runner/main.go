@@ -127,6 +127,7 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		return 2
 	}
 	if len(paths) == 0 {
+		fmt.Fprintln(stderr, "runner validate: no PATH: give the configuration's files or directories")
 		fs.Usage()
 		return 2
 	}
