@@ -222,12 +222,13 @@ func (p *process) exitReason(e Exit) Exit {
 	return Exit{Value: e.Value, Err: r}
 }
 
-// afterMarkDead, set only by tests, runs in finish once the process is
+// afterMarkDead, set only by tests, runs in finish once a process is
 // marked dead and before the rest of its teardown (it is still in the
 // node's table): by then a consumer that saw it dead may have settled its
 // mailbox, so a send that looked it up must fail (see
-// TestAskQueuedAsItsProcessIsKilled).
-var afterMarkDead func()
+// TestAskQueuedAsItsProcessIsKilled). Atomic: other processes may be
+// exiting while a test sets it.
+var afterMarkDead atomic.Pointer[func(PID)]
 
 // finish tears p down: it is removed from the node, its names released,
 // its monitors told and its links signalled. Only the first call counts.
@@ -254,8 +255,8 @@ func (p *process) finish(e Exit) {
 		relNodes, x.relNodes = x.relNodes, nil
 	}
 	p.mu.Unlock()
-	if afterMarkDead != nil {
-		afterMarkDead()
+	if hook := afterMarkDead.Load(); hook != nil {
+		(*hook)(p.pid)
 	}
 
 	n := p.node

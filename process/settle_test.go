@@ -235,15 +235,18 @@ func TestAskQueuedAsItsProcessIsKilled(t *testing.T) {
 			consumer := <-entered
 			late := NewCall()
 			var lateErr error
-			afterMarkDead = func() {
-				afterMarkDead = nil
+			hook := func(dying PID) {
+				if dying != pid {
+					return // another test's process
+				}
 				// The consumer goes on, sees the process dead, settles
 				// what it holds and returns.
 				close(gate)
 				eventually(t, "the consumer returned", func() bool { return !goroutineAlive(consumer) })
 				lateErr = n.Send(pid, late.MessageWithin(Message{Payload: "late"}, askLong))
 			}
-			t.Cleanup(func() { afterMarkDead = nil })
+			afterMarkDead.Store(&hook)
+			t.Cleanup(func() { afterMarkDead.Store(nil) })
 			n.Kill(pid)
 			awaitExited(t, first, "killed")
 			checkAskOutcome(t, late, lateErr)

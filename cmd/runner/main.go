@@ -351,8 +351,6 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			running++
 		}
 	}
-	log.Info("started", "node", a.node.Name(), "entries", len(cfg.Entries), "running", running)
-
 	wopts := registry.WatchOptions{Runtime: a.rt, Loader: loader, Paths: f.paths, Config: cfg, Logger: log, Manual: f.noWatch}
 	a.watcher, err = registry.Watch(wopts)
 	if err != nil {
@@ -364,6 +362,9 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			log.Warn("reloading is off", "error", err)
 		}
 	}
+	// Logged once the files are watched: a save from then on is seen (one
+	// made before, while the entries started, is not).
+	log.Info("started", "node", a.node.Name(), "entries", len(cfg.Entries), "running", running)
 	if hupDuringStart && a.watcher != nil {
 		a.watcher.Trigger()
 	}

@@ -75,9 +75,11 @@ entries:
 		json.Unmarshal([]byte(body), &h)
 		return h.Checks["reload"]
 	}
-	r.waitFor(t, "entries running", func() bool {
+	// "started" comes once the runner watches its files: a save before it
+	// may be lost.
+	r.waitFor(t, "entries running, the files watched", func() bool {
 		code, body := httpGet(t, base+"/v1/entries")
-		return code == 200 && strings.Count(body, `"running"`) == 2
+		return code == 200 && strings.Count(body, `"running"`) == 2 && strings.Contains(r.logs(), `"msg":"started"`)
 	})
 
 	saveRename(t, filepath.Join(dir, "worker.lua"), worker(`error("bad init")`))

@@ -126,7 +126,11 @@ func TestReloadEndToEnd(t *testing.T) {
 		return d.PID
 	}
 	waitFor := func(what string, cond func() bool) { t.Helper(); r.waitFor(t, what, cond) }
-	waitFor("start", func() bool { return pid("app:counter") != "" && pid("app:scope") != "" && pid("other:w") != "" })
+	// "started" comes once the runner watches its files: a save before it
+	// may be lost.
+	waitFor("start", func() bool {
+		return strings.Contains(r.logs(), `"msg":"started"`) && pid("app:counter") != "" && pid("app:scope") != "" && pid("other:w") != ""
+	})
 	counter, scope := pid("app:counter"), pid("app:scope")
 	applied := func() int { return strings.Count(r.logs(), `"msg":"reload applied: `) }
 
@@ -260,7 +264,9 @@ entries:
 	})
 	oldRoutees, oldChild := pv.Routees, *sv.Children[0].PID
 	// The logs arrive through a pipe a little after the views change.
-	waitFor("three workers up on v1", func() bool { return strings.Count(r.logs(), `"version":"v1"`) == 3 })
+	waitFor("three workers up on v1, the files watched", func() bool {
+		return strings.Count(r.logs(), `"version":"v1"`) == 3 && strings.Contains(r.logs(), `"msg":"started"`)
+	})
 	saveRename(t, filepath.Join(dir, "worker.lua"), worker("v2"))
 	waitFor("three workers up on v2", func() bool { return strings.Count(r.logs(), `"version":"v2"`) == 3 })
 	waitFor("routees renewed", func() bool {

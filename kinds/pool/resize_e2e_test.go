@@ -65,6 +65,13 @@ func TestDefaultResizerGrowsUnderLoadAndShrinksWhenIdle(t *testing.T) {
 	eventually(t, "removed routees stopped", func() bool { return h.node.Count() == 1+2 })
 }
 
+// contendedUnit is the time one message of a contended routee takes
+// while at most four work at once. It must dwarf what the message costs
+// in CPU (send, dispatch, the race detector) on a loaded machine: when
+// that cost dominates, every size gives the same throughput and there is
+// no fastest size to find.
+const contendedUnit = 3 * time.Millisecond
+
 // contended is a routee whose work is a shared resource that serves four
 // at a time well and degrades beyond: the pool's throughput peaks at four
 // routees.
@@ -76,7 +83,7 @@ type contended struct {
 func (c *contended) Receive(process.Context, process.Message) {
 	n := c.inflight.Add(1)
 	f := max(1, float64(n)/4)
-	time.Sleep(time.Duration(float64(time.Millisecond) * f * f))
+	time.Sleep(time.Duration(float64(contendedUnit) * f * f))
 	c.inflight.Add(-1)
 	c.done.Add(1)
 }
@@ -90,7 +97,7 @@ func TestOptimalResizerFindsTheFastestSize(t *testing.T) {
 	h.routee("app:worker", func() process.Behavior { return &contended{inflight: &inflight, done: &done} })
 	rs := OptimalResizerSpec()
 	rs.LowerBound, rs.UpperBound = 1, 12
-	rs.ActionInterval = 25 * time.Millisecond
+	rs.ActionInterval = 50 * time.Millisecond // a few dozen messages at the fastest size
 	p := h.start(t, &Spec{Size: 1, Strategy: RoundRobin, Resizer: &rs})
 	stop := make(chan struct{})
 	sentc := drive(p, &done, 120, stop)
