@@ -498,27 +498,8 @@ func strFormat(L *lua.LState) int {
 		switch conv {
 		case 'c':
 			piece = padC(byte(int64(checkFormatNumber(L, arg))), flags, width)
-		case 'd', 'i':
-			piece = fmt.Sprintf(spec+"d", int64(checkFormatNumber(L, arg)))
-		case 'o', 'u', 'x', 'X':
-			// An unsigned conversion of the number's C long; '+' and ' '
-			// have no effect on one, and # writes no prefix for 0.
-			u := uint64(int64(checkFormatNumber(L, arg)))
-			fl := strings.Map(func(r rune) rune {
-				if r == '+' || r == ' ' || (r == '#' && (u == 0 || conv == 'u')) {
-					return -1
-				}
-				return r
-			}, flags)
-			verb := conv
-			if conv == 'u' {
-				verb = 'd'
-			}
-			s := "%" + fl + width
-			if hasPrec {
-				s += "." + prec
-			}
-			piece = fmt.Sprintf(s+string(verb), u)
+		case 'd', 'i', 'o', 'u', 'x', 'X':
+			piece = formatInteger(int64(checkFormatNumber(L, arg)), conv, flags, width, prec, hasPrec)
 		case 'e', 'E', 'f', 'g', 'G':
 			n := float64(checkFormatNumber(L, arg))
 			if math.IsInf(n, 0) || math.IsNaN(n) {
@@ -585,6 +566,57 @@ func checkFormatString(L *lua.LState, n int) string {
 // formatArgError raises C Lua's luaL_argerror for format's argument n.
 func formatArgError(L *lua.LState, n int, msg string) {
 	L.RaiseError("bad argument #%d to 'format' (%s)", n, msg)
+}
+
+// formatInteger is C's printf of a long (%d, %i) or of an unsigned long
+// (%o, %u, %x, %X) with flags, width and precision. Go's fmt differs: it
+// writes the sign flags for unsigned conversions, and its zero padding
+// does not count the 0x of %#x.
+func formatInteger(n int64, conv byte, flags, width, prec string, hasPrec bool) string {
+	has := func(f byte) bool { return strings.IndexByte(flags, f) >= 0 }
+	var digits, prefix string
+	switch conv {
+	case 'd', 'i':
+		u := uint64(n)
+		if n < 0 {
+			u = -u
+			prefix = "-"
+		} else if has('+') {
+			prefix = "+"
+		} else if has(' ') {
+			prefix = " "
+		}
+		digits = strconv.FormatUint(u, 10)
+	case 'u':
+		digits = strconv.FormatUint(uint64(n), 10)
+	case 'o':
+		digits = strconv.FormatUint(uint64(n), 8)
+	default:
+		digits = strconv.FormatUint(uint64(n), 16)
+		if conv == 'X' {
+			digits = strings.ToUpper(digits)
+		}
+		if has('#') && n != 0 {
+			prefix = "0" + string(conv)
+		}
+	}
+	if hasPrec {
+		p, _ := strconv.Atoi(prec)
+		if p == 0 && n == 0 {
+			digits = ""
+		}
+		if len(digits) < p {
+			digits = strings.Repeat("0", p-len(digits)) + digits
+		}
+	}
+	if conv == 'o' && has('#') && !strings.HasPrefix(digits, "0") {
+		digits = "0" + digits
+	}
+	w, _ := strconv.Atoi(width)
+	if fill := w - len(prefix) - len(digits); fill > 0 && has('0') && !has('-') && !hasPrec {
+		digits = strings.Repeat("0", fill) + digits
+	}
+	return pad(prefix+digits, flags, width)
 }
 
 // pad pads s with spaces to the width, on the left, or on the right with
