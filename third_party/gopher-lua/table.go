@@ -318,8 +318,8 @@ func (tb *LTable) removeAt(pos, n int) LValue {
 	old := a[pos-1]
 	if pos < n {
 		copy(a[pos-1:n-1], a[pos:n])
+		a[n-1] = nil // as upstream; the last slot is left as it is (a write barrier per remove)
 	}
-	a[n-1] = LNil
 	tb.array = a[:n-1]
 	return old
 }
