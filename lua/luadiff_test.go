@@ -25,7 +25,7 @@ import (
 //	go test ./lua -run TestLuaDifferential -lua-diff-count=100000 -lua-diff-seed=7
 //
 // The generator leaves out what differs on purpose (docs/lua/process.md,
-// "Known interpreter differences"): what the sandbox removes (io, os,
+// "Known interpreter bugs"): what the sandbox removes (io, os,
 // load, setfenv, …), gmatch anchoring at ^, the wording of error messages
 // (a program prints only whether a call failed, and an error's value when
 // it is not a string), unpack of more than C Lua's 8,000 values, and
