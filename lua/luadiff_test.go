@@ -22,7 +22,7 @@ import (
 // run is generated from seed+i, so one program is run again alone with
 // -lua-diff-seed=S+i -lua-diff-count=1. A long run:
 //
-//	go test ./lua -run TestLuaDifferential -lua-diff-count=100000 -lua-diff-seed=7
+//	go test ./lua -run TestLuaDifferential -timeout 60m -lua-diff-count=100000 -lua-diff-seed=7
 //
 // The generator leaves out what differs on purpose (docs/lua/process.md,
 // "Known interpreter bugs"): what the sandbox removes (io, os,
