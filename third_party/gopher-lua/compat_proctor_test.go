@@ -403,3 +403,15 @@ ok, e = pcall(error, 5, 0)
 print(type(e), e)
 `, "string\nstring\t5\nnumber\t5\n")
 }
+
+// TestNegativeZeroSurvivesArithmetic: the number allocator handed out its
+// preloaded +0 for -0 (which is >= 0 and integral), so 0 * -47 in a
+// register was 0 where Lua has -0 (patch 40; found by a long run of the
+// differential test).
+func TestNegativeZeroSurvivesArithmetic(t *testing.T) {
+	checkLua(t, Options{}, `
+local x, y = 0, -47
+local z = x * y
+print(z, -x, x * y, 1 / z, z == 0)
+`, "-0\t-0\t-0\t-inf\ttrue\n")
+}
