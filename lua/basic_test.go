@@ -77,6 +77,9 @@ func TestResourceLimitsAreErrors(t *testing.T) {
 	for _, tc := range []struct{ name, body, want string }{
 		{"recursion", `local function f(n) return 1 + f(n + 1) end return f(1)`, "stack overflow"},
 		{"deep_pcall", `local function f() return 1 + f() end local ok, err = pcall(f) assert(not ok) return "ok"`, ""},
+		// C Lua 5.1 allows about 20,000 Lua frames; so does a process
+		// (Options.MaxCallDepth), and the overflow is catchable.
+		{"deep_recursion", `local function d(n) if n == 0 then return 0 end return 1 + d(n - 1) end assert(d(19000) == 19000) local ok, err = pcall(d, 30000) assert(not ok and err:find("stack overflow"), err) assert(d(10000) == 10000) return "ok"`, ""},
 		{"big_table", `local t = {} for i = 1, 100000 do t[i] = {i} end return #t == 100000 and "ok"`, ""},
 		{"string_rep_limit", `return ("x"):rep(2^27)`, "string too long: string.rep would make 134217728 bytes, over the limit of 67108864"},
 		{"string_rep_huge", `return string.rep("ab", 2^40)`, "over the limit"},
@@ -87,4 +90,16 @@ func TestResourceLimitsAreErrors(t *testing.T) {
 			h.ExpectExit(tc.name, "return { main = function() "+tc.body+" end }", tc.want)
 		})
 	}
+}
+
+// TestMaxCallDepth: the host's MaxCallDepth bounds a script's recursion.
+func TestMaxCallDepth(t *testing.T) {
+	h := newHarnessWith(t, Options{MaxCallDepth: 500})
+	h.ExpectExit("depth", `return { main = function()
+  local function d(n) if n == 0 then return 0 end return 1 + d(n - 1) end
+  assert(d(400) == 400)
+  local ok, err = pcall(d, 600)
+  assert(not ok and err:find("stack overflow"), err)
+  return "ok"
+end }`, "")
 }

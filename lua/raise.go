@@ -46,6 +46,11 @@ func luaAssert(L *lua.LState) int {
 func luaError(L *lua.LState) int {
 	v := L.CheckAny(1)
 	level := L.OptInt(2, 1)
+	if n, ok := v.(lua.LNumber); ok && level > 0 {
+		// As Lua 5.1, a number is a string to error: it gets the
+		// position in front (error(5) raises "file:1: 5").
+		v = lua.LString(n.String())
+	}
 	if _, ok := v.(lua.LString); ok {
 		L.Error(v, level)
 		return 0

@@ -425,85 +425,271 @@ func gsubString(L *lua.LState, s string, md *pm.MatchData, repl string, add func
 	}
 }
 
-// strFormat is string.format. Its result is measured before it is made:
-// each directive's width and precision (at most 1,000,000 each in Go's
-// fmt) plus the size of its argument as that verb may render it.
+// strFormat is string.format, as Lua 5.1's str_format (lstrlib.c): the
+// directives %c %d %i %o %u %x %X %e %E %f %g %G %q %s and %%, with at most
+// 5 flags and 2 digits of width and of precision; a directive that is not
+// one of these, a missing or wrong argument, are the errors C Lua raises.
+// (It was Go's fmt.Sprintf, which wrote "%!(NOVERB)" or "%!s(MISSING)"
+// where Lua raises, "\x00" where %q writes "\000", and all of Go's
+// digits.) One difference: %s of a value with a __tostring metamethod
+// (Proctor's error values, objects) writes what tostring does, as in
+// Lua 5.2; Lua 5.1 accepts only strings and numbers. The result's size is
+// checked as it grows: a directive writes at most a few hundred bytes
+// besides a %s or %q argument, whose size is known before it is copied.
 func strFormat(L *lua.LState) int {
 	f := L.CheckString(1)
-	top := L.GetTop()
-	args := make([]any, 0, top-1)
-	sizes := make([]int, 0, top-1)
-	for i := 2; i <= top; i++ {
-		switch v := L.Get(i).(type) {
-		case lua.LNumber:
-			args = append(args, v)
-			sizes = append(sizes, 32)
-		case lua.LString:
-			args = append(args, v)
-			sizes = append(sizes, len(v))
-		default:
-			s := L.ToStringMeta(v).String()
-			args = append(args, lua.LString(s))
-			sizes = append(sizes, len(s))
-		}
+	var b strings.Builder
+	arg := 1
+	grow := func(n int) {
+		checkStringSize(L, "string.format", float64(b.Len())+float64(n))
 	}
-	n, used, err := formatSize(f, sizes)
-	if err != "" {
-		L.RaiseError("string.format: %s", err)
-	}
-	checkStringSize(L, "string.format", n)
-	L.Push(lua.LString(fmt.Sprintf(f, args[:used]...)))
-	return 1
-}
-
-// formatSize returns at least the length of fmt.Sprintf(f, args) for
-// arguments of the given sizes (a number's size is that of its shortest
-// form), and how many arguments f uses.
-func formatSize(f string, sizes []int) (n float64, used int, err string) {
 	for i := 0; i < len(f); i++ {
-		if f[i] != '%' {
-			n++
+		c := f[i]
+		if c != '%' {
+			b.WriteByte(c)
 			continue
 		}
 		i++
 		if i < len(f) && f[i] == '%' {
-			n++
+			b.WriteByte('%')
 			continue
 		}
+		// The directive: flags, width, precision (scanformat).
+		start := i
 		for i < len(f) && strings.IndexByte("-+ #0", f[i]) >= 0 {
 			i++
 		}
-		width, prec := 0, 0
-		for i < len(f) && f[i] >= '0' && f[i] <= '9' {
-			width = min(width*10+int(f[i]-'0'), 1e7)
-			i++
+		if i-start > 5 {
+			L.RaiseError("invalid format (repeated flags)")
 		}
-		if i < len(f) && f[i] == '.' {
-			i++
-			for i < len(f) && f[i] >= '0' && f[i] <= '9' {
-				prec = min(prec*10+int(f[i]-'0'), 1e7)
+		flags := f[start:i]
+		digits := func() string {
+			d := i
+			for i < len(f) && i-d < 3 && f[i] >= '0' && f[i] <= '9' {
 				i++
 			}
+			if i-d > 2 {
+				L.RaiseError("invalid format (width or precision too long)")
+			}
+			return f[d:i]
+		}
+		width := digits()
+		prec, hasPrec := "", false
+		if i < len(f) && f[i] == '.' {
+			i++
+			prec, hasPrec = digits(), true
 		}
 		if i >= len(f) {
-			return 0, 0, "incomplete directive at the end of the format"
+			L.RaiseError("invalid option '%%' to 'format'")
 		}
-		if f[i] == '*' || f[i] == '[' {
-			return 0, 0, fmt.Sprintf("%q in a directive is not supported", f[i])
+		conv := f[i]
+		arg++
+		if strings.IndexByte("cdiouxXeEfgGqs", conv) < 0 {
+			L.RaiseError("invalid option '%%%c' to 'format'", conv)
 		}
-		size := 0
-		if used < len(sizes) {
-			size = sizes[used]
-			used++
+		if arg > L.GetTop() {
+			formatArgError(L, arg, "no value")
 		}
-		switch f[i] {
-		case 's', 'v':
-			n += float64(max(width, size))
-		default:
-			// %q escapes a byte into at most 4, %x writes 2 per byte, and a
-			// number is at most 330 digits (%f of 1e308) plus its precision.
-			n += float64(width) + float64(prec) + 4*float64(size) + 330
+		spec := "%" + flags + width
+		if hasPrec {
+			spec += "." + prec
+		}
+		var piece string // a directive's output but for %s and %q: at most a few hundred bytes
+		switch conv {
+		case 'c':
+			piece = padC(byte(int64(checkFormatNumber(L, arg))), flags, width)
+		case 'd', 'i', 'o', 'u', 'x', 'X':
+			piece = formatInteger(int64(checkFormatNumber(L, arg)), conv, flags, width, prec, hasPrec)
+		case 'e', 'E', 'f', 'g', 'G':
+			n := float64(checkFormatNumber(L, arg))
+			if math.IsInf(n, 0) || math.IsNaN(n) {
+				piece = formatNonFinite(n, conv, flags, width)
+				break
+			}
+			if !hasPrec {
+				spec += ".6" // C's default; Go's %g writes the shortest form
+			}
+			piece = fmt.Sprintf(spec+string(conv), n)
+		case 'q':
+			s := checkFormatString(L, arg)
+			grow(quotedSize(s))
+			quoteLua51(&b, s)
+			continue
+		case 's':
+			s := checkFormatString(L, arg)
+			if !hasPrec && len(s) >= 100 {
+				// As C Lua: a long string is copied whole, not formatted.
+				grow(len(s))
+				b.WriteString(s)
+				continue
+			}
+			if hasPrec {
+				p, _ := strconv.Atoi(prec)
+				s = s[:min(p, len(s))]
+			}
+			piece = pad(s, flags, width) // s is short here: under 100 bytes, or cut to 99
+		}
+		grow(len(piece))
+		b.WriteString(piece)
+	}
+	L.Push(lua.LString(b.String()))
+	return 1
+}
+
+// checkFormatNumber is luaL_checknumber for format's argument n: a number,
+// or a string that converts to one.
+func checkFormatNumber(L *lua.LState, n int) lua.LNumber {
+	v, ok := lua.LVToNumber(L.Get(n))
+	if !ok {
+		formatArgError(L, n, "number expected, got "+L.Get(n).Type().String())
+	}
+	return v
+}
+
+// checkFormatString is luaL_checklstring for format's argument n: a
+// string, or a number written as Lua writes it; besides, as Lua 5.2, a
+// value with a __tostring metamethod written by it.
+func checkFormatString(L *lua.LState, n int) string {
+	switch v := L.Get(n).(type) {
+	case lua.LString:
+		return string(v)
+	case lua.LNumber:
+		return v.String()
+	}
+	if L.GetMetaField(L.Get(n), "__tostring") != lua.LNil {
+		return L.ToStringMeta(L.Get(n)).String()
+	}
+	formatArgError(L, n, "string expected, got "+L.Get(n).Type().String())
+	return ""
+}
+
+// formatArgError raises C Lua's luaL_argerror for format's argument n.
+func formatArgError(L *lua.LState, n int, msg string) {
+	L.RaiseError("bad argument #%d to 'format' (%s)", n, msg)
+}
+
+// formatInteger is C's printf of a long (%d, %i) or of an unsigned long
+// (%o, %u, %x, %X) with flags, width and precision. Go's fmt differs: it
+// writes the sign flags for unsigned conversions, and its zero padding
+// does not count the 0x of %#x.
+func formatInteger(n int64, conv byte, flags, width, prec string, hasPrec bool) string {
+	has := func(f byte) bool { return strings.IndexByte(flags, f) >= 0 }
+	var digits, prefix string
+	switch conv {
+	case 'd', 'i':
+		u := uint64(n)
+		if n < 0 {
+			u = -u
+			prefix = "-"
+		} else if has('+') {
+			prefix = "+"
+		} else if has(' ') {
+			prefix = " "
+		}
+		digits = strconv.FormatUint(u, 10)
+	case 'u':
+		digits = strconv.FormatUint(uint64(n), 10)
+	case 'o':
+		digits = strconv.FormatUint(uint64(n), 8)
+	default:
+		digits = strconv.FormatUint(uint64(n), 16)
+		if conv == 'X' {
+			digits = strings.ToUpper(digits)
+		}
+		if has('#') && n != 0 {
+			prefix = "0" + string(conv)
 		}
 	}
-	return n, used, ""
+	if hasPrec {
+		p, _ := strconv.Atoi(prec)
+		if p == 0 && n == 0 {
+			digits = ""
+		}
+		if len(digits) < p {
+			digits = strings.Repeat("0", p-len(digits)) + digits
+		}
+	}
+	if conv == 'o' && has('#') && !strings.HasPrefix(digits, "0") {
+		digits = "0" + digits
+	}
+	w, _ := strconv.Atoi(width)
+	if fill := w - len(prefix) - len(digits); fill > 0 && has('0') && !has('-') && !hasPrec {
+		digits = strings.Repeat("0", fill) + digits
+	}
+	return pad(prefix+digits, flags, width)
+}
+
+// pad pads s with spaces to the width, on the left, or on the right with
+// the - flag (C's %s counts bytes, Go's fmt counts runes).
+func pad(s, flags, width string) string {
+	w, _ := strconv.Atoi(width)
+	if len(s) >= w {
+		return s
+	}
+	if strings.IndexByte(flags, '-') >= 0 {
+		return s + strings.Repeat(" ", w-len(s))
+	}
+	return strings.Repeat(" ", w-len(s)) + s
+}
+
+// padC is %c: the byte itself (Go's %c writes a rune in UTF-8), padded.
+func padC(c byte, flags, width string) string {
+	return pad(string([]byte{c}), flags, width)
+}
+
+// formatNonFinite writes an infinity or a NaN as glibc's printf does:
+// "inf", "-inf", "nan" or "-nan" (upper case for %E, %G), after a + or
+// space flag's sign, padded with spaces (never zeros).
+func formatNonFinite(n float64, conv byte, flags, width string) string {
+	s := "inf"
+	if math.IsNaN(n) {
+		s = "nan"
+	}
+	switch {
+	case math.Signbit(n):
+		s = "-" + s
+	case strings.IndexByte(flags, '+') >= 0:
+		s = "+" + s
+	case strings.IndexByte(flags, ' ') >= 0:
+		s = " " + s
+	}
+	if conv == 'E' || conv == 'G' {
+		s = strings.ToUpper(s)
+	}
+	return pad(s, flags, width)
+}
+
+// quotedSize is the length of what quoteLua51 writes for s.
+func quotedSize(s string) int {
+	n := len(s) + 2
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '"', '\\', '\n', '\r':
+			n++
+		case 0:
+			n += 3
+		}
+	}
+	return n
+}
+
+// quoteLua51 is %q: s between double quotes, with ", \ and newline
+// escaped by a backslash, \r as \r and NUL as \000 (what Lua 5.1.5
+// writes); every other byte as it is.
+func quoteLua51(b *strings.Builder, s string) {
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; c {
+		case '"', '\\', '\n':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		case '\r':
+			b.WriteString("\\r")
+		case 0:
+			b.WriteString("\\000")
+		default:
+			b.WriteByte(c)
+		}
+	}
+	b.WriteByte('"')
 }

@@ -904,14 +904,13 @@ func opArith(L *LState, inst uint32, baseframe *callFrame) int { //OP_ADD, OP_SU
 	return 0
 }
 
+// proctor: as Lua 5.1's luai_nummod, a - floor(a/b)*b. Upstream used
+// math.Mod and fixed the sign, exact where Lua rounds: 1e15 % 9.302 was
+// 1.0587761698587, Lua's is 1, and 0.3 % 0.1 was 2.7755575615629e-17
+// where Lua's is 0.1 (and x % 0 was NaN for 0 only by luck).
 func luaModulo(lhs, rhs LNumber) LNumber {
-	flhs := float64(lhs)
-	frhs := float64(rhs)
-	v := math.Mod(flhs, frhs)
-	if frhs > 0 && v < 0 || frhs < 0 && v > 0 {
-		v += frhs
-	}
-	return LNumber(v)
+	a, b := float64(lhs), float64(rhs)
+	return LNumber(a - math.Floor(a/b)*b)
 }
 
 func numberArith(L *LState, opcode int, lhs, rhs LNumber) LNumber {

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"runtime"
-	"strconv"
 	"strings"
 )
 
@@ -84,6 +83,11 @@ func baseDoFile(L *LState) int {
 func baseError(L *LState) int {
 	obj := L.CheckAny(1)
 	level := L.OptInt(2, 1)
+	if n, ok := obj.(LNumber); ok && level > 0 {
+		// proctor: as Lua 5.1, a number is a string to error: it gets
+		// the position in front (error(5) raises "file:1: 5").
+		obj = LString(n.String())
+	}
 	L.Error(obj, level)
 	return 0
 }
@@ -407,34 +411,35 @@ func baseSetMetatable(L *LState) int {
 	return 1
 }
 
+// proctor: as Lua 5.1's luaB_tonumber: in base 10 a number, or a string
+// that converts as the arithmetic operators convert it (parseNumber); in
+// another base, from 2 to 36, the digits of an unsigned integer. Upstream
+// gave nil for "1e2" and an error for a number in base 16.
 func baseToNumber(L *LState) int {
 	base := L.OptInt(2, 10)
-	noBase := L.Get(2) == LNil
-
-	switch lv := L.CheckAny(1).(type) {
-	case LNumber:
-		L.Push(lv)
-	case LString:
-		str := strings.Trim(string(lv), " \n\t")
-		if strings.Index(str, ".") > -1 {
-			if v, err := strconv.ParseFloat(str, LNumberBit); err != nil {
-				L.Push(LNil)
-			} else {
-				L.Push(LNumber(v))
-			}
-		} else {
-			if noBase && strings.HasPrefix(strings.ToLower(str), "0x") {
-				base, str = 16, str[2:] // Hex number
-			}
-			if v, err := strconv.ParseInt(str, base, LNumberBit); err != nil {
-				L.Push(LNil)
-			} else {
-				L.Push(LNumber(v))
+	if base == 10 {
+		switch lv := L.CheckAny(1).(type) {
+		case LNumber:
+			L.Push(lv)
+			return 1
+		case LString:
+			if v, err := parseNumber(string(lv)); err == nil {
+				L.Push(v)
+				return 1
 			}
 		}
-	default:
 		L.Push(LNil)
+		return 1
 	}
+	s := L.CheckString(1)
+	if base < 2 || base > 36 {
+		L.ArgError(2, "base out of range")
+	}
+	if v, ok := parseUnsigned(s, base); ok {
+		L.Push(v)
+		return 1
+	}
+	L.Push(LNil)
 	return 1
 }
 

@@ -340,9 +340,78 @@ func BenchmarkNestedPcallErrors(b *testing.B) {
 	if err := L.DoString(`function h(n) if n == 0 then error("deep") end local ok, e = pcall(h, n - 1) error(e, 0) end`); err != nil {
 		b.Fatal(err)
 	}
-	for b.Loop() {
+	for i := 0; i < b.N; i++ {
 		if err := L.DoString(`assert(not pcall(h, 2000))`); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// The differences below were found by the differential test against
+// lua5.1 (lua/luadiff_test.go).
+
+// TestNumbersPrintAsLua51: a number is written with "%.14g" (patch 34).
+func TestNumbersPrintAsLua51(t *testing.T) {
+	checkLua(t, Options{}, `
+local z = 0
+print(0.1 + 0.2, 2^53, 1e15, 123456789012345, 1/3, 100, -7, 1e100, 2^63, -z, 1/0, -1/0)
+print(tostring(0.1 + 0.2), (2^53) .. "", 12345678901234.5)
+`, "0.3\t9.007199254741e+15\t1e+15\t1.2345678901234e+14\t0.33333333333333\t100\t-7\t1e+100\t9.2233720368548e+18\t-0\tinf\t-inf\n"+
+		"0.3\t9.007199254741e+15\t12345678901234\n")
+}
+
+// TestModuloAsLua51: a % b is a - floor(a/b)*b; math.mod is math.fmod
+// (patch 35).
+func TestModuloAsLua51(t *testing.T) {
+	checkLua(t, Options{}, `
+print(1e15 % 9.302, 0.3 % 0.1, -5 % 3, 5 % -3, 5.5 % 2, math.mod(-5, 3), math.fmod(-5, 3))
+`, "1\t0.1\t1\t-1\t1.5\t-2\t-2\n")
+}
+
+// TestStringToNumberAsLua51: strings convert as C's strtod (patch 36):
+// "010" is 10, not octal 8; tonumber reads exponents and other bases.
+func TestStringToNumberAsLua51(t *testing.T) {
+	checkLua(t, Options{}, `
+print("010" + 0, (pcall(function() return "0b11" + 0 end)), (pcall(function() return "1_0" + 0 end)))
+print(tonumber("1e2"), tonumber(" 0x10 "), tonumber("010"), "0x1p4" + 0, tonumber("1e400"), tonumber("0x"), tonumber(""))
+print(tonumber("ff", 16), tonumber("z", 36), tonumber("8", 8), tonumber(" 11 ", 2), tonumber(255, 16), tonumber("1.5", 16))
+`, "10\tfalse\tfalse\n100\t16\t10\t16\tinf\tnil\tnil\n255\t35\tnil\t3\t597\tnil\n")
+}
+
+// TestStringByteAsLua51: string.byte's positions as Lua 5.1 (patch 37).
+func TestStringByteAsLua51(t *testing.T) {
+	checkLua(t, Options{}, `
+local s = "hello"
+print(s:byte(0, 2))
+print(s:byte())
+print(s:byte(-2, -1))
+print(s:byte(4, 10))
+print(select('#', s:byte(3, 2)), select('#', (""):byte()))
+`, "104\t101\n104\n108\t111\n108\t111\n0\t0\n")
+}
+
+// TestErrorWithANumberGetsAPosition: error(5) raises the string
+// "chunk:line: 5", as Lua 5.1 (a number is a string to error); level 0
+// keeps the number (patch 38).
+func TestErrorWithANumberGetsAPosition(t *testing.T) {
+	checkLua(t, Options{}, `
+local ok, e = pcall(error, 5)
+print(type(e))
+ok, e = pcall(function() error(5) end)
+print(type(e), (e:gsub("^.*:%d+: ", "")))
+ok, e = pcall(error, 5, 0)
+print(type(e), e)
+`, "string\nstring\t5\nnumber\t5\n")
+}
+
+// TestNegativeZeroSurvivesArithmetic: the number allocator handed out its
+// preloaded +0 for -0 (which is >= 0 and integral), so 0 * -47 in a
+// register was 0 where Lua has -0 (patch 40; found by a long run of the
+// differential test).
+func TestNegativeZeroSurvivesArithmetic(t *testing.T) {
+	checkLua(t, Options{}, `
+local x, y = 0, -47
+local z = x * y
+print(z, -x, x * y, 1 / z, z == 0)
+`, "-0\t-0\t-0\t-inf\ttrue\n")
 }

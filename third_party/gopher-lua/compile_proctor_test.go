@@ -2,6 +2,7 @@ package lua
 
 import (
 	"fmt"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -37,7 +38,12 @@ func TestSyntaxLevels(t *testing.T) {
 		{"minus_ok", "return " + strings.Repeat("- ", 190) + "1", ""},
 		{"sum_ok", "assert((1" + strings.Repeat("+1", 9_000) + ") == 9001)", ""},
 		{"elseif_ok", "local x = 1 if x == 0 then" + strings.Repeat(" elseif x == 0 then", 5_000) + " else x = 2 end assert(x == 2)", ""},
-		{"parens_ok", "return " + deep("(", "1", ")", 1_000_000), ""},
+		// Brackets count as C Lua counts them (patch 39): 190 are fine,
+		// more than 200 are refused by the lexer, before the parser
+		// holds them.
+		{"parens_ok", "return " + deep("(", "1", ")", 190), ""},
+		{"parens", "return " + deep("(", "1", ")", 1_000_000), "chunk has too many syntax levels"},
+		{"indexes", "local t = {} return t" + strings.Repeat("[t", 300) + strings.Repeat("]", 300), "chunk has too many syntax levels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			L := NewState()
@@ -103,5 +109,31 @@ func BenchmarkCompileConcatChain(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(n), "ns/operand")
 		})
+	}
+}
+
+// TestDeepBracketsAreRefusedEarly: a 4 MiB source of "{{{{…" or "((((…" is
+// refused when the 201st bracket opens, with the memory of a small chunk.
+// The parser held every bracket on its stack first (2.37 GB, 565 times the
+// source) and only then was the tree refused (patch 39).
+func TestDeepBracketsAreRefusedEarly(t *testing.T) {
+	for _, src := range []string{
+		"return " + strings.Repeat("{", 4<<20),
+		"return " + strings.Repeat("(", 4<<20),
+		strings.Repeat("(", 4<<20),
+		"local t = {} return t" + strings.Repeat("[t", 2<<20),
+	} {
+		open := src[:12]
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		_, err := parse.Parse(strings.NewReader(src), "deep.lua")
+		runtime.ReadMemStats(&after)
+		if err == nil || !strings.Contains(err.Error(), "too many syntax levels") {
+			t.Fatalf("%q…: %v", open, err)
+		}
+		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
+			t.Errorf("%q…: parsing allocated %d MB", open, alloc>>20)
+		}
 	}
 }

@@ -163,7 +163,9 @@ func mathMin(L *LState) int {
 func mathMod(L *LState) int {
 	lhs := L.CheckNumber(1)
 	rhs := L.CheckNumber(2)
-	L.Push(luaModulo(lhs, rhs))
+	// proctor: math.mod is Lua 5.0's name of math.fmod (C's fmod: the
+	// sign of the dividend), not the % operator.
+	L.Push(LNumber(math.Mod(float64(lhs), float64(rhs))))
 	return 1
 }
 

@@ -40,36 +40,29 @@ var strFuncs = map[string]LGFunction{
 	"upper":   strUpper,
 }
 
+// proctor: as Lua 5.1's str_byte: positions relative to the end, a start
+// below 1 taken as 1, the end defaulting to the start. Upstream returned
+// nothing for ("abc"):byte(0, 2) and every byte for ("abc"):byte().
 func strByte(L *LState) int {
 	str := L.CheckString(1)
-	start := L.OptInt(2, 1) - 1
-	end := L.OptInt(3, -1)
 	l := len(str)
-	if start < 0 {
-		start = l + start + 1
-	}
-	if end < 0 {
-		end = l + end + 1
-	}
-
-	if L.GetTop() == 2 {
-		if start < 0 || start >= l {
-			return 0
+	posrelat := func(pos int) int {
+		if pos < 0 {
+			pos += l + 1
 		}
-		L.Push(LNumber(str[start]))
-		return 1
+		return max(pos, 0)
 	}
-
-	start = intMax(start, 0)
-	end = intMin(end, l)
-	if end < 0 || end <= start || start >= l {
+	posi := posrelat(L.OptInt(2, 1))
+	pose := posrelat(L.OptInt(3, posi))
+	posi = max(posi, 1)
+	pose = min(pose, l)
+	if posi > pose {
 		return 0
 	}
-
-	for i := start; i < end; i++ {
-		L.Push(LNumber(str[i]))
+	for i := posi; i <= pose; i++ {
+		L.Push(LNumber(str[i-1]))
 	}
-	return end - start
+	return pose - posi + 1
 }
 
 func strChar(L *LState) int {

@@ -221,6 +221,9 @@ func (tb *LTable) Len() int {
 	if tb.array == nil {
 		return 0
 	}
+	if n := len(tb.array); n > 0 && tb.array[n-1] != LNil {
+		return n // proctor: the common case, a sequence without trailing nils
+	}
 	var prev LValue = LNil
 	for i := len(tb.array) - 1; i >= 0; i-- {
 		v := tb.array[i]
@@ -303,13 +306,21 @@ func (tb *LTable) Remove(pos int) LValue {
 	if pos < 1 || pos > n {
 		return LNil
 	}
-	// The slots past n are nil, and n <= len(tb.array): the array part
-	// ends with the element removed, and shrinks (the hash part holds no
-	// key it now reaches, see maxArrayGap).
-	old := tb.array[pos-1]
-	copy(tb.array[pos-1:n-1], tb.array[pos:n])
-	tb.array[n-1] = LNil
-	tb.array = tb.array[:n-1]
+	return tb.removeAt(pos, n)
+}
+
+// proctor: removeAt removes t[pos], 1 <= pos <= n = Len(). The slots past
+// n are nil, and n <= len(tb.array): the array part ends with the element
+// removed, and shrinks (the hash part holds no key it now reaches, see
+// maxArrayGap).
+func (tb *LTable) removeAt(pos, n int) LValue {
+	a := tb.array
+	old := a[pos-1]
+	if pos < n {
+		copy(a[pos-1:n-1], a[pos:n])
+		a[n-1] = nil // as upstream; the last slot is left as it is (a write barrier per remove)
+	}
+	tb.array = a[:n-1]
 	return old
 }
 

@@ -58,7 +58,7 @@ func tableRemove(L *LState) int {
 	if pos < 1 || pos > n {
 		return 0
 	}
-	L.Push(tbl.Remove(pos))
+	L.Push(tbl.removeAt(pos, n))
 	return 1
 }
 

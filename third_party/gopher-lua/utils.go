@@ -2,6 +2,7 @@ package lua
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
@@ -140,19 +141,74 @@ func isArrayKey(v LNumber) bool {
 	return isInteger(v) && v < LNumber(int((^uint(0))>>1)) && v > LNumber(0) && v < LNumber(MaxArrayIndex)
 }
 
+// proctor: parseNumber converts a string as Lua 5.1 does (luaO_str2d:
+// C's strtod, and strtoul for a hexadecimal integer): spaces around it,
+// a decimal numeral with an optional exponent, a hexadecimal one, inf or
+// nan. Upstream used strconv.ParseInt with base 0 first, so "010" + 0 was
+// 8 (octal), and "0b11", "0o7" and "1_0" were numbers.
 func parseNumber(number string) (LNumber, error) {
-	var value LNumber
-	number = strings.Trim(number, " \t\n")
-	if v, err := strconv.ParseInt(number, 0, LNumberBit); err != nil {
-		if v2, err2 := strconv.ParseFloat(number, LNumberBit); err2 != nil {
-			return LNumber(0), err2
-		} else {
-			value = LNumber(v2)
-		}
-	} else {
-		value = LNumber(v)
+	s := strings.TrimFunc(number, isCSpace)
+	if s == "" || strings.IndexByte(s, '_') >= 0 {
+		return 0, errNotANumber
 	}
-	return value, nil
+	digits := strings.TrimLeft(s, "+-")
+	if len(digits) > 2 && digits[0] == '0' && (digits[1] == 'x' || digits[1] == 'X') && !strings.ContainsAny(digits, "pP") {
+		s += "p0" // strtod reads a hexadecimal numeral without an exponent
+	}
+	v, err := strconv.ParseFloat(s, LNumberBit)
+	if err != nil && !errors.Is(err, strconv.ErrRange) { // out of range: ±HUGE_VAL, as strtod
+		return 0, errNotANumber
+	}
+	return LNumber(v), nil
+}
+
+var errNotANumber = errors.New("not a number")
+
+// isCSpace is C's isspace.
+func isCSpace(r rune) bool {
+	return r == ' ' || r == '\t' || r == '\n' || r == '\v' || r == '\f' || r == '\r'
+}
+
+// proctor: parseUnsigned reads an integer in base 2 to 36, as C's strtoul
+// followed by Lua 5.1's check that only spaces follow: tonumber(s, base)
+// for a base other than 10. A minus sign negates, as Lua 5.1's own test
+// suite (math.lua) and Lua 5.2 expect; Debian's lua5.1 wraps it modulo
+// 2^64, strtoul's unsigned result.
+func parseUnsigned(s string, base int) (LNumber, bool) {
+	s = strings.TrimLeftFunc(s, isCSpace)
+	neg := false
+	if s != "" && (s[0] == '+' || s[0] == '-') {
+		neg = s[0] == '-'
+		s = s[1:]
+	}
+	if base == 16 && len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') {
+		s = s[2:]
+	}
+	var n float64
+	i := 0
+	for ; i < len(s); i++ {
+		c := s[i]
+		d := 99
+		switch {
+		case c >= '0' && c <= '9':
+			d = int(c - '0')
+		case c >= 'a' && c <= 'z':
+			d = int(c-'a') + 10
+		case c >= 'A' && c <= 'Z':
+			d = int(c-'A') + 10
+		}
+		if d >= base {
+			break
+		}
+		n = n*float64(base) + float64(d)
+	}
+	if i == 0 || strings.TrimLeftFunc(s[i:], isCSpace) != "" {
+		return 0, false
+	}
+	if neg {
+		n = -n
+	}
+	return LNumber(n), true
 }
 
 func popenArgs(arg string) (string, []string) {

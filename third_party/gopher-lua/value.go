@@ -3,7 +3,9 @@ package lua
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
+	"strconv"
 )
 
 type LValueType int
@@ -72,6 +74,21 @@ func LVAsNumber(v LValue) LNumber {
 	return LNumber(0)
 }
 
+// LVToNumber converts a number, or a string that is a numeral, to a
+// number, as Lua's arithmetic does; ok is false for anything else.
+// proctor: LVAsNumber answers 0 for both "0" and "x".
+func LVToNumber(v LValue) (n LNumber, ok bool) {
+	switch lv := v.(type) {
+	case LNumber:
+		return lv, true
+	case LString:
+		if num, err := parseNumber(string(lv)); err == nil {
+			return num, true
+		}
+	}
+	return 0, false
+}
+
 type LNilType struct{}
 
 func (nl *LNilType) String() string   { return "nil" }
@@ -111,11 +128,31 @@ func (st LString) Format(f fmt.State, c rune) {
 	}
 }
 
+// proctor: a number is written as Lua 5.1 writes it (LUAI_NUMFFORMAT,
+// "%.14g"; infinities and NaN as glibc's printf does). Upstream wrote
+// every digit Go needs (0.1 + 0.2 was 0.30000000000000004, 2^53 was
+// 9007199254740992 where Lua writes 0.3 and 9.007199254741e+15), and
+// +Inf and NaN.
 func (nm LNumber) String() string {
-	if isInteger(nm) {
-		return fmt.Sprint(int64(nm))
+	if isInteger(nm) && nm > -1e14 && nm < 1e14 {
+		if nm == 0 && math.Signbit(float64(nm)) {
+			return "-0"
+		}
+		return strconv.FormatInt(int64(nm), 10)
 	}
-	return fmt.Sprint(float64(nm))
+	f := float64(nm)
+	switch {
+	case math.IsInf(f, 1):
+		return "inf"
+	case math.IsInf(f, -1):
+		return "-inf"
+	case f != f:
+		if math.Signbit(f) {
+			return "-nan"
+		}
+		return "nan"
+	}
+	return strconv.FormatFloat(f, 'g', 14, 64)
 }
 
 func (nm LNumber) Type() LValueType { return LTNumber }
