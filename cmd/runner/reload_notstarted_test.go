@@ -127,92 +127,65 @@ entries:
 }
 
 // TestReloadSaysWhenNewCodeCrashes: new code that starts (no init) and then
-// raises at once crash-loops under the root supervisor. The reload said
-// applied, healthy; now it is degraded: /v1/reload counts the entry as
-// crashed, with its error, and the reload check says so.
+// raises at once crash-loops: an entry under the root supervisor, or a
+// pool's routees restarted in place (the pool had no routees left). The
+// reload said applied, healthy; now it is degraded: /v1/reload counts the
+// definition as crashed, with its error, and the reload check says so.
 func TestReloadSaysWhenNewCodeCrashes(t *testing.T) {
-	dir := t.TempDir()
-	svc := func(body string) string {
-		return `return { main = function() ` + body + ` end }
-`
-	}
-	os.WriteFile(filepath.Join(dir, "svc.lua"), []byte(svc(`process.inbox():receive()`)), 0o644)
-	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+	for _, tc := range []struct {
+		name, config, failed string
+	}{
+		{"an entry", `namespace: app
 entries:
   - name: svc
     kind: process.lua
-    source: file://svc.lua
+    source: file://code.lua
     lifecycle: {auto_start: true, restart: {initial_delay: 10ms, max_delay: 50ms}}
-`), 0o644)
-	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
-	base := "http://" + r.httpAddr(t)
-	r.waitFor(t, "the entry running", func() bool {
-		code, body := httpGet(t, base+"/v1/entries")
-		return code == 200 && strings.Contains(body, `"running"`)
-	})
-	saveRename(t, filepath.Join(dir, "svc.lua"), svc(`error("broken on purpose")`))
-	var a struct {
-		Result   string   `json:"result"`
-		Crashed  int      `json:"crashed"`
-		Warnings []string `json:"warnings"`
-	}
-	r.waitFor(t, "the reload to count the crash", func() bool {
-		code, body := httpGet(t, base+"/v1/reload")
-		return code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Crashed == 1
-	})
-	if a.Result != "applied" || len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "app:svc failed") || !strings.Contains(a.Warnings[0], "broken on purpose") {
-		t.Fatalf("last reload %+v", a)
-	}
-	var h struct {
-		Checks map[string]string `json:"checks"`
-	}
-	_, body := httpGet(t, base+"/healthz")
-	json.Unmarshal([]byte(body), &h)
-	if c := h.Checks["reload"]; !strings.HasPrefix(c, "degraded: ") || !strings.Contains(c, "app:svc failed") {
-		t.Fatalf("reload check %q", c)
-	}
-	r.cmd.Process.Signal(syscall.SIGTERM)
-	r.wait(t)
-}
-
-// TestReloadSaysWhenRouteesCrash: a routee's new code that raises at once
-// in main starts (the pool's renewal succeeds) and then crash-loops,
-// restarted in place; the pool had no routees left and the reload said
-// healthy. The reload counts the definition as crashed.
-func TestReloadSaysWhenRouteesCrash(t *testing.T) {
-	dir := t.TempDir()
-	worker := func(body string) string {
-		return `return { main = function() ` + body + `
+`, "app:svc failed"},
+		{"a pool's routees", `namespace: app
+entries:
+  - {name: worker, kind: process.lua, source: file://code.lua}
+  - {name: pool, kind: router.pool, routee: worker, size: 2, strategy: scatter_gather_first_completed, lifecycle: {auto_start: true}}
+`, "app:worker failed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			code := func(first string) string {
+				return `return { main = function() ` + first + `
   local inbox = process.inbox()
   while true do local m = inbox:receive(); m:reply("ok") end
 end }
 `
+			}
+			os.WriteFile(filepath.Join(dir, "code.lua"), []byte(code("")), 0o644)
+			os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(tc.config), 0o644)
+			r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+			base := "http://" + r.httpAddr(t)
+			// "started" comes once the runner watches its files.
+			r.waitFor(t, "the runner started", func() bool { return strings.Contains(r.logs(), `"msg":"started"`) })
+			saveRename(t, filepath.Join(dir, "code.lua"), code(`error("broken on purpose")`))
+			var a struct {
+				Result   string   `json:"result"`
+				Crashed  int      `json:"crashed"`
+				Warnings []string `json:"warnings"`
+			}
+			r.waitFor(t, "the reload to count the crash", func() bool {
+				code, body := httpGet(t, base+"/v1/reload")
+				return code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Crashed == 1
+			})
+			if a.Result != "applied" || len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], tc.failed) || !strings.Contains(a.Warnings[0], "broken on purpose") {
+				t.Fatalf("last reload %+v", a)
+			}
+			var h struct {
+				Checks map[string]string `json:"checks"`
+			}
+			_, body := httpGet(t, base+"/healthz")
+			json.Unmarshal([]byte(body), &h)
+			if c := h.Checks["reload"]; !strings.HasPrefix(c, "degraded: ") || !strings.Contains(c, tc.failed) {
+				t.Fatalf("reload check %q", c)
+			}
+			r.cmd.Process.Signal(syscall.SIGTERM)
+			r.wait(t)
+		})
 	}
-	os.WriteFile(filepath.Join(dir, "worker.lua"), []byte(worker("")), 0o644)
-	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
-entries:
-  - {name: worker, kind: process.lua, source: file://worker.lua}
-  - {name: pool, kind: router.pool, routee: worker, size: 2, strategy: scatter_gather_first_completed, lifecycle: {auto_start: true}}
-`), 0o644)
-	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
-	base := "http://" + r.httpAddr(t)
-	r.waitFor(t, "the pool running", func() bool {
-		code, body := httpGet(t, base+"/v1/entries")
-		return code == 200 && strings.Contains(body, `"running"`)
-	})
-	saveRename(t, filepath.Join(dir, "worker.lua"), worker(`error("routee broken on purpose")`))
-	var a struct {
-		Result   string   `json:"result"`
-		Crashed  int      `json:"crashed"`
-		Warnings []string `json:"warnings"`
-	}
-	r.waitFor(t, "the reload to count the routees' crash", func() bool {
-		code, body := httpGet(t, base+"/v1/reload")
-		return code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Crashed == 1
-	})
-	if a.Result != "applied" || len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "app:worker failed") || !strings.Contains(a.Warnings[0], "routee broken on purpose") {
-		t.Fatalf("last reload %+v", a)
-	}
-	r.cmd.Process.Signal(syscall.SIGTERM)
-	r.wait(t)
 }
