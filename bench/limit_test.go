@@ -45,11 +45,14 @@ func tellOverChannel(b *testing.B) time.Duration {
 }
 
 // spscRing is a minimal single-producer, single-consumer ring: one slot
-// array, the producer's tail and the consumer's head each on its own cache
-// line, and each side's last sight of the other's index cached on its own
-// line, so a side reads the shared index only when its cached one says
-// full or empty. A side that finds it full (producer) or empty (consumer)
-// yields instead of parking: it measures the hand-off alone, with no wake-up.
+// array, the consumer's head and the producer's tail each on its own cache
+// line. The producer publishes its tail once per batch (publishEvery, and
+// when the ring is full), and reads the head only when its last sight of
+// it says full; the consumer drains everything published since it last
+// looked and publishes its head once. A side that finds the ring full or
+// empty yields instead of parking: it measures the hand-off alone, with no
+// wake-up. (Published per message, the tail's line moved on every send and
+// the ring ran at 14 M/s, below a channel.)
 type spscRing struct {
 	_        [64]byte
 	head     atomic.Uint64 // next slot the consumer reads
@@ -57,45 +60,57 @@ type spscRing struct {
 	tail     atomic.Uint64 // next slot the producer writes
 	_        [56]byte
 	seenHead uint64 // the producer's last read of head
-	_        [56]byte
-	seenTail uint64 // the consumer's last read of tail
-	_        [56]byte
+	next     uint64 // the producer's next slot (tail, once published)
+	_        [48]byte
 	buf      [linkCapacity]process.Message
 }
 
+// push writes m and publishes the tail every publishEvery messages (and
+// when the ring is full), so the consumer's line holding tail moves once a
+// batch, not once a message; flush publishes the rest.
 func (r *spscRing) push(m process.Message) {
-	t := r.tail.Load()
+	t := r.next
 	for t-r.seenHead == linkCapacity {
+		r.tail.Store(t)
 		if r.seenHead = r.head.Load(); t-r.seenHead == linkCapacity {
 			runtime.Gosched()
 		}
 	}
 	r.buf[t%linkCapacity] = m
-	r.tail.Store(t + 1)
-}
-
-func (r *spscRing) pop() process.Message {
-	h := r.head.Load()
-	for r.seenTail == h {
-		if r.seenTail = r.tail.Load(); r.seenTail == h {
-			runtime.Gosched()
-		}
+	r.next = t + 1
+	if r.next%publishEvery == 0 {
+		r.tail.Store(r.next)
 	}
-	m := r.buf[h%linkCapacity]
-	r.buf[h%linkCapacity] = process.Message{}
-	r.head.Store(h + 1)
-	return m
 }
 
-// tellOverRing is tellOverChannel over an spscRing.
+func (r *spscRing) flush() { r.tail.Store(r.next) }
+
+// publishEvery is the producer's batch.
+const publishEvery = 64
+
+// tellOverRing is tellOverChannel over an spscRing. The consumer takes
+// every message the producer has published since it last looked, then
+// publishes its head once, as a mailbox drains a chunk.
 func tellOverRing(b *testing.B) time.Duration {
 	r := new(spscRing)
 	done := make(chan struct{})
 	go func() {
-		for seen := int64(0); seen < tellMessages; seen++ {
-			if m := r.pop(); m.Payload == nil {
-				b.Error("ring lost a payload")
+		var seen int64
+		h := r.head.Load()
+		for seen < tellMessages {
+			t := r.tail.Load()
+			if t == h {
+				runtime.Gosched()
+				continue
 			}
+			for ; h != t; h++ {
+				if r.buf[h%linkCapacity].Payload == nil {
+					b.Error("ring lost a payload")
+				}
+				r.buf[h%linkCapacity] = process.Message{}
+				seen++
+			}
+			r.head.Store(h)
 		}
 		close(done)
 	}()
@@ -104,6 +119,7 @@ func tellOverRing(b *testing.B) time.Duration {
 	for j := 0; j < tellMessages; j++ {
 		r.push(m)
 	}
+	r.flush()
 	<-done
 	return time.Since(start)
 }
