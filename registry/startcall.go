@@ -78,7 +78,14 @@ func (rt *Runtime) runStart(ctx context.Context, st Starter, e *Entry) (inst Ins
 		}
 	}()
 	inst, err = st.Start(ctx, rt.env, e)
-	if err == nil && inst == nil {
+	if err != nil {
+		// A failed start has no instance to stop: a kind may return a
+		// typed nil beside its error (*Supervisor(nil)), which is no nil
+		// Instance, and stopping it crashed the node when a SIGINT
+		// abandoned a start that then failed (TestSIGINTAtAnyPointOfStartUp).
+		return nil, err
+	}
+	if inst == nil {
 		err = fmt.Errorf("kind %s returned no instance", e.Kind)
 	}
 	return inst, err

@@ -159,3 +159,52 @@ func TestWatchQueuesReloadsDuringASlowOne(t *testing.T) {
 		t.Fatalf("%d reloads applied, want 2 (the slow one and one for the rest):\n%s", n, logs.String())
 	}
 }
+
+// typedNilKind's Start waits for its context, then fails returning a typed
+// nil beside the error, as a kind whose constructor returns (*T)(nil), err
+// does. Its instance type dereferences itself to say how long it needs.
+type typedNilKind struct{ started chan struct{} }
+
+type typedNilInstance struct{ timeout time.Duration }
+
+func (i *typedNilInstance) PID() process.PID               { return process.PID{} }
+func (i *typedNilInstance) ShutdownTimeout() time.Duration { return i.timeout }
+
+func (typedNilKind) Name() string        { return "test.typednil" }
+func (typedNilKind) Decode(*Decoder) any { return nil }
+
+func (k typedNilKind) Start(ctx context.Context, env *Env, e *Entry) (Instance, error) {
+	close(k.started)
+	<-ctx.Done()
+	var none *typedNilInstance
+	return none, ctx.Err()
+}
+
+// A start abandoned (a stop signal during start-up) whose Start then
+// fails has no instance to stop. A typed nil beside the error was taken
+// for one, and stopping it crashed the node: TestSIGINTAtAnyPointOfStartUp
+// found it, a supervisor entry SIGINTed 10 ms into start-up.
+func TestAbandonedStartThatFailsStopsNothing(t *testing.T) {
+	k := typedNilKind{started: make(chan struct{})}
+	kinds := NewRegistry()
+	kinds.Register(k)
+	c := filepath.Join(t.TempDir(), "c.yaml")
+	os.WriteFile(c, []byte("namespace: a\nentries:\n  - {name: s, kind: test.typednil, lifecycle: {auto_start: true}}\n"), 0o644)
+	cfg, err := (&Loader{Kinds: kinds}).Load(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := NewRuntime(RuntimeOptions{Node: process.NewNode(process.Options{Name: "t"}), Kinds: kinds, Logger: slog.New(slog.DiscardHandler)})
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		<-k.started
+		cancel()
+	}()
+	if err := rt.Start(ctx, cfg); err == nil {
+		t.Fatal("a start abandoned by its context did not fail")
+	}
+	rt.orphans.Wait() // the orphan must not panic on the typed nil
+	if err := rt.Stop(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
