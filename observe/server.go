@@ -148,6 +148,20 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 		checks["reload"] = "ok"
 		if last, ok := rs.LastReload(); ok && (last.Result != registry.ReloadApplied || last.Degraded()) {
 			msg := reloadText(last)
+			// A rejected reload changed nothing: when the configuration in
+			// force came with a degraded reload, that still holds and
+			// must not be hidden behind the rejection.
+			if hist, ok := s.opts.Runtime.(ReloadHistory); ok && last.Result != registry.ReloadApplied {
+				h := hist.ReloadHistory()
+				for i := len(h) - 1; i >= 0; i-- {
+					if h[i].Result == registry.ReloadApplied {
+						if h[i].Degraded() {
+							msg += "; the configuration in force came with a reload that was " + reloadText(h[i])
+						}
+						break
+					}
+				}
+			}
 			checks["reload"] = msg
 			warnings = map[string]string{"reload": msg}
 		}

@@ -176,7 +176,10 @@ type reloadSource struct {
 	fakeSource
 	last    *registry.ReloadAttempt
 	running *registry.ReloadProgress
+	history []registry.ReloadAttempt
 }
+
+func (r *reloadSource) ReloadHistory() []registry.ReloadAttempt { return r.history }
 
 func (r *reloadSource) ReloadInProgress() (registry.ReloadProgress, bool) {
 	if r.running == nil {
@@ -219,6 +222,15 @@ func TestReloadStatusEndpoints(t *testing.T) {
 		!strings.Contains(body, `"warnings"`) {
 		t.Fatalf("healthz after a rejected reload: %d %s", code, body)
 	}
+	// A rejection after a degraded reload does not hide that the
+	// configuration in force is degraded.
+	degraded := registry.ReloadAttempt{Time: at.Add(-time.Minute), Result: registry.ReloadApplied, Crashed: 1, Warnings: []string{"app:svc failed 2ms after the reload: boom"}}
+	src.history = []registry.ReloadAttempt{degraded, *src.last}
+	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, "nothing changed: 2 errors") ||
+		!strings.Contains(body, "the configuration in force came with a reload that was degraded: last reload applied at 2026-11-30T11:59:00Z, but app:svc failed 2ms after the reload: boom") {
+		t.Fatalf("healthz after a rejection that followed a degraded reload: %d %s", code, body)
+	}
+	src.history = nil
 	src.last = &registry.ReloadAttempt{Time: at, Result: registry.ReloadApplied, Added: 1, Unchanged: 4}
 	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"reload": "ok"`) || strings.Contains(body, "warnings") {
 		t.Fatalf("healthz after an applied reload: %d %s", code, body)
