@@ -144,3 +144,24 @@ func TestLookingProcessIsIdle(t *testing.T) {
 		close(steps)
 	})
 }
+
+// AfterExit runs its function once the process has exited, not before, and
+// not at all when the process is gone already.
+func TestAfterExit(t *testing.T) {
+	n := newTestNode()
+	pid, _ := n.Spawn(behaviorFunc(func(Context, Message) {}), SpawnOptions{})
+	ran := make(chan struct{})
+	if !n.AfterExit(pid, func() { close(ran) }, nil) {
+		t.Fatal("AfterExit of a live process reported it gone")
+	}
+	select {
+	case <-ran:
+		t.Fatal("ran before the process exited")
+	default:
+	}
+	n.Kill(pid)
+	<-ran
+	if n.AfterExit(pid, func() { t.Error("ran for a gone process") }, nil) {
+		t.Fatal("AfterExit of a gone process reported it alive")
+	}
+}

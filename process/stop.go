@@ -5,6 +5,27 @@ import (
 	"fmt"
 )
 
+// AfterExit runs f, on a goroutine of its own, once the local process pid
+// has exited, unless cancel is closed first: an instance whose process
+// stands for it (a pg scope, an HTTP server) stops with it however it ends
+// (terminate, kill, a link). When both have happened by the time it looks,
+// either may win, so f must bear running after cancel (a halt that runs
+// once). It reports false, and runs nothing, when pid is not alive.
+func (n *Node) AfterExit(pid PID, f func(), cancel <-chan struct{}) bool {
+	done, _, ok := n.Done(pid)
+	if !ok {
+		return false
+	}
+	go func() {
+		select {
+		case <-done:
+			f()
+		case <-cancel:
+		}
+	}()
+	return true
+}
+
 // Done returns a channel closed when the local process pid has exited, and
 // a function that returns its Exit once it has. ok is false when there is
 // no such process (it may already have exited).

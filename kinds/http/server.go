@@ -85,18 +85,11 @@ func StartServer(ctx context.Context, env *registry.Env, id registry.ID, spec *S
 		return nil, fmt.Errorf("http server %s: spawn: %w", id, err)
 	}
 	s.pid = pid
-	done, _, ok := env.Node.Done(pid)
-	if !ok {
+	// The server's process stands for the entry: it stops with it.
+	if !env.Node.AfterExit(pid, s.halt, s.halted) {
 		s.halt()
 		return nil, fmt.Errorf("http server %s: its process exited at start: %w", id, ErrStopped)
 	}
-	go func() {
-		select {
-		case <-done:
-			s.halt()
-		case <-s.halted:
-		}
-	}()
 	s.log.Info("http server listening", "addr", *s.addr.Load(), "tls", spec.TLS != nil)
 	return s, nil
 }

@@ -143,18 +143,10 @@ func NewWithOptions(env *registry.Env, id registry.ID, spec Spec, opts Options) 
 	go s.loop.Run(ctx)
 	// The scope process stands for the entry: however it ends (terminate,
 	// kill, a link), the scope stops with it.
-	done, _, ok := env.Node.Done(pid)
-	if !ok {
+	if !env.Node.AfterExit(pid, s.halt, s.halted) {
 		s.halt()
 		return nil, fmt.Errorf("pg scope %s: scope process exited at start: %w", id, ErrStopped)
 	}
-	go func() {
-		select {
-		case <-done:
-			s.halt()
-		case <-s.halted:
-		}
-	}()
 	if opts.Distributor != nil {
 		if err := s.distribute(opts.Distributor); err != nil {
 			_ = s.Stop(context.Background())
