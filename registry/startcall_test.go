@@ -203,8 +203,11 @@ func TestAbandonedStartThatFailsStopsNothing(t *testing.T) {
 	if err := rt.Start(ctx, cfg); err == nil {
 		t.Fatal("a start abandoned by its context did not fail")
 	}
-	rt.orphans.Wait() // the orphan must not panic on the typed nil
+	// Start returned with its context; the loop may still be abandoning
+	// the start. Stop runs on the loop after it, then the orphan, which
+	// must not panic on the typed nil, is waited for.
 	if err := rt.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	rt.orphans.Wait()
 }
