@@ -116,6 +116,12 @@ type Env struct {
 	// Instances holds the running instances that may be referred to by
 	// PID (see Find). Nil: none can be.
 	Instances *Directory
+	// Cluster is what the node's cluster layer offers the kinds that span
+	// nodes, as whoever assembled the node made it; nil on a node alone.
+	// The registry imports no cluster package: a kind asserts the
+	// interface it uses (pg.scope: pgscope.Distributor, which package
+	// node sets to the cluster's pg distribution).
+	Cluster any
 
 	// The runtime's defaults for entries that set no lifecycle timeouts;
 	// zero: DefaultStartTimeout, DefaultStopTimeout.

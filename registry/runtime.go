@@ -72,6 +72,9 @@ type RuntimeOptions struct {
 	// ReloadHistory is how many reload attempts ReloadHistory keeps.
 	// Default: DefaultReloadHistory (20).
 	ReloadHistory int
+	// Cluster is Env.Cluster for every entry: the node's cluster layer as
+	// kinds that span nodes use it. Default: none (a node alone).
+	Cluster any
 }
 
 // EntryState is an entry's published state: immutable, replaced whole.
@@ -187,7 +190,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 	}
 	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{},
 		failLogs: &logging.Limiter{}, restartLogs: &logging.Limiter{}, halt: make(chan struct{})}
-	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{},
+	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{}, Cluster: opts.Cluster,
 		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout, renewals: &renewalLog{}}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
 	rt.restarts = RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{

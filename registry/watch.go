@@ -69,6 +69,7 @@ type Watcher struct {
 	log     *slog.Logger
 	fs      *fsnotify.Watcher
 	trigger chan struct{}
+	asks    chan chan<- reloadOutcome // Reload's: answered with the outcome of the reload each asked for
 	done    chan struct{}
 	stopped chan struct{}
 
@@ -95,7 +96,7 @@ func Watch(opts WatchOptions) (*Watcher, error) {
 	}
 	w := &Watcher{
 		opts: opts, log: opts.Logger,
-		trigger: make(chan struct{}, 1), done: make(chan struct{}), stopped: make(chan struct{}),
+		trigger: make(chan struct{}, 1), asks: make(chan chan<- reloadOutcome), done: make(chan struct{}), stopped: make(chan struct{}),
 		dirs: map[string]bool{},
 	}
 	if opts.Manual {
@@ -123,6 +124,32 @@ func (w *Watcher) Trigger() {
 	select {
 	case w.trigger <- struct{}{}:
 	default:
+	}
+}
+
+// ErrWatcherClosed is what Reload returns once Close was called.
+var ErrWatcherClosed = errors.New("watch: closed")
+
+// Reload reloads as Trigger does (the environment is read again) and
+// waits for the outcome: the summary of what the reload changed, or why it
+// changed nothing (a rejected configuration's Errors, a transient failure,
+// which is retried as after a change). A reload under way finishes first;
+// the one asked for follows it, shared with every Trigger and Reload that
+// comes meanwhile. ctx bounds only the wait: the reload goes on.
+func (w *Watcher) Reload(ctx context.Context) (ReloadSummary, error) {
+	res := make(chan reloadOutcome, 1)
+	select {
+	case w.asks <- res:
+	case <-w.done:
+		return ReloadSummary{}, ErrWatcherClosed
+	case <-ctx.Done():
+		return ReloadSummary{}, ctx.Err()
+	}
+	select {
+	case out := <-res:
+		return out.sum, out.err
+	case <-ctx.Done():
+		return ReloadSummary{}, ctx.Err()
 	}
 }
 
@@ -264,7 +291,15 @@ func (w *Watcher) run() {
 		running bool
 		queued  string // the cause of the reload to run next; "" for none
 		results = make(chan reloadOutcome, 1)
+		// Reload's callers: those of the reload running, and those of
+		// the next one (which a Reload during a reload asks for).
+		asked, askedNext []chan<- reloadOutcome
 	)
+	answer := func(to []chan<- reloadOutcome, out reloadOutcome) {
+		for _, c := range to {
+			c <- out // buffered, one outcome each
+		}
+	}
 	start := func(cause string) {
 		retry.Stop()
 		if running {
@@ -282,10 +317,13 @@ func (w *Watcher) run() {
 		}
 		running = true
 		w.rescan = false
+		asked, askedNext = askedNext, nil
 		go func() { results <- w.reload(cause) }()
 	}
 	finished := func(out reloadOutcome) {
 		running = false
+		answer(asked, out)
+		asked = nil
 		if out.track {
 			w.track(out.cfg)
 		}
@@ -314,8 +352,9 @@ func (w *Watcher) run() {
 	defer func() {
 		// Closing cancels the running reload (see reload); wait for it.
 		if running {
-			<-results
+			answer(asked, <-results)
 		}
+		answer(askedNext, reloadOutcome{err: ErrWatcherClosed})
 	}()
 	for {
 		select {
@@ -346,6 +385,11 @@ func (w *Watcher) run() {
 			timer.Stop()
 			pending = false
 			start("signal")
+		case c := <-w.asks:
+			timer.Stop()
+			pending = false
+			askedNext = append(askedNext, c)
+			start("signal")
 		case <-timer.Chan():
 			if pending {
 				pending = false
@@ -359,11 +403,13 @@ func (w *Watcher) run() {
 
 // reloadOutcome is how a reload ended, for the watcher's goroutine: the
 // configuration whose files to watch (when track is set), and whether to
-// retry.
+// retry; for Reload's callers, its summary or error.
 type reloadOutcome struct {
 	cfg   *Config
 	track bool
 	retry bool
+	sum   ReloadSummary
+	err   error
 }
 
 // reload loads and applies the configuration and logs the outcome: what
@@ -384,13 +430,13 @@ func (w *Watcher) reload(cause string) reloadOutcome {
 	cfg, sum, err := w.opts.Runtime.Reload(ctx, w.opts.Loader, w.opts.Paths...)
 	if err != nil {
 		if ctx.Err() != nil {
-			return reloadOutcome{} // closing: the load was abandoned
+			return reloadOutcome{err: ErrWatcherClosed} // closing: the load was abandoned
 		}
 		if Transient(err) {
 			w.log.Error("reload failed for a reason that may pass; nothing changed", "cause", cause, "error", transientText(err))
 			// The directories may have changed meanwhile; watching them
 			// may have failed for the same reason.
-			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, retry: true}
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, retry: true, err: err}
 		}
 		var es Errors
 		if errors.As(err, &es) {
@@ -400,17 +446,17 @@ func (w *Watcher) reload(cause string) reloadOutcome {
 			}
 			// New directories may exist even though the config is broken:
 			// keep watching them so the fix is seen.
-			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true}
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, err: err}
 		}
 		w.log.Error("reload failed", "error", err)
-		return reloadOutcome{}
+		return reloadOutcome{err: err}
 	}
 	w.log.Info("reload applied: "+sum.String(), "cause", cause, "took", time.Since(start).Round(time.Microsecond))
 	w.log.Debug("reload details", "added", sum.Added, "updated", sum.Updated, "restarted", sum.Restarted, "removed", sum.Removed, "unchanged", sum.Unchanged)
 	if len(sum.Failed) > 0 {
 		w.log.Warn("reload: some entries did not start", "failed", sum.Failed)
 	}
-	return reloadOutcome{cfg: cfg, track: true}
+	return reloadOutcome{cfg: cfg, track: true, sum: sum}
 }
 
 // transientText is the first transient error of a failed load, which

@@ -62,6 +62,14 @@ type clusterConfig struct {
 
 func (c clusterConfig) enabled() bool { return c.Bind != "" }
 
+// options are the node's cluster options: nil without --cluster-bind.
+func (c clusterConfig) options() *cluster.Options {
+	if !c.enabled() {
+		return nil
+	}
+	return &cluster.Options{Bind: c.Bind, TransportBind: c.TransportBind, Join: c.Join, Secret: c.Secret, TLS: c.TLS, Insecure: c.Insecure}
+}
+
 // parseInterleaved parses flags and positional arguments in any order
 // (the flag package alone stops at the first positional one); what follows
 // `--` is returned apart. -h and --help print fs's usage and return

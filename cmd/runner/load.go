@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/proctor-run/proctor/node"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -54,7 +55,7 @@ func addLoadFlags(fs *flag.FlagSet) *loadFlags {
 
 // check rejects a --limit that names no bound of the runner's kinds.
 func (lf *loadFlags) check() error {
-	bounds := newKinds(io.Discard, nil).Bounds()
+	bounds := node.DefaultKinds(io.Discard).Bounds()
 	names := make([]string, 0, len(lf.limits))
 	for name := range lf.limits {
 		names = append(names, name)

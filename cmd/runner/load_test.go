@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/node"
 )
 
 // bigConfig writes a configuration of n process.lua entries (n a multiple
@@ -154,7 +155,7 @@ func TestBoundsDocumented(t *testing.T) {
 			documented[strings.TrimSuffix(name, "`")] = n
 		}
 	}
-	bounds := newKinds(io.Discard, nil).Bounds()
+	bounds := node.DefaultKinds(io.Discard).Bounds()
 	if fmt.Sprint(documented) != fmt.Sprint(bounds) {
 		t.Fatalf("documented bounds\n %v\ndiffer from the kinds'\n %v", documented, bounds)
 	}

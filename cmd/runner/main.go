@@ -14,17 +14,13 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"sync"
 	"syscall"
-	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
-	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/lua/lint"
-	"github.com/proctor-run/proctor/observe"
-	"github.com/proctor-run/proctor/pgdist"
+	"github.com/proctor-run/proctor/node"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -136,7 +132,7 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		return 2
 	}
 	log := logging.New(logging.Options{Writer: stderr, Level: slog.LevelWarn})
-	kinds := newKinds(io.Discard, nil)
+	kinds := node.DefaultKinds(io.Discard)
 	cfg, sig, _, err := loadWatching(lf.loader(kinds, log), paths, sigs)
 	if sig != nil {
 		fmt.Fprintf(stderr, "runner validate: stopped by %s before the configuration was read\n", sig)
@@ -146,7 +142,7 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 		printLoadErrors(stderr, err)
 		return 1
 	}
-	if found := lint.Config(cfg, hostOf(kinds).Surface()); len(found) > 0 {
+	if found := lint.Config(cfg, node.LuaHost(kinds).Surface()); len(found) > 0 {
 		for _, f := range found {
 			fmt.Fprintln(stderr, f.Error())
 		}
@@ -162,7 +158,7 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 
 // logLint logs the Lua lint's findings on cfg, once, as warnings.
 func logLint(log *slog.Logger, kinds *registry.Registry, cfg *registry.Config) {
-	for _, f := range lint.Config(cfg, hostOf(kinds).Surface()) {
+	for _, f := range lint.Config(cfg, node.LuaHost(kinds).Surface()) {
 		log.Warn("Lua lint: "+f.Msg, "at", f.Pos.String(), "entry", string(f.Entry))
 	}
 }
@@ -181,34 +177,21 @@ func printLoadErrors(w io.Writer, err error) {
 
 // joinWait bounds the wait for the first join at start-up (a variable:
 // tests shorten it).
-var joinWait = 10 * time.Second
-
-// noSeedHint says what usually keeps seeds from answering. A seed that
-// runs with another secret looks exactly like one that does not run: it
-// cannot decrypt the join and drops it (only the seed logs why).
-func noSeedHint(c clusterConfig) string {
-	if c.Secret != nil {
-		return "check that the seeds run and listen on these addresses, and that their --cluster-secret-file holds the same secret as this node's: a seed with another secret cannot decrypt the join and drops it, which looks the same from here"
-	}
-	return "check that the seeds run and listen on these addresses, and that they run without --cluster-secret-file too: nodes with and without a secret cannot talk"
-}
+var joinWait = node.DefaultJoinWait
 
 // startedHook, when a test sets it, is called with the app once its
 // entries run, before the runner waits for a signal: the soak and
 // root-death tests reach the node through it.
 var startedHook func(*app)
 
-// app is one `runner run`: the runtime and what serves it.
+// app is one `runner run`: its node, and the parts of it the runner and
+// its tests reach.
 type app struct {
-	log     *slog.Logger
-	node    *process.Node
-	rt      *registry.Runtime
-	root    *supervisor.Root
-	srv     *observe.Server
-	watcher *registry.Watcher
-	dead    *observe.DeadLetters
-	cluster *cluster.Cluster    // nil without --cluster-bind
-	pg      *pgdist.Distributor // the pg scopes' part in the cluster; nil without it
+	log  *slog.Logger
+	n    *node.Node
+	node *process.Node
+	rt   *registry.Runtime
+	root *supervisor.Root
 }
 
 func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force func()) int {
@@ -222,8 +205,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	}
 	log := logging.New(logging.Options{Writer: stderr, Format: f.logFmt, Level: f.logLevel})
 	f.memLimit.apply(log)
-	pg := &pgCluster{}
-	kinds := newKinds(stdout, pg)
+	kinds := node.DefaultKinds(stdout)
 	loader := f.load.loader(kinds, log)
 	// A stop signal while the configuration loads abandons the load; a
 	// SIGHUP is remembered and reloads once started.
@@ -245,128 +227,38 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		}
 		f.mainID = string(id)
 	}
-	a := &app{log: log}
-	metrics := prometheus.NewRegistry()
-	observe.RegisterStandardCollectors(metrics)
-	observe.RegisterBuildInfo(metrics, buildVersion())
-	a.dead = observe.NewDeadLetters(observe.DeadLetterOptions{Keep: f.ops.keep(), Metrics: metrics, Logger: log})
-	// A pg message to a scope not running here yet is the protocol at
-	// work (every joining node gets some), not a lost message.
-	a.node = process.NewNode(process.Options{Name: f.node, Logger: log, DeadLetters: pgdist.QuietDeadLetters(a.dead), MaxProcesses: nodeMaxProcesses(f.maxProcs)})
-	if f.cluster.enabled() {
-		a.cluster, err = cluster.Start(cluster.Options{
-			Node: a.node, Bind: f.cluster.Bind, TransportBind: f.cluster.TransportBind,
-			Join: f.cluster.Join, Secret: f.cluster.Secret, TLS: f.cluster.TLS, Insecure: f.cluster.Insecure, Logger: log,
-		})
-		if err != nil {
-			fmt.Fprintf(stderr, "runner run: %v\n", err)
-			a.dead.Close()
-			return 1
+	n, sig, hup, err := startWatching(node.Options{
+		Paths: f.paths, Config: cfg, Loader: loader,
+		Name: f.node, Logger: log, MaxProcesses: nodeMaxProcesses(f.maxProcs), DeadLetters: f.ops.keep(), Version: buildVersion(),
+		Cluster: f.cluster.options(), JoinWait: joinWait,
+		HTTP: f.http, HTTPToken: f.ops.token, Pprof: f.ops.pprof,
+		NoWatch: f.noWatch,
+	}, sigs, log, force)
+	if sig != nil {
+		if n != nil { // it started as the signal came
+			shutdownWatching(n, sigs, log, force)
 		}
-		metrics.MustRegister(observe.NewClusterCollector(a.cluster))
-		a.pg, err = pgdist.New(a.node, pgdist.FromCluster(a.cluster), pgdist.Options{Logger: log, Metrics: metrics})
-		if err != nil {
-			fmt.Fprintf(stderr, "runner run: %v\n", err)
-			_ = a.cluster.Close()
-			a.dead.Close()
-			return 1
-		}
-		pg.d.Store(a.pg)
-		if len(f.cluster.Join) > 0 {
-			// Entries that talk to other nodes find them: wait (a
-			// while) for the first join before starting them.
-			ctx, cancel := context.WithTimeout(context.Background(), joinWait)
-			if err := a.cluster.WaitMembers(ctx, 1); err != nil {
-				log.Warn("no seed answered yet: starting alone; joining goes on in the background",
-					"seeds", f.cluster.Join, "waited", joinWait.String(), "hint", noSeedHint(f.cluster))
-			}
-			cancel()
-		}
+		return 0
 	}
-	health := observe.NewHealth()
-	if a.cluster != nil {
-		// Another live member with this node's name, seen after the start.
-		health.SetCheck("cluster", a.cluster.Err)
-	}
-	a.rt = registry.NewRuntime(registry.RuntimeOptions{Node: a.node, Kinds: kinds, Logger: log, Metrics: metrics, Health: health})
-	a.root, err = supervisor.StartRoot(supervisor.RootOptions{Node: a.node, Runtime: a.rt, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
-		a.rt.Stop(context.Background())
-		a.dead.Close()
-		if a.cluster != nil {
-			_ = a.cluster.Close()
-		}
 		return 1
 	}
-	a.rt.SetOwner(a.root)
-	if f.http != "" {
-		opts := observe.Options{Runtime: a.rt, Health: health, Metrics: metrics, Logger: log, Ops: a.ops(f.ops)}
-		if a.cluster != nil {
-			opts.Cluster = a.cluster
-		}
-		a.srv, err = observe.Listen(f.http, observe.Handler(opts), observe.ListenOptions{Logger: log})
-		if err != nil {
-			fmt.Fprintf(stderr, "runner run: %v\n", err)
-			a.shutdown()
-			return 1
-		}
-		log.Info("serving HTTP", "addr", a.srv.Addr().String())
-	}
-
-	// A stop signal during start-up cancels it; SIGHUP (reload) waits for
-	// start-up to finish.
-	startCtx, cancelStart := context.WithCancel(context.Background())
-	startErr := make(chan error, 1)
-	go func() { startErr <- a.rt.Start(startCtx, cfg) }()
-	for waiting := true; waiting; {
-		select {
-		case err = <-startErr:
-			waiting = false
-		case s := <-sigs:
-			if s == syscall.SIGHUP {
-				hupDuringStart = true
-				continue
+	a := &app{log: log, n: n, node: n.Process(), rt: n.Runtime(), root: n.Root()}
+	// SIGHUP reloads as a save does; the outcome is logged by the node.
+	var reloads sync.WaitGroup
+	defer reloads.Wait() // each returns once the node stopped, at the latest
+	reload := func() {
+		reloads.Add(1)
+		go func() {
+			defer reloads.Done()
+			if _, err := n.Reload(context.Background()); errors.Is(err, node.ErrReloadOff) {
+				log.Info("SIGHUP ignored: reloading is off")
 			}
-			sig = s
-			cancelStart()
-			err = <-startErr
-			waiting = false
-		}
+		}()
 	}
-	cancelStart()
-	if err != nil || sig != nil {
-		if err != nil && sig == nil {
-			fmt.Fprintf(stderr, "runner run: %v\n", err)
-		}
-		a.shutdownWatching(sigs, force)
-		if sig != nil {
-			return 0
-		}
-		return 1
-	}
-	running := 0
-	for _, in := range a.rt.Entries() {
-		if in.Status == registry.StatusRunning {
-			running++
-		}
-	}
-	wopts := registry.WatchOptions{Runtime: a.rt, Loader: loader, Paths: f.paths, Config: cfg, Logger: log, Manual: f.noWatch}
-	a.watcher, err = registry.Watch(wopts)
-	if err != nil {
-		// Without change notifications SIGHUP is the way to reload: keep it.
-		log.Warn("cannot watch the configuration; SIGHUP still reloads it", "error", err)
-		wopts.Manual = true
-		a.watcher, err = registry.Watch(wopts)
-		if err != nil {
-			log.Warn("reloading is off", "error", err)
-		}
-	}
-	// Logged once the files are watched: a save from then on is seen (one
-	// made before, while the entries started, is not).
-	log.Info("started", "node", a.node.Name(), "entries", len(cfg.Entries), "running", running)
-	if hupDuringStart && a.watcher != nil {
-		a.watcher.Trigger()
+	if hupDuringStart || hup {
+		reload()
 	}
 	if startedHook != nil {
 		startedHook(a)
@@ -383,7 +275,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		mainDone, err = spawnMain(a.node, a.rt, registry.ID(f.mainID), args)
 		if err != nil {
 			fmt.Fprintf(stderr, "runner run: --main %s: %v\n", f.mainID, err)
-			a.shutdownWatching(sigs, force)
+			shutdownWatching(n, sigs, log, force)
 			return 1
 		}
 	}
@@ -399,11 +291,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			done = true
 		case s := <-sigs:
 			if s == syscall.SIGHUP {
-				if a.watcher != nil {
-					a.watcher.Trigger()
-				} else {
-					log.Info("SIGHUP ignored: reloading is off")
-				}
+				reload()
 				continue
 			}
 			log.Info("stopping", "signal", s.String())
@@ -417,12 +305,47 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 			done = true
 		}
 	}
-	a.shutdownWatching(sigs, force)
+	shutdownWatching(n, sigs, log, force)
 	return code
 }
 
-// shutdownWatching shuts down; a second stop signal meanwhile forces exit.
-func (a *app) shutdownWatching(sigs <-chan os.Signal, force func()) {
+// startWatching starts the node. A stop signal meanwhile cancels the start
+// (and is returned; n is then nil unless the start had finished), a
+// second one forces exit while the start is undone; a SIGHUP is reported
+// through hup: it reloads once the node runs.
+func startWatching(opts node.Options, sigs <-chan os.Signal, log *slog.Logger, force func()) (n *node.Node, sig os.Signal, hup bool, err error) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		n   *node.Node
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		n, err := node.Start(ctx, opts)
+		done <- result{n, err}
+	}()
+	for {
+		select {
+		case r := <-done:
+			return r.n, sig, hup, r.err
+		case s := <-sigs:
+			switch {
+			case s == syscall.SIGHUP:
+				hup = true
+			case sig == nil:
+				sig = s
+				cancel()
+			default:
+				log.Warn("second signal: exiting at once", "signal", s.String())
+				force()
+			}
+		}
+	}
+}
+
+// shutdownWatching stops n; a second stop signal meanwhile forces exit.
+func shutdownWatching(n *node.Node, sigs <-chan os.Signal, log *slog.Logger, force func()) {
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -431,7 +354,7 @@ func (a *app) shutdownWatching(sigs <-chan os.Signal, force func()) {
 				if s == syscall.SIGHUP {
 					continue
 				}
-				a.log.Warn("second signal: exiting at once", "signal", s.String())
+				log.Warn("second signal: exiting at once", "signal", s.String())
 				force()
 				return
 			case <-done:
@@ -439,43 +362,8 @@ func (a *app) shutdownWatching(sigs <-chan os.Signal, force func()) {
 			}
 		}
 	}()
-	a.shutdown()
+	_ = n.Stop(context.Background()) // what failed is logged
 	close(done)
-}
-
-// shutdown stops the watcher, every entry in reverse dependency order
-// (each within its deadline), the root supervisor and the HTTP endpoint.
-func (a *app) shutdown() {
-	if a.watcher != nil {
-		a.watcher.Close()
-	}
-	if err := a.rt.Stop(context.Background()); err != nil {
-		a.log.Warn("stopping entries", "error", err)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if a.root != nil {
-		a.root.Stop(ctx)
-	}
-	if a.pg != nil {
-		a.pg.Close()
-	}
-	if a.cluster != nil {
-		// Entries are stopped: leave, so the others see a leave rather
-		// than a failure.
-		if err := a.cluster.Close(); err != nil {
-			a.log.Warn("leaving the cluster", "error", err)
-		}
-	}
-	if a.srv != nil {
-		if err := a.srv.Shutdown(ctx); err != nil {
-			a.log.Warn("stopping HTTP", "error", err)
-		}
-	}
-	if a.dead != nil {
-		a.dead.Close()
-	}
-	a.log.Info("stopped")
 }
 
 // spawnMain spawns the --main entry under a watcher process that reports

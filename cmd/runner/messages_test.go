@@ -15,7 +15,7 @@ func TestNotFoundSaysWhatWasTyped(t *testing.T) {
 	os.WriteFile(cfg, []byte("namespace: app\nentries:\n  - {name: pg, kind: pg.scope, lifecycle: {auto_start: true}}\n"), 0o644)
 	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
 	r := runInProcess(t, "--log-format", "json", "--no-watch", "--http", "127.0.0.1:0", "--http-token-file", tok, cfg)
-	addr := r.app.srv.Addr().String()
+	addr := r.app.n.HTTPAddr().String()
 	for cmd, want := range map[string]string{
 		"send": "runner send: 404 Not Found: send to app:nobody: no process registered under that name\n",
 		"ask":  "runner ask: 404 Not Found: ask app:nobody: no process registered under that name\n",

@@ -49,7 +49,7 @@ entries:
 	if pid, ok := r.app.node.Whereis("app:inner"); ok {
 		t.Errorf("the nested tree holds app:inner: %s", pid)
 	}
-	addr := r.app.srv.Addr().String()
+	addr := r.app.n.HTTPAddr().String()
 	if code, out, errs := runCLI("ask", "--http-token-file", tok, addr, "app:w", "look"); code != 0 || strings.TrimSpace(out) != "true" {
 		t.Errorf("process.lookup from Lua: exit %d %q %s", code, out, errs)
 	}

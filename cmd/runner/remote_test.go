@@ -34,7 +34,7 @@ func TestRemoteCommands(t *testing.T) {
 	dir := copyDemo(t)
 	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
 	r := runInProcess(t, "--log-format", "json", "--no-watch", "--http", "127.0.0.1:0", "--http-token-file", tok, filepath.Join(dir, "config.example.yaml"))
-	addr := r.app.srv.Addr().String()
+	addr := r.app.n.HTTPAddr().String()
 
 	code, out, errs := runCLI("entries", addr)
 	if code != 0 || !strings.HasPrefix(out, "ID ") || !regexpLine(out, `app:counter\s+process.lua\s+running`) || !regexpLine(out, `app:hello\s+process.lua\s+defined`) {
@@ -122,7 +122,7 @@ func TestWriteEndpointsOffByDefault(t *testing.T) {
 	dir := copyDemo(t)
 	r := runInProcess(t, "--log-format", "json", "--no-watch", "--http", "127.0.0.1:0", filepath.Join(dir, "config.example.yaml"))
 	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
-	code, _, errs := runCLI("send", "--http-token-file", tok, r.app.srv.Addr().String(), "app:counter", "incr")
+	code, _, errs := runCLI("send", "--http-token-file", tok, r.app.n.HTTPAddr().String(), "app:counter", "incr")
 	if code != 1 || !strings.Contains(errs, "405 Method Not Allowed: write endpoints are off") {
 		t.Fatalf("exit %d: %s", code, errs)
 	}

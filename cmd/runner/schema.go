@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+
+	"github.com/proctor-run/proctor/node"
 )
 
 // schema prints the JSON Schema of the configuration format, for the
@@ -12,7 +14,7 @@ func schema(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: runner schema")
 		return 2
 	}
-	b, err := newKinds(io.Discard, nil).SchemaJSON()
+	b, err := node.DefaultKinds(io.Discard).SchemaJSON()
 	if err != nil {
 		fmt.Fprintf(stderr, "runner schema: %v\n", err)
 		return 1

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/node"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -40,22 +41,16 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	kinds.Register(k)
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(p, []byte("namespace: a\nentries:\n  - {name: s, kind: test.stuck, lifecycle: {auto_start: true}}\n"), 0o644)
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	log := slog.New(slog.DiscardHandler)
+	n, err := node.Start(context.Background(), node.Options{Paths: []string{p}, Loader: &registry.Loader{Kinds: kinds}, Logger: log, NoWatch: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := slog.New(slog.DiscardHandler)
-	node := process.NewNode(process.Options{Name: "t", Logger: log})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: log, StopTimeout: 20 * time.Second})
-	if err := rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	a := &app{log: log, node: node, rt: rt}
 	sigs := make(chan os.Signal, 1)
 	forced := make(chan struct{})
 	done := make(chan struct{})
 	go func() {
-		a.shutdownWatching(sigs, func() { close(forced) })
+		shutdownWatching(n, sigs, log, func() { close(forced) })
 		close(done)
 	}()
 	// The first signal started the shutdown (the caller consumed it); the
@@ -92,7 +87,7 @@ func TestSIGTERMDuringSlowReload(t *testing.T) {
 		_, ok := r.app.node.Whereis("app:slow")
 		return ok
 	})
-	url := "http://" + r.app.srv.Addr().String()
+	url := "http://" + r.app.n.HTTPAddr().String()
 	code, body := httpGet(t, url+"/v1/reload")
 	if code != 200 || !strings.Contains(body, `"in_progress"`) {
 		t.Fatalf("/v1/reload during the slow reload: %d %s", code, body)

@@ -47,7 +47,7 @@ func TestSoak(t *testing.T) {
 	dir := soakDemo(t)
 	r := runInProcess(t, "--log-format", "json", "--http", "127.0.0.1:0", filepath.Join(dir, "config.example.yaml"))
 	a := r.app
-	base := "http://" + a.srv.Addr().String()
+	base := "http://" + a.n.HTTPAddr().String()
 	client := &http.Client{Timeout: 10 * time.Second}
 	waitReady(t, client, base, r)
 	reloads0 := reloadCounts(t, client, base)
@@ -593,7 +593,7 @@ func (s *soak) errorKinds() string {
 // requests to every endpoint.
 func (s *soak) churnHTTP(ctx context.Context) {
 	rng := rand.New(rand.NewPCG(5, 6))
-	addr := s.a.srv.Addr().String()
+	addr := s.a.n.HTTPAddr().String()
 	paths := []string{"/healthz", "/readyz", "/v1/entries", "/v1/entries/app:counter", "/v1/supervisors", "/v1/pools", "/v1/pg", "/metrics", "/v1/dead-letters"}
 	tr := &http.Transport{MaxIdleConnsPerHost: 8}
 	defer tr.CloseIdleConnections()

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/proctor-run/proctor/lua/stubs"
+	"github.com/proctor-run/proctor/node"
 )
 
 // stubsCmd writes the LuaLS stubs of the runner's Lua API into DIR, and a
@@ -33,7 +34,7 @@ func stubsCmd(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	if err := stubs.Write(paths[0], *luarc, hostOf(newKinds(io.Discard, nil)).Surface()); err != nil {
+	if err := stubs.Write(paths[0], *luarc, node.LuaHost(node.DefaultKinds(io.Discard)).Surface()); err != nil {
 		fmt.Fprintf(stderr, "runner stubs: %v\n", err)
 		return 1
 	}

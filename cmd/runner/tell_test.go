@@ -22,7 +22,7 @@ entries:
 `), 0o644)
 	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
 	r := runInProcess(t, "--log-format", "json", "--no-watch", "--http", "127.0.0.1:0", "--http-token-file", tok, cfg)
-	addr := r.app.srv.Addr().String()
+	addr := r.app.n.HTTPAddr().String()
 
 	if code, out, errs := runCLI("send", "--http-token-file", tok, addr, "app:jobs", "run", `{"n":1}`); code != 0 || out != "" {
 		t.Fatalf("send: exit %d %q %s", code, out, errs)
@@ -30,7 +30,7 @@ entries:
 	// The send returns once the pool has the message; the pool finds no
 	// routee for it when it handles it.
 	testutil.Eventually(t, "an unroutable dead letter", func() bool {
-		for _, d := range r.app.dead.Recent() {
+		for _, d := range r.app.n.DeadLetters().Recent() {
 			if d.To == "app:jobs" && d.Reason == "unroutable" {
 				return true
 			}

@@ -107,7 +107,7 @@ func TestLiveViewInABrowser(t *testing.T) {
 	cfg := filepath.Join(dir, "config.example.yaml")
 	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
 	r := runInProcess(t, "--log-format", "json", "--node", "demo", "--http", "127.0.0.1:0", "--http-token-file", tok, cfg)
-	base := "http://" + r.app.srv.Addr().String()
+	base := "http://" + r.app.n.HTTPAddr().String()
 	ctx := browser(t, path)
 
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui")); err != nil {
@@ -226,7 +226,7 @@ entries:
 	secret, _ := clusterSecret(t)
 	r := runInProcess(t, "--log-format", "json", "--no-watch", "--node", "ui1", "--http", "127.0.0.1:0",
 		"--cluster-bind", "127.0.0.1:0", "--cluster-secret-file", secret, filepath.Join(dir, "app.yaml"))
-	base := "http://" + r.app.srv.Addr().String()
+	base := "http://" + r.app.n.HTTPAddr().String()
 	ctx := browser(t, path)
 	if err := chromedp.Do(ctx, chromedp.Navigate(base+"/ui")); err != nil {
 		t.Fatal(err)

@@ -65,8 +65,12 @@ func (k Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (
 	if !ok || spec == nil {
 		return nil, fmt.Errorf("pg scope %s: spec is %T, not *pgscope.Spec", e.ID, e.Spec)
 	}
-	var opts Options
-	opts.Distributor = k.Distributor
+	opts := Options{Distributor: k.Distributor}
+	if opts.Distributor == nil {
+		// The node's pg distribution, when it is in a cluster (package
+		// node hands it to the runtime for every kind's Env).
+		opts.Distributor, _ = env.Cluster.(Distributor)
+	}
 	s, err := NewWithOptions(env, e.ID, *spec, opts)
 	if err != nil {
 		return nil, err

@@ -84,9 +84,10 @@ const (
 	MaxGroupsLimit = 10_000_000
 )
 
-// Kind implements registry.Kind (and Starter) for pg.scope. The zero value
-// starts scopes of this node alone; a Distributor makes them part of a
-// cluster.
+// Kind implements registry.Kind (and Starter) for pg.scope. A scope is
+// part of a cluster through Distributor, or when it is nil through the
+// start environment's Env.Cluster when that is a Distributor (as package
+// node sets it); with neither, scopes are this node's alone.
 type Kind struct{ Distributor Distributor }
 
 var (

@@ -1,4 +1,4 @@
-package main
+package node
 
 import (
 	"io"
@@ -14,16 +14,17 @@ import (
 	"github.com/proctor-run/proctor/registry"
 )
 
-// newKinds registers every kind the runner knows, and gives the Lua host
-// the modules that bind them. pg distributes the pg scopes (nil: each
-// node's alone).
-func newKinds(stdout io.Writer, pg pgscope.Distributor) *registry.Registry {
+// DefaultKinds registers every kind Proctor ships, and gives the Lua host
+// the modules that bind them; Lua's print writes to stdout. The pg scopes
+// need no cluster here: a node in a cluster hands them its pg distribution
+// when they start (registry.Env.Cluster).
+func DefaultKinds(stdout io.Writer) *registry.Registry {
 	r := registry.NewRegistry()
 	r.Register(lua.NewKind(lua.Options{
 		Stdout:  stdout,
 		Modules: []lua.Module{luapg.Module(), luarouter.Module(), luasupervisor.Module()},
 	}))
-	r.Register(pgscope.Kind{Distributor: pg})
+	r.Register(pgscope.Kind{})
 	r.Register(pool.Kind{})
 	r.Register(pool.GroupKind{})
 	r.Register(supervisor.NewStaticKind())
@@ -34,8 +35,10 @@ func newKinds(stdout io.Writer, pg pgscope.Distributor) *registry.Registry {
 	return r
 }
 
-// hostOf returns the Lua host registered in kinds.
-func hostOf(kinds *registry.Registry) *lua.Host {
+// LuaHost returns the Lua host registered in kinds (the process.lua
+// kind), nil when there is none.
+func LuaHost(kinds *registry.Registry) *lua.Host {
 	k, _ := kinds.Kind(lua.KindName)
-	return k.(*lua.Host)
+	h, _ := k.(*lua.Host)
+	return h
 }
