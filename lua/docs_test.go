@@ -38,16 +38,21 @@ end }`)
 }
 
 // TestEmbeddingDocShowsTestedExamples: every Go block of
-// docs/lua/embedding.md is code of lua/example_test.go, verbatim, so the
-// page shows only what `go test` runs.
+// docs/lua/embedding.md is code of lua/example_test.go (or, for a whole
+// node, node/example_test.go), verbatim, so the page shows only what `go
+// test` runs.
 func TestEmbeddingDocShowsTestedExamples(t *testing.T) {
 	doc, err := os.ReadFile(filepath.Join("..", "docs", "lua", "embedding.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	examples, err := os.ReadFile("example_test.go")
-	if err != nil {
-		t.Fatal(err)
+	var examples []byte
+	for _, f := range []string{"example_test.go", filepath.Join("..", "node", "example_test.go")} {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		examples = append(examples, b...)
 	}
 	blocks := goBlock.FindAllSubmatch(doc, -1)
 	if len(blocks) < 4 {
@@ -55,7 +60,7 @@ func TestEmbeddingDocShowsTestedExamples(t *testing.T) {
 	}
 	for i, b := range blocks {
 		if !bytes.Contains(examples, b[1]) {
-			t.Errorf("go block %d of embedding.md is not in example_test.go:\n%s", i+1, b[1])
+			t.Errorf("go block %d of embedding.md is not in lua/example_test.go or node/example_test.go:\n%s", i+1, b[1])
 		}
 	}
 }

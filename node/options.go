@@ -64,7 +64,7 @@ type Options struct {
 
 	// HTTP is the address (host:port; port 0 picks a free one) of the
 	// HTTP API: /metrics, /healthz, /readyz, /livez, /v1 and /ui (see
-	// docs/http-api.md). Default: no HTTP API.
+	// docs/observe.md). Default: no HTTP API.
 	HTTP string
 	// HTTPToken is the bearer token of the HTTP API's state-changing
 	// endpoints (POST /v1/send, /v1/ask, …). Default: they are off.

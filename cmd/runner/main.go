@@ -1,6 +1,7 @@
 // Command runner runs, validates and reports on Proctor configurations.
-// It only parses flags, wires the packages together and turns outcomes
-// into exit codes; see docs/cli.md.
+// It only parses flags, loads the configuration, hands signals to a node
+// that package node assembles and turns outcomes into exit codes; see
+// docs/cli.md.
 package main
 
 import (
