@@ -65,7 +65,8 @@ func (k Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (
 	if !ok || spec == nil {
 		return nil, fmt.Errorf("pg scope %s: spec is %T, not *pgscope.Spec", e.ID, e.Spec)
 	}
-	opts := Options{Distributor: k.Distributor}
+	var opts Options
+	opts.Distributor = k.Distributor
 	if opts.Distributor == nil {
 		// The node's pg distribution, when it is in a cluster (package
 		// node hands it to the runtime for every kind's Env).
