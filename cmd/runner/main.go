@@ -15,7 +15,6 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
-	"sync"
 	"syscall"
 
 	"github.com/proctor-run/proctor/internal/logging"
@@ -246,17 +245,29 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		return 1
 	}
 	a := &app{log: log, n: n, node: n.Process(), rt: n.Runtime(), root: n.Root()}
-	// SIGHUP reloads as a save does; the outcome is logged by the node.
-	var reloads sync.WaitGroup
-	defer reloads.Wait() // each returns once the node stopped, at the latest
-	reload := func() {
-		reloads.Add(1)
-		go func() {
-			defer reloads.Done()
+	// SIGHUP reloads as a save does; the node logs the outcome. One
+	// goroutine reloads, one SIGHUP waits for it and the others of a burst
+	// are that one: a flood of signals costs no more than two reloads.
+	hups := make(chan struct{}, 1)
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		for range hups {
 			if _, err := n.Reload(context.Background()); errors.Is(err, node.ErrReloadOff) {
 				log.Info("SIGHUP ignored: reloading is off")
 			}
-		}()
+		}
+	}()
+	defer func() {
+		// The node has stopped by now: a reload under way has returned.
+		close(hups)
+		<-reloaded
+	}()
+	reload := func() {
+		select {
+		case hups <- struct{}{}:
+		default:
+		}
 	}
 	if hupDuringStart || hup {
 		reload()
