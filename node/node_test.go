@@ -304,4 +304,14 @@ func TestTwoNodesShareAPGScope(t *testing.T) {
 	testutil.Eventually(t, "n1 to drop n2's member once it left", func() bool {
 		return slices.Equal(nodesOf(n1), []string{"n1"})
 	})
+	// A leave is seen at once; a failure would be StateDead, after the
+	// failure detector's timeouts.
+	testutil.Eventually(t, "n1 to see n2 leave", func() bool {
+		for _, m := range n1.Cluster().Membership().Known() {
+			if m.Name == "n2" {
+				return m.State == cluster.StateLeft
+			}
+		}
+		return false
+	})
 }
