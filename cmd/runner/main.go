@@ -187,7 +187,6 @@ var startedHook func(*app)
 // app is one `runner run`: its node, and the parts of it the runner and
 // its tests reach.
 type app struct {
-	log  *slog.Logger
 	n    *node.Node
 	node *process.Node
 	rt   *registry.Runtime
@@ -244,7 +243,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
 		return 1
 	}
-	a := &app{log: log, n: n, node: n.Process(), rt: n.Runtime(), root: n.Root()}
+	a := &app{n: n, node: n.Process(), rt: n.Runtime(), root: n.Root()}
 	// SIGHUP reloads as a save does; the node logs the outcome. One
 	// goroutine reloads, one SIGHUP waits for it and the others of a burst
 	// are that one: a flood of signals costs no more than two reloads.
