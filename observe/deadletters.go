@@ -1,6 +1,7 @@
 package observe
 
 import (
+	"github.com/proctor-run/proctor/internal/promreg"
 	"log/slog"
 	"maps"
 	"sync"
@@ -9,7 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
+
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -107,7 +108,7 @@ func NewDeadLetters(opts DeadLetterOptions) *DeadLetters {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	d.total = registry.RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+	d.total = promreg.Register(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dead_letters_total",
 		Help: "Messages that reached no one, by reason: no_process, name_not_found, mailbox_full, unreachable, no_reply_target, unroutable, late_reply, event_overflow.",
 	}, []string{"reason"}))

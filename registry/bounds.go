@@ -1,9 +1,8 @@
 package registry
 
 import (
-	"fmt"
 	"regexp"
-	"sort"
+
 	"strings"
 )
 
@@ -39,7 +38,7 @@ const DefaultMaxAttempts = 1_000_000
 // the fields every entry has ("lifecycle.restart.max_attempts"), and of
 // the processes a configuration starts ("processes", see Spawner).
 func (r *Registry) Bounds() map[string]int {
-	out := map[string]int{maxAttemptsBound: DefaultMaxAttempts, processesBound: DefaultMaxProcesses}
+	out := map[string]int{maxAttemptsBound: DefaultMaxAttempts, ProcessesBound: DefaultMaxProcesses}
 	for _, name := range r.Names() {
 		k, _ := r.Kind(name)
 		if dk, ok := k.(Declared); ok {
@@ -68,37 +67,6 @@ func fieldBounds(prefix string, fields []*Field) []Bound {
 		}
 	}
 	return out
-}
-
-// bounds returns the bounds in force: the kinds' defaults with limits
-// applied. An override of a bound nobody declares, or a negative one, is
-// an error.
-func boundsWith(kinds *Registry, limits map[string]int) (map[string]int, error) {
-	out := kinds.Bounds()
-	names := make([]string, 0, len(limits))
-	for name := range limits {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if _, ok := out[name]; !ok {
-			known := make([]string, 0, len(out))
-			for k := range out {
-				known = append(known, k)
-			}
-			sort.Strings(known)
-			msg := fmt.Sprintf("limit %s: no such bound", name)
-			if s := suggest(name, known); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			return nil, fmt.Errorf("%s; bounds are KIND.FIELD, one of %s", msg, strings.Join(known, ", "))
-		}
-		if v := limits[name]; v < 0 {
-			return nil, fmt.Errorf("limit %s: must be 0 or more, got %d", name, v)
-		}
-		out[name] = limits[name]
-	}
-	return out, nil
 }
 
 var listIndex = regexp.MustCompile(`\[\d+\]`)
@@ -130,8 +98,17 @@ func (d *Decoder) boundOf(field string, max int) (string, int) {
 	if d.entry != nil && !strings.HasPrefix(path, "lifecycle.") {
 		name = d.entry.Kind + "." + path
 	}
-	if b, ok := d.bounds[name]; ok {
+	if b, ok := d.opts.bound(name); ok {
 		max = b
 	}
 	return name, max
+}
+
+// bound returns the bound in force under name, if the options set one.
+func (o *DecoderOptions) bound(name string) (int, bool) {
+	if o == nil {
+		return 0, false
+	}
+	b, ok := o.Bounds[name]
+	return b, ok
 }

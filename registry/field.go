@@ -3,13 +3,12 @@ package registry
 import (
 	"cmp"
 	"fmt"
+	"gopkg.in/yaml.v3"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
-
-	"gopkg.in/yaml.v3"
 )
 
 // A kind declares each of its fields once, as a Field: its name, what it
@@ -325,7 +324,7 @@ func (f *Field) Str(d *Decoder) string {
 	s := d.String(f.Name, def)
 	if f.required != "" && s == "" {
 		// A value that is no scalar was reported as such.
-		if _, v := d.lookup(f.Name); v == nil || v.Kind == yaml.ScalarNode {
+		if _, v := d.KeyValue(f.Name); v == nil || v.Kind == yaml.ScalarNode {
 			d.Errorf(f.Name, "%s", f.required)
 		}
 	}
@@ -456,7 +455,7 @@ func (f *Field) Ref(d *Decoder) ID {
 	f.want(TypeRef)
 	id := d.Ref(f.Name, f.RefMode, f.RefKinds...)
 	if id == "" && f.required != "" {
-		if _, v := d.lookup(f.Name); v == nil || isNull(v) || v.Value == "" {
+		if _, v := d.KeyValue(f.Name); v == nil || IsNull(v) || v.Value == "" {
 			d.Errorf(f.Name, "%s", f.required)
 		}
 	}
@@ -539,7 +538,7 @@ func (d *Decoder) undeclared() {
 	}
 	for _, k := range d.known {
 		if !slices.ContainsFunc(d.decl, func(f *Field) bool { return f.Name == k }) {
-			d.add(d.at, d.prefix+k, fmt.Sprintf("%s reads the field %s%s but does not declare it (a bug in %s: add it to its Fields)",
+			d.ErrorAt(d.at, d.prefix+k, fmt.Sprintf("%s reads the field %s%s but does not declare it (a bug in %s: add it to its Fields)",
 				d.declOf, d.prefix, k, d.declOf))
 		}
 	}
@@ -550,7 +549,7 @@ func (d *Decoder) undeclared() {
 // without values or with a default it does not list, an integer without a
 // bound, an object without fields, a variant of an unknown discriminator.
 // The registry checks every kind's declaration when it is registered.
-func CheckFields(fields []*Field) error {
+func checkFields(fields []*Field) error {
 	var errs []string
 	var check func(prefix string, fields []*Field)
 	check = func(prefix string, fields []*Field) {

@@ -2,18 +2,20 @@ package registry
 
 import (
 	"fmt"
-	"slices"
-	"strings"
-	"sync"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/value"
+	"slices"
+	"strings"
+	"sync"
 )
 
 // Errors of Find. A kind's own lookup errors are these, so that every
 // reference — from a script, an entry, or Go — fails the same way. Their
 // codes make them match across the wire (value.Sentinel).
 var (
+	// ErrNoEntry: no entry with that ID in the configuration in force.
+	ErrNoEntry = value.NewError(value.KindNotFound, "no such entry")
 	// ErrNotRunning: the entry is declared but has no running instance, or
 	// no running instance has that PID.
 	ErrNotRunning = value.Sentinel("registry.not_running", value.KindNotFound, "not running")

@@ -1,5 +1,7 @@
 package registry
 
+import ()
+
 // RefChecker is implemented by kinds whose entries are valid only with
 // what they reference: an http.route needs a key when its target is a
 // supervisor.partition, which no field's own declaration can say.
@@ -19,19 +21,4 @@ func StringsField(name, doc string) *Field { return &Field{Name: name, Type: Typ
 func (f *Field) Strings(d *Decoder) []string {
 	f.want(TypeStrings)
 	return d.StringList(f.Name)
-}
-
-// checkTargets runs e's kind's RefChecker, when its references resolved.
-func (ld *load) checkTargets(cfg *Config, e *Entry) {
-	rc, ok := ld.kindOf(e).(RefChecker)
-	if !ok || e.Spec == nil {
-		return
-	}
-	for _, r := range e.Refs {
-		if _, ok := cfg.Entries[r.To]; !ok {
-			return // reported as missing
-		}
-	}
-	rc.CheckRefs(e, func(id ID) (*Entry, bool) { t, ok := cfg.Entries[id]; return t, ok },
-		func(pos Pos, field, msg string) { ld.fail(pos, e.ID, field, "%s", msg) })
 }

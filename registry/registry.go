@@ -28,7 +28,7 @@ func (r *Registry) Register(k Kind) {
 		panic("registry: kind with an empty name")
 	}
 	if dk, ok := k.(Declared); ok {
-		if err := CheckFields(dk.Fields()); err != nil {
+		if err := checkFields(dk.Fields()); err != nil {
 			panic(fmt.Sprintf("registry: kind %q: %v", name, err))
 		}
 	}

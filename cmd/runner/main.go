@@ -8,11 +8,13 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/runtime"
 	"io"
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
+	goruntime "runtime"
 	"runtime/debug"
 	"syscall"
 	"time"
@@ -89,7 +91,7 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 	case "send", "ask", "entries", "tree":
 		return remote(args[0], args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "runner %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(stdout, "runner %s %s %s/%s\n", buildVersion(), goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -161,14 +163,14 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 }
 
 // logLint logs the Lua lint's findings on cfg, once, as warnings.
-func logLint(log *slog.Logger, kinds *registry.Registry, cfg *registry.Config) {
+func logLint(log *slog.Logger, kinds *registry.Registry, cfg *config.Config) {
 	for _, f := range lint.Config(cfg, hostOf(kinds).Surface()) {
 		log.Warn("Lua lint: "+f.Msg, "at", f.Pos.String(), "entry", string(f.Entry))
 	}
 }
 
 func printLoadErrors(w io.Writer, err error) {
-	var es registry.Errors
+	var es config.Errors
 	if errors.As(err, &es) {
 		for _, e := range es {
 			fmt.Fprintln(w, e.Error())
@@ -202,10 +204,10 @@ var startedHook func(*app)
 type app struct {
 	log     *slog.Logger
 	node    *process.Node
-	rt      *registry.Runtime
+	rt      *runtime.Runtime
 	root    *supervisor.Root
 	srv     *observe.Server
-	watcher *registry.Watcher
+	watcher *runtime.Watcher
 	dead    *observe.DeadLetters
 	cluster *cluster.Cluster    // nil without --cluster-bind
 	pg      *pgdist.Distributor // the pg scopes' part in the cluster; nil without it
@@ -288,7 +290,7 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 		// Another live member with this node's name, seen after the start.
 		health.SetCheck("cluster", a.cluster.Err)
 	}
-	a.rt = registry.NewRuntime(registry.RuntimeOptions{Node: a.node, Kinds: kinds, Logger: log, Metrics: metrics, Health: health})
+	a.rt = runtime.NewRuntime(runtime.RuntimeOptions{Node: a.node, Kinds: kinds, Logger: log, Metrics: metrics, Health: health})
 	a.root, err = supervisor.StartRoot(supervisor.RootOptions{Node: a.node, Runtime: a.rt, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "runner run: %v\n", err)
@@ -347,17 +349,17 @@ func run(f *runFlags, stdout, stderr io.Writer, sigs <-chan os.Signal, force fun
 	}
 	running := 0
 	for _, in := range a.rt.Entries() {
-		if in.Status == registry.StatusRunning {
+		if in.Status == runtime.StatusRunning {
 			running++
 		}
 	}
-	wopts := registry.WatchOptions{Runtime: a.rt, Loader: loader, Paths: f.paths, Config: cfg, Logger: log, Manual: f.noWatch}
-	a.watcher, err = registry.Watch(wopts)
+	wopts := runtime.WatchOptions{Runtime: a.rt, Loader: loader, Paths: f.paths, Config: cfg, Logger: log, Manual: f.noWatch}
+	a.watcher, err = runtime.Watch(wopts)
 	if err != nil {
 		// Without change notifications SIGHUP is the way to reload: keep it.
 		log.Warn("cannot watch the configuration; SIGHUP still reloads it", "error", err)
 		wopts.Manual = true
-		a.watcher, err = registry.Watch(wopts)
+		a.watcher, err = runtime.Watch(wopts)
 		if err != nil {
 			log.Warn("reloading is off", "error", err)
 		}
@@ -480,7 +482,7 @@ func (a *app) shutdown() {
 
 // spawnMain spawns the --main entry under a watcher process that reports
 // its exit.
-func spawnMain(node *process.Node, rt *registry.Runtime, id registry.ID, args []any) (<-chan process.Exit, error) {
+func spawnMain(node *process.Node, rt *runtime.Runtime, id registry.ID, args []any) (<-chan process.Exit, error) {
 	res := make(chan process.Exit, 1)
 	// The watcher is the runtime's (System): a script that stopped it
 	// would leave the runner waiting for ever.

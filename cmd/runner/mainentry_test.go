@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/proctor-run/proctor/config"
 	"strings"
 	"testing"
 
@@ -9,7 +10,7 @@ import (
 )
 
 func TestResolveMain(t *testing.T) {
-	cfg := &registry.Config{Entries: map[registry.ID]*registry.Entry{
+	cfg := &config.Config{Entries: map[registry.ID]*registry.Entry{
 		"app:main": {}, "app:hello": {}, "tools:hello": {}, "tools:migrate": {},
 	}}
 	for _, tc := range []struct{ ref, id, err string }{

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"github.com/proctor-run/proctor/config"
 	"io"
 )
 
@@ -12,7 +13,7 @@ func schema(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: runner schema")
 		return 2
 	}
-	b, err := newKinds(io.Discard, nil).SchemaJSON()
+	b, err := config.SchemaJSON(newKinds(io.Discard, nil))
 	if err != nil {
 		fmt.Fprintf(stderr, "runner schema: %v\n", err)
 		return 1

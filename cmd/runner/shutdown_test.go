@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/runtime"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -40,13 +42,13 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	kinds.Register(k)
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(p, []byte("namespace: a\nentries:\n  - {name: s, kind: test.stuck, lifecycle: {auto_start: true}}\n"), 0o644)
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	cfg, err := (&config.Loader{Kinds: kinds}).Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	log := slog.New(slog.DiscardHandler)
 	node := process.NewNode(process.Options{Name: "t", Logger: log})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: log, StopTimeout: 20 * time.Second})
+	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds, Logger: log, StopTimeout: 20 * time.Second})
 	if err := rt.Start(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}

@@ -3,9 +3,8 @@ package main
 import (
 	"flag"
 	"fmt"
+	"github.com/proctor-run/proctor/internal/suggest"
 	"strings"
-
-	"github.com/proctor-run/proctor/registry"
 )
 
 // undefinedFlag is how the flag package words an unknown flag.
@@ -21,7 +20,7 @@ func suggestFlag(fs *flag.FlagSet, err error) string {
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	return registry.Suggest(strings.TrimPrefix(name, "-"), names)
+	return suggest.Closest(strings.TrimPrefix(name, "-"), names)
 }
 
 // withFlagSuggestion adds to an unknown-flag error of fs the flag it most

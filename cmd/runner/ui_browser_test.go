@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/proctor-run/proctor/runtime"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -81,7 +82,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 }
 
 // childPID is the PID of child id of the supervisor entry sup.
-func childPID(t *testing.T, rt *registry.Runtime, sup registry.ID, id string) process.PID {
+func childPID(t *testing.T, rt *runtime.Runtime, sup registry.ID, id string) process.PID {
 	t.Helper()
 	inst, ok := rt.Instance(sup)
 	if !ok {

@@ -3,11 +3,11 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"github.com/proctor-run/proctor/runtime"
 	"testing"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
 )
 
 // stranger spawns a process that is no supervisor's child, as a script is
@@ -58,7 +58,7 @@ entries:
 	old := rootCrash(t, rt, "a:s", "crash")
 	rootWaitFor(t, "a:s restarted", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusRunning && info.Instance.PID() != old
+		return info.Status == runtime.StatusRunning && info.Instance.PID() != old
 	})
 	if !root.Alive() {
 		t.Fatalf("the root died: %v", root.Exit())

@@ -3,6 +3,7 @@ package supervisor
 import (
 	"context"
 	"errors"
+	"github.com/proctor-run/proctor/config"
 	"log/slog"
 	"maps"
 	"os"
@@ -306,7 +307,7 @@ func TestChildExitLogHidesEnvironmentValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The fake worker fails with "boom": the value the entry took.
-	cfg, err := (&registry.Loader{Kinds: kinds, Environ: func() []string { return []string{"TOKEN=boom"} }}).Load(p)
+	cfg, err := (&config.Loader{Kinds: kinds, Environ: func() []string { return []string{"TOKEN=boom"} }}).Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 package lint
 
 import (
+	"github.com/proctor-run/proctor/config"
 	"maps"
 	"os"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 // the first of them by ID. Sorted by position. Whether a script defines
 // its method the loader has checked already; the lint adds a script whose
 // top level returns a literal that is no table.
-func Config(cfg *registry.Config, s lua.Surface) []*registry.FieldError {
+func Config(cfg *config.Config, s lua.Surface) []*registry.FieldError {
 	ids := make([]registry.ID, 0, len(cfg.Entries))
 	for id, e := range cfg.Entries {
 		if e.Kind == lua.KindName {

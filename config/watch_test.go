@@ -1,0 +1,7 @@
+package config
+
+import (
+	"github.com/proctor-run/proctor/internal/testutil"
+)
+
+var waitUntil = testutil.Eventually

@@ -1,0 +1,35 @@
+package runtime
+
+import (
+	"github.com/proctor-run/proctor/config"
+	"testing"
+
+	"os"
+	"path/filepath"
+)
+
+// envLoader loads files written to a temporary directory with the given
+// environment.
+type envLoader struct {
+	t   *testing.T
+	dir string
+	env []string
+	l   *config.Loader
+}
+
+func newEnvLoader(t *testing.T, env ...string) *envLoader {
+	k, _ := testKinds()
+	k.Register(argsKind{})
+	el := &envLoader{t: t, dir: t.TempDir(), env: env}
+	el.l = &config.Loader{Kinds: k, Environ: func() []string { return el.env }}
+	return el
+}
+
+func (el *envLoader) load(body string) (*config.Config, error) {
+	el.t.Helper()
+	p := filepath.Join(el.dir, "c.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+		el.t.Fatal(err)
+	}
+	return el.l.Load(p)
+}

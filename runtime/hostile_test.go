@@ -1,0 +1,14 @@
+package runtime
+
+import (
+	"syscall"
+
+	"testing"
+)
+
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
+}
