@@ -1,8 +1,8 @@
 package registry
 
 import (
-	"slices"
 	"github.com/proctor-run/proctor/value"
+	"slices"
 
 	"github.com/proctor-run/proctor/internal/words"
 	"strconv"

@@ -1,11 +1,11 @@
 package suggest
 
-import (
-	"strings"
-)
+import "strings"
 
-// suggest returns the candidate closest to s when it is close enough to be
-// a likely typo.
+// Closest returns the candidate closest to s when it is close enough to
+// be a likely typo of it, "" otherwise: the "did you mean" of validation
+// errors, the Lua host (a misspelt function or method) and the runner (a
+// misspelt --main entry).
 func Closest(s string, candidates []string) string {
 	best, bestD := "", 1<<30
 	for _, c := range candidates {
@@ -58,8 +58,3 @@ func levenshtein(a, b string) int {
 	return prev[len(b)]
 }
 
-// Suggest returns the candidate closest to s when it is close enough to be
-// a likely typo of it, "" otherwise: the "did you mean" of validation
-// errors, shared by the Lua host (a misspelt function or method) and the
-// runner (a misspelt --main entry).
-func Suggest(s string, candidates []string) string { return Closest(s, candidates) }

@@ -16,12 +16,12 @@ func TestSuggest(t *testing.T) {
 		{"ro", ""},                                           // too short to tell
 		{"elastic", ""},                                      // nothing near
 	} {
-		if got := Suggest(c.in, strategies); got != c.want {
-			t.Errorf("Suggest(%q) = %q, want %q", c.in, got, c.want)
+		if got := Closest(c.in, strategies); got != c.want {
+			t.Errorf("Closest(%q) = %q, want %q", c.in, got, c.want)
 		}
 	}
 	// Two candidates start with it: no guess.
-	if got := Suggest("max", []string{"max_restarts", "max_delay"}); got != "" {
-		t.Errorf("Suggest(max) = %q between two candidates", got)
+	if got := Closest("max", []string{"max_restarts", "max_delay"}); got != "" {
+		t.Errorf("Closest(max) = %q between two candidates", got)
 	}
 }

@@ -1,13 +1,13 @@
 package supervisor
 
 import (
-	"math/rand/v2"
 	"context"
 	"errors"
 	"fmt"
 	"github.com/proctor-run/proctor/runtime"
 	"log/slog"
 	"math"
+	"math/rand/v2"
 
 	"time"
 
