@@ -55,7 +55,7 @@ func (h *fakeHealth) has(name string) bool {
 func newTestRuntime(t *testing.T) (*Runtime, *config.Config, *svcKind, *fakeHealth) {
 	t.Helper()
 	kinds, svc := testKinds()
-	cfg, err := (&config.Loader{Kinds: kinds}).Load("testdata/good")
+	cfg, err := (&config.Loader{Kinds: kinds}).Load("../config/testdata/good")
 	if err != nil {
 		t.Fatal(err)
 	}
