@@ -1,8 +1,9 @@
 package config
 
 import (
-	"gopkg.in/yaml.v3"
 	"math"
+
+	"gopkg.in/yaml.v3"
 )
 
 // DefaultMaxAliasNodes is how many YAML nodes the aliases of a whole

@@ -2,11 +2,11 @@ package config
 
 import (
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/registry"
-	"sort"
-	"strings"
 )
 
 // bounds returns the bounds in force: the kinds' defaults with limits

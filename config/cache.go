@@ -2,11 +2,11 @@ package config
 
 import (
 	"crypto/sha256"
+	"os"
+	"time"
+
 	"github.com/proctor-run/proctor/internal/readfile"
 	"github.com/proctor-run/proctor/registry"
-	"os"
-
-	"time"
 )
 
 // loadCache is what a Loader keeps from one load to the next, so a reload

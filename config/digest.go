@@ -4,10 +4,12 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"github.com/proctor-run/proctor/registry"
-	"gopkg.in/yaml.v3"
 	"slices"
 	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/registry"
 )
 
 // digest hashes what an entry means, not how it is written: its YAML node

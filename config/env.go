@@ -2,13 +2,14 @@ package config
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/internal/words"
-	"github.com/proctor-run/proctor/registry"
-	"gopkg.in/yaml.v3"
 	"os"
-
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/internal/words"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // Configuration from the environment: any scalar value of an entry may be

@@ -3,11 +3,12 @@ package config
 import (
 	"cmp"
 	"errors"
-	"github.com/proctor-run/proctor/registry"
-	"github.com/proctor-run/proctor/value"
 	"slices"
 	"strings"
 	"syscall"
+
+	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
 )
 
 // Errors is every problem a load found, sorted by file, line and column.

@@ -2,13 +2,14 @@ package config
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/internal/words"
-	"github.com/proctor-run/proctor/registry"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/internal/words"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // declKind is a test kind that declares its fields; sneaky also reads

@@ -2,9 +2,10 @@ package config
 
 import (
 	"container/heap"
-	"github.com/proctor-run/proctor/registry"
 	"slices"
 	"strings"
+
+	"github.com/proctor-run/proctor/registry"
 )
 
 // The dependency graph of a Config: cfg.Deps maps each entry to the

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/internal/readfile"
-	"github.com/proctor-run/proctor/registry"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +12,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/internal/readfile"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // loadWithin runs a load and fails the test if it has not returned after

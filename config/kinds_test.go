@@ -4,11 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // svcSpec is what the test service kind decodes.

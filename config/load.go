@@ -7,10 +7,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/internal/readfile"
-	"github.com/proctor-run/proctor/internal/suggest"
-	"github.com/proctor-run/proctor/registry"
-	"gopkg.in/yaml.v3"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -23,6 +19,12 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/internal/readfile"
+	"github.com/proctor-run/proctor/internal/suggest"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // Config is a loaded, validated configuration.

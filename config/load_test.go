@@ -3,13 +3,15 @@ package config
 import (
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/registry"
-	"gopkg.in/yaml.v3"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/registry"
 )
 
 func loadT(t testing.TB, paths ...string) (*Config, error) {

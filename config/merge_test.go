@@ -1,12 +1,13 @@
 package config
 
 import (
-	"github.com/proctor-run/proctor/registry"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/registry"
 )
 
 func TestLoadAnchorsAndMergeKeys(t *testing.T) {

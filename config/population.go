@@ -2,8 +2,9 @@ package config
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/registry"
 	"slices"
+
+	"github.com/proctor-run/proctor/registry"
 )
 
 // checkProcesses counts the processes each entry's instance starts, its

@@ -3,13 +3,14 @@ package config
 import (
 	"context"
 	"errors"
-	"github.com/proctor-run/proctor/internal/readfile"
 	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/internal/readfile"
 )
 
 // Nothing under /proc, /sys or /dev is read, wherever a symlink points: a

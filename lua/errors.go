@@ -2,12 +2,12 @@ package lua
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/internal/suggest"
 	"slices"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/value"
 )
 

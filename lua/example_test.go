@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/runtime"
 	"log"
 	"log/slog"
 	"os"
@@ -14,11 +12,13 @@ import (
 
 	glua "github.com/yuin/gopher-lua"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/lua"
 	luapg "github.com/proctor-run/proctor/lua/modules/pg"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // askService writes config (app.yaml) and script (svc.lua) to a directory,

@@ -3,7 +3,6 @@ package lua
 import (
 	"context"
 	"fmt"
-	"github.com/proctor-run/proctor/internal/suggest"
 	"io"
 	"os"
 	"regexp"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )

@@ -1,9 +1,9 @@
 package lua
 
 import (
-	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/proctor-run/proctor/registry"
 )
 

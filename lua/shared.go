@@ -2,12 +2,13 @@ package lua
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/internal/suggest"
 	"slices"
 	"strings"
 	"sync"
 
 	lua "github.com/yuin/gopher-lua"
+
+	"github.com/proctor-run/proctor/internal/suggest"
 )
 
 // Memory per process is dominated by what every state would build for

@@ -1,7 +1,6 @@
 package observe
 
 import (
-	"github.com/proctor-run/proctor/internal/promreg"
 	"log/slog"
 	"maps"
 	"sync"
@@ -9,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/proctor-run/proctor/process"
-
 	"github.com/proctor-run/proctor/value"
 )
 

@@ -1,12 +1,12 @@
 package observe
 
 import (
-	"github.com/proctor-run/proctor/runtime"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // The live view's HTTP panel shows the running http.server entries (whose

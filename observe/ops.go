@@ -2,7 +2,6 @@ package observe
 
 import (
 	"context"
-	"github.com/proctor-run/proctor/internal/promreg"
 	"net/http"
 	"net/http/pprof"
 	"runtime"
@@ -11,6 +10,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/promreg"
 )
 
 // livez answers whether the node is alive: the process serves, and

@@ -3,7 +3,6 @@ package observe
 import (
 	"encoding/json"
 	"errors"
-	"github.com/proctor-run/proctor/runtime"
 	"io"
 	"io/fs"
 	"log/slog"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 func opsHandler(ops Ops) http.Handler {

@@ -1,9 +1,10 @@
 package observe
 
 import (
-	"github.com/proctor-run/proctor/runtime"
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // TestReloadText: how /healthz words the last reload: one error is not

@@ -2,9 +2,7 @@ package observe
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/runtime"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,7 +16,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // Source is what the endpoint reads from the runtime; *runtime.Runtime
@@ -84,17 +84,8 @@ var (
 // RegisterStandardCollectors adds the Go runtime and process collectors to
 // reg (once; a second call is a no-op).
 func RegisterStandardCollectors(reg *prometheus.Registry) {
-	for _, c := range []prometheus.Collector{
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err)
-			}
-		}
-	}
+	promreg.Register(reg, collectors.NewGoCollector())
+	promreg.Register(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 // Handler returns the endpoint's routes.

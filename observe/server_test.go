@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/runtime"
 	"io"
 	"log/slog"
 	"net/http"
@@ -19,8 +17,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -2,7 +2,6 @@ package observe
 
 import (
 	"encoding/json"
-	"github.com/proctor-run/proctor/runtime"
 	"net/http"
 	"slices"
 	"sync"
@@ -11,6 +10,7 @@ import (
 	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // The state the live view shows, built from the same snapshots as /v1:

@@ -2,7 +2,6 @@ package registry
 
 import (
 	"regexp"
-
 	"strings"
 )
 

@@ -5,10 +5,6 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-
-	"github.com/proctor-run/proctor/internal/readfile"
-	"github.com/proctor-run/proctor/internal/suggest"
-	"gopkg.in/yaml.v3"
 	"math"
 	"path/filepath"
 	"regexp"
@@ -16,6 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/internal/readfile"
+	"github.com/proctor-run/proctor/internal/suggest"
 )
 
 // FieldError is one validation error: FILE:LINE:COL: ENTRY_ID: FIELD: message.

@@ -4,10 +4,10 @@ import (
 	"crypto/sha256"
 	"errors"
 	"fmt"
-
-	"github.com/proctor-run/proctor/process"
 	"strings"
 	"time"
+
+	"github.com/proctor-run/proctor/process"
 )
 
 // ID identifies an entry: "namespace:name".

@@ -3,12 +3,13 @@ package registry
 import (
 	"cmp"
 	"fmt"
-	"gopkg.in/yaml.v3"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"gopkg.in/yaml.v3"
 )
 
 // A kind declares each of its fields once, as a Field: its name, what it

@@ -2,12 +2,12 @@ package registry
 
 import (
 	"fmt"
-
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/value"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
 )
 
 // Errors of Find. A kind's own lookup errors are these, so that every

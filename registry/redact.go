@@ -1,12 +1,12 @@
 package registry
 
 import (
-	"github.com/proctor-run/proctor/value"
 	"slices"
-
-	"github.com/proctor-run/proctor/internal/words"
 	"strconv"
 	"strings"
+
+	"github.com/proctor-run/proctor/internal/words"
+	"github.com/proctor-run/proctor/value"
 )
 
 // EnvValue is one value an entry's fields took from the environment (not

@@ -1,11 +1,12 @@
 package registry
 
 import (
-	"gopkg.in/yaml.v3"
 	"math"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"gopkg.in/yaml.v3"
 )
 
 // Sizes: a number of bytes, written as an integer or with a unit, binary

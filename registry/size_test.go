@@ -1,9 +1,10 @@
 package registry
 
 import (
-	"gopkg.in/yaml.v3"
 	"strings"
 	"testing"
+
+	"gopkg.in/yaml.v3"
 )
 
 func TestSizeField(t *testing.T) {

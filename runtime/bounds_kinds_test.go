@@ -2,11 +2,12 @@ package runtime_test
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/config"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/proctor-run/proctor/config"
 )
 
 // boundsBase is a valid entry of each kind, to which one bounded field is

@@ -1,11 +1,11 @@
 package runtime
 
 import (
-	"github.com/proctor-run/proctor/config"
-	"testing"
-
 	"os"
 	"path/filepath"
+	"testing"
+
+	"github.com/proctor-run/proctor/config"
 )
 
 // envLoader loads files written to a temporary directory with the given

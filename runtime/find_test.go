@@ -3,12 +3,12 @@ package runtime
 import (
 	"context"
 	"errors"
+	"strings"
+	"testing"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
-	"strings"
-	"testing"
 )
 
 // nested stands for an instance without an entry of its own, found by PID.

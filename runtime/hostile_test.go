@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"syscall"
-
 	"testing"
 )
 

@@ -3,14 +3,16 @@ package runtime
 import (
 	"context"
 	"errors"
-	"github.com/proctor-run/proctor/internal/testutil"
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
-	"github.com/prometheus/client_golang/prometheus"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 func TestLifecycleFields(t *testing.T) {

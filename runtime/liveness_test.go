@@ -2,15 +2,17 @@ package runtime
 
 import (
 	"context"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
-	"github.com/prometheus/client_golang/prometheus"
 	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // idleKind's instance is a process that waits to be stopped.

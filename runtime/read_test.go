@@ -1,10 +1,8 @@
 package runtime
 
 import (
-	"sync"
-
 	"os"
-
+	"sync"
 	"testing"
 	"time"
 

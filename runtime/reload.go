@@ -3,11 +3,12 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/registry"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // ReloadSummary says what a reload did, by entry ID.

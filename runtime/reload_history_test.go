@@ -2,12 +2,14 @@ package runtime
 
 import (
 	"context"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/registry"
-	"github.com/prometheus/client_golang/prometheus"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/registry"
 )
 
 func TestReloadHistory(t *testing.T) {

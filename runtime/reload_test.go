@@ -3,18 +3,20 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/internal/testutil"
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
-	"github.com/prometheus/client_golang/prometheus"
-	dto "github.com/prometheus/client_model/go"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
+
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // reloadEnv is a runtime over files in a temporary directory.

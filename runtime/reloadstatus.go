@@ -3,13 +3,15 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/internal/promreg"
-	"github.com/prometheus/client_golang/prometheus"
 	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/promreg"
 )
 
 // Results of a reload, the values of runner_reload_total's result label.

@@ -2,11 +2,12 @@ package runtime
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // A reload renews what runs a changed definition (see Refresher): a pool

@@ -2,9 +2,10 @@ package runtime
 
 import (
 	"errors"
+	"testing"
+
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
-	"testing"
 )
 
 // TestRenewalLogCountsEachProcessOnce: a slot retried within one reload

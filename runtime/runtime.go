@@ -4,18 +4,20 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
-	"github.com/prometheus/client_golang/prometheus"
-	"log/slog"
-	"slices"
-	"sync"
-	"sync/atomic"
-	"time"
 )
 
 // Status is where an entry is in its life.

@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
-	"go.uber.org/goleak"
 	"os"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

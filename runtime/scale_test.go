@@ -3,8 +3,6 @@ package runtime_test
 import (
 	"context"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/runtime"
 	"io"
 	"log/slog"
 	"os"
@@ -16,12 +14,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/kinds/pool"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/lua"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // realKinds registers the runner's kinds (what cmd/runner does), so the

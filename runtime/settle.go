@@ -2,9 +2,10 @@ package runtime
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/registry"
 	"sync"
 	"time"
+
+	"github.com/proctor-run/proctor/registry"
 )
 
 // ReloadSettleWindow is how long after an applied reload a failure of what

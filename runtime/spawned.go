@@ -1,12 +1,14 @@
 package runtime
 
 import (
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
-	"github.com/prometheus/client_golang/prometheus"
 	"maps"
 	"slices"
 	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // Processes a script spawned outside any supervisor keep the code they

@@ -3,10 +3,10 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
-	"time"
 )
 
 // A kind's Start runs on the runtime's loop, and a slow one (a Lua init

@@ -3,16 +3,17 @@ package runtime
 import (
 	"context"
 	"errors"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/internal/testutil"
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // gateKind's Start spawns its process (registered under the entry's ID

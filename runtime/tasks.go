@@ -3,9 +3,10 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"time"
+
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
-	"time"
 )
 
 // Tasks: an entry whose restart type is transient or temporary may

@@ -3,14 +3,16 @@ package runtime
 import (
 	"context"
 	"errors"
-	"github.com/fsnotify/fsnotify"
-	"github.com/proctor-run/proctor/config"
 	"io/fs"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/proctor-run/proctor/config"
 )
 
 // WatchOptions configure Watch. Runtime, Loader, Paths and Config are

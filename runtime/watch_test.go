@@ -3,11 +3,6 @@ package runtime
 import (
 	"context"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/internal/readfile"
-	"github.com/proctor-run/proctor/internal/testutil"
-	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,6 +11,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/readfile"
+	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // Editors save in three ways; each must be seen.

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/internal/suggest"
 	"io"
 	"log/slog"
 	"maps"
@@ -18,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/registry"
 )
 

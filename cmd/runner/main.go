@@ -8,8 +8,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/runtime"
 	"io"
 	"log/slog"
 	"os"
@@ -22,6 +20,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/cluster"
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/lua/lint"
@@ -29,6 +28,7 @@ import (
 	"github.com/proctor-run/proctor/pgdist"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 	"github.com/proctor-run/proctor/value"
 )
 

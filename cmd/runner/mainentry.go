@@ -2,11 +2,11 @@ package main
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/internal/suggest"
 	"slices"
 	"strings"
 
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/registry"
 )
 

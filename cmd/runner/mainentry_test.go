@@ -2,10 +2,10 @@ package main
 
 import (
 	"bytes"
-	"github.com/proctor-run/proctor/config"
 	"strings"
 	"testing"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/registry"
 )
 

@@ -2,8 +2,9 @@ package main
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/config"
 	"io"
+
+	"github.com/proctor-run/proctor/config"
 )
 
 // schema prints the JSON Schema of the configuration format, for the

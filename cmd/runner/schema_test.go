@@ -6,7 +6,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
 	"io"
 	"os"
 	"path/filepath"
@@ -18,6 +17,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/config"
 )
 
 var updateSchema = flag.Bool("update-schema", false, "rewrite docs/schema/proctor.schema.json")

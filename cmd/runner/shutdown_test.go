@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/runtime"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,9 +10,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // stuckKind's process ignores its stop request until released, as a

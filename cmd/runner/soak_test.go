@@ -7,8 +7,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-
-	"github.com/proctor-run/proctor/runtime"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +26,7 @@ import (
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 	"github.com/proctor-run/proctor/value"
 )
 

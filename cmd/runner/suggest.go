@@ -3,8 +3,9 @@ package main
 import (
 	"flag"
 	"fmt"
-	"github.com/proctor-run/proctor/internal/suggest"
 	"strings"
+
+	"github.com/proctor-run/proctor/internal/suggest"
 )
 
 // undefinedFlag is how the flag package words an unknown flag.

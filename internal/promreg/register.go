@@ -2,6 +2,7 @@ package promreg
 
 import (
 	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
 )
 

@@ -2,23 +2,18 @@ package readfile
 
 import (
 	"bytes"
-	"strings"
-	"sync"
-
-	"errors"
-	"path/filepath"
-	"time"
-
 	"context"
-
-	"io/fs"
-
-	"os"
-
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 )
 
 func UnwrapPath(err error) error {

@@ -57,4 +57,3 @@ func levenshtein(a, b string) int {
 	}
 	return prev[len(b)]
 }
-

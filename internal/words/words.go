@@ -1,9 +1,8 @@
 package words
 
 import (
-	"time"
-
 	"strings"
+	"time"
 )
 
 // replaceWord replaces the occurrences of old in s that are not part of a

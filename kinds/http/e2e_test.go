@@ -12,8 +12,6 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/runtime"
 	"io"
 	"log/slog"
 	"math/big"
@@ -28,14 +26,15 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/testutil"
 	httpkind "github.com/proctor-run/proctor/kinds/http"
 	"github.com/proctor-run/proctor/kinds/pool"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/lua"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
-
-	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -1,10 +1,11 @@
 package http
 
 import (
-	"github.com/proctor-run/proctor/internal/promreg"
 	"strconv"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/promreg"
 )
 
 // metrics follow OpenTelemetry's HTTP server semantic conventions

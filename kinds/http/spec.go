@@ -2,7 +2,6 @@ package http
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/internal/suggest"
 	"net"
 	nethttp "net/http"
 	"path/filepath"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/registry"
 )
 

@@ -1,11 +1,12 @@
 package pgscope
 
 import (
-	"github.com/proctor-run/proctor/internal/promreg"
 	"sync"
 
-	"github.com/proctor-run/proctor/registry"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/promreg"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // scopeMetrics are one scope's children of the kind's collectors.

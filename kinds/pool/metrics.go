@@ -1,8 +1,9 @@
 package pool
 
 import (
-	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/promreg"
 )
 
 // Outcomes of a scatter (and of a tail chop), the values of the outcome

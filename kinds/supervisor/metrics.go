@@ -1,8 +1,9 @@
 package supervisor
 
 import (
-	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/promreg"
 )
 
 type supMetrics struct {

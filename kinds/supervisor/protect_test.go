@@ -3,11 +3,11 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"github.com/proctor-run/proctor/runtime"
 	"testing"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // stranger spawns a process that is no supervisor's child, as a script is

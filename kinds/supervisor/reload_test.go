@@ -3,7 +3,6 @@ package supervisor
 import (
 	"context"
 	"errors"
-	"github.com/proctor-run/proctor/config"
 	"log/slog"
 	"maps"
 	"os"
@@ -13,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"

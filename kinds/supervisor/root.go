@@ -4,16 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/runtime"
 	"log/slog"
 	"math"
 	"math/rand/v2"
-
 	"time"
 
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 	"github.com/proctor-run/proctor/value"
 )
 

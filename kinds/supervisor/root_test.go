@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/runtime"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -16,10 +14,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // rootTestKind runs a process that exits abnormally on "crash" and

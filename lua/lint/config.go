@@ -1,13 +1,13 @@
 package lint
 
 import (
-	"github.com/proctor-run/proctor/config"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/lua"
 	"github.com/proctor-run/proctor/registry"
 )

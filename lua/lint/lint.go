@@ -21,7 +21,6 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
-	"github.com/proctor-run/proctor/internal/suggest"
 	"slices"
 	"sort"
 	"strings"
@@ -29,6 +28,7 @@ import (
 	"github.com/yuin/gopher-lua/ast"
 	"github.com/yuin/gopher-lua/parse"
 
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/lua"
 )
 

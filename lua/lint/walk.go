@@ -2,13 +2,13 @@ package lint
 
 import (
 	"fmt"
-	"github.com/proctor-run/proctor/internal/suggest"
 	"maps"
 	"slices"
 	"strings"
 
 	"github.com/yuin/gopher-lua/ast"
 
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/lua"
 )
 

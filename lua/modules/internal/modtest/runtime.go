@@ -5,13 +5,12 @@ package modtest
 
 import (
 	"context"
-	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/runtime"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/kinds/pool"
@@ -23,6 +22,7 @@ import (
 	luasupervisor "github.com/proctor-run/proctor/lua/modules/supervisor"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // Modules are the runtime modules cmd/runner gives its host.
