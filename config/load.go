@@ -247,6 +247,8 @@ func (ld *load) errors() Errors {
 	return out
 }
 
+// IsConfigName reports whether a file of that name is a configuration
+// file (*.yaml, *.yml), as a directory is read and watched.
 func IsConfigName(name string) bool {
 	return strings.HasSuffix(name, ".yaml") || strings.HasSuffix(name, ".yml")
 }

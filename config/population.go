@@ -7,6 +7,12 @@ import (
 	"github.com/proctor-run/proctor/registry"
 )
 
+// How many processes a configuration starts is bounded as a whole: each
+// count has its own bound, but nesting multiplies them (a partition of
+// 1,000 partitions of 1,000 workers is a million processes, one more level
+// a billion), so a file within every field's bound could still start more
+// processes than the node can hold.
+
 // checkProcesses counts the processes each entry's instance starts, its
 // nested children's included, and those of the entries that start with
 // the runtime; a count past the bound is an error at the field where it

@@ -72,7 +72,7 @@ func blockReads(t *testing.T) (release func()) {
 	readfile.ReadHook.Store(&hook)
 	t.Cleanup(func() {
 		release()
-		readfile.Running.Wait() // the abandoned reads, before another test swaps openFile
+		readfile.Running.Wait() // the abandoned reads, before another test swaps readfile.OpenFile
 		readfile.ReadHook.Store(nil)
 	})
 	return release

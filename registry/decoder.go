@@ -112,6 +112,7 @@ func (d *Decoder) Entry() *Entry { return d.entry }
 // to it.
 func (d *Decoder) Dir() string { return filepath.Dir(d.file) }
 
+// PosOf returns the position of n in file (the file alone for a nil n).
 func PosOf(file string, n *yaml.Node) Pos {
 	if n == nil {
 		return Pos{File: file}
@@ -119,7 +120,8 @@ func PosOf(file string, n *yaml.Node) Pos {
 	return Pos{File: file, Line: n.Line, Col: n.Column}
 }
 
-// lookup returns the key and value nodes of field, marking it known.
+// KeyValue returns the key and value nodes of field, marking it known
+// (nil when absent).
 func (d *Decoder) KeyValue(field string) (key, val *yaml.Node) {
 	d.MarkKnown(field)
 	if d.node == nil {
@@ -133,6 +135,7 @@ func (d *Decoder) KeyValue(field string) (key, val *yaml.Node) {
 	return nil, nil
 }
 
+// MarkKnown marks field as asked for, so Finish does not report it.
 func (d *Decoder) MarkKnown(field string) {
 	if !slices.Contains(d.known, field) {
 		d.known = append(d.known, field)
@@ -145,6 +148,7 @@ func (d *Decoder) Has(field string) bool {
 	return v != nil && !IsNull(v)
 }
 
+// IsNull reports whether n is YAML's null (an empty value, ~, null).
 func IsNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
 // Pos returns the position of field's value, or of the mapping when absent.
@@ -192,7 +196,8 @@ func (d *Decoder) Failed(field string) bool {
 	return false
 }
 
-// add records an error, unless the same field of the entry already has
+// ErrorAt records an error at pos about field (its path within the
+// entry), unless the same field of the entry already has
 // one: a field reports its first mistake only, so a value of the wrong
 // type (size: five) is not also reported out of range by a check that
 // read the default in its place. An entry's errors are appended together,

@@ -56,7 +56,7 @@ type Entry struct {
 	// a reload compares digests to find what changed.
 	Digest string
 
-	// bodyDigest is Digest without the lifecycle: equal across a reload,
+	// BodyDigest is Digest without the lifecycle: equal across a reload,
 	// with Digest not, the lifecycle alone changed. The YAML itself is not
 	// kept: it weighs ten times what the decoded entry does.
 	BodyDigest string

@@ -545,7 +545,7 @@ func (d *Decoder) undeclared() {
 	}
 }
 
-// CheckFields reports what is wrong with a declaration: a field without a
+// checkFields reports what is wrong with a declaration: a field without a
 // name, a type or a one-line description, a name given twice, an enum
 // without values or with a default it does not list, an integer without a
 // bound, an object without fields, a variant of an unknown discriminator.

@@ -1,13 +1,5 @@
 package registry
 
-import ()
-
-// How many processes a configuration starts is bounded as a whole: each
-// count has its own bound, but nesting multiplies them (a partition of
-// 1,000 partitions of 1,000 workers is a million processes, one more level
-// a billion), so a file within every field's bound could still start more
-// processes than the node can hold.
-
 // Spawn is one reference through which an entry's instance starts
 // instances of another entry when it starts.
 type Spawn struct {
@@ -27,7 +19,7 @@ type Spawner interface {
 	Spawns(spec any) []Spawn
 }
 
-// processesBound names the bound on the processes a configuration
+// ProcessesBound names the bound on the processes a configuration
 // starts (runner --limit processes=N).
 const ProcessesBound = "processes"
 

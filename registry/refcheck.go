@@ -1,7 +1,5 @@
 package registry
 
-import ()
-
 // RefChecker is implemented by kinds whose entries are valid only with
 // what they reference: an http.route needs a key when its target is a
 // supervisor.partition, which no field's own declaration can say.

@@ -339,7 +339,7 @@ func (rt *Runtime) stopAll() {
 	rt.stopEntries(snap, ids)
 }
 
-// RunSet returns the entries that must run for cfg: every auto_start entry
+// runSet returns the entries that must run for cfg: every auto_start entry
 // and, transitively, what they reference with RefRunning — also through
 // definitions they instantiate (a pool's routee may depend on a scope).
 // Entries whose kind is not a Starter never run; they only exist.

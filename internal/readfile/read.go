@@ -16,6 +16,8 @@ import (
 	"time"
 )
 
+// UnwrapPath returns the cause of a *fs.PathError (the path is shown
+// apart), or err.
 func UnwrapPath(err error) error {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -42,7 +44,7 @@ var ErrNotRegular = errors.New("not a regular file")
 // ErrTooLarge: a file is larger than its configured limit.
 var ErrTooLarge = errors.New("file too large")
 
-// readError says why a file could not be read, in the words the loader's
+// Error says why a file could not be read, in the words the loader's
 // messages use.
 type Error struct {
 	Err   error  // ErrNotRegular, ErrTooLarge, ErrKernelFile, ErrReadTimeout, or the system's error
@@ -66,7 +68,7 @@ func (e *Error) Error() string {
 
 func (e *Error) Unwrap() error { return e.Err }
 
-// fileType names what a non-regular mode is.
+// FileType names what a non-regular mode is.
 func FileType(m fs.FileMode) string {
 	switch {
 	case m&fs.ModeNamedPipe != 0:
@@ -94,7 +96,7 @@ func formatSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// stamp identifies one version of a file without reading it: the same
+// Stamp identifies one version of a file without reading it: the same
 // file (device and inode), size and modification time. A stamp taken too
 // soon after the file's last modification is not trusted (see racy), so a
 // second write within one tick of the file system's clock is still seen.
@@ -109,26 +111,27 @@ type Stamp struct {
 // seconds (FAT).
 const racyWindow = 2 * time.Second
 
+// NewStamp is the stamp of fi, read at readAt.
 func NewStamp(fi fs.FileInfo, readAt time.Time) Stamp {
 	return Stamp{info: fi, trusted: fi.ModTime().Before(readAt.Add(-racyWindow))}
 }
 
-// unchanged reports whether fi is the version s was taken of.
+// Unchanged reports whether fi is the version s was taken of.
 func (s Stamp) Unchanged(fi fs.FileInfo) bool {
 	return s.trusted && s.info != nil && os.SameFile(s.info, fi) &&
 		s.info.Size() == fi.Size() && s.info.ModTime().Equal(fi.ModTime()) && s.info.Mode() == fi.Mode()
 }
 
-// openFile opens files for readRegular; tests make it fail the way a
+// OpenFile opens files for Regular; tests make it fail the way a
 // node out of file descriptors does.
 var OpenFile = os.OpenFile
 
-// readHook, when set, replaces defaultReadOpened: tests make reads block
+// ReadHook, when set, replaces DefaultReadOpened: tests make reads block
 // as a read of a hung NFS or FUSE file does. It is atomic because the
 // read runs on a goroutine of its own that may outlive its load.
 var ReadHook atomic.Pointer[func(f *os.File, size, limit int64) ([]byte, error)]
 
-// readOpened reads what readRegular opened, at most limit+1 bytes.
+// ReadOpened reads what Regular opened, at most limit+1 bytes.
 func ReadOpened(f *os.File, size, limit int64) ([]byte, error) {
 	if h := ReadHook.Load(); h != nil {
 		return (*h)(f, size, limit)
@@ -136,6 +139,7 @@ func ReadOpened(f *os.File, size, limit int64) ([]byte, error) {
 	return DefaultReadOpened(f, size, limit)
 }
 
+// DefaultReadOpened is how ReadOpened reads without a ReadHook.
 func DefaultReadOpened(f *os.File, size, limit int64) ([]byte, error) {
 	var buf bytes.Buffer
 	buf.Grow(int(size) + bytes.MinRead)
@@ -158,7 +162,7 @@ var ErrReadTimeout = fmt.Errorf("the read did not finish in time: %w", syscall.E
 // (/proc/kmsg) or never end; no configuration lives there.
 var ErrKernelFile = errors.New("a file of /proc, /sys or /dev")
 
-// kernelDirs are the trees readRegular refuses, wherever a symlink points.
+// kernelDirs are the trees Regular refuses, wherever a symlink points.
 var kernelDirs = []string{"/proc", "/sys", "/dev"}
 
 // inKernelDir reports whether path, its symlinks resolved, lies in one of
@@ -179,17 +183,17 @@ func inKernelDir(path string) (string, bool) {
 	return real, false
 }
 
-// stuckReads are the paths whose read passed its deadline and has not
+// Stuck holds the paths whose read passed its deadline and has not
 // returned yet: their goroutine is blocked in the kernel, where nothing
 // can stop it. Another read of one of them fails at once rather than
 // block a second goroutine.
 var Stuck sync.Map
 
-// readsRunning counts the read goroutines, so that a test can wait for
+// Running counts the read goroutines, so that a test can wait for
 // the ones its loads abandoned.
 var Running sync.WaitGroup
 
-// readRegular reads the regular file at path, at most limit bytes, within
+// Regular reads the regular file at path, at most limit bytes, within
 // timeout (0: DefaultReadTimeout) and until ctx is done. It never blocks
 // on what is not a regular file: the file is opened non-blocking (opening
 // a named pipe would wait for a writer) and checked on the open
@@ -241,7 +245,7 @@ func Regular(ctx context.Context, path string, limit int64, timeout time.Duratio
 	}
 }
 
-// readOpen opens and reads path for readRegular.
+// readOpen opens and reads path for Regular.
 func readOpen(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	f, err := OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {

@@ -5,7 +5,7 @@ import (
 	"time"
 )
 
-// replaceWord replaces the occurrences of old in s that are not part of a
+// Replace replaces the occurrences of old in s that are not part of a
 // longer word (letters, digits, _).
 func Replace(s, old, repl string) string {
 	if old == "" || !strings.Contains(s, old) {
@@ -34,7 +34,7 @@ func wordByte(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c >= 0x80
 }
 
-// ShortDuration writes d as a Go duration without zero units: 72h, not
+// Duration writes d as a Go duration without zero units: 72h, not
 // 72h0m0s; 1m30s; 250ms.
 func Duration(d time.Duration) string {
 	s := d.String()
