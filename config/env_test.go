@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -20,8 +21,8 @@ type envLoader struct {
 }
 
 func newEnvLoader(t *testing.T, env ...string) *envLoader {
-	k, _ := testKinds()
-	k.Register(argsKind{})
+	k, _ := kindtest.Kinds()
+	k.Register(kindtest.ArgsKind{})
 	el := &envLoader{t: t, dir: t.TempDir(), env: env}
 	el.l = &Loader{Kinds: k, Environ: func() []string { return el.env }}
 	return el
@@ -69,7 +70,7 @@ entries:
 		t.Fatal(err)
 	}
 	a := cfg.Entries["app:a"]
-	s := a.Spec.(*svcSpec)
+	s := a.Spec.(*kindtest.SvcSpec)
 	if s.Size != 7 || s.Timeout != 250*time.Millisecond || s.Strategy != "random" {
 		t.Fatalf("a: %+v", s)
 	}
@@ -77,7 +78,7 @@ entries:
 		t.Fatalf("a lifecycle %+v", a.Lifecycle)
 	}
 	b := cfg.Entries["app:b"]
-	if b.Spec.(*svcSpec).Size != 3 {
+	if b.Spec.(*kindtest.SvcSpec).Size != 3 {
 		t.Fatalf("default not used: %+v", b.Spec)
 	}
 	// meta is kept as written: never substituted, so never a secret in /v1.
@@ -188,7 +189,7 @@ func TestEnvQuotedIsString(t *testing.T) {
 		t.Fatalf("%v", err)
 	}
 	cfg, err := el.load("namespace: app\nentries:\n  - {name: a, kind: test.svc, size: !!int \"${env:N}\"}\n")
-	if err != nil || cfg.Entries["app:a"].Spec.(*svcSpec).Size != 4 {
+	if err != nil || cfg.Entries["app:a"].Spec.(*kindtest.SvcSpec).Size != 4 {
 		t.Fatalf("tagged: %v", err)
 	}
 }
@@ -210,7 +211,7 @@ entries:
 		t.Fatal(err)
 	}
 	for _, id := range []registry.ID{"app:a", "app:b", "app:c"} {
-		if n := cfg.Entries[id].Spec.(*svcSpec).Size; n != 5 {
+		if n := cfg.Entries[id].Spec.(*kindtest.SvcSpec).Size; n != 5 {
 			t.Fatalf("%s size %d", id, n)
 		}
 	}
@@ -252,14 +253,14 @@ func TestEnvReadOnlyOnRequest(t *testing.T) {
 	first := load()
 	el.env = []string{"N=3"}
 	second := load()
-	if second.Entries["app:a"].Spec.(*svcSpec).Size != 2 || second.Entries["app:a"] != first.Entries["app:a"] {
+	if second.Entries["app:a"].Spec.(*kindtest.SvcSpec).Size != 2 || second.Entries["app:a"] != first.Entries["app:a"] {
 		t.Fatal("the environment was read again without ReadEnvironment")
 	}
 	el.l.ReadEnvironment()
 	third := load()
 	a := third.Entries["app:a"]
-	if a.Spec.(*svcSpec).Size != 3 || a.Digest == first.Entries["app:a"].Digest {
-		t.Fatalf("after ReadEnvironment: size %d", a.Spec.(*svcSpec).Size)
+	if a.Spec.(*kindtest.SvcSpec).Size != 3 || a.Digest == first.Entries["app:a"].Digest {
+		t.Fatalf("after ReadEnvironment: size %d", a.Spec.(*kindtest.SvcSpec).Size)
 	}
 	if third.Entries["other:b"] != first.Entries["other:b"] {
 		t.Fatal("a file whose variables did not change was decoded again")

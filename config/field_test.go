@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/internal/words"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -158,7 +159,7 @@ func TestBoundsFromDeclarations(t *testing.T) {
 func TestSchemaOfDeclaredKind(t *testing.T) {
 	r := registry.NewRegistry()
 	r.Register(declKind{})
-	r.Register(newSvcKind()) // declares nothing: no branch
+	r.Register(kindtest.NewSvcKind()) // declares nothing: no branch
 	s := Schema(r)
 	defs := s["$defs"].(map[string]any)
 	if _, ok := defs["kind.test.svc"]; ok {

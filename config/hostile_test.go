@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/internal/readfile"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -67,7 +68,7 @@ func TestLoadNonRegularFiles(t *testing.T) {
 	writeFiles(t, dir, map[string]string{"conf/a.yaml": "namespace: a\nentries: [{name: x, kind: test.def}]\n"})
 	mkfifo(t, filepath.Join(dir, "conf", "pipe.yaml"))
 	var logs syncBuffer
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	l := &Loader{Kinds: kinds, Logger: slog.New(slog.NewTextHandler(&logs, nil))}
 	for range 2 {
 		cfg, err := loadWithin(t, l, filepath.Join(dir, "conf"))
@@ -117,7 +118,7 @@ func TestLoadSizeLimits(t *testing.T) {
 		"src/c.yaml": "namespace: b\nentries:\n  - {name: x, kind: test.svc, source: \"file://w.lua\"}\n",
 		"src/w.lua":  "return {main = function() end}\n",
 	})
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	_, err := (&Loader{Kinds: kinds, MaxConfigSize: 100}).Load(filepath.Join(dir, "big"))
 	if err == nil || !strings.Contains(err.Error(), "c.yaml: cannot read: larger than the limit of 100 bytes for configuration files (--max-config-size raises it)") {
 		t.Fatalf("config size: %v", err)
@@ -166,7 +167,7 @@ func TestLoadBounds(t *testing.T) {
 		{"unknown limit", map[string]int{"test.svc.sise": 5}, "{name: x, kind: test.svc}", `limit test.svc.sise: no such bound (did you mean "test.svc.size"?)`},
 		{"negative limit", map[string]int{"test.svc.size": -1}, "{name: x, kind: test.svc}", "limit test.svc.size: must be 0 or more"},
 	}
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := filepath.Join(t.TempDir(), "c.yaml")
@@ -188,7 +189,7 @@ func TestLoadBounds(t *testing.T) {
 // Booleans are YAML's booleans: a quoted "yes" is a string, and so are
 // yes and on (YAML 1.1 read them as booleans, 1.2 does not).
 func TestLoadBooleans(t *testing.T) {
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	for _, tt := range []struct{ value, want string }{
 		{"true", ""}, {"True", ""}, {"FALSE", ""},
 		{`"yes"`, `must be true or false, got the string "yes" (write booleans unquoted)`},
@@ -227,7 +228,7 @@ func TestLoadAliasBudget(t *testing.T) {
 	}
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	writeFiles(t, filepath.Dir(p), map[string]string{"c.yaml": b.String()})
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
 	_, err := (&Loader{Kinds: kinds}).Load(p)
@@ -260,7 +261,7 @@ func TestLoadAliasBudget(t *testing.T) {
 // An alias inside the node its anchor names is a cycle, reported as one
 // where it is written.
 func TestLoadAliasCycle(t *testing.T) {
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	for _, src := range []string{
 		"namespace: a\nentries:\n  - &x {name: x, kind: test.def, meta: {self: *x}}\n",
 		"namespace: a\nentries:\n  - name: x\n    kind: test.def\n    meta: &m\n      a: [1, 2, *m]\n",
@@ -279,7 +280,7 @@ func TestLoadAliasCycle(t *testing.T) {
 func TestLoadContext(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"c.yaml": "namespace: a\nentries: [{name: x, kind: test.def}]\n"})
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	if _, err := (&Loader{Kinds: kinds}).LoadContext(ctx, dir); !errors.Is(err, context.Canceled) {
@@ -305,7 +306,7 @@ func TestLoaderReusesUnchanged(t *testing.T) {
 		"lua/a.lua":      "return 1",
 		"lua/shared.lua": "return 2",
 	})
-	kinds, svc := testKinds()
+	kinds, svc := kindtest.Kinds()
 	l := &Loader{Kinds: kinds}
 	load := func() *Config {
 		t.Helper()
@@ -316,7 +317,7 @@ func TestLoaderReusesUnchanged(t *testing.T) {
 		return cfg
 	}
 	c1 := load()
-	if n := svc.builds.Load(); n != 2 {
+	if n := svc.Builds.Load(); n != 2 {
 		t.Fatalf("51 entries naming 2 sources built them %d times", n)
 	}
 	c2 := load()
@@ -325,7 +326,7 @@ func TestLoaderReusesUnchanged(t *testing.T) {
 			t.Fatalf("%s decoded again though nothing changed", id)
 		}
 	}
-	if n := svc.builds.Load(); n != 2 {
+	if n := svc.Builds.Load(); n != 2 {
 		t.Fatalf("unchanged sources built again: %d", n)
 	}
 
@@ -333,7 +334,7 @@ func TestLoaderReusesUnchanged(t *testing.T) {
 	// tell, the bytes do.
 	writeFiles(t, dir, map[string]string{"b.yaml": "namespace: b\nentries:\n  - {name: y, kind: test.svc, size: 2}\n"})
 	c3 := load()
-	if c3.Entries["b:y"] == c2.Entries["b:y"] || c3.Entries["b:y"].Spec.(*svcSpec).Size != 2 {
+	if c3.Entries["b:y"] == c2.Entries["b:y"] || c3.Entries["b:y"].Spec.(*kindtest.SvcSpec).Size != 2 {
 		t.Fatal("a rewritten file was not read again")
 	}
 	if c3.Entries["a:x"] != c2.Entries["a:x"] || c3.Entries["m:e7"] != c2.Entries["m:e7"] {
@@ -348,7 +349,7 @@ func TestLoaderReusesUnchanged(t *testing.T) {
 	if c4.Entries["a:x"] != c3.Entries["a:x"] || c4.Entries["b:y"] != c3.Entries["b:y"] {
 		t.Fatal("entries that do not read the changed source decoded again")
 	}
-	if n := svc.builds.Load(); n != 3 {
+	if n := svc.Builds.Load(); n != 3 {
 		t.Fatalf("a changed source built %d times in all, want 3", n)
 	}
 	if got := string(c4.Entries["m:e0"].Sources[0].Bytes); got != "return 3" {

@@ -11,12 +11,13 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/registry"
 )
 
 func loadT(t testing.TB, paths ...string) (*Config, error) {
 	t.Helper()
-	k, _ := testKinds()
+	k, _ := kindtest.Kinds()
 	return (&Loader{Kinds: k}).Load(paths...)
 }
 
@@ -37,7 +38,7 @@ func TestLoadGood(t *testing.T) {
 	if api.Lifecycle.Restart != want {
 		t.Fatalf("restart %+v, want %+v", api.Lifecycle.Restart, want)
 	}
-	spec := api.Spec.(*svcSpec)
+	spec := api.Spec.(*kindtest.SvcSpec)
 	if spec.Peer != "app:db" || spec.Routee != "app:def" {
 		t.Fatalf("refs not qualified: %+v", spec)
 	}
@@ -251,7 +252,7 @@ func FuzzLoad(f *testing.F) {
 	f.Add([]byte("namespace: a\nentries:\n  - {name: x, kind: test.svc, lifecycle: {depends_on: x}}\n"))
 	f.Add([]byte("---\n---\nnamespace: a\n"))
 	f.Add([]byte("namespace: a\nentries:\n  - {name: x, kind: test.svc, meta: &m {a: *m}}\n"))
-	k, _ := testKinds()
+	k, _ := kindtest.Kinds()
 	f.Fuzz(func(t *testing.T, data []byte) {
 		dir := t.TempDir()
 		p := filepath.Join(dir, "f.yaml")
@@ -293,7 +294,7 @@ func BenchmarkLoad1000(b *testing.B) {
 	if err := os.WriteFile(p, []byte(sb.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	k, _ := testKinds()
+	k, _ := kindtest.Kinds()
 	l := &Loader{Kinds: k}
 	b.ReportAllocs()
 	b.ResetTimer()

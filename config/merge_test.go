@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -26,7 +27,7 @@ entries:
     kind: test.svc
     lifecycle: *lc
 `), 0o644)
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	cfg, err := (&Loader{Kinds: kinds}).Load(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func TestLoadAliasBombStaysLinear(t *testing.T) {
 	b.WriteString("entries: []\n")
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(b.String()), 0o644)
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/internal/readfile"
 )
 
@@ -26,7 +27,7 @@ func TestKernelFilesNotRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	var opened []string
 	var mu sync.Mutex
 	readfile.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
@@ -85,7 +86,7 @@ func blockReads(t *testing.T) (release func()) {
 func TestReadDeadline(t *testing.T) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"c.yaml": "namespace: a\nentries: [{name: x, kind: test.def}]\n"})
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	l := &Loader{Kinds: kinds, ReadTimeout: 50 * time.Millisecond}
 	release := blockReads(t)
 	file := filepath.Join(dir, "c.yaml")

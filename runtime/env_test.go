@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/kindtest"
 )
 
 // envLoader loads files written to a temporary directory with the given
@@ -18,8 +19,8 @@ type envLoader struct {
 }
 
 func newEnvLoader(t *testing.T, env ...string) *envLoader {
-	k, _ := testKinds()
-	k.Register(argsKind{})
+	k, _ := kindtest.Kinds()
+	k.Register(kindtest.ArgsKind{})
 	el := &envLoader{t: t, dir: t.TempDir(), env: env}
 	el.l = &config.Loader{Kinds: k, Environ: func() []string { return el.env }}
 	return el

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -25,7 +26,7 @@ func TestFind(t *testing.T) {
 		t.Fatal(err)
 	}
 	env := rt.Env()
-	if inst, err := registry.Find[*svcInstance](env, "service", "app:api", "test.svc"); err != nil || inst.id != "app:api" {
+	if inst, err := registry.Find[*kindtest.SvcInstance](env, "service", "app:api", "test.svc"); err != nil || inst.ID != "app:api" {
 		t.Fatalf("running entry: %v %v", inst, err)
 	}
 	sub := &nested{pid: process.PID{Node: "t", ID: 999, Creation: 1}}
@@ -52,7 +53,7 @@ func TestFind(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := registry.Find[*svcInstance](env, "service", tt.ref, tt.kinds...)
+			_, err := registry.Find[*kindtest.SvcInstance](env, "service", tt.ref, tt.kinds...)
 			if !errors.Is(err, tt.want) || value.KindOf(err) != tt.kind {
 				t.Fatalf("err = %v (kind %s), want %v (%s)", err, value.KindOf(err), tt.want, tt.kind)
 			}
@@ -64,7 +65,7 @@ func TestFind(t *testing.T) {
 	if !errors.Is(err, registry.ErrWrongKind) || !strings.Contains(err.Error(), "it is a test.svc, not a supervisor or supervisor.dynamic") || strings.Contains(err.Error(), "*registry.") {
 		t.Fatalf("instance of another type: %v", err)
 	}
-	if _, err := registry.Find[*svcInstance](nil, "service", "app:api"); !errors.Is(err, registry.ErrNotRunning) {
+	if _, err := registry.Find[*kindtest.SvcInstance](nil, "service", "app:api"); !errors.Is(err, registry.ErrNotRunning) {
 		t.Fatalf("no env: %v", err)
 	}
 	var none *registry.Directory

@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -98,7 +99,7 @@ func (k *hangKind) Start(ctx context.Context, env *registry.Env, e *registry.Ent
 		<-k.release
 		return nil, nil
 	}, process.SpawnOptions{})
-	return &svcInstance{pid: pid}, err
+	return kindtest.NewInstance(pid), err
 }
 
 // lifecycle.start_timeout and stop_timeout replace the runtime's defaults
@@ -106,7 +107,7 @@ func (k *hangKind) Start(ctx context.Context, env *registry.Env, e *registry.Ent
 func TestLifecycleTimeoutsHonoured(t *testing.T) {
 	k := &hangKind{release: make(chan struct{})}
 	defer close(k.release)
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	kinds.Register(k)
 	el := newEnvLoader(t)
 	el.l.Kinds = kinds
@@ -160,7 +161,7 @@ func TestLifecycleTimeoutsHonoured(t *testing.T) {
 // last attempt's success and time are gauges, and the history keeps the
 // last N attempts, oldest first, with the errors of a rejected one.
 func TestReloadStatus(t *testing.T) {
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	reg := prometheus.NewRegistry()
 	rt := NewRuntime(RuntimeOptions{Node: process.NewNode(process.Options{Name: "t"}), Kinds: kinds, Metrics: reg, ReloadHistory: 3})
 	defer rt.Stop(context.Background())
@@ -320,7 +321,7 @@ func TestSpawnIndexSweeps(t *testing.T) {
 type refreshKind struct{ calls *atomic.Int32 }
 
 type refreshInstance struct {
-	*svcInstance
+	*kindtest.SvcInstance
 	calls *atomic.Int32
 }
 
@@ -332,7 +333,7 @@ func (k refreshKind) Start(ctx context.Context, env *registry.Env, e *registry.E
 		<-p.Context().Done()
 		return nil, nil
 	}, process.SpawnOptions{})
-	return &refreshInstance{svcInstance: &svcInstance{pid: pid}, calls: k.calls}, err
+	return &refreshInstance{SvcInstance: kindtest.NewInstance(pid), calls: k.calls}, err
 }
 
 func (r *refreshInstance) Refresh(context.Context) error { r.calls.Add(1); return nil }
@@ -342,7 +343,7 @@ func (r *refreshInstance) Refresh(context.Context) error { r.calls.Add(1); retur
 // each; a reload that changed nothing refreshes nothing.
 func TestReloadRefreshes(t *testing.T) {
 	var calls atomic.Int32
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	kinds.Register(refreshKind{calls: &calls})
 	el := newEnvLoader(t)
 	el.l.Kinds = kinds
@@ -361,7 +362,7 @@ func TestReloadRefreshes(t *testing.T) {
 	rt.Env().Instances.Add(inst) // the entry's instance: refreshed once, not twice
 	pid, _ := node.SpawnFunc(func(p *process.Proc) (any, error) { <-p.Context().Done(); return nil, nil }, process.SpawnOptions{})
 	defer node.Kill(pid)
-	nested := &refreshInstance{svcInstance: &svcInstance{pid: pid}, calls: &calls}
+	nested := &refreshInstance{SvcInstance: kindtest.NewInstance(pid), calls: &calls}
 	rt.Env().Instances.Add(nested)
 	reload := func(b string) {
 		t.Helper()

@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -30,7 +31,7 @@ type reloadEnv struct {
 
 func newReloadEnv(t *testing.T, files map[string]string) *reloadEnv {
 	t.Helper()
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	r := &reloadEnv{t: t, dir: t.TempDir(), loader: &config.Loader{Kinds: kinds}, logs: &syncBuffer{}}
 	for name, body := range files {
 		r.write(name, body)
@@ -145,7 +146,7 @@ entries:
 		t.Error("a:fresh not running")
 	}
 	inst, _ := r.rt.Instance("a:upd")
-	if inst.(*updInstance).size.Load() != 5 {
+	if inst.(*kindtest.UpdInstance).Size.Load() != 5 {
 		t.Error("a:upd did not get its new size")
 	}
 	if e, _ := r.rt.Entry("a:keep"); e.Meta["note"] != "moved" {
@@ -218,7 +219,7 @@ entries:
 func TestApplyStartFailure(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": "namespace: a\nentries:\n  - {name: x, kind: test.svc, lifecycle: {auto_start: true}}\n"})
 	k, _ := r.rt.opts.Kinds.Kind("test.svc")
-	k.(*svcKind).failStarts.Store(1)
+	k.(*kindtest.SvcKind).FailStarts.Store(1)
 	r.write("c.yaml", `namespace: a
 entries:
   - {name: x, kind: test.svc, lifecycle: {auto_start: true}}
@@ -259,7 +260,7 @@ func TestReloadRejected(t *testing.T) {
 // BenchmarkReloadDiff1000 diffs and applies a 1,000-entry configuration in
 // which one entry changed; only that entry is restarted.
 func BenchmarkReloadDiff1000(b *testing.B) {
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	dir := b.TempDir()
 	gen := func(size int) *config.Config {
 		var sb strings.Builder
@@ -360,7 +361,7 @@ entries:
 `})
 	before := r.pid("a:x")
 	inst, _ := r.rt.Instance("a:x")
-	old := inst.(*updInstance)
+	old := inst.(*kindtest.UpdInstance)
 	r.write("c.yaml", `namespace: a
 entries:
   - {name: x, kind: test.svc, size: 1, lifecycle: {auto_start: true}}
@@ -369,7 +370,7 @@ entries:
 	if fmt.Sprint(sum.Updated) != "[a:x]" || fmt.Sprint(sum.Restarted) != "[a:x]" {
 		t.Fatalf("kind change: %+v", sum)
 	}
-	if n := old.offered.Load(); n != 0 {
+	if n := old.Offered.Load(); n != 0 {
 		t.Errorf("the old kind's instance was offered the new spec %d times", n)
 	}
 	if p := r.pid("a:x"); p.IsZero() || p == before {
@@ -377,7 +378,7 @@ entries:
 	}
 	if inst, _ := r.rt.Instance("a:x"); inst == nil {
 		t.Fatal("a:x not running")
-	} else if _, isUpd := inst.(*updInstance); isUpd {
+	} else if _, isUpd := inst.(*kindtest.UpdInstance); isUpd {
 		t.Error("a:x still runs as test.upd")
 	}
 	if logs := r.logs.String(); strings.Contains(logs, "update in place failed") || strings.Contains(logs, "update panicked") {

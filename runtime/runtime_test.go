@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -54,9 +55,9 @@ func (h *fakeHealth) has(name string) bool {
 	return ok
 }
 
-func newTestRuntime(t *testing.T) (*Runtime, *config.Config, *svcKind, *fakeHealth) {
+func newTestRuntime(t *testing.T) (*Runtime, *config.Config, *kindtest.SvcKind, *fakeHealth) {
 	t.Helper()
-	kinds, svc := testKinds()
+	kinds, svc := kindtest.Kinds()
 	cfg, err := (&config.Loader{Kinds: kinds}).Load("../config/testdata/good")
 	if err != nil {
 		t.Fatal(err)
@@ -77,8 +78,8 @@ func statusOf(rt *Runtime, id registry.ID) Status {
 
 func TestRuntimeStartStopOrder(t *testing.T) {
 	rt, cfg, svc, _ := newTestRuntime(t)
-	svc.order = make(chan registry.ID, 10)
-	svc.stopped = make(chan registry.ID, 10)
+	svc.Order = make(chan registry.ID, 10)
+	svc.Stopped = make(chan registry.ID, 10)
 	owner := &fakeOwner{}
 	rt.SetOwner(owner)
 	if got := rt.NotReady(); len(got) != 0 {
@@ -87,9 +88,9 @@ func TestRuntimeStartStopOrder(t *testing.T) {
 	if err := rt.Start(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	close(svc.order)
+	close(svc.Order)
 	var order []registry.ID
-	for id := range svc.order {
+	for id := range svc.Order {
 		order = append(order, id)
 	}
 	// app:db has no auto_start but app:api needs it running; app:def is a
@@ -122,9 +123,9 @@ func TestRuntimeStartStopOrder(t *testing.T) {
 	if err := rt.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	close(svc.stopped)
+	close(svc.Stopped)
 	var stopped []registry.ID
-	for id := range svc.stopped {
+	for id := range svc.Stopped {
 		stopped = append(stopped, id)
 	}
 	if fmt.Sprint(stopped) != "[other:worker app:api app:db]" {
@@ -141,11 +142,11 @@ func TestRuntimeStartStopOrder(t *testing.T) {
 func TestRuntimeStartFailureUndoes(t *testing.T) {
 	rt, cfg, svc, h := newTestRuntime(t)
 	// app:db starts, app:api fails: app:db must be stopped again.
-	svc.order = make(chan registry.ID, 10)
-	k := &failAfter{svcKind: svc, ok: 1}
+	svc.Order = make(chan registry.ID, 10)
+	k := &failAfter{SvcKind: svc, ok: 1}
 	kinds := registry.NewRegistry()
 	kinds.Register(k)
-	kinds.Register(defKind{})
+	kinds.Register(kindtest.DefKind{})
 	rt.opts.Kinds = kinds
 	err := rt.Start(context.Background(), cfg)
 	if err == nil || !strings.Contains(err.Error(), "start app:api: refusing to start") {
@@ -164,7 +165,7 @@ func TestRuntimeStartFailureUndoes(t *testing.T) {
 
 // failAfter lets ok Starts through, then fails.
 type failAfter struct {
-	*svcKind
+	*kindtest.SvcKind
 	ok int
 }
 
@@ -173,7 +174,7 @@ func (f *failAfter) Start(ctx context.Context, env *registry.Env, e *registry.En
 		return nil, errors.New("refusing to start")
 	}
 	f.ok--
-	return f.svcKind.Start(ctx, env, e)
+	return f.SvcKind.Start(ctx, env, e)
 }
 
 func TestRuntimeOwnerProtocol(t *testing.T) {
@@ -198,7 +199,7 @@ func TestRuntimeOwnerProtocol(t *testing.T) {
 	if info, _ := rt.Info("other:worker"); info.Status != StatusStarting || info.Err == nil {
 		t.Fatalf("after failure %+v", info)
 	}
-	svc.failStarts.Store(1)
+	svc.FailStarts.Store(1)
 	if _, err := rt.Restart(ctx, "other:worker", old); err == nil {
 		t.Fatal("restart should have failed")
 	}
@@ -237,8 +238,8 @@ func TestRuntimeOwnerProtocol(t *testing.T) {
 	if got := fmt.Sprint(rt.NotReady()); got != "[app:api other:worker]" {
 		t.Fatalf("not ready %s", got)
 	}
-	if svc.startCount("other:worker") != 2 {
-		t.Fatalf("worker started %d times", svc.startCount("other:worker"))
+	if svc.StartCount("other:worker") != 2 {
+		t.Fatalf("worker started %d times", svc.StartCount("other:worker"))
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -124,7 +125,7 @@ func TestWatchQueuesReloadsDuringASlowOne(t *testing.T) {
 	k := gateKind{gate: make(chan struct{}), pids: make(chan process.PID, 4)}
 	kinds := registry.NewRegistry()
 	kinds.Register(k)
-	kinds.Register(newSvcKind())
+	kinds.Register(kindtest.NewSvcKind())
 	c := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(c, []byte("namespace: a\nentries: []\n"), 0o644)
 	l := &config.Loader{Kinds: kinds}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/internal/readfile"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
@@ -187,7 +188,7 @@ func TestWatchBurst(t *testing.T) {
 	quiet.fire()
 	waitUntil(t, "the last save applied", func() bool {
 		e, ok := r.rt.Entry("a:y")
-		return ok && e.Spec.(*svcSpec).Size == saves && !r.pid("a:y").IsZero() && r.applied() > before
+		return ok && e.Spec.(*kindtest.SvcSpec).Size == saves && !r.pid("a:y").IsZero() && r.applied() > before
 	})
 	if n := r.applied() - before; n != 1 {
 		t.Fatalf("%v reloads for a burst of %d saves", n, saves)
@@ -197,7 +198,7 @@ func TestWatchBurst(t *testing.T) {
 // BenchmarkSaveToApply measures the time from a save (rename style) to the
 // change being in force.
 func BenchmarkSaveToApply(b *testing.B) {
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	dir := b.TempDir()
 	c := filepath.Join(dir, "c.yaml")
 	body := func(i int) string {
@@ -226,7 +227,7 @@ func BenchmarkSaveToApply(b *testing.B) {
 		start := time.Now()
 		saveRename(b, c, body(i))
 		for {
-			if e, ok := rt.Entry("a:y"); ok && e.Spec.(*svcSpec).Size == i {
+			if e, ok := rt.Entry("a:y"); ok && e.Spec.(*kindtest.SvcSpec).Size == i {
 				if _, ok := rt.Instance("a:y"); ok {
 					break
 				}
@@ -326,7 +327,7 @@ func TestWatchRereadsEnvironmentOnlyOnSIGHUP(t *testing.T) {
 	var env atomic.Pointer[[]string]
 	env.Store(&[]string{"SIZE=1"})
 	body := "namespace: a\nentries:\n  - name: x\n    kind: test.svc\n    size: ${env:SIZE}\n    lifecycle: {auto_start: true}\n"
-	kinds, _ := testKinds()
+	kinds, _ := kindtest.Kinds()
 	r := &reloadEnv{t: t, dir: t.TempDir(), logs: &syncBuffer{}}
 	r.loader = &config.Loader{Kinds: kinds, Environ: func() []string { return *env.Load() }}
 	r.write("c.yaml", body)
@@ -343,7 +344,7 @@ func TestWatchRereadsEnvironmentOnlyOnSIGHUP(t *testing.T) {
 	w := r.watch(10 * time.Millisecond)
 	size := func() int {
 		e, _ := r.rt.Entry("a:x")
-		return e.Spec.(*svcSpec).Size
+		return e.Spec.(*kindtest.SvcSpec).Size
 	}
 	env.Store(&[]string{"SIZE=2"})
 	saveRename(t, filepath.Join(r.dir, "c.yaml"), body+"# saved\n")
