@@ -18,11 +18,11 @@ import (
 // a plain scalar is tagged again by what it now holds (size:
 // ${env:POOL_SIZE:-4} is an integer) and keeps its position. Values may
 // be secrets: they never reach an error message, /v1 or a log line the
-// runtime writes (see Entry.Redact).
+// runtime writes (see registry.Entry.Redact).
 
-// MaxEnvValue caps the value of one environment variable a configuration
+// maxEnvValue caps the value of one environment variable a configuration
 // reads: a configuration value, not a file.
-const MaxEnvValue = 64 << 10
+const maxEnvValue = 64 << 10
 
 // envDep is what a load found for one variable: a file decoded with it
 // is decoded again when the environment says otherwise.
@@ -100,8 +100,8 @@ func expandEnv(s string, lookup func(string) (string, bool)) (out string, refs [
 		v, ok := lookup(name)
 		switch {
 		case ok:
-			if len(v) > MaxEnvValue {
-				return "", nil, nil, fmt.Errorf("environment variable %s holds %d bytes; at most %d are taken", name, len(v), MaxEnvValue)
+			if len(v) > maxEnvValue {
+				return "", nil, nil, fmt.Errorf("environment variable %s holds %d bytes; at most %d are taken", name, len(v), maxEnvValue)
 			}
 		case hasDef:
 			v = def

@@ -12,7 +12,7 @@ import (
 )
 
 // Errors is every problem a load found, sorted by file, line and column.
-// Its Error text is one FieldError per line, the format `runner validate`
+// Its Error text is one registry.FieldError per line, the format `runner validate`
 // prints.
 type Errors []*registry.FieldError
 

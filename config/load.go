@@ -83,8 +83,8 @@ type Loader struct {
 	// MaxAliasNodes caps how many nodes YAML aliases may add, all files and
 	// documents together. Default: DefaultMaxAliasNodes (1,048,576).
 	MaxAliasNodes int64
-	// Limits override the upper bounds of counts and sizes (see Bounded),
-	// by "KIND.FIELD" as Registry.Bounds lists them. Default: none.
+	// Limits override the upper bounds of counts and sizes (see registry.Bounded),
+	// by "KIND.FIELD" as registry.Registry.Bounds lists them. Default: none.
 	Limits map[string]int
 	// Logger receives warnings: files skipped because they are not regular
 	// files (each once per Loader). Default: slog.Default().
@@ -831,10 +831,11 @@ func (ld *load) checkRefs(cfg *Config) {
 	}
 }
 
-// Default caps on what one file read may hold (Loader.MaxConfigSize and
-// MaxSourceSize): a YAML file 8 MiB, about 80,000 entries; a Lua source
-// 4 MiB.
+// Defaults of a Loader's bounds on reading (Loader.MaxConfigSize,
+// MaxSourceSize, ReadTimeout): a YAML file 8 MiB, about 80,000 entries; a
+// Lua source 4 MiB; a read 10 s.
 const (
 	DefaultMaxConfigSize = readfile.DefaultMaxConfigSize
 	DefaultMaxSourceSize = readfile.DefaultMaxSourceSize
+	DefaultReadTimeout   = readfile.DefaultReadTimeout
 )

@@ -12,7 +12,7 @@ type Bound struct {
 	// Field is the field's path within the entry: "size",
 	// "resizer.upper_bound".
 	Field string
-	// Max is the default bound; Loader.Limits may override it.
+	// Max is the default bound; config.Loader.Limits may override it.
 	Max int
 }
 
@@ -72,7 +72,7 @@ var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // Count returns field, a count or size, as an integer no larger than max,
 // or def when absent. max is the field's default bound, the one the kind
-// lists in its Bounds; the Loader's Limits may override it by
+// lists in its Bounds; config.Loader.Limits may override it by
 // "KIND.FIELD". Past the bound the field is an error and Count returns the
 // bound, so checks that compare fields see the largest value allowed
 // rather than nonsense. The lower end (0, 1, …) is the kind's to check.
@@ -90,7 +90,7 @@ func (d *Decoder) Count(field string, def, max int) int {
 }
 
 // boundOf returns the name of field's bound ("KIND.FIELD") and the bound
-// in force: max, or what Loader.Limits sets.
+// in force: max, or what config.Loader.Limits sets.
 func (d *Decoder) boundOf(field string, max int) (string, int) {
 	path := listIndex.ReplaceAllString(d.prefix+field, "")
 	name := path

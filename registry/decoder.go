@@ -426,7 +426,7 @@ func (d *Decoder) Source(field string) *Source {
 
 // LoadSource loads a source file named relative to the YAML file and records
 // it on the entry (for kinds with lists of modules). It must be a regular
-// file no larger than the Loader's MaxSourceSize. Within a Loader each
+// file no larger than config.Loader.MaxSourceSize. Within a loader each
 // file is read once per load, and not at all when it has not changed
 // since the last one; every entry naming it shares its bytes.
 func (d *Decoder) LoadSource(field, rel string) *Source {

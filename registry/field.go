@@ -33,7 +33,7 @@ const (
 	// TypeBool is true or false, unquoted.
 	TypeBool
 	// TypeInt is an integer count or size: every one has an upper bound
-	// (Count), which Loader.Limits may override.
+	// (Count), which config.Loader.Limits may override.
 	TypeInt
 	// TypeFloat is a finite number.
 	TypeFloat
@@ -346,7 +346,7 @@ func (f *Field) Bool(d *Decoder) bool {
 	return d.Bool(f.Name, def)
 }
 
-// Int reads a TypeInt field, bounded as declared (and as Loader.Limits
+// Int reads a TypeInt field, bounded as declared (and as config.Loader.Limits
 // override), and checks its lower limit.
 func (f *Field) Int(d *Decoder) int {
 	if f.Type != TypeSize { // Size reads plain integers through Int

@@ -103,7 +103,7 @@ func wantKinds(kinds []string) string {
 // Directory holds running instances by PID, so that a reference by PID
 // (Find) reaches them. An instance that may be referred to that way — a
 // supervisor, which a script may name by the PID of a nested tree — adds
-// itself while it runs. A Runtime's Env has one; a nil Directory holds
+// itself while it runs. A runtime.Runtime's Env has one; a nil Directory holds
 // nothing.
 type Directory struct {
 	m sync.Map // process.PID -> Instance

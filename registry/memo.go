@@ -21,7 +21,7 @@ type memoResult struct {
 // the same result (and the same error). key names what is built
 // ("lua.compile"), so several consumers can keep their own results. build
 // must depend on the bytes alone and its result must be immutable: it is
-// shared. A Source not read by a Loader builds every time.
+// shared. A Source not read by a loader builds every time.
 func (s *Source) Memo(key string, build func() (any, error)) (any, error) {
 	ms := s.Memos
 	if ms == nil {

@@ -68,7 +68,7 @@ func (rt *Runtime) Reload(ctx context.Context, l *config.Loader, paths ...string
 // Apply puts cfg in force in place of the running configuration: entries
 // are matched by ID and compared by Digest. Removed entries stop (reverse
 // dependency order); changed ones are updated in place when their instance
-// is an Updater that accepts the change, and restarted otherwise; added
+// is a registry.Updater that accepts the change, and restarted otherwise; added
 // ones start; unchanged ones are not touched (same instance, same state).
 //
 // A change propagates along definition references: an entry that
@@ -291,7 +291,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *config.Config) ReloadSummary 
 	return sum
 }
 
-// refresh offers every running Refresher the reloaded configuration: the
+// refresh offers every running registry.Refresher the reloaded configuration: the
 // instances of entries, then those only the directory knows (trees nested
 // in supervisors, or started by scripts), each once.
 func (rt *Runtime) refresh(ctx context.Context, snap *snapshot) {

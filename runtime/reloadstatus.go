@@ -22,8 +22,8 @@ const (
 	ReloadRejected = "rejected"
 )
 
-// ReloadResults lists every result a reload is counted under.
-var ReloadResults = []string{ReloadApplied, ReloadRejected}
+// reloadResults lists every result a reload is counted under.
+var reloadResults = []string{ReloadApplied, ReloadRejected}
 
 // DefaultReloadHistory is how many reload attempts a Runtime remembers.
 const DefaultReloadHistory = 20

@@ -10,7 +10,7 @@ import (
 	"github.com/proctor-run/proctor/registry"
 )
 
-// A reload renews what runs a changed definition (see Refresher): a pool
+// A reload renews what runs a changed definition (see registry.Refresher): a pool
 // spawns new routees, a supervisor restarts its children. When the new
 // code does not start (its init raises, say), a pool keeps the routee on
 // the old code and a supervisor retries the child as it would a crash, so

@@ -121,7 +121,7 @@ type snapshot struct {
 }
 
 // Runtime runs a configuration: it starts entries in dependency order,
-// stops them in reverse, serves Lookup to the kinds and tells its Owner of
+// stops them in reverse, serves registry.Lookup to the kinds and tells its Owner of
 // every instance. All changes go through one loop goroutine; readers
 // (Lookup, Entries, the HTTP views) read snapshots and never wait on it.
 type Runtime struct {
@@ -206,7 +206,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 	}, []string{"result"}))
 	rt.history = newReloadHistory(opts.Metrics, opts.ReloadHistory)
 	rt.reports.settles = &settleLog{history: rt.history}
-	for _, r := range ReloadResults {
+	for _, r := range reloadResults {
 		// Every result is a series from the start, at 0, so a rate or an
 		// alert on rejections works before the first one.
 		rt.reloads.WithLabelValues(r)
@@ -342,7 +342,7 @@ func (rt *Runtime) stopAll() {
 // runSet returns the entries that must run for cfg: every auto_start entry
 // and, transitively, what they reference with RefRunning — also through
 // definitions they instantiate (a pool's routee may depend on a scope).
-// Entries whose kind is not a Starter never run; they only exist.
+// Entries whose kind is not a registry.Starter never run; they only exist.
 func runSet(cfg *config.Config, kinds *registry.Registry) map[registry.ID]bool {
 	run := map[registry.ID]bool{}
 	visited := map[registry.ID]bool{}
@@ -515,7 +515,7 @@ func (rt *Runtime) Stop(ctx context.Context) error {
 	return err
 }
 
-// Entry implements Lookup.
+// Entry implements registry.Lookup.
 func (rt *Runtime) Entry(id registry.ID) (*registry.Entry, bool) {
 	s, ok := rt.snap.Load().slots[id]
 	if !ok {
@@ -524,7 +524,7 @@ func (rt *Runtime) Entry(id registry.ID) (*registry.Entry, bool) {
 	return s.entry, true
 }
 
-// Instance implements Lookup: the running instance of id.
+// Instance implements registry.Lookup: the running instance of id.
 func (rt *Runtime) Instance(id registry.ID) (registry.Instance, bool) {
 	s, ok := rt.snap.Load().slots[id]
 	if !ok {
@@ -537,7 +537,7 @@ func (rt *Runtime) Instance(id registry.ID) (registry.Instance, bool) {
 	return st.Instance, true
 }
 
-// Spawn implements Lookup: it instantiates a Template entry.
+// Spawn implements registry.Lookup: it instantiates a registry.Template entry.
 func (rt *Runtime) Spawn(id registry.ID, opts registry.SpawnOptions) (process.PID, error) {
 	s, ok := rt.snap.Load().slots[id]
 	if !ok {

@@ -144,7 +144,7 @@ func Kinds() (*registry.Registry, *SvcKind) {
 	svc := NewSvcKind()
 	r.Register(svc)
 	r.Register(DefKind{})
-	r.Register(UpdKind{Svc: svc})
+	r.Register(updKind{Svc: svc})
 	return r, svc
 }
 
@@ -158,19 +158,19 @@ func (ArgsKind) Decode(d *registry.Decoder) any {
 	return v
 }
 
-// UpdKind's instances apply a change in place unless its mode is "restart".
-type UpdKind struct{ Svc *SvcKind }
+// updKind's instances apply a change in place unless its mode is "restart".
+type updKind struct{ Svc *SvcKind }
 
-// UpdSpec is what test.upd decodes.
-type UpdSpec struct {
+// updSpec is what test.upd decodes.
+type updSpec struct {
 	Size int
 	Mode string
 }
 
-func (UpdKind) Name() string { return "test.upd" }
+func (updKind) Name() string { return "test.upd" }
 
-func (UpdKind) Decode(d *registry.Decoder) any {
-	return &UpdSpec{Size: d.Int("size", 0), Mode: d.Enum("mode", "inplace", "inplace", "restart")}
+func (updKind) Decode(d *registry.Decoder) any {
+	return &updSpec{Size: d.Int("size", 0), Mode: d.Enum("mode", "inplace", "inplace", "restart")}
 }
 
 // UpdInstance is a running test.upd entry: Size is its spec's, as last applied.
@@ -180,19 +180,19 @@ type UpdInstance struct {
 	Offered atomic.Int64 // calls of Update
 }
 
-func (k UpdKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k updKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
 	inst, err := k.Svc.Start(ctx, env, e)
 	if err != nil {
 		return nil, err
 	}
 	u := &UpdInstance{SvcInstance: inst.(*SvcInstance)}
-	u.Size.Store(int64(e.Spec.(*UpdSpec).Size))
+	u.Size.Store(int64(e.Spec.(*updSpec).Size))
 	return u, nil
 }
 
 func (u *UpdInstance) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 	u.Offered.Add(1)
-	s, ok := e.Spec.(*UpdSpec)
+	s, ok := e.Spec.(*updSpec)
 	if !ok {
 		return false, fmt.Errorf("test.upd offered a %T", e.Spec)
 	}
