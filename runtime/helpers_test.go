@@ -3,6 +3,7 @@ package runtime
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 
 	"github.com/proctor-run/proctor/config"
@@ -33,4 +34,11 @@ func (el *envLoader) load(body string) (*config.Config, error) {
 		el.t.Fatal(err)
 	}
 	return el.l.Load(p)
+}
+
+func mkfifo(t *testing.T, path string) {
+	t.Helper()
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatalf("mkfifo: %v", err)
+	}
 }

@@ -1,8 +1,0 @@
-package config
-
-import (
-	"github.com/proctor-run/proctor/internal/testutil"
-)
-
-// Shared helpers (internal/testutil).
-type syncBuffer = testutil.SyncBuffer

@@ -1,7 +1,0 @@
-package config
-
-import (
-	"github.com/proctor-run/proctor/internal/testutil"
-)
-
-var waitUntil = testutil.Eventually
