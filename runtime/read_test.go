@@ -1,8 +1,6 @@
 package runtime
 
 import (
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -10,21 +8,10 @@ import (
 )
 
 // blockReads makes every read of a file block until the returned release
-// is called (or the test ends), as a read of a hung NFS or FUSE file does.
+// is called (or the test ends): readfile.Block.
 func blockReads(t *testing.T) (release func()) {
-	gate := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(gate) }) }
-	hook := func(f *os.File, size, limit int64) ([]byte, error) {
-		<-gate
-		return readfile.DefaultReadOpened(f, size, limit)
-	}
-	readfile.ReadHook.Store(&hook)
-	t.Cleanup(func() {
-		release()
-		readfile.Running.Wait() // the abandoned reads, before another test swaps readfile.OpenFile
-		readfile.ReadHook.Store(nil)
-	})
+	release, restore := readfile.Block()
+	t.Cleanup(restore)
 	return release
 }
 

@@ -1,4 +1,4 @@
-// Package kindtest holds the entry kinds the tests of config and runtime
-// load and run: a service that can crash on request, a definition, and
-// one that updates in place.
+// Package kindtest holds the entry kinds that tests load and run: a
+// service that crashes on request, a definition, one that updates in
+// place.
 package kindtest

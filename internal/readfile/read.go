@@ -131,6 +131,27 @@ var OpenFile = os.OpenFile
 // read runs on a goroutine of its own that may outlive its load.
 var ReadHook atomic.Pointer[func(f *os.File, size, limit int64) ([]byte, error)]
 
+// Block makes every read of a file block until release is called, as a
+// read of a hung NFS or FUSE file does: tests of what a stuck read does
+// to a load or a watcher use it. restore releases the reads, waits for
+// the abandoned ones and ends the block, before another test swaps
+// OpenFile or ReadHook.
+func Block() (release, restore func()) {
+	gate := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(gate) }) }
+	hook := func(f *os.File, size, limit int64) ([]byte, error) {
+		<-gate
+		return DefaultReadOpened(f, size, limit)
+	}
+	ReadHook.Store(&hook)
+	return release, func() {
+		release()
+		Running.Wait()
+		ReadHook.Store(nil)
+	}
+}
+
 // ReadOpened reads what Regular opened, at most limit+1 bytes.
 func ReadOpened(f *os.File, size, limit int64) ([]byte, error) {
 	if h := ReadHook.Load(); h != nil {
