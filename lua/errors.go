@@ -7,7 +7,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -94,7 +94,7 @@ func checkKind(L *lua.LState, n int, kind lua.LValue) value.Kind {
 	}
 	names := kindNames()
 	msg := fmt.Sprintf("unknown error kind %q", string(s))
-	if sug := registry.Suggest(string(s), names); sug != "" {
+	if sug := suggest.Closest(string(s), names); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug)
 	}
 	L.ArgError(n, msg+"; the kinds are "+strings.Join(names, ", "))

@@ -12,34 +12,36 @@ import (
 
 	glua "github.com/yuin/gopher-lua"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/lua"
 	luapg "github.com/proctor-run/proctor/lua/modules/pg"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // askService writes config (app.yaml) and script (svc.lua) to a directory,
 // loads them with kinds, starts them, asks the service app:svc once from
 // Go, as any process would, and stops it all.
-func askService(kinds *registry.Registry, config, script string, payload any) (any, error) {
+func askService(kinds *registry.Registry, yamlText, script string, payload any) (any, error) {
 	dir, err := os.MkdirTemp("", "embed")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	for name, text := range map[string]string{"app.yaml": config, "svc.lua": script} {
+	for name, text := range map[string]string{"app.yaml": yamlText, "svc.lua": script} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
 			return nil, err
 		}
 	}
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(dir)
+	cfg, err := (&config.Loader{Kinds: kinds}).Load(dir)
 	if err != nil {
 		return nil, err
 	}
 	logger := slog.New(slog.DiscardHandler)
 	node := process.NewNode(process.Options{Name: "embed", Logger: logger})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: logger})
+	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds, Logger: logger})
 	ctx := context.Background()
 	if err := rt.Start(ctx, cfg); err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -202,7 +203,7 @@ func (h *Host) Decode(d *registry.Decoder) any {
 				if !d.Has(fMethod.Name) {
 					field = fSource.Name
 				}
-				if near := registry.Suggest(s.Method, c.Methods()); near != "" {
+				if near := suggest.Closest(s.Method, c.Methods()); near != "" {
 					d.Errorf(field, "%s defines no function %q (did you mean %q?)", c.Name, s.Method, near)
 				} else {
 					d.Errorf(field, "%s defines no function %q (return a table with it, or define a global function)", c.Name, s.Method)

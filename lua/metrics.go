@@ -3,6 +3,7 @@ package lua
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -16,11 +17,11 @@ func (h *Host) registerMetrics(env *registry.Env) {
 	}
 	h.metrics.Store(env.Metrics)
 	node := env.Node
-	registry.RegisterCollector(env.Metrics, prometheus.NewCounterFunc(prometheus.CounterOpts{
+	promreg.Register(env.Metrics, prometheus.NewCounterFunc(prometheus.CounterOpts{
 		Name: "runner_processes_abandoned_total",
 		Help: "Processes killed past their stop deadline whose goroutine had still not returned a while later (each is also logged).",
 	}, func() float64 { return float64(node.Abandoned().Total) }))
-	registry.RegisterCollector(env.Metrics, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	promreg.Register(env.Metrics, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 		Name: "runner_processes_abandoned_running",
 		Help: "Goroutines of abandoned processes that still run.",
 	}, func() float64 { return float64(node.Abandoned().Running) }))

@@ -8,7 +8,7 @@ import (
 
 	lua "github.com/yuin/gopher-lua"
 
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/internal/suggest"
 )
 
 // Memory per process is dominated by what every state would build for
@@ -102,7 +102,7 @@ func missingMeta(L *lua.LState, what, noun string, names []string) *lua.LTable {
 // missingMessage is the error for a name that candidates lack.
 func missingMessage(what, noun, name string, candidates []string) string {
 	msg := fmt.Sprintf("%s has no %s %q", what, noun, name)
-	if s := registry.Suggest(name, candidates); s != "" {
+	if s := suggest.Closest(name, candidates); s != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", s)
 	}
 	return msg

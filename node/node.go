@@ -13,11 +13,14 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/cluster"
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/observe"
 	"github.com/proctor-run/proctor/pgdist"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // ErrReloadOff is what Reload returns when the node cannot reload: its
@@ -40,10 +43,10 @@ type Node struct {
 	metrics *prometheus.Registry
 	cluster *cluster.Cluster    // nil on a node alone
 	pg      *pgdist.Distributor // the pg scopes' part in the cluster; nil alone
-	rt      *registry.Runtime
+	rt      *runtime.Runtime
 	root    *supervisor.Root
-	srv     *observe.Server   // nil without Options.HTTP
-	watcher *registry.Watcher // nil when reloading is off
+	srv     *observe.Server  // nil without Options.HTTP
+	watcher *runtime.Watcher // nil when reloading is off
 
 	stopOnce sync.Once
 	stopErr  error
@@ -54,7 +57,7 @@ type Node struct {
 // supervisor and the configuration's entries, serves the HTTP API and
 // watches the files. When ctx ends before the entries run, or any step
 // fails, what started is stopped again and the error returned (a
-// configuration's problems as registry.Errors). ctx bounds only the start.
+// configuration's problems as config.Errors). ctx bounds only the start.
 func Start(ctx context.Context, opts Options) (*Node, error) {
 	if len(opts.Paths) == 0 {
 		return nil, errors.New("node: Options.Paths names no configuration file or directory")
@@ -63,7 +66,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 		opts.Logger = slog.Default()
 	}
 	if opts.Loader == nil {
-		opts.Loader = &registry.Loader{Logger: opts.Logger}
+		opts.Loader = &config.Loader{Logger: opts.Logger}
 	}
 	if opts.Loader.Kinds == nil {
 		stdout := opts.Stdout
@@ -94,7 +97,7 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 }
 
 // start does Start's work in order; on error the caller stops what it left.
-func (n *Node) start(ctx context.Context, cfg *registry.Config) error {
+func (n *Node) start(ctx context.Context, cfg *config.Config) error {
 	opts, log := n.opts, n.log
 	observe.RegisterStandardCollectors(n.metrics)
 	observe.RegisterBuildInfo(n.metrics, opts.Version)
@@ -106,14 +109,14 @@ func (n *Node) start(ctx context.Context, cfg *registry.Config) error {
 		return err
 	}
 	health := observe.NewHealth()
-	rtOpts := registry.RuntimeOptions{Node: n.proc, Kinds: opts.Loader.Kinds, Logger: log, Metrics: n.metrics, Health: health}
+	rtOpts := runtime.RuntimeOptions{Node: n.proc, Kinds: opts.Loader.Kinds, Logger: log, Metrics: n.metrics, Health: health}
 	if n.cluster != nil {
 		// Another live member with this node's name, seen after the start.
 		health.SetCheck("cluster", n.cluster.Err)
 		// Every pg scope, started now or by a reload, spans the cluster.
 		rtOpts.Cluster = n.pg
 	}
-	n.rt = registry.NewRuntime(rtOpts)
+	n.rt = runtime.NewRuntime(rtOpts)
 	root, err := supervisor.StartRoot(supervisor.RootOptions{Node: n.proc, Runtime: n.rt, Logger: log})
 	if err != nil {
 		return err
@@ -137,17 +140,17 @@ func (n *Node) start(ctx context.Context, cfg *registry.Config) error {
 	}
 	running := 0
 	for _, in := range n.rt.Entries() {
-		if in.Status == registry.StatusRunning {
+		if in.Status == runtime.StatusRunning {
 			running++
 		}
 	}
-	wopts := registry.WatchOptions{Runtime: n.rt, Loader: opts.Loader, Paths: opts.Paths, Config: cfg, Logger: log, Manual: opts.NoWatch}
-	if n.watcher, err = registry.Watch(wopts); err != nil {
+	wopts := runtime.WatchOptions{Runtime: n.rt, Loader: opts.Loader, Paths: opts.Paths, Config: cfg, Logger: log, Manual: opts.NoWatch}
+	if n.watcher, err = runtime.Watch(wopts); err != nil {
 		// Without change notifications Reload (SIGHUP) is the way to
 		// reload: keep it.
 		log.Warn("cannot watch the configuration; SIGHUP still reloads it", "error", err)
 		wopts.Manual = true
-		if n.watcher, err = registry.Watch(wopts); err != nil {
+		if n.watcher, err = runtime.Watch(wopts); err != nil {
 			log.Warn("reloading is off", "error", err)
 		}
 	}
@@ -174,7 +177,7 @@ func (n *Node) joinCluster(ctx context.Context) error {
 		return err
 	}
 	n.cluster = c
-	registry.RegisterCollector(n.metrics, observe.NewClusterCollector(c))
+	promreg.Register(n.metrics, observe.NewClusterCollector(c))
 	if n.pg, err = pgdist.New(n.proc, pgdist.FromCluster(c), pgdist.Options{Logger: n.log, Metrics: n.metrics}); err != nil {
 		return err
 	}
@@ -216,11 +219,11 @@ func (n *Node) live() error {
 // Reload reads the configuration's files again, with the environment, and
 // puts what they hold in force, as a save of a watched file or the
 // runner's SIGHUP does; it returns what changed, or why nothing did (a
-// rejected configuration's registry.Errors). A reload under way finishes
+// rejected configuration's config.Errors). A reload under way finishes
 // first. ctx bounds the wait, not the reload.
-func (n *Node) Reload(ctx context.Context) (registry.ReloadSummary, error) {
+func (n *Node) Reload(ctx context.Context) (runtime.ReloadSummary, error) {
 	if n.watcher == nil {
-		return registry.ReloadSummary{}, ErrReloadOff
+		return runtime.ReloadSummary{}, ErrReloadOff
 	}
 	return n.watcher.Reload(ctx)
 }
@@ -282,7 +285,7 @@ func (n *Node) Process() *process.Node { return n.proc }
 
 // Runtime returns the running set of entries: their states, the
 // configuration in force, reload history, spawning from a template.
-func (n *Node) Runtime() *registry.Runtime { return n.rt }
+func (n *Node) Runtime() *runtime.Runtime { return n.rt }
 
 // Root returns the root supervisor, which restarts failed entries. Its
 // Done is closed when it died: nothing restarts a failed entry any more,

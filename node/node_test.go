@@ -19,11 +19,12 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/proctor-run/proctor/cluster"
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/node"
 	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 const svcConfig = `namespace: app
@@ -96,9 +97,9 @@ func TestEmbedderStartsAsksReloadsStops(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = n.Reload(ctx)
-	var es registry.Errors
+	var es config.Errors
 	if !errors.As(err, &es) || !strings.Contains(err.Error(), "app.yaml:") {
-		t.Fatalf("reload of a broken config: %v, want registry.Errors naming app.yaml", err)
+		t.Fatalf("reload of a broken config: %v, want config.Errors naming app.yaml", err)
 	}
 	if got := ask(t, n, "app:svc", "world"); got != "hello world" {
 		t.Fatalf("after the rejected reload: %v", got)
@@ -127,7 +128,7 @@ func TestEmbedderStartsAsksReloadsStops(t *testing.T) {
 	if err := n.Stop(ctx); err != nil {
 		t.Fatalf("second Stop: %v", err)
 	}
-	if _, err := n.Reload(ctx); !errors.Is(err, registry.ErrWatcherClosed) {
+	if _, err := n.Reload(ctx); !errors.Is(err, runtime.ErrWatcherClosed) {
 		t.Fatalf("Reload after Stop: %v, want ErrWatcherClosed", err)
 	}
 	if _, err := net.DialTimeout("tcp", addr.String(), time.Second); err == nil {
@@ -143,7 +144,7 @@ func TestEmbedderStartsAsksReloadsStops(t *testing.T) {
 func TestStartWithALoadedConfig(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	dir := configDir(t, map[string]string{"app.yaml": svcConfig, "svc.lua": fmt.Sprintf(greeter, "hi")})
-	loader := &registry.Loader{Kinds: node.DefaultKinds(io.Discard), Logger: quiet()}
+	loader := &config.Loader{Kinds: node.DefaultKinds(io.Discard), Logger: quiet()}
 	cfg, err := loader.Load(dir)
 	if err != nil {
 		t.Fatal(err)

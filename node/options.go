@@ -8,7 +8,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/cluster"
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/config"
 )
 
 // Options configure Start. Paths is required; every other field's zero
@@ -21,11 +21,11 @@ type Options struct {
 	// Config is the configuration Paths hold, when the caller loaded it
 	// already with Loader (to lint it, or to look an entry up before
 	// anything starts, as the runner does). Default: Start loads Paths.
-	Config *registry.Config
+	Config *config.Config
 	// Loader reads the configuration; its Kinds are the kinds the node
 	// runs. Default: a Loader with Logger. When its Kinds are nil, Start
 	// sets them to DefaultKinds(Stdout).
-	Loader *registry.Loader
+	Loader *config.Loader
 	// Stdout is where the default kinds' Lua print writes (see Loader).
 	// Default: os.Stdout.
 	Stdout io.Writer

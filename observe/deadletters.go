@@ -8,8 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -107,7 +107,7 @@ func NewDeadLetters(opts DeadLetterOptions) *DeadLetters {
 		stop:    make(chan struct{}),
 		done:    make(chan struct{}),
 	}
-	d.total = registry.RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
+	d.total = promreg.Register(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dead_letters_total",
 		Help: "Messages that reached no one, by reason: no_process, name_not_found, mailbox_full, unreachable, no_reply_target, unroutable, late_reply, event_overflow.",
 	}, []string{"reason"}))

@@ -6,16 +6,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // The live view's HTTP panel shows the running http.server entries (whose
 // views list their routes), not the routes on their own.
 func TestStateHTTPPanel(t *testing.T) {
-	src := &fakeSource{infos: []registry.EntryInfo{
-		info("app:web", "http.server", registry.StatusRunning, viewInst{process.PID{Node: "n1", ID: 60}}),
-		info("app:get_user", "http.route", registry.StatusRunning, viewInst{process.PID{Node: "n1", ID: 61}}),
-		info("app:old", "http.server", registry.StatusStopped, nil),
+	src := &fakeSource{infos: []runtime.EntryInfo{
+		info("app:web", "http.server", runtime.StatusRunning, viewInst{process.PID{Node: "n1", ID: 60}}),
+		info("app:get_user", "http.route", runtime.StatusRunning, viewInst{process.PID{Node: "n1", ID: 61}}),
+		info("app:old", "http.server", runtime.StatusStopped, nil),
 	}}
 	s := newServer(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry()})
 	st := s.state()

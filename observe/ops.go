@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/internal/promreg"
 )
 
 // livez answers whether the node is alive: the process serves, and
@@ -98,7 +98,7 @@ func RegisterBuildInfo(reg *prometheus.Registry, version string) {
 	if version == "" {
 		version = "unknown"
 	}
-	g := registry.RegisterCollector(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	g := promreg.Register(reg, prometheus.NewGaugeVec(prometheus.GaugeOpts{
 		Name: "build_info",
 		Help: "The runner's build: its version and the Go release it was built with (always 1).",
 	}, []string{"version", "goversion"}))

@@ -8,7 +8,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
+	goruntime "runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,6 +18,7 @@ import (
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 func opsHandler(ops Ops) http.Handler {
@@ -95,7 +96,7 @@ func TestBuildInfo(t *testing.T) {
 	RegisterBuildInfo(reg, "v1.2.3")
 	RegisterBuildInfo(reg, "v1.2.3") // twice: no panic
 	got := series(t, reg, "build_info")
-	if len(got) != 1 || got["goversion="+runtime.Version()+",version=v1.2.3"] != 1 {
+	if len(got) != 1 || got["goversion="+goruntime.Version()+",version=v1.2.3"] != 1 {
 		t.Fatalf("build_info %v", got)
 	}
 }
@@ -156,17 +157,17 @@ func TestUIState(t *testing.T) {
 	}
 	node.Send(process.PID{Node: "n1", ID: 999, Creation: node.Creation()}, process.Message{Topic: "lost"})
 	scope := &counting{viewInst: viewInst{pid: process.PID{Node: "n1", ID: 50, Creation: node.Creation()}}}
-	src := &fakeSource{infos: []registry.EntryInfo{
-		info("app:svc", "process.lua", registry.StatusRunning, viewInst{busy}),
-		info("app:pg", "pg.scope", registry.StatusRunning, scope),
-		info("app:sup", "supervisor", registry.StatusRunning, viewInst{process.PID{Node: "n1", ID: 51, Creation: node.Creation()}}),
-		info("app:pool", "router.pool", registry.StatusRunning, viewInst{process.PID{Node: "n1", ID: 52, Creation: node.Creation()}}),
-		info("app:def", "process.lua", registry.StatusFailed, nil),
+	src := &fakeSource{infos: []runtime.EntryInfo{
+		info("app:svc", "process.lua", runtime.StatusRunning, viewInst{busy}),
+		info("app:pg", "pg.scope", runtime.StatusRunning, scope),
+		info("app:sup", "supervisor", runtime.StatusRunning, viewInst{process.PID{Node: "n1", ID: 51, Creation: node.Creation()}}),
+		info("app:pool", "router.pool", runtime.StatusRunning, viewInst{process.PID{Node: "n1", ID: 52, Creation: node.Creation()}}),
+		info("app:def", "process.lua", runtime.StatusFailed, nil),
 	}}
 	src.infos[4].Err = errors.New("gave up")
 	health := NewHealth()
 	health.SetCheck("entry.app:def", func() error { return errors.New("entry failed") })
-	reloads := reloadList{{Result: registry.ReloadRejected, Errors: []string{"c.yaml:1:1: bad"}}}
+	reloads := reloadList{{Result: runtime.ReloadRejected, Errors: []string{"c.yaml:1:1: bad"}}}
 	s := newServer(Options{Runtime: src, Health: health, Metrics: prometheus.NewRegistry(), Ops: Ops{Node: node, DeadLetters: dead, Reloads: reloads}})
 
 	st := s.state()
@@ -197,9 +198,9 @@ func TestUIState(t *testing.T) {
 	}
 }
 
-type reloadList []registry.ReloadAttempt
+type reloadList []runtime.ReloadAttempt
 
-func (r reloadList) ReloadHistory() []registry.ReloadAttempt { return r }
+func (r reloadList) ReloadHistory() []runtime.ReloadAttempt { return r }
 
 func TestEventRate(t *testing.T) {
 	r := rates{samples: map[registry.ID][]rateSample{}}

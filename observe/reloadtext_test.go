@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // TestReloadText: how /healthz words the last reload: one error is not
@@ -12,14 +12,14 @@ import (
 func TestReloadText(t *testing.T) {
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	tests := []struct {
-		a    registry.ReloadAttempt
+		a    runtime.ReloadAttempt
 		want string
 	}{
-		{registry.ReloadAttempt{Time: at, Result: registry.ReloadRejected, Errors: []string{"c.yaml:6:5: app:p: sise: unknown field"}},
+		{runtime.ReloadAttempt{Time: at, Result: runtime.ReloadRejected, Errors: []string{"c.yaml:6:5: app:p: sise: unknown field"}},
 			"last reload rejected at 2026-11-30T12:00:00Z, nothing changed: c.yaml:6:5: app:p: sise: unknown field"},
-		{registry.ReloadAttempt{Time: at, Result: registry.ReloadRejected, Errors: []string{"a", "b"}},
+		{runtime.ReloadAttempt{Time: at, Result: runtime.ReloadRejected, Errors: []string{"a", "b"}},
 			"last reload rejected at 2026-11-30T12:00:00Z, nothing changed: 2 errors, the first: a"},
-		{registry.ReloadAttempt{Time: at, Result: registry.ReloadApplied, NotStarted: 3,
+		{runtime.ReloadAttempt{Time: at, Result: runtime.ReloadApplied, NotStarted: 3,
 			Warnings: []string{"app:w: the new code did not start for 3 processes: boom"}},
 			"degraded: last reload applied at 2026-11-30T12:00:00Z, but app:w: the new code did not start for 3 processes: boom"},
 	}

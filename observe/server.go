@@ -2,7 +2,6 @@ package observe
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -17,44 +16,46 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/proctor-run/proctor/internal/promreg"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
-// Source is what the endpoint reads from the runtime; *registry.Runtime
+// Source is what the endpoint reads from the runtime; *runtime.Runtime
 // implements it.
 type Source interface {
-	Entries() []registry.EntryInfo
-	Info(id registry.ID) (registry.EntryInfo, bool)
+	Entries() []runtime.EntryInfo
+	Info(id registry.ID) (runtime.EntryInfo, bool)
 	NotReady() []registry.ID
 }
 
 // ReloadSource is implemented by a Source that reloads its configuration
-// (*registry.Runtime does): GET /v1/reload and the reload check of
+// (*runtime.Runtime does): GET /v1/reload and the reload check of
 // /healthz read it.
 type ReloadSource interface {
-	LastReload() (registry.ReloadAttempt, bool)
+	LastReload() (runtime.ReloadAttempt, bool)
 }
 
 // ReloadProgressSource is implemented by a ReloadSource that says when a
-// reload is under way (*registry.Runtime does): /v1/reload and the reload
+// reload is under way (*runtime.Runtime does): /v1/reload and the reload
 // check of /healthz show it.
 type ReloadProgressSource interface {
-	ReloadInProgress() (registry.ReloadProgress, bool)
+	ReloadInProgress() (runtime.ReloadProgress, bool)
 }
 
 // reloadUnderWay returns the reload under way, if src says.
-func reloadUnderWay(src Source) (registry.ReloadProgress, bool) {
+func reloadUnderWay(src Source) (runtime.ReloadProgress, bool) {
 	if ps, ok := src.(ReloadProgressSource); ok {
 		return ps.ReloadInProgress()
 	}
-	return registry.ReloadProgress{}, false
+	return runtime.ReloadProgress{}, false
 }
 
 // reloadStatus is the answer of GET /v1/reload: the last attempt, and the
 // reload under way if there is one.
 type reloadStatus struct {
-	*registry.ReloadAttempt
-	InProgress *registry.ReloadProgress `json:"in_progress,omitempty"`
+	*runtime.ReloadAttempt
+	InProgress *runtime.ReloadProgress `json:"in_progress,omitempty"`
 }
 
 // Options configure Handler. Runtime, Health and Metrics are required.
@@ -83,17 +84,8 @@ var (
 // RegisterStandardCollectors adds the Go runtime and process collectors to
 // reg (once; a second call is a no-op).
 func RegisterStandardCollectors(reg *prometheus.Registry) {
-	for _, c := range []prometheus.Collector{
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-	} {
-		if err := reg.Register(c); err != nil {
-			var are prometheus.AlreadyRegisteredError
-			if !errors.As(err, &are) {
-				panic(err)
-			}
-		}
-	}
+	promreg.Register(reg, collectors.NewGoCollector())
+	promreg.Register(reg, collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 }
 
 // Handler returns the endpoint's routes.
@@ -146,15 +138,15 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 	var warnings map[string]string
 	if rs, ok := s.opts.Runtime.(ReloadSource); ok {
 		checks["reload"] = "ok"
-		if last, ok := rs.LastReload(); ok && (last.Result != registry.ReloadApplied || last.Degraded()) {
+		if last, ok := rs.LastReload(); ok && (last.Result != runtime.ReloadApplied || last.Degraded()) {
 			msg := reloadText(last)
 			// A rejected reload changed nothing: when the configuration in
 			// force came with a degraded reload, that still holds and
 			// must not be hidden behind the rejection.
-			if hist, ok := s.opts.Runtime.(ReloadHistory); ok && last.Result != registry.ReloadApplied {
+			if hist, ok := s.opts.Runtime.(ReloadHistory); ok && last.Result != runtime.ReloadApplied {
 				h := hist.ReloadHistory()
 				for i := len(h) - 1; i >= 0; i-- {
-					if h[i].Result == registry.ReloadApplied {
+					if h[i].Result == runtime.ReloadApplied {
 						if h[i].Degraded() {
 							msg += "; the configuration in force came with a reload that was " + reloadText(h[i])
 						}
@@ -189,8 +181,8 @@ func (s *server) healthz(w http.ResponseWriter, r *http.Request) {
 }
 
 // reloadText says how the last reload ended, for a person.
-func reloadText(a registry.ReloadAttempt) string {
-	if a.Result == registry.ReloadApplied {
+func reloadText(a runtime.ReloadAttempt) string {
+	if a.Result == runtime.ReloadApplied {
 		// Applied, degraded: for some processes the new code runs nowhere.
 		return fmt.Sprintf("degraded: last reload applied at %s, but %s",
 			a.Time.UTC().Format(time.RFC3339), strings.Join(a.Warnings, "; "))
@@ -238,13 +230,13 @@ func (s *server) readyz(w http.ResponseWriter, r *http.Request) {
 // entrySummary is one element of GET /v1/entries, as SPEC §5 shows, with
 // the count of processes left on an older definition of the entry.
 type entrySummary struct {
-	ID       registry.ID     `json:"id"`
-	Kind     string          `json:"kind"`
-	Status   registry.Status `json:"status"`
-	Outdated int             `json:"outdated"`
+	ID       registry.ID    `json:"id"`
+	Kind     string         `json:"kind"`
+	Status   runtime.Status `json:"status"`
+	Outdated int            `json:"outdated"`
 }
 
-func sortedInfos(src Source) []registry.EntryInfo {
+func sortedInfos(src Source) []runtime.EntryInfo {
 	infos := src.Entries()
 	sort.Slice(infos, func(i, j int) bool { return infos[i].Entry.ID < infos[j].Entry.ID })
 	return infos
@@ -260,23 +252,23 @@ func (s *server) entries(w http.ResponseWriter, r *http.Request) {
 }
 
 type entryDetail struct {
-	ID        registry.ID     `json:"id"`
-	Kind      string          `json:"kind"`
-	Status    registry.Status `json:"status"`
-	Since     time.Time       `json:"since"`
-	Error     string          `json:"error,omitempty"`
-	Restarts  int             `json:"restarts"`
-	Outdated  int             `json:"outdated"`
-	PID       string          `json:"pid,omitempty"`
-	Declared  string          `json:"declared"`
-	AutoStart bool            `json:"auto_start"`
-	DependsOn []registry.ID   `json:"depends_on"`
-	Meta      map[string]any  `json:"meta,omitempty"`
-	Digest    string          `json:"digest"`
-	View      any             `json:"view,omitempty"`
+	ID        registry.ID    `json:"id"`
+	Kind      string         `json:"kind"`
+	Status    runtime.Status `json:"status"`
+	Since     time.Time      `json:"since"`
+	Error     string         `json:"error,omitempty"`
+	Restarts  int            `json:"restarts"`
+	Outdated  int            `json:"outdated"`
+	PID       string         `json:"pid,omitempty"`
+	Declared  string         `json:"declared"`
+	AutoStart bool           `json:"auto_start"`
+	DependsOn []registry.ID  `json:"depends_on"`
+	Meta      map[string]any `json:"meta,omitempty"`
+	Digest    string         `json:"digest"`
+	View      any            `json:"view,omitempty"`
 }
 
-func detail(in registry.EntryInfo) entryDetail {
+func detail(in runtime.EntryInfo) entryDetail {
 	d := entryDetail{
 		ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status, Since: in.Since, Restarts: in.Restarts, Outdated: in.Outdated,
 		Declared: in.Entry.Pos.String(), AutoStart: in.Entry.Lifecycle.AutoStart,
@@ -289,10 +281,10 @@ func detail(in registry.EntryInfo) entryDetail {
 		d.Error = in.Entry.ShowError(in.Err)
 	}
 	if in.Instance != nil {
-		if in.Status == registry.StatusRunning {
+		if in.Status == runtime.StatusRunning {
 			d.PID = in.Instance.PID().String()
 		}
-		if v, ok := in.Instance.(registry.Viewer); ok && in.Status == registry.StatusRunning {
+		if v, ok := in.Instance.(registry.Viewer); ok && in.Status == runtime.StatusRunning {
 			d.View = safeView(in.Entry, v)
 		}
 	}
@@ -355,10 +347,10 @@ func (s *server) entry(w http.ResponseWriter, r *http.Request) {
 }
 
 type kindView struct {
-	ID     registry.ID     `json:"id"`
-	Kind   string          `json:"kind"`
-	Status registry.Status `json:"status"`
-	View   any             `json:"view"`
+	ID     registry.ID    `json:"id"`
+	Kind   string         `json:"kind"`
+	Status runtime.Status `json:"status"`
+	View   any            `json:"view"`
 }
 
 func (s *server) views(kinds []string) http.HandlerFunc {
@@ -370,7 +362,7 @@ func (s *server) views(kinds []string) http.HandlerFunc {
 		}
 		out := []kindView{}
 		for _, in := range sortedInfos(s.opts.Runtime) {
-			if in.Status != registry.StatusRunning || !slices.Contains(kinds, in.Entry.Kind) {
+			if in.Status != runtime.StatusRunning || !slices.Contains(kinds, in.Entry.Kind) {
 				continue
 			}
 			kv := kindView{ID: in.Entry.ID, Kind: in.Entry.Kind, Status: in.Status}

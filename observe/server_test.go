@@ -17,26 +17,28 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 type fakeSource struct {
-	infos    []registry.EntryInfo
+	infos    []runtime.EntryInfo
 	notReady []registry.ID
 }
 
-func (f *fakeSource) Entries() []registry.EntryInfo { return f.infos }
-func (f *fakeSource) NotReady() []registry.ID       { return f.notReady }
-func (f *fakeSource) Info(id registry.ID) (registry.EntryInfo, bool) {
+func (f *fakeSource) Entries() []runtime.EntryInfo { return f.infos }
+func (f *fakeSource) NotReady() []registry.ID      { return f.notReady }
+func (f *fakeSource) Info(id registry.ID) (runtime.EntryInfo, bool) {
 	for _, in := range f.infos {
 		if in.Entry.ID == id {
 			return in, true
 		}
 	}
-	return registry.EntryInfo{}, false
+	return runtime.EntryInfo{}, false
 }
 
 type viewInst struct{ pid process.PID }
@@ -44,10 +46,10 @@ type viewInst struct{ pid process.PID }
 func (v viewInst) PID() process.PID { return v.pid }
 func (v viewInst) View() any        { return map[string]int{"size": 3} }
 
-func info(id, kind string, st registry.Status, inst registry.Instance) registry.EntryInfo {
-	return registry.EntryInfo{
+func info(id, kind string, st runtime.Status, inst registry.Instance) runtime.EntryInfo {
+	return runtime.EntryInfo{
 		Entry:      &registry.Entry{ID: registry.ID(id), Kind: kind, Pos: registry.Pos{File: "c.yaml", Line: 3, Col: 5}},
-		EntryState: registry.EntryState{Status: st, Instance: inst},
+		EntryState: runtime.EntryState{Status: st, Instance: inst},
 	}
 }
 
@@ -61,12 +63,12 @@ func get(t *testing.T, h http.Handler, path string) (int, string) {
 
 func TestEndpoints(t *testing.T) {
 	pid := process.PID{Node: "n", ID: 7, Creation: 1}
-	outdated := info("app:w", "process.lua", registry.StatusDefined, nil)
+	outdated := info("app:w", "process.lua", runtime.StatusDefined, nil)
 	outdated.Outdated = 2
-	src := &fakeSource{infos: []registry.EntryInfo{
+	src := &fakeSource{infos: []runtime.EntryInfo{
 		outdated,
-		info("app:pool", "router.pool", registry.StatusRunning, viewInst{pid}),
-		info("app:pg", "pg.scope", registry.StatusFailed, nil),
+		info("app:pool", "router.pool", runtime.StatusRunning, viewInst{pid}),
+		info("app:pg", "pg.scope", runtime.StatusFailed, nil),
 	}, notReady: []registry.ID{"app:pg"}}
 	health := NewHealth()
 	reg := prometheus.NewRegistry()
@@ -174,23 +176,23 @@ func TestListen(t *testing.T) {
 // reloadSource is a fakeSource that reloads.
 type reloadSource struct {
 	fakeSource
-	last    *registry.ReloadAttempt
-	running *registry.ReloadProgress
-	history []registry.ReloadAttempt
+	last    *runtime.ReloadAttempt
+	running *runtime.ReloadProgress
+	history []runtime.ReloadAttempt
 }
 
-func (r *reloadSource) ReloadHistory() []registry.ReloadAttempt { return r.history }
+func (r *reloadSource) ReloadHistory() []runtime.ReloadAttempt { return r.history }
 
-func (r *reloadSource) ReloadInProgress() (registry.ReloadProgress, bool) {
+func (r *reloadSource) ReloadInProgress() (runtime.ReloadProgress, bool) {
 	if r.running == nil {
-		return registry.ReloadProgress{}, false
+		return runtime.ReloadProgress{}, false
 	}
 	return *r.running, true
 }
 
-func (r *reloadSource) LastReload() (registry.ReloadAttempt, bool) {
+func (r *reloadSource) LastReload() (runtime.ReloadAttempt, bool) {
 	if r.last == nil {
-		return registry.ReloadAttempt{}, false
+		return runtime.ReloadAttempt{}, false
 	}
 	return *r.last, true
 }
@@ -208,10 +210,10 @@ func TestReloadStatusEndpoints(t *testing.T) {
 		t.Fatalf("healthz %d %s", code, body)
 	}
 	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
-	src.last = &registry.ReloadAttempt{Time: at, Result: registry.ReloadRejected,
+	src.last = &runtime.ReloadAttempt{Time: at, Result: runtime.ReloadRejected,
 		Errors: []string{"c.yaml:6:5: app:p: sise: unknown field (did you mean \"size\"?)", "c.yaml:9:1: app:q: kind: required"}}
 	code, body := get(t, h, "/v1/reload")
-	var got registry.ReloadAttempt
+	var got runtime.ReloadAttempt
 	if code != 200 || json.Unmarshal([]byte(body), &got) != nil || got.Result != "rejected" || !got.Time.Equal(at) || len(got.Errors) != 2 ||
 		got.Errors[0] != src.last.Errors[0] || !strings.Contains(body, `"added": 0`) || !strings.Contains(body, `"unchanged": 0`) {
 		t.Fatalf("/v1/reload %d %s", code, body)
@@ -224,14 +226,14 @@ func TestReloadStatusEndpoints(t *testing.T) {
 	}
 	// A rejection after a degraded reload does not hide that the
 	// configuration in force is degraded.
-	degraded := registry.ReloadAttempt{Time: at.Add(-time.Minute), Result: registry.ReloadApplied, Crashed: 1, Warnings: []string{"app:svc failed 2ms after the reload: boom"}}
-	src.history = []registry.ReloadAttempt{degraded, *src.last}
+	degraded := runtime.ReloadAttempt{Time: at.Add(-time.Minute), Result: runtime.ReloadApplied, Crashed: 1, Warnings: []string{"app:svc failed 2ms after the reload: boom"}}
+	src.history = []runtime.ReloadAttempt{degraded, *src.last}
 	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, "nothing changed: 2 errors") ||
 		!strings.Contains(body, "the configuration in force came with a reload that was degraded: last reload applied at 2026-11-30T11:59:00Z, but app:svc failed 2ms after the reload: boom") {
 		t.Fatalf("healthz after a rejection that followed a degraded reload: %d %s", code, body)
 	}
 	src.history = nil
-	src.last = &registry.ReloadAttempt{Time: at, Result: registry.ReloadApplied, Added: 1, Unchanged: 4}
+	src.last = &runtime.ReloadAttempt{Time: at, Result: runtime.ReloadApplied, Added: 1, Unchanged: 4}
 	if code, body := get(t, h, "/healthz"); code != 200 || !strings.Contains(body, `"reload": "ok"`) || strings.Contains(body, "warnings") {
 		t.Fatalf("healthz after an applied reload: %d %s", code, body)
 	}
@@ -240,7 +242,7 @@ func TestReloadStatusEndpoints(t *testing.T) {
 	}
 	// A reload under way (a slow start) shows, in both, without failing
 	// the probe.
-	src.running = &registry.ReloadProgress{Since: at}
+	src.running = &runtime.ReloadProgress{Since: at}
 	if code, body := get(t, h, "/v1/reload"); code != 200 || !strings.Contains(body, `"added": 1`) || !strings.Contains(body, `"in_progress": {
     "since": "2026-11-30T12:00:00Z"`) {
 		t.Fatalf("/v1/reload during a reload %d %s", code, body)
@@ -276,14 +278,14 @@ func TestSecretsStayOutOfV1(t *testing.T) {
 	kinds.Register(secretKind{})
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(p, []byte("namespace: app\nentries:\n  - name: db\n    kind: test.secret\n    dsn: postgres://app:${env:DB_PASSWORD}@db\n    meta: {note: \"${env:DB_PASSWORD}\"}\n"), 0o644)
-	cfg, err := (&registry.Loader{Kinds: kinds, Environ: func() []string { return []string{"DB_PASSWORD=s3cr3t-pw"} }}).Load(p)
+	cfg, err := (&config.Loader{Kinds: kinds, Environ: func() []string { return []string{"DB_PASSWORD=s3cr3t-pw"} }}).Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	e := cfg.Entries["app:db"]
-	in := registry.EntryInfo{Entry: e, EntryState: registry.EntryState{Status: registry.StatusRunning,
+	in := runtime.EntryInfo{Entry: e, EntryState: runtime.EntryState{Status: runtime.StatusRunning,
 		Instance: secretInst{pid: process.PID{Node: "n", ID: 1}, dsn: e.Spec.(string)}, Err: errors.New("connect postgres://app:s3cr3t-pw@db: refused")}}
-	src := &fakeSource{infos: []registry.EntryInfo{in}}
+	src := &fakeSource{infos: []runtime.EntryInfo{in}}
 	h := Handler(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
 	for _, path := range []string{"/v1/entries/app:db", "/v1/entries", "/v1/pools", "/v1/pg", "/v1/supervisors"} {
 		code, body := get(t, h, path)
@@ -308,8 +310,8 @@ func (p pagedInst) ViewPage(pg registry.ViewPage) any { return pg.WithDefaults()
 // GET /v1/pg reads the page of each scope's view from the query, and
 // refuses a bad one; the live view asks for a small page.
 func TestPagedViews(t *testing.T) {
-	src := &fakeSource{infos: []registry.EntryInfo{
-		info("app:pg", "pg.scope", registry.StatusRunning, pagedInst{viewInst{process.PID{Node: "n", ID: 7, Creation: 1}}}),
+	src := &fakeSource{infos: []runtime.EntryInfo{
+		info("app:pg", "pg.scope", runtime.StatusRunning, pagedInst{viewInst{process.PID{Node: "n", ID: 7, Creation: 1}}}),
 	}}
 	s := newServer(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})
 	h := Handler(Options{Runtime: src, Health: NewHealth(), Metrics: prometheus.NewRegistry(), Logger: slog.New(slog.DiscardHandler)})

@@ -10,6 +10,7 @@ import (
 	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // The state the live view shows, built from the same snapshots as /v1:
@@ -18,9 +19,9 @@ import (
 // one state stays small enough to push twice a second.
 
 // ReloadHistory is the record of configuration reloads;
-// *registry.Runtime implements it.
+// *runtime.Runtime implements it.
 type ReloadHistory interface {
-	ReloadHistory() []registry.ReloadAttempt
+	ReloadHistory() []runtime.ReloadAttempt
 }
 
 // eventCounter is implemented by instances that count their events: a
@@ -43,20 +44,20 @@ const (
 var uiPage = registry.ViewPage{GroupLimit: 100, Limit: 40}
 
 type uiState struct {
-	Node         string                   `json:"node"`
-	Processes    int                      `json:"processes"`
-	HighWater    int                      `json:"mailbox_high_water"`
-	Abandoned    int64                    `json:"abandoned"`
-	Deepest      []uiMailbox              `json:"deepest_mailboxes"`
-	EntriesTotal int                      `json:"entries_total"`
-	Entries      []uiEntry                `json:"entries"`
-	Supervisors  []kindView               `json:"supervisors"`
-	Scopes       []uiScope                `json:"scopes"`
-	Pools        []kindView               `json:"pools"`
-	HTTP         []kindView               `json:"http"`
-	Reloads      []registry.ReloadAttempt `json:"reloads"`
-	DeadLetters  *uiDeadLetters           `json:"dead_letters"`
-	Failing      map[string]string        `json:"failing"`
+	Node         string                  `json:"node"`
+	Processes    int                     `json:"processes"`
+	HighWater    int                     `json:"mailbox_high_water"`
+	Abandoned    int64                   `json:"abandoned"`
+	Deepest      []uiMailbox             `json:"deepest_mailboxes"`
+	EntriesTotal int                     `json:"entries_total"`
+	Entries      []uiEntry               `json:"entries"`
+	Supervisors  []kindView              `json:"supervisors"`
+	Scopes       []uiScope               `json:"scopes"`
+	Pools        []kindView              `json:"pools"`
+	HTTP         []kindView              `json:"http"`
+	Reloads      []runtime.ReloadAttempt `json:"reloads"`
+	DeadLetters  *uiDeadLetters          `json:"dead_letters"`
+	Failing      map[string]string       `json:"failing"`
 	// Health is what /healthz and /readyz say, for the header.
 	Health uiHealth `json:"health"`
 	// Cluster is the members as /v1/cluster lists them; nil on a node
@@ -98,7 +99,7 @@ const uiMaxMembers = 200
 type uiEntry struct {
 	ID       registry.ID           `json:"id"`
 	Kind     string                `json:"kind"`
-	Status   registry.Status       `json:"status"`
+	Status   runtime.Status        `json:"status"`
 	Restarts int                   `json:"restarts"`
 	Error    string                `json:"error,omitempty"`
 	PID      string                `json:"pid,omitempty"`
@@ -164,7 +165,7 @@ func (s *server) state() uiState {
 	now := time.Now()
 	st := uiState{
 		Entries: []uiEntry{}, Supervisors: []kindView{}, Scopes: []uiScope{}, Pools: []kindView{}, HTTP: []kindView{},
-		Reloads: []registry.ReloadAttempt{}, Deepest: []uiMailbox{}, Failing: map[string]string{},
+		Reloads: []runtime.ReloadAttempt{}, Deepest: []uiMailbox{}, Failing: map[string]string{},
 	}
 	node := s.opts.Node
 	byPID := map[process.PID]registry.ID{}
@@ -178,7 +179,7 @@ func (s *server) state() uiState {
 		if in.Err != nil {
 			e.Error = in.Entry.ShowError(in.Err)
 		}
-		running := in.Status == registry.StatusRunning && in.Instance != nil
+		running := in.Status == runtime.StatusRunning && in.Instance != nil
 		if running {
 			pid := in.Instance.PID()
 			e.PID = pid.String()

@@ -16,27 +16,28 @@ import (
 
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // liveSource is a Source whose entries a test changes while it is read.
 type liveSource struct {
 	mu    sync.Mutex
-	infos []registry.EntryInfo
+	infos []runtime.EntryInfo
 }
 
-func (l *liveSource) set(infos ...registry.EntryInfo) {
+func (l *liveSource) set(infos ...runtime.EntryInfo) {
 	l.mu.Lock()
 	l.infos = infos
 	l.mu.Unlock()
 }
 
-func (l *liveSource) Entries() []registry.EntryInfo {
+func (l *liveSource) Entries() []runtime.EntryInfo {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return append([]registry.EntryInfo(nil), l.infos...)
+	return append([]runtime.EntryInfo(nil), l.infos...)
 }
-func (l *liveSource) Info(registry.ID) (registry.EntryInfo, bool) { return registry.EntryInfo{}, false }
-func (l *liveSource) NotReady() []registry.ID                     { return nil }
+func (l *liveSource) Info(registry.ID) (runtime.EntryInfo, bool) { return runtime.EntryInfo{}, false }
+func (l *liveSource) NotReady() []registry.ID                    { return nil }
 
 // streamServer serves a Handler over a real listener with short timeouts.
 func streamServer(t *testing.T, src Source, ui UIOptions, lo ListenOptions) *Server {
@@ -103,7 +104,7 @@ func (c *sseClient) next(t *testing.T, within time.Duration) uiState {
 // every other request, and pushes a state only when it changed.
 func TestStreamOutlivesServerTimeouts(t *testing.T) {
 	src := &liveSource{}
-	src.set(info("app:a", "process.lua", registry.StatusDefined, nil))
+	src.set(info("app:a", "process.lua", runtime.StatusDefined, nil))
 	s := streamServer(t, src, UIOptions{Interval: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond},
 		ListenOptions{ReadTimeout: 200 * time.Millisecond, WriteTimeout: 200 * time.Millisecond})
 	c := openStream(t, s)
@@ -116,7 +117,7 @@ func TestStreamOutlivesServerTimeouts(t *testing.T) {
 		t.Fatalf("an unchanged state was pushed again: %+v", st)
 	case <-time.After(700 * time.Millisecond): // well past both timeouts
 	}
-	src.set(info("app:a", "process.lua", registry.StatusDefined, nil), info("app:b", "process.lua", registry.StatusRunning, nil))
+	src.set(info("app:a", "process.lua", runtime.StatusDefined, nil), info("app:b", "process.lua", runtime.StatusRunning, nil))
 	if st := c.next(t, 5*time.Second); len(st.Entries) != 2 || st.EntriesTotal != 2 {
 		t.Fatalf("state after the change %+v", st)
 	}
@@ -217,7 +218,7 @@ func TestHubKeepsOnlyTheLatestState(t *testing.T) {
 // 16 such clients kept every new viewer at 503 for the whole 180 s test.
 func TestStreamDropsClientsThatStopReading(t *testing.T) {
 	src := &liveSource{}
-	src.set(info("app:a", "process.lua", registry.StatusDefined, nil))
+	src.set(info("app:a", "process.lua", runtime.StatusDefined, nil))
 	ui := UIOptions{MaxClients: 3, Interval: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond, StallTimeout: 500 * time.Millisecond}
 	s := streamServer(t, src, ui, ListenOptions{})
 	reader := openStream(t, s)
@@ -256,7 +257,7 @@ func TestStreamDropsClientsThatStopReading(t *testing.T) {
 		t.Fatalf("the reading client was dropped: %v", err)
 	default:
 	}
-	src.set(info("app:b", "process.lua", registry.StatusDefined, nil))
+	src.set(info("app:b", "process.lua", runtime.StatusDefined, nil))
 	if st := reader.next(t, 5*time.Second); len(st.Entries) != 1 || st.Entries[0].ID != "app:b" {
 		t.Fatalf("state %+v", st)
 	}

@@ -1,9 +1,9 @@
 package pgdist
 
 import (
-	"errors"
-
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/promreg"
 )
 
 // metrics are the distribution's series, labelled by scope; created once
@@ -39,29 +39,13 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Help: "Other nodes whose scope of this entry this node has verified.",
 		}, []string{"scope"}),
 	}
-	if reg == nil {
-		return m
-	}
-	m.sent = register(reg, m.sent)
-	m.received = register(reg, m.received)
-	m.failed = register(reg, m.failed)
-	m.ignored = register(reg, m.ignored)
-	m.peers = register(reg, m.peers)
+	// A second distribution on one registry shares the series.
+	m.sent = promreg.Register(reg, m.sent)
+	m.received = promreg.Register(reg, m.received)
+	m.failed = promreg.Register(reg, m.failed)
+	m.ignored = promreg.Register(reg, m.ignored)
+	m.peers = promreg.Register(reg, m.peers)
 	return m
-}
-
-// register registers c, or returns the collector already registered under
-// its name (a second distribution on one registry).
-func register[C prometheus.Collector](reg *prometheus.Registry, c C) C {
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			if existing, ok := are.ExistingCollector.(C); ok {
-				return existing
-			}
-		}
-	}
-	return c
 }
 
 // scopeMetrics are one scope's children of the series.

@@ -1,9 +1,7 @@
 package registry
 
 import (
-	"fmt"
 	"regexp"
-	"sort"
 	"strings"
 )
 
@@ -14,7 +12,7 @@ type Bound struct {
 	// Field is the field's path within the entry: "size",
 	// "resizer.upper_bound".
 	Field string
-	// Max is the default bound; Loader.Limits may override it.
+	// Max is the default bound; config.Loader.Limits may override it.
 	Max int
 }
 
@@ -39,7 +37,7 @@ const DefaultMaxAttempts = 1_000_000
 // the fields every entry has ("lifecycle.restart.max_attempts"), and of
 // the processes a configuration starts ("processes", see Spawner).
 func (r *Registry) Bounds() map[string]int {
-	out := map[string]int{maxAttemptsBound: DefaultMaxAttempts, processesBound: DefaultMaxProcesses}
+	out := map[string]int{maxAttemptsBound: DefaultMaxAttempts, ProcessesBound: DefaultMaxProcesses}
 	for _, name := range r.Names() {
 		k, _ := r.Kind(name)
 		if dk, ok := k.(Declared); ok {
@@ -70,42 +68,11 @@ func fieldBounds(prefix string, fields []*Field) []Bound {
 	return out
 }
 
-// bounds returns the bounds in force: the kinds' defaults with limits
-// applied. An override of a bound nobody declares, or a negative one, is
-// an error.
-func boundsWith(kinds *Registry, limits map[string]int) (map[string]int, error) {
-	out := kinds.Bounds()
-	names := make([]string, 0, len(limits))
-	for name := range limits {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		if _, ok := out[name]; !ok {
-			known := make([]string, 0, len(out))
-			for k := range out {
-				known = append(known, k)
-			}
-			sort.Strings(known)
-			msg := fmt.Sprintf("limit %s: no such bound", name)
-			if s := suggest(name, known); s != "" {
-				msg += fmt.Sprintf(" (did you mean %q?)", s)
-			}
-			return nil, fmt.Errorf("%s; bounds are KIND.FIELD, one of %s", msg, strings.Join(known, ", "))
-		}
-		if v := limits[name]; v < 0 {
-			return nil, fmt.Errorf("limit %s: must be 0 or more, got %d", name, v)
-		}
-		out[name] = limits[name]
-	}
-	return out, nil
-}
-
 var listIndex = regexp.MustCompile(`\[\d+\]`)
 
 // Count returns field, a count or size, as an integer no larger than max,
 // or def when absent. max is the field's default bound, the one the kind
-// lists in its Bounds; the Loader's Limits may override it by
+// lists in its Bounds; config.Loader.Limits may override it by
 // "KIND.FIELD". Past the bound the field is an error and Count returns the
 // bound, so checks that compare fields see the largest value allowed
 // rather than nonsense. The lower end (0, 1, …) is the kind's to check.
@@ -123,15 +90,24 @@ func (d *Decoder) Count(field string, def, max int) int {
 }
 
 // boundOf returns the name of field's bound ("KIND.FIELD") and the bound
-// in force: max, or what Loader.Limits sets.
+// in force: max, or what config.Loader.Limits sets.
 func (d *Decoder) boundOf(field string, max int) (string, int) {
 	path := listIndex.ReplaceAllString(d.prefix+field, "")
 	name := path
 	if d.entry != nil && !strings.HasPrefix(path, "lifecycle.") {
 		name = d.entry.Kind + "." + path
 	}
-	if b, ok := d.bounds[name]; ok {
+	if b, ok := d.opts.bound(name); ok {
 		max = b
 	}
 	return name, max
+}
+
+// bound returns the bound in force under name, if the options set one.
+func (o *DecoderOptions) bound(name string) (int, bool) {
+	if o == nil {
+		return 0, false
+	}
+	b, ok := o.Bounds[name]
+	return b, ok
 }

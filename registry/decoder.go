@@ -14,6 +14,9 @@ import (
 	"time"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/proctor-run/proctor/internal/readfile"
+	"github.com/proctor-run/proctor/internal/suggest"
 )
 
 // FieldError is one validation error: FILE:LINE:COL: ENTRY_ID: FIELD: message.
@@ -60,18 +63,45 @@ type Decoder struct {
 	kbuf   [12]string
 	errs   *[]error
 	kids   []*Decoder
-	ld     *load          // the load reading the entry; nil outside a Loader
-	bounds map[string]int // the bounds in force, by KIND.FIELD; nil: the kinds' defaults
-	decl   []*Field       // the mapping's declared fields; nil: not declared
-	declOf string         // who declared them, for the error of a field read but not declared
+	opts   *DecoderOptions // nil: the zero options
+	decl   []*Field        // the mapping's declared fields; nil: not declared
+	declOf string          // who declared them, for the error of a field read but not declared
 }
 
+// DecoderOptions are what a loader (package config) gives the decoders of
+// one load. The zero value decodes an entry on its own.
+type DecoderOptions struct {
+	// ReadSource returns the source file at path (absolute) as a Source
+	// with its Path, Bytes, Digest and Memos set, or why it cannot be
+	// read. A loader reads each file once per load and shares it. Nil:
+	// the file is read from disk, within readfile.DefaultMaxSourceSize.
+	ReadSource func(path string) (*Source, error)
+	// FromEnv reports whether the scalar n was written with an ${env:…}
+	// reference. Nil: none was.
+	FromEnv func(n *yaml.Node) bool
+	// Bounds are the bounds in force, by KIND.FIELD (Registry.Bounds with
+	// a loader's limits applied). Nil: the kinds' defaults.
+	Bounds map[string]int
+}
+
+// IDFromEnvMessage is the error of a reference to an entry written with
+// ${env:…}: entry IDs are shown everywhere, so they cannot be secrets.
+const IDFromEnvMessage = "an entry ID cannot come from the environment: IDs show in every log line and in /v1"
+
 // NewDecoder returns a decoder over the mapping node of entry e, read from
-// file. Errors are appended to errs.
-func NewDecoder(e *Entry, file string, node *yaml.Node, errs *[]error) *Decoder {
-	d := &Decoder{entry: e, file: file, node: node, at: posOf(file, node), errs: errs}
+// file. Errors are appended to errs. opts may be nil.
+func NewDecoder(e *Entry, file string, node *yaml.Node, errs *[]error, opts *DecoderOptions) *Decoder {
+	d := &Decoder{entry: e, file: file, node: node, at: PosOf(file, node), errs: errs, opts: opts}
 	d.known = d.kbuf[:0]
 	return d
+}
+
+// File returns the file being decoded.
+func (d *Decoder) File() string { return d.file }
+
+// fromEnv reports whether the scalar n came from the environment.
+func (d *Decoder) fromEnv(n *yaml.Node) bool {
+	return d.opts != nil && d.opts.FromEnv != nil && n != nil && d.opts.FromEnv(n)
 }
 
 // Entry returns the entry being decoded (its ID, position and lifecycle
@@ -82,16 +112,18 @@ func (d *Decoder) Entry() *Entry { return d.entry }
 // to it.
 func (d *Decoder) Dir() string { return filepath.Dir(d.file) }
 
-func posOf(file string, n *yaml.Node) Pos {
+// PosOf returns the position of n in file (the file alone for a nil n).
+func PosOf(file string, n *yaml.Node) Pos {
 	if n == nil {
 		return Pos{File: file}
 	}
 	return Pos{File: file, Line: n.Line, Col: n.Column}
 }
 
-// lookup returns the key and value nodes of field, marking it known.
-func (d *Decoder) lookup(field string) (key, val *yaml.Node) {
-	d.markKnown(field)
+// KeyValue returns the key and value nodes of field, marking it known
+// (nil when absent).
+func (d *Decoder) KeyValue(field string) (key, val *yaml.Node) {
+	d.MarkKnown(field)
 	if d.node == nil {
 		return nil, nil
 	}
@@ -103,7 +135,8 @@ func (d *Decoder) lookup(field string) (key, val *yaml.Node) {
 	return nil, nil
 }
 
-func (d *Decoder) markKnown(field string) {
+// MarkKnown marks field as asked for, so Finish does not report it.
+func (d *Decoder) MarkKnown(field string) {
 	if !slices.Contains(d.known, field) {
 		d.known = append(d.known, field)
 	}
@@ -111,19 +144,20 @@ func (d *Decoder) markKnown(field string) {
 
 // Has reports whether field is present (and marks it known).
 func (d *Decoder) Has(field string) bool {
-	_, v := d.lookup(field)
-	return v != nil && !isNull(v)
+	_, v := d.KeyValue(field)
+	return v != nil && !IsNull(v)
 }
 
-func isNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
+// IsNull reports whether n is YAML's null (an empty value, ~, null).
+func IsNull(n *yaml.Node) bool { return n.Kind == yaml.ScalarNode && n.Tag == "!!null" }
 
 // Pos returns the position of field's value, or of the mapping when absent.
 func (d *Decoder) Pos(field string) Pos {
-	_, v := d.lookup(field)
+	_, v := d.KeyValue(field)
 	if v == nil {
 		return d.at
 	}
-	return posOf(d.file, v)
+	return PosOf(d.file, v)
 }
 
 // Path returns field's path within the entry, as errors name it.
@@ -138,7 +172,7 @@ func (d *Decoder) Errorf(field, format string, args ...any) {
 		pos = d.Pos(field)
 		path = d.prefix + field
 	}
-	d.add(pos, path, fmt.Sprintf(format, args...))
+	d.ErrorAt(pos, path, fmt.Sprintf(format, args...))
 }
 
 // Failed reports whether an error was recorded for field: a check that
@@ -162,12 +196,13 @@ func (d *Decoder) Failed(field string) bool {
 	return false
 }
 
-// add records an error, unless the same field of the entry already has
+// ErrorAt records an error at pos about field (its path within the
+// entry), unless the same field of the entry already has
 // one: a field reports its first mistake only, so a value of the wrong
 // type (size: five) is not also reported out of range by a check that
 // read the default in its place. An entry's errors are appended together,
 // so only its own are looked at.
-func (d *Decoder) add(pos Pos, field, msg string) {
+func (d *Decoder) ErrorAt(pos Pos, field, msg string) {
 	var id ID
 	if d.entry != nil {
 		id = d.entry.ID
@@ -189,8 +224,8 @@ func (d *Decoder) add(pos Pos, field, msg string) {
 // scalar returns field's scalar node, or nil when absent; a non-scalar is
 // an error.
 func (d *Decoder) scalar(field, want string) *yaml.Node {
-	_, v := d.lookup(field)
-	if v == nil || isNull(v) {
+	_, v := d.KeyValue(field)
+	if v == nil || IsNull(v) {
 		return nil
 	}
 	if v.Kind != yaml.ScalarNode {
@@ -324,7 +359,7 @@ func (d *Decoder) Enum(field, def string, allowed ...string) string {
 		return s
 	}
 	msg := fmt.Sprintf("unknown value %q; one of %s", s, strings.Join(allowed, ", "))
-	if sug := suggest(s, allowed); sug != "" {
+	if sug := suggest.Closest(s, allowed); sug != "" {
 		msg = fmt.Sprintf("unknown value %q (did you mean %q?); one of %s", s, sug, strings.Join(allowed, ", "))
 	}
 	d.Errorf(field, "%s", msg)
@@ -334,8 +369,8 @@ func (d *Decoder) Enum(field, def string, allowed ...string) string {
 // StringList returns field as a list of strings (a single string counts as
 // a list of one).
 func (d *Decoder) StringList(field string) []string {
-	_, v := d.lookup(field)
-	if v == nil || isNull(v) {
+	_, v := d.KeyValue(field)
+	if v == nil || IsNull(v) {
 		return nil
 	}
 	if v.Kind == yaml.ScalarNode {
@@ -348,7 +383,7 @@ func (d *Decoder) StringList(field string) []string {
 	out := make([]string, 0, len(v.Content))
 	for i, c := range v.Content {
 		if c.Kind != yaml.ScalarNode {
-			d.add(posOf(d.file, c), fmt.Sprintf("%s%s[%d]", d.prefix, field, i), "must be a string")
+			d.ErrorAt(PosOf(d.file, c), fmt.Sprintf("%s%s[%d]", d.prefix, field, i), "must be a string")
 			continue
 		}
 		out = append(out, c.Value)
@@ -365,8 +400,8 @@ func (d *Decoder) Ref(field string, mode RefMode, kinds ...string) ID {
 	if s == "" {
 		return ""
 	}
-	if _, v := d.lookup(field); d.ld.fromEnv(v) {
-		d.Errorf(field, "%s", errIDFromEnv)
+	if _, v := d.KeyValue(field); d.fromEnv(v) {
+		d.Errorf(field, "%s", IDFromEnvMessage)
 		return ""
 	}
 	id := Qualify(d.entry, s)
@@ -391,7 +426,7 @@ func (d *Decoder) Source(field string) *Source {
 
 // LoadSource loads a source file named relative to the YAML file and records
 // it on the entry (for kinds with lists of modules). It must be a regular
-// file no larger than the Loader's MaxSourceSize. Within a Loader each
+// file no larger than config.Loader.MaxSourceSize. Within a loader each
 // file is read once per load, and not at all when it has not changed
 // since the last one; every entry naming it shares its bytes.
 func (d *Decoder) LoadSource(field, rel string) *Source {
@@ -399,30 +434,28 @@ func (d *Decoder) LoadSource(field, rel string) *Source {
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(d.Dir(), rel)
 	}
-	var sf *sourceFile
-	if d.ld != nil {
-		sf = d.ld.readSource(path)
+	var read *Source
+	var err error
+	if d.opts != nil && d.opts.ReadSource != nil {
+		read, err = d.opts.ReadSource(path)
 	} else {
-		sf = &sourceFile{path: path}
-		sf.bytes, _, sf.err = readRegular(context.Background(), path, DefaultMaxSourceSize, 0)
-		sf.digest = sha256.Sum256(sf.bytes)
+		var b []byte
+		b, _, err = readfile.Regular(context.Background(), path, readfile.DefaultMaxSourceSize, 0)
+		read = &Source{Path: path, Bytes: b, Digest: sha256.Sum256(b)}
 	}
-	if sf.err != nil {
+	if err != nil {
 		*d.errs = append(*d.errs, &FieldError{Pos: d.Pos(field), Entry: d.entry.ID, Field: d.prefix + field,
-			Msg: fmt.Sprintf("source %s: %v", rel, sourceError(sf.err)), Err: sf.err})
+			Msg: fmt.Sprintf("source %s: %v", rel, sourceError(err)), Err: err})
 		return nil
 	}
-	if d.ld != nil {
-		d.ld.deps[path] = sf.digest
-	}
-	src := &Source{Field: d.prefix + field, Pos: d.Pos(field), Path: path, Bytes: sf.bytes, Digest: sf.digest, file: sf}
+	src := &Source{Field: d.prefix + field, Pos: d.Pos(field), Path: path, Bytes: read.Bytes, Digest: read.Digest, Memos: read.Memos}
 	d.entry.Sources = append(d.entry.Sources, src)
 	return src
 }
 
 // sourceError words a source's read error.
 func sourceError(err error) error {
-	if errors.Is(err, ErrTooLarge) {
+	if errors.Is(err, readfile.ErrTooLarge) {
 		// The runner's flag is what a user can change.
 		return fmt.Errorf("%w for Lua sources (--max-source-size raises it)", err)
 	}
@@ -432,7 +465,7 @@ func sourceError(err error) error {
 // Value returns field as a value of the value model (maps, lists, strings,
 // numbers, booleans, nil).
 func (d *Decoder) Value(field string) (any, bool) {
-	_, v := d.lookup(field)
+	_, v := d.KeyValue(field)
 	if v == nil {
 		return nil, false
 	}
@@ -447,8 +480,8 @@ func (d *Decoder) Value(field string) (any, bool) {
 // Object returns a decoder for the mapping in field, or nil when absent.
 // Its unknown fields are reported like the entry's.
 func (d *Decoder) Object(field string) *Decoder {
-	_, v := d.lookup(field)
-	if v == nil || isNull(v) {
+	_, v := d.KeyValue(field)
+	if v == nil || IsNull(v) {
 		return nil
 	}
 	if v.Kind != yaml.MappingNode {
@@ -460,8 +493,8 @@ func (d *Decoder) Object(field string) *Decoder {
 
 // List returns one decoder per element of the list of mappings in field.
 func (d *Decoder) List(field string) []*Decoder {
-	_, v := d.lookup(field)
-	if v == nil || isNull(v) {
+	_, v := d.KeyValue(field)
+	if v == nil || IsNull(v) {
 		return nil
 	}
 	if v.Kind != yaml.SequenceNode {
@@ -472,7 +505,7 @@ func (d *Decoder) List(field string) []*Decoder {
 	for i, c := range v.Content {
 		path := fmt.Sprintf("%s%s[%d]", d.prefix, field, i)
 		if c.Kind != yaml.MappingNode {
-			d.add(posOf(d.file, c), path, "must be a mapping")
+			d.ErrorAt(PosOf(d.file, c), path, "must be a mapping")
 			continue
 		}
 		out = append(out, d.child(c, path+"."))
@@ -481,8 +514,8 @@ func (d *Decoder) List(field string) []*Decoder {
 }
 
 func (d *Decoder) child(n *yaml.Node, prefix string) *Decoder {
-	c := &Decoder{entry: d.entry, file: d.file, node: n, at: posOf(d.file, n), prefix: prefix, errs: d.errs,
-		ld: d.ld, bounds: d.bounds}
+	c := &Decoder{entry: d.entry, file: d.file, node: n, at: PosOf(d.file, n), prefix: prefix, errs: d.errs,
+		opts: d.opts}
 	c.known = c.kbuf[:0]
 	d.kids = append(d.kids, c)
 	return c
@@ -503,69 +536,15 @@ func (d *Decoder) Finish() {
 				known = slices.Sorted(slices.Values(d.known))
 			}
 			msg := "unknown field"
-			if s := suggest(k.Value, known); s != "" {
+			if s := suggest.Closest(k.Value, known); s != "" {
 				msg = fmt.Sprintf("unknown field (did you mean %q?)", s)
 			}
-			d.add(posOf(d.file, k), d.prefix+k.Value, msg)
+			d.ErrorAt(PosOf(d.file, k), d.prefix+k.Value, msg)
 		}
 	}
 	for _, c := range d.kids {
 		c.Finish()
 	}
-}
-
-// suggest returns the candidate closest to s when it is close enough to be
-// a likely typo.
-func suggest(s string, candidates []string) string {
-	best, bestD := "", 1<<30
-	for _, c := range candidates {
-		if dd := levenshtein(s, c); dd < bestD {
-			best, bestD = c, dd
-		}
-	}
-	limit := 2
-	if len(s) > 8 {
-		limit = 3
-	}
-	if bestD <= limit && bestD < len(s) {
-		return best
-	}
-	// A value cut short (scatter_gather for scatter_gather_first_completed)
-	// is far from its name by edit distance; a sole candidate that starts
-	// with it, at a word boundary, is what was meant.
-	if len(s) >= 3 {
-		var hit string
-		for _, c := range candidates {
-			if strings.HasPrefix(c, s) && len(c) > len(s) && (c[len(s)] == '_' || c[len(s)] == '.') {
-				if hit != "" {
-					return ""
-				}
-				hit = c
-			}
-		}
-		return hit
-	}
-	return ""
-}
-
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // nodeValue converts a YAML node to the value model.

@@ -56,12 +56,12 @@ type Entry struct {
 	// a reload compares digests to find what changed.
 	Digest string
 
-	// bodyDigest is Digest without the lifecycle: equal across a reload,
+	// BodyDigest is Digest without the lifecycle: equal across a reload,
 	// with Digest not, the lifecycle alone changed. The YAML itself is not
 	// kept: it weighs ten times what the decoded entry does.
-	bodyDigest string
+	BodyDigest string
 	// env are the values its fields took from the environment, for Redact.
-	env []envValue
+	env []EnvValue
 }
 
 // Lifecycle is the common lifecycle block.
@@ -173,5 +173,7 @@ type Source struct {
 	// Digest is the SHA-256 of Bytes.
 	Digest [sha256.Size]byte
 
-	file *sourceFile // the version read; nil for a Source built in Go
+	// Memos keeps what kinds built from this version of the file (Memo),
+	// shared by every Source read from it; nil for a Source built in Go.
+	Memos *Memos
 }

@@ -33,7 +33,7 @@ const (
 	// TypeBool is true or false, unquoted.
 	TypeBool
 	// TypeInt is an integer count or size: every one has an upper bound
-	// (Count), which Loader.Limits may override.
+	// (Count), which config.Loader.Limits may override.
 	TypeInt
 	// TypeFloat is a finite number.
 	TypeFloat
@@ -325,7 +325,7 @@ func (f *Field) Str(d *Decoder) string {
 	s := d.String(f.Name, def)
 	if f.required != "" && s == "" {
 		// A value that is no scalar was reported as such.
-		if _, v := d.lookup(f.Name); v == nil || v.Kind == yaml.ScalarNode {
+		if _, v := d.KeyValue(f.Name); v == nil || v.Kind == yaml.ScalarNode {
 			d.Errorf(f.Name, "%s", f.required)
 		}
 	}
@@ -346,7 +346,7 @@ func (f *Field) Bool(d *Decoder) bool {
 	return d.Bool(f.Name, def)
 }
 
-// Int reads a TypeInt field, bounded as declared (and as Loader.Limits
+// Int reads a TypeInt field, bounded as declared (and as config.Loader.Limits
 // override), and checks its lower limit.
 func (f *Field) Int(d *Decoder) int {
 	if f.Type != TypeSize { // Size reads plain integers through Int
@@ -456,7 +456,7 @@ func (f *Field) Ref(d *Decoder) ID {
 	f.want(TypeRef)
 	id := d.Ref(f.Name, f.RefMode, f.RefKinds...)
 	if id == "" && f.required != "" {
-		if _, v := d.lookup(f.Name); v == nil || isNull(v) || v.Value == "" {
+		if _, v := d.KeyValue(f.Name); v == nil || IsNull(v) || v.Value == "" {
 			d.Errorf(f.Name, "%s", f.required)
 		}
 	}
@@ -539,18 +539,18 @@ func (d *Decoder) undeclared() {
 	}
 	for _, k := range d.known {
 		if !slices.ContainsFunc(d.decl, func(f *Field) bool { return f.Name == k }) {
-			d.add(d.at, d.prefix+k, fmt.Sprintf("%s reads the field %s%s but does not declare it (a bug in %s: add it to its Fields)",
+			d.ErrorAt(d.at, d.prefix+k, fmt.Sprintf("%s reads the field %s%s but does not declare it (a bug in %s: add it to its Fields)",
 				d.declOf, d.prefix, k, d.declOf))
 		}
 	}
 }
 
-// CheckFields reports what is wrong with a declaration: a field without a
+// checkFields reports what is wrong with a declaration: a field without a
 // name, a type or a one-line description, a name given twice, an enum
 // without values or with a default it does not list, an integer without a
 // bound, an object without fields, a variant of an unknown discriminator.
 // The registry checks every kind's declaration when it is registered.
-func CheckFields(fields []*Field) error {
+func checkFields(fields []*Field) error {
 	var errs []string
 	var check func(prefix string, fields []*Field)
 	check = func(prefix string, fields []*Field) {

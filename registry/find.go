@@ -14,6 +14,8 @@ import (
 // reference — from a script, an entry, or Go — fails the same way. Their
 // codes make them match across the wire (value.Sentinel).
 var (
+	// ErrNoEntry: no entry with that ID in the configuration in force.
+	ErrNoEntry = value.NewError(value.KindNotFound, "no such entry")
 	// ErrNotRunning: the entry is declared but has no running instance, or
 	// no running instance has that PID.
 	ErrNotRunning = value.Sentinel("registry.not_running", value.KindNotFound, "not running")
@@ -101,7 +103,7 @@ func wantKinds(kinds []string) string {
 // Directory holds running instances by PID, so that a reference by PID
 // (Find) reaches them. An instance that may be referred to that way — a
 // supervisor, which a script may name by the PID of a nested tree — adds
-// itself while it runs. A Runtime's Env has one; a nil Directory holds
+// itself while it runs. A runtime.Runtime's Env has one; a nil Directory holds
 // nothing.
 type Directory struct {
 	m sync.Map // process.PID -> Instance

@@ -123,15 +123,22 @@ type Env struct {
 	// node sets to the cluster's pg distribution).
 	Cluster any
 
-	// The runtime's defaults for entries that set no lifecycle timeouts;
-	// zero: DefaultStartTimeout, DefaultStopTimeout.
-	startTimeout, stopTimeout time.Duration
-	// renewals collects, during a reload, the renewals whose new code did
-	// not start (RenewalFailed); nil outside a runtime.
-	renewals *renewalLog
-	// settles counts what fails soon after a reload (Crashed); nil
-	// outside a runtime.
-	settles *settleLog
+	// StartDefault and StopDefault are the runtime's lifecycle timeouts
+	// for entries that set none; zero: DefaultStartTimeout,
+	// DefaultStopTimeout.
+	StartDefault, StopDefault time.Duration
+	// Reports hears what kinds tell the runtime about reloads
+	// (RenewalFailed, Crashed); nil outside a runtime.
+	Reports Reporter
+}
+
+// Reporter is what a runtime hears from kinds about a reload: the
+// renewals whose new code did not start, and the definitions whose
+// processes fail soon after (see Env.RenewalFailed and Env.Crashed).
+// Both are called from any goroutine.
+type Reporter interface {
+	RenewalFailed(by process.PID, slot string, def ID, err error)
+	Crashed(def ID, err error)
 }
 
 // Default lifecycle timeouts, for entries that set none and runtimes whose
@@ -147,8 +154,8 @@ func (env *Env) StartTimeout(e *Entry) time.Duration {
 	if e != nil && e.Lifecycle.StartTimeout > 0 {
 		return e.Lifecycle.StartTimeout
 	}
-	if env != nil && env.startTimeout > 0 {
-		return env.startTimeout
+	if env != nil && env.StartDefault > 0 {
+		return env.StartDefault
 	}
 	return DefaultStartTimeout
 }
@@ -159,8 +166,8 @@ func (env *Env) StopTimeout(e *Entry) time.Duration {
 	if e != nil && e.Lifecycle.StopTimeout > 0 {
 		return e.Lifecycle.StopTimeout
 	}
-	if env != nil && env.stopTimeout > 0 {
-		return env.stopTimeout
+	if env != nil && env.StopDefault > 0 {
+		return env.StopDefault
 	}
 	return DefaultStopTimeout
 }
@@ -244,4 +251,40 @@ func (p ViewPage) WithDefaults() ViewPage {
 type PagedViewer interface {
 	Viewer
 	ViewPage(p ViewPage) any
+}
+
+// RenewalFailed reports, from the instance by, that renewing slot (a
+// pool's slot, a supervisor's child ID) on definition def failed with
+// err: the process there still runs the old code, or none. Kinds call it
+// from a reload's Update or Refresh; reports outside a reload are ignored
+// (a crash restarted later is no renewal). It is safe from any goroutine,
+// and a no-op on an Env without a runtime.
+func (env *Env) RenewalFailed(by process.PID, slot string, def ID, err error) {
+	if env == nil || env.Reports == nil {
+		return
+	}
+	env.Reports.RenewalFailed(by, slot, def, err)
+}
+
+// OutdatedCounter is implemented by instances that run instances of
+// other entries and may leave some on an older definition than the one
+// in force: a pool whose routee renewal failed keeps the old routee in
+// its slot. The runtime adds the counts to the entries' outdated
+// processes (/v1/entries, runner_outdated_processes). CountOutdated
+// calls add for each definition with processes on an older one; it must
+// be safe from any goroutine (read a published snapshot).
+type OutdatedCounter interface {
+	CountOutdated(add func(def ID, n int))
+}
+
+// Crashed reports, from a kind, that a process it runs on definition def
+// (a pool's routee, a supervisor's child) failed with err: when the last
+// reload changed def and it happened within ReloadSettleWindow, the
+// reload counts it as crashed (its status is degraded). Safe from any
+// goroutine; a no-op on an Env without a runtime.
+func (env *Env) Crashed(def ID, err error) {
+	if env == nil || env.Reports == nil {
+		return
+	}
+	env.Reports.Crashed(def, err)
 }

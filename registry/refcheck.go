@@ -20,18 +20,3 @@ func (f *Field) Strings(d *Decoder) []string {
 	f.want(TypeStrings)
 	return d.StringList(f.Name)
 }
-
-// checkTargets runs e's kind's RefChecker, when its references resolved.
-func (ld *load) checkTargets(cfg *Config, e *Entry) {
-	rc, ok := ld.kindOf(e).(RefChecker)
-	if !ok || e.Spec == nil {
-		return
-	}
-	for _, r := range e.Refs {
-		if _, ok := cfg.Entries[r.To]; !ok {
-			return // reported as missing
-		}
-	}
-	rc.CheckRefs(e, func(id ID) (*Entry, bool) { t, ok := cfg.Entries[id]; return t, ok },
-		func(pos Pos, field, msg string) { ld.fail(pos, e.ID, field, "%s", msg) })
-}

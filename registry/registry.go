@@ -18,7 +18,7 @@ type Registry struct {
 func NewRegistry() *Registry { return &Registry{kinds: map[string]Kind{}} }
 
 // Register adds k. Registering two kinds under one name, or a kind whose
-// field declaration CheckFields rejects, is a programming error and
+// field declaration checkFields rejects, is a programming error and
 // panics, like http.Handle does.
 func (r *Registry) Register(k Kind) {
 	r.mu.Lock()
@@ -28,7 +28,7 @@ func (r *Registry) Register(k Kind) {
 		panic("registry: kind with an empty name")
 	}
 	if dk, ok := k.(Declared); ok {
-		if err := CheckFields(dk.Fields()); err != nil {
+		if err := checkFields(dk.Fields()); err != nil {
 			panic(fmt.Sprintf("registry: kind %q: %v", name, err))
 		}
 	}

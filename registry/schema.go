@@ -1,14 +1,10 @@
 package registry
 
 import (
-	"bytes"
-	"encoding/json"
-	"strings"
 	"time"
-)
 
-// SchemaDraft is the JSON Schema dialect Schema writes.
-const SchemaDraft = "https://json-schema.org/draft/2020-12/schema"
+	"github.com/proctor-run/proctor/internal/words"
+)
 
 // Patterns of the schema. They are written for both Go's regexp and
 // ECMAScript's (editors), so they use neither lookaround nor \d.
@@ -24,24 +20,16 @@ const (
 	idPattern               = `^([a-z][a-z0-9_.-]*:)?[a-z][a-z0-9_.-]*$`
 )
 
-// Messages editors show for a value that does not match its pattern
-// (yaml-language-server's patternErrorMessage), instead of the regular
-// expression.
-const (
-	durationMessage = "not a duration: write a Go duration such as 250ms, 5s or 1m30s (or 0)"
-	nameMessage     = "not a name: lower-case letters, digits, _ . and -, starting with a letter"
-)
+// durationMessage is what editors show for a value that is not a
+// duration (yaml-language-server's patternErrorMessage), instead of the
+// regular expression.
+const durationMessage = "not a duration: write a Go duration such as 250ms, 5s or 1m30s (or 0)"
 
-// Schema returns the JSON Schema (draft 2020-12) of a configuration file
-// for the kinds of r: the file header, the entry with its lifecycle, and
-// one branch per kind, chosen by the entry's kind, with the fields the
-// kind declares (see Declared; a kind that declares none takes any). It
-// is built from the same declarations the loader reads fields through.
-// Every scalar an entry may take from the environment also validates as
-// a ${env:…} reference; bounds are the defaults (Loader.Limits may
-// raise them); checks between fields are the loader's alone.
-func (r *Registry) Schema() map[string]any {
-	defs := map[string]any{
+// SchemaDefs returns the definitions ($defs) the schemas of fields refer
+// to: env, duration, positive_duration and entry_id. A schema document
+// that holds ObjectSchema's output holds these under $defs.
+func SchemaDefs() map[string]any {
+	return map[string]any{
 		"env": obj("type", "string", "pattern", envPattern, "patternErrorMessage", "not an environment reference: write ${env:NAME} or ${env:NAME:-default}",
 			"description", "A value from the environment: ${env:NAME} or ${env:NAME:-default}, alone or inside a string."),
 		"duration": obj("anyOf", []any{obj("type", "string", "pattern", durationPattern, "patternErrorMessage", durationMessage), obj("const", 0)},
@@ -53,65 +41,19 @@ func (r *Registry) Schema() map[string]any {
 			"patternErrorMessage", "not an entry ID: write namespace:name, or name in this file's namespace (lower-case letters, digits, _ . -, starting with a letter)",
 			"description", "An entry ID: namespace:name, or name in the entry's own namespace."),
 	}
-	names := r.Names()
-	var branches []any
-	for _, name := range names {
-		k, _ := r.Kind(name)
-		dk, ok := k.(Declared)
-		if !ok {
-			continue
-		}
-		def := objectSchema(append(entryFieldsAny(), dk.Fields()...), nil, "")
-		def["description"] = "An entry of kind " + name + "."
-		defs["kind."+name] = def
-		branches = append(branches, obj(
-			"if", obj("properties", obj("kind", obj("const", name)), "required", []string{"kind"}),
-			"then", obj("$ref", "#/$defs/kind."+name)))
-	}
-	entry := objectSchema(entryFields, nil, "")
-	delete(entry, "additionalProperties") // the kind's branch lists the rest
-	entry["properties"].(map[string]any)["kind"] = obj("enum", names, "description", entryKind.Doc)
-	entry["required"] = []string{entryName.Name, entryKind.Name}
-	entry["description"] = "An entry: its name, kind, lifecycle and the fields of its kind."
-	if len(branches) > 0 {
-		entry["allOf"] = branches
-	}
-	defs["entry"] = entry
-
-	return obj(
-		"$schema", SchemaDraft,
-		"title", "Proctor configuration",
-		"description", "A Proctor configuration file: a namespace and its entries (docs/configuration.md).",
-		"type", "object",
-		"properties", obj(
-			fileVersion.Name, obj("enum", []any{"1", 1}, "default", "1", "description", fileVersion.Doc),
-			fileNamespace.Name, obj("type", "string", "pattern", "^"+strings.Trim(namePattern.String(), "^$")+"$", "patternErrorMessage", nameMessage,
-				"description", fileNamespace.Doc),
-			fileEntries.Name, obj("type", "array", "items", obj("$ref", "#/$defs/entry"), "description", fileEntries.Doc),
-		),
-		"required", []string{fileNamespace.Name},
-		"additionalProperties", false,
-		"$defs", defs,
-	)
 }
 
-// SchemaJSON returns Schema as indented JSON, with a final newline.
-func (r *Registry) SchemaJSON() ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(r.Schema()); err != nil {
-		return nil, err
-	}
-	return b.Bytes(), nil
-}
+// ObjectSchema returns the JSON Schema of a mapping with the declared
+// fields: what editors check a configuration against (see SchemaDefs for
+// the definitions it refers to).
+func ObjectSchema(fields []*Field) map[string]any { return objectSchema(fields, nil, "") }
 
-// entryFieldsAny are the common fields as a kind's branch lists them:
-// allowed, with any value, since the entry's own schema checks them.
-func entryFieldsAny() []*Field {
-	out := make([]*Field, len(entryFields))
-	for i, f := range entryFields {
+// AnyValues returns fields as a schema lists fields that are allowed
+// with any value (the common fields in a kind's branch, which the entry's
+// own schema checks).
+func AnyValues(fields []*Field) []*Field {
+	out := make([]*Field, len(fields))
+	for i, f := range fields {
 		out[i] = &Field{Name: f.Name, Type: f.Type, Doc: f.Doc, Fields: f.Fields, anyValue: true}
 	}
 	return out
@@ -183,10 +125,6 @@ func fieldSchema(f *Field) map[string]any {
 	switch f.Type {
 	case TypeString:
 		s = obj("type", "string")
-		if f == entryName {
-			s["pattern"] = "^" + strings.Trim(namePattern.String(), "^$") + "$"
-			s["patternErrorMessage"] = nameMessage
-		}
 	case TypeEnum:
 		s, env = obj("enum", f.Enum), true
 	case TypeBool:
@@ -256,22 +194,9 @@ func sourceSchema() map[string]any {
 // schemaValue renders a default as YAML would write it.
 func schemaValue(v any) any {
 	if d, ok := v.(time.Duration); ok {
-		return ShortDuration(d)
+		return words.Duration(d)
 	}
 	return v
-}
-
-// ShortDuration writes d as a Go duration without zero units: 72h, not
-// 72h0m0s; 1m30s; 250ms.
-func ShortDuration(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = s[:len(s)-2]
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = s[:len(s)-2]
-	}
-	return s
 }
 
 // obj builds a JSON object from key, value pairs.

@@ -32,8 +32,8 @@ func SizeField(name string, def, bound int, doc string) *Field {
 // within the same bound and lower limit.
 func (f *Field) Size(d *Decoder) int {
 	f.want(TypeSize)
-	_, v := d.lookup(f.Name)
-	if v == nil || isNull(v) || v.Kind != yaml.ScalarNode || v.Tag == "!!int" || !sizeRE.MatchString(strings.TrimSpace(v.Value)) {
+	_, v := d.KeyValue(f.Name)
+	if v == nil || IsNull(v) || v.Kind != yaml.ScalarNode || v.Tag == "!!int" || !sizeRE.MatchString(strings.TrimSpace(v.Value)) {
 		// An integer, or an error Int words as it does for counts.
 		return f.Int(d)
 	}

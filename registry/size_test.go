@@ -30,7 +30,7 @@ func TestSizeField(t *testing.T) {
 			t.Fatal(err)
 		}
 		var errs []error
-		d := NewDecoder(&Entry{ID: "a:x", Kind: "t"}, "c.yaml", node.Content[0], &errs)
+		d := NewDecoder(&Entry{ID: "a:x", Kind: "t"}, "c.yaml", node.Content[0], &errs, nil)
 		got := f.Size(d)
 		switch {
 		case c.err == "" && (len(errs) > 0 || got != c.want):
@@ -41,7 +41,7 @@ func TestSizeField(t *testing.T) {
 			t.Errorf("%s: %d, want %d", c.yaml, got, c.want)
 		}
 	}
-	if err := CheckFields([]*Field{f}); err != nil {
+	if err := checkFields([]*Field{f}); err != nil {
 		t.Error(err)
 	}
 }

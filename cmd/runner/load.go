@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/node"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -29,7 +31,7 @@ type loadFlags struct {
 }
 
 func addLoadFlags(fs *flag.FlagSet) *loadFlags {
-	lf := &loadFlags{maxConfigSize: registry.DefaultMaxConfigSize, maxSourceSize: registry.DefaultMaxSourceSize}
+	lf := &loadFlags{maxConfigSize: config.DefaultMaxConfigSize, maxSourceSize: config.DefaultMaxSourceSize}
 	fs.Func("max-config-size", "largest YAML `SIZE` read, per file: bytes, or with KiB, MiB, GiB (default 8MiB)", func(s string) (err error) {
 		lf.maxConfigSize, err = parseSize(s)
 		return err
@@ -64,7 +66,7 @@ func (lf *loadFlags) check() error {
 	for _, name := range names {
 		if _, ok := bounds[name]; !ok {
 			hint := "see docs/configuration.md#bounds for the list"
-			if s := registry.Suggest(name, slices.Collect(maps.Keys(bounds))); s != "" {
+			if s := suggest.Closest(name, slices.Collect(maps.Keys(bounds))); s != "" {
 				hint = fmt.Sprintf("did you mean %s? (%s)", s, hint)
 			}
 			return fmt.Errorf("--limit %s: no such bound; %s", name, hint)
@@ -73,8 +75,8 @@ func (lf *loadFlags) check() error {
 	return nil
 }
 
-func (lf *loadFlags) loader(kinds *registry.Registry, log *slog.Logger) *registry.Loader {
-	return &registry.Loader{Kinds: kinds, MaxConfigSize: lf.maxConfigSize, MaxSourceSize: lf.maxSourceSize, Limits: lf.limits, Logger: log}
+func (lf *loadFlags) loader(kinds *registry.Registry, log *slog.Logger) *config.Loader {
+	return &config.Loader{Kinds: kinds, MaxConfigSize: lf.maxConfigSize, MaxSourceSize: lf.maxSourceSize, Limits: lf.limits, Logger: log}
 }
 
 // parseSize reads a byte count: a whole number, optionally followed by
@@ -104,11 +106,11 @@ var errInterrupted = errors.New("interrupted")
 // SIGTERM arrives (then it returns the signal and errInterrupted). A
 // SIGHUP meanwhile is reported through hup: the load in progress may have
 // read some files before they changed.
-func loadWatching(l *registry.Loader, paths []string, sigs <-chan os.Signal) (cfg *registry.Config, sig os.Signal, hup bool, err error) {
+func loadWatching(l *config.Loader, paths []string, sigs <-chan os.Signal) (cfg *config.Config, sig os.Signal, hup bool, err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	type result struct {
-		cfg *registry.Config
+		cfg *config.Config
 		err error
 	}
 	done := make(chan result, 1)

@@ -13,16 +13,18 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"runtime"
+	goruntime "runtime"
 	"runtime/debug"
 	"syscall"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/lua/lint"
 	"github.com/proctor-run/proctor/node"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -85,7 +87,7 @@ func cli(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal, force f
 	case "send", "ask", "entries", "tree":
 		return remote(args[0], args[1:], stdout, stderr)
 	case "version", "--version", "-version":
-		fmt.Fprintf(stdout, "runner %s %s %s/%s\n", buildVersion(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+		fmt.Fprintf(stdout, "runner %s %s %s/%s\n", buildVersion(), goruntime.Version(), goruntime.GOOS, goruntime.GOARCH)
 		return 0
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)
@@ -157,14 +159,14 @@ func validate(args []string, stdout, stderr io.Writer, sigs <-chan os.Signal) in
 }
 
 // logLint logs the Lua lint's findings on cfg, once, as warnings.
-func logLint(log *slog.Logger, kinds *registry.Registry, cfg *registry.Config) {
+func logLint(log *slog.Logger, kinds *registry.Registry, cfg *config.Config) {
 	for _, f := range lint.Config(cfg, node.LuaHost(kinds).Surface()) {
 		log.Warn("Lua lint: "+f.Msg, "at", f.Pos.String(), "entry", string(f.Entry))
 	}
 }
 
 func printLoadErrors(w io.Writer, err error) {
-	var es registry.Errors
+	var es config.Errors
 	if errors.As(err, &es) {
 		for _, e := range es {
 			fmt.Fprintln(w, e.Error())
@@ -189,7 +191,7 @@ var startedHook func(*app)
 type app struct {
 	n    *node.Node
 	node *process.Node
-	rt   *registry.Runtime
+	rt   *runtime.Runtime
 	root *supervisor.Root
 }
 
@@ -379,7 +381,7 @@ func shutdownWatching(n *node.Node, sigs <-chan os.Signal, log *slog.Logger, for
 
 // spawnMain spawns the --main entry under a watcher process that reports
 // its exit.
-func spawnMain(node *process.Node, rt *registry.Runtime, id registry.ID, args []any) (<-chan process.Exit, error) {
+func spawnMain(node *process.Node, rt *runtime.Runtime, id registry.ID, args []any) (<-chan process.Exit, error) {
 	res := make(chan process.Exit, 1)
 	// The watcher is the runtime's (System): a script that stopped it
 	// would leave the runner waiting for ever.

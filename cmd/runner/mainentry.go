@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -12,7 +14,7 @@ import (
 // name ("main") when exactly one namespace of the configuration has an
 // entry of that name. Otherwise the error lists the candidates, or the
 // nearest IDs, as a misspelt reference in YAML does.
-func resolveMain(cfg *registry.Config, ref string) (registry.ID, error) {
+func resolveMain(cfg *config.Config, ref string) (registry.ID, error) {
 	if _, ok := cfg.Entries[registry.ID(ref)]; ok {
 		return registry.ID(ref), nil
 	}
@@ -42,7 +44,7 @@ func resolveMain(cfg *registry.Config, ref string) (registry.ID, error) {
 // suggestEntry is the ID nearest to ref: compared whole, or by name alone
 // when ref names no namespace.
 func suggestEntry(ref string, ids []string) string {
-	if s := registry.Suggest(ref, ids); s != "" {
+	if s := suggest.Closest(ref, ids); s != "" {
 		return s
 	}
 	if strings.Contains(ref, ":") {
@@ -53,7 +55,7 @@ func suggestEntry(ref string, ids []string) string {
 	for i, id := range ids {
 		names[i] = registry.ID(id).Name()
 	}
-	if s := registry.Suggest(ref, names); s != "" {
+	if s := suggest.Closest(ref, names); s != "" {
 		for _, id := range ids {
 			if registry.ID(id).Name() == s {
 				return id

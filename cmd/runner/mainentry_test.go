@@ -5,11 +5,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/registry"
 )
 
 func TestResolveMain(t *testing.T) {
-	cfg := &registry.Config{Entries: map[registry.ID]*registry.Entry{
+	cfg := &config.Config{Entries: map[registry.ID]*registry.Entry{
 		"app:main": {}, "app:hello": {}, "tools:hello": {}, "tools:migrate": {},
 	}}
 	for _, tc := range []struct{ ref, id, err string }{

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/node"
 )
 
@@ -14,7 +15,7 @@ func schema(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "usage: runner schema")
 		return 2
 	}
-	b, err := node.DefaultKinds(io.Discard).SchemaJSON()
+	b, err := config.SchemaJSON(node.DefaultKinds(io.Discard))
 	if err != nil {
 		fmt.Fprintf(stderr, "runner schema: %v\n", err)
 		return 1

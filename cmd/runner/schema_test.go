@@ -18,8 +18,8 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"gopkg.in/yaml.v3"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/node"
-	"github.com/proctor-run/proctor/registry"
 )
 
 var updateSchema = flag.Bool("update-schema", false, "rewrite docs/schema/proctor.schema.json")
@@ -52,7 +52,7 @@ func TestSchemaFileIsCurrent(t *testing.T) {
 // validator.
 func compileSchema(t *testing.T) *jsonschema.Schema {
 	t.Helper()
-	b, err := node.DefaultKinds(io.Discard).SchemaJSON()
+	b, err := config.SchemaJSON(node.DefaultKinds(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ entries:
 	dir := t.TempDir()
 	os.WriteFile(filepath.Join(dir, "w.lua"), []byte("return {main = function() end}"), 0o644)
 	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(src), 0o644)
-	l := &registry.Loader{Kinds: node.DefaultKinds(io.Discard), Environ: func() []string { return []string{"GREETING=hi"} }}
+	l := &config.Loader{Kinds: node.DefaultKinds(io.Discard), Environ: func() []string { return []string{"GREETING=hi"} }}
 	if _, err := l.Load(filepath.Join(dir, "c.yaml")); err != nil {
 		t.Fatalf("runner validate: %v", err)
 	}
@@ -250,7 +250,7 @@ func TestSchemaRejectsWhatValidateRejects(t *testing.T) {
 			dir := t.TempDir()
 			os.WriteFile(filepath.Join(dir, "w.lua"), []byte("return {main = function() end}"), 0o644)
 			os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(src), 0o644)
-			_, err := (&registry.Loader{Kinds: node.DefaultKinds(io.Discard)}).Load(filepath.Join(dir, "c.yaml"))
+			_, err := (&config.Loader{Kinds: node.DefaultKinds(io.Discard)}).Load(filepath.Join(dir, "c.yaml"))
 			if err == nil || !strings.Contains(err.Error(), tt.validate) {
 				t.Fatalf("runner validate: got %v, want %q", err, tt.validate)
 			}
@@ -280,7 +280,7 @@ func TestSchemaRejectsWhatValidateRejects(t *testing.T) {
 // (yaml-language-server's patternErrorMessage): a mistyped duration said
 // `String does not match the pattern of "^\+?(([0-9]+…"`.
 func TestSchemaPatternsHaveMessages(t *testing.T) {
-	b, err := node.DefaultKinds(io.Discard).SchemaJSON()
+	b, err := config.SchemaJSON(node.DefaultKinds(io.Discard))
 	if err != nil {
 		t.Fatal(err)
 	}

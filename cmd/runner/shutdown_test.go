@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/node"
 	"github.com/proctor-run/proctor/process"
@@ -42,7 +43,7 @@ func TestSecondSignalForcesExit(t *testing.T) {
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	os.WriteFile(p, []byte("namespace: a\nentries:\n  - {name: s, kind: test.stuck, lifecycle: {auto_start: true}}\n"), 0o644)
 	log := slog.New(slog.DiscardHandler)
-	n, err := node.Start(context.Background(), node.Options{Paths: []string{p}, Loader: &registry.Loader{Kinds: kinds}, Logger: log, NoWatch: true})
+	n, err := node.Start(context.Background(), node.Options{Paths: []string{p}, Loader: &config.Loader{Kinds: kinds}, Logger: log, NoWatch: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"runtime"
+	goruntime "runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -26,6 +26,7 @@ import (
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -87,7 +88,7 @@ func TestSoak(t *testing.T) {
 	// Goroutines of processes and connections that just ended take a
 	// moment to return; wait for the count to come back, then measure.
 	deadline := time.Now().Add(30 * time.Second)
-	for runtime.NumGoroutine() > before.goroutines+before.goroutines/10 && time.Now().Before(deadline) {
+	for goruntime.NumGoroutine() > before.goroutines+before.goroutines/10 && time.Now().Before(deadline) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	after := measure()
@@ -108,7 +109,7 @@ func TestSoak(t *testing.T) {
   crashes            %d supervised children, %d pool routees, %d root services
   http               %d connections opened and dropped, %d requests answered, %d failed
   hostile script     %d restarts (%s); /v1/dead-letters %d bytes; longest log line %d bytes`,
-		d, runtime.GOMAXPROCS(0),
+		d, goruntime.GOMAXPROCS(0),
 		mib(before.heap), mib(after.heap), mib(rssPeak()), before.goroutines, after.goroutines, procsBefore, a.node.Count(), accounted(a),
 		s.sent.Load(), s.answered.Load(), s.failed.Load(), lost, s.wrong.Load(), s.twice.Load(), s.errorKinds(),
 		s.validEdits, s.invalidEdits, reloads["applied"]-reloads0["applied"], reloads["rejected"]-reloads0["rejected"],
@@ -118,7 +119,7 @@ func TestSoak(t *testing.T) {
 
 	// The hostile script's assertions held (a failed one restarts it),
 	// and what the node keeps and logs of its data stayed bounded.
-	if hostile.Restarts != 0 || hostile.Status != registry.StatusRunning {
+	if hostile.Restarts != 0 || hostile.Status != runtime.StatusRunning {
 		t.Errorf("the hostile script: %s after %d restarts: %v", hostile.Status, hostile.Restarts, hostile.Err)
 	}
 	if deadBytes > 2<<20 {
@@ -163,11 +164,11 @@ type memUsage struct {
 }
 
 func measure() memUsage {
-	runtime.GC()
-	runtime.GC()
-	var ms runtime.MemStats
-	runtime.ReadMemStats(&ms)
-	return memUsage{heap: ms.HeapAlloc, goroutines: runtime.NumGoroutine()}
+	goruntime.GC()
+	goruntime.GC()
+	var ms goruntime.MemStats
+	goruntime.ReadMemStats(&ms)
+	return memUsage{heap: ms.HeapAlloc, goroutines: goruntime.NumGoroutine()}
 }
 
 func mib(b uint64) float64 { return float64(b) / (1 << 20) }
@@ -457,7 +458,7 @@ func (s *soak) kill(rng *rand.Rand, pid process.PID) {
 func accounted(a *app) int {
 	n := 1 // the root supervisor
 	for _, in := range a.rt.Entries() {
-		if in.Status != registry.StatusRunning {
+		if in.Status != runtime.StatusRunning {
 			continue
 		}
 		n++

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/internal/suggest"
 )
 
 // undefinedFlag is how the flag package words an unknown flag.
@@ -21,7 +21,7 @@ func suggestFlag(fs *flag.FlagSet, err error) string {
 	}
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
-	return registry.Suggest(strings.TrimPrefix(name, "-"), names)
+	return suggest.Closest(strings.TrimPrefix(name, "-"), names)
 }
 
 // withFlagSuggestion adds to an unknown-flag error of fs the flag it most

@@ -16,6 +16,7 @@ import (
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // findBrowser returns the Chromium to drive. Without one the test skips
@@ -81,7 +82,7 @@ func eval[T any](t *testing.T, ctx context.Context, js string) T {
 }
 
 // childPID is the PID of child id of the supervisor entry sup.
-func childPID(t *testing.T, rt *registry.Runtime, sup registry.ID, id string) process.PID {
+func childPID(t *testing.T, rt *runtime.Runtime, sup registry.ID, id string) process.PID {
 	t.Helper()
 	inst, ok := rt.Instance(sup)
 	if !ok {

@@ -26,14 +26,15 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/testutil"
 	httpkind "github.com/proctor-run/proctor/kinds/http"
 	"github.com/proctor-run/proctor/kinds/pool"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/lua"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
-
-	"github.com/proctor-run/proctor/internal/testutil"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -74,7 +75,7 @@ end }
 type node struct {
 	t    testing.TB
 	dir  string
-	rt   *registry.Runtime
+	rt   *runtime.Runtime
 	kind *registry.Registry
 	log  *testutil.SyncBuffer
 }
@@ -96,18 +97,18 @@ func start(t testing.TB, config string) *node {
 }
 
 // startIn is start in dir.
-func startIn(t testing.TB, dir, config string) *node {
+func startIn(t testing.TB, dir, yamlText string) *node {
 	t.Helper()
 	n := &node{t: t, dir: dir, kind: newKinds(), log: &testutil.SyncBuffer{}}
 	n.write("echo.lua", echoLua)
-	n.write("app.yaml", config)
-	cfg, err := (&registry.Loader{Kinds: n.kind}).Load(n.dir)
+	n.write("app.yaml", yamlText)
+	cfg, err := (&config.Loader{Kinds: n.kind}).Load(n.dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(n.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	pn := process.NewNode(process.Options{Name: "t", Logger: logger})
-	n.rt = registry.NewRuntime(registry.RuntimeOptions{Node: pn, Kinds: n.kind, Logger: logger})
+	n.rt = runtime.NewRuntime(runtime.RuntimeOptions{Node: pn, Kinds: n.kind, Logger: logger})
 	if err := n.rt.Start(context.Background(), cfg); err != nil {
 		n.rt.Stop(context.Background())
 		t.Fatalf("start: %v\n%s", err, n.log.String())
@@ -128,10 +129,10 @@ func (n *node) write(name, text string) {
 }
 
 // reload writes config and applies it.
-func (n *node) reload(config string) registry.ReloadSummary {
+func (n *node) reload(yamlText string) runtime.ReloadSummary {
 	n.t.Helper()
-	n.write("app.yaml", config)
-	_, sum, err := n.rt.Reload(context.Background(), &registry.Loader{Kinds: n.kind}, n.dir)
+	n.write("app.yaml", yamlText)
+	_, sum, err := n.rt.Reload(context.Background(), &config.Loader{Kinds: n.kind}, n.dir)
 	if err != nil {
 		n.t.Fatalf("reload: %v", err)
 	}
@@ -343,7 +344,7 @@ func TestValidation(t *testing.T) {
 		os.WriteFile(filepath.Join(dir, "echo.lua"), []byte(echoLua), 0o644)
 		cfg := "namespace: app\nentries:\n  - {name: echo, kind: process.lua, source: file://echo.lua}" + tc.yaml + "\n"
 		os.WriteFile(filepath.Join(dir, "app.yaml"), []byte(cfg), 0o644)
-		_, err := (&registry.Loader{Kinds: newKinds()}).Load(dir)
+		_, err := (&config.Loader{Kinds: newKinds()}).Load(dir)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s\ngot  %v\nwant %s", tc.yaml, err, tc.want)
 		}

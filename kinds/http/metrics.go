@@ -5,7 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/internal/promreg"
 )
 
 // metrics follow OpenTelemetry's HTTP server semantic conventions
@@ -48,10 +48,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	if reg == nil {
 		return m
 	}
-	m.duration = registry.RegisterCollector(reg, m.duration)
-	m.active = registry.RegisterCollector(reg, m.active)
-	m.refused = registry.RegisterCollector(reg, m.refused)
-	m.oversized = registry.RegisterCollector(reg, m.oversized)
+	m.duration = promreg.Register(reg, m.duration)
+	m.active = promreg.Register(reg, m.active)
+	m.refused = promreg.Register(reg, m.refused)
+	m.oversized = promreg.Register(reg, m.oversized)
 	return m
 }
 

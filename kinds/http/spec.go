@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -194,7 +195,7 @@ func decodeRoute(d *registry.Decoder) *RouteSpec {
 		u := strings.ToUpper(strings.TrimSpace(m))
 		if !slices.Contains(knownMethods, u) {
 			msg := fmt.Sprintf("unknown method %q; one of %s", m, strings.Join(knownMethods, ", "))
-			if sug := registry.Suggest(u, knownMethods); sug != "" {
+			if sug := suggest.Closest(u, knownMethods); sug != "" {
 				msg = fmt.Sprintf("unknown method %q (did you mean %q?); one of %s", m, sug, strings.Join(knownMethods, ", "))
 			}
 			d.Errorf(fMethod.Name, "%s", msg)
@@ -264,7 +265,7 @@ func parseKey(k string, params []string, pathKnown bool) (*KeySpec, error) {
 				return nil, fmt.Errorf("path has no wildcard {%s}", name)
 			}
 			msg := fmt.Sprintf("path has no wildcard {%s}; it has %s", name, "{"+strings.Join(params, "}, {")+"}")
-			if sug := registry.Suggest(name, params); sug != "" {
+			if sug := suggest.Closest(name, params); sug != "" {
 				msg = fmt.Sprintf("path has no wildcard {%s} (did you mean %q?)", name, "path."+sug)
 			}
 			return nil, fmt.Errorf("%s", msg)
@@ -279,7 +280,7 @@ func parseKey(k string, params []string, pathKnown bool) (*KeySpec, error) {
 		return &KeySpec{Source: KeyHeader, Name: nethttp.CanonicalHeaderKey(name)}, nil
 	}
 	msg := fmt.Sprintf("want path.NAME, query.NAME or header.NAME, got %q", k)
-	if sug := registry.Suggest(src, []string{"path", "query", "header"}); sug != "" {
+	if sug := suggest.Closest(src, []string{"path", "query", "header"}); sug != "" {
 		msg += fmt.Sprintf(" (did you mean %q?)", sug+"."+name)
 	}
 	return nil, fmt.Errorf("%s", msg)

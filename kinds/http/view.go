@@ -1,6 +1,7 @@
 package http
 
 import (
+	"github.com/proctor-run/proctor/internal/words"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -49,7 +50,7 @@ func (s *Server) conns() int {
 
 func routeView(id, server registry.ID, spec *RouteSpec) RouteView {
 	v := RouteView{ID: string(id), Methods: spec.Methods, Path: spec.Path, To: string(spec.To),
-		Timeout: registry.ShortDuration(spec.Timeout), Server: string(server)}
+		Timeout: words.Duration(spec.Timeout), Server: string(server)}
 	if v.Methods == nil {
 		v.Methods = []string{}
 	}

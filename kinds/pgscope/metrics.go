@@ -3,8 +3,10 @@ package pgscope
 import (
 	"sync"
 
-	"github.com/proctor-run/proctor/registry"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/promreg"
+	"github.com/proctor-run/proctor/registry"
 )
 
 // scopeMetrics are one scope's children of the kind's collectors.
@@ -18,7 +20,7 @@ type scopeMetrics struct {
 
 // collectors are the kind's metric families on one Prometheus registry,
 // registered as one Collector so that every scope reporting there shares
-// them (registry.RegisterCollector returns the one registered first).
+// them (promreg.Register returns the one registered first).
 //
 // They also record which scope of each entry is the latest: the scopes of
 // one entry share its series and its health check, and a scope that stops
@@ -101,7 +103,7 @@ func (c *collectors) release(s *Scope) bool {
 }
 
 func newScopeMetrics(reg *prometheus.Registry, scope string) *scopeMetrics {
-	c := registry.RegisterCollector(reg, newCollectors())
+	c := promreg.Register(reg, newCollectors())
 	m := &scopeMetrics{vecs: c, scope: scope}
 	m.groups = c.groups.WithLabelValues(scope)
 	m.members = c.members.WithLabelValues(scope)

@@ -18,7 +18,7 @@ func decode(t *testing.T, src string) (*Spec, []error) {
 	}
 	node := doc.Content[0]
 	var errs []error
-	d := registry.NewDecoder(&registry.Entry{ID: "app:pg"}, "pg.yaml", node, &errs)
+	d := registry.NewDecoder(&registry.Entry{ID: "app:pg"}, "pg.yaml", node, &errs, nil)
 	spec := Kind{}.Decode(d).(*Spec)
 	d.Finish()
 	return spec, errs

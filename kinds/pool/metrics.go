@@ -1,8 +1,9 @@
 package pool
 
 import (
-	"github.com/proctor-run/proctor/registry"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/proctor-run/proctor/internal/promreg"
 )
 
 // Outcomes of a scatter (and of a tail chop), the values of the outcome
@@ -74,13 +75,13 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	if reg == nil {
 		return m
 	}
-	m.resolved = registry.RegisterCollector(reg, m.resolved)
-	m.latency = registry.RegisterCollector(reg, m.latency)
-	m.routed = registry.RegisterCollector(reg, m.routed)
-	m.routees = registry.RegisterCollector(reg, m.routees)
-	m.resizes = registry.RegisterCollector(reg, m.resizes)
-	m.restarts = registry.RegisterCollector(reg, m.restarts)
-	m.renewals = registry.RegisterCollector(reg, m.renewals)
-	m.renewalFailures = registry.RegisterCollector(reg, m.renewalFailures)
+	m.resolved = promreg.Register(reg, m.resolved)
+	m.latency = promreg.Register(reg, m.latency)
+	m.routed = promreg.Register(reg, m.routed)
+	m.routees = promreg.Register(reg, m.routees)
+	m.resizes = promreg.Register(reg, m.resizes)
+	m.restarts = promreg.Register(reg, m.restarts)
+	m.renewals = promreg.Register(reg, m.renewals)
+	m.renewalFailures = promreg.Register(reg, m.renewalFailures)
 	return m
 }

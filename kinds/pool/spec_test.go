@@ -32,7 +32,7 @@ func decodeEntry(t *testing.T, k registry.Kind, e *registry.Entry, src string) (
 		t.Fatal(err)
 	}
 	var errs []error
-	d := registry.NewDecoder(e, "pools.yaml", doc.Content[0], &errs)
+	d := registry.NewDecoder(e, "pools.yaml", doc.Content[0], &errs, nil)
 	s := k.Decode(d)
 	d.Finish()
 	return s, errs

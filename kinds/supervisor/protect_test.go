@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/process"
-	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // stranger spawns a process that is no supervisor's child, as a script is
@@ -58,7 +58,7 @@ entries:
 	old := rootCrash(t, rt, "a:s", "crash")
 	rootWaitFor(t, "a:s restarted", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusRunning && info.Instance.PID() != old
+		return info.Status == runtime.StatusRunning && info.Instance.PID() != old
 	})
 	if !root.Alive() {
 		t.Fatalf("the root died: %v", root.Exit())

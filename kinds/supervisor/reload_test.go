@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -306,7 +307,7 @@ func TestChildExitLogHidesEnvironmentValues(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The fake worker fails with "boom": the value the entry took.
-	cfg, err := (&registry.Loader{Kinds: kinds, Environ: func() []string { return []string{"TOKEN=boom"} }}).Load(p)
+	cfg, err := (&config.Loader{Kinds: kinds, Environ: func() []string { return []string{"TOKEN=boom"} }}).Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}

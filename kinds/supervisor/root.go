@@ -12,14 +12,15 @@ import (
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 	"github.com/proctor-run/proctor/value"
 )
 
 // RootRuntime is what the root supervisor needs from the runtime whose
-// entries it owns; *registry.Runtime implements it. The runtime stays the
+// entries it owns; *runtime.Runtime implements it. The runtime stays the
 // authority on which instance is current: every call names the instance it
 // is about, and one the runtime has stopped or replaced is refused with
-// registry.ErrNotCurrent.
+// runtime.ErrNotCurrent.
 type RootRuntime interface {
 	Entry(id registry.ID) (*registry.Entry, bool)
 	Exited(ctx context.Context, id registry.ID, pid process.PID, exit process.Exit) (restart bool, err error)
@@ -42,7 +43,7 @@ type RootOptions struct {
 // Root is the root supervisor: a process that monitors every running
 // entry's instance and, when its exit calls for a restart by the entry's
 // lifecycle.restart.type (permanent: any exit; transient: a failure;
-// temporary: none — the runtime decides, see registry.Runtime.Exited),
+// temporary: none — the runtime decides, see runtime.Runtime.Exited),
 // restarts it after its lifecycle.restart backoff (initial_delay, growing
 // by backoff_factor up to max_delay, with jitter). Past max_attempts it
 // gives up and the runtime marks the entry failed. Unlike an ordinary
@@ -123,7 +124,7 @@ func (r *Root) Exit() process.Exit { return r.exit() }
 // (starting) from one nobody will restart any more (failed).
 func (r *Root) Alive() bool { return r.node.Alive(r.pid) }
 
-// Watch implements registry.Owner: the root starts monitoring inst. It
+// Watch implements runtime.Owner: the root starts monitoring inst. It
 // never blocks (the runtime calls it from its loop).
 func (r *Root) Watch(id registry.ID, inst registry.Instance) {
 	// Monitor now, on the caller's goroutine, so an instance that exits
@@ -299,7 +300,7 @@ func (s *rootState) failed(id registry.ID, old process.PID, reason error) {
 	if pol.MaxAttempts > 0 && n >= pol.MaxAttempts {
 		delete(s.attempts, id)
 		err := fmt.Errorf("gave up after %d restart attempts: %w", n, reason)
-		if ferr := s.r.rt.Fail(s.p.Context(), id, old, err); ferr != nil && !errors.Is(ferr, registry.ErrNotCurrent) {
+		if ferr := s.r.rt.Fail(s.p.Context(), id, old, err); ferr != nil && !errors.Is(ferr, runtime.ErrNotCurrent) {
 			s.r.log.Error("root supervisor cannot mark entry failed", "entry", string(id), "error", entry.ShowError(ferr))
 		}
 		return
@@ -330,7 +331,7 @@ func (s *rootState) restart(id registry.ID, old process.PID) {
 		// for one that failed (its EXIT would say "no such process").
 		// The watch must keep this entry's attempt count.
 		s.own[inst.PID()] = true
-	case errors.Is(err, registry.ErrNotCurrent), errors.Is(err, registry.ErrRuntimeStopped), s.p.Context().Err() != nil:
+	case errors.Is(err, runtime.ErrNotCurrent), errors.Is(err, runtime.ErrRuntimeStopped), s.p.Context().Err() != nil:
 		delete(s.attempts, id)
 	default:
 		s.failed(id, old, err)

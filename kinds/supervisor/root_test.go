@@ -14,10 +14,12 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // rootTestKind runs a process that exits abnormally on "crash" and
@@ -49,14 +51,14 @@ func (rootTestKind) Start(ctx context.Context, env *registry.Env, e *registry.En
 	return rootTestInstance{pid}, err
 }
 
-func rootSetup(t *testing.T, yaml string) (*registry.Runtime, *Root) {
+func rootSetup(t *testing.T, yaml string) (*runtime.Runtime, *Root) {
 	t.Helper()
 	return rootSetupLogged(t, yaml, nil)
 }
 
 // rootSetupLogged is rootSetup with the root's and the runtime's lines
 // written to log (nil: the default logger).
-func rootSetupLogged(t *testing.T, yaml string, log *slog.Logger) (*registry.Runtime, *Root) {
+func rootSetupLogged(t *testing.T, yaml string, log *slog.Logger) (*runtime.Runtime, *Root) {
 	t.Helper()
 	kinds := registry.NewRegistry()
 	kinds.Register(rootTestKind{})
@@ -66,12 +68,12 @@ func rootSetupLogged(t *testing.T, yaml string, log *slog.Logger) (*registry.Run
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	cfg, err := (&config.Loader{Kinds: kinds}).Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := process.NewNode(process.Options{Name: "root-test"})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: log})
+	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds, Logger: log})
 	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }, Logger: log})
 	if err != nil {
 		t.Fatal(err)
@@ -88,7 +90,7 @@ func rootSetupLogged(t *testing.T, yaml string, log *slog.Logger) (*registry.Run
 	return rt, root
 }
 
-func rootCrash(t *testing.T, rt *registry.Runtime, id registry.ID, topic string) process.PID {
+func rootCrash(t *testing.T, rt *runtime.Runtime, id registry.ID, topic string) process.PID {
 	t.Helper()
 	var inst registry.Instance
 	rootWaitFor(t, string(id)+" running", func() bool {
@@ -119,7 +121,7 @@ entries:
 		old := rootCrash(t, rt, "a:s", "crash")
 		rootWaitFor(t, "restart", func() bool {
 			info, _ := rt.Info("a:s")
-			return info.Status == registry.StatusRunning && info.Instance.PID() != old
+			return info.Status == runtime.StatusRunning && info.Instance.PID() != old
 		})
 		if info, _ := rt.Info("a:s"); info.Restarts != round {
 			t.Fatalf("restarts %d, want %d", info.Restarts, round)
@@ -144,13 +146,13 @@ entries:
 		old := rootCrash(t, rt, "a:s", "crash")
 		rootWaitFor(t, "restart", func() bool {
 			info, _ := rt.Info("a:s")
-			return info.Status == registry.StatusRunning && info.Instance.PID() != old
+			return info.Status == runtime.StatusRunning && info.Instance.PID() != old
 		})
 	}
 	rootCrash(t, rt, "a:s", "crash")
 	rootWaitFor(t, "failed", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusFailed
+		return info.Status == runtime.StatusFailed
 	})
 	info, _ := rt.Info("a:s")
 	if info.Err == nil || info.Restarts != 2 {
@@ -193,7 +195,7 @@ entries:
 `, log)
 	testutil.EventuallyWithin(t, 30*time.Second, "a:s failed", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusFailed
+		return info.Status == runtime.StatusFailed
 	})
 	info, _ := rt.Info("a:s")
 	if info.Restarts != 12 || info.Err == nil || !strings.Contains(info.Err.Error(), "gave up after 12 restart attempts: crashed again") {
@@ -228,15 +230,15 @@ func TestRootDelayFloor(t *testing.T) {
 func TestRootRestartTypes(t *testing.T) {
 	tests := []struct {
 		typ, topic string
-		want       registry.Status
+		want       runtime.Status
 		restarts   int
 	}{
-		{"permanent", "return", registry.StatusRunning, 1},
-		{"permanent", "crash", registry.StatusRunning, 1},
-		{"transient", "return", registry.StatusCompleted, 0},
-		{"transient", "crash", registry.StatusRunning, 1},
-		{"temporary", "return", registry.StatusCompleted, 0},
-		{"temporary", "crash", registry.StatusFailed, 0},
+		{"permanent", "return", runtime.StatusRunning, 1},
+		{"permanent", "crash", runtime.StatusRunning, 1},
+		{"transient", "return", runtime.StatusCompleted, 0},
+		{"transient", "crash", runtime.StatusRunning, 1},
+		{"temporary", "return", runtime.StatusCompleted, 0},
+		{"temporary", "crash", runtime.StatusFailed, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ+"/"+tt.topic, func(t *testing.T) {
@@ -247,7 +249,7 @@ entries:
 			old := rootCrash(t, rt, "a:s", tt.topic)
 			rootWaitFor(t, string(tt.want), func() bool {
 				info, _ := rt.Info("a:s")
-				return info.Status == tt.want && info.Restarts == tt.restarts && (tt.want != registry.StatusRunning || info.Instance.PID() != old)
+				return info.Status == tt.want && info.Restarts == tt.restarts && (tt.want != runtime.StatusRunning || info.Instance.PID() != old)
 			})
 			time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing more may happen
 			info, _ := rt.Info("a:s")
@@ -255,7 +257,7 @@ entries:
 				t.Fatalf("then %+v", info)
 			}
 			ready := len(rt.NotReady()) == 0
-			if ready != (tt.want != registry.StatusFailed) {
+			if ready != (tt.want != runtime.StatusFailed) {
 				t.Fatalf("status %s, ready %v", info.Status, ready)
 			}
 		})
@@ -275,10 +277,10 @@ entries:
 	}
 	rootWaitFor(t, "stopped", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusStopped
+		return info.Status == runtime.StatusStopped
 	})
 	time.Sleep(50 * time.Millisecond)
-	if info, _ := rt.Info("a:s"); info.Status != registry.StatusStopped || info.Restarts != 0 {
+	if info, _ := rt.Info("a:s"); info.Status != runtime.StatusStopped || info.Restarts != 0 {
 		t.Fatalf("after a shutdown: %+v", info)
 	}
 }
@@ -297,7 +299,7 @@ entries:
 	}
 	rootWaitFor(t, "restarted", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusRunning && info.Restarts == 1
+		return info.Status == runtime.StatusRunning && info.Restarts == 1
 	})
 	out := buf.String()
 	if strings.Contains(out, `msg="entry failed"`) || !strings.Contains(out, `level=INFO msg="entry stopped on request; restarting it"`) {
@@ -318,7 +320,7 @@ entries:
 		t.Fatal("still alive")
 	}
 	time.Sleep(50 * time.Millisecond)
-	if info, _ := rt.Info("a:s"); info.Status != registry.StatusStopped {
+	if info, _ := rt.Info("a:s"); info.Status != runtime.StatusStopped {
 		t.Fatalf("status %s", info.Status)
 	}
 	if !rt.Env().Node.Alive(root.PID()) {
@@ -417,12 +419,12 @@ entries:
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	cfg, err := (&config.Loader{Kinds: kinds}).Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := process.NewNode(process.Options{Name: "root-test"})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
+	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds})
 	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
 	if err != nil {
 		t.Fatal(err)
@@ -440,10 +442,10 @@ entries:
 	rootCrash(t, rt, "a:s", "crash")
 	rootWaitFor(t, "completed after one restart", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusCompleted && info.Restarts == 1
+		return info.Status == runtime.StatusCompleted && info.Restarts == 1
 	})
 	time.Sleep(50 * time.Millisecond) // ten times the restart delay: nothing may come back
-	if info, _ := rt.Info("a:s"); info.Status != registry.StatusCompleted || info.Restarts != 1 || k.starts.Load() != 2 {
+	if info, _ := rt.Info("a:s"); info.Status != runtime.StatusCompleted || info.Restarts != 1 || k.starts.Load() != 2 {
 		t.Fatalf("after a normal return: %+v, %d starts", info, k.starts.Load())
 	}
 }
@@ -477,13 +479,13 @@ entries:
 	if err := os.WriteFile(p, conf("roottest.svc"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	loader := &registry.Loader{Kinds: kinds}
+	loader := &config.Loader{Kinds: kinds}
 	cfg, err := loader.Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := process.NewNode(process.Options{Name: "root-test"})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
+	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds})
 	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
 	if err != nil {
 		t.Fatal(err)
@@ -501,7 +503,7 @@ entries:
 	first := rootCrash(t, rt, "a:s", "crash")
 	rootWaitFor(t, "waiting for its restart", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusStarting
+		return info.Status == runtime.StatusStarting
 	})
 	// A change of kind restarts the waiting entry at once.
 	if err := os.WriteFile(p, conf("roottest.svcb"), 0o644); err != nil {
@@ -517,7 +519,7 @@ entries:
 	for attempt := 1; attempt <= 2; attempt++ {
 		rootWaitFor(t, fmt.Sprintf("attempt %d", attempt), func() bool {
 			info, _ := rt.Info("a:s")
-			return info.Status == registry.StatusRunning && info.Instance.PID() != prev
+			return info.Status == runtime.StatusRunning && info.Instance.PID() != prev
 		})
 		if attempt < 2 {
 			prev = rootCrash(t, rt, "a:s", "crash")
@@ -526,13 +528,13 @@ entries:
 	rootCrash(t, rt, "a:s", "crash") // past max_attempts: 2
 	rootWaitFor(t, "failed", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusFailed
+		return info.Status == runtime.StatusFailed
 	})
 }
 
 // rootStartAsync loads yaml and starts it in the background, returning the
 // runtime at once and Start's result on a channel.
-func rootStartAsync(t *testing.T, yaml string) (*registry.Runtime, <-chan error) {
+func rootStartAsync(t *testing.T, yaml string) (*runtime.Runtime, <-chan error) {
 	t.Helper()
 	kinds := registry.NewRegistry()
 	kinds.Register(rootTestKind{})
@@ -540,12 +542,12 @@ func rootStartAsync(t *testing.T, yaml string) (*registry.Runtime, <-chan error)
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(p)
+	cfg, err := (&config.Loader{Kinds: kinds}).Load(p)
 	if err != nil {
 		t.Fatal(err)
 	}
 	node := process.NewNode(process.Options{Name: "root-test"})
-	rt := registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds})
+	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds})
 	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
 	if err != nil {
 		t.Fatal(err)
@@ -579,8 +581,8 @@ entries:
 func TestRootRunMigrationsThenStartService(t *testing.T) {
 	rt, started := rootStartAsync(t, migrateThenServe)
 	rootWaitFor(t, "migrate running", func() bool { _, ok := rt.Instance("a:migrate"); return ok })
-	status := func(id registry.ID) registry.Status { in, _ := rt.Info(id); return in.Status }
-	if s := status("a:service"); s != registry.StatusStarting {
+	status := func(id registry.ID) runtime.Status { in, _ := rt.Info(id); return in.Status }
+	if s := status("a:service"); s != runtime.StatusStarting {
 		t.Fatalf("service %s while migrations run", s)
 	}
 	if nr := rt.NotReady(); len(nr) != 1 || nr[0] != "a:service" {
@@ -597,7 +599,7 @@ func TestRootRunMigrationsThenStartService(t *testing.T) {
 		inst, ok := rt.Instance("a:migrate")
 		return ok && inst.PID() != old
 	})
-	if s := status("a:service"); s != registry.StatusStarting {
+	if s := status("a:service"); s != runtime.StatusStarting {
 		t.Fatalf("service %s after a failed migration", s)
 	}
 	rootCrash(t, rt, "a:migrate", "return")
@@ -609,10 +611,10 @@ func TestRootRunMigrationsThenStartService(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("Start still waiting after the migrations completed")
 	}
-	if s := status("a:migrate"); s != registry.StatusCompleted {
+	if s := status("a:migrate"); s != runtime.StatusCompleted {
 		t.Fatalf("migrate %s", s)
 	}
-	if s := status("a:service"); s != registry.StatusRunning {
+	if s := status("a:service"); s != runtime.StatusRunning {
 		t.Fatalf("service %s", s)
 	}
 	if nr := rt.NotReady(); len(nr) != 0 {
@@ -671,8 +673,8 @@ func TestReloadTasks(t *testing.T) {
 	kinds := registry.NewRegistry()
 	kinds.Register(rootTestKind{})
 	dir := t.TempDir()
-	l := &registry.Loader{Kinds: kinds}
-	apply := func(body string) registry.ReloadSummary {
+	l := &config.Loader{Kinds: kinds}
+	apply := func(body string) runtime.ReloadSummary {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(body), 0o644); err != nil {
 			t.Fatal(err)
@@ -684,7 +686,7 @@ func TestReloadTasks(t *testing.T) {
 		return sum
 	}
 	apply(migrateThenServe)
-	if in, _ := rt.Info("a:service"); in.Status != registry.StatusStarting {
+	if in, _ := rt.Info("a:service"); in.Status != runtime.StatusStarting {
 		t.Fatalf("service %+v", in)
 	}
 	rootCrash(t, rt, "a:migrate", "return")
@@ -693,7 +695,7 @@ func TestReloadTasks(t *testing.T) {
 	if _, ok := rt.Instance("a:api"); !ok || len(sum.Added) != 1 {
 		t.Fatalf("a dependent of a completed task did not start at once: %+v", sum)
 	}
-	if in, _ := rt.Info("a:migrate"); in.Status != registry.StatusCompleted {
+	if in, _ := rt.Info("a:migrate"); in.Status != runtime.StatusCompleted {
 		t.Fatalf("the completed task ran again: %s", in.Status)
 	}
 }
@@ -705,7 +707,7 @@ func TestReloadDropsAWaitingStart(t *testing.T) {
 	kinds := registry.NewRegistry()
 	kinds.Register(rootTestKind{})
 	dir := t.TempDir()
-	l := &registry.Loader{Kinds: kinds}
+	l := &config.Loader{Kinds: kinds}
 	apply := func(body string) {
 		t.Helper()
 		if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(body), 0o644); err != nil {
@@ -716,16 +718,16 @@ func TestReloadDropsAWaitingStart(t *testing.T) {
 		}
 	}
 	apply(migrateThenServe)
-	if in, _ := rt.Info("a:service"); in.Status != registry.StatusStarting {
+	if in, _ := rt.Info("a:service"); in.Status != runtime.StatusStarting {
 		t.Fatalf("service %+v", in)
 	}
 	apply(strings.Replace(migrateThenServe, "{auto_start: true, depends_on: [migrate]}", "{depends_on: [migrate]}", 1))
-	if in, _ := rt.Info("a:service"); in.Status != registry.StatusDefined {
+	if in, _ := rt.Info("a:service"); in.Status != runtime.StatusDefined {
 		t.Fatalf("service %s after auto_start was switched off", in.Status)
 	}
 	rootCrash(t, rt, "a:migrate", "return")
-	rootWaitFor(t, "migrate completed", func() bool { in, _ := rt.Info("a:migrate"); return in.Status == registry.StatusCompleted })
-	if in, _ := rt.Info("a:service"); in.Status != registry.StatusDefined {
+	rootWaitFor(t, "migrate completed", func() bool { in, _ := rt.Info("a:migrate"); return in.Status == runtime.StatusCompleted })
+	if in, _ := rt.Info("a:service"); in.Status != runtime.StatusDefined {
 		t.Fatalf("service %s: started though no longer wanted", in.Status)
 	}
 }
@@ -757,7 +759,7 @@ func TestRootInstanceGoneBeforeItsMonitor(t *testing.T) {
 	rt, _ := rootSetup(t, "namespace: a\nentries:\n  - {name: s, kind: roottest.gone, lifecycle: {auto_start: true, restart: {initial_delay: 1ms, max_attempts: 2}}}\n")
 	rootWaitFor(t, "a:s failed", func() bool {
 		info, _ := rt.Info("a:s")
-		return info.Status == registry.StatusFailed
+		return info.Status == runtime.StatusFailed
 	})
 	info, _ := rt.Info("a:s")
 	if msg := info.Err.Error(); !strings.Contains(msg, "gave up after 2 restart attempts: its process") || !strings.Contains(msg, "exited as soon as it started, before the root supervisor could monitor it") {

@@ -24,7 +24,7 @@ func decodeYAML(t *testing.T, kind, src string) (*Spec, *registry.Entry, []strin
 	}
 	e := &registry.Entry{ID: "app:sup", Kind: kind}
 	var errs []error
-	d := registry.NewDecoder(e, "c.yaml", doc.Content[0], &errs)
+	d := registry.NewDecoder(e, "c.yaml", doc.Content[0], &errs, nil)
 	spec := SupervisorKinds()[map[string]int{KindStatic: 0, KindDynamic: 1, KindPartition: 2}[kind]].Decode(d).(*Spec)
 	d.Finish()
 	var msgs []string

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/lua"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -18,7 +19,7 @@ import (
 // the first of them by ID. Sorted by position. Whether a script defines
 // its method the loader has checked already; the lint adds a script whose
 // top level returns a literal that is no table.
-func Config(cfg *registry.Config, s lua.Surface) []*registry.FieldError {
+func Config(cfg *config.Config, s lua.Surface) []*registry.FieldError {
 	ids := make([]registry.ID, 0, len(cfg.Entries))
 	for id, e := range cfg.Entries {
 		if e.Kind == lua.KindName {

@@ -28,8 +28,8 @@ import (
 	"github.com/yuin/gopher-lua/ast"
 	"github.com/yuin/gopher-lua/parse"
 
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/lua"
-	"github.com/proctor-run/proctor/registry"
 )
 
 // Finding is one problem in a script.
@@ -153,7 +153,7 @@ func (a *analysis) findings(modules []string) []Finding {
 		}
 		slices.Sort(avail)
 		msg := fmt.Sprintf("require %q: no such module", r.module)
-		if sug := registry.Suggest(r.module, avail); sug != "" {
+		if sug := suggest.Closest(r.module, avail); sug != "" {
 			msg += fmt.Sprintf(" (did you mean %q?)", sug)
 		}
 		msg += "; available: " + strings.Join(avail, ", ")

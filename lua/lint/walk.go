@@ -8,8 +8,8 @@ import (
 
 	"github.com/yuin/gopher-lua/ast"
 
+	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/lua"
-	"github.com/proctor-run/proctor/registry"
 )
 
 // scope is one block's locals.
@@ -580,7 +580,7 @@ func (w *walker) judge(file string) []Finding {
 			msg = fmt.Sprintf("unknown global %q: in `local %s = function` the function does not see %s (write `local function %s` to call it from its own body)", r.name, r.name, r.name, r.name)
 		default:
 			msg = fmt.Sprintf("unknown global %q", r.name)
-			if sug := registry.Suggest(r.name, w.globalList()); sug != "" {
+			if sug := suggest.Closest(r.name, w.globalList()); sug != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", sug)
 			}
 		}
@@ -597,7 +597,7 @@ func (w *walker) judge(file string) []Finding {
 		}
 		slices.Sort(names)
 		msg := fmt.Sprintf("%s.%s does not exist", m.lib, m.name)
-		if sug := registry.Suggest(m.name, names); sug != "" {
+		if sug := suggest.Closest(m.name, names); sug != "" {
 			msg += fmt.Sprintf(" (did you mean %s.%s?)", m.lib, sug)
 		}
 		out = append(out, Finding{File: file, Line: m.line, Col: col, Msg: msg})
@@ -608,7 +608,7 @@ func (w *walker) judge(file string) []Finding {
 		}
 		col := w.toks.column(m.line, tokMember, m.name, m.nth)
 		msg := fmt.Sprintf("%s:%s does not exist", m.typ, m.name)
-		if sug := registry.Suggest(m.name, slices.Sorted(maps.Keys(w.typeFuncs[m.typ]))); sug != "" {
+		if sug := suggest.Closest(m.name, slices.Sorted(maps.Keys(w.typeFuncs[m.typ]))); sug != "" {
 			msg += fmt.Sprintf(" (did you mean %s:%s?)", m.typ, sug)
 		}
 		out = append(out, Finding{File: file, Line: m.line, Col: col, Msg: msg})

@@ -208,7 +208,7 @@ func (h *Harness) Decode(name, fields string) (*registry.Entry, []error) {
 	node := doc.Content[0]
 	e := &registry.Entry{ID: registry.ID("test:" + name), Kind: h.Kind.Name()}
 	var errs []error
-	d := registry.NewDecoder(e, filepath.Join(h.Dir, "config.yaml"), node, &errs)
+	d := registry.NewDecoder(e, filepath.Join(h.Dir, "config.yaml"), node, &errs, nil)
 	e.Spec = h.Kind.Decode(d)
 	d.Finish()
 	return e, errs

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/kinds/pool"
@@ -21,6 +22,7 @@ import (
 	luasupervisor "github.com/proctor-run/proctor/lua/modules/supervisor"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/runtime"
 )
 
 // Modules are the runtime modules cmd/runner gives its host.
@@ -31,7 +33,7 @@ func Modules() []lua.Module {
 // Runtime writes files into a directory and runs the config with the real
 // registry runtime, every kind and the root supervisor; stop tears it all
 // down and checks that no process is left.
-func Runtime(t *testing.T, files map[string]string) (rt *registry.Runtime, node *process.Node, stop func()) {
+func Runtime(t *testing.T, files map[string]string) (rt *runtime.Runtime, node *process.Node, stop func()) {
 	t.Helper()
 	dir := luatest.WriteFiles(t, files)
 	kinds := registry.NewRegistry()
@@ -42,13 +44,13 @@ func Runtime(t *testing.T, files map[string]string) (rt *registry.Runtime, node 
 	for _, k := range supervisor.SupervisorKinds() {
 		kinds.Register(k)
 	}
-	cfg, err := (&registry.Loader{Kinds: kinds}).Load(dir)
+	cfg, err := (&config.Loader{Kinds: kinds}).Load(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.DiscardHandler)
 	node = process.NewNode(process.Options{Name: "t", Logger: logger})
-	rt = registry.NewRuntime(registry.RuntimeOptions{Node: node, Kinds: kinds, Logger: logger, StopTimeout: 5 * time.Second})
+	rt = runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds, Logger: logger, StopTimeout: 5 * time.Second})
 	root, err := supervisor.StartRoot(supervisor.RootOptions{Node: node, Runtime: rt, Logger: logger})
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +70,7 @@ func Runtime(t *testing.T, files map[string]string) (rt *registry.Runtime, node 
 
 // RunMain spawns app:main and returns its exit. A watcher monitors it from
 // before it runs, so a main that ends at once is not missed.
-func RunMain(t *testing.T, rt *registry.Runtime, node *process.Node, d time.Duration) process.Exit {
+func RunMain(t *testing.T, rt *runtime.Runtime, node *process.Node, d time.Duration) process.Exit {
 	t.Helper()
 	exits := make(chan process.Exit, 1)
 	watcher, err := node.SpawnFunc(func(p *process.Proc) (any, error) {

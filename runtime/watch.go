@@ -1,0 +1,476 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/proctor-run/proctor/config"
+)
+
+// WatchOptions configure Watch. Runtime, Loader, Paths and Config are
+// required.
+type WatchOptions struct {
+	Runtime *Runtime
+	Loader  *config.Loader
+	// Paths are the files and directories the configuration was loaded
+	// from; every reload loads them again.
+	Paths []string
+	// Config is the configuration in force when watching starts.
+	Config *config.Config
+	// Logger for reload results. Default: slog.Default().
+	Logger *slog.Logger
+	// Debounce is how long the files must stay quiet before a reload, so
+	// an editor's burst of writes is one reload. Default: 100ms.
+	Debounce time.Duration
+	// Manual watches no files: only Trigger (SIGHUP) reloads. For
+	// --no-watch, and for file systems that give no change notifications,
+	// where SIGHUP is the way to reload.
+	Manual bool
+	// RetryDelay is the first wait before a reload that failed for a
+	// transient reason (Transient: too many open files, say) is tried
+	// again; each further failure doubles it, up to RetryMaxDelay. Such a
+	// reload is retried until it applies or is rejected, or a change or
+	// Trigger reloads anyway. Default: 250ms.
+	RetryDelay time.Duration
+	// RetryMaxDelay caps the wait between retries. Default: 30s.
+	RetryMaxDelay time.Duration
+
+	// quiet, set only by tests, replaces the debounce's timer, so that a
+	// test decides when the files have been quiet long enough.
+	quiet debounceTimer
+}
+
+// debounceTimer is the clock of the watcher's debounce: Reset starts the
+// quiet period again, Chan delivers when it has passed.
+type debounceTimer interface {
+	Chan() <-chan time.Time
+	Reset(d time.Duration) bool
+	Stop() bool
+}
+
+// stdTimer is a debounceTimer on a time.Timer.
+type stdTimer struct{ *time.Timer }
+
+func (t stdTimer) Chan() <-chan time.Time { return t.C }
+
+// Watcher reloads the configuration when its files change. It watches
+// directories, not files (editors that save by renaming a temporary file
+// over the original would leave a file watch behind): the directory of
+// every YAML file and Lua source in use, and every directory under the
+// configuration directories, so new files there join on the next reload.
+type Watcher struct {
+	opts    WatchOptions
+	log     *slog.Logger
+	fs      *fsnotify.Watcher
+	trigger chan struct{}
+	asks    chan chan<- reloadOutcome // Reload's: answered with the outcome of the reload each asked for
+	done    chan struct{}
+	stopped chan struct{}
+
+	// Owned by the watcher's goroutine.
+	rescan bool // a directory was newly watched: reload once more
+	dirs   map[string]bool
+	files  map[string]bool // YAML files and sources in use (absolute)
+	roots  []string        // configuration directories (absolute)
+}
+
+// Watch starts watching (with Manual, only waiting for Trigger).
+func Watch(opts WatchOptions) (*Watcher, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = 100 * time.Millisecond
+	}
+	if opts.RetryDelay <= 0 {
+		opts.RetryDelay = 250 * time.Millisecond
+	}
+	if opts.RetryMaxDelay <= 0 {
+		opts.RetryMaxDelay = 30 * time.Second
+	}
+	w := &Watcher{
+		opts: opts, log: opts.Logger,
+		trigger: make(chan struct{}, 1), asks: make(chan chan<- reloadOutcome), done: make(chan struct{}), stopped: make(chan struct{}),
+		dirs: map[string]bool{},
+	}
+	if opts.Manual {
+		go w.run()
+		return w, nil
+	}
+	fw, err := fsnotify.NewWatcher()
+	if err != nil {
+		return nil, err
+	}
+	w.fs = fw
+	w.track(opts.Config)
+	if len(w.dirs) == 0 {
+		fw.Close()
+		return nil, errors.New("watch: nothing to watch")
+	}
+	go w.run()
+	return w, nil
+}
+
+// Trigger forces a reload (SIGHUP). It is the one reload that reads the
+// environment again (Loader.ReadEnvironment): a file saved meanwhile
+// reloads with the environment the runner had.
+func (w *Watcher) Trigger() {
+	select {
+	case w.trigger <- struct{}{}:
+	default:
+	}
+}
+
+// ErrWatcherClosed is what Reload returns once Close was called.
+var ErrWatcherClosed = errors.New("watch: closed")
+
+// Reload reloads as Trigger does (the environment is read again) and
+// waits for the outcome: the summary of what the reload changed, or why it
+// changed nothing (a rejected configuration's Errors, a transient failure,
+// which is retried as after a change). A reload under way finishes first;
+// the one asked for follows it, shared with every Trigger and Reload that
+// comes meanwhile. ctx bounds only the wait: the reload goes on.
+func (w *Watcher) Reload(ctx context.Context) (ReloadSummary, error) {
+	res := make(chan reloadOutcome, 1)
+	select {
+	case w.asks <- res:
+	case <-w.done:
+		return ReloadSummary{}, ErrWatcherClosed
+	case <-ctx.Done():
+		return ReloadSummary{}, ctx.Err()
+	}
+	select {
+	case out := <-res:
+		return out.sum, out.err
+	case <-ctx.Done():
+		return ReloadSummary{}, ctx.Err()
+	}
+}
+
+// Close stops watching; a reload in progress finishes first.
+func (w *Watcher) Close() error {
+	select {
+	case <-w.done:
+	default:
+		close(w.done)
+	}
+	<-w.stopped
+	return nil
+}
+
+// track updates the watch set for cfg.
+func (w *Watcher) track(cfg *config.Config) {
+	if w.fs == nil {
+		return // Manual: nothing is watched
+	}
+	w.files = map[string]bool{}
+	want := map[string]bool{}
+	w.roots = w.roots[:0]
+	for _, p := range w.opts.Paths {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			continue
+		}
+		if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
+			w.roots = append(w.roots, abs)
+			filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
+				if err != nil || !d.IsDir() {
+					return nil
+				}
+				if path != abs && strings.HasPrefix(d.Name(), ".") {
+					return fs.SkipDir
+				}
+				want[path] = true
+				return nil
+			})
+			continue
+		}
+		// A named file: watch its directory even while the file is gone,
+		// so its return is seen.
+		w.files[abs] = true
+		want[filepath.Dir(abs)] = true
+	}
+	if cfg != nil {
+		for _, f := range cfg.Files {
+			w.files[f] = true
+			want[filepath.Dir(f)] = true
+		}
+		for _, s := range cfg.Sources() {
+			w.files[s] = true
+			want[filepath.Dir(s)] = true
+		}
+	}
+	for d := range w.dirs {
+		if !want[d] {
+			w.fs.Remove(d)
+			delete(w.dirs, d)
+		}
+	}
+	for d := range want {
+		if w.dirs[d] {
+			continue
+		}
+		if err := w.fs.Add(d); err != nil {
+			w.log.Warn("cannot watch directory", "dir", d, "error", err)
+			continue
+		}
+		w.dirs[d] = true
+		// What changed in d between the load that found it and this watch
+		// produced no event: look again once it is watched.
+		w.rescan = true
+	}
+}
+
+// relevant reports whether an event may change the configuration.
+func (w *Watcher) relevant(ev fsnotify.Event) bool {
+	if ev.Op == fsnotify.Chmod {
+		return false
+	}
+	if w.files[ev.Name] {
+		return true
+	}
+	base := filepath.Base(ev.Name)
+	if strings.HasPrefix(base, ".") {
+		return false
+	}
+	for _, r := range w.roots {
+		if ev.Name == r || strings.HasPrefix(ev.Name, r+string(filepath.Separator)) {
+			if config.IsConfigName(base) {
+				return true
+			}
+			// A new or removed directory may hold (or have held) config.
+			if ev.Op.Has(fsnotify.Create) {
+				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+					return true
+				}
+			}
+			if ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename) {
+				return w.dirs[ev.Name]
+			}
+		}
+	}
+	return false
+}
+
+func (w *Watcher) run() {
+	defer close(w.stopped)
+	// A Manual watcher has no file events: nil channels never deliver.
+	var (
+		events <-chan fsnotify.Event
+		errs   <-chan error
+	)
+	if w.fs != nil {
+		defer w.fs.Close()
+		events, errs = w.fs.Events, w.fs.Errors
+	}
+	timer := w.opts.quiet
+	if timer == nil {
+		t := time.NewTimer(time.Hour)
+		t.Stop()
+		timer = stdTimer{t}
+	}
+	defer timer.Stop()
+	pending := false
+	// A reload that failed for a transient reason is tried again after a
+	// growing delay; any reload resets it.
+	retry := time.NewTimer(time.Hour)
+	retry.Stop()
+	defer retry.Stop()
+	failures := 0
+	// One reload runs at a time, on its own goroutine, so that changes
+	// and signals that come meanwhile (a slow start may hold a reload for
+	// its whole start timeout) are still read: they coalesce into one
+	// reload that starts when the running one ends.
+	var (
+		running bool
+		queued  string // the cause of the reload to run next; "" for none
+		results = make(chan reloadOutcome, 1)
+		// Reload's callers: those of the reload running, and those of
+		// the next one (which a Reload during a reload asks for).
+		asked, askedNext []chan<- reloadOutcome
+	)
+	answer := func(to []chan<- reloadOutcome, out reloadOutcome) {
+		for _, c := range to {
+			c <- out // buffered, one outcome each
+		}
+	}
+	start := func(cause string) {
+		retry.Stop()
+		if running {
+			if queued == "" {
+				w.log.Info("a reload is under way; this one follows it", "cause", cause)
+			}
+			// A signal also rereads the environment: it wins over a change.
+			if queued != "signal" {
+				queued = cause
+			}
+			return
+		}
+		if cause == "signal" {
+			w.opts.Loader.ReadEnvironment()
+		}
+		running = true
+		w.rescan = false
+		asked, askedNext = askedNext, nil
+		go func() { results <- w.reload(cause) }()
+	}
+	finished := func(out reloadOutcome) {
+		running = false
+		answer(asked, out)
+		asked = nil
+		if out.track {
+			w.track(out.cfg)
+		}
+		if w.rescan {
+			w.rescan = false
+			pending = true
+			timer.Reset(w.opts.Debounce)
+		}
+		if out.retry {
+			delay := w.opts.RetryDelay
+			for i := 0; i < failures && delay < w.opts.RetryMaxDelay; i++ {
+				delay *= 2
+			}
+			delay = min(delay, w.opts.RetryMaxDelay)
+			failures++
+			w.log.Warn("reload will be retried", "in", delay, "attempt", failures)
+			retry.Reset(delay)
+		} else {
+			failures = 0
+		}
+		if next := queued; next != "" {
+			queued = ""
+			start(next)
+		}
+	}
+	defer func() {
+		// Closing cancels the running reload (see reload); wait for it.
+		if running {
+			answer(asked, <-results)
+		}
+		answer(askedNext, reloadOutcome{err: ErrWatcherClosed})
+	}()
+	for {
+		select {
+		case <-w.done:
+			return
+		case out := <-results:
+			finished(out)
+		case ev, ok := <-events:
+			if !ok {
+				return
+			}
+			if w.relevant(ev) {
+				pending = true
+				timer.Reset(w.opts.Debounce)
+			}
+		case err, ok := <-errs:
+			if !ok {
+				return
+			}
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				w.log.Warn("file events were lost; rescanning the configuration")
+				pending = true
+				timer.Reset(w.opts.Debounce)
+				continue
+			}
+			w.log.Warn("watching the configuration", "error", err)
+		case <-w.trigger:
+			timer.Stop()
+			pending = false
+			start("signal")
+		case c := <-w.asks:
+			timer.Stop()
+			pending = false
+			askedNext = append(askedNext, c)
+			start("signal")
+		case <-timer.Chan():
+			if pending {
+				pending = false
+				start("change")
+			}
+		case <-retry.C:
+			start("retry")
+		}
+	}
+}
+
+// reloadOutcome is how a reload ended, for the watcher's goroutine: the
+// configuration whose files to watch (when track is set), and whether to
+// retry; for Reload's callers, its summary or error.
+type reloadOutcome struct {
+	cfg   *config.Config
+	track bool
+	retry bool
+	sum   ReloadSummary
+	err   error
+}
+
+// reload loads and applies the configuration and logs the outcome: what
+// to watch from now on, and whether the reload failed for a transient
+// reason and should be tried again. It runs on a goroutine of its own and
+// touches no state of the watcher's.
+func (w *Watcher) reload(cause string) reloadOutcome {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	start := time.Now()
+	cfg, sum, err := w.opts.Runtime.Reload(ctx, w.opts.Loader, w.opts.Paths...)
+	if err != nil {
+		if ctx.Err() != nil {
+			return reloadOutcome{err: ErrWatcherClosed} // closing: the load was abandoned
+		}
+		if config.Transient(err) {
+			w.log.Error("reload failed for a reason that may pass; nothing changed", "cause", cause, "error", transientText(err))
+			// The directories may have changed meanwhile; watching them
+			// may have failed for the same reason.
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, retry: true, err: err}
+		}
+		var es config.Errors
+		if errors.As(err, &es) {
+			w.log.Error("reload rejected: the new configuration is invalid; nothing changed", "errors", len(es), "cause", cause)
+			for _, e := range es {
+				w.log.Error(e.Error())
+			}
+			// New directories may exist even though the config is broken:
+			// keep watching them so the fix is seen.
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, err: err}
+		}
+		w.log.Error("reload failed", "error", err)
+		return reloadOutcome{err: err}
+	}
+	w.log.Info("reload applied: "+sum.String(), "cause", cause, "took", time.Since(start).Round(time.Microsecond))
+	w.log.Debug("reload details", "added", sum.Added, "updated", sum.Updated, "restarted", sum.Restarted, "removed", sum.Removed, "unchanged", sum.Unchanged)
+	if len(sum.Failed) > 0 {
+		w.log.Warn("reload: some entries did not start", "failed", sum.Failed)
+	}
+	return reloadOutcome{cfg: cfg, track: true, sum: sum}
+}
+
+// transientText is the first transient error of a failed load, which
+// says why it may pass.
+func transientText(err error) string {
+	var es config.Errors
+	if errors.As(err, &es) {
+		for _, e := range es {
+			if e.Err != nil && config.Transient(e.Err) {
+				return e.Error()
+			}
+		}
+	}
+	return err.Error()
+}
