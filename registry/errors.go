@@ -74,14 +74,14 @@ func sortErrors(es []*FieldError) {
 // Sentinel errors of the runtime, *value.Error so Lua sees their kind.
 var (
 	// ErrNoEntry: no entry with that ID in the configuration in force.
-	ErrNoEntry = value.NewError(value.KindNotFound, "no such entry")
+	ErrNoEntry = value.Sentinel("registry.no_entry", value.KindNotFound, "no such entry")
 	// ErrNotTemplate: the entry's kind cannot be instantiated.
-	ErrNotTemplate = value.NewError(value.KindInvalid, "entry cannot be spawned")
+	ErrNotTemplate = value.Sentinel("registry.not_template", value.KindInvalid, "entry cannot be spawned")
 	// ErrNotStarter: the entry's kind does not run as a service.
-	ErrNotStarter = value.NewError(value.KindInvalid, "entry does not run as a service")
+	ErrNotStarter = value.Sentinel("registry.not_starter", value.KindInvalid, "entry does not run as a service")
 	// ErrNotCurrent: a supervisor acted on an instance the runtime has
 	// since stopped or replaced.
-	ErrNotCurrent = value.NewError(value.KindStopped, "instance is no longer current")
+	ErrNotCurrent = value.Sentinel("registry.not_current", value.KindStopped, "instance is no longer current")
 	// ErrRuntimeStopped: the runtime has been stopped.
-	ErrRuntimeStopped = value.NewError(value.KindStopped, "runtime stopped")
+	ErrRuntimeStopped = value.Sentinel("registry.runtime_stopped", value.KindStopped, "runtime stopped")
 )

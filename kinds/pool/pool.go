@@ -22,16 +22,16 @@ const Topic = "message"
 // Errors callers branch on (err.kind in Lua).
 var (
 	// ErrNoRoutees: the pool has no live routee to route to.
-	ErrNoRoutees = value.NewError(value.KindNotFound, "no routees to route to")
+	ErrNoRoutees = value.Sentinel("pool.no_routees", value.KindNotFound, "no routees to route to")
 	// ErrStopped: the pool is stopping or stopped.
-	ErrStopped = value.NewError(value.KindStopped, "pool stopped")
+	ErrStopped = value.Sentinel("pool.stopped", value.KindStopped, "pool stopped")
 	// ErrNoKey: consistent_hash got a message without a key.
-	ErrNoKey = value.NewError(value.KindInvalid, "consistent_hash: the message has no key (the key field of a table, or a string or number payload)")
+	ErrNoKey = value.Sentinel("pool.no_key", value.KindInvalid, "consistent_hash: the message has no key (the key field of a table, or a string or number payload)")
 	// ErrTooManyScatters: the router holds MaxOpenScatters open already.
-	ErrTooManyScatters = value.NewError(value.KindLimit, "too many open scatters")
+	ErrTooManyScatters = value.Sentinel("pool.too_many_scatters", value.KindLimit, "too many open scatters")
 	// ErrKeyNotRouted: a key was given to a router that does not route by
 	// one (not consistent_hash).
-	ErrKeyNotRouted = value.NewError(value.KindInvalid, "a key routes only a consistent_hash pool")
+	ErrKeyNotRouted = value.Sentinel("pool.key_not_routed", value.KindInvalid, "a key routes only a consistent_hash pool")
 )
 
 // MaxOpenScatters bounds the scatters (and tail chops) one router holds
@@ -138,17 +138,13 @@ type Pool struct {
 }
 
 // behavior is the pool's process: the single writer of its state, which
-// changes only in commands run through p.owner (process.RunOn).
+// changes only in commands run through p.owner (process.RunOnAs), which
+// the process runs before Receive sees a message.
 type behavior struct{ p *Pool }
 
-func (b behavior) Init(c process.Context) error { return b.p.init(c.Self()) }
+func (b behavior) Init(c process.Context) error { return b.p.init(c.Self(), c.Owner()) }
 
-func (b behavior) Receive(_ process.Context, m process.Message) {
-	if process.RunCommand(m) {
-		return
-	}
-	b.p.receive(m)
-}
+func (b behavior) Receive(_ process.Context, m process.Message) { b.p.receive(m) }
 
 func (b behavior) ReceiveEvent(_ process.Context, e process.Event) {
 	if e.Kind == process.EventExit {
@@ -204,15 +200,9 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 	}
 }
 
-func (p *Pool) init(self process.PID) error {
+func (p *Pool) init(self process.PID, owner process.Owner) error {
 	p.pid = self
-	o, ok := p.node.OwnerOf(self)
-	if !ok {
-		err := fmt.Errorf("pool process %s is gone", self)
-		p.ready <- err
-		return err
-	}
-	p.owner = o
+	p.owner = owner
 	for i := 0; i < p.spec.Size; i++ {
 		if err := p.addSlot(); err != nil {
 			// Returning the error ends the process; its Terminator
@@ -236,14 +226,8 @@ func (p *Pool) init(self process.PID) error {
 
 // call runs fn on the pool's process and waits for it.
 func (p *Pool) call(ctx context.Context, fn func()) error {
-	err := process.RunOn(ctx, p.owner, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{})
-	switch {
-	case errors.Is(err, process.ErrCallAbandoned):
-		return fmt.Errorf("pool %s: %w", p.id, ctx.Err())
-	case err != nil:
-		return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
-	}
-	return nil
+	return process.RunOnAs(ctx, p.owner, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{},
+		process.CallErrors{What: p.what + " " + string(p.id), Stopped: ErrStopped}) // not a hot path
 }
 
 // spawn starts one routee, linked to and monitored by the pool: the link
