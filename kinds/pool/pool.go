@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/backoff"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -52,10 +53,12 @@ const (
 	// minDrainTimeout bounds how long a retiring routee may take to finish
 	// what it holds before it is terminated anyway.
 	minDrainTimeout = 30 * time.Second
-	// restartBackoffMax caps the delay between restarts of a routee that
-	// keeps exiting.
-	restartBackoffMax = 5 * time.Second
 )
+
+// restartBackoff is the delay between restarts of a routee that keeps
+// exiting (within a second of its last exit) or cannot be spawned: the
+// first such exit restarts it at once, then 10 ms, doubling up to 5 s.
+var restartBackoff = backoff.Policy{Initial: 10 * time.Millisecond, Max: 5 * time.Second}
 
 // config is what senders read on every message; replaced whole on update.
 type config struct {
@@ -98,7 +101,8 @@ type slot struct {
 	failedOn string
 	removed  bool
 	lastExit time.Time
-	backoff  time.Duration
+	restarts backoff.Backoff // over restartBackoff
+	delay    time.Duration   // before the pending restart; 0: at once
 }
 
 type retiree struct {
@@ -257,7 +261,7 @@ func (p *Pool) addSlot() error {
 	if err != nil {
 		return err
 	}
-	s := &slot{n: p.nextSlot, pid: pid, digest: digest}
+	s := &slot{n: p.nextSlot, pid: pid, digest: digest, restarts: backoff.New(restartBackoff)}
 	p.nextSlot++
 	p.slots = append(p.slots, s)
 	p.byPID[pid] = s
@@ -322,9 +326,10 @@ func (p *Pool) routeeExited(pid process.PID, exit process.Exit) {
 	p.met.restarts.WithLabelValues(string(p.id)).Inc()
 	now := time.Now()
 	if !s.lastExit.IsZero() && now.Sub(s.lastExit) < time.Second {
-		s.backoff = min(max(2*s.backoff, 10*time.Millisecond), restartBackoffMax)
+		s.delay = s.restarts.Next()
 	} else {
-		s.backoff = 0
+		s.restarts.Reset()
+		s.delay = 0
 	}
 	s.lastExit = now
 	if exit.Err != nil {
@@ -334,20 +339,20 @@ func (p *Pool) routeeExited(pid process.PID, exit process.Exit) {
 			p.env.Crashed(p.spec.Routee, exit.Err)
 		}
 		e, _ := p.env.Entries.Entry(p.spec.Routee)
-		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", e.ShowError(exit.Err), "delay", s.backoff)
+		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", e.ShowError(exit.Err), "delay", s.delay)
 	} else {
-		p.log.Info("routee returned; restarting it in place", "routee", pid.String(), "slot", s.n, "delay", s.backoff)
+		p.log.Info("routee returned; restarting it in place", "routee", pid.String(), "slot", s.n, "delay", s.delay)
 	}
 	p.publish()
 	p.scheduleRestart(s)
 }
 
 func (p *Pool) scheduleRestart(s *slot) {
-	if s.backoff == 0 {
+	if s.delay == 0 {
 		p.restart(s)
 		return
 	}
-	time.AfterFunc(s.backoff, func() { _ = p.owner.Submit(func() { p.restart(s) }) })
+	time.AfterFunc(s.delay, func() { _ = p.owner.Submit(func() { p.restart(s) }) })
 }
 
 func (p *Pool) restart(s *slot) {
@@ -356,8 +361,8 @@ func (p *Pool) restart(s *slot) {
 	}
 	pid, digest, err := p.spawn()
 	if err != nil {
-		s.backoff = min(max(2*s.backoff, 10*time.Millisecond), restartBackoffMax)
-		p.log.Error("restarting routee failed; retrying", "slot", s.n, "error", err, "delay", s.backoff)
+		s.delay = s.restarts.Next()
+		p.log.Error("restarting routee failed; retrying", "slot", s.n, "error", err, "delay", s.delay)
 		p.scheduleRestart(s)
 		return
 	}
