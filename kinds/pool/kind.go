@@ -102,8 +102,13 @@ func (p *Pool) apply(ns *Spec) bool {
 
 // Refresh implements registry.Refresher: routees that run another
 // definition than the routee entry in force (a renewal that failed, or a
-// change the pool was not offered) are renewed in place.
+// change the pool was not offered) are renewed in place. When every
+// routee already runs it (the reload's Update renewed them), the pool's
+// process is not called again.
 func (p *Pool) Refresh(ctx context.Context) error {
+	if on := p.renewedOn.Load(); on != nil && *on == p.routeeDigest() {
+		return nil
+	}
 	return p.call(ctx, p.renew)
 }
 

@@ -124,6 +124,10 @@ type Pool struct {
 	counter  atomic.Uint64 // messages routed, the resizer's message counter
 	resizing atomic.Bool
 	final    atomic.Pointer[[]process.PID]
+	// renewedOn is the routee digest every routee ran when the pool last
+	// looked (after its start or a renewal); nil: some did not. Refresh
+	// skips the call when it is still the digest in force.
+	renewedOn atomic.Pointer[string]
 	ready    chan error
 	owner    process.Owner // the pool's process; set before Start returns
 
@@ -223,6 +227,7 @@ func (p *Pool) init(self process.PID, owner process.Owner) error {
 		p.armTick()
 	}
 	p.publish()
+	p.noteRenewed(p.routeeDigest())
 	p.log.Debug("pool started", "routee", string(p.spec.Routee), "strategy", string(p.spec.Strategy), "size", len(p.slots))
 	p.ready <- nil
 	return nil
@@ -234,11 +239,13 @@ func (p *Pool) call(ctx context.Context, fn func()) error {
 		process.CallErrors{What: p.what + " " + string(p.id), Stopped: ErrStopped}) // not a hot path
 }
 
-// spawn starts one routee, linked to and monitored by the pool: the link
+// spawn starts one routee, linked to and monitored by the pool from its
+// first instruction (a Template honours LinkTo and MonitorBy): the link
 // takes routees down with the pool however it ends (even killed), the
-// monitor tells the pool when a routee exits, normally or not. It returns
-// the digest of the definition the routee runs (read before the spawn: a
-// reload in between makes it older, never newer, so renew catches it).
+// monitor tells the pool when a routee exits, normally or not, even one
+// gone before spawn returns. It returns the digest of the definition the
+// routee runs (read before the spawn: a reload in between makes it older,
+// never newer, so renew catches it).
 func (p *Pool) spawn() (process.PID, string, error) {
 	digest := p.routeeDigest()
 	pid, err := p.env.Entries.Spawn(p.spec.Routee, registry.SpawnOptions{
@@ -248,12 +255,19 @@ func (p *Pool) spawn() (process.PID, string, error) {
 	if err != nil {
 		return process.PID{}, "", fmt.Errorf("spawn routee %s: %w", p.spec.Routee, err)
 	}
-	// A Template that ignores the options still ends up linked and
-	// monitored; both are idempotent, and a routee already gone yields an
-	// EXIT event at once, which restarts its slot.
-	_ = p.node.Link(p.pid, pid)
-	_ = p.node.Monitor(p.pid, pid)
 	return pid, digest, nil
+}
+
+// noteRenewed records whether every live routee runs cur, the routee
+// digest in force (see renewedOn); on the pool's process.
+func (p *Pool) noteRenewed(cur string) {
+	for _, s := range p.slots {
+		if !s.pid.IsZero() && s.digest != cur {
+			p.renewedOn.Store(nil)
+			return
+		}
+	}
+	p.renewedOn.Store(&cur)
 }
 
 func (p *Pool) addSlot() error {
@@ -421,6 +435,7 @@ func (p *Pool) renew() {
 		p.byPID[pid] = s
 		renewed++
 	}
+	p.noteRenewed(cur)
 	if renewed == 0 && failed == 0 {
 		return
 	}
