@@ -128,8 +128,8 @@ type Pool struct {
 	// looked (after its start or a renewal); nil: some did not. Refresh
 	// skips the call when it is still the digest in force.
 	renewedOn atomic.Pointer[string]
-	ready    chan error
-	owner    process.Owner // the pool's process; set before Start returns
+	ready     chan error
+	owner     process.Owner // the pool's process; set before Start returns
 
 	// owned by the pool's process
 	spec      *Spec
