@@ -47,7 +47,7 @@ func (p *Pool) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 	if !ok {
 		return false, value.NewError(value.KindInvalid, "pool %s: spec is a %T, not a *pool.Spec", e.ID, e.Spec)
 	}
-	if err := ns.validate(); err != nil {
+	if err := ns.check(); err != nil {
 		return false, value.NewError(value.KindInvalid, "pool %s: %v", p.id, err)
 	}
 	var applied bool

@@ -165,7 +165,7 @@ func (b behavior) Terminate(process.Context, process.Exit) { b.p.teardown() }
 // Start runs a pool for spec under entry ID id, and returns once its
 // initial routees run.
 func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (*Pool, error) {
-	if err := spec.validate(); err != nil {
+	if err := spec.check(); err != nil {
 		return nil, value.NewError(value.KindInvalid, "pool %s: %v", id, err)
 	}
 	met := newMetrics(env.Metrics)

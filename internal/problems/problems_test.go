@@ -1,0 +1,37 @@
+package problems
+
+import (
+	"errors"
+	"testing"
+)
+
+func TestList(t *testing.T) {
+	errSpec := errors.New("invalid spec")
+	errChild := errors.New("invalid child")
+	l := New(errSpec)
+	if l.Err() != nil || l.Len() != 0 {
+		t.Fatalf("empty list: %v", l.Err())
+	}
+	l.Errorf("size", "must be >= %d, got %d", 1, 0)
+	if err := l.Err(); err.Error() != "invalid spec: size: must be >= 1, got 0" || !errors.Is(err, errSpec) {
+		t.Fatalf("one problem: %v", err)
+	}
+	c := l.Sub("children[1].", errChild)
+	c.Errorf("id", "is required")
+	c.Errorf("", "is not a mapping")
+	l.Sub("resizer.", nil).Errorf("upper_bound", "must be >= lower_bound, got %d < %d", 2, 5)
+	err := l.Err()
+	want := "invalid spec: size: must be >= 1, got 0; invalid child: children[1].id: is required; " +
+		"invalid child: children[1]: is not a mapping; invalid spec: resizer.upper_bound: must be >= lower_bound, got 2 < 5"
+	if err.Error() != want {
+		t.Fatalf("got  %s\nwant %s", err, want)
+	}
+	if !errors.Is(err, errSpec) || !errors.Is(err, errChild) || l.Len() != 4 {
+		t.Fatalf("%v does not match both sentinels", err)
+	}
+	plain := New(nil)
+	plain.Errorf("routee", "required")
+	if plain.Err().Error() != "routee: required" {
+		t.Fatalf("no sentinel: %v", plain.Err())
+	}
+}
