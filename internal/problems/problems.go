@@ -20,24 +20,33 @@ type Reporter interface {
 // List is a Reporter that collects problems as errors, for a spec built in
 // Go. The zero value is not usable; see New.
 type List struct {
-	prefix   string
-	sentinel error
-	errs     *[]error
+	prefix    string
+	sentinels []error // each problem matches every one; the last names it
+	errs      *[]error
 }
 
 // New returns an empty List whose problems wrap sentinel (nil: none).
-func New(sentinel error) List { return List{sentinel: sentinel, errs: new([]error)} }
-
-// Sub returns a List that reports into l, under prefix (a nested mapping:
-// "resizer.", "children[0]."), its problems wrapping sentinel (nil: l's).
-func (l List) Sub(prefix string, sentinel error) List {
-	if sentinel == nil {
-		sentinel = l.sentinel
+func New(sentinel error) List {
+	l := List{errs: new([]error)}
+	if sentinel != nil {
+		l.sentinels = []error{sentinel}
 	}
-	return List{prefix: l.prefix + prefix, sentinel: sentinel, errs: l.errs}
+	return l
 }
 
-// Errorf implements Reporter.
+// Sub returns a List that reports into l, under prefix (a nested mapping:
+// "resizer.", "children[0]."). Its problems match l's sentinels and, when
+// not nil, sentinel too, which then names them.
+func (l List) Sub(prefix string, sentinel error) List {
+	sub := List{prefix: l.prefix + prefix, sentinels: l.sentinels, errs: l.errs}
+	if sentinel != nil {
+		sub.sentinels = append(append([]error(nil), l.sentinels...), sentinel)
+	}
+	return sub
+}
+
+// Errorf implements Reporter. A problem reported twice (the same words
+// for the same field) is kept once.
 func (l List) Errorf(field, format string, args ...any) {
 	path := l.prefix + field
 	if field == "" {
@@ -47,14 +56,25 @@ func (l List) Errorf(field, format string, args ...any) {
 	if path != "" {
 		msg = path + ": " + msg
 	}
-	var err error
-	if l.sentinel != nil {
-		err = fmt.Errorf("%w: %s", l.sentinel, msg)
-	} else {
-		err = fmt.Errorf("%s", msg)
+	if n := len(l.sentinels); n > 0 {
+		msg = l.sentinels[n-1].Error() + ": " + msg
 	}
-	*l.errs = append(*l.errs, err)
+	for _, e := range *l.errs {
+		if e.Error() == msg {
+			return
+		}
+	}
+	*l.errs = append(*l.errs, &problem{msg: msg, is: l.sentinels})
 }
+
+// problem is one reported problem.
+type problem struct {
+	msg string
+	is  []error
+}
+
+func (p *problem) Error() string   { return p.msg }
+func (p *problem) Unwrap() []error { return p.is }
 
 // Len returns how many problems were reported.
 func (l List) Len() int { return len(*l.errs) }

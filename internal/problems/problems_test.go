@@ -29,6 +29,17 @@ func TestList(t *testing.T) {
 	if !errors.Is(err, errSpec) || !errors.Is(err, errChild) || l.Len() != 4 {
 		t.Fatalf("%v does not match both sentinels", err)
 	}
+	// A child's problem is the spec's too: it matches both sentinels.
+	one := New(errSpec)
+	one.Sub("children[0].", errChild).Errorf("id", "is required")
+	if err := one.Err(); !errors.Is(err, errSpec) || !errors.Is(err, errChild) || err.Error() != "invalid child: children[0].id: is required" {
+		t.Fatalf("child problem: %v", err)
+	}
+	// The same problem twice is kept once.
+	one.Sub("children[0].", errChild).Errorf("id", "is required")
+	if one.Len() != 1 {
+		t.Fatalf("%d problems", one.Len())
+	}
 	plain := New(nil)
 	plain.Errorf("routee", "required")
 	if plain.Err().Error() != "routee: required" {

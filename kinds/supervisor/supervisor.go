@@ -122,7 +122,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 	if spec == nil {
 		return nil, fmt.Errorf("supervisor %s: %w: nil spec", id, ErrInvalidSpec)
 	}
-	if err := spec.withDefaults().validate(); err != nil {
+	if err := spec.check(); err != nil {
 		return nil, fmt.Errorf("supervisor %s: %w", id, err)
 	}
 	s := &Supervisor{
@@ -338,39 +338,6 @@ func checkChildName(name string) error {
 		return fmt.Errorf("%q: names with ':' are reserved for entries (namespace:entry)", name)
 	case strings.Contains(name, "@"):
 		return fmt.Errorf("%q: names hold no '@' (name@node addresses a name on another node)", name)
-	}
-	return nil
-}
-
-func validateChild(c ChildSpec) error {
-	switch {
-	case c.ID == "":
-		return fmt.Errorf("%w: id is required", ErrInvalidChild)
-	case c.Process == "":
-		return fmt.Errorf("%w: process is required", ErrInvalidChild)
-	}
-	if c.Name != "" {
-		if err := checkChildName(c.Name); err != nil {
-			return fmt.Errorf("%w: name: %w", ErrInvalidChild, err)
-		}
-	}
-	switch c.Restart {
-	case "", Permanent, Transient, Temporary:
-	default:
-		return fmt.Errorf("%w: restart %q is not permanent, transient or temporary", ErrInvalidChild, c.Restart)
-	}
-	switch c.OnFailure {
-	case "", ActionRestart, ActionStop, ActionEscalate, ActionResume:
-	default:
-		return fmt.Errorf("%w: on_failure %q is not restart, stop, escalate or resume", ErrInvalidChild, c.OnFailure)
-	}
-	switch c.OnReload {
-	case "", ReloadRestart, ReloadKeep:
-	default:
-		return fmt.Errorf("%w: on_reload %q is not restart or keep", ErrInvalidChild, c.OnReload)
-	}
-	if c.Shutdown < 0 && c.Shutdown != BrutalKill {
-		return fmt.Errorf("%w: negative shutdown %s", ErrInvalidChild, c.Shutdown)
 	}
 	return nil
 }
