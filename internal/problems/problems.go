@@ -1,9 +1,9 @@
 // Package problems carries what a kind's one validate finds in a spec,
 // field by field, the same way whether the spec was decoded from a file or
-// built in Go. During decoding the Reporter is the entry's
-// registry.Decoder, which places each problem at its field's position
-// (file:line:col, entry ID, field); for a spec built in Go it is a List,
-// which makes one error naming each field.
+// built in Go. During decoding a List forwards each problem to the
+// entry's registry.Decoder (To), which places it at its field's position
+// (file:line:col, entry ID, field); for a spec built in Go a List keeps
+// them (New) and makes one error naming each field.
 package problems
 
 import (
@@ -17,37 +17,38 @@ type Reporter interface {
 	Errorf(field, format string, args ...any)
 }
 
-// List is a Reporter that collects problems as errors, for a spec built in
-// Go. The zero value is not usable; see New.
+// List receives a validate's problems: it keeps them (New, Sub) or hands
+// them on (To). A List that finds nothing allocates nothing, so a valid
+// spec costs its check no garbage.
 type List struct {
-	prefix    string
-	sentinels []error // each problem matches every one; the last names it
-	errs      *[]error
+	to       Reporter // To: problems go there
+	prefix   string   // Sub: the nested mapping's path ("resizer.")
+	sentinel error    // what this list's problems match, besides its parents'
+	parent   *List
+	errs     []error // the root's: what was kept
 }
 
-// New returns an empty List whose problems wrap sentinel (nil: none).
-func New(sentinel error) List {
-	l := List{errs: new([]error)}
-	if sentinel != nil {
-		l.sentinels = []error{sentinel}
-	}
-	return l
-}
+// New returns a List that keeps its problems, each matching sentinel
+// (nil: none).
+func New(sentinel error) *List { return &List{sentinel: sentinel} }
 
-// Sub returns a List that reports into l, under prefix (a nested mapping:
-// "resizer.", "children[0]."). Its problems match l's sentinels and, when
+// To returns a List that hands each problem to r, as r would take it.
+func To(r Reporter) *List { return &List{to: r} }
+
+// Sub returns a List for a nested mapping of l (prefix "resizer.",
+// "children[0]."): its problems go to l, and match l's sentinels and, when
 // not nil, sentinel too, which then names them.
-func (l List) Sub(prefix string, sentinel error) List {
-	sub := List{prefix: l.prefix + prefix, sentinels: l.sentinels, errs: l.errs}
-	if sentinel != nil {
-		sub.sentinels = append(append([]error(nil), l.sentinels...), sentinel)
-	}
-	return sub
+func (l *List) Sub(prefix string, sentinel error) *List {
+	return &List{prefix: l.prefix + prefix, sentinel: sentinel, parent: l}
 }
 
-// Errorf implements Reporter. A problem reported twice (the same words
-// for the same field) is kept once.
-func (l List) Errorf(field, format string, args ...any) {
+// Errorf implements Reporter. A kept problem reported twice (the same
+// words for the same field) is kept once.
+func (l *List) Errorf(field, format string, args ...any) {
+	if l.to != nil {
+		l.to.Errorf(field, format, args...)
+		return
+	}
 	path := l.prefix + field
 	if field == "" {
 		path = strings.TrimSuffix(l.prefix, ".")
@@ -56,33 +57,39 @@ func (l List) Errorf(field, format string, args ...any) {
 	if path != "" {
 		msg = path + ": " + msg
 	}
-	if n := len(l.sentinels); n > 0 {
-		msg = l.sentinels[n-1].Error() + ": " + msg
+	var is []error
+	root := l
+	for x := l; x != nil; x = x.parent {
+		if x.sentinel != nil {
+			is = append(is, x.sentinel)
+		}
+		root = x
 	}
-	for _, e := range *l.errs {
+	if len(is) > 0 {
+		msg = is[0].Error() + ": " + msg // the nearest names it
+	}
+	for _, e := range root.errs {
 		if e.Error() == msg {
 			return
 		}
 	}
-	*l.errs = append(*l.errs, &problem{msg: msg, is: l.sentinels})
+	root.errs = append(root.errs, &problem{msg: msg, is: is})
 }
 
-// problem is one reported problem.
-type problem struct {
-	msg string
-	is  []error
+// Len returns how many problems were kept.
+func (l *List) Len() int { return len(l.root().errs) }
+
+func (l *List) root() *List {
+	for l.parent != nil {
+		l = l.parent
+	}
+	return l
 }
-
-func (p *problem) Error() string   { return p.msg }
-func (p *problem) Unwrap() []error { return p.is }
-
-// Len returns how many problems were reported.
-func (l List) Len() int { return len(*l.errs) }
 
 // Err returns nil without problems, the one problem, or all of them as one
 // error ("; " between them) that matches each (errors.Is, errors.As).
-func (l List) Err() error {
-	switch errs := *l.errs; len(errs) {
+func (l *List) Err() error {
+	switch errs := l.root().errs; len(errs) {
 	case 0:
 		return nil
 	case 1:
@@ -91,6 +98,15 @@ func (l List) Err() error {
 		return joined(append([]error(nil), errs...))
 	}
 }
+
+// problem is one kept problem.
+type problem struct {
+	msg string
+	is  []error
+}
+
+func (p *problem) Error() string   { return p.msg }
+func (p *problem) Unwrap() []error { return p.is }
 
 type joined []error
 

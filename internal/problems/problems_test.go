@@ -46,3 +46,40 @@ func TestList(t *testing.T) {
 		t.Fatalf("no sentinel: %v", plain.Err())
 	}
 }
+
+// To hands problems on as they come, for a decoder to place.
+func TestTo(t *testing.T) {
+	var got []string
+	r := reporterFunc(func(field, format string, args ...any) { got = append(got, field+"|"+format) })
+	l := To(r)
+	l.Errorf("size", "must be >= %d", 1)
+	l.Errorf("size", "must be >= %d", 1)
+	if len(got) != 2 || got[0] != "size|must be >= %d" || l.Len() != 0 || l.Err() != nil {
+		t.Fatalf("forwarded %v, kept %d", got, l.Len())
+	}
+}
+
+type reporterFunc func(field, format string, args ...any)
+
+func (f reporterFunc) Errorf(field, format string, args ...any) { f(field, format, args...) }
+
+// A List that finds nothing allocates nothing.
+func TestValidListAllocatesNothing(t *testing.T) {
+	sentinel := errors.New("bad")
+	n := testing.AllocsPerRun(100, func() {
+		l := New(sentinel)
+		check(l, 3)
+		if l.Err() != nil {
+			t.Fatal(l.Err())
+		}
+	})
+	if n != 0 {
+		t.Fatalf("%v allocs", n)
+	}
+}
+
+func check(l *List, size int) {
+	if size < 1 {
+		l.Errorf("size", "must be >= 1, got %d", size)
+	}
+}

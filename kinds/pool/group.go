@@ -75,7 +75,7 @@ func (GroupKind) Decode(d *registry.Decoder) any {
 		Strategy: Strategy(fGroupStrategy.EnumValue(d)),
 		Timeout:  fGroupTimeout.Duration(d),
 	}
-	s.validate(d)
+	s.validate(problems.To(d))
 	s.checked = true
 	return s
 }
@@ -91,7 +91,7 @@ func (GroupKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry
 
 // validate is the one set of rules of a group router's values, for a
 // decoded GroupSpec and one built in Go alike.
-func (s *GroupSpec) validate(p problems.Reporter) {
+func (s *GroupSpec) validate(p *problems.List) {
 	if s.Scope == "" {
 		p.Errorf(fGroupScope.Name, "required")
 	}

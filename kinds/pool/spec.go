@@ -207,7 +207,7 @@ func decodeSpec(d *registry.Decoder) *Spec {
 	if d.Has(fInterval.Name) && !d.Failed(fStrategy.Name) && s.Strategy != TailChopping {
 		d.Errorf(fInterval.Name, "only tail_chopping uses interval (strategy is %s)", s.Strategy)
 	}
-	var rd problems.Reporter = d
+	rd := d
 	if od := fResizer.Object(d); od != nil {
 		s.Resizer, rd = decodeResizer(od), od
 	}
@@ -215,7 +215,7 @@ func decodeSpec(d *registry.Decoder) *Spec {
 	if s.Size == 0 && s.Resizer == nil && !d.Has(fSize.Name) {
 		d.Errorf(fSize.Name, "required for a pool without a resizer")
 	}
-	s.validate(d, rd)
+	s.validate(problems.To(d), problems.To(rd))
 	// Validated: Start and Update do not check it again. (A spec with
 	// problems is never started: its configuration is refused.)
 	s.checked = true
@@ -273,7 +273,7 @@ func (s *Spec) check() error {
 // Spec and one built in Go alike; p receives the problems of the pool's
 // fields, rp those of its resizer. A resizer without a type, or with a
 // zero messages_per_resize, would divide by zero on the first message.
-func (s *Spec) validate(p, rp problems.Reporter) {
+func (s *Spec) validate(p, rp *problems.List) {
 	if s.Routee == "" {
 		p.Errorf(fRoutee.Name, "required")
 	}
@@ -298,7 +298,7 @@ func (s *Spec) validate(p, rp problems.Reporter) {
 }
 
 // validate checks a resizer's values; see Spec.validate.
-func (r *ResizerSpec) validate(p problems.Reporter) {
+func (r *ResizerSpec) validate(p *problems.List) {
 	if r.LowerBound < 0 {
 		p.Errorf(fLowerBound.Name, "must be >= 0, got %d", r.LowerBound)
 	}

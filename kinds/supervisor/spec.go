@@ -239,7 +239,7 @@ func (s *Spec) check() error {
 		return nil
 	}
 	l := problems.New(ErrInvalidSpec)
-	s.withDefaults().validate(l, func(i int) problems.Reporter {
+	s.withDefaults().validate(l, func(i int) *problems.List {
 		if s.Kind == KindPartition {
 			return l.Sub("", ErrInvalidChild) // the worker's fields sit among the supervisor's
 		}
@@ -253,7 +253,7 @@ func (s *Spec) check() error {
 // Go cannot run a dynamic supervisor all_for_one or a child with an
 // unknown restart type. p receives the problems of the supervisor's own
 // fields, child(i) those of child i (a partition's worker: child(0)).
-func (s *Spec) validate(p problems.Reporter, child func(i int) problems.Reporter) {
+func (s *Spec) validate(p *problems.List, child func(i int) *problems.List) {
 	switch s.Kind {
 	case KindStatic:
 		if !slices.Contains(strategies, string(s.Strategy)) {
@@ -303,7 +303,7 @@ func (s *Spec) validate(p problems.Reporter, child func(i int) problems.Reporter
 
 // validate checks a child's values (its defaults applied); see
 // Spec.validate.
-func (c ChildSpec) validate(p problems.Reporter) {
+func (c ChildSpec) validate(p *problems.List) {
 	if c.ID == "" {
 		p.Errorf(fChildID.Name, "is required")
 	}
@@ -440,11 +440,12 @@ func decodeSpec(kind string, d *registry.Decoder) *Spec {
 			s.MaxChildren = fMaxChildren.Int(d)
 		}
 	}
-	s.withDefaults().validate(d, func(i int) problems.Reporter {
+	top := problems.To(d)
+	s.withDefaults().validate(top, func(i int) *problems.List {
 		if kind == KindPartition {
-			return d // the worker's fields sit among the supervisor's
+			return top // the worker's fields sit among the supervisor's
 		}
-		return cds[i]
+		return problems.To(cds[i])
 	})
 	// Validated: Start and Update do not check it again. (A spec with
 	// problems is never started: its configuration is refused.)
