@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/backoff"
 	"github.com/proctor-run/proctor/remote"
 )
 
@@ -216,11 +217,11 @@ func (p *peer) run() {
 	log := p.n.log.With("peer", p.name)
 	opts := &p.n.opts
 	var (
-		c       *conn
-		backoff = opts.ReconnectMin
-		retry   <-chan time.Time // dial again when it fires
-		wait    *time.Timer      // an accepting side not connected in time
-		warned  bool             // a failure to connect was logged since the last success
+		c      *conn
+		redial = backoff.New(backoff.Policy{Initial: opts.ReconnectMin, Max: opts.ReconnectMax})
+		retry  <-chan time.Time // dial again when it fires
+		wait   *time.Timer      // an accepting side not connected in time
+		warned bool             // a failure to connect was logged since the last success
 	)
 	// The heartbeat, as Erlang's net_ticktime: a connected peer ticks four
 	// times per TickInterval; each tick sends a tick frame if nothing was
@@ -248,8 +249,7 @@ func (p *peer) run() {
 				c = p.connect(nc)
 				if err := p.flush(c); err != nil {
 					p.lose(c, err, log)
-					backoff = p.relax(c, backoff)
-					c, retry = nil, time.After(backoff)
+					c, retry = nil, time.After(p.relax(c, &redial))
 				}
 			case p.ctx.Err() == nil:
 				p.setErr(err)
@@ -257,9 +257,9 @@ func (p *peer) run() {
 				if !warned || errors.Is(err, ErrAuth) {
 					lvl, warned = log.Warn, true
 				}
-				lvl("transport: cannot connect; sends fail until it can", "address", p.addrString(), "retry_in", backoff.String(), "error", err)
-				retry = time.After(backoff)
-				backoff = min(2*backoff, opts.ReconnectMax)
+				d := redial.Next()
+				lvl("transport: cannot connect; sends fail until it can", "address", p.addrString(), "retry_in", d.String(), "error", err)
+				retry = time.After(d)
 			}
 		}
 		var readerDone <-chan struct{}
@@ -287,8 +287,7 @@ func (p *peer) run() {
 			if c != nil {
 				if err := p.flush(c); err != nil {
 					p.lose(c, err, log)
-					backoff = p.relax(c, backoff)
-					c, retry = nil, time.After(backoff)
+					c, retry = nil, time.After(p.relax(c, &redial))
 				}
 			}
 		case nc := <-p.attach:
@@ -306,8 +305,7 @@ func (p *peer) run() {
 			}
 		case <-readerDone:
 			p.lose(c, c.err, log)
-			backoff = p.relax(c, backoff)
-			c, retry = nil, time.After(backoff)
+			c, retry = nil, time.After(p.relax(c, &redial))
 			if !p.dialer && wait == nil {
 				wait = time.NewTimer(opts.ConnectWait)
 			}
@@ -317,8 +315,7 @@ func (p *peer) run() {
 			}
 			if err := p.heartbeat(c, now); err != nil {
 				p.lose(c, err, log)
-				backoff = p.relax(c, backoff)
-				c, retry = nil, time.After(backoff)
+				c, retry = nil, time.After(p.relax(c, &redial))
 				if !p.dialer && wait == nil {
 					wait = time.NewTimer(opts.ConnectWait)
 				}
@@ -376,16 +373,17 @@ func (p *peer) dial() (net.Conn, error) {
 	return sc, nil
 }
 
-// relax returns the backoff before the next dial once connection c has
+// relax returns the delay before the next dial once connection c has
 // ended: one that lasted a tick interval starts again from ReconnectMin;
 // one lost sooner (made, then dropped at once: a loop, as with a peer that
 // takes the connection and closes it) doubles it, up to ReconnectMax.
-func (p *peer) relax(c *conn, backoff time.Duration) time.Duration {
-	opts := &p.n.opts
-	if time.Since(c.since) >= opts.TickInterval {
-		return opts.ReconnectMin
+func (p *peer) relax(c *conn, redial *backoff.Backoff) time.Duration {
+	if time.Since(c.since) >= p.n.opts.TickInterval {
+		redial.Reset()
+	} else {
+		redial.Advance()
 	}
-	return min(2*backoff, opts.ReconnectMax)
+	return redial.Delay()
 }
 
 // heartbeat runs on each tick of a connected peer: it closes c (the error

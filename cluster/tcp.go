@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/backoff"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote"
@@ -472,7 +473,7 @@ const (
 // 5ms to 1s, so the node accepts again once the condition passes.
 func (n *TCPNetwork) accept() {
 	defer n.wg.Done()
-	var backoff time.Duration
+	retries := backoff.New(backoff.Policy{Initial: acceptBackoffMin, Max: acceptBackoffMax})
 	for {
 		c, err := n.ln.Accept()
 		if err != nil {
@@ -483,13 +484,13 @@ func (n *TCPNetwork) accept() {
 				n.log.Error("transport: the listener closed; no more connections are accepted", "error", err)
 				return
 			}
-			backoff = min(max(2*backoff, acceptBackoffMin), acceptBackoffMax)
+			delay := retries.Next()
 			n.acc.errors.Add(1)
 			n.mu.Lock()
 			n.acc.lastErr = err.Error()
 			n.mu.Unlock()
-			n.limit.Log(n.log, slog.LevelError, "accept", "", "transport: accept failed; retrying", "retry_in", backoff.String(), "error", err)
-			t := time.NewTimer(backoff)
+			n.limit.Log(n.log, slog.LevelError, "accept", "", "transport: accept failed; retrying", "retry_in", delay.String(), "error", err)
+			t := time.NewTimer(delay)
 			select {
 			case <-t.C:
 			case <-n.ctx.Done():
@@ -498,7 +499,7 @@ func (n *TCPNetwork) accept() {
 			}
 			continue
 		}
-		backoff = 0
+		retries.Reset()
 		host := remoteHost(c)
 		release, why := n.handshakes.take(host, !n.memberHost(host))
 		if release == nil {

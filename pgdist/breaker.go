@@ -78,16 +78,3 @@ func (b *breaker) shown(now time.Time, reset time.Duration) breakerState {
 	}
 	return b.state
 }
-
-// backoff is the delay before retry attempt (0 first): base doubled per
-// attempt, at most max.
-func backoff(attempt int, base, max time.Duration) time.Duration {
-	d := base
-	for range attempt {
-		if d >= max/2 {
-			return max
-		}
-		d *= 2
-	}
-	return min(d, max)
-}

@@ -162,18 +162,6 @@ func TestBreakerAndRetries(t *testing.T) {
 	}
 }
 
-func TestBackoff(t *testing.T) {
-	ms := time.Millisecond
-	for i, want := range []time.Duration{100 * ms, 200 * ms, 400 * ms, 800 * ms, time.Second, time.Second} {
-		if got := backoff(i, 100*ms, time.Second); got != want {
-			t.Errorf("attempt %d: %s, want %s", i, got, want)
-		}
-	}
-	if got := backoff(62, time.Hour, 24*time.Hour); got != 24*time.Hour {
-		t.Errorf("a large attempt: %s", got)
-	}
-}
-
 func TestBreaker(t *testing.T) {
 	var b breaker
 	now := time.Now()

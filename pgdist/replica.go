@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/backoff"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/process"
 )
@@ -500,7 +501,7 @@ func (r *replica) arm(p *peer) {
 	if p.timer != nil || p.attempt >= r.spec.MaxRetries {
 		return
 	}
-	d := backoff(p.attempt, r.spec.RetryBaseDelay, r.spec.RetryMaxDelay)
+	d := backoff.Policy{Initial: r.spec.RetryBaseDelay, Max: r.spec.RetryMaxDelay}.Delay(p.attempt)
 	p.gen++
 	node, gen := p.node, p.gen
 	p.timer = time.AfterFunc(d, func() { r.q.push(item{kind: itemRetry, node: node, gen: gen}) })

@@ -183,7 +183,9 @@ func (p *process) receiveBatch(c Context) (n int, held *meta, exit Exit, ok bool
 		}
 		n++
 		held = e.meta
-		b.Receive(c, e.open())
+		if !p.owned || !runCommand(e) {
+			b.Receive(c, e.open())
+		}
 		if p.selfStop || p.stopReq.Load() || p.dead.Load() {
 			return n, held, Exit{}, true
 		}

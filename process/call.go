@@ -13,7 +13,7 @@ import (
 
 // Owner is the one goroutine that owns some state, as its callers see it:
 // it takes commands from any goroutine and runs them in order. A Loop is
-// an Owner; Node.OwnerOf makes one of a process.
+// an Owner; a process becomes one with Context.Owner or Proc.Owner.
 type Owner interface {
 	// Submit queues fn to run on the owner. An error means fn will not
 	// run: ErrQueueFull, or ErrLoopStopped once the owner has stopped.
@@ -75,14 +75,84 @@ var errNotUrgent = value.NewError(value.KindInvalid, "call: the owner has no urg
 // stopped waiting, nothing more. Waiters are pooled and carry their own
 // timer, so a call with a Command that is not a closure allocates nothing.
 func RunOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) error {
+	ran, err := runOn(ctx, o, cmd, opts)
+	if err != nil {
+		return err
+	}
+	return ran
+}
+
+// CallErrors are a kind's own errors for the ways a call on its owner can
+// fail (RunOnAs), so every kind maps them the same way. A nil error keeps
+// this package's sentinel.
+type CallErrors struct {
+	// What names the caller in every such error ("pool app:p"); Op, when
+	// set, the operation after it ("pg scope app:pg: join"). Both empty:
+	// no prefix.
+	What, Op string
+	// Stopped replaces ErrLoopStopped: the owner stopped before it ran
+	// the command (or refused it, stopped).
+	Stopped error
+	// Timeout replaces ErrCallTimeout; the error names the timeout.
+	Timeout error
+	// Abandoned replaces ErrCallAbandoned; the error wraps ctx's cause
+	// either way, so errors.Is(err, ctx.Err()) holds.
+	Abandoned error
+}
+
+// RunOnAs is RunOn for a kind's API, the one place where what went wrong
+// with a call becomes the kind's error: cmd's own error comes back as it
+// is; a call that failed comes back as errs says (a stopped owner, a
+// timeout, an abandoned wait), or with RunOn's error (a full queue), each
+// prefixed with errs.What and errs.Op. It allocates nothing more than
+// RunOn when the call succeeds.
+func RunOnAs(ctx context.Context, o Owner, cmd Command, opts CallOptions, errs CallErrors) error {
+	ran, err := runOn(ctx, o, cmd, opts)
+	if err != nil {
+		return errs.wrap(ctx, err, opts.Timeout)
+	}
+	return ran
+}
+
+// wrap turns err, a call's own failure, into the caller's error.
+func (e *CallErrors) wrap(ctx context.Context, err error, timeout time.Duration) error {
+	switch {
+	case errors.Is(err, ErrLoopStopped):
+		if e.Stopped != nil {
+			err = e.Stopped
+		}
+	case errors.Is(err, ErrCallTimeout):
+		t := e.Timeout
+		if t == nil {
+			t = ErrCallTimeout
+		}
+		err = fmt.Errorf("%w after %s", t, timeout)
+	case errors.Is(err, ErrCallAbandoned):
+		if e.Abandoned != nil {
+			err = fmt.Errorf("%w: %w", e.Abandoned, context.Cause(ctx))
+		}
+	}
+	switch {
+	case e.What != "" && e.Op != "":
+		return fmt.Errorf("%s: %s: %w", e.What, e.Op, err)
+	case e.What != "":
+		return fmt.Errorf("%s: %w", e.What, err)
+	case e.Op != "":
+		return fmt.Errorf("%s: %w", e.Op, err)
+	}
+	return err
+}
+
+// runOn is RunOn with the command's own error (ran) apart from the call's
+// (err), which only RunOnAs maps.
+func runOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) (ran, err error) {
 	w := waiters.Get().(*waiter)
 	w.cmd = cmd
-	var err error
 	if opts.Urgent {
 		uo, ok := o.(UrgentOwner)
 		if !ok {
 			w.release()
-			return errNotUrgent
+			return nil, errNotUrgent
 		}
 		err = uo.SubmitUrgent(w.runFn)
 	} else {
@@ -90,7 +160,7 @@ func RunOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) error {
 	}
 	if err != nil {
 		w.release()
-		return err
+		return nil, err
 	}
 	armed := opts.Timeout > 0
 	if armed {
@@ -120,22 +190,22 @@ func RunOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) error {
 			}
 			// The command may still run; the waiter is left to it, never
 			// reused, so its late completion touches nobody.
-			return gone
+			return nil, gone
 		}
 		<-w.done // settled meanwhile, by the command or the clock
 	}
 	timerStopped := !armed || w.timer.Stop()
 	if w.state.Load() == waitGone {
-		return ErrCallTimeout // the waiter stays with the command, as above
+		return nil, ErrCallTimeout // the waiter stays with the command, as above
 	}
-	err = w.err
+	ran = w.err
 	if timerStopped {
 		w.release()
 	}
 	// Otherwise the timer fired as the answer came: its expire may still be
 	// on its way, and would settle the next call that reused this waiter as
 	// timed out at once. This waiter is dropped instead.
-	return err
+	return ran, nil
 }
 
 // waiter is one call's rendezvous between the caller and the owner.
@@ -185,62 +255,4 @@ func (w *waiter) release() {
 	w.state.Store(waitPending)
 	w.err, w.cmd = nil, nil
 	waiters.Put(w)
-}
-
-// commandTopic is the topic of a command travelling to a process owner.
-const commandTopic = "$owner.command"
-
-// command is a message payload carrying a command for a process owner. Its
-// type is unexported, so only OwnerOf can make one: nothing a script or a
-// peer sends can run code on a process.
-type command struct{ fn func() }
-
-// stoppedError is why a call fails when its owner stopped first:
-// ErrLoopStopped, and for a process the exit that ended it.
-func stoppedError(o Owner) error {
-	if po, ok := o.(procOwner); ok {
-		return fmt.Errorf("%w: %w", ErrLoopStopped, exitedError(po.pid, po.exit()))
-	}
-	return ErrLoopStopped
-}
-
-// procOwner is a process seen as an Owner; see Node.OwnerOf.
-type procOwner struct {
-	n    *Node
-	pid  PID
-	done <-chan struct{}
-	exit func() Exit
-}
-
-// OwnerOf returns the local process pid as an Owner: each command reaches
-// it as a message, which its code runs with RunCommand. A process whose
-// state is changed by commands (a supervisor, a pool) hands every message
-// to RunCommand first. ok is false when pid is not a live local process.
-func (n *Node) OwnerOf(pid PID) (Owner, bool) {
-	done, exit, ok := n.Done(pid)
-	if !ok {
-		return nil, false
-	}
-	return procOwner{n: n, pid: pid, done: done, exit: exit}, true
-}
-
-func (o procOwner) Submit(fn func()) error {
-	err := o.n.Send(o.pid, Message{Topic: commandTopic, Payload: command{fn}})
-	if errors.Is(err, ErrNoProcess) {
-		return ErrLoopStopped
-	}
-	return err
-}
-
-func (o procOwner) Done() <-chan struct{} { return o.done }
-
-// RunCommand runs m's command when m carries one (it was submitted through
-// an Owner made by OwnerOf) and reports whether it did.
-func RunCommand(m Message) bool {
-	c, ok := m.Payload.(command)
-	if !ok || m.Topic != commandTopic {
-		return false
-	}
-	c.fn()
-	return true
 }

@@ -107,12 +107,8 @@ func TestCallFailures(t *testing.T) {
 		}, []error{ErrCallAbandoned}},
 		{"no urgent lane", func(t *testing.T) (context.Context, Owner, CallOptions) {
 			n := NewNode(Options{Name: "t"})
-			pid, err := n.Spawn(ownerBehavior{}, SpawnOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
+			pid, o := spawnOwner(t, n, nil)
 			t.Cleanup(func() { _, _ = n.Stop(context.Background(), pid) })
-			o, _ := n.OwnerOf(pid)
 			return context.Background(), o, CallOptions{Urgent: true}
 		}, []error{errNotUrgent}},
 	}
@@ -254,31 +250,45 @@ func TestLateCommandAfterTimeout(t *testing.T) {
 	}
 }
 
-// ownerBehavior runs the commands it is sent and ignores other messages.
-type ownerBehavior struct{ other chan Message }
+// ownerBehavior is a process that makes itself an Owner in Init and hands
+// its other messages to other: it never sees a command.
+type ownerBehavior struct {
+	owner chan Owner
+	other chan Message
+}
+
+func (b ownerBehavior) Init(c Context) error {
+	b.owner <- c.Owner()
+	return nil
+}
 
 func (b ownerBehavior) Receive(_ Context, m Message) {
-	if RunCommand(m) {
-		return
+	if _, ok := m.Payload.(command); ok {
+		panic("Receive was handed a command")
 	}
 	if b.other != nil {
 		b.other <- m
 	}
 }
 
-// A process is an Owner through OwnerOf: commands run on its goroutine
-// among its messages; its exit fails what is still queued.
-func TestOwnerOfProcess(t *testing.T) {
-	n := NewNode(Options{Name: "t"})
-	other := make(chan Message, 1)
-	pid, err := n.Spawn(ownerBehavior{other: other}, SpawnOptions{})
+// spawnOwner starts an ownerBehavior and returns it with its Owner.
+func spawnOwner(t *testing.T, n *Node, other chan Message) (PID, Owner) {
+	t.Helper()
+	b := ownerBehavior{owner: make(chan Owner, 1), other: other}
+	pid, err := n.Spawn(b, SpawnOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	o, ok := n.OwnerOf(pid)
-	if !ok {
-		t.Fatal("no owner for a live process")
-	}
+	return pid, <-b.owner
+}
+
+// A process is an Owner once it asks for one (Context.Owner): commands
+// run on its goroutine among its messages, its Receive never sees one, and
+// its exit fails what is still queued.
+func TestProcessOwner(t *testing.T) {
+	n := NewNode(Options{Name: "t"})
+	other := make(chan Message, 1)
+	pid, o := spawnOwner(t, n, other)
 	count := 0 // owned by the process
 	for range 10 {
 		if err := RunOn(context.Background(), o, CommandFunc(func() error { count++; return nil }), CallOptions{}); err != nil {
@@ -303,8 +313,49 @@ func TestOwnerOfProcess(t *testing.T) {
 	if err := RunOn(context.Background(), o, nop, CallOptions{}); !errors.Is(err, ErrLoopStopped) {
 		t.Fatalf("call after exit: %v", err)
 	}
-	if _, ok := n.OwnerOf(pid); ok {
-		t.Fatal("owner of an exited process")
+}
+
+// A goroutine process that asks for an Owner (Proc.Owner) runs commands
+// inside TryReceive and Receive, which return only its other messages.
+func TestGoroutineProcessOwner(t *testing.T) {
+	n := NewNode(Options{Name: "t"})
+	owners := make(chan Owner, 1)
+	got := make(chan Message, 1)
+	pid, err := n.SpawnFunc(func(h *Proc) (any, error) {
+		owners <- h.Owner()
+		for {
+			m, err := h.Receive(h.Context())
+			if err != nil {
+				return nil, nil
+			}
+			if _, ok := m.Payload.(command); ok {
+				return nil, errors.New("Receive returned a command")
+			}
+			got <- m
+		}
+	}, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := <-owners
+	count := 0 // owned by the process
+	for range 5 {
+		if err := RunOn(context.Background(), o, CommandFunc(func() error { count++; return nil }), CallOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := n.Send(pid, Message{Topic: "hello"}); err != nil {
+		t.Fatal(err)
+	}
+	if m := <-got; m.Topic != "hello" {
+		t.Fatalf("got %v", m)
+	}
+	var seen int
+	if err := RunOn(context.Background(), o, CommandFunc(func() error { seen = count; return nil }), CallOptions{}); err != nil || seen != 5 {
+		t.Fatalf("count %d, %v", seen, err)
+	}
+	if _, err := n.Stop(context.Background(), pid); err != nil {
+		t.Fatalf("stop: %v", err)
 	}
 }
 
@@ -313,11 +364,7 @@ func TestOwnerOfProcess(t *testing.T) {
 func TestOwnerExitFailsQueuedCall(t *testing.T) {
 	n := NewNode(Options{Name: "t"})
 	gate := make(chan struct{})
-	pid, err := n.Spawn(ownerBehavior{}, SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	o, _ := n.OwnerOf(pid)
+	pid, o := spawnOwner(t, n, nil)
 	// Park the process inside a command, queue another (or not yet: a
 	// call to a killed owner fails the same way), then kill it.
 	entered := make(chan struct{})
@@ -393,4 +440,74 @@ func BenchmarkCallContext(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// RunOnAs maps each way a call fails to the caller's own errors, the same
+// way for every kind, and leaves the command's own error alone.
+func TestRunOnAsMapsFailures(t *testing.T) {
+	errStopped := errors.New("thing stopped")
+	errTimeout := errors.New("thing timed out")
+	errGone := errors.New("caller gone")
+	errOwn := errors.New("the command's own")
+	as := CallErrors{What: "thing t1", Op: "poke", Stopped: errStopped, Timeout: errTimeout, Abandoned: errGone}
+	stopped := NewLoop(LoopOptions{})
+	ctx, cancel := context.WithCancel(context.Background())
+	go stopped.Run(ctx)
+	cancel()
+	<-stopped.Done()
+	cases := []struct {
+		name string
+		run  func(t *testing.T, as CallErrors) error
+		want []error
+		msg  string
+	}{
+		{"own error", func(t *testing.T, as CallErrors) error {
+			l := NewLoop(LoopOptions{})
+			runLoop(t, l)
+			return RunOnAs(context.Background(), l, CommandFunc(func() error { return errOwn }), CallOptions{}, as)
+		}, []error{errOwn}, "the command's own"},
+		{"stopped", func(t *testing.T, as CallErrors) error {
+			return RunOnAs(context.Background(), stopped, nop, CallOptions{}, as)
+		}, []error{errStopped}, "thing t1: poke: thing stopped"},
+		{"timeout", func(t *testing.T, as CallErrors) error {
+			l := NewLoop(LoopOptions{})
+			runLoop(t, l)
+			blockLoop(t, l)
+			return RunOnAs(context.Background(), l, nop, CallOptions{Timeout: 10 * time.Millisecond}, as)
+		}, []error{errTimeout}, "thing t1: poke: thing timed out after 10ms"},
+		{"abandoned", func(t *testing.T, as CallErrors) error {
+			l := NewLoop(LoopOptions{})
+			runLoop(t, l)
+			blockLoop(t, l)
+			ctx, cancel := context.WithCancel(context.Background())
+			time.AfterFunc(10*time.Millisecond, cancel)
+			return RunOnAs(ctx, l, nop, CallOptions{}, as)
+		}, []error{errGone, context.Canceled}, "thing t1: poke: caller gone: context canceled"},
+		{"queue full", func(t *testing.T, as CallErrors) error {
+			l := NewLoop(LoopOptions{MaxQueue: 1})
+			if err := l.Submit(func() {}); err != nil {
+				t.Fatal(err)
+			}
+			return RunOnAs(context.Background(), l, nop, CallOptions{}, as)
+		}, []error{ErrQueueFull}, "thing t1: poke: queue full"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.run(t, as)
+			for _, w := range tc.want {
+				if !errors.Is(err, w) {
+					t.Errorf("err %v does not match %v", err, w)
+				}
+			}
+			if err == nil || err.Error() != tc.msg {
+				t.Errorf("err = %v, want %q", err, tc.msg)
+			}
+		})
+	}
+	// With no errors of its own, a caller keeps this package's sentinels.
+	t.Run("defaults", func(t *testing.T) {
+		if err := RunOnAs(context.Background(), stopped, nop, CallOptions{}, CallErrors{}); !errors.Is(err, ErrLoopStopped) || err.Error() != "loop stopped" {
+			t.Errorf("err = %v", err)
+		}
+	})
 }

@@ -110,11 +110,7 @@ func TestDeadLetterOfAskToDeadProcess(t *testing.T) {
 
 func TestCommandsToAStoppedOwnerAreNoDeadLetters(t *testing.T) {
 	n, box := newLetterNode()
-	pid, _ := n.Spawn(behaviorFunc(func(c Context, m Message) { RunCommand(m) }), SpawnOptions{})
-	o, ok := n.OwnerOf(pid)
-	if !ok {
-		t.Fatal("no owner")
-	}
+	pid, o := spawnOwner(t, n, nil)
 	n.Kill(pid)
 	if err := o.Submit(func() {}); !errors.Is(err, ErrLoopStopped) {
 		t.Fatalf("err = %v", err)

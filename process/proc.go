@@ -28,11 +28,22 @@ func (h *Proc) Context() context.Context { return h.p.ext.Load().ctx }
 
 // TryReceive returns the next message without blocking.
 func (h *Proc) TryReceive() (Message, bool) {
-	e, ok := h.p.mb.pop()
+	e, ok := h.p.pop()
 	if !ok {
 		return Message{}, false
 	}
 	return e.open(), true
+}
+
+// pop takes the next message from the mailbox of a goroutine process,
+// running the commands before it when the process is an Owner.
+func (p *process) pop() (envelope, bool) {
+	for {
+		e, ok := p.mb.pop()
+		if !ok || !p.owned || !runCommand(e) {
+			return e, ok
+		}
+	}
 }
 
 // TryEvent returns the next system event without blocking.

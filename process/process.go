@@ -29,6 +29,7 @@ type process struct {
 	stopReq  atomic.Bool // a stop was requested; see ext.stopReason
 	dead     atomic.Bool
 	selfStop bool // Behavior: Context.Stop was called; owned by the dispatcher
+	owned    bool // the process is an Owner and runs commands (owner.go); set and read on its goroutine
 
 	mu  sync.Mutex              // guards the fields of ext and the transition to dead
 	ext atomic.Pointer[procExt] // allocated on first use, never replaced

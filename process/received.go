@@ -15,7 +15,7 @@ type Received struct {
 
 // TryReceived is TryReceive returning the message as Received.
 func (h *Proc) TryReceived() (Received, bool) {
-	e, ok := h.p.mb.pop()
+	e, ok := h.p.pop()
 	return Received{Payload: e.payload, meta: e.meta}, ok
 }
 

@@ -398,8 +398,7 @@ func TestAskFuncFailsWhenCalleeExits(t *testing.T) {
 // A call to a process owner that exits names its exit.
 func TestRunOnNamesTheOwnersExit(t *testing.T) {
 	n := newTestNode()
-	pid, _ := n.Spawn(ownerBehavior{}, SpawnOptions{})
-	o, _ := n.OwnerOf(pid)
+	_, o := spawnOwner(t, n, nil)
 	err := RunOn(context.Background(), o, CommandFunc(func() error { panic("owner broke") }), CallOptions{})
 	if !errors.Is(err, ErrLoopStopped) || !errors.Is(err, ErrExited) || !strings.Contains(err.Error(), "panic: owner broke") {
 		t.Fatalf("err = %v", err)

@@ -34,6 +34,11 @@ func (n *Node) Done(pid PID) (done <-chan struct{}, exit func() Exit, ok bool) {
 	if p == nil {
 		return nil, nil, false
 	}
+	return p.doneOf()
+}
+
+// doneOf is Node.Done of p.
+func (p *process) doneOf() (done <-chan struct{}, exit func() Exit, ok bool) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	x := p.extLocked()

@@ -15,7 +15,7 @@ import (
 // codes make them match across the wire (value.Sentinel).
 var (
 	// ErrNoEntry: no entry with that ID in the configuration in force.
-	ErrNoEntry = value.NewError(value.KindNotFound, "no such entry")
+	ErrNoEntry = value.Sentinel("registry.no_entry", value.KindNotFound, "no such entry")
 	// ErrNotRunning: the entry is declared but has no running instance, or
 	// no running instance has that PID.
 	ErrNotRunning = value.Sentinel("registry.not_running", value.KindNotFound, "not running")

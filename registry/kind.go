@@ -84,7 +84,9 @@ type Refresher interface {
 
 // Template is implemented by kinds whose entries are definitions that
 // others instantiate: a pool spawns its routees, a supervisor its
-// children, process.spawn a process.lua entry.
+// children, process.spawn a process.lua entry. Spawn honours
+// opts.LinkTo and opts.MonitorBy from the instance's start (a pool and a
+// supervisor link and monitor nothing again).
 type Template interface {
 	Spawn(env *Env, e *Entry, opts SpawnOptions) (process.PID, error)
 }

@@ -259,14 +259,8 @@ func (rt *Runtime) do(ctx context.Context, fn func()) error {
 	if rt.stopped.Load() {
 		return ErrRuntimeStopped
 	}
-	err := process.RunOn(ctx, rt.loop, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{})
-	switch {
-	case errors.Is(err, process.ErrLoopStopped):
-		return ErrRuntimeStopped
-	case errors.Is(err, process.ErrCallAbandoned):
-		return ctx.Err()
-	}
-	return err
+	return process.RunOnAs(ctx, rt.loop, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{},
+		process.CallErrors{Stopped: ErrRuntimeStopped})
 }
 
 // Start puts cfg in force and starts what must run: every auto_start entry

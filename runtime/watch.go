@@ -13,6 +13,7 @@ import (
 	"github.com/fsnotify/fsnotify"
 
 	"github.com/proctor-run/proctor/config"
+	"github.com/proctor-run/proctor/internal/backoff"
 )
 
 // WatchOptions configure Watch. Runtime, Loader, Paths and Config are
@@ -335,11 +336,7 @@ func (w *Watcher) run() {
 			timer.Reset(w.opts.Debounce)
 		}
 		if out.retry {
-			delay := w.opts.RetryDelay
-			for i := 0; i < failures && delay < w.opts.RetryMaxDelay; i++ {
-				delay *= 2
-			}
-			delay = min(delay, w.opts.RetryMaxDelay)
+			delay := backoff.Policy{Initial: w.opts.RetryDelay, Max: w.opts.RetryMaxDelay}.Delay(failures)
 			failures++
 			w.log.Warn("reload will be retried", "in", delay, "attempt", failures)
 			retry.Reset(delay)

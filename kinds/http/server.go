@@ -143,15 +143,8 @@ func (s *Server) ID() registry.ID { return s.id }
 func (s *Server) PID() process.PID { return s.pid }
 
 func (s *Server) call(ctx context.Context, fn func() error) error {
-	var ferr error
-	err := process.RunOn(ctx, s.loop, process.CommandFunc(func() error { ferr = fn(); return nil }), process.CallOptions{})
-	switch {
-	case errors.Is(err, process.ErrCallAbandoned):
-		return fmt.Errorf("http server %s: %w", s.id, ctx.Err())
-	case err != nil:
-		return fmt.Errorf("http server %s: %w", s.id, ErrStopped)
-	}
-	return ferr
+	return process.RunOnAs(ctx, s.loop, process.CommandFunc(fn), process.CallOptions{},
+		process.CallErrors{What: "http server " + string(s.id), Stopped: ErrStopped})
 }
 
 // Update applies a changed spec without a gap: the routes stay; a new

@@ -27,6 +27,7 @@ import (
 // index the loop last published and never wait on it.
 type Scope struct {
 	id   registry.ID
+	what string // "pg scope <id>", for errors
 	node *process.Node
 	log  *slog.Logger
 	env  *registry.Env
@@ -112,7 +113,7 @@ func NewWithOptions(env *registry.Env, id registry.ID, spec Spec, opts Options) 
 	if env == nil || env.Node == nil {
 		return nil, fmt.Errorf("pg scope %s: env has no node", id)
 	}
-	s := &Scope{id: id, node: env.Node, env: env, halted: make(chan struct{})}
+	s := &Scope{id: id, what: "pg scope " + string(id), node: env.Node, env: env, halted: make(chan struct{})}
 	if env.Logger != nil {
 		s.log = env.EntryLogger(id)
 	} else {
@@ -300,6 +301,9 @@ func (c *command) Run() (err error) {
 	default:
 		err = c.fn()
 	}
+	if err != nil {
+		err = fmt.Errorf("%s: %w", s.what, err)
+	}
 	s.m.queue.Set(float64(s.loop.Len()))
 	c.release()
 	return err
@@ -351,24 +355,15 @@ func (s *Scope) call(ctx context.Context, op string, c *command) error {
 		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
 	}
 	c.s = s
-	timeout := s.spec.Load().ProtocolTimeout
-	err := process.RunOn(ctx, s.loop, c, process.CallOptions{Timeout: timeout})
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, process.ErrQueueFull):
+	// A caller that stops waiting (a terminated process) gets
+	// ErrCallerGone; the command may still run, as after a timeout.
+	err := process.RunOnAs(ctx, s.loop, c, process.CallOptions{Timeout: s.spec.Load().ProtocolTimeout},
+		process.CallErrors{What: s.what, Op: op, Stopped: ErrStopped, Timeout: ErrTimeout, Abandoned: ErrCallerGone})
+	if errors.Is(err, process.ErrQueueFull) {
 		s.m.refused.Inc()
-		return fmt.Errorf("pg scope %s: %s: %w (action_queue_max_size %d)", s.id, op, err, s.spec.Load().ActionQueueMaxSize)
-	case errors.Is(err, process.ErrLoopStopped):
-		return fmt.Errorf("pg scope %s: %s: %w", s.id, op, ErrStopped)
-	case errors.Is(err, process.ErrCallTimeout):
-		return fmt.Errorf("pg scope %s: %s: %w after %s", s.id, op, ErrTimeout, timeout)
-	case errors.Is(err, process.ErrCallAbandoned):
-		// The caller is stopping (a terminated process): it stops
-		// waiting; the command may still run, as after a timeout.
-		return fmt.Errorf("pg scope %s: %s: %w: %v", s.id, op, ErrCallerGone, context.Cause(ctx))
+		return fmt.Errorf("%w (action_queue_max_size %d)", err, s.spec.Load().ActionQueueMaxSize)
 	}
-	return fmt.Errorf("pg scope %s: %w", s.id, err)
+	return err
 }
 
 func (s *Scope) checkGroups(groups []string) error {

@@ -24,7 +24,7 @@
 // so process.send and process.ask to it route too). That process is the
 // single writer of the pool's state: routee slots, restarts, resizes and
 // retiring routees change only on its goroutine, through commands it is
-// sent (process.RunOn). Senders never wait on it: Tell and Ask route on the
+// sent (process.RunOnAs; Context.Owner). Senders never wait on it: Tell and Ask route on the
 // caller's goroutine against an immutable snapshot of the routees published
 // through an atomic pointer, the way Akka routes on the sender's thread.
 // A scatter or tail chop (race.go) is the reply target of its own asks,

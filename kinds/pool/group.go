@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/problems"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -28,6 +29,8 @@ type GroupSpec struct {
 	Group    string
 	Strategy Strategy
 	Timeout  time.Duration
+
+	checked bool // Decode validated it; see check
 }
 
 // GroupKind is the router.group kind. The zero value is ready to register.
@@ -63,14 +66,18 @@ var _ registry.Declared = GroupKind{}
 // Fields implements registry.Declared.
 func (GroupKind) Fields() []*registry.Field { return groupFields }
 
-// Decode implements registry.Kind: it returns a *GroupSpec.
+// Decode implements registry.Kind: it returns a *GroupSpec, validated
+// (its problems reported at their fields).
 func (GroupKind) Decode(d *registry.Decoder) any {
-	return &GroupSpec{
+	s := &GroupSpec{
 		Scope:    fGroupScope.Ref(d),
 		Group:    fGroup.Str(d),
 		Strategy: Strategy(fGroupStrategy.EnumValue(d)),
 		Timeout:  fGroupTimeout.Duration(d),
 	}
+	s.validate(problems.To(d))
+	s.checked = true
+	return s
 }
 
 // Start implements registry.Starter.
@@ -82,18 +89,32 @@ func (GroupKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry
 	return StartGroup(ctx, env, e.ID, spec)
 }
 
-func (s *GroupSpec) validate() error {
-	switch {
-	case s.Scope == "":
-		return fmt.Errorf("scope: required")
-	case s.Group == "":
-		return fmt.Errorf("group: required")
-	case s.Timeout <= 0:
-		return fmt.Errorf("timeout: must be positive, got %s", s.Timeout)
-	case !slices.Contains(groupStrategies, string(s.Strategy)):
-		return fmt.Errorf("strategy: %q is not a group strategy", s.Strategy)
+// validate is the one set of rules of a group router's values, for a
+// decoded GroupSpec and one built in Go alike.
+func (s *GroupSpec) validate(p *problems.List) {
+	if s.Scope == "" {
+		p.Errorf(fGroupScope.Name, "required")
 	}
-	return nil
+	if s.Group == "" {
+		p.Errorf(fGroup.Name, "required")
+	}
+	if !slices.Contains(groupStrategies, string(s.Strategy)) {
+		p.Errorf(fGroupStrategy.Name, "unknown value %q", s.Strategy)
+	}
+	if s.Timeout <= 0 {
+		p.Errorf(fGroupTimeout.Name, "must be a positive, finite duration, got %s", s.Timeout)
+	}
+}
+
+// check returns what is wrong with a GroupSpec built in Go (Decode
+// validated a decoded one already).
+func (s *GroupSpec) check() error {
+	if s.checked {
+		return nil
+	}
+	l := problems.New(nil)
+	s.validate(l)
+	return l.Err()
 }
 
 // Group is a running router.group. It owns no routees and keeps no state
@@ -136,7 +157,7 @@ func (b groupBehavior) Terminate(process.Context, process.Exit) {
 
 // StartGroup runs a group router; the scope must be running.
 func StartGroup(ctx context.Context, env *registry.Env, id registry.ID, spec *GroupSpec) (*Group, error) {
-	if err := spec.validate(); err != nil {
+	if err := spec.check(); err != nil {
 		return nil, value.NewError(value.KindInvalid, "group %s: %v", id, err)
 	}
 	met := newMetrics(env.Metrics)
@@ -280,7 +301,7 @@ func (g *Group) Update(_ context.Context, e *registry.Entry) (bool, error) {
 	if !ok {
 		return false, value.NewError(value.KindInvalid, "group %s: spec is a %T, not a *pool.GroupSpec", e.ID, e.Spec)
 	}
-	if err := ns.validate(); err != nil {
+	if err := ns.check(); err != nil {
 		return false, value.NewError(value.KindInvalid, "group %s: %v", g.id, err)
 	}
 	old := g.spec.Load()

@@ -47,7 +47,7 @@ func (p *Pool) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 	if !ok {
 		return false, value.NewError(value.KindInvalid, "pool %s: spec is a %T, not a *pool.Spec", e.ID, e.Spec)
 	}
-	if err := ns.validate(); err != nil {
+	if err := ns.check(); err != nil {
 		return false, value.NewError(value.KindInvalid, "pool %s: %v", p.id, err)
 	}
 	var applied bool
@@ -102,8 +102,13 @@ func (p *Pool) apply(ns *Spec) bool {
 
 // Refresh implements registry.Refresher: routees that run another
 // definition than the routee entry in force (a renewal that failed, or a
-// change the pool was not offered) are renewed in place.
+// change the pool was not offered) are renewed in place. When every
+// routee already runs it (the reload's Update renewed them), the pool's
+// process is not called again.
 func (p *Pool) Refresh(ctx context.Context) error {
+	if on := p.renewedOn.Load(); on != nil && *on == p.routeeDigest() {
+		return nil
+	}
 	return p.call(ctx, p.renew)
 }
 

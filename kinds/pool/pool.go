@@ -10,6 +10,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/proctor-run/proctor/internal/backoff"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -22,16 +23,16 @@ const Topic = "message"
 // Errors callers branch on (err.kind in Lua).
 var (
 	// ErrNoRoutees: the pool has no live routee to route to.
-	ErrNoRoutees = value.NewError(value.KindNotFound, "no routees to route to")
+	ErrNoRoutees = value.Sentinel("pool.no_routees", value.KindNotFound, "no routees to route to")
 	// ErrStopped: the pool is stopping or stopped.
-	ErrStopped = value.NewError(value.KindStopped, "pool stopped")
+	ErrStopped = value.Sentinel("pool.stopped", value.KindStopped, "pool stopped")
 	// ErrNoKey: consistent_hash got a message without a key.
-	ErrNoKey = value.NewError(value.KindInvalid, "consistent_hash: the message has no key (the key field of a table, or a string or number payload)")
+	ErrNoKey = value.Sentinel("pool.no_key", value.KindInvalid, "consistent_hash: the message has no key (the key field of a table, or a string or number payload)")
 	// ErrTooManyScatters: the router holds MaxOpenScatters open already.
-	ErrTooManyScatters = value.NewError(value.KindLimit, "too many open scatters")
+	ErrTooManyScatters = value.Sentinel("pool.too_many_scatters", value.KindLimit, "too many open scatters")
 	// ErrKeyNotRouted: a key was given to a router that does not route by
 	// one (not consistent_hash).
-	ErrKeyNotRouted = value.NewError(value.KindInvalid, "a key routes only a consistent_hash pool")
+	ErrKeyNotRouted = value.Sentinel("pool.key_not_routed", value.KindInvalid, "a key routes only a consistent_hash pool")
 )
 
 // MaxOpenScatters bounds the scatters (and tail chops) one router holds
@@ -52,10 +53,12 @@ const (
 	// minDrainTimeout bounds how long a retiring routee may take to finish
 	// what it holds before it is terminated anyway.
 	minDrainTimeout = 30 * time.Second
-	// restartBackoffMax caps the delay between restarts of a routee that
-	// keeps exiting.
-	restartBackoffMax = 5 * time.Second
 )
+
+// restartBackoff is the delay between restarts of a routee that keeps
+// exiting (within a second of its last exit) or cannot be spawned: the
+// first such exit restarts it at once, then 10 ms, doubling up to 5 s.
+var restartBackoff = backoff.Policy{Initial: 10 * time.Millisecond, Max: 5 * time.Second}
 
 // config is what senders read on every message; replaced whole on update.
 type config struct {
@@ -98,7 +101,8 @@ type slot struct {
 	failedOn string
 	removed  bool
 	lastExit time.Time
-	backoff  time.Duration
+	restarts backoff.Backoff // over restartBackoff
+	delay    time.Duration   // before the pending restart; 0: at once
 }
 
 type retiree struct {
@@ -120,8 +124,12 @@ type Pool struct {
 	counter  atomic.Uint64 // messages routed, the resizer's message counter
 	resizing atomic.Bool
 	final    atomic.Pointer[[]process.PID]
-	ready    chan error
-	owner    process.Owner // the pool's process; set before Start returns
+	// renewedOn is the routee digest every routee ran when the pool last
+	// looked (after its start or a renewal); nil: some did not. Refresh
+	// skips the call when it is still the digest in force.
+	renewedOn atomic.Pointer[string]
+	ready     chan error
+	owner     process.Owner // the pool's process; set before Start returns
 
 	// owned by the pool's process
 	spec      *Spec
@@ -138,17 +146,13 @@ type Pool struct {
 }
 
 // behavior is the pool's process: the single writer of its state, which
-// changes only in commands run through p.owner (process.RunOn).
+// changes only in commands run through p.owner (process.RunOnAs), which
+// the process runs before Receive sees a message.
 type behavior struct{ p *Pool }
 
-func (b behavior) Init(c process.Context) error { return b.p.init(c.Self()) }
+func (b behavior) Init(c process.Context) error { return b.p.init(c.Self(), c.Owner()) }
 
-func (b behavior) Receive(_ process.Context, m process.Message) {
-	if process.RunCommand(m) {
-		return
-	}
-	b.p.receive(m)
-}
+func (b behavior) Receive(_ process.Context, m process.Message) { b.p.receive(m) }
 
 func (b behavior) ReceiveEvent(_ process.Context, e process.Event) {
 	if e.Kind == process.EventExit {
@@ -161,7 +165,7 @@ func (b behavior) Terminate(process.Context, process.Exit) { b.p.teardown() }
 // Start runs a pool for spec under entry ID id, and returns once its
 // initial routees run.
 func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (*Pool, error) {
-	if err := spec.validate(); err != nil {
+	if err := spec.check(); err != nil {
 		return nil, value.NewError(value.KindInvalid, "pool %s: %v", id, err)
 	}
 	met := newMetrics(env.Metrics)
@@ -204,15 +208,9 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 	}
 }
 
-func (p *Pool) init(self process.PID) error {
+func (p *Pool) init(self process.PID, owner process.Owner) error {
 	p.pid = self
-	o, ok := p.node.OwnerOf(self)
-	if !ok {
-		err := fmt.Errorf("pool process %s is gone", self)
-		p.ready <- err
-		return err
-	}
-	p.owner = o
+	p.owner = owner
 	for i := 0; i < p.spec.Size; i++ {
 		if err := p.addSlot(); err != nil {
 			// Returning the error ends the process; its Terminator
@@ -229,6 +227,7 @@ func (p *Pool) init(self process.PID) error {
 		p.armTick()
 	}
 	p.publish()
+	p.noteRenewed(p.routeeDigest())
 	p.log.Debug("pool started", "routee", string(p.spec.Routee), "strategy", string(p.spec.Strategy), "size", len(p.slots))
 	p.ready <- nil
 	return nil
@@ -236,21 +235,17 @@ func (p *Pool) init(self process.PID) error {
 
 // call runs fn on the pool's process and waits for it.
 func (p *Pool) call(ctx context.Context, fn func()) error {
-	err := process.RunOn(ctx, p.owner, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{})
-	switch {
-	case errors.Is(err, process.ErrCallAbandoned):
-		return fmt.Errorf("pool %s: %w", p.id, ctx.Err())
-	case err != nil:
-		return fmt.Errorf("pool %s: %w", p.id, ErrStopped)
-	}
-	return nil
+	return process.RunOnAs(ctx, p.owner, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{},
+		process.CallErrors{What: p.what + " " + string(p.id), Stopped: ErrStopped}) // not a hot path
 }
 
-// spawn starts one routee, linked to and monitored by the pool: the link
+// spawn starts one routee, linked to and monitored by the pool from its
+// first instruction (a Template honours LinkTo and MonitorBy): the link
 // takes routees down with the pool however it ends (even killed), the
-// monitor tells the pool when a routee exits, normally or not. It returns
-// the digest of the definition the routee runs (read before the spawn: a
-// reload in between makes it older, never newer, so renew catches it).
+// monitor tells the pool when a routee exits, normally or not, even one
+// gone before spawn returns. It returns the digest of the definition the
+// routee runs (read before the spawn: a reload in between makes it older,
+// never newer, so renew catches it).
 func (p *Pool) spawn() (process.PID, string, error) {
 	digest := p.routeeDigest()
 	pid, err := p.env.Entries.Spawn(p.spec.Routee, registry.SpawnOptions{
@@ -260,12 +255,19 @@ func (p *Pool) spawn() (process.PID, string, error) {
 	if err != nil {
 		return process.PID{}, "", fmt.Errorf("spawn routee %s: %w", p.spec.Routee, err)
 	}
-	// A Template that ignores the options still ends up linked and
-	// monitored; both are idempotent, and a routee already gone yields an
-	// EXIT event at once, which restarts its slot.
-	_ = p.node.Link(p.pid, pid)
-	_ = p.node.Monitor(p.pid, pid)
 	return pid, digest, nil
+}
+
+// noteRenewed records whether every live routee runs cur, the routee
+// digest in force (see renewedOn); on the pool's process.
+func (p *Pool) noteRenewed(cur string) {
+	for _, s := range p.slots {
+		if !s.pid.IsZero() && s.digest != cur {
+			p.renewedOn.Store(nil)
+			return
+		}
+	}
+	p.renewedOn.Store(&cur)
 }
 
 func (p *Pool) addSlot() error {
@@ -273,7 +275,7 @@ func (p *Pool) addSlot() error {
 	if err != nil {
 		return err
 	}
-	s := &slot{n: p.nextSlot, pid: pid, digest: digest}
+	s := &slot{n: p.nextSlot, pid: pid, digest: digest, restarts: backoff.New(restartBackoff)}
 	p.nextSlot++
 	p.slots = append(p.slots, s)
 	p.byPID[pid] = s
@@ -338,9 +340,10 @@ func (p *Pool) routeeExited(pid process.PID, exit process.Exit) {
 	p.met.restarts.WithLabelValues(string(p.id)).Inc()
 	now := time.Now()
 	if !s.lastExit.IsZero() && now.Sub(s.lastExit) < time.Second {
-		s.backoff = min(max(2*s.backoff, 10*time.Millisecond), restartBackoffMax)
+		s.delay = s.restarts.Next()
 	} else {
-		s.backoff = 0
+		s.restarts.Reset()
+		s.delay = 0
 	}
 	s.lastExit = now
 	if exit.Err != nil {
@@ -350,20 +353,20 @@ func (p *Pool) routeeExited(pid process.PID, exit process.Exit) {
 			p.env.Crashed(p.spec.Routee, exit.Err)
 		}
 		e, _ := p.env.Entries.Entry(p.spec.Routee)
-		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", e.ShowError(exit.Err), "delay", s.backoff)
+		p.log.Warn("routee exited; restarting it in place", "routee", pid.String(), "slot", s.n, "error", e.ShowError(exit.Err), "delay", s.delay)
 	} else {
-		p.log.Info("routee returned; restarting it in place", "routee", pid.String(), "slot", s.n, "delay", s.backoff)
+		p.log.Info("routee returned; restarting it in place", "routee", pid.String(), "slot", s.n, "delay", s.delay)
 	}
 	p.publish()
 	p.scheduleRestart(s)
 }
 
 func (p *Pool) scheduleRestart(s *slot) {
-	if s.backoff == 0 {
+	if s.delay == 0 {
 		p.restart(s)
 		return
 	}
-	time.AfterFunc(s.backoff, func() { _ = p.owner.Submit(func() { p.restart(s) }) })
+	time.AfterFunc(s.delay, func() { _ = p.owner.Submit(func() { p.restart(s) }) })
 }
 
 func (p *Pool) restart(s *slot) {
@@ -372,8 +375,8 @@ func (p *Pool) restart(s *slot) {
 	}
 	pid, digest, err := p.spawn()
 	if err != nil {
-		s.backoff = min(max(2*s.backoff, 10*time.Millisecond), restartBackoffMax)
-		p.log.Error("restarting routee failed; retrying", "slot", s.n, "error", err, "delay", s.backoff)
+		s.delay = s.restarts.Next()
+		p.log.Error("restarting routee failed; retrying", "slot", s.n, "error", err, "delay", s.delay)
 		p.scheduleRestart(s)
 		return
 	}
@@ -432,6 +435,7 @@ func (p *Pool) renew() {
 		p.byPID[pid] = s
 		renewed++
 	}
+	p.noteRenewed(cur)
 	if renewed == 0 && failed == 0 {
 		return
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -581,4 +582,76 @@ func TestStopDuringRenewalIsNotAFailure(t *testing.T) {
 	if v := counterValue(t, h.env.Metrics, "router_pool_routee_renewal_failures_total", map[string]string{"pool": "app:pool"}); v > 0 {
 		t.Errorf("renewal failures metric %v", v)
 	}
+}
+
+// A reload that changes a pool's size calls the pool once: Update applies
+// it (renewing what runs an old definition), and the runtime's Refresh
+// that follows finds every routee on the definition in force and does not
+// call the pool's process again. Here the process is parked inside a
+// command when Refresh comes: a Refresh that called it would wait.
+func TestReloadOfSizeCallsThePoolOnce(t *testing.T) {
+	h := newHarness(t)
+	h.routee("app:worker", func() process.Behavior { return &worker{} })
+	p := h.start(t, &Spec{Routee: "app:worker", Size: 2, Strategy: RoundRobin})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	next := &Spec{Routee: "app:worker", Size: 3, Strategy: RoundRobin, Timeout: DefaultTimeout, Interval: DefaultInterval}
+	if ok, err := p.Update(ctx, &registry.Entry{ID: "app:pool", Spec: next}); err != nil || !ok {
+		t.Fatalf("update: %v %v", ok, err)
+	}
+	entered, gate := make(chan struct{}), make(chan struct{})
+	parked := make(chan error, 1)
+	go func() { parked <- p.call(ctx, func() { close(entered); <-gate }) }()
+	<-entered
+	defer func() {
+		close(gate)
+		if err := <-parked; err != nil {
+			t.Error(err)
+		}
+	}()
+	rctx, rcancel := context.WithTimeout(ctx, time.Second)
+	defer rcancel()
+	if err := p.Refresh(rctx); err != nil {
+		t.Fatalf("Refresh after a reload of the size called the pool again: %v", err)
+	}
+	// (A definition the routees do not run yet still calls it: see
+	// TestRefreshRenewsRouteesLeftOnAnOldDefinition.)
+}
+
+// The pool relies on the Template to link and monitor each routee from
+// its start (SpawnOptions.LinkTo and MonitorBy): it links and monitors
+// nothing again after the spawn.
+func TestRouteesAreSpawnedLinkedAndMonitored(t *testing.T) {
+	h := newHarness(t)
+	h.routee("app:worker", func() process.Behavior { return &worker{} })
+	var seen []process.SpawnOptions
+	var mu sync.Mutex
+	inner := h.env.Entries
+	h.env.Entries = spawnRecorder{inner, func(o registry.SpawnOptions) {
+		mu.Lock()
+		seen = append(seen, o.SpawnOptions)
+		mu.Unlock()
+	}}
+	p := h.start(t, &Spec{Routee: "app:worker", Size: 2, Strategy: RoundRobin})
+	mu.Lock()
+	defer mu.Unlock()
+	if len(seen) != 2 {
+		t.Fatalf("%d spawns", len(seen))
+	}
+	for _, o := range seen {
+		if o.LinkTo != p.PID() || o.MonitorBy != p.PID() {
+			t.Errorf("spawned with %+v, want linked to and monitored by %s", o, p.PID())
+		}
+	}
+}
+
+// spawnRecorder is a registry.Lookup that reports every Spawn's options.
+type spawnRecorder struct {
+	registry.Lookup
+	saw func(registry.SpawnOptions)
+}
+
+func (r spawnRecorder) Spawn(id registry.ID, opts registry.SpawnOptions) (process.PID, error) {
+	r.saw(opts)
+	return r.Lookup.Spawn(id, opts)
 }

@@ -1,10 +1,10 @@
 package pool
 
 import (
-	"errors"
-	"fmt"
+	"slices"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/problems"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -64,6 +64,8 @@ type Spec struct {
 	Timeout  time.Duration
 	Interval time.Duration
 	Resizer  *ResizerSpec // nil: fixed size
+
+	checked bool // decodeSpec validated it; see check
 }
 
 // ResizerType names a resizer.
@@ -190,8 +192,11 @@ var _ registry.Declared = Kind{}
 // Fields implements registry.Declared.
 func (Kind) Fields() []*registry.Field { return poolFields }
 
-// decodeSpec reads and validates a router.pool entry, reporting every
-// problem through d.
+// decodeSpec reads a router.pool entry: each field by its declaration
+// (type and limits), then what only the file can tell (a field the
+// strategy or the resizer does not use, a size left out), then the one
+// validate, whose problems d reports at their fields' positions (a field
+// that already failed keeps its first error).
 func decodeSpec(d *registry.Decoder) *Spec {
 	s := &Spec{
 		Routee:   fRoutee.Ref(d),
@@ -202,20 +207,23 @@ func decodeSpec(d *registry.Decoder) *Spec {
 	if d.Has(fInterval.Name) && !d.Failed(fStrategy.Name) && s.Strategy != TailChopping {
 		d.Errorf(fInterval.Name, "only tail_chopping uses interval (strategy is %s)", s.Strategy)
 	}
-	if rd := fResizer.Object(d); rd != nil {
-		s.Resizer = decodeResizer(rd)
+	rd := d
+	if od := fResizer.Object(d); od != nil {
+		s.Resizer, rd = decodeResizer(od), od
 	}
 	s.Size = fSize.Int(d)
-	if s.Size == 0 && s.Resizer == nil {
-		if d.Has(fSize.Name) {
-			d.Errorf(fSize.Name, "must be >= 1 for a pool without a resizer, got 0")
-		} else {
-			d.Errorf(fSize.Name, "required for a pool without a resizer")
-		}
+	if s.Size == 0 && s.Resizer == nil && !d.Has(fSize.Name) {
+		d.Errorf(fSize.Name, "required for a pool without a resizer")
 	}
+	s.validate(problems.To(d), problems.To(rd))
+	// Validated: Start and Update do not check it again. (A spec with
+	// problems is never started: its configuration is refused.)
+	s.checked = true
 	return s
 }
 
+// decodeResizer reads a resizer mapping; a field of the other type's
+// resizer is an error only the file can show.
 func decodeResizer(d *registry.Decoder) *ResizerSpec {
 	typ := ResizerType(fResizerType.EnumValue(d))
 	r, other, foreign := DefaultResizerSpec(), OptimalResizerType, optimalOnly
@@ -230,9 +238,6 @@ func decodeResizer(d *registry.Decoder) *ResizerSpec {
 	r.LowerBound = fLowerBound.Int(d)
 	if d.Has(fUpperBound.Name) {
 		r.UpperBound = fUpperBound.Int(d)
-	}
-	if r.UpperBound >= 1 && r.LowerBound >= 0 && r.UpperBound < r.LowerBound {
-		d.Errorf(fUpperBound.Name, "must be >= lower_bound, got %d < %d", r.UpperBound, r.LowerBound)
 	}
 	if typ == DefaultResizerType {
 		r.PressureThreshold = fPressureThreshold.Int(d)
@@ -253,73 +258,93 @@ func decodeResizer(d *registry.Decoder) *ResizerSpec {
 	return &r
 }
 
-// validate checks a Spec built in Go (not decoded from YAML) by the same
-// rules; it returns the first problem.
-func (s *Spec) validate() error {
-	switch {
-	case s.Routee == "":
-		return fmt.Errorf("routee: required")
-	case s.Timeout <= 0:
-		return fmt.Errorf("timeout: must be positive, got %s", s.Timeout)
-	case s.Strategy == TailChopping && s.Interval <= 0:
-		return fmt.Errorf("interval: must be positive, got %s", s.Interval)
-	case s.Size < 0 || (s.Size == 0 && s.Resizer == nil):
-		return fmt.Errorf("size: must be >= 1 without a resizer, got %d", s.Size)
+// check returns what is wrong with a Spec built in Go, field by field
+// (decodeSpec validated a decoded one already).
+func (s *Spec) check() error {
+	if s.checked {
+		return nil
 	}
-	known := false
-	for _, k := range strategies {
-		known = known || string(s.Strategy) == k
-	}
-	if !known {
-		return fmt.Errorf("strategy: unknown %q", s.Strategy)
-	}
-	if r := s.Resizer; r != nil {
-		return r.validate()
-	}
-	return nil
+	l := problems.New(nil)
+	s.validate(l, l.Sub(fResizer.Name+".", nil))
+	return l.Err()
 }
 
-// validate checks a resizer built in Go by decodeResizer's rules: a
-// resizer without a type, or with a zero messages_per_resize, would divide
-// by zero on the first message.
-func (r *ResizerSpec) validate() error {
-	if r.LowerBound < 0 || r.UpperBound < 1 || r.UpperBound < r.LowerBound {
-		return fmt.Errorf("resizer: bounds %d..%d out of order", r.LowerBound, r.UpperBound)
+// validate is the one set of rules of a pool's values, for a decoded
+// Spec and one built in Go alike; p receives the problems of the pool's
+// fields, rp those of its resizer. A resizer without a type, or with a
+// zero messages_per_resize, would divide by zero on the first message.
+func (s *Spec) validate(p, rp *problems.List) {
+	if s.Routee == "" {
+		p.Errorf(fRoutee.Name, "required")
 	}
-	unit := func(name string, v float64) error {
+	if !slices.Contains(strategies, string(s.Strategy)) {
+		p.Errorf(fStrategy.Name, "unknown value %q", s.Strategy)
+	}
+	if s.Timeout <= 0 {
+		p.Errorf(fTimeout.Name, "must be a positive, finite duration, got %s", s.Timeout)
+	}
+	if s.Strategy == TailChopping && s.Interval <= 0 {
+		p.Errorf(fInterval.Name, "must be a positive duration, got %s", s.Interval)
+	}
+	switch {
+	case s.Size < 0:
+		p.Errorf(fSize.Name, "must be >= 0, got %d", s.Size)
+	case s.Size == 0 && s.Resizer == nil:
+		p.Errorf(fSize.Name, "must be >= 1 for a pool without a resizer, got 0")
+	}
+	if s.Resizer != nil {
+		s.Resizer.validate(rp)
+	}
+}
+
+// validate checks a resizer's values; see Spec.validate.
+func (r *ResizerSpec) validate(p *problems.List) {
+	if r.LowerBound < 0 {
+		p.Errorf(fLowerBound.Name, "must be >= 0, got %d", r.LowerBound)
+	}
+	if r.UpperBound < 1 {
+		p.Errorf(fUpperBound.Name, "must be >= 1, got %d", r.UpperBound)
+	} else if r.LowerBound >= 0 && r.UpperBound < r.LowerBound {
+		p.Errorf(fUpperBound.Name, "must be >= lower_bound, got %d < %d", r.UpperBound, r.LowerBound)
+	}
+	unit := func(f *registry.Field, v float64) {
 		if !(v >= 0 && v <= 1) {
-			return fmt.Errorf("resizer.%s: must be between 0 and 1, got %g", name, v)
+			p.Errorf(f.Name, "must be between 0 and 1, got %g", v)
 		}
-		return nil
 	}
-	nonNeg := func(name string, v float64) error {
+	nonNeg := func(f *registry.Field, v float64) {
 		if !(v >= 0) {
-			return fmt.Errorf("resizer.%s: must be >= 0, got %g", name, v)
+			p.Errorf(f.Name, "must be >= 0, got %g", v)
 		}
-		return nil
+	}
+	positive := func(f *registry.Field, v time.Duration) {
+		if v <= 0 {
+			p.Errorf(f.Name, "must be a positive duration, got %s", v)
+		}
 	}
 	switch r.Type {
 	case DefaultResizerType:
-		switch {
-		case r.PressureThreshold < 0:
-			return fmt.Errorf("resizer.pressure_threshold: must be >= 0, got %d", r.PressureThreshold)
-		case r.MessagesPerResize <= 0:
-			return fmt.Errorf("resizer.messages_per_resize: must be > 0, got %d", r.MessagesPerResize)
+		if r.PressureThreshold < 0 {
+			p.Errorf(fPressureThreshold.Name, "must be >= 0, got %d", r.PressureThreshold)
 		}
-		return errors.Join(nonNeg("rampup_rate", r.RampupRate), unit("backoff_threshold", r.BackoffThreshold),
-			nonNeg("backoff_rate", r.BackoffRate))
+		nonNeg(fRampupRate, r.RampupRate)
+		unit(fBackoffThreshold, r.BackoffThreshold)
+		nonNeg(fBackoffRate, r.BackoffRate)
+		if r.MessagesPerResize <= 0 {
+			p.Errorf(fMessagesPerResize.Name, "must be > 0, got %d", r.MessagesPerResize)
+		}
 	case OptimalResizerType:
-		switch {
-		case r.ActionInterval <= 0:
-			return fmt.Errorf("resizer.action_interval: must be positive, got %s", r.ActionInterval)
-		case r.DownsizeAfterUnderutilizedFor <= 0:
-			return fmt.Errorf("resizer.downsize_after_underutilized_for: must be positive, got %s", r.DownsizeAfterUnderutilizedFor)
-		case r.OptimizationRange < 2:
-			return fmt.Errorf("resizer.optimization_range: must be >= 2, got %d", r.OptimizationRange)
+		positive(fActionInterval, r.ActionInterval)
+		positive(fDownsizeAfter, r.DownsizeAfterUnderutilizedFor)
+		nonNeg(fExploreStepSize, r.ExploreStepSize)
+		unit(fChanceOfExploration, r.ChanceOfExploration)
+		unit(fDownsizeRatio, r.DownsizeRatio)
+		if r.OptimizationRange < 2 {
+			p.Errorf(fOptimizationRange.Name, "must be >= 2, got %d", r.OptimizationRange)
 		}
-		return errors.Join(nonNeg("explore_step_size", r.ExploreStepSize), unit("chance_of_exploration", r.ChanceOfExploration),
-			unit("downsize_ratio", r.DownsizeRatio), unit("weight_of_latest_metric", r.WeightOfLatestMetric),
-			unit("chance_of_ramping_down_when_full", r.ChanceOfRampingDownWhenFull))
+		unit(fWeightOfLatestMetric, r.WeightOfLatestMetric)
+		unit(fChanceOfRampingDown, r.ChanceOfRampingDownWhenFull)
+	default:
+		p.Errorf(fResizerType.Name, "unknown value %q; one of %s, %s", r.Type, DefaultResizerType, OptimalResizerType)
 	}
-	return fmt.Errorf("resizer.type: %q is not %s or %s", r.Type, DefaultResizerType, OptimalResizerType)
 }

@@ -223,3 +223,40 @@ func TestStartValidatesGoResizer(t *testing.T) {
 		})
 	}
 }
+
+// One validate holds a decoded spec and one built in Go to the same rules
+// with the same words: a rule across fields reads the same from a file
+// (at the field's line) and from Start, and a decoded spec is not
+// validated again when it starts or updates a pool.
+func TestOneValidateForFileAndGo(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		spec      *Spec
+		want      string
+	}{
+		{"bounds out of order", "routee: r\nresizer: {lower_bound: 5, upper_bound: 2}",
+			&Spec{Routee: "r", Strategy: RoundRobin, Timeout: time.Second, Resizer: &ResizerSpec{Type: DefaultResizerType, LowerBound: 5, UpperBound: 2, MessagesPerResize: 1}},
+			"resizer.upper_bound: must be >= lower_bound, got 2 < 5"},
+		{"size zero without a resizer", "routee: r\nsize: 0",
+			&Spec{Routee: "r", Strategy: RoundRobin, Timeout: time.Second},
+			"size: must be >= 1 for a pool without a resizer, got 0"},
+		{"tail chopping without interval", "routee: r\nsize: 1\nstrategy: tail_chopping\ninterval: 0",
+			&Spec{Routee: "r", Size: 1, Strategy: TailChopping, Timeout: time.Second},
+			"interval: must be a positive duration, got 0s"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, errs := decode(t, tc.src)
+			if len(errs) != 1 || !strings.HasPrefix(errs[0].Error(), "pools.yaml:") || !strings.HasSuffix(errs[0].Error(), tc.want) {
+				t.Errorf("decoded: %v, want one error at its line ending %q", errs, tc.want)
+			}
+			err := tc.spec.check()
+			if err == nil || err.Error() != tc.want {
+				t.Errorf("built in Go: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	s, _, errs := decode(t, "routee: r\nsize: 2")
+	if len(errs) != 0 || !s.checked || s.check() != nil {
+		t.Fatalf("a decoded spec is checked once: %v %v", errs, s.checked)
+	}
+}

@@ -8,7 +8,8 @@
 // A supervisor is a goroutine process. Its loop owns the children and is
 // the only writer of their state; children are linked to it and monitored
 // by it, so their exits reach it as EXIT events, and calls (StartChild,
-// TerminateChild, Update) reach it as commands (process.RunOn). Readers (WhichChildren,
+// TerminateChild, Update) reach it as commands (process.RunOnAs), which its
+// process runs before its code sees a message (Proc.Owner). Readers (WhichChildren,
 // CountChildren, Route, View) use snapshots the loop publishes through an
 // atomic pointer and never wait on the loop, so a supervisor busy stopping
 // a slow child still answers them.

@@ -5,10 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/backoff"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -356,15 +356,6 @@ const (
 // delays reach the cap (clamping would restart them all at exactly
 // max_delay).
 func (r *Root) backoff(p registry.RestartPolicy, n int) time.Duration {
-	return max(r.spread(p, n), MinRestartDelay)
-}
-
-func (r *Root) spread(p registry.RestartPolicy, n int) time.Duration {
-	maxD := float64(p.MaxDelay)
-	d := math.Min(float64(p.InitialDelay)*math.Pow(p.BackoffFactor, float64(n-1)), maxD)
-	d *= 0.8 + 0.4*r.jitter()
-	if d > maxD {
-		d = 2*maxD - d
-	}
-	return time.Duration(d)
+	d := backoff.Policy{Initial: p.InitialDelay, Max: p.MaxDelay, Factor: p.BackoffFactor, Jitter: 0.2, Rand: r.jitter}.Delay(n - 1)
+	return max(d, MinRestartDelay)
 }

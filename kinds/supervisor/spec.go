@@ -4,8 +4,11 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/problems"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -193,6 +196,8 @@ type Spec struct {
 	// Worker is a partition supervisor's template for its workers (its ID
 	// is ignored: workers are named "0", "1", …).
 	Worker ChildSpec
+
+	checked bool // decodeSpec validated it; see check
 }
 
 func (s *Spec) withDefaults() *Spec {
@@ -226,46 +231,109 @@ func (s *Spec) withDefaults() *Spec {
 	return &c
 }
 
-// validate checks a Spec (with its defaults applied) by the rules Decode
-// enforces on YAML, so a Spec built in Go cannot run a dynamic supervisor
-// all_for_one or a child with an unknown restart type.
-func (s *Spec) validate() error {
-	bad := func(format string, args ...any) error {
-		return fmt.Errorf("%w: %s", ErrInvalidSpec, fmt.Sprintf(format, args...))
+// check returns what is wrong with a Spec built in Go (decodeSpec
+// validated a decoded one already), each problem matching ErrInvalidSpec
+// and a child's ErrInvalidChild too.
+func (s *Spec) check() error {
+	if s.checked {
+		return nil
 	}
+	l := problems.New(ErrInvalidSpec)
+	s.withDefaults().validate(l, func(i int) *problems.List {
+		if s.Kind == KindPartition {
+			return l.Sub("", ErrInvalidChild) // the worker's fields sit among the supervisor's
+		}
+		return l.Sub(fmt.Sprintf("%s[%d].", fChildren.Name, i), ErrInvalidChild)
+	})
+	return l.Err()
+}
+
+// validate is the one set of rules of a supervisor's values (its defaults
+// applied), for a decoded Spec and one built in Go alike: a Spec built in
+// Go cannot run a dynamic supervisor all_for_one or a child with an
+// unknown restart type. p receives the problems of the supervisor's own
+// fields, child(i) those of child i (a partition's worker: child(0)).
+func (s *Spec) validate(p *problems.List, child func(i int) *problems.List) {
 	switch s.Kind {
 	case KindStatic:
-		switch s.Strategy {
-		case OneForOne, AllForOne, RestForOne:
-		default:
-			return bad("strategy %q is not one_for_one, all_for_one or rest_for_one", s.Strategy)
+		if !slices.Contains(strategies, string(s.Strategy)) {
+			p.Errorf(fStrategy.Name, "unknown value %q; one of %s", s.Strategy, strings.Join(strategies, ", "))
 		}
 	case KindDynamic, KindPartition:
 		if s.Strategy != OneForOne {
-			return bad("a %s supports one_for_one only, not %q", s.Kind, s.Strategy)
+			p.Errorf(fStrategy.Name, "a %s supports one_for_one only, not %q", s.Kind, s.Strategy)
 		}
 	default:
-		return bad("kind %q is not %s, %s or %s", s.Kind, KindStatic, KindDynamic, KindPartition)
+		p.Errorf("kind", "%q is not %s, %s or %s", s.Kind, KindStatic, KindDynamic, KindPartition)
 	}
-	switch {
-	case s.MaxRestarts < 0:
-		return bad("max_restarts must be 0 or more, got %d", s.MaxRestarts)
-	case s.RestartWindow <= 0:
-		return bad("restart_window must be positive, got %s", s.RestartWindow)
-	case s.MaxChildren < 0:
-		return bad("max_children must be 0 or more, got %d", s.MaxChildren)
+	if s.MaxRestarts < 0 {
+		p.Errorf(fMaxRestarts.Name, "must be 0 or more, got %d", s.MaxRestarts)
+	}
+	if s.RestartWindow <= 0 {
+		p.Errorf(fRestartWindow.Name, "must be a positive duration, got %s", s.RestartWindow)
+	}
+	switch s.Kind {
+	case KindPartition:
+		if s.Partitions < 1 {
+			p.Errorf(fPartitions.Name, "must be 1 or more, got %d", s.Partitions)
+		}
+		w := s.Worker
+		w.ID = "0" // workers are named by their partition
+		w.withDefaults().validate(child(0))
+		return
+	case KindDynamic:
+		if s.MaxChildren < 0 {
+			p.Errorf(fMaxChildren.Name, "must be 0 (unlimited) or more, got %d", s.MaxChildren)
+		} else if s.MaxChildren > 0 && len(s.Children) > s.MaxChildren {
+			p.Errorf(fChildren.Name, "%d children exceed max_children %d", len(s.Children), s.MaxChildren)
+		}
 	}
 	seen := map[string]bool{}
-	for _, c := range s.Children {
-		if err := validateChild(c); err != nil {
-			return fmt.Errorf("child %q: %w", c.ID, err)
+	for i, c := range s.Children {
+		cp := child(i)
+		c.withDefaults().validate(cp)
+		if c.ID != "" {
+			if seen[c.ID] {
+				cp.Errorf(fChildID.Name, "duplicate child id %q", c.ID)
+			}
+			seen[c.ID] = true
 		}
-		if seen[c.ID] {
-			return bad("duplicate child id %q", c.ID)
-		}
-		seen[c.ID] = true
 	}
-	return nil
+}
+
+// validate checks a child's values (its defaults applied); see
+// Spec.validate.
+func (c ChildSpec) validate(p *problems.List) {
+	if c.ID == "" {
+		p.Errorf(fChildID.Name, "is required")
+	}
+	if c.Process == "" {
+		p.Errorf(fChildProcess.Name, "is required")
+	}
+	if c.Name != "" {
+		if err := checkChildName(c.Name); err != nil {
+			p.Errorf(fChildName.Name, "%v", err)
+		}
+	}
+	if !slices.Contains(restartTypes, string(c.Restart)) {
+		p.Errorf(fChildRestart.Name, "unknown value %q; one of %s", c.Restart, strings.Join(restartTypes, ", "))
+	}
+	if !slices.Contains(failureActs, string(c.OnFailure)) {
+		p.Errorf(fChildOnFailure.Name, "unknown value %q; one of %s", c.OnFailure, strings.Join(failureActs, ", "))
+	}
+	if !slices.Contains(reloadActions, string(c.OnReload)) {
+		p.Errorf(fChildOnReload.Name, "unknown value %q; one of %s", c.OnReload, strings.Join(reloadActions, ", "))
+	}
+	if c.Shutdown < 0 && c.Shutdown != BrutalKill {
+		p.Errorf(fChildShutdown.Name, "must be a positive duration, \"brutal_kill\" or \"infinity\", got %s", c.Shutdown)
+	}
+}
+
+// validateChild checks a child spec given at run time (StartChild).
+func validateChild(c ChildSpec) error {
+	l := problems.New(ErrInvalidChild)
+	c.withDefaults().validate(l)
+	return l.Err()
 }
 
 // Upper bounds of a supervisor's counts, checked when the entry is
@@ -341,10 +409,14 @@ func (k *SupervisorKind) Fields() []*registry.Field {
 	return staticFields
 }
 
-// decodeSpec reads the fields of kind.
+// decodeSpec reads the fields of kind, each by its declaration, and what
+// only the file can tell (an empty name given, a supervisor naming itself
+// as its child), then the one validate, whose problems d reports at their
+// fields' positions (a field that already failed keeps its first error).
 func decodeSpec(kind string, d *registry.Decoder) *Spec {
 	s := &Spec{Kind: kind}
 	self := d.Entry().ID
+	var cds []*registry.Decoder // each child's, by index
 	if kind == KindStatic {
 		s.Strategy = Strategy(fStrategy.EnumValue(d))
 	} else {
@@ -360,24 +432,24 @@ func decodeSpec(kind string, d *registry.Decoder) *Spec {
 		}
 		s.Worker = decodeChildFields(d, self, false)
 	default:
-		seen := map[string]bool{}
 		for _, cd := range fChildren.List(d) {
-			c := decodeChildFields(cd, self, true)
-			if c.ID != "" {
-				if seen[c.ID] {
-					cd.Errorf(fChildID.Name, "duplicate child id %q", c.ID)
-				}
-				seen[c.ID] = true
-			}
-			s.Children = append(s.Children, c)
+			s.Children = append(s.Children, decodeChildFields(cd, self, true))
+			cds = append(cds, cd)
 		}
 		if kind == KindDynamic {
 			s.MaxChildren = fMaxChildren.Int(d)
-			if s.MaxChildren > 0 && len(s.Children) > s.MaxChildren {
-				d.Errorf(fChildren.Name, "%d children exceed max_children %d", len(s.Children), s.MaxChildren)
-			}
 		}
 	}
+	top := problems.To(d)
+	s.withDefaults().validate(top, func(i int) *problems.List {
+		if kind == KindPartition {
+			return top // the worker's fields sit among the supervisor's
+		}
+		return problems.To(cds[i])
+	})
+	// Validated: Start and Update do not check it again. (A spec with
+	// problems is never started: its configuration is refused.)
+	s.checked = true
 	return s
 }
 

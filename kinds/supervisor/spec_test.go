@@ -211,3 +211,38 @@ func TestDecodeOnReload(t *testing.T) {
 		t.Fatalf("a Go spec with on_reload never: %v", err)
 	}
 }
+
+// One validate holds a decoded spec and one built in Go to the same rules
+// with the same words, and a decoded spec is not validated again.
+func TestOneValidateForFileAndGo(t *testing.T) {
+	for _, tc := range []struct {
+		name, kind, src string
+		spec            *Spec
+		want            string
+	}{
+		{"duplicate ids", KindStatic, `{children: [{id: a, process: w}, {id: a, process: w}]}`,
+			&Spec{Children: []ChildSpec{{ID: "a", Process: "w"}, {ID: "a", Process: "w"}}},
+			`children[1].id: duplicate child id "a"`},
+		{"children past max_children", KindDynamic, `{max_children: 1, children: [{id: a, process: w}, {id: b, process: w}]}`,
+			&Spec{Kind: KindDynamic, MaxChildren: 1, Children: []ChildSpec{{ID: "a", Process: "w"}, {ID: "b", Process: "w"}}},
+			"children: 2 children exceed max_children 1"},
+		{"child name", KindStatic, `{children: [{id: a, process: w, name: "app:cache"}]}`,
+			&Spec{Children: []ChildSpec{{ID: "a", Process: "w", Name: "app:cache"}}},
+			`children[0].name: "app:cache": names with ':' are reserved for entries (namespace:entry)`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, _, errs := decodeYAML(t, tc.kind, tc.src)
+			if len(errs) != 1 || !strings.HasSuffix(errs[0], tc.want) {
+				t.Errorf("decoded: %v, want one error ending %q", errs, tc.want)
+			}
+			err := tc.spec.check()
+			if err == nil || !strings.HasSuffix(err.Error(), tc.want) || !errors.Is(err, ErrInvalidSpec) {
+				t.Errorf("built in Go: %v, want %q", err, tc.want)
+			}
+		})
+	}
+	s, _, errs := decodeYAML(t, KindStatic, `{children: [{id: a, process: w}]}`)
+	if len(errs) != 0 || !s.checked || s.check() != nil {
+		t.Fatalf("a decoded spec is checked once: %v %v", errs, s.checked)
+	}
+}

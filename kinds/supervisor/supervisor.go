@@ -2,7 +2,6 @@ package supervisor
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -70,6 +69,7 @@ type Supervisor struct {
 	ancestors []registry.ID
 	pid       process.PID
 	owner     process.Owner // the supervisor's process; set before Start returns
+	callErrs  process.CallErrors
 	snap      atomic.Pointer[snapshot]
 	ran       chan struct{} // closed when run has returned
 	exited    chan struct{} // closed once ran is and the process is torn down
@@ -122,21 +122,22 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 	if spec == nil {
 		return nil, fmt.Errorf("supervisor %s: %w: nil spec", id, ErrInvalidSpec)
 	}
-	if err := spec.withDefaults().validate(); err != nil {
+	if err := spec.check(); err != nil {
 		return nil, fmt.Errorf("supervisor %s: %w", id, err)
 	}
 	s := &Supervisor{
-		id:     id,
-		env:    env,
-		node:   env.Node,
-		met:    newSupMetrics(env.Metrics),
-		parent: opts.LinkTo,
-		ran:    make(chan struct{}),
-		exited: make(chan struct{}),
-		spec:   spec.withDefaults(),
-		byID:   map[string]*child{},
-		byPID:  map[process.PID]*child{},
-		spent:  map[string]ChildSpec{},
+		id:       id,
+		callErrs: process.CallErrors{What: "supervisor " + string(id), Stopped: ErrStopped},
+		env:      env,
+		node:     env.Node,
+		met:      newSupMetrics(env.Metrics),
+		parent:   opts.LinkTo,
+		ran:      make(chan struct{}),
+		exited:   make(chan struct{}),
+		spec:     spec.withDefaults(),
+		byID:     map[string]*child{},
+		byPID:    map[process.PID]*child{},
+		spent:    map[string]ChildSpec{},
 	}
 	s.kind = s.spec.Kind
 	if env.Logger != nil {
@@ -303,14 +304,7 @@ func (s *Supervisor) Status() Status { return s.snap.Load().status }
 // call runs fn on the supervisor's loop and waits for it. A command whose
 // caller gave up (ctx) still runs.
 func (s *Supervisor) call(ctx context.Context, fn func() error) error {
-	err := process.RunOn(ctx, s.owner, process.CommandFunc(fn), process.CallOptions{})
-	switch {
-	case errors.Is(err, process.ErrCallAbandoned):
-		return fmt.Errorf("supervisor %s: %w", s.id, ctx.Err())
-	case errors.Is(err, process.ErrLoopStopped):
-		return fmt.Errorf("supervisor %s: %w", s.id, ErrStopped)
-	}
-	return err
+	return process.RunOnAs(ctx, s.owner, process.CommandFunc(fn), process.CallOptions{}, s.callErrs)
 }
 
 // StartChild adds and starts a child. A dynamic supervisor accepts any new
@@ -348,39 +342,6 @@ func checkChildName(name string) error {
 	return nil
 }
 
-func validateChild(c ChildSpec) error {
-	switch {
-	case c.ID == "":
-		return fmt.Errorf("%w: id is required", ErrInvalidChild)
-	case c.Process == "":
-		return fmt.Errorf("%w: process is required", ErrInvalidChild)
-	}
-	if c.Name != "" {
-		if err := checkChildName(c.Name); err != nil {
-			return fmt.Errorf("%w: name: %w", ErrInvalidChild, err)
-		}
-	}
-	switch c.Restart {
-	case "", Permanent, Transient, Temporary:
-	default:
-		return fmt.Errorf("%w: restart %q is not permanent, transient or temporary", ErrInvalidChild, c.Restart)
-	}
-	switch c.OnFailure {
-	case "", ActionRestart, ActionStop, ActionEscalate, ActionResume:
-	default:
-		return fmt.Errorf("%w: on_failure %q is not restart, stop, escalate or resume", ErrInvalidChild, c.OnFailure)
-	}
-	switch c.OnReload {
-	case "", ReloadRestart, ReloadKeep:
-	default:
-		return fmt.Errorf("%w: on_reload %q is not restart or keep", ErrInvalidChild, c.OnReload)
-	}
-	if c.Shutdown < 0 && c.Shutdown != BrutalKill {
-		return fmt.Errorf("%w: negative shutdown %s", ErrInvalidChild, c.Shutdown)
-	}
-	return nil
-}
-
 // TerminateChild stops a child within its shutdown deadline. A dynamic
 // supervisor forgets it; a static one keeps its spec (status terminated,
 // StartChild with the same spec restarts it) unless it is temporary.
@@ -406,14 +367,8 @@ func (s *Supervisor) TerminateChild(ctx context.Context, id string) error {
 // run is the supervisor's process.
 func (s *Supervisor) run(h *process.Proc, initDone chan<- error) (any, error) {
 	s.pid = h.Self()
-	o, ok := s.node.OwnerOf(s.pid)
-	if !ok {
-		err := fmt.Errorf("supervisor %s: its process is gone", s.id)
-		close(s.ran)
-		initDone <- err
-		return nil, err
-	}
-	s.owner = o
+	// Commands submitted through the owner run inside h.TryReceive.
+	s.owner = h.Owner()
 	s.env.Instances.Add(s)
 	defer func() {
 		s.env.Instances.Remove(s)
@@ -484,9 +439,6 @@ func (s *Supervisor) loop(h *process.Proc) error {
 }
 
 func (s *Supervisor) onMessage(m process.Message) {
-	if process.RunCommand(m) {
-		return
-	}
 	s.log.Debug("supervisor ignores a message", "topic", m.Topic, "from", m.From.String())
 	if m.CanReply() {
 		_, _ = m.Reply(s.pid, nil, fmt.Errorf("supervisor %s: %w", s.id, ErrNoMessages))

@@ -22,6 +22,9 @@ func (s *Supervisor) Update(ctx context.Context, e *registry.Entry) (bool, error
 	if !ok || spec == nil {
 		return false, nil
 	}
+	if err := spec.check(); err != nil { // a Spec built in Go; a decoded one was validated
+		return false, fmt.Errorf("supervisor %s: %w", s.id, err)
+	}
 	ns := spec.withDefaults()
 	if ns.Kind != s.kind {
 		return false, nil
