@@ -159,35 +159,6 @@ func TestRaisedValuesBecomeReadableReasons(t *testing.T) {
 	}
 }
 
-// TestJSONRefusesWhatItCannotEncode: encoding/json silently replaced bytes
-// that are not UTF-8 with U+FFFD; json.encode now says where they are. A
-// result over the per-string limit, and a document with more values than a
-// table may hold, are limit errors.
-func TestJSONRefusesWhatItCannotEncode(t *testing.T) {
-	h := newHarnessWith(t, Options{MaxStringSize: 1 << 16, MaxTableEntries: 1000})
-	h.Check(h.Entry("main", `
-local json = require("json")
-return { main = function()
-  local s, err = json.encode({name = "ok", list = {"a", "b\255c"}})
-  assert(s == nil and err.kind == "invalid", tostring(err))
-  assert(err.message == "json.encode: value.list[2]: a string is not valid UTF-8 (byte 0xff at offset 1)", err.message)
-  s, err = json.encode({["k\200"] = 1})
-  assert(s == nil and err.kind == "invalid" and err.message:find("(a key)", 1, true), tostring(err))
-  assert(json.encode("h\195\169llo \226\128\168") == '"h\195\169llo \\u2028"')
-  local big = string.rep("x", 40000)
-  s, err = json.encode({big, big})
-  assert(s == nil and err.kind == "limit" and err.message:find("over the limit of 65536"), tostring(err))
-  s, err = json.encode({string.rep("\1", 11000)}) -- each byte becomes \u0001
-  assert(s == nil and err.kind == "limit", tostring(err))
-  assert(#json.encode({big}) == 40004)
-  local v
-  v, err = json.decode("[" .. string.rep("1,", 1000) .. "1]")
-  assert(v == nil and err.kind == "limit", tostring(err))
-  assert(#json.decode("[" .. string.rep("1,", 900) .. "1]") == 901)
-  return "ok"
-end }`))
-}
-
 // TestMemoryBombsAreErrors: what took the node's memory (a fatal error for
 // every process) is an error in the script that tried, at the default
 // limits.
@@ -371,25 +342,4 @@ func TestStuckProcessIsReportedAbandoned(t *testing.T) {
 	eventually(t, 10*time.Second, "the goroutine's return to be counted", func() bool {
 		return metric("runner_processes_abandoned_running") == 0
 	})
-}
-
-// TestPrintAndLogLinesAreStrings: print and log build one line from their
-// arguments; many copies of one large string must not make a line of
-// gigabytes.
-func TestPrintAndLogLinesAreStrings(t *testing.T) {
-	h := newHarnessWith(t, Options{MaxStringSize: 1 << 16})
-	h.Check(h.Entry("main", `
-return { main = function()
-  local s = string.rep("x", 30000)
-  local ok, err = pcall(print, s, s, s)
-  assert(not ok and err:find("string too long: print would make", 1, true), tostring(err))
-  ok, err = pcall(log.info, "big", {a = s, b = {s, s}})
-  assert(not ok and err:find("string too long: log would make", 1, true), tostring(err))
-  print(s, s)
-  log.info("fits", {a = s})
-  return "ok"
-end }`))
-	if n := len(h.Out.String()); n != 60002 {
-		t.Fatalf("printed %d bytes", n)
-	}
 }
