@@ -28,7 +28,8 @@ var jsonModule = Module{
 
 // jsonEncode encodes a value as JSON (object keys sorted, so the output is
 // stable). Tables with mixed keys become objects with string keys; an
-// empty table is {}; error values are {"kind":…,"message":…}. A string
+// empty table is {}; an error value is its value.Error.JSONObject, as
+// the HTTP endpoints write it. A string
 // that is not valid UTF-8 is an invalid error (encoding/json would
 // silently replace its bad bytes with U+FFFD), and a result over the
 // per-string limit a limit error: both name where the value sits.
@@ -182,14 +183,11 @@ func (j *jsonPrep) walk(v any) (any, error) {
 		}
 		return out, nil
 	case *value.Error:
-		m := map[string]any{"kind": string(x.Kind), "message": x.Message}
-		if x.Errors != nil {
-			list := make([]any, len(x.Errors))
-			for i, e := range x.Errors {
-				list[i] = e
-			}
-			m["errors"] = list
+		if x == nil {
+			j.size += 4
+			return nil, nil
 		}
+		m := x.JSONObject()
 		return j.walk(m)
 	}
 	return v, nil

@@ -1,7 +1,11 @@
 package lua
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 func TestJSON(t *testing.T) {
@@ -59,4 +63,47 @@ return { main = function()
   assert(#json.decode("[" .. string.rep("1,", 900) .. "1]") == 901)
   return "ok"
 end }`))
+}
+
+// TestJSONEncodeOfAnErrorIsTheHTTPView: json.encode of an error value in
+// Lua writes what the HTTP endpoints write for it (value.JSONForm, encoded
+// without HTML escapes, as observe does): kind, message, the members of an
+// aggregate, the cause and the details. Lua's encoding once dropped cause
+// and details.
+func TestJSONEncodeOfAnErrorIsTheHTTPView(t *testing.T) {
+	h := newHarness(t)
+	ex := h.Run(h.Entry("j", `
+local json = require("json")
+local errors = require("errors")
+return { main = function()
+  local root = errors.new("not_found", "no user <7>", {id = 7, tags = {"a", "b"}, [1.5] = true})
+  local err = errors.wrap(root, "greet", {tries = 2})
+  local text = assert(json.encode(err))
+  assert(text:find('"cause":', 1, true) and text:find('"details":', 1, true), text)
+  return {text = text, err = err}
+end }`))
+	if ex.Err != nil {
+		t.Fatalf("script failed: %v", ex.Err)
+	}
+	out, ok := ex.Value.(map[string]any)
+	if !ok {
+		t.Fatalf("script returned %#v", ex.Value)
+	}
+	err, ok := out["err"].(*value.Error)
+	if !ok || err.Cause == nil || err.Details == nil {
+		t.Fatalf("err = %#v, want an error with a cause and details", out["err"])
+	}
+	form, jerr := value.JSONForm(err)
+	if jerr != nil {
+		t.Fatal(jerr)
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(form); err != nil {
+		t.Fatal(err)
+	}
+	if want := string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))); out["text"] != want {
+		t.Errorf("json.encode(err) in Lua:\n  %s\nthe HTTP view's:\n  %s", out["text"], want)
+	}
 }
