@@ -86,11 +86,13 @@ func offload[T any](L *lua.LState, large bool, f func() (T, error)) (T, error) {
 		v, err := f()
 		ch <- result{v, err}
 	}()
-	r, _, err := Await(ProcessOf(L), ch)
-	if err != nil {
-		L.RaiseError("%s", err.Error())
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ProcessOf(L).Context().Done():
+		L.RaiseError("%s", value.NewError(value.KindStopped, "process stopping").Error())
+		panic("unreachable") // RaiseError does not return
 	}
-	return r.v, r.err
 }
 
 // jsonPrep turns a copied value into what encoding/json takes, checks
