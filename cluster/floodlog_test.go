@@ -13,6 +13,7 @@ import (
 // connections that fail the handshake — is logged at most a few times per
 // window and remote host, then counted; the node keeps working.
 func TestFloodsAreRateLimitedInTheLog(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	n1 := tc.node("n1")

@@ -13,7 +13,13 @@ import (
 	"github.com/proctor-run/proctor/process"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.IgnoreMemberlistProbe) }
+// TestMain runs up to 8 tests at once: they share no package state (each
+// builds its nodes on free ports of 127.0.0.1), and they spend their time
+// waiting on memberlist's probes and gossip rounds, not computing.
+func TestMain(m *testing.M) {
+	testutil.WaitingTests(8)
+	goleak.VerifyTestMain(m, testutil.IgnoreMemberlistProbe)
+}
 
 var quiet = slog.New(slog.DiscardHandler)
 

@@ -12,6 +12,7 @@ import (
 // restarts) is reached by the first ask made once the membership sees it
 // back: the old incarnation's connection does not fail it.
 func TestFirstAskAfterRestartSucceeds(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name                    string
 		crash, noSecret, zombie bool

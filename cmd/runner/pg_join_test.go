@@ -65,6 +65,7 @@ end }
 // messages that reach it before its scope runs raise no dead letter; and
 // its clean leave logs no lost connection.
 func TestJoiningNodeStartsWithThePeersMembers(t *testing.T) {
+	t.Parallel()
 	secretFile, _ := clusterSecret(t)
 	dir := pgJoinConfig(t, 4)
 	n1, seed, _ := startNodeOf(t, dir, "n1", "", secretFile)
