@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/faultnet"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
@@ -24,9 +25,10 @@ func TestHeartbeat(t *testing.T) {
 	// silence: 200 ms was not.
 	const tick = time.Second
 	keys, _ := DeriveKeys(testSecret)
-	f := NewFaults()
+	f := faultnet.New()
 	opts := func(name string) TCPOptions {
-		return TCPOptions{Name: name, Key: keys.Handshake, TLS: &TLSOptions{}, TickInterval: tick, Faults: f, ReconnectMax: 100 * time.Millisecond}
+		return TCPOptions{Name: name, Key: keys.Handshake, TLS: &TLSOptions{}, TickInterval: tick, ReconnectMax: 100 * time.Millisecond,
+			ListenFunc: f.Node(name).Listen, DialContext: f.Node(name).Dial}
 	}
 	b, recvB := bareNetwork(t, opts("b"))
 	a, recvA := bareNetwork(t, opts("a"))

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/internal/faultnet"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
@@ -37,7 +38,7 @@ type tnode struct {
 // tcluster is several nodes on 127.0.0.1, each on free ports.
 type tcluster struct {
 	t      *testing.T
-	faults *Faults
+	faults *faultnet.Faults
 	secret []byte
 	timing Timing
 
@@ -48,7 +49,7 @@ type tcluster struct {
 
 func newTestCluster(t *testing.T, names ...string) *tcluster {
 	t.Helper()
-	tc := &tcluster{t: t, faults: NewFaults(), secret: testSecret, nodes: map[string]*tnode{}}
+	tc := &tcluster{t: t, faults: faultnet.New(), secret: testSecret, nodes: map[string]*tnode{}}
 	t.Cleanup(tc.close)
 	for _, n := range names {
 		tc.start(n)
@@ -60,13 +61,13 @@ func newTestCluster(t *testing.T, names ...string) *tcluster {
 func (tc *tcluster) options(name string, join []string) (Options, *testutil.SyncBuffer) {
 	logs := &testutil.SyncBuffer{}
 	return Options{
-		Node:   process.NewNode(process.Options{Name: name, Logger: quiet}),
-		Bind:   "127.0.0.1:0",
-		Join:   join,
-		Secret: tc.secret,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Timing: tc.timing,
-		Faults: tc.faults,
+		Node:      process.NewNode(process.Options{Name: name, Logger: quiet}),
+		Bind:      "127.0.0.1:0",
+		Join:      join,
+		Secret:    tc.secret,
+		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Timing:    tc.timing,
+		Interpose: tc.faults.Node(name),
 	}, logs
 }
 

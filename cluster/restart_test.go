@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/faultnet"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
@@ -30,7 +31,7 @@ func TestFirstAskAfterRestartSucceeds(t *testing.T) {
 		{"crash, no secret, the restarted node dials", true, true, false, "n2", "n1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tc := &tcluster{t: t, faults: NewFaults(), secret: testSecret, nodes: map[string]*tnode{}}
+			tc := &tcluster{t: t, faults: faultnet.New(), secret: testSecret, nodes: map[string]*tnode{}}
 			if tt.noSecret {
 				tc.secret = nil
 			}
