@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/hashicorp/memberlist"
 
@@ -65,6 +66,10 @@ type Options struct {
 	Streams StreamLimits
 	// Resolver resolves seed host names. Default: net.DefaultResolver.
 	Resolver Resolver
+	// LogWindow is how long the cluster's rate-limited log lines (refused
+	// connections, gossip that fails to decrypt) are counted before one
+	// line says how many were suppressed. Default: 10s.
+	LogWindow time.Duration
 	// Interpose wraps what the node reaches the network through (tests
 	// inject failures with it). Default: nil, nothing is wrapped.
 	Interpose Interposer
@@ -139,7 +144,7 @@ func Start(opts Options) (*Cluster, error) {
 	c := &Cluster{opts: opts, log: log, node: opts.Node}
 	tcpOpts := TCPOptions{
 		Name: name, Listen: opts.TransportBind, Key: keys.Handshake, TLS: tlsOpts, Logger: opts.Logger,
-		QueueSize: opts.QueueSize, MaxFrame: opts.MaxFrame,
+		QueueSize: opts.QueueSize, MaxFrame: opts.MaxFrame, LogWindow: opts.LogWindow,
 	}
 	var gossipWrap func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport
 	if ip := opts.Interpose; ip != nil {
@@ -165,7 +170,7 @@ func Start(opts Options) (*Cluster, error) {
 	}
 	c.ms, err = startMembership(membershipConfig{
 		name: name, creation: opts.Node.Creation(), bind: opts.Bind, advHost: opts.Advertise, seeds: opts.Join, key: keys.Gossip,
-		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, gossip: gossipWrap, streams: opts.Streams, log: log,
+		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, gossip: gossipWrap, logWindow: opts.LogWindow, streams: opts.Streams, log: log,
 		peerUp: func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
 		peerDown: func(m Member) {
 			c.net.PeerDown(m.Name)

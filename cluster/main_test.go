@@ -41,6 +41,7 @@ type tcluster struct {
 	faults *faultnet.Faults
 	secret []byte
 	timing Timing
+	window time.Duration // Options.LogWindow
 
 	mu    sync.Mutex
 	nodes map[string]*tnode
@@ -67,6 +68,7 @@ func (tc *tcluster) options(name string, join []string) (Options, *testutil.Sync
 		Secret:    tc.secret,
 		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Timing:    tc.timing,
+		LogWindow: tc.window,
 		Interpose: tc.faults.Node(name),
 	}, logs
 }

@@ -111,6 +111,7 @@ type membershipConfig struct {
 	timing    Timing
 	resolve   Resolver
 	gossip    func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport // Interpose.Gossip
+	logWindow time.Duration                                                     // Options.LogWindow
 	streams   StreamLimits
 	log       *slog.Logger
 	peerUp    func(Member)
@@ -173,7 +174,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %q: bad port", cfg.bind)
 	}
-	mlog := log.New(memberlistLog{log: cfg.log, limit: &logging.Limiter{}, quit: m.quit}, "", 0)
+	mlog := log.New(memberlistLog{log: cfg.log, limit: &logging.Limiter{Window: cfg.logWindow}, quit: m.quit}, "", 0)
 	m.nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mlog})
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %s: %w", cfg.bind, err)

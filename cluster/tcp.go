@@ -78,6 +78,10 @@ type TCPOptions struct {
 	// stay unconnected before sends to it fail at once rather than queue.
 	// Default: 5s.
 	ConnectWait time.Duration
+	// LogWindow is how long the transport's rate-limited warnings (refused
+	// connections, failed accepts) are counted before one line says how
+	// many were suppressed. Default: 10s.
+	LogWindow time.Duration
 	// ListenFunc and DialContext, when set, replace net.Listen and a
 	// net.Dialer for the transport's connections (Interpose). DialContext
 	// gets a context that ends after DialTimeout.
@@ -214,6 +218,7 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 		handshakes: newSlots(opts.MaxHandshakes, opts.MaxHandshakesPerHost, opts.StrangerHandshakes), memberUp: make(chan struct{}),
 		secret: !bytes.Equal(opts.Key, noSecretKey) || opts.TLS.mutual(),
 	}
+	n.limit.Window = opts.LogWindow
 	if opts.TLS != nil {
 		if n.tls, err = newTransportTLS(opts.TLS, n.log); err != nil {
 			ln.Close()
