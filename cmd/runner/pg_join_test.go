@@ -64,8 +64,11 @@ end }
 // that talk to other nodes find them"), not ~100 ms later; the pg
 // messages that reach it before its scope runs raise no dead letter; and
 // its clean leave logs no lost connection.
+//
+// Not parallel: under more load a joiner can take a departed node for alive
+// (memberlist's stale alive gossip) and send it pg ops, a dead-letter WARN
+// this test would count (seen at load 9-17 beside the parallel tests).
 func TestJoiningNodeStartsWithThePeersMembers(t *testing.T) {
-	t.Parallel()
 	secretFile, _ := clusterSecret(t)
 	dir := pgJoinConfig(t, 4)
 	n1, seed, _ := startNodeOf(t, dir, "n1", "", secretFile)
