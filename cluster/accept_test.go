@@ -32,6 +32,7 @@ func (l *flakyListener) Accept() (net.Conn, error) {
 // again once it can, the failures are counted, and the log line is
 // rate-limited.
 func TestAcceptRetriesAfterEMFILE(t *testing.T) {
+	t.Parallel()
 	logs := &testutil.SyncBuffer{}
 	n, err := ListenTCP(TCPOptions{Name: "b", Listen: "127.0.0.1:0", Key: noSecretKey, Logger: testLogger(logs)})
 	if err != nil {
@@ -61,6 +62,7 @@ func TestAcceptRetriesAfterEMFILE(t *testing.T) {
 // held (each until HandshakeTimeout), the rest are closed at once, and a
 // real node connects once they are gone.
 func TestIdleConnectsAreCapped(t *testing.T) {
+	// Not parallel: it measures the whole process (goroutines, memory).
 	n, _ := bareNetwork(t, TCPOptions{Name: "b", MaxHandshakes: 4, StrangerHandshakes: 4, MaxHandshakesPerHost: 4, HandshakeTimeout: time.Second})
 	before := runtime.NumGoroutine()
 	var conns []net.Conn
@@ -104,6 +106,7 @@ func testLogger(logs *testutil.SyncBuffer) *slog.Logger {
 // its connection lasts; without one, such a connection makes no peer at
 // all and is closed at the handshake deadline.
 func TestStrangersLeaveNoPeers(t *testing.T) {
+	// Not parallel: it measures the whole process (goroutines, memory).
 	keys, _ := DeriveKeys(testSecret)
 	for _, tt := range []struct {
 		name string
@@ -155,6 +158,7 @@ func (l *disguise) Accept() (net.Conn, error) {
 // MaxHandshakesPerHost per host, and a member's connection still goes
 // through while they hold it.
 func TestStrangersCannotTakeMembersHandshakeSlots(t *testing.T) {
+	t.Parallel()
 	keys, _ := DeriveKeys(testSecret)
 	dl := &disguise{}
 	dl.on.Store(true)

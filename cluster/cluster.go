@@ -10,6 +10,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/memberlist"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote"
@@ -63,8 +66,13 @@ type Options struct {
 	Streams StreamLimits
 	// Resolver resolves seed host names. Default: net.DefaultResolver.
 	Resolver Resolver
-	// Faults, when set, injects network failures (tests).
-	Faults *Faults
+	// LogWindow is how long the cluster's rate-limited log lines (refused
+	// connections, gossip that fails to decrypt) are counted before one
+	// line says how many were suppressed. Default: 10s.
+	LogWindow time.Duration
+	// Interpose wraps what the node reaches the network through (tests
+	// inject failures with it). Default: nil, nothing is wrapped.
+	Interpose Interposer
 }
 
 // Cluster is one node's membership in a cluster and its transport: the
@@ -134,11 +142,16 @@ func Start(opts Options) (*Cluster, error) {
 		}
 	}
 	c := &Cluster{opts: opts, log: log, node: opts.Node}
-	c.breakers.Store(&[]breakerSource{})
-	c.net, err = ListenTCP(TCPOptions{
+	tcpOpts := TCPOptions{
 		Name: name, Listen: opts.TransportBind, Key: keys.Handshake, TLS: tlsOpts, Logger: opts.Logger,
-		QueueSize: opts.QueueSize, MaxFrame: opts.MaxFrame, Faults: opts.Faults,
-	})
+		QueueSize: opts.QueueSize, MaxFrame: opts.MaxFrame, LogWindow: opts.LogWindow,
+	}
+	var gossipWrap func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport
+	if ip := opts.Interpose; ip != nil {
+		tcpOpts.ListenFunc, tcpOpts.DialContext, gossipWrap = ip.Listen, ip.Dial, ip.Gossip
+	}
+	c.breakers.Store(&[]breakerSource{})
+	c.net, err = ListenTCP(tcpOpts)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}
@@ -146,14 +159,18 @@ func Start(opts Options) (*Cluster, error) {
 	if ropts.Logger == nil {
 		ropts.Logger = opts.Logger
 	}
-	c.tr, err = remote.New(opts.Node, c.net, ropts)
+	var nw remote.Network = c.net
+	if opts.Interpose != nil {
+		nw = opts.Interpose.Network(nw)
+	}
+	c.tr, err = remote.New(opts.Node, nw, ropts)
 	if err != nil {
 		_ = c.net.Close()
 		return nil, err
 	}
 	c.ms, err = startMembership(membershipConfig{
 		name: name, creation: opts.Node.Creation(), bind: opts.Bind, advHost: opts.Advertise, seeds: opts.Join, key: keys.Gossip,
-		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, faults: opts.Faults, streams: opts.Streams, log: log,
+		transport: c.transportAddr, timing: opts.Timing, resolve: opts.Resolver, gossip: gossipWrap, logWindow: opts.LogWindow, streams: opts.Streams, log: log,
 		peerUp: func(m Member) { c.net.PeerUp(m.Name, m.Transport) },
 		peerDown: func(m Member) {
 			c.net.PeerDown(m.Name)

@@ -12,6 +12,7 @@ import (
 )
 
 func TestConvergeAndMessage(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2", "n3", "n4")
 	tc.converged(20 * time.Second)
 	// Every pair exchanges an ask both ways: each direction's connection
@@ -35,6 +36,7 @@ func TestConvergeAndMessage(t *testing.T) {
 }
 
 func TestSendToUnknownNodeFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1")
 	n := tc.node("n1").node
 	start := time.Now()
@@ -49,6 +51,7 @@ func TestSendToUnknownNodeFailsAtOnce(t *testing.T) {
 }
 
 func TestSubscribeSeesJoinLeaveWithMetadata(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1")
 	events := make(chan Event, 16)
 	members, cancel := tc.node("n1").c.Membership().Subscribe(func(e Event) { events <- e })
@@ -81,6 +84,7 @@ func TestSubscribeSeesJoinLeaveWithMetadata(t *testing.T) {
 // target of 5 s, and the monitors of its processes fire with
 // noconnection.
 func TestCrashedNodeIsGone(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2", "n3", "n4")
 	tc.converged(20 * time.Second)
 	victim := spawn(t, tc.node("n4").node, echo)
@@ -140,6 +144,7 @@ func TestCrashedNodeIsGone(t *testing.T) {
 }
 
 func TestWrongSecretIsRefused(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	for _, secret := range [][]byte{[]byte("another secret of sixteen bytes+"), nil} {
@@ -212,6 +217,7 @@ func (r *countingReceiver) NodeDown(string)              { r.downs.Add(1) }
 
 // Which bind addresses count as loopback for the no-secret warning.
 func TestLoopback(t *testing.T) {
+	t.Parallel()
 	for addr, want := range map[string]bool{
 		"127.0.0.1:0": true, "localhost:7946": true, "[::1]:1": true, "127.1.2.3:9": true,
 		"0.0.0.0:7946": false, "10.0.0.1:7946": false, ":7946": false, "nonsense": false,
@@ -226,6 +232,7 @@ func TestLoopback(t *testing.T) {
 // (and so its per-peer metric series) go; one that crashed keeps them (it
 // is retried, and may come back).
 func TestLeftPeerCountersAreForgotten(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2", "n3")
 	tc.converged(20 * time.Second)
 	n1 := tc.node("n1")

@@ -21,6 +21,8 @@
 //
 // A shared secret (ReadSecretFile, DeriveKeys) yields memberlist's gossip
 // key and the transport's handshake key; TLSOptions configure the
-// transport's TLS (tls.go). Faults injects failures in both
-// layers for tests. docs/cluster.md is the user's guide.
+// transport's TLS (tls.go). An Interposer (Options.Interpose) wraps what
+// a node reaches the network through, in both layers: tests inject
+// failures with it (internal/faultnet); production code carries no fault
+// hook. docs/cluster.md is the user's guide.
 package cluster

@@ -14,6 +14,7 @@ import (
 // ErrNameTaken naming that member; the cluster keeps the member, and logs
 // the conflict once.
 func TestDuplicateNameFailsToStart(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	opts, _ := tc.options("n2", []string{tc.seed})
@@ -51,6 +52,7 @@ func TestDuplicateNameFailsToStart(t *testing.T) {
 // alone, then met the cluster), the newcomer reports it: Err and its
 // status say why it is not a member.
 func TestDuplicateNameSeenLaterFailsHealth(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	opts, _ := tc.options("n2", nil)

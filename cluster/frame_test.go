@@ -13,6 +13,7 @@ import (
 // reader grows its buffer with the data, and a frame cut short leaves
 // nothing held.
 func TestFrameReaderAllocatesAsDataArrives(t *testing.T) {
+	// Not parallel: it measures the whole process (goroutines, memory).
 	const announced = DefaultMaxFrame
 	in := binary.BigEndian.AppendUint32(nil, announced)
 	in = append(in, make([]byte, 1000)...)

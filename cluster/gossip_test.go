@@ -48,6 +48,7 @@ func (b *inbox) count(s string) int {
 }
 
 func TestGossipKinds(t *testing.T) {
+	t.Parallel()
 	all := []string{"n1", "n2", "n3", "n4", "n5"}
 	tc := newTestCluster(t, all...)
 	tc.converged(30 * time.Second)
@@ -114,6 +115,7 @@ func TestGossipKinds(t *testing.T) {
 }
 
 func TestGossipMalformedIsDropped(t *testing.T) {
+	t.Parallel()
 	g := newGossip("self", func() int { return 1 }, 1)
 	var got []string
 	if _, err := g.handle(KindPGSync, func(from string, p []byte) { got = append(got, from+":"+string(p)) }); err != nil {
@@ -131,6 +133,7 @@ func TestGossipMalformedIsDropped(t *testing.T) {
 // A seed given as a host name resolving to several addresses counts as
 // several seeds.
 func TestSeedNames(t *testing.T) {
+	t.Parallel()
 	m := &Membership{log: quiet, cfg: membershipConfig{
 		seeds:  []string{"peers.test:7946", "10.0.0.9:7000", "nowhere.test:1"},
 		timing: Timing{TCPTimeout: time.Second},
@@ -151,6 +154,7 @@ func TestSeedNames(t *testing.T) {
 
 // A node joins through a seed host name.
 func TestJoinByName(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1")
 	_, port, _ := strings.Cut(tc.seed, ":")
 	opts, logs := tc.options("n2", []string{"seed.test:" + port})
@@ -167,6 +171,7 @@ func TestJoinByName(t *testing.T) {
 // A node whose metadata speaks another protocol is ignored, with a log
 // line.
 func TestIncompatibleNodeIsIgnored(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1")
 	tc.secret = nil
 	tc.nodes["n1"].c.Close()
@@ -206,6 +211,7 @@ func (d metaDelegate) MergeRemoteState([]byte, bool)   {}
 // Nodes gone longer than ForgetAfter leave the membership's table and the
 // transport's counters; live ones stay.
 func TestPrune(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2", "n3")
 	tc.converged(20 * time.Second)
 	tc.stop("n3")
@@ -226,6 +232,7 @@ func TestPrune(t *testing.T) {
 
 // Broadcasts past the queue's bound are refused, not queued without end.
 func TestGossipQueueBound(t *testing.T) {
+	t.Parallel()
 	g := newGossip("self", func() int { return 3 }, 3)
 	for range MaxGossipQueue {
 		if err := g.broadcast(KindPGSync, []byte("x")); err != nil {

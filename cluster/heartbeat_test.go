@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/faultnet"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
@@ -18,14 +19,16 @@ import (
 // interval (a quarter more at most, and a second of slack), reported down,
 // and dialed again once the drop ends.
 func TestHeartbeat(t *testing.T) {
+	t.Parallel()
 	// Short enough for a quick test, long enough that a loaded machine's
 	// scheduling delays (hundreds of ms under -race at load 20) are not
 	// silence: 200 ms was not.
 	const tick = time.Second
 	keys, _ := DeriveKeys(testSecret)
-	f := NewFaults()
+	f := faultnet.New()
 	opts := func(name string) TCPOptions {
-		return TCPOptions{Name: name, Key: keys.Handshake, TLS: &TLSOptions{}, TickInterval: tick, Faults: f, ReconnectMax: 100 * time.Millisecond}
+		return TCPOptions{Name: name, Key: keys.Handshake, TLS: &TLSOptions{}, TickInterval: tick, ReconnectMax: 100 * time.Millisecond,
+			ListenFunc: f.Node(name).Listen, DialContext: f.Node(name).Dial}
 	}
 	b, recvB := bareNetwork(t, opts("b"))
 	a, recvA := bareNetwork(t, opts("a"))
@@ -66,6 +69,7 @@ func TestHeartbeat(t *testing.T) {
 // heartbeat reports the node down (monitors fire noconnection), and after
 // the heal an ask gets through. The figures are logged (docs/cluster.md).
 func TestOneWayDropIsDetected(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	n1, n2 := tc.node("n1").node, tc.node("n2").node
@@ -103,6 +107,7 @@ func TestOneWayDropIsDetected(t *testing.T) {
 // the connection reset) fails at once with noconnection, instead of
 // waiting for the membership to declare the node dead.
 func TestAskAfterConnectionLossFailsAtOnce(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	n1, n2 := tc.node("n1").node, tc.node("n2").node
@@ -130,6 +135,7 @@ func TestAskAfterConnectionLossFailsAtOnce(t *testing.T) {
 // doubling up to ReconnectMax, rather than redial at ReconnectMin forever;
 // and the "connection lost" line is rate-limited.
 func TestFlappingConnectionBacksOff(t *testing.T) {
+	t.Parallel()
 	keys, _ := DeriveKeys(testSecret)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -180,6 +186,7 @@ func TestFlappingConnectionBacksOff(t *testing.T) {
 // join: its connection waits for the join rather than being refused, so
 // its first dial carries its first frame.
 func TestRestartedNodeDialsBeforeItsJoinIsSeen(t *testing.T) {
+	t.Parallel()
 	keys, _ := DeriveKeys(testSecret)
 	logs := &testutil.SyncBuffer{}
 	b, recvB := bareNetwork(t, TCPOptions{Name: "b", Key: keys.Handshake, TLS: &TLSOptions{}})

@@ -9,11 +9,21 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/proctor-run/proctor/internal/faultnet"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m, testutil.IgnoreMemberlistProbe) }
+// TestMain runs up to 4 tests at once: they share no package state (each
+// builds its nodes on free ports of 127.0.0.1), and they spend their time
+// waiting on memberlist's probes and gossip rounds, not computing. Eight
+// at once, beside the other packages' tests on two busy cores, starved
+// memberlist's packet goroutines long enough to lose gossip
+// (TestGossipKinds: a node got none of 20 broadcasts in 20 s).
+func TestMain(m *testing.M) {
+	testutil.WaitingTests(4)
+	goleak.VerifyTestMain(m, testutil.IgnoreMemberlistProbe)
+}
 
 var quiet = slog.New(slog.DiscardHandler)
 
@@ -31,9 +41,10 @@ type tnode struct {
 // tcluster is several nodes on 127.0.0.1, each on free ports.
 type tcluster struct {
 	t      *testing.T
-	faults *Faults
+	faults *faultnet.Faults
 	secret []byte
 	timing Timing
+	window time.Duration // Options.LogWindow
 
 	mu    sync.Mutex
 	nodes map[string]*tnode
@@ -42,7 +53,7 @@ type tcluster struct {
 
 func newTestCluster(t *testing.T, names ...string) *tcluster {
 	t.Helper()
-	tc := &tcluster{t: t, faults: NewFaults(), secret: testSecret, nodes: map[string]*tnode{}}
+	tc := &tcluster{t: t, faults: faultnet.New(), secret: testSecret, nodes: map[string]*tnode{}}
 	t.Cleanup(tc.close)
 	for _, n := range names {
 		tc.start(n)
@@ -54,13 +65,14 @@ func newTestCluster(t *testing.T, names ...string) *tcluster {
 func (tc *tcluster) options(name string, join []string) (Options, *testutil.SyncBuffer) {
 	logs := &testutil.SyncBuffer{}
 	return Options{
-		Node:   process.NewNode(process.Options{Name: name, Logger: quiet}),
-		Bind:   "127.0.0.1:0",
-		Join:   join,
-		Secret: tc.secret,
-		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
-		Timing: tc.timing,
-		Faults: tc.faults,
+		Node:      process.NewNode(process.Options{Name: name, Logger: quiet}),
+		Bind:      "127.0.0.1:0",
+		Join:      join,
+		Secret:    tc.secret,
+		Logger:    slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Timing:    tc.timing,
+		LogWindow: tc.window,
+		Interpose: tc.faults.Node(name),
 	}, logs
 }
 

@@ -11,6 +11,7 @@ import (
 // on the sockets this node's own leave closed are no news once it leaves
 // (debug); before, and for anything else, the levels stay.
 func TestMemberlistLogQuietAfterLeave(t *testing.T) {
+	t.Parallel()
 	const closed = "[ERR] memberlist: Failed to send UDP ping: write udp 127.0.0.1:7947->127.0.0.1:7946: use of closed network connection"
 	const other = "[ERR] memberlist: Failed to send gossip to 127.0.0.1:7946: write: connection refused"
 	quit := make(chan struct{})
@@ -38,6 +39,7 @@ func TestMemberlistLogQuietAfterLeave(t *testing.T) {
 // memberlist's refutation lines carry byte dumps of metadata and versions;
 // the line keeps what it says and drops them.
 func TestMemberlistLogDropsByteDumps(t *testing.T) {
+	t.Parallel()
 	var buf bytes.Buffer
 	w := memberlistLog{log: slog.New(slog.NewTextHandler(&buf, nil)), quit: make(chan struct{})}
 	w.Write([]byte("[WARN] memberlist: Refuting an alive message for 'n1' (127.0.0.1:7946) meta:([1 1 2 3] VS [1 1 2 4]), vsn:([1 5 2 0 0 0] VS [1 5 2 0 0 0])"))

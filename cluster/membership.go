@@ -110,7 +110,8 @@ type membershipConfig struct {
 	creation  uint32 // the node's (process.Node.Creation), advertised
 	timing    Timing
 	resolve   Resolver
-	faults    *Faults
+	gossip    func(memberlist.NodeAwareTransport) memberlist.NodeAwareTransport // Interpose.Gossip
+	logWindow time.Duration                                                     // Options.LogWindow
 	streams   StreamLimits
 	log       *slog.Logger
 	peerUp    func(Member)
@@ -129,7 +130,7 @@ type Membership struct {
 	addr string // advertised; read once (memberlist's own node struct changes under its lock)
 	g    *gossip
 	nt   *memberlist.NetTransport
-	tr   *faultTransport // memberlist's transport: nt behind the stream guard and the faults
+	tr   *faultTransport // memberlist's transport: nt (interposed) behind the stream guard
 
 	// the loop's queue
 	qmu   sync.Mutex
@@ -173,7 +174,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %q: bad port", cfg.bind)
 	}
-	mlog := log.New(memberlistLog{log: cfg.log, limit: &logging.Limiter{}, quit: m.quit}, "", 0)
+	mlog := log.New(memberlistLog{log: cfg.log, limit: &logging.Limiter{Window: cfg.logWindow}, quit: m.quit}, "", 0)
 	m.nt, err = memberlist.NewNetTransport(&memberlist.NetTransportConfig{BindAddrs: []string{host}, BindPort: port, Logger: mlog})
 	if err != nil {
 		return nil, fmt.Errorf("cluster bind %s: %w", cfg.bind, err)
@@ -190,7 +191,11 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	c.Name = cfg.name
 	c.BindAddr, c.BindPort = host, m.nt.GetAutoBindPort()
 	c.AdvertiseAddr, c.AdvertisePort = cfg.advHost, c.BindPort
-	m.tr = &faultTransport{NodeAwareTransport: m.nt, m: m, streams: make(chan net.Conn), stop: make(chan struct{}),
+	var inner memberlist.NodeAwareTransport = m.nt
+	if cfg.gossip != nil {
+		inner = cfg.gossip(inner)
+	}
+	m.tr = &faultTransport{NodeAwareTransport: inner, m: m, streams: make(chan net.Conn), stop: make(chan struct{}),
 		guard: newStreamGuard(cfg.streams, t.TCPTimeout, m.knownHost, func() int { return len(*m.known.Load()) + 1 }, cfg.log)}
 	c.Transport = m.tr
 	c.Logger = mlog
@@ -594,16 +599,6 @@ func (m *Membership) publish() {
 	m.known.Store(&known)
 }
 
-// nameOf returns the node known at gossip address addr ("" if none).
-func (m *Membership) nameOf(addr string) string {
-	for _, mem := range *m.known.Load() {
-		if mem.Gossip == addr {
-			return mem.Name
-		}
-	}
-	return ""
-}
-
 // memberOf makes a Member of a live memberlist node (memberlist reports
 // joins and updates of live nodes only); an error when its metadata is not
 // one this node speaks.
@@ -842,9 +837,9 @@ func (m *Membership) knownHost(host string) bool {
 // bound was reached.
 func (m *Membership) StreamsShed() uint64 { return m.tr.guard.shed.Load() }
 
-// faultTransport is memberlist's network transport with the stream guard
-// in front of what others open (StreamLimits) and the fault layer in front
-// of what this node sends.
+// faultTransport is memberlist's network transport (as Interpose.Gossip
+// wraps it) with the stream guard in front of what others open
+// (StreamLimits) and on what this node opens.
 type faultTransport struct {
 	memberlist.NodeAwareTransport
 	m       *Membership
@@ -895,50 +890,11 @@ func (t *faultTransport) Shutdown() error {
 	return err
 }
 
-func (t *faultTransport) fate(name, addr string) (drop bool, delay time.Duration) {
-	f := t.m.cfg.faults
-	if f == nil {
-		return false, 0
-	}
-	if name == "" {
-		name = t.m.nameOf(addr)
-	}
-	return f.packetFate(t.m.cfg.name, name)
-}
-
-func (t *faultTransport) send(b []byte, a memberlist.Address) (time.Time, error) {
-	drop, delay := t.fate(a.Name, a.Addr)
-	switch {
-	case drop:
-		return time.Now(), nil
-	case delay > 0:
-		b = slices.Clone(b)
-		time.AfterFunc(delay, func() { _, _ = t.NodeAwareTransport.WriteToAddress(b, a) })
-		return time.Now(), nil
-	}
-	return t.NodeAwareTransport.WriteToAddress(b, a)
-}
-
-func (t *faultTransport) WriteTo(b []byte, addr string) (time.Time, error) {
-	return t.send(b, memberlist.Address{Addr: addr})
-}
-
-func (t *faultTransport) WriteToAddress(b []byte, a memberlist.Address) (time.Time, error) {
-	return t.send(b, a)
-}
-
 func (t *faultTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
 	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
 }
 
 func (t *faultTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
-	name := a.Name
-	if name == "" {
-		name = t.m.nameOf(a.Addr)
-	}
-	if t.m.cfg.faults.isCut(t.m.cfg.name, name) {
-		return nil, errors.New("cut by a fault")
-	}
 	c, err := t.NodeAwareTransport.DialAddressTimeout(a, timeout)
 	if err != nil {
 		return nil, err

@@ -36,6 +36,7 @@ func joinNames(s []string) string {
 // and the partition heals: the survivors find each other again through
 // the addresses they saw before, with no seed left.
 func TestPartitionHealsWithoutSeeds(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2", "n3", "n4")
 	tc.converged(20 * time.Second)
 
@@ -80,6 +81,7 @@ func TestPartitionHealsWithoutSeeds(t *testing.T) {
 // A cut in one direction only: the transport's sends that way fail at
 // once, while the membership (indirect probes) keeps both nodes members.
 func TestOneWayCut(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2", "n3")
 	tc.converged(20 * time.Second)
 	pid := spawn(t, tc.node("n2").node, echo)
@@ -101,6 +103,7 @@ func TestOneWayCut(t *testing.T) {
 // Frames dropped or delayed by the fault layer: a dropped tell is lost
 // silently, a delayed one holds up those behind it, order is kept.
 func TestFrameFaults(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	pr := spawnProbe(t, tc.node("n2").node)
@@ -135,6 +138,7 @@ func TestFrameFaults(t *testing.T) {
 // member of the other, and the transport is untouched. Removing the fault
 // leaves the cluster as it was.
 func TestPacketFault(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2", "n3")
 	tc.converged(20 * time.Second)
 	var dropped atomic.Int64

@@ -18,8 +18,7 @@ import (
 
 // outFrame is a frame waiting to be written.
 type outFrame struct {
-	b  []byte
-	at time.Time // write no earlier (a delay fault)
+	b []byte
 }
 
 // frameChunk is a piece of a peer's queue: the queue is a list of fixed
@@ -342,22 +341,16 @@ func (p *peer) addrString() string {
 // dial connects to the peer and runs the dialer's side of the handshake.
 func (p *peer) dial() (net.Conn, error) {
 	opts := &p.n.opts
-	if opts.Faults.isCut(opts.Name, p.name) {
-		return nil, errors.New("cut by a fault")
-	}
-	if opts.Faults.dropping(opts.Name, p.name) {
-		return nil, errors.New("dropped by a fault")
-	}
 	addr := p.addrString()
 	if addr == "" {
 		return nil, errors.New("no transport address known")
 	}
-	d := net.Dialer{Timeout: opts.DialTimeout}
-	nc, err := d.DialContext(p.ctx, "tcp", addr)
+	ctx, cancel := context.WithTimeout(p.ctx, opts.DialTimeout)
+	nc, err := opts.DialContext(ctx, "tcp", addr)
+	cancel()
 	if err != nil {
 		return nil, err
 	}
-	nc, _ = opts.Faults.wrap(nc, opts.Name, p.name)
 	stop := context.AfterFunc(p.ctx, func() { nc.Close() })
 	defer stop()
 	_ = nc.SetDeadline(time.Now().Add(opts.HandshakeTimeout))
@@ -512,13 +505,6 @@ func (p *peer) flush(c *conn) error {
 		for ch := head; ch != nil; ch = ch.next {
 			for i := range ch.f[:ch.n] {
 				f := &ch.f[i]
-				if !f.at.IsZero() {
-					if err := p.waitUntil(c, f.at); err != nil {
-						p.st.Dropped.Add(uint64(left))
-						release(head)
-						return err
-					}
-				}
 				if err := writeFrame(c.w, f.b); err != nil {
 					p.st.Dropped.Add(uint64(left))
 					release(head)
@@ -530,20 +516,5 @@ func (p *peer) flush(c *conn) error {
 			}
 		}
 		release(head)
-	}
-}
-
-// waitUntil flushes what is written, then waits until at (a delay fault).
-func (p *peer) waitUntil(c *conn, at time.Time) error {
-	if err := c.w.Flush(); err != nil {
-		return err
-	}
-	t := time.NewTimer(time.Until(at))
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return c.nc.SetWriteDeadline(time.Now().Add(p.n.opts.WriteTimeout))
-	case <-p.ctx.Done():
-		return p.ctx.Err()
 	}
 }

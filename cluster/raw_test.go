@@ -102,6 +102,7 @@ func frameOf(b []byte) []byte {
 // Garbage on the wire closes that connection with a logged error; the node
 // lives on and keeps talking to its real peers.
 func TestBadInputClosesTheConnection(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	n2 := tc.node("n2")
@@ -164,6 +165,7 @@ func TestBadInputClosesTheConnection(t *testing.T) {
 // A well-formed envelope from an authenticated connection is delivered:
 // the raw connection is a faithful stand-in for a node.
 func TestRawConnectionDelivers(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n2")
 	n2 := tc.node("n2")
 	pr := spawnProbe(t, n2.node)

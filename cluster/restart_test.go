@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/faultnet"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
@@ -12,6 +13,7 @@ import (
 // restarts) is reached by the first ask made once the membership sees it
 // back: the old incarnation's connection does not fail it.
 func TestFirstAskAfterRestartSucceeds(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		name                    string
 		crash, noSecret, zombie bool
@@ -29,7 +31,7 @@ func TestFirstAskAfterRestartSucceeds(t *testing.T) {
 		{"crash, no secret, the restarted node dials", true, true, false, "n2", "n1"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			tc := &tcluster{t: t, faults: NewFaults(), secret: testSecret, nodes: map[string]*tnode{}}
+			tc := &tcluster{t: t, faults: faultnet.New(), secret: testSecret, nodes: map[string]*tnode{}}
 			if tt.noSecret {
 				tc.secret = nil
 			}

@@ -29,6 +29,7 @@ func fakeStream(t *testing.T, host string) (net.Conn, net.Conn) {
 // hosts that are no member's — frees a slot when a stream closes, and
 // bounds what each stream may read and how long it may live.
 func TestStreamGuardLimits(t *testing.T) {
+	t.Parallel()
 	member := "10.0.0.1"
 	g := newStreamGuard(StreamLimits{Max: 6, PerHost: 3, Strangers: 4, MaxBytes: 10}, time.Second,
 		func(h string) bool { return h == member }, func() int { return 1 }, quiet)
@@ -88,6 +89,7 @@ func TestStreamGuardLimits(t *testing.T) {
 // few of its streams are taken, each is cut after the cluster's limit, and
 // the node still takes a member afterwards.
 func TestMemberlistStreamFloodIsBounded(t *testing.T) {
+	// Not parallel: it measures the whole process (goroutines, memory).
 	tc := newTestCluster(t, "n1")
 	n1 := tc.node("n1")
 	addr := n1.c.Membership().Addr()

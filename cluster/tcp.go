@@ -79,8 +79,15 @@ type TCPOptions struct {
 	// stay unconnected before sends to it fail at once rather than queue.
 	// Default: 5s.
 	ConnectWait time.Duration
-	// Faults, when set, injects failures (tests).
-	Faults *Faults
+	// LogWindow is how long the transport's rate-limited warnings (refused
+	// connections, failed accepts) are counted before one line says how
+	// many were suppressed. Default: 10s.
+	LogWindow time.Duration
+	// ListenFunc and DialContext, when set, replace net.Listen and a
+	// net.Dialer for the transport's connections (Interpose). DialContext
+	// gets a context that ends after DialTimeout.
+	ListenFunc  func(network, addr string) (net.Listener, error)
+	DialContext func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
 func (o *TCPOptions) defaults() {
@@ -125,6 +132,13 @@ func (o *TCPOptions) defaults() {
 	}
 	if o.Key == nil {
 		o.Key = noSecretKey
+	}
+	if o.ListenFunc == nil {
+		o.ListenFunc = net.Listen
+	}
+	if o.DialContext == nil {
+		d := &net.Dialer{}
+		o.DialContext = d.DialContext
 	}
 }
 
@@ -195,7 +209,7 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 	if err := checkNodeName(opts.Name); err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
-	ln, err := net.Listen("tcp", opts.Listen)
+	ln, err := opts.ListenFunc("tcp", opts.Listen)
 	if err != nil {
 		return nil, fmt.Errorf("transport: %w", err)
 	}
@@ -205,6 +219,7 @@ func ListenTCP(opts TCPOptions) (*TCPNetwork, error) {
 		handshakes: newSlots(opts.MaxHandshakes, opts.MaxHandshakesPerHost, opts.StrangerHandshakes), memberUp: make(chan struct{}),
 		secret: !bytes.Equal(opts.Key, noSecretKey) || opts.TLS.mutual(),
 	}
+	n.limit.Window = opts.LogWindow
 	if opts.TLS != nil {
 		if n.tls, err = newTransportTLS(opts.TLS, n.log); err != nil {
 			ln.Close()
@@ -272,20 +287,7 @@ func (n *TCPNetwork) Send(node string, frame []byte) error {
 	if len(frame) > n.opts.MaxFrame {
 		return fmt.Errorf("node %q: %w: %w: %d bytes (at most %d)", node, ErrFrameTooLarge, value.ErrTooLarge, len(frame), n.opts.MaxFrame)
 	}
-	f := outFrame{b: frame}
-	if n.opts.Faults != nil {
-		drop, delay, err := n.opts.Faults.frameFate(n.opts.Name, node, frame)
-		if err != nil {
-			return err
-		}
-		if drop {
-			return nil
-		}
-		if delay > 0 {
-			f.at = time.Now().Add(delay)
-		}
-	}
-	return p.push(f)
+	return p.push(outFrame{b: frame})
 }
 
 // MaxFrame implements remote.FrameLimiter: the transport encodes each
@@ -540,20 +542,13 @@ func (n *TCPNetwork) inbound(c net.Conn, release func()) {
 	stop := context.AfterFunc(n.ctx, func() { raw.Close() })
 	deadline := time.Now().Add(n.opts.HandshakeTimeout)
 	_ = c.SetDeadline(deadline)
-	c, faultTo := n.opts.Faults.wrap(c, n.opts.Name, "")
 	sc, ekm, err := n.secure(n.ctx, c, true)
 	var name string
 	if err == nil {
 		name, err = acceptHandshake(sc, n.opts.Key, n.opts.Name, ekm)
 	}
-	if err == nil && faultTo != nil {
-		faultTo.Store(&name)
-	}
 	if err == nil && !dials(name, n.opts.Name) {
 		err = fmt.Errorf("%w: node %q dialed, but %q dials it", ErrHandshake, name, n.opts.Name)
-	}
-	if err == nil && n.opts.Faults.isCut(name, n.opts.Name) {
-		err = fmt.Errorf("node %q: cut by a fault", name)
 	}
 	var p *peer
 	if err == nil {

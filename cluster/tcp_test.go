@@ -33,6 +33,7 @@ func bareNetwork(t *testing.T, opts TCPOptions) (*TCPNetwork, *countingReceiver)
 // ErrQueueFull), and once ConnectWait has passed fail at once as
 // unreachable. Nothing waits.
 func TestQueueBoundAndConnectWait(t *testing.T) {
+	t.Parallel()
 	n, _ := bareNetwork(t, TCPOptions{Name: "b", QueueSize: 4, ConnectWait: 300 * time.Millisecond})
 	n.PeerUp("a", "127.0.0.1:1") // "a" dials "b"; it never will
 	for i := range 4 {
@@ -60,6 +61,7 @@ func TestQueueBoundAndConnectWait(t *testing.T) {
 // it holds the secret, is answered over its connection: a reply to its ask
 // does not wait for the membership (nor fail).
 func TestSendBackBeforeTheMembershipReportsTheNode(t *testing.T) {
+	t.Parallel()
 	keys, _ := DeriveKeys(testSecret)
 	b, recvB := bareNetwork(t, TCPOptions{Name: "b", Key: keys.Handshake})
 	a, recvA := bareNetwork(t, TCPOptions{Name: "a", Key: keys.Handshake})
@@ -81,6 +83,7 @@ func TestSendBackBeforeTheMembershipReportsTheNode(t *testing.T) {
 // the membership has not reported waits for it (within the handshake
 // timeout), and only then carries frames.
 func TestWithoutSecretOnlyMembersConnect(t *testing.T) {
+	t.Parallel()
 	b, recvB := bareNetwork(t, TCPOptions{Name: "b"})
 	a, _ := bareNetwork(t, TCPOptions{Name: "a"})
 	a.PeerUp("b", b.Addr())
@@ -98,6 +101,7 @@ func TestWithoutSecretOnlyMembersConnect(t *testing.T) {
 // A peer whose address refuses connections: after the first failed dial,
 // sends fail at once; once it listens, the dialer's backoff finds it.
 func TestDialFailureAndReconnect(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -118,6 +122,7 @@ func TestDialFailureAndReconnect(t *testing.T) {
 // clock says timeout, its transport forgets the ask, and the late reply
 // is not sent.
 func TestAskDeadlineOnBothSides(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	// The callee replies only once the asker has given up and the
@@ -157,6 +162,7 @@ func TestAskDeadlineOnBothSides(t *testing.T) {
 
 // Many messages from one sender arrive in order.
 func TestOrderPerPair(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	pr := spawnProbe(t, tc.node("n2").node)
@@ -185,6 +191,7 @@ func TestOrderPerPair(t *testing.T) {
 // Monitors, links, terminate and kill of processes on another node, over
 // TCP, from Go.
 func TestRemoteProcessSignals(t *testing.T) {
+	t.Parallel()
 	tc := newTestCluster(t, "n1", "n2")
 	tc.converged(20 * time.Second)
 	n1, n2 := tc.node("n1").node, tc.node("n2").node

@@ -110,6 +110,7 @@ func startBare(t *testing.T, opts TCPOptions, wrap func(net.Listener) net.Listen
 // with a secret or with certificates; without either it does (the
 // recorder sees what the network sees).
 func TestTransportIsEncryptedOnTheWire(t *testing.T) {
+	t.Parallel()
 	keys, _ := DeriveKeys(testSecret)
 	pki := newTestPKI(t)
 	payload := []byte("the-payload-nobody-else-may-read-0123456789")
@@ -166,6 +167,7 @@ func TestTransportIsEncryptedOnTheWire(t *testing.T) {
 // keying material of the session it was made in. A relay that forwards
 // the TCP bytes unread (a router) works, so the relay itself is sound.
 func TestRelayedProofIsRefused(t *testing.T) {
+	t.Parallel()
 	keys, _ := DeriveKeys(testSecret)
 	for _, terminate := range []bool{false, true} {
 		name := map[bool]string{false: "forwarding relay", true: "terminating relay"}[terminate]
@@ -269,6 +271,7 @@ func startRelay(t *testing.T, target string, terminate bool) string {
 // Mutual TLS refuses what its CA did not sign, what has expired, and a
 // node that presents no certificate; a good certificate connects.
 func TestBadCertificatesAreRefused(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	expired := time.Now().Add(-time.Hour)
 	for _, tt := range []struct {
@@ -318,6 +321,7 @@ func TestBadCertificatesAreRefused(t *testing.T) {
 // Certificates rotate without a restart: a node reads its files again
 // when they change, and keeps the old ones while a new file is broken.
 func TestCertificateRotation(t *testing.T) {
+	t.Parallel()
 	pki := newTestPKI(t)
 	logsB := &testutil.SyncBuffer{}
 	bFiles := pki.files(t, pki.ca1, "b", nil)
@@ -370,6 +374,7 @@ func touch(t *testing.T, path string, b []byte) {
 // reach, unless told it is insecure. (Only the refusal is tested: it
 // comes before anything is bound.)
 func TestInsecureBindIsRefused(t *testing.T) {
+	t.Parallel()
 	for _, opts := range []Options{
 		{Bind: "0.0.0.0:0"},
 		{Bind: "127.0.0.1:0", TransportBind: "0.0.0.0:0"},

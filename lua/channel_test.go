@@ -172,27 +172,6 @@ end }`)
 	h.Check(e)
 }
 
-func TestTime(t *testing.T) {
-	h := newHarness(t)
-	e := h.Entry("main", `
-return { main = function(go_now)
-  local t0 = time.now()
-  assert(math.abs(t0 - go_now) < 5000, "now is epoch milliseconds")
-  assert(time.sleep("20ms"))
-  local t1 = time.now()
-  assert(t1 - t0 >= 19, "slept " .. (t1 - t0))
-  local after = time.after(10)
-  local v, ok = after:receive()
-  assert(ok and v >= t1, "after yields the time it fired")
-  for i = 1, 200 do time.after(100000) end
-  assert(not pcall(time.sleep, "soon"), "bad duration raises")
-  assert(not pcall(time.sleep, -1), "negative raises")
-  assert(not pcall(time.after, {}), "table raises")
-  return "ok"
-end }`)
-	h.Check(e, float64(time.Now().UnixMilli()))
-}
-
 // feedModule hands a script a channel that a goroutine fills with n items,
 // each after a short random pause, as a subscription would.
 var feedModule = Module{

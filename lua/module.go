@@ -100,7 +100,8 @@ func (p *Process) Logger() *slog.Logger {
 var discardLogger = slog.New(slog.DiscardHandler)
 
 // Context is cancelled when the process is asked to stop. Blocking Go code
-// called from Lua must select on it (see Await).
+// called from Lua must select on its Done channel and, when it is closed,
+// return or raise a stopped error, so the script ends as the process stops.
 func (p *Process) Context() context.Context { return p.proc.Context() }
 
 // procContext is the context installed on the LState: the process's own
@@ -132,33 +133,6 @@ func ProcessOf(L *lua.LState) *Process {
 		}
 	}
 	panic("lua: state does not belong to a process")
-}
-
-// Await blocks until ch yields a value or the process is asked to stop, in
-// which case it returns the context's error; the caller should then return
-// it (as nil, err) or raise, and the script ends as the process stops. ok
-// is false when ch was closed.
-func Await[T any](p *Process, ch <-chan T) (v T, ok bool, err error) {
-	select {
-	case v, ok = <-ch:
-		return v, ok, nil
-	case <-p.Context().Done():
-		return v, false, value.NewError(value.KindStopped, "process stopping")
-	}
-}
-
-// AwaitTimeout is Await with a deadline; past it, err is a timeout error.
-func AwaitTimeout[T any](p *Process, ch <-chan T, d time.Duration) (v T, ok bool, err error) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case v, ok = <-ch:
-		return v, ok, nil
-	case <-t.C:
-		return v, false, value.NewError(value.KindTimeout, "timed out after %s", d)
-	case <-p.Context().Done():
-		return v, false, value.NewError(value.KindStopped, "process stopping")
-	}
 }
 
 // ReturnError pushes nil and err as an error value (err.kind, err.message,

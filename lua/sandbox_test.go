@@ -163,60 +163,6 @@ func TestValidation(t *testing.T) {
 	}
 }
 
-func TestLogAndPrint(t *testing.T) {
-	h := newHarness(t)
-	e := h.Entry("logger", `
-return { main = function()
-  log.info("hello from lua", {user = "ann", n = 3, nested = {a = 1}})
-  log.debug("dbg")
-  log.warn("careful")
-  log.error("bad", {err = select(2, process.send("nobody", "x"))})
-  print("a", 1, nil, true, {} ~= nil)
-  return "ok"
-end }`)
-	h.Check(e)
-	logs := h.Logs.String()
-	for _, want := range []string{
-		`level=INFO msg="hello from lua" entry=test:logger`, "n=3", "user=ann", "nested=map[a:1]",
-		"level=DEBUG msg=dbg", "level=WARN msg=careful", `level=ERROR msg=bad`, "nobody",
-	} {
-		if !strings.Contains(logs, want) {
-			t.Errorf("logs lack %q:\n%s", want, logs)
-		}
-	}
-	if got := h.Out.String(); got != "a\t1\tnil\ttrue\ttrue\n" {
-		t.Fatalf("stdout = %q", got)
-	}
-}
-
-func TestJSON(t *testing.T) {
-	h := newHarness(t)
-	e := h.Entry("j", `
-local json = require("json")
-return { main = function()
-  assert(json.encode({b = 1, a = {1, 2, "x"}, c = true}) == '{"a":[1,2,"x"],"b":1,"c":true}')
-  assert(json.encode({}) == "{}")
-  assert(json.encode("a<b") == '"a<b"')
-  assert(json.encode({[1] = "a", x = "b"}) == '{"1":"a","x":"b"}')
-  local v = assert(json.decode('{"list":[1,2,{"k":null}],"s":"hi","f":1.5}'))
-  assert(v.list[2] == 2 and v.s == "hi" and v.f == 1.5)
-  local bad, err = json.decode("{nope")
-  assert(bad == nil and err.kind == "invalid" and err.message:find("offset"), tostring(err))
-  bad, err = json.encode({f = function() end})
-  assert(bad == nil and err.kind == "invalid", tostring(err))
-  bad, err = json.encode(0/0)
-  assert(bad == nil and err.kind == "invalid", tostring(err))
-  bad, err = json.encode({[1] = "a", ["1"] = "b"})
-  assert(bad == nil and err.kind == "invalid" and err.message:find('"1"'), "colliding keys: " .. tostring(err))
-  bad, err = json.encode({[true] = 1, ["true"] = 2})
-  assert(bad == nil and err.kind == "invalid", "colliding keys: " .. tostring(err))
-  local _, e2 = process.send("nobody", "x")
-  assert(json.decode(json.encode(e2)).kind == "not_found")
-  return "ok"
-end }`)
-	h.Check(e)
-}
-
 func TestDefinedMethods(t *testing.T) {
 	for _, tc := range []struct {
 		src        string

@@ -156,7 +156,10 @@ func TestWatchQueuesReloadsDuringASlowOne(t *testing.T) {
 		return strings.Contains(logs.String(), "a reload is under way; this one follows it")
 	})
 	close(k.gate)
-	testutil.Eventually(t, "the queued reload applied", func() bool { return statusOf(rt, "a:next") == StatusRunning })
+	// Its entry runs before its "reload applied" line is written.
+	testutil.Eventually(t, "the queued reload applied", func() bool {
+		return statusOf(rt, "a:next") == StatusRunning && strings.Count(logs.String(), "reload applied") >= 2
+	})
 	w.Close()
 	if n := strings.Count(logs.String(), "reload applied"); n != 2 {
 		t.Fatalf("%d reloads applied, want 2 (the slow one and one for the rest):\n%s", n, logs.String())

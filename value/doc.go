@@ -1,6 +1,7 @@
 // Package value defines Proctor's value model: the values that may cross a
-// process boundary (and, later, a node boundary), and the error values that
-// carry a kind callers can branch on.
+// process boundary, on one node or to another node (Encode and Decode are
+// their wire form, carried in remote/wire's envelope), and the error values
+// that carry a kind callers can branch on.
 //
 // A Value is one of:
 //
@@ -13,5 +14,7 @@
 // Integers of any Go integer type are accepted by Check and Copy and are
 // normalised to float64, the number type of Lua. Values built by Go code
 // that stay within one node are passed by reference; the Lua host copies at
-// every process boundary, so no two Lua states ever share a table.
+// every process boundary, so no two Lua states ever share a table. A value
+// sent to another node is encoded and decoded there, a copy by
+// construction.
 package value

@@ -10,7 +10,7 @@ import (
 
 // JSONForm returns v as a tree that encoding/json renders faithfully: maps
 // with mixed keys become objects (number and boolean keys in their text
-// form), an error value becomes {"kind", "message", "errors"?}. What has no
+// form), an error value becomes its JSONObject. What has no
 // JSON form — NaN, an infinity, a string or key that is not valid UTF-8,
 // two keys that would become one, a value outside the model — is an
 // invalid error naming its place, as Lua's json.encode refuses them. v itself is
@@ -40,20 +40,7 @@ func jsonForm(v any, depth int, path string) (any, error) {
 		if x == nil {
 			return nil, nil
 		}
-		m := map[string]any{"kind": string(x.Kind), "message": x.Message}
-		if x.Errors != nil {
-			list := make([]any, len(x.Errors))
-			for i, e := range x.Errors {
-				list[i] = e
-			}
-			m["errors"] = list
-		}
-		if x.Cause != nil {
-			m["cause"] = x.Cause
-		}
-		if x.Details != nil {
-			m["details"] = x.Details
-		}
+		m := x.JSONObject()
 		return jsonForm(m, depth, path)
 	case []any:
 		out := make([]any, len(x))
@@ -108,6 +95,30 @@ func jsonForm(v any, depth int, path string) (any, error) {
 		return nil, NewError(KindInvalid, "%s: a %T has no JSON form", path, v)
 	}
 	return jsonForm(c, depth, path)
+}
+
+// JSONObject is the JSON object an error value becomes, the one form both
+// JSONForm (the HTTP endpoints) and Lua's json.encode give it: "kind" and
+// "message", with "errors" (the members of an aggregate, as error values),
+// "cause" and "details" when the error has them. The members are e's own,
+// neither copied nor checked: the caller turns them into JSON as it does
+// any value.
+func (e *Error) JSONObject() map[string]any {
+	m := map[string]any{"kind": string(e.Kind), "message": e.Message}
+	if e.Errors != nil {
+		list := make([]any, len(e.Errors))
+		for i, x := range e.Errors {
+			list[i] = x
+		}
+		m["errors"] = list
+	}
+	if e.Cause != nil {
+		m["cause"] = e.Cause
+	}
+	if e.Details != nil {
+		m["details"] = e.Details
+	}
+	return m
 }
 
 // JSONKey is the object key a table key becomes in JSON: a string as it

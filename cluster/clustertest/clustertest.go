@@ -1,7 +1,8 @@
 // Package clustertest starts in-process clusters for tests: several nodes
 // of one test program on 127.0.0.1, each with its own process.Node, real
-// memberlist and TCP transport on free ports, sharing a cluster.Faults to
-// inject partitions, cuts, drops and delays.
+// memberlist and TCP transport on free ports, sharing a faultnet.Faults
+// (interposed on every node's network) to inject partitions, cuts, drops
+// and delays.
 //
 //	c := clustertest.New(t, clustertest.Options{}, "n1", "n2", "n3")
 //	c.Converged()                      // every node sees every other
@@ -23,6 +24,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/cluster"
+	"github.com/proctor-run/proctor/internal/faultnet"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
@@ -45,7 +47,7 @@ type Options struct {
 type Cluster struct {
 	t      testing.TB
 	opts   Options
-	Faults *cluster.Faults
+	Faults *faultnet.Faults
 
 	mu    sync.Mutex
 	nodes map[string]*cluster.Cluster
@@ -65,7 +67,7 @@ func New(t testing.TB, opts Options, names ...string) *Cluster {
 	if opts.Within <= 0 {
 		opts.Within = 30 * time.Second
 	}
-	c := &Cluster{t: t, opts: opts, Faults: cluster.NewFaults(), nodes: map[string]*cluster.Cluster{}}
+	c := &Cluster{t: t, opts: opts, Faults: faultnet.New(), nodes: map[string]*cluster.Cluster{}}
 	t.Cleanup(c.close)
 	for _, n := range names {
 		c.Start(n)
@@ -87,13 +89,13 @@ func (c *Cluster) Start(name string) *cluster.Cluster {
 		secret = c.opts.Secret
 	}
 	cl, err := cluster.Start(cluster.Options{
-		Node:   process.NewNode(process.Options{Name: name, Logger: c.opts.Logger}),
-		Bind:   "127.0.0.1:0",
-		Join:   join,
-		Secret: secret,
-		Logger: c.opts.Logger,
-		Timing: c.opts.Timing,
-		Faults: c.Faults,
+		Node:      process.NewNode(process.Options{Name: name, Logger: c.opts.Logger}),
+		Bind:      "127.0.0.1:0",
+		Join:      join,
+		Secret:    secret,
+		Logger:    c.opts.Logger,
+		Timing:    c.opts.Timing,
+		Interpose: c.Faults.Node(name),
 	})
 	if err != nil {
 		c.t.Fatalf("clustertest: start %s: %v", name, err)

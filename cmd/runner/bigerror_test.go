@@ -13,6 +13,7 @@ import (
 // megabytes three times per crash and /v1/entries/ID held it whole. The
 // script that receives the error still gets all of it.
 func TestLargeErrorsAreCutWhereShown(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, text string) {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {

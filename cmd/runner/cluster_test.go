@@ -131,6 +131,7 @@ func askName(n *process.Node, name, node, topic string, payload any, timeout tim
 // SIGSTOPped node is seen gone and comes back on SIGCONT; a SIGKILLed
 // node is gone from every other node within the 5 s target.
 func TestClusterOfRunners(t *testing.T) {
+	t.Parallel()
 	defer http.DefaultClient.CloseIdleConnections()
 	secretFile, secret := clusterSecret(t)
 	n1, seed, http1 := startNode(t, "n1", "", secretFile)
@@ -304,6 +305,7 @@ func spawnWatcher(t *testing.T, n *process.Node) (process.PID, <-chan process.Ev
 // each holds the indexers of all three in its pg scope, and the client of
 // each reports answers from indexers on the other nodes.
 func TestDemoAsCluster(t *testing.T) {
+	t.Parallel()
 	defer http.DefaultClient.CloseIdleConnections()
 	secretFile, _ := clusterSecret(t)
 	nodes := map[string]*runner{}

@@ -12,6 +12,7 @@ import (
 // a keyed call to a partition worker and a dynamic child; every indexer
 // answers once.
 func TestDemoUsesEveryKind(t *testing.T) {
+	t.Parallel()
 	r := start(t, "run", "--log-format", "json", "--no-watch", "--main", "app:client", "config.example.yaml", "--", "1")
 	if code := r.wait(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, r.logs())

@@ -10,6 +10,7 @@ import (
 // Every example configuration under docs/kinds validates as it is shipped:
 // a newcomer's first command is `runner validate` on one of them.
 func TestKindExamplesValidate(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob("../../docs/kinds/*.example.yaml")
 	if err != nil || len(files) < 3 {
 		t.Fatalf("examples: %v %v", files, err)
@@ -28,6 +29,7 @@ func TestKindExamplesValidate(t *testing.T) {
 // docs/kinds/supervisor.md's complete example runs as the page says, and
 // the page shows the scripts as they are.
 func TestSupervisorCompleteExample(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/kinds/supervisor.md")
 	if err != nil {
 		t.Fatal(err)

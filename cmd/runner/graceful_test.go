@@ -13,6 +13,7 @@ import (
 // no pg complaint about the stopping scope — and without waiting for the
 // leave timeout.
 func TestGracefulLeaveIsQuiet(t *testing.T) {
+	t.Parallel()
 	secretFile, _ := clusterSecret(t)
 	n1, seed, http1 := startNodeOf(t, pgClusterConfig, "n1", "", secretFile)
 	n2, _, http2 := startNodeOf(t, pgClusterConfig, "n2", seed, secretFile)
@@ -50,6 +51,7 @@ func TestGracefulLeaveIsQuiet(t *testing.T) {
 // (a deployment's rollout, a test's cleanup) leave without warnings and
 // without waiting out the leave timeout.
 func TestSimultaneousStopIsQuiet(t *testing.T) {
+	t.Parallel()
 	secretFile, _ := clusterSecret(t)
 	n1, seed, http1 := startNodeOf(t, pgClusterConfig, "n1", "", secretFile)
 	n2, _, http2 := startNodeOf(t, pgClusterConfig, "n2", seed, secretFile)

@@ -79,6 +79,7 @@ func TestValidateLintsLua(t *testing.T) {
 
 // runner run logs the lint's findings once, at load, and runs anyway.
 func TestRunLogsLint(t *testing.T) {
+	t.Parallel()
 	dir := lintConfig(t)
 	r := start(t, "run", "--log-format", "json", "--no-watch", "--main", "app:w", dir, "--", "go")
 	if code := r.wait(t); code != 0 {

@@ -11,6 +11,7 @@ import (
 // (Go's and the process collector's own aside): an operator reads the page
 // to know what a series means.
 func TestEveryMetricIsDocumented(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile("../../docs/observe.md")
 	if err != nil {
 		t.Fatal(err)

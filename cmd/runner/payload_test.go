@@ -112,6 +112,7 @@ func itoaLen(b []byte) string { return strconv.Itoa(len(b)) }
 // themselves, so SIGTERM and SIGINT end them while they wait — here on a
 // FIFO named as the payload, which no one opens for writing.
 func TestStopSignalEndsSendAndAsk(t *testing.T) {
+	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "payload")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Skipf("no FIFOs here: %v", err)

@@ -53,6 +53,7 @@ func scopeNodes(httpAddr, id, group string) map[string]int {
 // converge after SIGCONT (with a join made meanwhile); a SIGKILLed
 // runner's member is gone from every other node.
 func TestPGAcrossRunners(t *testing.T) {
+	t.Parallel()
 	defer http.DefaultClient.CloseIdleConnections()
 	secretFile, secret := clusterSecret(t)
 	n1, seed, http1 := startNodeOf(t, pgClusterConfig, "n1", "", secretFile)
@@ -145,6 +146,7 @@ func TestPGAcrossRunners(t *testing.T) {
 // A pg.scope that a reload adds joins the cluster as one declared at
 // start does: the members of both nodes' new scope meet.
 func TestPGScopeAddedByReload(t *testing.T) {
+	t.Parallel()
 	defer http.DefaultClient.CloseIdleConnections()
 	dir := t.TempDir()
 	for _, f := range []string{"pg.yaml", "member.lua"} {

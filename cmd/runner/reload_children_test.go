@@ -85,6 +85,7 @@ entries:
 //     says how the last reload went, and a rejected reload keeps /healthz
 //     healthy but shows it.
 func TestReloadReachesEveryChild(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	write := func(name, body string) {
 		t.Helper()

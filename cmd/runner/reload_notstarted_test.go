@@ -17,6 +17,7 @@ import (
 // /v1/reload and the reload health check say for how many processes the
 // new code did not start. Fixing the source renews them and clears it all.
 func TestReloadSaysWhenNewCodeDidNotStart(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	worker := func(init string) string {
 		return `return { init = function() ` + init + ` end, main = function()
@@ -132,6 +133,7 @@ entries:
 // reload said applied, healthy; now it is degraded: /v1/reload counts the
 // definition as crashed, with its error, and the reload check says so.
 func TestReloadSaysWhenNewCodeCrashes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, config, failed string
 	}{

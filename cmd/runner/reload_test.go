@@ -103,6 +103,7 @@ entries:
 }
 
 func TestReloadEndToEnd(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := filepath.Join(dir, "c.yaml")
 	os.WriteFile(c, []byte(reloadYAML("", "5s")), 0o644)
@@ -213,6 +214,7 @@ func TestReloadEndToEnd(t *testing.T) {
 // pool's routees (replaced in place, the pool keeps its PID) and a
 // supervisor's child (restarted through its supervisor).
 func TestReloadRenewsRouteesAndSupervisedChildren(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	worker := func(v string) string {
 		return `return { main = function()
@@ -296,6 +298,7 @@ entries:
 // TestSIGHUPReloadsWithoutWatching: with --no-watch a saved file changes
 // nothing until SIGHUP, which reloads it.
 func TestSIGHUPReloadsWithoutWatching(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	c := filepath.Join(dir, "c.yaml")
 	os.WriteFile(c, []byte(reloadYAML("", "5s")), 0o644)

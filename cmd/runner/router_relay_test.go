@@ -13,6 +13,7 @@ import (
 // to n2's members on the caller's behalf (a relayed send), which n2 once
 // refused as a forgery, closing the connection (issue 23).
 func TestRouterGroupAskedFromAMembersNode(t *testing.T) {
+	t.Parallel()
 	secretFile, _ := clusterSecret(t)
 	dir := pgJoinConfig(t, 4)
 	ask := `return { main = function()

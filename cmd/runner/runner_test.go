@@ -22,7 +22,11 @@ import (
 
 var binDir string
 
+// TestMain lets four parallel tests run at once: those are the ones that
+// run the runner as a child process (each on free ports, in a directory of
+// its own) and wait for what it logs.
 func TestMain(m *testing.M) {
+	testutil.WaitingTests(4)
 	dir, err := os.MkdirTemp("", "runner-test")
 	if err != nil {
 		panic(err)
@@ -302,6 +306,7 @@ func httpGet(t *testing.T, url string) (int, string) {
 }
 
 func TestEndToEnd(t *testing.T) {
+	t.Parallel()
 	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", "config.example.yaml", "--no-watch")
 	addr := r.httpAddr(t)
 	base := "http://" + addr
@@ -376,6 +381,7 @@ func statusIn(entries []map[string]any, id string) string {
 }
 
 func TestMainEntry(t *testing.T) {
+	t.Parallel()
 	r := start(t, "run", "--log-format", "json", "--no-watch", "--main", "app:hello", "config.example.yaml", "--", "x", "y")
 	if code := r.wait(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, r.logs())

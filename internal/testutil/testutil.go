@@ -12,6 +12,7 @@ package testutil
 import (
 	"bytes"
 	"flag"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -27,6 +28,25 @@ var luaMillion = flag.Bool("lua-million", false, "run the opt-in benchmark that 
 // LuaMillion reports whether -lua-million asks for the million-process
 // benchmark; it skips otherwise.
 func LuaMillion() bool { return *luaMillion }
+
+// WaitingTests lets n of a package's parallel tests (t.Parallel) run at
+// once, unless the command line sets -test.parallel. It is for packages
+// whose tests mostly wait on real timers, not on the CPU (a cluster's
+// failure detection, a membership's gossip rounds): the default of
+// GOMAXPROCS, two on a small machine, would queue those waits one after
+// another. Call it from TestMain, before m.Run.
+func WaitingTests(n int) {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if f := flag.Lookup("test.parallel"); f != nil && !set {
+		if cur, err := strconv.Atoi(f.Value.String()); err == nil && cur < n {
+			_ = f.Value.Set(strconv.Itoa(n))
+		}
+	}
+}
 
 // Deadline is how long Eventually waits: generous, since the machines that
 // run the tests are small and busy.

@@ -2,53 +2,17 @@ package lua
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"time"
 	"unicode/utf8"
 
 	lua "github.com/yuin/gopher-lua"
 
-	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/value"
 )
-
-// timeModule is the global time.
-var timeModule = Module{
-	Name: "time",
-	Doc:  "The clock, sleeping and timers.",
-	Funcs: []Func{
-		{Name: "now", Fn: timeNow, Doc: "Milliseconds since the Unix epoch, with a fraction.", Results: "number"},
-		{Name: "sleep", Fn: timeSleep, Doc: "Waits a duration (ms or a string like \"250ms\").",
-			Params: "duration: duration", Results: "true|nil, error?"},
-		{Name: "after", Fn: timeAfter, Doc: "A channel that receives time.now() once the duration has passed.",
-			Params: "duration: duration", Results: "channel|nil, error?"},
-	},
-}
-
-// logModule is the global log: lines through the entry's logger, tagged
-// with its entry ID and the process's PID.
-var logModule = Module{
-	Name: "log",
-	Doc:  "Structured log lines, tagged with the entry and the PID.",
-	Funcs: []Func{
-		{Name: "debug", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelDebug) }, Doc: "Logs at debug level, with the fields of an optional table.",
-			Params: "message: any, fields?: table"},
-		{Name: "info", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelInfo) }, Doc: "Logs at info level, with the fields of an optional table.",
-			Params: "message: any, fields?: table"},
-		{Name: "warn", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelWarn) }, Doc: "Logs at warn level, with the fields of an optional table.",
-			Params: "message: any, fields?: table"},
-		{Name: "error", Fn: func(L *lua.LState) int { return logAt(L, slog.LevelError) }, Doc: "Logs at error level, with the fields of an optional table.",
-			Params: "message: any, fields?: table"},
-	},
-}
 
 // jsonModule is built into every host: it binds no kind.
 var jsonModule = Module{
@@ -62,188 +26,10 @@ var jsonModule = Module{
 	},
 }
 
-func nowMillis() lua.LNumber {
-	return lua.LNumber(float64(time.Now().UnixMicro()) / 1000)
-}
-
-func timeNow(L *lua.LState) int {
-	L.Push(nowMillis())
-	return 1
-}
-
-// timeSleep waits d; it returns true, or nil, err when the process is
-// asked to stop meanwhile. In the process's main call the wait suspends
-// the process (suspend.go); its deadline is kept in p.slept for the call
-// that goes on.
-func timeSleep(L *lua.LState) int {
-	p := ProcessOf(L)
-	d := CheckDuration(L, 1)
-	if w := p.slept; (w != nil && w.active) || p.canSuspend(L) {
-		if w == nil {
-			w = &deadlineWait{}
-			p.slept = w
-		}
-		if !w.active {
-			w.at, w.active = time.Now().Add(d), true
-			p.alarm(w.at)
-		}
-		for {
-			if w.ready() {
-				w.active = false
-				p.disarmAlarm()
-				L.Push(lua.LTrue)
-				return 1
-			}
-			if p.stopRequested() {
-				w.active = false
-				p.disarmAlarm()
-				return ReturnError(L, errStopping)
-			}
-			if ret, done := p.suspendOn(L, w); done {
-				return ret
-			}
-		}
-	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		L.Push(lua.LTrue)
-		return 1
-	case <-p.done:
-		return ReturnError(L, errStopping)
-	}
-}
-
-// afterTimer is a pending time.after; the process stops the ones still
-// pending when it exits, so a long timer does not outlive it.
-type afterTimer struct {
-	t     *time.Timer
-	fired atomic.Bool
-}
-
-func timeAfter(L *lua.LState) int {
-	p := ProcessOf(L)
-	d := CheckDuration(L, 1)
-	if err := p.timers.room(p.host.limits.maxTimers); err != nil {
-		return ReturnError(L, err)
-	}
-	c := p.NewChannel(1)
-	c.conv = func(_ *lua.LState, v any) lua.LValue { return v.(lua.LNumber) }
-	at := &afterTimer{}
-	at.t = time.AfterFunc(d, func() {
-		at.fired.Store(true)
-		c.Offer(nowMillis())
-	})
-	p.timers.add(at)
-	L.Push(c.Value(L))
-	return 1
-}
-
-// timerList holds a process's pending time.after timers. Fired ones are
-// swept out when the list has doubled since the last sweep, so a script
-// that keeps many long timers pending (a deadline per message in a select
-// loop) pays a constant amortised cost per timer, not a scan of all of
-// them on every call.
-type timerList struct {
-	list  []*afterTimer
-	sweep int // sweep when list reaches this length (0: minSweep)
-}
-
-const minSweep = 64
-
-func (l *timerList) add(at *afterTimer) {
-	if len(l.list) >= max(l.sweep, minSweep) {
-		l.sweepFired()
-	}
-	l.list = append(l.list, at)
-}
-
-func (l *timerList) sweepFired() {
-	live := l.list[:0]
-	for _, t := range l.list {
-		if !t.fired.Load() {
-			live = append(live, t)
-		}
-	}
-	clear(l.list[len(live):])
-	l.list = live
-	l.sweep = 2 * len(live)
-}
-
-// room returns a limit error when limit timers are pending. Only a list at
-// the limit is swept here: below it, add's amortised sweep suffices.
-func (l *timerList) room(limit int) error {
-	if len(l.list) < limit {
-		return nil
-	}
-	l.sweepFired()
-	if len(l.list) < limit {
-		return nil
-	}
-	return fmt.Errorf("time.after: %w: a process may have at most %d timers pending", process.ErrProcessLimit, limit)
-}
-
-func (p *Process) stopTimers() {
-	for _, t := range p.timers.list {
-		t.t.Stop()
-	}
-	p.timers = timerList{}
-	p.disarmAlarm()
-}
-
-// logAt logs message with the fields of an optional table, through the
-// entry's logger (every line carries the entry ID and the PID).
-func logAt(L *lua.LState, level slog.Level) int {
-	p := ProcessOf(L)
-	msg := L.ToStringMeta(L.CheckAny(1)).String()
-	lg := p.Logger()
-	if !lg.Enabled(context.Background(), level) {
-		return 0
-	}
-	var attrs []slog.Attr
-	size := float64(len(msg))
-	if L.GetTop() >= 2 && L.Get(2) != lua.LNil {
-		t := L.CheckTable(2)
-		t.ForEach(func(k, v lua.LValue) {
-			lv := logValue(v)
-			size += float64(len(k.String())) + valueSize(lv)
-			attrs = append(attrs, slog.Any(k.String(), lv))
-		})
-		sort.Slice(attrs, func(i, j int) bool { return attrs[i].Key < attrs[j].Key })
-	}
-	// A log line is a string too: fields that hold one large string many
-	// times would otherwise make the handler build a line of gigabytes.
-	checkStringSize(L, "log", size)
-	lg.LogAttrs(context.Background(), level, msg, attrs...)
-	return 0
-}
-
-// logValue renders a Lua value for a log field: plain values as they are,
-// tables copied, anything else by its string form.
-func logValue(v lua.LValue) any {
-	switch x := v.(type) {
-	case lua.LString:
-		return string(x)
-	case lua.LNumber:
-		return float64(x)
-	case lua.LBool:
-		return bool(x)
-	case *lua.LNilType:
-		return nil
-	}
-	if e, ok := AsError(v); ok {
-		return e.String()
-	}
-	if g, err := ToGo(v); err == nil {
-		return g
-	}
-	return v.String()
-}
-
 // jsonEncode encodes a value as JSON (object keys sorted, so the output is
 // stable). Tables with mixed keys become objects with string keys; an
-// empty table is {}; error values are {"kind":…,"message":…}. A string
+// empty table is {}; an error value is its value.Error.JSONObject, as
+// the HTTP endpoints write it. A string
 // that is not valid UTF-8 is an invalid error (encoding/json would
 // silently replace its bad bytes with U+FFFD), and a result over the
 // per-string limit a limit error: both name where the value sits.
@@ -300,11 +86,13 @@ func offload[T any](L *lua.LState, large bool, f func() (T, error)) (T, error) {
 		v, err := f()
 		ch <- result{v, err}
 	}()
-	r, _, err := Await(ProcessOf(L), ch)
-	if err != nil {
-		L.RaiseError("%s", err.Error())
+	select {
+	case r := <-ch:
+		return r.v, r.err
+	case <-ProcessOf(L).Context().Done():
+		L.RaiseError("%s", value.NewError(value.KindStopped, "process stopping").Error())
+		panic("unreachable") // RaiseError does not return
 	}
-	return r.v, r.err
 }
 
 // jsonPrep turns a copied value into what encoding/json takes, checks
@@ -397,14 +185,11 @@ func (j *jsonPrep) walk(v any) (any, error) {
 		}
 		return out, nil
 	case *value.Error:
-		m := map[string]any{"kind": string(x.Kind), "message": x.Message}
-		if x.Errors != nil {
-			list := make([]any, len(x.Errors))
-			for i, e := range x.Errors {
-				list[i] = e
-			}
-			m["errors"] = list
+		if x == nil {
+			j.size += 4
+			return nil, nil
 		}
+		m := x.JSONObject()
 		return j.walk(m)
 	}
 	return v, nil
@@ -494,33 +279,4 @@ func jsonDecode(L *lua.LState) int {
 	}
 	L.Push(lv)
 	return 1
-}
-
-// luaPrint writes its arguments, tab-separated, as one line to stdout.
-func luaPrint(L *lua.LState) int {
-	p := ProcessOf(L)
-	n := L.GetTop()
-	parts := make([]string, n)
-	size := float64(n)
-	for i := 1; i <= n; i++ {
-		parts[i-1] = L.ToStringMeta(L.Get(i)).String()
-		size += float64(len(parts[i-1]))
-	}
-	// The line is a string like any other: print(s, s, s, …) of one large
-	// string would otherwise build a line of gigabytes.
-	checkStringSize(L, "print", size)
-	var b strings.Builder
-	b.Grow(int(size))
-	for i, s := range parts {
-		if i > 0 {
-			b.WriteByte('\t')
-		}
-		b.WriteString(s)
-	}
-	b.WriteByte('\n')
-	h := p.host
-	h.outMu.Lock()
-	_, _ = h.stdout.Write([]byte(b.String()))
-	h.outMu.Unlock()
-	return 0
 }

@@ -1,40 +1,54 @@
-package cluster
+// Package faultnet injects network failures between the cluster nodes of
+// one test program. It wraps what a node reaches the network through (the
+// transport's listener and dialer, the remote.Network its frames go
+// through, memberlist's transport: cluster.Interpose) so that production
+// code carries no fault hook: a node started without these wrappers has
+// none.
+//
+// Failures are injected at the sending side: what a node sends to a node
+// it is cut from is lost, in both layers (membership's gossip and probes,
+// and the transport). One Faults is shared by every node of a test; each
+// node interposes the wrappers of its own name (Faults.Node).
+//
+// A cut is one direction: Cut("a", "b") loses what a sends to b, while b
+// still reaches a (memberlist's indirect probes then keep a from
+// suspecting b, as they would on a real network). Partition cuts both
+// directions between two groups.
+//
+// Nodes are told apart by address: a node's listeners register the
+// addresses they listen on under its name, and a connection it dials
+// registers its local address, so the accepting side knows who dialed.
+package faultnet
 
 import (
 	"fmt"
 	"net"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote"
 )
 
-// Faults injects network failures between the nodes of one test program,
-// at the sending side: what a node sends to a node it is cut from is lost,
-// in both layers (membership's gossip and probes, and the transport). One
-// Faults is shared by every node of a test (Options.Faults); nil, the
-// default, injects nothing.
-//
-// A cut is one direction: Cut("a", "b") loses what a sends to b, while b
-// still reaches a (memberlist's indirect probes then keep a from
-// suspecting b, as they would on a real network). Partition cuts both
-// directions between two groups.
+// PacketFault decides the fate of one membership packet (gossip, probe)
+// from one node to another: dropped, or sent after delay.
+type PacketFault func(from, to string) (drop bool, delay time.Duration)
+
+// Faults is the failure state of one test's network; the zero value is
+// not usable: make one with New.
 type Faults struct {
 	mu     sync.Mutex
 	cut    map[[2]string]bool
 	drop   map[[2]string]bool
 	frame  remote.Fault
 	packet PacketFault
+	names  map[string]string // host:port -> node name (listeners, dialed connections' local ends)
 }
 
-// PacketFault decides the fate of one membership packet (gossip, probe)
-// from one node to another: dropped, or sent after delay.
-type PacketFault func(from, to string) (drop bool, delay time.Duration)
-
-// NewFaults returns a Faults that injects nothing yet.
-func NewFaults() *Faults { return &Faults{cut: map[[2]string]bool{}, drop: map[[2]string]bool{}} }
+// New returns a Faults that injects nothing yet.
+func New() *Faults {
+	return &Faults{cut: map[[2]string]bool{}, drop: map[[2]string]bool{}, names: map[string]string{}}
+}
 
 // Drop makes the transport's connections from from to to drop what from
 // writes, silently, while they stay open, until Undrop: a black hole in one
@@ -52,44 +66,6 @@ func (f *Faults) Undrop(from, to string) {
 	f.mu.Lock()
 	delete(f.drop, [2]string{from, to})
 	f.mu.Unlock()
-}
-
-func (f *Faults) dropping(from, to string) bool {
-	if f == nil {
-		return false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.drop[[2]string{from, to}]
-}
-
-// wrap returns c with Drop applied to what from writes on it; to may be
-// set later (an accepted connection learns it in the handshake). Without
-// faults c is returned as is.
-func (f *Faults) wrap(c net.Conn, from, to string) (net.Conn, *atomic.Pointer[string]) {
-	if f == nil {
-		return c, nil
-	}
-	fc := &faultConn{Conn: c, f: f, from: from}
-	if to != "" {
-		fc.to.Store(&to)
-	}
-	return fc, &fc.to
-}
-
-// faultConn is a transport connection under Drop.
-type faultConn struct {
-	net.Conn
-	f    *Faults
-	from string
-	to   atomic.Pointer[string]
-}
-
-func (c *faultConn) Write(p []byte) (int, error) {
-	if to := c.to.Load(); to != nil && c.f.dropping(c.from, *to) {
-		return len(p), nil
-	}
-	return c.Conn.Write(p)
 }
 
 // Cut loses everything from sends to until Heal: transport sends fail at
@@ -119,7 +95,7 @@ func (f *Faults) Partition(a, b []string) {
 	}
 }
 
-// HealAll undoes every cut.
+// HealAll undoes every cut and drop.
 func (f *Faults) HealAll() {
 	f.mu.Lock()
 	clear(f.cut)
@@ -144,12 +120,32 @@ func (f *Faults) SetPacketFault(fn PacketFault) {
 }
 
 func (f *Faults) isCut(from, to string) bool {
-	if f == nil {
-		return false
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.cut[[2]string{from, to}]
+}
+
+func (f *Faults) dropping(from, to string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.drop[[2]string{from, to}]
+}
+
+// register records that addr is node name's.
+func (f *Faults) register(addr net.Addr, name string) {
+	if addr == nil {
+		return
+	}
+	f.mu.Lock()
+	f.names[addr.String()] = name
+	f.mu.Unlock()
+}
+
+// nameOf returns the node whose address addr is, "" if none registered it.
+func (f *Faults) nameOf(addr string) string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.names[addr]
 }
 
 // frameFate applies the cut and the frame fault to a transport frame.
@@ -169,9 +165,6 @@ func (f *Faults) frameFate(from, to string, frame []byte) (drop bool, delay time
 
 // packetFate applies the cut and the packet fault to a membership packet.
 func (f *Faults) packetFate(from, to string) (drop bool, delay time.Duration) {
-	if f == nil {
-		return false, 0
-	}
 	f.mu.Lock()
 	cut, fn := f.cut[[2]string{from, to}], f.packet
 	f.mu.Unlock()
@@ -183,3 +176,13 @@ func (f *Faults) packetFate(from, to string) (drop bool, delay time.Duration) {
 	}
 	return fn(from, to)
 }
+
+// Node is the node named name's side of the faults: its wrappers, which
+// cluster.Interpose takes.
+type Node struct {
+	f    *Faults
+	name string
+}
+
+// Node returns the wrappers of the node named name.
+func (f *Faults) Node(name string) Node { return Node{f: f, name: name} }
