@@ -51,7 +51,9 @@ var processModule = Module{
 		{Name: "inbox", Fn: procInbox, Doc: "The channel of messages that no listen channel claims.", Results: "channel"},
 		{Name: "listen", Fn: procListen, Doc: "The channel of the messages with one topic.",
 			Params: "topic: string", Results: "channel"},
-		{Name: "events", Fn: procEvents, Doc: "The channel of EXIT and LINK_DOWN events.", Results: "channel"},
+		{Name: "events", Fn: procEvents, Doc: "The channel of EXIT and LINK_DOWN events, and UPGRADE {kind = \"UPGRADE\", version = digest} when a reload offers this process its entry's new code (on_reload: upgrade).", Results: "channel"},
+		{Name: "upgrade", Fn: procUpgrade, Doc: "Moves this process to its entry's new code (after an UPGRADE event; without one, re-enters the current code's main) and never returns: same PID, names, links, monitors, pg memberships and unread mail; the new code's upgrade(...) maps the values to main's arguments.",
+			Params: "...: any"},
 	},
 	Types: []*Type{messageType, spawnerType},
 	Shapes: []Shape{

@@ -57,6 +57,13 @@ type Process struct {
 	alarmT  *time.Timer     // wakes a suspended wait at its deadline; made on first use
 	asked   *askWait        // a suspended process.ask; made on first use
 	slept   *deadlineWait   // a suspended time.sleep; made on first use
+
+	// Hot upgrade (upgrade.go). up is shared with the offerer (nil: not
+	// upgradable); the rest belongs to the process's goroutine.
+	up          *upgradeSlot
+	announced   *upgradeOffer // the offer whose UPGRADE event was queued
+	upgradeCall *upgradeCall  // a process.upgrade unwinding the old code
+	upgrading   *upgradeOffer // taken: the new code has not waited yet
 }
 
 // OnExit registers fn to run on the process's goroutine when its script

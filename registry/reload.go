@@ -30,13 +30,20 @@ type ReloadSummary struct {
 	// one line per definition with its first error.
 	NotStarted   int
 	NotStartedBy map[ID]int
-	Warnings     []string
+	// Upgrades counts the processes moved to a changed definition in
+	// place (on_reload: upgrade), by result; a warning line per entry
+	// whose upgrades timed out or failed.
+	Upgrades UpgradeCounts
+	Warnings []string
 }
 
 func (s ReloadSummary) String() string {
 	msg := fmt.Sprintf("added=%d updated=%d removed=%d unchanged=%d", len(s.Added), len(s.Updated), len(s.Removed), len(s.Unchanged))
 	if s.NotStarted > 0 {
 		msg += fmt.Sprintf(" not_started=%d", s.NotStarted)
+	}
+	if u := s.Upgrades; u.Total() > 0 {
+		msg += fmt.Sprintf(" upgraded=%d upgrade_timeouts=%d upgrade_failures=%d", u.OK, u.Timeout, u.Failed)
 	}
 	return msg
 }
@@ -89,7 +96,7 @@ func (rt *Runtime) Apply(ctx context.Context, cfg *Config) (ReloadSummary, error
 		at := time.Now()
 		rt.history.record(ReloadAttempt{Time: at, Result: ReloadApplied,
 			Added: len(sum.Added), Updated: len(sum.Updated), Removed: len(sum.Removed), Unchanged: len(sum.Unchanged),
-			Outdated: sum.Outdated, NotStarted: sum.NotStarted, Warnings: sum.Warnings})
+			Outdated: sum.Outdated, NotStarted: sum.NotStarted, Upgrades: sum.Upgrades, Warnings: sum.Warnings})
 		rt.env.settles.begin(at, sum)
 		res <- sum
 	}); err != nil {
@@ -194,6 +201,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 	// here to the end of step 5, kinds report the renewals whose new code
 	// did not start.
 	rt.env.renewals.begin()
+	rt.env.upgrades.begin()
 	restart := map[ID]bool{}
 	for _, id := range cfg.Order {
 		if !changed[id] {
@@ -267,6 +275,9 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 		rt.refresh(ctx, snap)
 	}
 	sum.NotStartedBy, sum.Warnings = rt.env.renewals.end()
+	var upgradeWarnings []string
+	sum.Upgrades, upgradeWarnings = rt.env.upgrades.end()
+	sum.Warnings = append(sum.Warnings, upgradeWarnings...)
 	for _, n := range sum.NotStartedBy {
 		sum.NotStarted += n
 	}

@@ -188,7 +188,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 	rt := &Runtime{opts: opts, log: opts.Logger, failedHC: map[ID]bool{}, waiting: map[ID]*waitingStart{},
 		failLogs: &logging.Limiter{}, restartLogs: &logging.Limiter{}, halt: make(chan struct{})}
 	rt.env = &Env{Node: opts.Node, Logger: opts.Logger, Metrics: opts.Metrics, Health: opts.Health, Entries: rt, Instances: &Directory{},
-		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout, renewals: &renewalLog{}}
+		startTimeout: opts.StartTimeout, stopTimeout: opts.StopTimeout, renewals: &renewalLog{}, upgrades: newUpgradeLog(opts.Metrics)}
 	rt.snap.Store(&snapshot{cfg: &Config{Entries: map[ID]*Entry{}, Deps: map[ID][]ID{}}, slots: map[ID]*slot{}})
 	rt.restarts = RegisterCollector(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "runner_entry_restarts_total",
