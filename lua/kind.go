@@ -142,7 +142,7 @@ var (
 	fArgs        = registry.ListField("args", "Arguments method gets when the entry runs as a service.")
 	fMailboxSize = registry.IntField("mailbox_size", 0, MaxMailboxSize,
 		"0 is unbounded; above 0, a send to a full mailbox is an error the sender sees.").AtLeast(0, "unbounded")
-	fModules = registry.SourcesField("modules", "The entry's own modules for require: name: file://PATH.")
+	fModules  = registry.SourcesField("modules", "The entry's own modules for require: name: file://PATH.")
 	fOnReload = registry.EnumField("on_reload", ReloadRestart, []string{ReloadRestart, ReloadKeep, ReloadUpgrade},
 		"What a reload that changes the entry does to its running processes: restart them on the new code, keep them on the old, or upgrade them in place (same PID and mailbox, state handed over by process.upgrade).")
 	fUpgradeTimeout = registry.DurationField("upgrade_timeout", DefaultUpgradeTimeout,

@@ -53,7 +53,7 @@ type ReloadAttempt struct {
 	// entries whose upgrades timed out or failed.
 	Upgrades UpgradeCounts `json:"upgrades"`
 	Warnings []string      `json:"warnings,omitempty"`
-	Errors   []string `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
+	Errors   []string      `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
 }
 
 // Degraded reports whether an applied reload left something not running

@@ -371,9 +371,9 @@ func validateChild(c ChildSpec) error {
 		return fmt.Errorf("%w: on_failure %q is not restart, stop, escalate or resume", ErrInvalidChild, c.OnFailure)
 	}
 	switch c.OnReload {
-	case "", ReloadRestart, ReloadKeep:
+	case "", ReloadRestart, ReloadKeep, ReloadUpgrade:
 	default:
-		return fmt.Errorf("%w: on_reload %q is not restart or keep", ErrInvalidChild, c.OnReload)
+		return fmt.Errorf("%w: on_reload %q is not restart, keep or upgrade", ErrInvalidChild, c.OnReload)
 	}
 	if c.Shutdown < 0 && c.Shutdown != BrutalKill {
 		return fmt.Errorf("%w: negative shutdown %s", ErrInvalidChild, c.Shutdown)

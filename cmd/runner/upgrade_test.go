@@ -1,0 +1,200 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// upgradeCounter is a counter that ticks on its own and upgrades when a
+// reload offers its new code, handing over its count. code names the
+// version in its log lines; migrate is the new code's upgrade function.
+func upgradeCounter(code, migrate string) string {
+	return `return {
+  upgrade = ` + migrate + `,
+  main = function(count)
+    count = count or 0
+    local events = process.events()
+    while true do
+      local r = channel.select{ events:case_receive(), time.after(15):case_receive() }
+      if r.channel == events then
+        if r.value.kind == "UPGRADE" then process.upgrade(count) end
+      else
+        count = count + 1
+        log.info("tick", {count = count, code = "` + code + `"})
+      end
+    end
+  end,
+}
+`
+}
+
+// upgradeWorker serves asks and upgrades when offered; it logs each time
+// its main starts, so a test sees which PIDs run which code.
+func upgradeWorker(code string) string {
+	return `return { main = function()
+  log.info("main", {code = "` + code + `"})
+  local inbox, events = process.inbox(), process.events()
+  while true do
+    local r = channel.select{ inbox:case_receive(), events:case_receive() }
+    if r.channel == events then
+      if r.value.kind == "UPGRADE" then process.upgrade() end
+    else
+      r.value:reply("` + code + `")
+    end
+  end
+end }
+`
+}
+
+type logLine struct {
+	Msg   string  `json:"msg"`
+	PID   string  `json:"pid"`
+	Entry string  `json:"entry"`
+	Code  string  `json:"code"`
+	Count float64 `json:"count"`
+}
+
+func logLines(r *runner, msg string) []logLine {
+	var out []logLine
+	for _, l := range strings.Split(r.logs(), "\n") {
+		var ll logLine
+		if json.Unmarshal([]byte(l), &ll) == nil && ll.Msg == msg {
+			out = append(out, ll)
+		}
+	}
+	return out
+}
+
+// TestReloadUpgradesInPlace: the files of a running runner are edited, and
+// the processes that say on_reload: upgrade move to the new code in place:
+// the counter's count goes on from where it was, under the same PID; a
+// pool's routees and a partition's workers keep their PIDs. /v1/reload and
+// runner_upgrades_total count the upgrades. Then new code whose upgrade
+// raises: the counter crashes, the root supervisor restarts it on the new
+// code, and the reload is degraded with the error.
+func TestReloadUpgradesInPlace(t *testing.T) {
+	dir := t.TempDir()
+	counter, worker := filepath.Join(dir, "counter.lua"), filepath.Join(dir, "worker.lua")
+	os.WriteFile(counter, []byte(upgradeCounter("v1", "nil")), 0o644)
+	os.WriteFile(worker, []byte(upgradeWorker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: counter, kind: process.lua, source: file://counter.lua, on_reload: upgrade, lifecycle: {auto_start: true}}
+  - {name: worker, kind: process.lua, source: file://worker.lua, on_reload: upgrade, upgrade_timeout: 2s}
+  - {name: pool, kind: router.pool, routee: worker, size: 2, lifecycle: {auto_start: true}}
+  - {name: part, kind: supervisor.partition, process: worker, partitions: 2, lifecycle: {auto_start: true}}
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	base := "http://" + r.httpAddr(t)
+	type attempt struct {
+		Result   string `json:"result"`
+		Updated  int    `json:"updated"`
+		Upgrades struct {
+			OK      int `json:"ok"`
+			Timeout int `json:"timeout"`
+			Failed  int `json:"failed"`
+		} `json:"upgrades"`
+		Warnings []string `json:"warnings"`
+	}
+	lastReload := func() (attempt, bool) {
+		var a attempt
+		code, body := httpGet(t, base+"/v1/reload")
+		return a, code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Result != ""
+	}
+	r.waitFor(t, "the counter ticking, four workers, the files watched", func() bool {
+		return len(logLines(r, "tick")) >= 3 && len(logLines(r, "main")) == 4 && strings.Contains(r.logs(), `"msg":"started"`)
+	})
+	v1Workers := map[string]bool{}
+	for _, l := range logLines(r, "main") {
+		v1Workers[l.PID] = true
+	}
+
+	saveRename(t, counter, upgradeCounter("v2", "function(count) return count + 1000 end"))
+	saveRename(t, worker, upgradeWorker("v2"))
+	var a attempt
+	r.waitFor(t, "a reload that upgraded five processes", func() bool {
+		var ok bool
+		a, ok = lastReload()
+		return ok && a.Upgrades.OK == 5
+	})
+	if a.Result != "applied" || a.Upgrades.Timeout != 0 || a.Upgrades.Failed != 0 || len(a.Warnings) != 0 {
+		t.Fatalf("last reload %+v", a)
+	}
+	r.waitFor(t, "the counter ticking on v2", func() bool {
+		for _, l := range logLines(r, "tick") {
+			if l.Code == "v2" {
+				return true
+			}
+		}
+		return false
+	})
+	// The count goes on: the first tick of v2 follows the last of v1
+	// (+1000, the new code's upgrade), under the same PID.
+	var last, first *logLine
+	ticks := logLines(r, "tick")
+	for i := range ticks {
+		if ticks[i].Code == "v1" {
+			last = &ticks[i]
+		} else if first == nil {
+			first = &ticks[i]
+		}
+	}
+	if first.PID != last.PID || first.Count != last.Count+1001 {
+		t.Errorf("last v1 tick %+v, first v2 tick %+v: want the same PID and the count going on", *last, *first)
+	}
+	// Every worker (two routees, two partition workers) runs v2 under its
+	// own PID; no new process was started.
+	r.waitFor(t, "four workers on v2", func() bool {
+		n := 0
+		for _, l := range logLines(r, "main") {
+			if l.Code == "v2" {
+				n++
+			}
+		}
+		return n == 4
+	})
+	for _, l := range logLines(r, "main") {
+		if l.Code == "v2" && !v1Workers[l.PID] {
+			t.Errorf("worker %s runs v2 under a new PID (v1 PIDs %v)", l.PID, v1Workers)
+		}
+	}
+	_, metrics := httpGet(t, base+"/metrics")
+	for _, want := range []string{
+		`runner_upgrades_total{entry="app:counter",result="ok"} 1`,
+		`runner_upgrades_total{entry="app:worker",result="ok"} 4`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
+	// New code that cannot migrate the state: the upgrade fails, the
+	// counter crashes and is restarted on the new code, counting from 1.
+	saveRename(t, counter, upgradeCounter("v3", `function() error("no migration from v2") end`))
+	r.waitFor(t, "a degraded reload naming the failed upgrade", func() bool {
+		var ok bool
+		a, ok = lastReload()
+		return ok && a.Upgrades.Failed == 1
+	})
+	if len(a.Warnings) != 1 || !strings.Contains(a.Warnings[0], "upgrade app:counter: failed") || !strings.Contains(a.Warnings[0], "no migration from v2") {
+		t.Errorf("warnings %q", a.Warnings)
+	}
+	r.waitFor(t, "the counter restarted on v3", func() bool {
+		for _, l := range logLines(r, "tick") {
+			if l.Code == "v3" && l.Count == 1 {
+				return true
+			}
+		}
+		return false
+	})
+	_, health := httpGet(t, base+"/healthz")
+	if !strings.Contains(health, "degraded") || !strings.Contains(health, "no migration from v2") {
+		t.Errorf("healthz %s", health)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
