@@ -268,7 +268,8 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 	}
 	var up *upgradeSlot
 	if upgradable(spec, opts) {
-		up = &upgradeSlot{}
+		up = &upgradeSlot{id: e.ID, spawned: !opts.Managed}
+		up.digest.Store(&e.Digest)
 	}
 	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args, st, up), so)
 	if err != nil {
@@ -348,7 +349,8 @@ func (i *instance) CountOutdated(add func(def registry.ID, n int)) {
 // Start implements registry.Starter: one instance, registered under the
 // entry's ID so process.send("app:worker", ...) reaches it.
 func (h *Host) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
-	pid, err := h.Spawn(env, e, registry.SpawnOptions{SpawnOptions: process.SpawnOptions{Name: string(e.ID)}})
+	// Managed: the instance offers its process the new code (Update).
+	pid, err := h.Spawn(env, e, registry.SpawnOptions{SpawnOptions: process.SpawnOptions{Name: string(e.ID)}, Managed: true})
 	if err != nil {
 		return nil, err
 	}

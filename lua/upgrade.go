@@ -3,6 +3,7 @@ package lua
 import (
 	"context"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -86,6 +87,11 @@ type upgradeSlot struct {
 	p    atomic.Pointer[Process] // set once the process runs
 	next atomic.Pointer[upgradeOffer]
 	dead atomic.Bool
+	// id and digest are the entry and definition the process runs;
+	// spawned: no instance offers it a new one (UpgradeSpawned does).
+	id      registry.ID
+	digest  atomic.Pointer[string]
+	spawned bool
 }
 
 // addUpgradable makes the process pid findable by Upgrade. A process that
@@ -165,6 +171,38 @@ func (h *Host) Upgrade(ctx context.Context, env *registry.Env, pid process.PID, 
 	default:
 		return registry.UpgradeOK, nil
 	}
+}
+
+var _ registry.SpawnedUpgrader = (*Host)(nil)
+
+// UpgradeSpawned implements registry.SpawnedUpgrader: the upgradable
+// processes scripts spawned outside any supervisor are offered the
+// definition in force of their entry when it changed, all at once.
+func (h *Host) UpgradeSpawned(ctx context.Context, env *registry.Env) {
+	up, ok := env.Entries.(registry.UpgradeLookup)
+	if !ok {
+		return
+	}
+	var wg sync.WaitGroup
+	h.upgradable.Range(func(k, v any) bool {
+		s := v.(*upgradeSlot)
+		if !s.spawned {
+			return true
+		}
+		e, ok := env.Entries.Entry(s.id)
+		if d := s.digest.Load(); !ok || e.Kind != KindName || d == nil || *d == e.Digest {
+			return true
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if res, err := up.Upgrade(ctx, k.(process.PID), s.id); err != nil {
+				env.EntryLogger(s.id).Warn("upgrade of a spawned process", "pid", k.(process.PID).String(), "result", string(res), "error", err)
+			}
+		}()
+		return true
+	})
+	wg.Wait()
 }
 
 func (spec *Spec) upgradeTimeout() time.Duration {
@@ -260,6 +298,7 @@ func (p *Process) upgradeStep() (bool, any, error) {
 	prelude := ""
 	if o := c.offer; o != nil {
 		p.entry, p.spec = o.entry, o.spec
+		p.up.digest.Store(&o.entry.Digest)
 		p.upgrading = o
 		p.announced = nil
 		if p.spec.Method != upgradeName {

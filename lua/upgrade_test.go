@@ -273,3 +273,71 @@ end } -- v2`, "on_reload: upgrade")
 		t.Error(e)
 	}
 }
+
+// upgradeLookup is the harness's lookup with the runtime's Upgrade, so
+// that UpgradeSpawned reaches the host as a runtime would.
+type upgradeLookup struct {
+	registry.Lookup
+	h   *Host
+	env *registry.Env
+}
+
+func (l upgradeLookup) Upgrade(ctx context.Context, pid process.PID, id registry.ID) (registry.UpgradeResult, error) {
+	e, _ := l.Entry(id)
+	return l.h.Upgrade(ctx, l.env, pid, e)
+}
+
+// A process a script spawned with process.with_options{on_reload =
+// "upgrade"} is offered its entry's new code after a reload (no
+// supervisor does it); one spawned without it is left on its old code.
+func TestUpgradeSpawnedProcesses(t *testing.T) {
+	h := newHarness(t)
+	host := h.Kind.(*Host)
+	h.Env.Entries = upgradeLookup{Lookup: h.Look, h: host, env: h.Env}
+	src := func(code string) string {
+		return `return { main = function()
+  local inbox, events = process.inbox(), process.events()
+  while true do
+    local r = channel.select{ inbox:case_receive(), events:case_receive() }
+    if r.channel == events then process.upgrade() else r.value:reply("` + code + `") end
+  end
+end } -- ` + code
+	}
+	redefine(h, "w", src("v1"))
+	spawner := h.Entry("spawner", `return { main = function()
+  local a = assert(process.with_options{on_reload = "upgrade"}:spawn("w"))
+  local b = assert(process.spawn("w"))
+  return {a, b}
+end }`)
+	ex := h.Run(spawner)
+	if ex.Err != nil {
+		t.Fatal(ex.Err)
+	}
+	pids := ex.Value.([]any)
+	up, plain := parsePID(t, pids[0]), parsePID(t, pids[1])
+	h.Track(up)
+	h.Track(plain)
+	redefine(h, "w", src("v2"))
+	host.UpgradeSpawned(context.Background(), h.Env)
+	if got := ask(t, h, up, "q", nil); got != "v2" {
+		t.Errorf("the upgradable spawned process answers %v, want v2", got)
+	}
+	if got := ask(t, h, plain, "q", nil); got != "v1" {
+		t.Errorf("the other one answers %v, want v1 (its old code)", got)
+	}
+	// Nothing changed since: nothing is offered again.
+	host.UpgradeSpawned(context.Background(), h.Env)
+	if got := ask(t, h, up, "q", nil); got != "v2" {
+		t.Errorf("after a second pass: %v", got)
+	}
+}
+
+func parsePID(t *testing.T, v any) process.PID {
+	t.Helper()
+	s, _ := v.(string)
+	pid, err := process.ParsePID(s)
+	if err != nil {
+		t.Fatalf("pid %v: %v", v, err)
+	}
+	return pid
+}

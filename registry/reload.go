@@ -274,6 +274,9 @@ func (rt *Runtime) apply(ctx context.Context, cfg *Config) ReloadSummary {
 	if len(changed) > 0 || len(sum.Removed) > 0 {
 		rt.refresh(ctx, snap)
 	}
+	if len(changed) > 0 {
+		rt.upgradeSpawned(ctx)
+	}
 	sum.NotStartedBy, sum.Warnings = rt.env.renewals.end()
 	var upgradeWarnings []string
 	sum.Upgrades, upgradeWarnings = rt.env.upgrades.end()

@@ -50,6 +50,17 @@ func (x *spawnIndex) add(node *process.Node, id ID, pid process.PID, digest stri
 	}
 }
 
+// upgraded records that pid, if the index holds it, now runs digest.
+func (x *spawnIndex) upgraded(id ID, pid process.PID, digest string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if m := x.byEntry[id]; m != nil {
+		if _, ok := m[pid]; ok {
+			m[pid] = digest
+		}
+	}
+}
+
 // sweep drops the processes that have exited; x.mu is held.
 func (x *spawnIndex) sweep(node *process.Node) {
 	x.n = 0

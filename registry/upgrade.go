@@ -51,6 +51,28 @@ type Upgrader interface {
 	Upgrade(ctx context.Context, env *Env, pid process.PID, e *Entry) (UpgradeResult, error)
 }
 
+// SpawnedUpgrader is implemented by Upgrader kinds whose processes may
+// have no instance to offer them a new definition: processes a script
+// spawned outside any supervisor that asked to be upgraded. After a
+// reload that changed definitions, the runtime calls UpgradeSpawned,
+// which offers each such process of a changed entry the definition in
+// force (through Env.Entries' Upgrade, so that it is counted) and returns
+// once every offer has an outcome.
+type SpawnedUpgrader interface {
+	UpgradeSpawned(ctx context.Context, env *Env)
+}
+
+// upgradeSpawned lets every SpawnedUpgrader kind offer the new
+// definitions to its own processes (reload step 5).
+func (rt *Runtime) upgradeSpawned(ctx context.Context) {
+	for _, name := range rt.opts.Kinds.Names() {
+		k, _ := rt.opts.Kinds.Kind(name)
+		if u, ok := k.(SpawnedUpgrader); ok {
+			u.UpgradeSpawned(ctx, rt.env)
+		}
+	}
+}
+
 // UpgradeLookup is the part of Env.Entries that upgrades; a supervisor
 // asks for its children's upgrades through it.
 type UpgradeLookup interface {
@@ -75,6 +97,11 @@ func (rt *Runtime) Upgrade(ctx context.Context, pid process.PID, id ID) (Upgrade
 	}
 	res, err := u.Upgrade(ctx, rt.env, pid, s.entry)
 	rt.env.upgrades.add(id, res, err)
+	if res == UpgradeOK {
+		// A spawned process now runs the definition in force: no longer
+		// outdated.
+		rt.spawned.upgraded(id, pid, s.entry.Digest)
+	}
 	return res, err
 }
 
