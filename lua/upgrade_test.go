@@ -341,3 +341,47 @@ func parsePID(t *testing.T, v any) process.PID {
 	}
 	return pid
 }
+
+// Another process's monitor does not fire and its link does not break:
+// the PID never exits.
+func TestUpgradeKeepsMonitorsAndLinks(t *testing.T) {
+	h := newHarness(t)
+	e := h.Entry("target", `
+return { main = function()
+  process.events():receive()
+  process.upgrade()
+end }`, "on_reload: upgrade")
+	pid := h.Spawn(e)
+	watcher := h.Entry("watcher", `
+return { main = function(target)
+  process.set_options{trap_links = true}
+  assert(process.monitor(target))
+  assert(process.link(target))
+  local inbox, events = process.inbox(), process.events()
+  local seen = 0
+  while true do
+    local r = channel.select{ inbox:case_receive(), events:case_receive() }
+    if r.channel == events then seen = seen + 1 else r.value:reply(seen) end
+  end
+end }`)
+	wpid := h.Spawn(watcher, pid.String())
+	if got := ask(t, h, wpid, "seen", nil); got != int64(0) && got != float64(0) {
+		t.Fatalf("events before the upgrade: %v", got)
+	}
+	e2 := redefine(h, "target", `return { main = function() while true do process.inbox():receive():reply("v2") end end } -- v2`, "on_reload: upgrade")
+	if res, err := offer(t, h, pid, e2); res != registry.UpgradeOK {
+		t.Fatalf("upgrade: %q, %v", res, err)
+	}
+	if got := ask(t, h, pid, "q", nil); got != "v2" {
+		t.Fatalf("target answers %v", got)
+	}
+	if got := ask(t, h, wpid, "seen", nil); got != int64(0) && got != float64(0) {
+		t.Errorf("the watcher saw %v EXIT/LINK_DOWN events across the upgrade; want none", got)
+	}
+	// The monitor still works: the target's exit is seen.
+	_ = h.Node.Terminate(pid)
+	eventually(t, 10*time.Second, "the monitor and the link to fire at the exit", func() bool {
+		v, _, err := h.Node.Ask(wpid, process.Message{Topic: "seen"}, time.Second)
+		return err == nil && (v == int64(2) || v == float64(2))
+	})
+}
