@@ -2,6 +2,7 @@ package lua
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/remote"
 )
 
 // offer asks the host to upgrade pid to e, as the runtime does for an
@@ -384,4 +386,51 @@ end }`)
 		v, _, err := h.Node.Ask(wpid, process.Message{Topic: "seen"}, time.Second)
 		return err == nil && (v == int64(2) || v == float64(2))
 	})
+}
+
+// Across nodes nothing special: a PID another node holds keeps reaching
+// the process after it upgraded, because it never changed.
+func TestUpgradeRemotePIDStillReaches(t *testing.T) {
+	h := newHarness(t)
+	net := remote.NewMemNetwork(remote.MemOptions{})
+	t.Cleanup(net.Close)
+	quiet := slog.New(slog.DiscardHandler)
+	tr, err := remote.New(h.Node, net.Endpoint(h.Node.Name()), remote.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tr.Close() })
+	other := process.NewNode(process.Options{Name: "other", Logger: quiet})
+	otr, err := remote.New(other, net.Endpoint("other"), remote.Options{Logger: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = otr.Close() })
+	src := func(code string) string {
+		return `return { main = function()
+  local inbox, events = process.inbox(), process.events()
+  while true do
+    local r = channel.select{ inbox:case_receive(), events:case_receive() }
+    if r.channel == events then process.upgrade() else r.value:reply("` + code + `") end
+  end
+end } -- ` + code
+	}
+	pid := h.Spawn(redefine(h, "svc", src("v1"), "on_reload: upgrade"))
+	askFrom := func() any {
+		t.Helper()
+		v, _, err := other.Ask(pid, process.Message{Topic: "q"}, 10*time.Second)
+		if err != nil {
+			t.Fatalf("ask from the other node: %v", err)
+		}
+		return v
+	}
+	if got := askFrom(); got != "v1" {
+		t.Fatalf("before: %v", got)
+	}
+	if res, err := offer(t, h, pid, redefine(h, "svc", src("v2"), "on_reload: upgrade")); res != registry.UpgradeOK {
+		t.Fatalf("upgrade: %q, %v", res, err)
+	}
+	if got := askFrom(); got != "v2" {
+		t.Fatalf("after: %v, want the new code's answer through the same PID", got)
+	}
 }
