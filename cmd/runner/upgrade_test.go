@@ -200,3 +200,55 @@ entries:
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
 }
+
+// TestReloadUpgradeTimeoutRestarts: a process that never calls
+// process.upgrade is restarted on the new code at its upgrade_timeout, as
+// on_reload: restart would, and the reload says so.
+func TestReloadUpgradeTimeoutRestarts(t *testing.T) {
+	dir := t.TempDir()
+	src := func(code string) string {
+		return `return { main = function()
+  log.info("main", {code = "` + code + `"})
+  local inbox = process.inbox() -- never looks at its events
+  while true do inbox:receive() end
+end }
+`
+	}
+	svc := filepath.Join(dir, "svc.lua")
+	os.WriteFile(svc, []byte(src("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: svc, kind: process.lua, source: file://svc.lua, on_reload: upgrade, upgrade_timeout: 300ms, lifecycle: {auto_start: true}}
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	base := "http://" + r.httpAddr(t)
+	r.waitFor(t, "the service running, the files watched", func() bool {
+		return len(logLines(r, "main")) == 1 && strings.Contains(r.logs(), `"msg":"started"`)
+	})
+	saveRename(t, svc, src("v2"))
+	var a struct {
+		Result   string `json:"result"`
+		Upgrades struct {
+			OK, Timeout, Failed int
+		} `json:"upgrades"`
+		Warnings []string `json:"warnings"`
+	}
+	r.waitFor(t, "a reload whose upgrade timed out", func() bool {
+		code, body := httpGet(t, base+"/v1/reload")
+		return code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Result == "applied"
+	})
+	if a.Upgrades.Timeout != 1 || a.Upgrades.OK != 0 || len(a.Warnings) != 1 ||
+		!strings.Contains(a.Warnings[0], "upgrade app:svc: timeout") || !strings.Contains(a.Warnings[0], "300ms") {
+		t.Fatalf("last reload %+v", a)
+	}
+	r.waitFor(t, "the service restarted on v2 under a new PID", func() bool {
+		ls := logLines(r, "main")
+		return len(ls) == 2 && ls[1].Code == "v2" && ls[1].PID != ls[0].PID
+	})
+	_, metrics := httpGet(t, base+"/metrics")
+	if want := `runner_upgrades_total{entry="app:svc",result="timeout"} 1`; !strings.Contains(metrics, want) {
+		t.Errorf("metrics lack %s", want)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
