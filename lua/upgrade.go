@@ -3,7 +3,6 @@ package lua
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -179,30 +178,19 @@ var _ registry.SpawnedUpgrader = (*Host)(nil)
 // processes scripts spawned outside any supervisor are offered the
 // definition in force of their entry when it changed, all at once.
 func (h *Host) UpgradeSpawned(ctx context.Context, env *registry.Env) {
-	up, ok := env.Entries.(registry.UpgradeLookup)
-	if !ok {
-		return
-	}
-	var wg sync.WaitGroup
+	var targets []registry.UpgradeTarget
 	h.upgradable.Range(func(k, v any) bool {
 		s := v.(*upgradeSlot)
 		if !s.spawned {
 			return true
 		}
 		e, ok := env.Entries.Entry(s.id)
-		if d := s.digest.Load(); !ok || e.Kind != KindName || d == nil || *d == e.Digest {
-			return true
+		if d := s.digest.Load(); ok && e.Kind == KindName && d != nil && *d != e.Digest {
+			targets = append(targets, registry.UpgradeTarget{PID: k.(process.PID), ID: s.id})
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if res, err := up.Upgrade(ctx, k.(process.PID), s.id); err != nil {
-				env.EntryLogger(s.id).Warn("upgrade of a spawned process", "pid", k.(process.PID).String(), "result", string(res), "error", err)
-			}
-		}()
 		return true
 	})
-	wg.Wait()
+	registry.UpgradeAll(ctx, env, targets)
 }
 
 func (spec *Spec) upgradeTimeout() time.Duration {

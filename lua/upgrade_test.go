@@ -296,15 +296,7 @@ func TestUpgradeSpawnedProcesses(t *testing.T) {
 	h := newHarness(t)
 	host := h.Kind.(*Host)
 	h.Env.Entries = upgradeLookup{Lookup: h.Look, h: host, env: h.Env}
-	src := func(code string) string {
-		return `return { main = function()
-  local inbox, events = process.inbox(), process.events()
-  while true do
-    local r = channel.select{ inbox:case_receive(), events:case_receive() }
-    if r.channel == events then process.upgrade() else r.value:reply("` + code + `") end
-  end
-end } -- ` + code
-	}
+	src := upgradingServer
 	redefine(h, "w", src("v1"))
 	spawner := h.Entry("spawner", `return { main = function()
   local a = assert(process.with_options{on_reload = "upgrade"}:spawn("w"))
@@ -406,15 +398,7 @@ func TestUpgradeRemotePIDStillReaches(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = otr.Close() })
-	src := func(code string) string {
-		return `return { main = function()
-  local inbox, events = process.inbox(), process.events()
-  while true do
-    local r = channel.select{ inbox:case_receive(), events:case_receive() }
-    if r.channel == events then process.upgrade() else r.value:reply("` + code + `") end
-  end
-end } -- ` + code
-	}
+	src := upgradingServer
 	pid := h.Spawn(redefine(h, "svc", src("v1"), "on_reload: upgrade"))
 	askFrom := func() any {
 		t.Helper()
@@ -433,4 +417,15 @@ end } -- ` + code
 	if got := askFrom(); got != "v2" {
 		t.Fatalf("after: %v, want the new code's answer through the same PID", got)
 	}
+}
+
+// upgradingServer answers asks with code and upgrades when offered.
+func upgradingServer(code string) string {
+	return `return { main = function()
+  local inbox, events = process.inbox(), process.events()
+  while true do
+    local r = channel.select{ inbox:case_receive(), events:case_receive() }
+    if r.channel == events then process.upgrade() else r.value:reply("` + code + `") end
+  end
+end } -- ` + code
 }

@@ -81,6 +81,44 @@ type UpgradeLookup interface {
 
 var _ UpgradeLookup = (*Runtime)(nil)
 
+// UpgradeTarget is one process to upgrade: pid, of an earlier definition
+// of the entry ID.
+type UpgradeTarget struct {
+	PID process.PID
+	ID  ID
+}
+
+// UpgradeAll offers every target the definition in force of its entry,
+// all at once, through env.Entries (an UpgradeLookup; without one nothing
+// is upgraded), and returns each outcome, in order, once every one has
+// one. Failures are logged. A supervisor upgrades its children, a pool
+// its routees, a kind the processes scripts spawned, this way.
+func UpgradeAll(ctx context.Context, env *Env, targets []UpgradeTarget) []UpgradeResult {
+	results := make([]UpgradeResult, len(targets))
+	up, ok := env.Entries.(UpgradeLookup)
+	if !ok {
+		return results
+	}
+	var wg sync.WaitGroup
+	for i, t := range targets {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := up.Upgrade(ctx, t.PID, t.ID)
+			if err != nil && env.Logger != nil {
+				env.EntryLogger(t.ID).Warn("upgrade", "pid", t.PID.String(), "result", string(res), "error", err)
+			}
+			results[i] = res
+		}()
+	}
+	wg.Wait()
+	return results
+}
+
+// Upgraded reports whether r leaves the process on the new definition:
+// upgraded, or crashed on it (its supervisor restarts it there).
+func (r UpgradeResult) Upgraded() bool { return r == UpgradeOK || r == UpgradeFailed }
+
 // Upgrade moves pid, a process of an earlier definition of the entry id,
 // to the definition in force, when id's kind is an Upgrader; UpgradeNone
 // when it cannot (the caller restarts the process instead). The outcome is

@@ -2,53 +2,35 @@ package supervisor
 
 import (
 	"context"
-	"sync"
 
 	"github.com/proctor-run/proctor/registry"
 )
 
-// upgradeOutdated offers the new definition to the stale children that
-// can take it in place (on_reload: upgrade in the child's spec or in its
-// entry) (see registry.Upgrader), all at once, and returns
-// the rest to restart: those that are not upgradable or did not upgrade
-// within their upgrade timeout. A child whose new code raised has crashed:
-// its exit restarts it on the new code as any failure does.
+// upgradeOutdated offers the new definition to the stale children, all at
+// once (registry.UpgradeAll), and returns the rest to restart: those that
+// cannot upgrade (whether one can is its kind's to say: on_reload: upgrade
+// in the child's spec, Upgradable at its spawn, or in its entry) or did
+// not within their upgrade timeout. A child whose new code raised has
+// crashed: its exit restarts it on the new code as any failure does.
 func (s *Supervisor) upgradeOutdated(stale []*child) []*child {
-	up, ok := s.env.Entries.(registry.UpgradeLookup)
-	if !ok {
+	if len(stale) == 0 {
 		return stale
 	}
-	results := make([]registry.UpgradeResult, len(stale))
-	var wg sync.WaitGroup
+	targets := make([]registry.UpgradeTarget, len(stale))
 	for i, c := range stale {
-		// Whether c can upgrade is its kind's to say: its spec asked
-		// (Upgradable at the spawn), or its entry says on_reload: upgrade.
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			res, err := up.Upgrade(context.Background(), c.pid, c.spec.Process)
-			if err != nil {
-				s.log.Warn("child upgrade", "child", c.spec.ID, "result", string(res), "error", err)
-			}
-			results[i] = res
-		}()
+		targets[i] = registry.UpgradeTarget{PID: c.pid, ID: c.spec.Process}
 	}
-	wg.Wait()
+	results := registry.UpgradeAll(context.Background(), s.env, targets)
 	rest := stale[:0:0]
-	upgraded := 0
 	for i, c := range stale {
-		switch results[i] {
-		case registry.UpgradeOK, registry.UpgradeFailed:
-			if e, ok := s.env.Entries.Entry(c.spec.Process); ok {
-				c.digest = e.Digest
-			}
-			upgraded++
-		default:
+		if !results[i].Upgraded() {
 			rest = append(rest, c)
+		} else if e, ok := s.env.Entries.Entry(c.spec.Process); ok {
+			c.digest = e.Digest
 		}
 	}
-	if upgraded > 0 {
-		s.log.Info("children upgraded in place", "upgraded", upgraded)
+	if n := len(stale) - len(rest); n > 0 {
+		s.log.Info("children upgraded in place", "upgraded", n)
 	}
 	return rest
 }
