@@ -155,9 +155,9 @@ func (h *Host) Upgrade(ctx context.Context, env *registry.Env, pid process.PID, 
 			return registry.UpgradeNone, nil
 		}
 	case <-t.C:
-		why = value.NewError(value.KindTimeout, "%s: process %s did not call process.upgrade within %s (the upgrade_timeout); restarted on the new code", e.ID, pid, d)
+		why = value.NewError(value.KindTimeout, "%s: process %s did not call process.upgrade within %s (the upgrade_timeout)", e.ID, pid, d)
 	case <-ctx.Done():
-		why = value.NewError(value.KindTimeout, "%s: process %s did not call process.upgrade before the reload's deadline; restarted on the new code", e.ID, pid)
+		why = value.NewError(value.KindTimeout, "%s: process %s did not call process.upgrade before the reload's deadline", e.ID, pid)
 	}
 	if o.state.CompareAndSwap(offerPending, offerWithdrawn) {
 		up.next.CompareAndSwap(o, nil)
