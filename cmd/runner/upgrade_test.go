@@ -7,6 +7,9 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
 )
 
 // upgradeCounter is a counter that ticks on its own and upgrades when a
@@ -248,6 +251,53 @@ entries:
 	_, metrics := httpGet(t, base+"/metrics")
 	if want := `runner_upgrades_total{entry="app:svc",result="timeout"} 1`; !strings.Contains(metrics, want) {
 		t.Errorf("metrics lack %s", want)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
+
+// TestUpgradeRemotePIDOverCluster: across a cluster nothing special. A
+// node of the test (t0) holds the PID of a service on runner n1, over TCP
+// on 127.0.0.1; n1's source is edited and reloaded (SIGHUP), the service
+// upgrades in place, and the same PID reaches the new code.
+func TestUpgradeRemotePIDOverCluster(t *testing.T) {
+	dir := t.TempDir()
+	worker := filepath.Join(dir, "worker.lua")
+	os.WriteFile(worker, []byte(upgradeWorker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: w, kind: process.lua, source: file://worker.lua, on_reload: upgrade, lifecycle: {auto_start: true}}
+`), 0o644)
+	secretFile, secret := clusterSecret(t)
+	r, gossip, httpAddr := startNodeOf(t, dir, "n1", "", secretFile)
+	r.waitFor(t, "the service running", func() bool { return len(logLines(r, "main")) == 1 })
+	pid, err := process.ParsePID(logLines(r, "main")[0].PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := joinAsT0(t, gossip, secret, 1)
+	askPID := func() any {
+		t.Helper()
+		v, _, err := self.Ask(pid, process.Message{Topic: "q"}, 10*time.Second)
+		if err != nil {
+			t.Fatalf("ask %s from t0: %v", pid, err)
+		}
+		return v
+	}
+	if got := askPID(); got != "v1" {
+		t.Fatalf("before the upgrade: %v", got)
+	}
+	os.WriteFile(worker, []byte(upgradeWorker("v2")), 0o644)
+	r.cmd.Process.Signal(syscall.SIGHUP)
+	r.waitFor(t, "the reload to upgrade the service", func() bool {
+		var a struct {
+			Upgrades struct{ OK int } `json:"upgrades"`
+		}
+		code, body := httpGet(t, "http://"+httpAddr+"/v1/reload")
+		return code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Upgrades.OK == 1
+	})
+	if got := askPID(); got != "v2" {
+		t.Fatalf("after the upgrade, the same PID from another node: %v, want v2", got)
 	}
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
