@@ -300,6 +300,7 @@ func (p *Process) upgradeStep() (bool, any, error) {
 // dropState closes the old code's state and forgets what only it could
 // use; what the process holds outside it stays.
 func (p *Process) dropState() {
+	p.runUpgradeHooks()
 	p.stopTimers()
 	p.failHeldAsks()
 	p.L.Close()

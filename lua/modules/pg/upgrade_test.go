@@ -13,7 +13,8 @@ import (
 
 // pg memberships survive a hot upgrade: they belong to the process, not to
 // its Lua state, so the new code finds itself in the groups the old code
-// joined (as often as it joined), and no member.left is sent.
+// joined (as often as it joined), and no member.left is sent. The old
+// code's subscriptions, whose handles the new code cannot reach, close.
 func TestLuaPGMembershipsSurviveUpgrade(t *testing.T) {
 	h, _ := pgHarness(t, nil)
 	e := h.Entry("member", `
@@ -21,6 +22,7 @@ local pg = require("pg")
 return { main = function()
   local scope = assert(pg.open("pg"))
   assert(scope:join({"g", "g", "other"}))
+  local sub = scope:monitor("g") -- the old state's: closed at the upgrade
   local ev = process.events():receive()
   assert(ev.kind == "UPGRADE")
   process.upgrade()
@@ -61,6 +63,7 @@ end } -- v2`, "on_reload: upgrade")
 		v, _, err := h.Node.Ask(wpid, process.Message{Topic: "left"}, time.Second)
 		return err == nil && v != nil
 	})
+	eventually(t, 5*time.Second, "both subscriptions", func() bool { return subscribers(t, h) == 2 })
 	res, err := h.Kind.(*lua.Host).Upgrade(context.Background(), h.Env, pid, e2)
 	if res != registry.UpgradeOK {
 		t.Fatalf("upgrade: %q, %v", res, err)
@@ -72,6 +75,9 @@ end } -- v2`, "on_reload: upgrade")
 	got := v.(map[string]any)
 	if fmt.Sprint(got["mine"]) != "2" || fmt.Sprint(got["groups"]) != "2" {
 		t.Errorf("after the upgrade: %v; want twice in g, and two groups", got)
+	}
+	if n := subscribers(t, h); n != 1 {
+		t.Errorf("subscribers after the upgrade: %v, want 1 (the old code's is closed)", n)
 	}
 	if left, _, err := h.Node.Ask(wpid, process.Message{Topic: "left"}, 5*time.Second); err != nil || fmt.Sprint(left) != "0" {
 		t.Errorf("member.left events seen by a monitor: %v, %v; want none", left, err)
