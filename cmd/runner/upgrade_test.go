@@ -252,6 +252,30 @@ entries:
 	if want := `runner_upgrades_total{entry="app:svc",result="timeout"} 1`; !strings.Contains(metrics, want) {
 		t.Errorf("metrics lack %s", want)
 	}
+
+	// A rename is a removal and an addition: the new entry starts its own
+	// process, nothing is offered an upgrade.
+	os.WriteFile(svc, []byte(strings.Replace(upgradeWorker("v3"), "process.upgrade()", "error('offered')", 1)), 0o644)
+	saveRename(t, filepath.Join(dir, "c.yaml"), `namespace: app
+entries:
+  - {name: svc2, kind: process.lua, source: file://svc.lua, on_reload: upgrade, lifecycle: {auto_start: true}}
+`)
+	var b struct {
+		Added, Removed int
+		Upgrades       struct{ OK, Timeout, Failed int } `json:"upgrades"`
+	}
+	r.waitFor(t, "the rename applied", func() bool {
+		code, body := httpGet(t, base+"/v1/reload")
+		return code == 200 && json.Unmarshal([]byte(body), &b) == nil && b.Added == 1
+	})
+	if b.Removed != 1 || b.Upgrades.OK+b.Upgrades.Timeout+b.Upgrades.Failed != 0 {
+		t.Errorf("rename: %+v", b)
+	}
+	r.waitFor(t, "app:svc2 running v3 under a new PID", func() bool {
+		ls := logLines(r, "main")
+		last := ls[len(ls)-1]
+		return last.Code == "v3" && last.Entry == "app:svc2" && last.PID != ls[1].PID
+	})
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
 }
