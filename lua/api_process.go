@@ -30,7 +30,7 @@ var processModule = Module{
 			Params: "entry_id: string, ...: any", Results: "pid|nil, error?"},
 		{Name: "spawn_linked", Fn: procSpawnLinked, Doc: "spawn, and link the new process to this one.",
 			Params: "entry_id: string, ...: any", Results: "pid|nil, error?"},
-		{Name: "with_options", Fn: procWithOptions, Doc: "A spawner whose processes start with these options: {name = string}, the name registered before init runs.",
+		{Name: "with_options", Fn: procWithOptions, Doc: "A spawner whose processes start with these options: {name = string, the name registered before init runs; on_reload = \"upgrade\", to be offered the entry's new code after a reload (see process.upgrade)}.",
 			Params: "options: table", Results: "spawner"},
 		{Name: "monitor", Fn: procMonitor, Doc: "Monitors a process: an EXIT event follows its exit.",
 			Params: "dest: pid", Results: "true|nil, error?"},
@@ -51,7 +51,9 @@ var processModule = Module{
 		{Name: "inbox", Fn: procInbox, Doc: "The channel of messages that no listen channel claims.", Results: "channel"},
 		{Name: "listen", Fn: procListen, Doc: "The channel of the messages with one topic.",
 			Params: "topic: string", Results: "channel"},
-		{Name: "events", Fn: procEvents, Doc: "The channel of EXIT and LINK_DOWN events.", Results: "channel"},
+		{Name: "events", Fn: procEvents, Doc: "The channel of EXIT and LINK_DOWN events, and UPGRADE {kind = \"UPGRADE\", version = digest} when a reload offers this process its entry's new code (on_reload: upgrade).", Results: "channel"},
+		{Name: "upgrade", Fn: procUpgrade, Doc: "Moves this process to its entry's new code (after an UPGRADE event; without one, re-enters the current code's main) and never returns: same PID, names, links, monitors, pg memberships and unread mail; the new code's upgrade(...) maps the values to main's arguments.",
+			Params: "...: any"},
 	},
 	Types: []*Type{messageType, spawnerType},
 	Shapes: []Shape{
@@ -205,14 +207,14 @@ const (
 	spawnLinked
 )
 
-func procSpawn(L *lua.LState) int          { return spawnWith(L, 1, spawnPlain, "") }
-func procSpawnMonitored(L *lua.LState) int { return spawnWith(L, 1, spawnMonitored, "") }
-func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, 1, spawnLinked, "") }
+func procSpawn(L *lua.LState) int          { return spawnWith(L, 1, spawnPlain, spawnOptions{}) }
+func procSpawnMonitored(L *lua.LState) int { return spawnWith(L, 1, spawnMonitored, spawnOptions{}) }
+func procSpawnLinked(L *lua.LState) int    { return spawnWith(L, 1, spawnLinked, spawnOptions{}) }
 
 // spawnWith spawns the entry in argument at with the arguments after it,
 // registered under name when it is not "". It returns once the process is
 // ready (after its init, see start.go).
-func spawnWith(L *lua.LState, at int, mode spawnMode, name string) int {
+func spawnWith(L *lua.LState, at int, mode spawnMode, so spawnOptions) int {
 	p := ProcessOf(L)
 	id := string(registry.Qualify(p.entry, CheckLabel(L, at, "an entry ID")))
 	var args []any
@@ -229,8 +231,8 @@ func spawnWith(L *lua.LState, at int, mode spawnMode, name string) int {
 	if p.env == nil || p.env.Entries == nil {
 		return ReturnError(L, value.NewError(value.KindNotFound, "spawn %s: no entries are known to this runtime", id))
 	}
-	opts := registry.SpawnOptions{Args: args}
-	opts.Name = name
+	opts := registry.SpawnOptions{Args: args, Upgradable: so.onReload == ReloadUpgrade}
+	opts.Name = so.name
 	switch mode {
 	case spawnMonitored:
 		opts.MonitorBy = p.self

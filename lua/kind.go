@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -76,6 +77,10 @@ type Host struct {
 	moduleList []Module            // the same, sorted by name
 
 	crashes crashLog
+
+	// upgradable holds the live processes that may be upgraded in place
+	// (on_reload: upgrade), by PID (upgrade.go).
+	upgradable sync.Map
 }
 
 // NewKind returns the process.lua kind, for a registry of kinds
@@ -107,6 +112,12 @@ type Spec struct {
 	Method      string
 	Args        []any
 	MailboxSize int
+	// OnReload is what a reload that changes the entry does to its
+	// processes: ReloadRestart (default), ReloadKeep or ReloadUpgrade.
+	OnReload string
+	// UpgradeTimeout bounds the wait for process.upgrade (on_reload:
+	// upgrade); zero is DefaultUpgradeTimeout.
+	UpgradeTimeout time.Duration
 	// Modules are the entry's own modules, by the name require uses.
 	Modules map[string]*registry.Source
 
@@ -132,9 +143,13 @@ var (
 	fArgs        = registry.ListField("args", "Arguments method gets when the entry runs as a service.")
 	fMailboxSize = registry.IntField("mailbox_size", 0, MaxMailboxSize,
 		"0 is unbounded; above 0, a send to a full mailbox is an error the sender sees.").AtLeast(0, "unbounded")
-	fModules = registry.SourcesField("modules", "The entry's own modules for require: name: file://PATH.")
+	fModules  = registry.SourcesField("modules", "The entry's own modules for require: name: file://PATH.")
+	fOnReload = registry.EnumField("on_reload", ReloadRestart, []string{ReloadRestart, ReloadKeep, ReloadUpgrade},
+		"What a reload that changes the entry does to its running processes: restart them on the new code, keep them on the old, or upgrade them in place (same PID and mailbox, state handed over by process.upgrade).")
+	fUpgradeTimeout = registry.DurationField("upgrade_timeout", DefaultUpgradeTimeout,
+		"on_reload: upgrade only: a process that has not called process.upgrade this long after the UPGRADE event is restarted on the new code.").Positive()
 
-	kindFields = []*registry.Field{fSource, fMethod, fArgs, fMailboxSize, fModules}
+	kindFields = []*registry.Field{fSource, fMethod, fArgs, fMailboxSize, fModules, fOnReload, fUpgradeTimeout}
 )
 
 var _ registry.Declared = (*Host)(nil)
@@ -149,6 +164,11 @@ func (h *Host) Decode(d *registry.Decoder) any {
 		Method:      fMethod.Str(d),
 		Args:        fArgs.Values(d),
 		MailboxSize: fMailboxSize.Int(d),
+		OnReload:    fOnReload.EnumValue(d),
+	}
+	s.UpgradeTimeout = fUpgradeTimeout.Duration(d)
+	if d.Has(fUpgradeTimeout.Name) && s.OnReload != ReloadUpgrade {
+		d.Errorf(fUpgradeTimeout.Name, "applies only with on_reload: upgrade (on_reload is %s)", s.OnReload)
 	}
 	if s.Method == "" {
 		d.Errorf(fMethod.Name, "must not be empty")
@@ -247,9 +267,17 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 	if spec.mayInit() {
 		st = &starting{ready: make(chan error, 1), linkTo: so.LinkTo, monitorBy: so.MonitorBy}
 	}
-	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args, st), so)
+	var up *upgradeSlot
+	if upgradable(spec, opts) {
+		up = &upgradeSlot{id: e.ID, spawned: !opts.Managed}
+		up.digest.Store(&e.Digest)
+	}
+	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args, st, up), so)
 	if err != nil {
 		return process.PID{}, fmt.Errorf("spawn %s: %w", e.ID, err)
+	}
+	if up != nil {
+		h.addUpgradable(pid, up)
 	}
 	if st != nil {
 		if err := h.awaitStart(env, e, pid, st); err != nil {
@@ -260,16 +288,74 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 }
 
 // instance is a process.lua entry running as a service.
-type instance struct{ pid process.PID }
+type instance struct {
+	pid process.PID
+	env *registry.Env
+	id  registry.ID
+	// digest is the definition the process runs: a kept one (on_reload:
+	// keep) is outdated.
+	digest atomic.Pointer[string]
+}
 
-func (i instance) PID() process.PID { return i.pid }
+func (i *instance) PID() process.PID { return i.pid }
+
+var (
+	_ registry.Updater         = (*instance)(nil)
+	_ registry.OutdatedCounter = (*instance)(nil)
+)
+
+// Update implements registry.Updater: a changed entry that says on_reload:
+// keep keeps its process on the old code; upgrade offers it the new code
+// (see upgrade.go) and keeps it when it upgraded, or when the new code
+// failed (the process crashed: the root supervisor restarts it on the new
+// code, with its backoff); restart, a timeout, or a process that is not
+// upgradable restart the entry.
+func (i *instance) Update(ctx context.Context, e *registry.Entry) (bool, error) {
+	spec, ok := e.Spec.(*Spec)
+	if !ok {
+		return false, nil
+	}
+	switch spec.OnReload {
+	case ReloadKeep:
+		return true, nil
+	case ReloadUpgrade:
+		up, ok := i.env.Entries.(registry.UpgradeLookup)
+		if !ok {
+			return false, nil
+		}
+		res, err := up.Upgrade(ctx, i.pid, e.ID)
+		switch res {
+		case registry.UpgradeOK, registry.UpgradeFailed:
+			i.digest.Store(&e.Digest)
+			return true, nil
+		case registry.UpgradeTimeout:
+			i.env.EntryLogger(e.ID).Warn("no upgrade within the upgrade timeout; restarting on the new code", "pid", i.pid.String(), "error", err)
+		}
+	}
+	return false, nil
+}
+
+// CountOutdated implements registry.OutdatedCounter: a process kept on
+// its old code (on_reload: keep).
+func (i *instance) CountOutdated(add func(def registry.ID, n int)) {
+	if i.env == nil || i.env.Entries == nil {
+		return
+	}
+	e, ok := i.env.Entries.Entry(i.id)
+	if d := i.digest.Load(); ok && d != nil && *d != e.Digest && i.env.Node.Alive(i.pid) {
+		add(i.id, 1)
+	}
+}
 
 // Start implements registry.Starter: one instance, registered under the
 // entry's ID so process.send("app:worker", ...) reaches it.
 func (h *Host) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
-	pid, err := h.Spawn(env, e, registry.SpawnOptions{SpawnOptions: process.SpawnOptions{Name: string(e.ID)}})
+	// Managed: the instance offers its process the new code (Update).
+	pid, err := h.Spawn(env, e, registry.SpawnOptions{SpawnOptions: process.SpawnOptions{Name: string(e.ID)}, Managed: true})
 	if err != nil {
 		return nil, err
 	}
-	return instance{pid}, nil
+	i := &instance{pid: pid, env: env, id: e.ID}
+	i.digest.Store(&e.Digest)
+	return i, nil
 }

@@ -20,6 +20,7 @@ func (p *Process) notify() { p.proc.Notify() }
 // must stop. A wake-up left over from an earlier park makes this one return
 // early, which its caller's loop absorbs: it looks again and parks again.
 func (p *Process) park(ready func() bool) error {
+	p.settleUpgrade(nil) // the new code waits: upgraded
 	p.proc.Arm()
 	if ready() {
 		p.proc.Disarm()
@@ -156,13 +157,14 @@ func (mb *mailbox) pumpEvents() {
 	for {
 		e, ok := mb.p.proc.TryEvent()
 		if !ok {
-			return
+			break
 		}
 		c := mb.eventsChannel()
 		c.mu.Lock()
 		c.pushLocked(e)
 		c.mu.Unlock()
 	}
+	mb.announceUpgrade()
 }
 
 func (mb *mailbox) eventsPending() bool {
@@ -172,6 +174,9 @@ func (mb *mailbox) eventsPending() bool {
 
 // eventValue renders a core event as {kind=, from=, result={value=, error=}}.
 func eventValue(L *lua.LState, item any) lua.LValue {
+	if u, ok := item.(upgradeEvent); ok {
+		return u.value(L)
+	}
 	e := item.(process.Event)
 	t := L.CreateTable(0, 3)
 	t.RawSetString("kind", lua.LString(e.Kind.String()))

@@ -57,6 +57,16 @@ type Process struct {
 	alarmT  *time.Timer     // wakes a suspended wait at its deadline; made on first use
 	asked   *askWait        // a suspended process.ask; made on first use
 	slept   *deadlineWait   // a suspended time.sleep; made on first use
+
+	// Hot upgrade (upgrade.go). up is shared with the offerer (nil: not
+	// upgradable); the rest belongs to the process's goroutine.
+	up          *upgradeSlot
+	announced   *upgradeOffer // the offer whose UPGRADE event was queued
+	upgradeCall *upgradeCall  // a process.upgrade unwinding the old code
+	upgrading   *upgradeOffer // taken: the new code has not waited yet
+	// dropped are what modules release when the old code's state goes
+	// (OnUpgrade), by key.
+	dropped map[any]func()
 }
 
 // OnExit registers fn to run on the process's goroutine when its script
@@ -64,6 +74,39 @@ type Process struct {
 // hooks run in reverse order of registration. Modules use it to release
 // what a process held (subscriptions, group memberships).
 func (p *Process) OnExit(fn func()) { p.onExit = append(p.onExit, fn) }
+
+// OnUpgrade registers fn under key to run when the process drops its Lua
+// state for new code (process.upgrade, docs/reload.md#hot-upgrade): a
+// module releases there what only the old state's values could reach (a
+// subscription whose handle was a value of the old state). A nil fn
+// removes key's hook (the script released it itself). Hooks run on the
+// process's goroutine, once; at an exit the module's own cleanup applies
+// instead.
+func (p *Process) OnUpgrade(key any, fn func()) {
+	if fn == nil {
+		delete(p.dropped, key)
+		return
+	}
+	if p.dropped == nil {
+		p.dropped = map[any]func(){}
+	}
+	p.dropped[key] = fn
+}
+
+func (p *Process) runUpgradeHooks() {
+	hooks := p.dropped
+	p.dropped = nil
+	for _, fn := range hooks {
+		func() {
+			defer func() {
+				if r := recover(); r != nil {
+					p.Logger().Error("upgrade hook panicked", "panic", r)
+				}
+			}()
+			fn()
+		}()
+	}
+}
 
 func (p *Process) runExitHooks() {
 	for i := len(p.onExit) - 1; i >= 0; i-- {

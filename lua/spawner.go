@@ -8,13 +8,20 @@ import (
 )
 
 // A spawner is process.with_options' answer, Wippy's SpawnBuilder: spawn
-// options kept apart from the entry's arguments. Its one option is the
+// options kept apart from the entry's arguments. Its options are the
 // name the new process is registered under before it runs (and so before
 // its init): a name another process holds fails the start with an
-// invalid error. Spawners are immutable; with_name returns a new one.
+// invalid error; and on_reload: "upgrade" has the process offered its
+// entry's new code after a reload (upgrade.go), as its entry's own
+// on_reload: upgrade does. Spawners are immutable;
+// with_name returns a new one.
 
 type spawnOptions struct {
 	name string
+	// onReload: ReloadUpgrade offers the process its entry's new code
+	// after a reload (see upgrade.go); otherwise it keeps its old code,
+	// as every process a script spawned outside a supervisor does.
+	onReload string
 }
 
 var spawnerType = NewType("spawner",
@@ -28,9 +35,9 @@ var spawnerType = NewType("spawner",
 		Params: "name: string", Results: "spawner"},
 )
 
-var spawnOptionNames = []string{"name"}
+var spawnOptionNames = []string{"name", "on_reload"}
 
-// process.with_options{name = …} --> spawner
+// process.with_options{name = …, on_reload = …} --> spawner
 func procWithOptions(L *lua.LState) int {
 	t := L.CheckTable(1)
 	var o spawnOptions
@@ -43,6 +50,12 @@ func procWithOptions(L *lua.LState) int {
 				L.ArgError(1, "option name must be a string, got "+v.Type().String())
 			}
 			o.name = checkSpawnName(L, 1, string(s))
+		case "on_reload":
+			s, _ := v.(lua.LString)
+			if s != ReloadUpgrade {
+				L.ArgError(1, fmt.Sprintf("option on_reload must be \"upgrade\" (a process a script spawns keeps its code otherwise), got %s", lua.LVAsString(v)))
+			}
+			o.onReload = string(s)
 		default:
 			L.ArgError(1, missingMessage("process.with_options", "option", lua.LVAsString(k), spawnOptionNames))
 		}
@@ -71,15 +84,15 @@ func checkSpawner(L *lua.LState) spawnOptions {
 }
 
 func spawnerSpawn(L *lua.LState) int {
-	return spawnWith(L, 2, spawnPlain, checkSpawner(L).name)
+	return spawnWith(L, 2, spawnPlain, checkSpawner(L))
 }
 
 func spawnerSpawnMonitored(L *lua.LState) int {
-	return spawnWith(L, 2, spawnMonitored, checkSpawner(L).name)
+	return spawnWith(L, 2, spawnMonitored, checkSpawner(L))
 }
 
 func spawnerSpawnLinked(L *lua.LState) int {
-	return spawnWith(L, 2, spawnLinked, checkSpawner(L).name)
+	return spawnWith(L, 2, spawnLinked, checkSpawner(L))
 }
 
 func spawnerWithName(L *lua.LState) int {

@@ -58,7 +58,7 @@ func newState(p *Process) *lua.LState {
 
 // body returns the ProcFunc of one process of entry e. When st is not
 // nil the spawner waits for the process to be ready (see start.go).
-func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any, st *starting) process.ProcFunc {
+func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any, st *starting, up *upgradeSlot) process.ProcFunc {
 	return func(pr *process.Proc) (any, error) {
 		growStack()
 		p := &Process{
@@ -74,6 +74,11 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 		p.ctx = &procContext{Context: pr.Context(), p: p}
 		p.mbox.p = p
 		p.L = newState(p)
+		if up != nil {
+			p.up = up
+			up.p.Store(p)
+			p.onExit = append(p.onExit, func() { h.dropUpgradable(p.self, up) })
+		}
 		return p.drive(func() (bool, any, error) { return p.run(args) })
 	}
 }
@@ -90,6 +95,15 @@ func (p *Process) exit(v any, err error) (any, error) {
 	defer p.handBackAsks()
 	if err != nil && !p.stopped() {
 		p.host.crashes.report(p, err)
+	}
+	if p.upgrading != nil {
+		// The new code ended before its first wait: failed if it raised
+		// (not if it was stopped meanwhile).
+		var failed error
+		if err != nil && !p.stopped() {
+			failed = err
+		}
+		p.settleUpgrade(failed)
 	}
 	// A start still waiting hears why the process ended first.
 	if p.start != nil {
@@ -117,6 +131,18 @@ func (p *Process) logger() {
 // starts its method, which may suspend (see drive). init gets the
 // process's arguments and main what init returned.
 func (p *Process) run(args []any) (suspended bool, v any, err error) {
+	prelude := ""
+	if p.start != nil && p.spec.Method != initName {
+		prelude = initName
+	}
+	return p.runWith(args, prelude)
+}
+
+// runWith loads the script and starts its method with args, after the
+// function prelude when it names one the script defines (init at a start,
+// upgrade after process.upgrade), whose results are then the method's
+// arguments.
+func (p *Process) runWith(args []any, prelude string) (suspended bool, v any, err error) {
 	L := p.L
 	spec := p.spec
 	L.Push(L.NewFunctionFromProto(spec.main.Proto))
@@ -141,22 +167,22 @@ func (p *Process) run(args []any) (suspended bool, v any, err error) {
 		}
 		L.Push(lv)
 	}
-	if p.start != nil && spec.Method != initName {
-		initFn, err := p.lookup(mod, initName)
+	if prelude != "" {
+		initFn, err := p.lookup(mod, prelude)
 		if err != nil {
 			return false, nil, p.started(err)
 		}
 		switch initFn.(type) {
 		case *lua.LNilType:
 		case *lua.LFunction:
-			// init(args...) --> main's arguments.
+			// init(args...) / upgrade(values...) --> main's arguments.
 			L.Insert(initFn, base+1)
 			if err := L.PCall(L.GetTop()-base-1, lua.MultRet, nil); err != nil {
 				return false, nil, p.started(p.scriptError(err))
 			}
 		default:
 			L.SetTop(base)
-			return false, nil, p.started(value.NewError(value.KindInvalid, "%s: %s: init is not a function (got %s)", p.entry.ID, spec.main.Name, initFn.Type()))
+			return false, nil, p.started(value.NewError(value.KindInvalid, "%s: %s: %s is not a function (got %s)", p.entry.ID, spec.main.Name, prelude, initFn.Type()))
 		}
 	}
 	p.started(nil)

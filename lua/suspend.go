@@ -129,6 +129,12 @@ func (p *Process) drive(step func() (suspended bool, v any, err error)) (v any, 
 		if !suspended {
 			return v, err
 		}
+		if p.upgradeCall != nil {
+			// process.upgrade unwound the old code's call.
+			step = p.upgradeStep
+			continue
+		}
+		p.settleUpgrade(nil) // the new code waits: upgraded
 		step = p.continueMain
 		// The VM has unwound: only now may a wake-up start the call
 		// going on, on another goroutine, once Commit has succeeded.

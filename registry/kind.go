@@ -97,6 +97,10 @@ type SpawnOptions struct {
 	// Args are passed to the instance (a Lua process's method arguments).
 	// nil means the entry's own args.
 	Args []any
+	// Upgradable says that the caller may ask for the instance to be
+	// upgraded in place when a reload changes its entry (on_reload:
+	// upgrade, see Upgrader).
+	Upgradable bool
 	// Managed says that the caller restarts the instance when a reload
 	// changes its entry (a supervisor, a pool: see Refresher). An
 	// unmanaged instance, such as a process a script spawned, keeps

@@ -33,13 +33,20 @@ type ReloadSummary struct {
 	// one line per definition with its first error.
 	NotStarted   int
 	NotStartedBy map[registry.ID]int
-	Warnings     []string
+	// Upgrades counts the processes moved to a changed definition in
+	// place (on_reload: upgrade), by result; a warning line per entry
+	// whose upgrades timed out or failed.
+	Upgrades UpgradeCounts
+	Warnings []string
 }
 
 func (s ReloadSummary) String() string {
 	msg := fmt.Sprintf("added=%d updated=%d removed=%d unchanged=%d", len(s.Added), len(s.Updated), len(s.Removed), len(s.Unchanged))
 	if s.NotStarted > 0 {
 		msg += fmt.Sprintf(" not_started=%d", s.NotStarted)
+	}
+	if u := s.Upgrades; u.Total() > 0 {
+		msg += fmt.Sprintf(" upgraded=%d upgrade_timeouts=%d upgrade_failures=%d", u.OK, u.Timeout, u.Failed)
 	}
 	return msg
 }
@@ -92,7 +99,7 @@ func (rt *Runtime) Apply(ctx context.Context, cfg *config.Config) (ReloadSummary
 		at := time.Now()
 		rt.history.record(ReloadAttempt{Time: at, Result: ReloadApplied,
 			Added: len(sum.Added), Updated: len(sum.Updated), Removed: len(sum.Removed), Unchanged: len(sum.Unchanged),
-			Outdated: sum.Outdated, NotStarted: sum.NotStarted, Warnings: sum.Warnings})
+			Outdated: sum.Outdated, NotStarted: sum.NotStarted, Upgrades: sum.Upgrades, Warnings: sum.Warnings})
 		rt.reports.settles.begin(at, sum)
 		res <- sum
 	}); err != nil {
@@ -197,6 +204,7 @@ func (rt *Runtime) apply(ctx context.Context, cfg *config.Config) ReloadSummary 
 	// here to the end of step 5, kinds report the renewals whose new code
 	// did not start.
 	rt.reports.renewals.begin()
+	rt.upgrades.begin()
 	restart := map[registry.ID]bool{}
 	for _, id := range cfg.Order {
 		if !changed[id] {
@@ -269,7 +277,13 @@ func (rt *Runtime) apply(ctx context.Context, cfg *config.Config) ReloadSummary 
 	if len(changed) > 0 || len(sum.Removed) > 0 {
 		rt.refresh(ctx, snap)
 	}
+	if len(changed) > 0 {
+		rt.upgradeSpawned(ctx)
+	}
 	sum.NotStartedBy, sum.Warnings = rt.reports.renewals.end()
+	var upgradeWarnings []string
+	sum.Upgrades, upgradeWarnings = rt.upgrades.end()
+	sum.Warnings = append(sum.Warnings, upgradeWarnings...)
 	for _, n := range sum.NotStartedBy {
 		sum.NotStarted += n
 	}

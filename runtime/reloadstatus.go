@@ -49,16 +49,21 @@ type ReloadAttempt struct {
 	// within ReloadSettleWindow of it (new code that raises at once, a
 	// supervisor that escalates): the reload applied, degraded, and the
 	// Warnings say which, with the error.
-	Crashed  int      `json:"crashed"`
-	Warnings []string `json:"warnings,omitempty"`
-	Errors   []string `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
+	Crashed int `json:"crashed"`
+	// Upgrades counts the processes this reload moved to their new code
+	// in place (on_reload: upgrade), by result; those that failed (the new
+	// code raised at once) make it degraded, and the Warnings name the
+	// entries whose upgrades timed out or failed.
+	Upgrades UpgradeCounts `json:"upgrades"`
+	Warnings []string      `json:"warnings,omitempty"`
+	Errors   []string      `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
 }
 
 // Degraded reports whether an applied reload left something not running
 // its new code: processes whose new code did not start, or entries that
 // failed soon after it.
 func (a ReloadAttempt) Degraded() bool {
-	return a.Result == ReloadApplied && (a.NotStarted > 0 || a.Crashed > 0)
+	return a.Result == ReloadApplied && (a.NotStarted > 0 || a.Crashed > 0 || a.Upgrades.Failed > 0)
 }
 
 // reloadHistory keeps the last attempts for readers (/v1/reload, the

@@ -128,15 +128,16 @@ type snapshot struct {
 // every instance. All changes go through one loop goroutine; readers
 // (Lookup, Entries, the HTTP views) read snapshots and never wait on it.
 type Runtime struct {
-	opts    RuntimeOptions
-	log     *slog.Logger
-	env     *registry.Env
-	reports *reports // env.Reports
-	owner   atomic.Pointer[ownerBox]
-	loop    *process.Loop
-	cancel  context.CancelFunc
-	snap    atomic.Pointer[snapshot]
-	stopped atomic.Bool
+	opts     RuntimeOptions
+	log      *slog.Logger
+	env      *registry.Env
+	reports  *reports    // env.Reports
+	upgrades *upgradeLog // hot upgrades (upgrade.go)
+	owner    atomic.Pointer[ownerBox]
+	loop     *process.Loop
+	cancel   context.CancelFunc
+	snap     atomic.Pointer[snapshot]
+	stopped  atomic.Bool
 	// halt is closed when Stop begins: starts in progress are abandoned
 	// (see callStart) and the orphans count them until they end.
 	halt     chan struct{}
@@ -198,6 +199,7 @@ func NewRuntime(opts RuntimeOptions) *Runtime {
 		StartDefault: opts.StartTimeout, StopDefault: opts.StopTimeout}
 	rt.reports = &reports{renewals: &renewalLog{}, entries: rt}
 	rt.env.Reports = rt.reports
+	rt.upgrades = newUpgradeLog(opts.Metrics)
 	rt.snap.Store(&snapshot{cfg: &config.Config{Entries: map[registry.ID]*registry.Entry{}, Deps: map[registry.ID][]registry.ID{}}, slots: map[registry.ID]*slot{}})
 	rt.restarts = promreg.Register(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "runner_entry_restarts_total",

@@ -51,6 +51,17 @@ func (x *spawnIndex) add(node *process.Node, id registry.ID, pid process.PID, di
 	}
 }
 
+// upgraded records that pid, if the index holds it, now runs digest.
+func (x *spawnIndex) upgraded(id registry.ID, pid process.PID, digest string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if m := x.byEntry[id]; m != nil {
+		if _, ok := m[pid]; ok {
+			m[pid] = digest
+		}
+	}
+}
+
 // sweep drops the processes that have exited; x.mu is held.
 func (x *spawnIndex) sweep(node *process.Node) {
 	x.n = 0

@@ -402,6 +402,7 @@ func (p *Pool) routeeDigest() string {
 // spawned keeps its old one, and is renewed by the next reload's Refresh.
 func (p *Pool) renew() {
 	cur := p.routeeDigest()
+	p.upgradeOutdated(cur)
 	deadline := time.Now().Add(max(minDrainTimeout, 2*p.cfg.Load().timeout))
 	renewed, failed, newFailures := 0, 0, 0
 	for _, s := range p.slots {

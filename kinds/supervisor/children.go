@@ -215,6 +215,7 @@ func (s *Supervisor) spawnChild(c *child) error {
 		SpawnOptions: process.SpawnOptions{LinkTo: s.pid, MonitorBy: s.pid, Name: c.spec.Name},
 		Args:         c.spec.Args,
 		Managed:      c.spec.OnReload != ReloadKeep,
+		Upgradable:   c.spec.OnReload == ReloadUpgrade,
 	})
 	if err != nil {
 		return fmt.Errorf("supervisor %s: child %q: spawn %s: %w", s.id, c.spec.ID, c.spec.Process, err)

@@ -81,6 +81,7 @@ func (s *Supervisor) restartOutdated() {
 			stale = append(stale, c)
 		}
 	}
+	stale = s.upgradeOutdated(stale)
 	if len(stale) == 0 {
 		return
 	}

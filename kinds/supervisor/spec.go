@@ -59,6 +59,11 @@ const (
 	// ReloadKeep leaves the child on the code it started with until it
 	// exits for another reason; it counts as outdated meanwhile.
 	ReloadKeep ReloadAction = "keep"
+	// ReloadUpgrade offers the child the new definition in place (same
+	// PID and mailbox, its state handed over: docs/reload.md#hot-upgrade);
+	// a child that does not upgrade within its entry's upgrade_timeout,
+	// or whose kind cannot, is restarted as with ReloadRestart.
+	ReloadUpgrade ReloadAction = "upgrade"
 )
 
 // FailureAction is what the supervisor does when a child exits in a way its
@@ -355,7 +360,7 @@ var (
 	strategies    = []string{string(OneForOne), string(AllForOne), string(RestForOne)}
 	restartTypes  = registry.RestartTypes
 	failureActs   = []string{string(ActionRestart), string(ActionStop), string(ActionEscalate), string(ActionResume)}
-	reloadActions = []string{string(ReloadRestart), string(ReloadKeep)}
+	reloadActions = []string{string(ReloadRestart), string(ReloadKeep), string(ReloadUpgrade)}
 )
 
 // The fields of the three kinds, and of a child.
@@ -381,7 +386,7 @@ var (
 	fChildOnFailure = registry.EnumField("on_failure", string(ActionRestart), failureActs,
 		"What a failure the restart type restarts does: apply the strategy, stop the child, escalate, or restart it alone.")
 	fChildOnReload = registry.EnumField("on_reload", string(ReloadRestart), reloadActions,
-		"What a reload that changes the child's definition does: restart it on the new one, or keep it running.")
+		"What a reload that changes the child's definition does: restart it on the new one, keep it running, or upgrade it in place (same PID and mailbox).")
 	fChildArgs     = registry.ListField("args", "Arguments the child's method gets (default: its entry's args).")
 	fChildShutdown = registry.DurationField("shutdown", 0,
 		"Graceful stop deadline, then killed (default 5s, infinity for a supervisor, or the entry's stop_timeout).").

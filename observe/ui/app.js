@@ -200,13 +200,23 @@
 
   // --- reloads ---
 
+  // upgradesText says how many processes a reload upgraded in place
+  // (on_reload: upgrade), by result; nothing when it upgraded none.
+  function upgradesText(u) {
+    if (!u || !(u.ok || u.timeout || u.failed)) return "";
+    return " · upgraded " + u.ok + (u.timeout ? " · upgrade timeouts " + u.timeout : "") + (u.failed ? " · upgrades failed " + u.failed : "");
+  }
+
   function renderReloads(reloads) {
     reloads = reloads || [];
     if (!reloads.length) return replace("reloads", none("none: no reload yet."));
     replace("reloads", reloads.slice().reverse().map(function (r) {
       var line = el("div", { cls: "node-line" }, el("span", { text: time(r.time) }), badge(r.result),
-        r.result === "applied" ? el("span", { cls: "meta", text: "added " + r.added + " · updated " + r.updated + " · removed " + r.removed + " · unchanged " + r.unchanged + (r.outdated ? " · outdated " + r.outdated : "") }) : null);
-      var errs = (r.errors || []).length ? el("pre", { cls: "errors", text: r.errors.join("\n") }) : null;
+        r.result === "applied" ? el("span", { cls: "meta", text: "added " + r.added + " · updated " + r.updated + " · removed " + r.removed + " · unchanged " + r.unchanged + (r.outdated ? " · outdated " + r.outdated : "") + upgradesText(r.upgrades) }) : null);
+      // Errors of a rejected reload; warnings of a degraded one (new code
+      // that did not start or crashed, upgrades that timed out or failed).
+      var lines = (r.errors || []).concat(r.warnings || []);
+      var errs = lines.length ? el("pre", { cls: "errors", text: lines.join("\n") }) : null;
       return el("div", { cls: "reload", "data-result": r.result }, line, errs);
     }));
   }

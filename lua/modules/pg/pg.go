@@ -272,6 +272,15 @@ func (k pgSink) Offer(ev pgscope.Event) bool { return k.ch.Offer(ev.Value()) }
 
 func (k pgSink) Close() { k.ch.Close() }
 
+// newPGSub is a script's subscription, closed when the process upgrades
+// its code: its handle is a value of the old state, which the new code
+// cannot reach (docs/reload.md#hot-upgrade).
+func newPGSub(p *host.Process, sub *pgscope.Subscription, ch *host.Channel) *pgSub {
+	s := &pgSub{sub: sub, ch: ch}
+	p.OnUpgrade(s, func() { sub.Close(true) })
+	return s
+}
+
 func pgSubValue(L *lua.LState, s *pgSub) lua.LValue {
 	return subType.New(L, s)
 }
@@ -288,7 +297,7 @@ func pgMonitor(L *lua.LState) int {
 	if err != nil {
 		return host.ReturnError(L, err)
 	}
-	L.Push(pgSubValue(L, &pgSub{sub: sub, ch: ch}))
+	L.Push(pgSubValue(L, newPGSub(p, sub, ch)))
 	L.Push(pidList(L, members))
 	return 2
 }
@@ -304,11 +313,12 @@ func pgEvents(L *lua.LState) int {
 	if err != nil {
 		return host.ReturnError(L, err)
 	}
+	ps := newPGSub(p, sub, ch)
 	t := L.CreateTable(0, len(snap))
 	for g, pids := range snap {
 		t.RawSetString(g, pidList(L, pids))
 	}
-	L.Push(pgSubValue(L, &pgSub{sub: sub, ch: ch}))
+	L.Push(pgSubValue(L, ps))
 	L.Push(t)
 	return 2
 }
@@ -352,6 +362,7 @@ func pgSubClose(L *lua.LState) int {
 		L.ArgError(2, "options table expected, got "+L.Get(2).Type().String())
 	}
 	s.sub.Close(flush)
+	host.ProcessOf(L).OnUpgrade(s, nil)
 	if flush {
 		s.ch.Discard()
 	}

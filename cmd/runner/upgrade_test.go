@@ -1,0 +1,328 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// upgradeCounter is a counter that ticks on its own and upgrades when a
+// reload offers its new code, handing over its count. code names the
+// version in its log lines; migrate is the new code's upgrade function.
+func upgradeCounter(code, migrate string) string {
+	return `return {
+  upgrade = ` + migrate + `,
+  main = function(count)
+    count = count or 0
+    local events = process.events()
+    while true do
+      local r = channel.select{ events:case_receive(), time.after(15):case_receive() }
+      if r.channel == events then
+        if r.value.kind == "UPGRADE" then process.upgrade(count) end
+      else
+        count = count + 1
+        log.info("tick", {count = count, code = "` + code + `"})
+      end
+    end
+  end,
+}
+`
+}
+
+// upgradeWorker serves asks and upgrades when offered; it logs each time
+// its main starts, so a test sees which PIDs run which code.
+func upgradeWorker(code string) string {
+	return `return { main = function()
+  log.info("main", {code = "` + code + `"})
+  local inbox, events = process.inbox(), process.events()
+  while true do
+    local r = channel.select{ inbox:case_receive(), events:case_receive() }
+    if r.channel == events then
+      if r.value.kind == "UPGRADE" then process.upgrade() end
+    else
+      r.value:reply("` + code + `")
+    end
+  end
+end }
+`
+}
+
+type logLine struct {
+	Msg   string  `json:"msg"`
+	PID   string  `json:"pid"`
+	Entry string  `json:"entry"`
+	Code  string  `json:"code"`
+	Count float64 `json:"count"`
+}
+
+func logLines(r *runner, msg string) []logLine {
+	var out []logLine
+	for _, l := range strings.Split(r.logs(), "\n") {
+		var ll logLine
+		if json.Unmarshal([]byte(l), &ll) == nil && ll.Msg == msg {
+			out = append(out, ll)
+		}
+	}
+	return out
+}
+
+// TestReloadUpgradesInPlace: the files of a running runner are edited, and
+// the processes that say on_reload: upgrade move to the new code in place:
+// the counter's count goes on from where it was, under the same PID; a
+// pool's routees and a partition's workers keep their PIDs. /v1/reload and
+// runner_upgrades_total count the upgrades. Then new code whose upgrade
+// raises: the counter crashes, the root supervisor restarts it on the new
+// code, and the reload is degraded with the error.
+func TestReloadUpgradesInPlace(t *testing.T) {
+	dir := t.TempDir()
+	counter, worker := filepath.Join(dir, "counter.lua"), filepath.Join(dir, "worker.lua")
+	os.WriteFile(counter, []byte(upgradeCounter("v1", "nil")), 0o644)
+	os.WriteFile(worker, []byte(upgradeWorker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: counter, kind: process.lua, source: file://counter.lua, on_reload: upgrade, lifecycle: {auto_start: true}}
+  - {name: worker, kind: process.lua, source: file://worker.lua, on_reload: upgrade, upgrade_timeout: 2s}
+  - {name: pool, kind: router.pool, routee: worker, size: 2, lifecycle: {auto_start: true}}
+  - {name: part, kind: supervisor.partition, process: worker, partitions: 2, lifecycle: {auto_start: true}}
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	base := "http://" + r.httpAddr(t)
+	type attempt struct {
+		Result   string `json:"result"`
+		Updated  int    `json:"updated"`
+		Upgrades struct {
+			OK      int `json:"ok"`
+			Timeout int `json:"timeout"`
+			Failed  int `json:"failed"`
+		} `json:"upgrades"`
+		Warnings []string `json:"warnings"`
+	}
+	lastReload := func() (attempt, bool) {
+		var a attempt
+		code, body := httpGet(t, base+"/v1/reload")
+		return a, code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Result != ""
+	}
+	r.waitFor(t, "the counter ticking, four workers, the files watched", func() bool {
+		return len(logLines(r, "tick")) >= 3 && len(logLines(r, "main")) == 4 && strings.Contains(r.logs(), `"msg":"started"`)
+	})
+	v1Workers := map[string]bool{}
+	for _, l := range logLines(r, "main") {
+		v1Workers[l.PID] = true
+	}
+
+	saveRename(t, counter, upgradeCounter("v2", "function(count) return count + 1000 end"))
+	saveRename(t, worker, upgradeWorker("v2"))
+	var a attempt
+	r.waitFor(t, "a reload that upgraded five processes", func() bool {
+		var ok bool
+		a, ok = lastReload()
+		return ok && a.Upgrades.OK == 5
+	})
+	if a.Result != "applied" || a.Upgrades.Timeout != 0 || a.Upgrades.Failed != 0 || len(a.Warnings) != 0 {
+		t.Fatalf("last reload %+v", a)
+	}
+	r.waitFor(t, "the counter ticking on v2", func() bool {
+		for _, l := range logLines(r, "tick") {
+			if l.Code == "v2" {
+				return true
+			}
+		}
+		return false
+	})
+	// The count goes on: the first tick of v2 follows the last of v1
+	// (+1000, the new code's upgrade), under the same PID.
+	var last, first *logLine
+	ticks := logLines(r, "tick")
+	for i := range ticks {
+		if ticks[i].Code == "v1" {
+			last = &ticks[i]
+		} else if first == nil {
+			first = &ticks[i]
+		}
+	}
+	if first.PID != last.PID || first.Count != last.Count+1001 {
+		t.Errorf("last v1 tick %+v, first v2 tick %+v: want the same PID and the count going on", *last, *first)
+	}
+	// Every worker (two routees, two partition workers) runs v2 under its
+	// own PID; no new process was started.
+	r.waitFor(t, "four workers on v2", func() bool {
+		n := 0
+		for _, l := range logLines(r, "main") {
+			if l.Code == "v2" {
+				n++
+			}
+		}
+		return n == 4
+	})
+	for _, l := range logLines(r, "main") {
+		if l.Code == "v2" && !v1Workers[l.PID] {
+			t.Errorf("worker %s runs v2 under a new PID (v1 PIDs %v)", l.PID, v1Workers)
+		}
+	}
+	_, metrics := httpGet(t, base+"/metrics")
+	for _, want := range []string{
+		`runner_upgrades_total{entry="app:counter",result="ok"} 1`,
+		`runner_upgrades_total{entry="app:worker",result="ok"} 4`,
+	} {
+		if !strings.Contains(metrics, want) {
+			t.Errorf("metrics lack %s", want)
+		}
+	}
+
+	// New code that cannot migrate the state: the upgrade fails, the
+	// counter crashes and is restarted on the new code, counting from 1.
+	saveRename(t, counter, upgradeCounter("v3", `function() error("no migration from v2") end`))
+	r.waitFor(t, "a degraded reload naming the failed upgrade", func() bool {
+		var ok bool
+		a, ok = lastReload()
+		return ok && a.Upgrades.Failed == 1
+	})
+	// The upgrade's warning first; the crash counts against the reload too
+	// (crashed, below), as any new code failing soon after it does.
+	if len(a.Warnings) == 0 || !strings.HasPrefix(a.Warnings[0], "upgrade app:counter: failed: ") || !strings.Contains(a.Warnings[0], "no migration from v2") {
+		t.Errorf("warnings %q", a.Warnings)
+	}
+	r.waitFor(t, "the counter restarted on v3", func() bool {
+		for _, l := range logLines(r, "tick") {
+			if l.Code == "v3" && l.Count == 1 {
+				return true
+			}
+		}
+		return false
+	})
+	_, health := httpGet(t, base+"/healthz")
+	if !strings.Contains(health, "degraded") || !strings.Contains(health, "no migration from v2") {
+		t.Errorf("healthz %s", health)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
+
+// TestReloadUpgradeTimeoutRestarts: a process that never calls
+// process.upgrade is restarted on the new code at its upgrade_timeout, as
+// on_reload: restart would, and the reload says so.
+func TestReloadUpgradeTimeoutRestarts(t *testing.T) {
+	dir := t.TempDir()
+	src := func(code string) string {
+		return `return { main = function()
+  log.info("main", {code = "` + code + `"})
+  local inbox = process.inbox() -- never looks at its events
+  while true do inbox:receive() end
+end }
+`
+	}
+	svc := filepath.Join(dir, "svc.lua")
+	os.WriteFile(svc, []byte(src("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: svc, kind: process.lua, source: file://svc.lua, on_reload: upgrade, upgrade_timeout: 300ms, lifecycle: {auto_start: true}}
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	base := "http://" + r.httpAddr(t)
+	r.waitFor(t, "the service running, the files watched", func() bool {
+		return len(logLines(r, "main")) == 1 && strings.Contains(r.logs(), `"msg":"started"`)
+	})
+	saveRename(t, svc, src("v2"))
+	var a struct {
+		Result   string `json:"result"`
+		Upgrades struct {
+			OK, Timeout, Failed int
+		} `json:"upgrades"`
+		Warnings []string `json:"warnings"`
+	}
+	r.waitFor(t, "a reload whose upgrade timed out", func() bool {
+		code, body := httpGet(t, base+"/v1/reload")
+		return code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Result == "applied"
+	})
+	if a.Upgrades.Timeout != 1 || a.Upgrades.OK != 0 || len(a.Warnings) != 1 ||
+		!strings.Contains(a.Warnings[0], "upgrade app:svc: timeout") || !strings.Contains(a.Warnings[0], "300ms") {
+		t.Fatalf("last reload %+v", a)
+	}
+	r.waitFor(t, "the service restarted on v2 under a new PID", func() bool {
+		ls := logLines(r, "main")
+		return len(ls) == 2 && ls[1].Code == "v2" && ls[1].PID != ls[0].PID
+	})
+	_, metrics := httpGet(t, base+"/metrics")
+	if want := `runner_upgrades_total{entry="app:svc",result="timeout"} 1`; !strings.Contains(metrics, want) {
+		t.Errorf("metrics lack %s", want)
+	}
+
+	// A rename is a removal and an addition: the new entry starts its own
+	// process, nothing is offered an upgrade.
+	os.WriteFile(svc, []byte(strings.Replace(upgradeWorker("v3"), "process.upgrade()", "error('offered')", 1)), 0o644)
+	saveRename(t, filepath.Join(dir, "c.yaml"), `namespace: app
+entries:
+  - {name: svc2, kind: process.lua, source: file://svc.lua, on_reload: upgrade, lifecycle: {auto_start: true}}
+`)
+	var b struct {
+		Added, Removed int
+		Upgrades       struct{ OK, Timeout, Failed int } `json:"upgrades"`
+	}
+	r.waitFor(t, "the rename applied", func() bool {
+		code, body := httpGet(t, base+"/v1/reload")
+		return code == 200 && json.Unmarshal([]byte(body), &b) == nil && b.Added == 1
+	})
+	if b.Removed != 1 || b.Upgrades.OK+b.Upgrades.Timeout+b.Upgrades.Failed != 0 {
+		t.Errorf("rename: %+v", b)
+	}
+	r.waitFor(t, "app:svc2 running v3 under a new PID", func() bool {
+		ls := logLines(r, "main")
+		last := ls[len(ls)-1]
+		return last.Code == "v3" && last.Entry == "app:svc2" && last.PID != ls[1].PID
+	})
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
+
+// TestUpgradeRemotePIDOverCluster: across a cluster nothing special. A
+// node of the test (t0) holds the PID of a service on runner n1, over TCP
+// on 127.0.0.1; n1's source is edited and reloaded (SIGHUP), the service
+// upgrades in place, and the same PID reaches the new code.
+func TestUpgradeRemotePIDOverCluster(t *testing.T) {
+	dir := t.TempDir()
+	worker := filepath.Join(dir, "worker.lua")
+	os.WriteFile(worker, []byte(upgradeWorker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: w, kind: process.lua, source: file://worker.lua, on_reload: upgrade, lifecycle: {auto_start: true}}
+`), 0o644)
+	secretFile, secret := clusterSecret(t)
+	r, gossip, httpAddr := startNodeOf(t, dir, "n1", "", secretFile)
+	r.waitFor(t, "the service running", func() bool { return len(logLines(r, "main")) == 1 })
+	pid, err := process.ParsePID(logLines(r, "main")[0].PID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, _ := joinAsT0(t, gossip, secret, 1)
+	askPID := func() any {
+		t.Helper()
+		v, _, err := self.Ask(pid, process.Message{Topic: "q"}, 10*time.Second)
+		if err != nil {
+			t.Fatalf("ask %s from t0: %v", pid, err)
+		}
+		return v
+	}
+	if got := askPID(); got != "v1" {
+		t.Fatalf("before the upgrade: %v", got)
+	}
+	os.WriteFile(worker, []byte(upgradeWorker("v2")), 0o644)
+	r.cmd.Process.Signal(syscall.SIGHUP)
+	r.waitFor(t, "the reload to upgrade the service", func() bool {
+		var a struct {
+			Upgrades struct{ OK int } `json:"upgrades"`
+		}
+		code, body := httpGet(t, "http://"+httpAddr+"/v1/reload")
+		return code == 200 && json.Unmarshal([]byte(body), &a) == nil && a.Upgrades.OK == 1
+	})
+	if got := askPID(); got != "v2" {
+		t.Fatalf("after the upgrade, the same PID from another node: %v, want v2", got)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
