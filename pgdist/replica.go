@@ -14,6 +14,7 @@ import (
 
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/remote/wire"
 )
 
 // maxDiscover bounds the peers a starting scope sends discover to, so that
@@ -62,7 +63,7 @@ type replica struct {
 	list           []*peer                  // peers by node name: fan-out and anti-entropy order
 	aeNext         int                      // the next peer of anti-entropy
 	changed        bool                     // a peer's state changed: publish
-	buf            []byte                   // encoding buffer
+	opsSize        int                      // the size of the last pg.ops payload: the next one's first guess
 	logged         map[string]struct{}      // problems logged once per node and kind
 	rng            *rand.Rand               // the start's random peers
 
@@ -352,17 +353,22 @@ func (r *replica) sendPending() {
 	if len(r.pending) == 0 {
 		return
 	}
-	b := append(r.buf[:0], protoVersion)
+	if len(r.list) == 0 {
+		clear(r.pending)
+		r.pending = r.pending[:0]
+		return
+	}
+	// Encoded once, into a buffer of its own that the envelope of each
+	// peer's frame copies (wire.Bytes): no string is made of it.
+	b := make([]byte, 1, max(64, r.opsSize))
+	b[0] = protoVersion
 	for _, o := range r.pending {
 		b = appendOp(b, o)
 	}
-	r.buf = b
+	r.opsSize = len(b)
 	clear(r.pending)
 	r.pending = r.pending[:0]
-	if len(r.list) == 0 {
-		return
-	}
-	msg := process.Message{From: r.self, Topic: topicOps, Payload: string(b)}
+	msg := process.Message{From: r.self, Topic: topicOps, Payload: wire.Bytes(b)}
 	now := time.Now()
 	for _, p := range r.list {
 		if p.absent {

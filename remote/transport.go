@@ -130,7 +130,11 @@ func (t *Transport) Stats() Stats {
 // than the network's frames fails with value.ErrTooLarge as its encoding
 // passes the bound.
 func (t *Transport) send(node string, e *wire.Envelope) error {
-	frame, err := wire.EncodeLimit(make([]byte, 0, 64+len(e.Topic)), e, t.maxFrame)
+	size := 64 + len(e.Topic)
+	if b, ok := e.Payload.(wire.Bytes); ok {
+		size += len(b)
+	}
+	frame, err := wire.EncodeLimit(make([]byte, 0, size), e, t.maxFrame)
 	if err != nil {
 		return err
 	}
