@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/proctor-run/proctor/internal/logging"
+	"github.com/proctor-run/proctor/process"
 )
 
 // Timing configures failure detection, gossip and rejoining. The zero
@@ -131,12 +132,9 @@ type Membership struct {
 	nt   *memberlist.NetTransport
 	tr   *faultTransport // memberlist's transport: nt behind the stream guard and the faults
 
-	// the loop's queue
-	qmu   sync.Mutex
-	queue []func()
-	wake  chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
+	lp       *process.Loop // the loop: memberlist's events and callers' commands, in order
+	stopLoop context.CancelFunc
+	quit     chan struct{} // closed as the node leaves (with stopLoop)
 
 	// owned by the loop
 	members map[string]*Member   // every node seen but this one
@@ -160,7 +158,7 @@ type Membership struct {
 func startMembership(cfg membershipConfig) (*Membership, error) {
 	m := &Membership{
 		cfg: cfg, log: cfg.log,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		lp: process.NewLoop(process.LoopOptions{}), quit: make(chan struct{}),
 		members: map[string]*Member{}, leaving: map[string]time.Time{}, subs: map[int]func(Event){}, stopRejoin: make(chan struct{}), rejoinDone: make(chan struct{}),
 	}
 	m.live.Store(&[]Member{})
@@ -215,13 +213,14 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	// Known before memberlist starts: the alive filter tells this node's
 	// own address from that of another node claiming its name.
 	m.addr = net.JoinHostPort(advIP.String(), strconv.Itoa(c.AdvertisePort))
-	go m.loop()
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	m.stopLoop = stopLoop
+	go m.lp.Run(loopCtx)
 	m.tr.run()
 	m.ml, err = memberlist.Create(c)
 	if err != nil {
 		_ = m.tr.Shutdown()
-		close(m.quit)
-		<-m.done
+		m.stop()
 		return nil, fmt.Errorf("cluster membership: %w", err)
 	}
 	// One join at once, so that a name already taken in the cluster
@@ -234,8 +233,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	}
 	if err := m.Err(); err != nil {
 		_ = m.ml.Shutdown()
-		close(m.quit)
-		<-m.done
+		m.stop()
 		return nil, err
 	}
 	go m.rejoin()
@@ -276,21 +274,15 @@ func (m *Membership) Subscribe(fn func(Event)) (members []Member, cancel func())
 		id      int
 		members []Member
 	}
-	ch := make(chan res, 1)
-	if !m.submit(func() {
+	var r res
+	if m.run(func() {
 		m.nextSub++
 		m.subs[m.nextSub] = fn
-		ch <- res{m.nextSub, slices.Clone(*m.live.Load())}
-	}) {
+		r = res{m.nextSub, slices.Clone(*m.live.Load())}
+	}) != nil {
 		return m.Members(), func() {}
 	}
-	r := <-ch
-	return r.members, func() {
-		done := make(chan struct{})
-		if m.submit(func() { delete(m.subs, r.id); close(done) }) {
-			<-done
-		}
-	}
+	return r.members, func() { _ = m.run(func() { delete(m.subs, r.id) }) }
 }
 
 // Handle registers h for gossip messages of kind. The returned function
@@ -364,12 +356,12 @@ func (m *Membership) leave() error {
 		<-m.rejoinDone
 		m.settle()
 		m.announceLeave()
-		close(m.quit)
+		m.stop()
 		m.leaveGossip()
 		if e := m.ml.Shutdown(); e != nil && err == nil {
 			err = e
 		}
-		<-m.done
+		<-m.lp.Done()
 	})
 	return err
 }
@@ -424,11 +416,18 @@ func (m *Membership) announceLeave() {
 }
 
 // settle waits until the loop has run everything submitted so far.
-func (m *Membership) settle() {
-	done := make(chan struct{})
-	if m.submit(func() { close(done) }) {
-		<-done
-	}
+func (m *Membership) settle() { _ = m.run(func() {}) }
+
+// run runs fn on the loop and waits for it; an error (ErrLoopStopped)
+// means the membership stopped first, and fn did not run.
+func (m *Membership) run(fn func()) error {
+	return process.RunOn(context.Background(), m.lp, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{})
+}
+
+// stop ends the loop: what is submitted from now on is dropped.
+func (m *Membership) stop() {
+	close(m.quit)
+	m.stopLoop()
 }
 
 // membershipMsg handles a message of kind 0 (on memberlist's goroutine).
@@ -439,53 +438,7 @@ func (m *Membership) membershipMsg(from string, payload []byte) {
 }
 
 // submit queues fn for the loop; false once the loop has stopped.
-func (m *Membership) submit(fn func()) bool {
-	select {
-	case <-m.quit:
-		return false
-	default:
-	}
-	m.qmu.Lock()
-	m.queue = append(m.queue, fn)
-	m.qmu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// loop runs what the delegates and callers submit, in order, until quit.
-func (m *Membership) loop() {
-	defer close(m.done)
-	var batch []func()
-	for {
-		m.qmu.Lock()
-		batch, m.queue = m.queue, batch[:0]
-		m.qmu.Unlock()
-		for i, fn := range batch {
-			fn()
-			batch[i] = nil
-		}
-		if len(batch) > 0 {
-			continue
-		}
-		select {
-		case <-m.wake:
-		case <-m.quit:
-			// What is still queued runs, so that a Subscribe in flight
-			// returns.
-			m.qmu.Lock()
-			rest := m.queue
-			m.queue = nil
-			m.qmu.Unlock()
-			for _, fn := range rest {
-				fn()
-			}
-			return
-		}
-	}
-}
+func (m *Membership) submit(fn func()) bool { return m.lp.Submit(fn) == nil }
 
 // The loop's handlers of memberlist's events.
 
