@@ -60,6 +60,12 @@ var (
 	funcChunks     sync.Pool
 )
 
+// otherChunks holds the pools of the other types' chunks (Queue's), by
+// the type: a queue that drains gives its chunk back, and the next push
+// takes it again, so a queue that empties after every item (a request
+// and its answer) allocates nothing.
+var otherChunks sync.Map // a nil *chunk[T] -> *sync.Pool
+
 // chunkPool returns the pool that recycles chunks of T.
 func chunkPool[T any]() *sync.Pool {
 	var zero T
@@ -71,12 +77,20 @@ func chunkPool[T any]() *sync.Pool {
 	case func():
 		return &funcChunks
 	}
-	return nil
+	key := any((*chunk[T])(nil))
+	if p, ok := otherChunks.Load(key); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := otherChunks.LoadOrStore(key, new(sync.Pool))
+	return p.(*sync.Pool)
 }
 
+// chunks returns the pool that recycles q's chunks.
+func (q *queue[T]) chunks() *sync.Pool { return chunkPool[T]() }
+
 // newChunk returns an empty chunk; a producer calls it.
-func newChunk[T any]() *chunk[T] {
-	if p := chunkPool[T](); p != nil {
+func newChunk[T any](p *sync.Pool) *chunk[T] {
+	if p != nil {
 		if c, ok := p.Get().(*chunk[T]); ok {
 			// The consumer that recycled c cleared it, so its lines sit in
 			// that core's cache. Clearing it again here claims them all in
@@ -89,12 +103,12 @@ func newChunk[T any]() *chunk[T] {
 	return new(chunk[T])
 }
 
-// recycle clears a chunk no producer holds and pools it.
-func recycle[T any](c *chunk[T]) {
+// recycle clears a chunk no producer holds and pools it in p.
+func recycle[T any](c *chunk[T], p *sync.Pool) {
 	clear(c.slots[:c.used])
 	c.used = 0
 	c.next.Store(nil)
-	if p := chunkPool[T](); p != nil {
+	if p != nil {
 		p.Put(c)
 	}
 }
@@ -122,7 +136,7 @@ func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 	}
 	t := q.tail
 	if t == nil {
-		t = newChunk[T]()
+		t = newChunk[T](q.chunks())
 		q.tail, q.tailN = t, 0
 		q.first.Store(t)
 	} else if q.tailN == chunkSize {
@@ -130,7 +144,7 @@ func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 		// is popping: an unbounded queue samples its depth only here, once
 		// per chunk, so its mark is within chunkSize of the true one.
 		q.mark(pushed + 1 - q.popped.Load())
-		nt := newChunk[T]()
+		nt := newChunk[T](q.chunks())
 		t.next.Store(nt)
 		q.tail, q.tailN = nt, 0
 		t = nt
@@ -162,7 +176,7 @@ func (q *queue[T]) pop() (T, bool) {
 	if q.pos == chunkSize {
 		next := h.next.Load()
 		// No producer holds h any more: the tail has moved on to next.
-		recycle(h)
+		recycle(h, q.chunks())
 		h = next
 		q.head, q.pos, q.clean = h, 0, 0
 	}
@@ -193,7 +207,7 @@ func (q *queue[T]) trim() {
 		q.first.Store(nil)
 		q.head, q.pos, q.clean = nil, 0, 0
 		q.mu.Unlock()
-		recycle(h)
+		recycle(h, q.chunks())
 		return
 	}
 	q.mu.Unlock()
