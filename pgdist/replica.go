@@ -137,7 +137,13 @@ func (r *replica) Start() error {
 		r.cancelMembers = cancel
 		r.spec = r.s.Spec()
 		for _, n := range live {
-			r.addPeer(n).live = true
+			// A node may have spoken already: its message reached the
+			// loop before this did.
+			p := r.peers[n]
+			if p == nil {
+				p = r.addPeer(n)
+			}
+			p.live = true
 		}
 		r.d.add(r)
 		r.removeBreakers = r.d.c.AddBreakers(r.id, r)
