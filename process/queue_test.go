@@ -108,10 +108,7 @@ func TestQueueRecyclesChunks(t *testing.T) {
 	if raceEnabled {
 		t.Skip("sync.Pool drops items at random under the race detector")
 	}
-	type frame struct {
-		b  []byte
-		at time.Time
-	}
+	type frame struct{ b []byte }
 	q := NewQueue[frame](0)
 	f := frame{b: []byte("x")}
 	round := func() {
