@@ -21,13 +21,14 @@ import (
 // (a node announcing that it leaves).
 type Kind byte
 
-// The runtime's kinds.
+// The runtime's kinds. The numbers are part of the wire format; 1 and 2
+// are retired (never sent).
 const (
-	// KindPGSync: a pg.scope's join/leave and full-sync traffic.
-	KindPGSync Kind = 1
-	// KindPGAntiEntropy: a pg.scope's periodic anti-entropy exchange.
-	KindPGAntiEntropy Kind = 2
-	// KindPGDiscover: a pg.scope's discover request at start.
+	// KindPGDiscover: a pg.scope's start notice, the only gossip of the pg
+	// distribution (pgdist): it tells the scopes of other nodes that this
+	// one started, so those with members send it their state. Everything
+	// else of pg (changes, full syncs, anti-entropy) travels over the
+	// transport, as process messages to the scope's registered name.
 	KindPGDiscover Kind = 3
 )
 

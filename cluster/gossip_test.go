@@ -57,27 +57,27 @@ func TestGossipKinds(t *testing.T) {
 	for _, name := range all {
 		boxes[name], others[name] = &inbox{}, &inbox{}
 		m := tc.node(name).c.Membership()
-		if _, err := m.Handle(KindPGSync, boxes[name].handler); err != nil {
+		if _, err := m.Handle(kindTestA, boxes[name].handler); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := m.Handle(KindPGAntiEntropy, others[name].handler); err != nil {
+		if _, err := m.Handle(kindTestB, others[name].handler); err != nil {
 			t.Fatal(err)
 		}
 	}
 	m1 := tc.node("n1").c.Membership()
-	if _, err := m1.Handle(KindPGSync, boxes["n1"].handler); !errors.Is(err, ErrKindTaken) {
+	if _, err := m1.Handle(kindTestA, boxes["n1"].handler); !errors.Is(err, ErrKindTaken) {
 		t.Fatalf("second handler: %v", err)
 	}
 	if _, err := m1.Handle(0, boxes["n1"].handler); err == nil {
 		t.Fatal("kind 0 taken by a subsystem")
 	}
-	if err := m1.Broadcast(KindPGSync, make([]byte, MaxGossipPayload+1)); !errors.Is(err, ErrGossipTooLarge) {
+	if err := m1.Broadcast(kindTestA, make([]byte, MaxGossipPayload+1)); !errors.Is(err, ErrGossipTooLarge) {
 		t.Fatalf("large broadcast: %v", err)
 	}
 
 	// Broadcasts reach every other node, once, under their kind only.
 	for i := range 20 {
-		if err := m1.Broadcast(KindPGSync, fmt.Appendf(nil, "b%d", i)); err != nil {
+		if err := m1.Broadcast(kindTestA, fmt.Appendf(nil, "b%d", i)); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -92,11 +92,11 @@ func TestGossipKinds(t *testing.T) {
 		}, func() string { return fmt.Sprint(boxes[name].msgs) })
 	}
 	// A direct message reaches its node only.
-	if err := m1.SendTo("n3", KindPGAntiEntropy, []byte("direct")); err != nil {
+	if err := m1.SendTo("n3", kindTestB, []byte("direct")); err != nil {
 		t.Fatal(err)
 	}
 	testutil.Eventually(t, "the direct message", func() bool { return others["n3"].has("n1:direct") })
-	if err := m1.SendTo("nobody", KindPGAntiEntropy, []byte("x")); err == nil {
+	if err := m1.SendTo("nobody", kindTestB, []byte("x")); err == nil {
 		t.Fatal("a send to no member succeeded")
 	}
 	// Relays settle down: each broadcast was handled once per node.
@@ -118,10 +118,10 @@ func TestGossipMalformedIsDropped(t *testing.T) {
 	t.Parallel()
 	g := newGossip("self", func() int { return 1 }, 1)
 	var got []string
-	if _, err := g.handle(KindPGSync, func(from string, p []byte) { got = append(got, from+":"+string(p)) }); err != nil {
+	if _, err := g.handle(kindTestA, func(from string, p []byte) { got = append(got, from+":"+string(p)) }); err != nil {
 		t.Fatal(err)
 	}
-	good, _ := newGossip("other", func() int { return 1 }, 1).message(KindPGSync, true, []byte("x"))
+	good, _ := newGossip("other", func() int { return 1 }, 1).message(kindTestA, true, []byte("x"))
 	for _, b := range [][]byte{nil, {1}, {2, 1, 0, 1, 'a'}, {1, 1, 0, 0}, {1, 1, 0, 200, 'a'}, {1, 9, 0, 1, 'a'}, {1, 1, 1, 1, 'a'}, good, good} {
 		g.receive(b)
 	}
@@ -235,11 +235,17 @@ func TestGossipQueueBound(t *testing.T) {
 	t.Parallel()
 	g := newGossip("self", func() int { return 3 }, 3)
 	for range MaxGossipQueue {
-		if err := g.broadcast(KindPGSync, []byte("x")); err != nil {
+		if err := g.broadcast(kindTestA, []byte("x")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if err := g.broadcast(KindPGSync, []byte("x")); !errors.Is(err, ErrGossipQueueFull) {
+	if err := g.broadcast(kindTestA, []byte("x")); !errors.Is(err, ErrGossipQueueFull) {
 		t.Fatalf("broadcast past the bound: %v", err)
 	}
 }
+
+// Kinds for the tests: an embedder's.
+const (
+	kindTestA Kind = 64
+	kindTestB Kind = 65
+)

@@ -127,9 +127,9 @@ func (tc *tcluster) silence(name string) *tnode {
 	m.leaveOnce.Do(func() {
 		close(m.stopRejoin)
 		<-m.rejoinDone
-		close(m.quit)
+		m.stop()
 		_ = m.ml.Shutdown()
-		<-m.done
+		<-m.lp.Done()
 	})
 	return n
 }

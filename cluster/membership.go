@@ -18,6 +18,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/proctor-run/proctor/internal/logging"
+	"github.com/proctor-run/proctor/process"
 )
 
 // Timing configures failure detection, gossip and rejoining. The zero
@@ -132,12 +133,9 @@ type Membership struct {
 	nt   *memberlist.NetTransport
 	tr   *faultTransport // memberlist's transport: nt (interposed) behind the stream guard
 
-	// the loop's queue
-	qmu   sync.Mutex
-	queue []func()
-	wake  chan struct{}
-	quit  chan struct{}
-	done  chan struct{}
+	lp       *process.Loop // the loop: memberlist's events and callers' commands, in order
+	stopLoop context.CancelFunc
+	quit     chan struct{} // closed as the node leaves (with stopLoop)
 
 	// owned by the loop
 	members map[string]*Member   // every node seen but this one
@@ -161,7 +159,7 @@ type Membership struct {
 func startMembership(cfg membershipConfig) (*Membership, error) {
 	m := &Membership{
 		cfg: cfg, log: cfg.log,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		lp: process.NewLoop(process.LoopOptions{}), quit: make(chan struct{}),
 		members: map[string]*Member{}, leaving: map[string]time.Time{}, subs: map[int]func(Event){}, stopRejoin: make(chan struct{}), rejoinDone: make(chan struct{}),
 	}
 	m.live.Store(&[]Member{})
@@ -220,13 +218,14 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	// Known before memberlist starts: the alive filter tells this node's
 	// own address from that of another node claiming its name.
 	m.addr = net.JoinHostPort(advIP.String(), strconv.Itoa(c.AdvertisePort))
-	go m.loop()
+	loopCtx, stopLoop := context.WithCancel(context.Background())
+	m.stopLoop = stopLoop
+	go m.lp.Run(loopCtx)
 	m.tr.run()
 	m.ml, err = memberlist.Create(c)
 	if err != nil {
 		_ = m.tr.Shutdown()
-		close(m.quit)
-		<-m.done
+		m.stop()
 		return nil, fmt.Errorf("cluster membership: %w", err)
 	}
 	// One join at once, so that a name already taken in the cluster
@@ -239,8 +238,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	}
 	if err := m.Err(); err != nil {
 		_ = m.ml.Shutdown()
-		close(m.quit)
-		<-m.done
+		m.stop()
 		return nil, err
 	}
 	go m.rejoin()
@@ -281,21 +279,15 @@ func (m *Membership) Subscribe(fn func(Event)) (members []Member, cancel func())
 		id      int
 		members []Member
 	}
-	ch := make(chan res, 1)
-	if !m.submit(func() {
+	var r res
+	if m.run(func() {
 		m.nextSub++
 		m.subs[m.nextSub] = fn
-		ch <- res{m.nextSub, slices.Clone(*m.live.Load())}
-	}) {
+		r = res{m.nextSub, slices.Clone(*m.live.Load())}
+	}) != nil {
 		return m.Members(), func() {}
 	}
-	r := <-ch
-	return r.members, func() {
-		done := make(chan struct{})
-		if m.submit(func() { delete(m.subs, r.id); close(done) }) {
-			<-done
-		}
-	}
+	return r.members, func() { _ = m.run(func() { delete(m.subs, r.id) }) }
 }
 
 // Handle registers h for gossip messages of kind. The returned function
@@ -369,12 +361,12 @@ func (m *Membership) leave() error {
 		<-m.rejoinDone
 		m.settle()
 		m.announceLeave()
-		close(m.quit)
+		m.stop()
 		m.leaveGossip()
 		if e := m.ml.Shutdown(); e != nil && err == nil {
 			err = e
 		}
-		<-m.done
+		<-m.lp.Done()
 	})
 	return err
 }
@@ -429,11 +421,18 @@ func (m *Membership) announceLeave() {
 }
 
 // settle waits until the loop has run everything submitted so far.
-func (m *Membership) settle() {
-	done := make(chan struct{})
-	if m.submit(func() { close(done) }) {
-		<-done
-	}
+func (m *Membership) settle() { _ = m.run(func() {}) }
+
+// run runs fn on the loop and waits for it; an error (ErrLoopStopped)
+// means the membership stopped first, and fn did not run.
+func (m *Membership) run(fn func()) error {
+	return process.RunOn(context.Background(), m.lp, process.CommandFunc(func() error { fn(); return nil }), process.CallOptions{})
+}
+
+// stop ends the loop: what is submitted from now on is dropped.
+func (m *Membership) stop() {
+	close(m.quit)
+	m.stopLoop()
 }
 
 // membershipMsg handles a message of kind 0 (on memberlist's goroutine).
@@ -444,53 +443,7 @@ func (m *Membership) membershipMsg(from string, payload []byte) {
 }
 
 // submit queues fn for the loop; false once the loop has stopped.
-func (m *Membership) submit(fn func()) bool {
-	select {
-	case <-m.quit:
-		return false
-	default:
-	}
-	m.qmu.Lock()
-	m.queue = append(m.queue, fn)
-	m.qmu.Unlock()
-	select {
-	case m.wake <- struct{}{}:
-	default:
-	}
-	return true
-}
-
-// loop runs what the delegates and callers submit, in order, until quit.
-func (m *Membership) loop() {
-	defer close(m.done)
-	var batch []func()
-	for {
-		m.qmu.Lock()
-		batch, m.queue = m.queue, batch[:0]
-		m.qmu.Unlock()
-		for i, fn := range batch {
-			fn()
-			batch[i] = nil
-		}
-		if len(batch) > 0 {
-			continue
-		}
-		select {
-		case <-m.wake:
-		case <-m.quit:
-			// What is still queued runs, so that a Subscribe in flight
-			// returns.
-			m.qmu.Lock()
-			rest := m.queue
-			m.queue = nil
-			m.qmu.Unlock()
-			for _, fn := range rest {
-				fn()
-			}
-			return
-		}
-	}
-}
+func (m *Membership) submit(fn func()) bool { return m.lp.Submit(fn) == nil }
 
 // The loop's handlers of memberlist's events.
 
@@ -715,265 +668,4 @@ func (m *Membership) seedAddrs() []string {
 		}
 	}
 	return out
-}
-
-// delegate is the one memberlist delegate: metadata, gossip messages,
-// membership events, the alive filter and conflicts.
-type delegate struct{ m *Membership }
-
-func (d *delegate) NodeMeta(limit int) []byte {
-	b := d.m.cfg.meta
-	if len(b) > limit {
-		d.m.log.Error("cluster: node metadata exceeds memberlist's limit", "bytes", len(b), "limit", limit)
-		return nil
-	}
-	return b
-}
-
-func (d *delegate) NotifyMsg(b []byte) { d.m.g.receive(b) }
-func (d *delegate) GetBroadcasts(overhead, limit int) [][]byte {
-	d.m.handedOut.Add(1)
-	return d.m.g.queue.GetBroadcasts(overhead, limit)
-}
-func (d *delegate) LocalState(bool) []byte        { return nil }
-func (d *delegate) MergeRemoteState([]byte, bool) {}
-
-func (d *delegate) NotifyAlive(n *memberlist.Node) error {
-	if n.Name == d.m.cfg.name {
-		if n.Address() == d.m.addr {
-			return nil
-		}
-		return d.m.nameClaimed(n)
-	}
-	if _, err := decodeMeta(n.Meta); err != nil {
-		d.m.refuse(n.Name, err)
-		return err
-	}
-	return nil
-}
-
-func (d *delegate) NotifyJoin(n *memberlist.Node)   { d.member(n, (*Membership).joined) }
-func (d *delegate) NotifyUpdate(n *memberlist.Node) { d.member(n, (*Membership).updated) }
-
-// member hands another node's news to the loop, if it is a node this one
-// talks to.
-func (d *delegate) member(n *memberlist.Node, apply func(*Membership, Member)) {
-	if n.Name == d.m.cfg.name {
-		return
-	}
-	mem, err := memberOf(n)
-	if err != nil {
-		d.m.refuse(n.Name, err)
-		return
-	}
-	d.m.submit(func() { apply(d.m, mem) })
-}
-
-func (d *delegate) NotifyLeave(n *memberlist.Node) {
-	if n.Name == d.m.cfg.name {
-		return
-	}
-	// memberlist's node does not tell a leave from a failure: the
-	// leaving node's announcement does (membershipMsg).
-	name := n.Name
-	d.m.submit(func() { d.m.left(name, StateDead) })
-}
-
-func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
-	if _, seen := d.m.refused.LoadOrStore(existing.Name+"\x00conflict\x00"+other.Address(), struct{}{}); !seen {
-		d.m.log.Error("cluster: two nodes claim one name; the newcomer is ignored", "peer", existing.Name,
-			"existing", existing.Address(), "other", other.Address())
-	}
-}
-
-// ErrNameTaken: another live member holds this node's name. Node names are
-// unique in a cluster: the node that started first keeps its name, and the
-// other fails (Start returns the error, or, when it is seen only later,
-// Cluster.Err does).
-var ErrNameTaken = errors.New("node name taken by another live member")
-
-// Err returns ErrNameTaken (wrapped, naming the other node) once this
-// node has seen another live member with its name that started first: it
-// is not a member of the cluster, whose nodes ignore it.
-func (m *Membership) Err() error {
-	if e := m.conflict.Load(); e != nil {
-		return *e
-	}
-	return nil
-}
-
-// nameClaimed handles an alive message of another node under this node's
-// name (on memberlist's goroutine, under its lock): the node that started
-// first keeps the name. Either way the message is refused.
-func (m *Membership) nameClaimed(n *memberlist.Node) error {
-	theirs, err := decodeMeta(n.Meta)
-	first := err == nil && (theirs.Started.Before(m.self.Started) ||
-		(theirs.Started.Equal(m.self.Started) && n.Address() < m.addr))
-	if !first {
-		err := fmt.Errorf("a node at %s claims this node's name; it is refused", n.Address())
-		m.refuse(n.Name, err)
-		return err
-	}
-	taken := fmt.Errorf("cluster: %w: %q is the name of the member at %s since %s; start this node under another name (if that member is this node before a restart on another address, it is declared dead within seconds: start again then)",
-		ErrNameTaken, n.Name, n.Address(), theirs.Started.UTC().Format(time.RFC3339))
-	if m.conflict.CompareAndSwap(nil, &taken) {
-		m.log.Error("cluster: this node's name is taken; it is not a member of the cluster", "error", taken)
-	}
-	return taken
-}
-
-// knownHost reports whether host is the IP of a node this one knows (live
-// or not): its streams are a member's, not a stranger's.
-func (m *Membership) knownHost(host string) bool {
-	for _, mem := range *m.known.Load() {
-		if h, _, err := net.SplitHostPort(mem.Gossip); err == nil && h == host {
-			return true
-		}
-	}
-	return false
-}
-
-// StreamsShed counts memberlist streams closed at once: a StreamLimits
-// bound was reached.
-func (m *Membership) StreamsShed() uint64 { return m.tr.guard.shed.Load() }
-
-// faultTransport is memberlist's network transport (as Interpose.Gossip
-// wraps it) with the stream guard in front of what others open
-// (StreamLimits) and on what this node opens.
-type faultTransport struct {
-	memberlist.NodeAwareTransport
-	m       *Membership
-	guard   *streamGuard
-	streams chan net.Conn // admitted inbound streams
-	stop    chan struct{}
-	halt    sync.Once
-	wg      sync.WaitGroup
-}
-
-// StreamCh returns the inbound streams the guard admitted.
-func (t *faultTransport) StreamCh() <-chan net.Conn { return t.streams }
-
-// run starts the guard; Shutdown stops it.
-func (t *faultTransport) run() {
-	t.wg.Add(1)
-	go t.guardStreams()
-}
-
-func (t *faultTransport) guardStreams() {
-	defer t.wg.Done()
-	for {
-		select {
-		case c := <-t.NodeAwareTransport.StreamCh():
-			gc, ok := t.guard.admit(c)
-			if !ok {
-				continue
-			}
-			select {
-			case t.streams <- gc:
-			case <-t.stop:
-				gc.Close()
-				return
-			}
-		case <-t.stop:
-			return
-		}
-	}
-}
-
-// Shutdown stops the network transport, then the guard: the guard takes
-// what the transport accepts until it has stopped (its listener blocks on
-// handing a connection over).
-func (t *faultTransport) Shutdown() error {
-	err := t.NodeAwareTransport.Shutdown()
-	t.halt.Do(func() { close(t.stop) })
-	t.wg.Wait()
-	return err
-}
-
-func (t *faultTransport) DialTimeout(addr string, timeout time.Duration) (net.Conn, error) {
-	return t.DialAddressTimeout(memberlist.Address{Addr: addr}, timeout)
-}
-
-func (t *faultTransport) DialAddressTimeout(a memberlist.Address, timeout time.Duration) (net.Conn, error) {
-	c, err := t.NodeAwareTransport.DialAddressTimeout(a, timeout)
-	if err != nil {
-		return nil, err
-	}
-	return t.guard.outbound(c), nil
-}
-
-// memberlistLog turns memberlist's log lines ("[WARN] memberlist: …")
-// into slog records. Its warnings are the ordinary events of failure
-// detection, so they are logged at Info; its errors at Warn; the rest at
-// Debug. Lines above Debug are rate-limited per remote host and kind of
-// line: packets that fail to decrypt, or carry a wrong label, are
-// anyone's to send.
-//
-// Once the node leaves (quit closed), a send on the sockets its own leave
-// closed is no news: "use of closed network connection" goes to Debug.
-type memberlistLog struct {
-	log   *slog.Logger
-	limit *logging.Limiter
-	quit  <-chan struct{}
-}
-
-func (w memberlistLog) Write(p []byte) (int, error) {
-	s := strings.TrimSpace(string(p))
-	level := slog.LevelDebug
-	for prefix, l := range map[string]slog.Level{"[ERR]": slog.LevelWarn, "[WARN]": slog.LevelInfo} {
-		if strings.HasPrefix(s, prefix) {
-			level = l
-		}
-	}
-	if w.leaving() && strings.Contains(s, "use of closed network connection") {
-		level = slog.LevelDebug
-	}
-	if i := strings.Index(s, "] "); i >= 0 && strings.HasPrefix(s, "[") {
-		s = s[i+2:]
-	}
-	if !strings.HasPrefix(s, "memberlist:") {
-		s = "memberlist: " + s
-	}
-	// "Refuting an alive message for 'n1' (addr) meta:([1 1 2 …] VS […]),
-	// vsn:(…)": the byte dumps say nothing to a reader.
-	if i := strings.Index(s, " meta:(["); i >= 0 {
-		s = s[:i]
-	}
-	if level == slog.LevelDebug || w.limit == nil {
-		w.log.Log(context.Background(), level, s)
-		return len(p), nil
-	}
-	w.limit.Log(w.log, level, "source", memberlistLogKey(s), s)
-	return len(p), nil
-}
-
-// memberlistLogKey is the rate-limiting key of a memberlist line: the host
-// it names (from=host:port) and what it says, up to its first detail.
-func memberlistLogKey(s string) string {
-	host := ""
-	if i := strings.Index(s, "from="); i >= 0 {
-		addr, _, _ := strings.Cut(s[i+len("from="):], " ")
-		if h, _, err := net.SplitHostPort(addr); err == nil {
-			host = h
-		} else {
-			host = addr
-		}
-	}
-	what := strings.TrimPrefix(s, "memberlist: ")
-	if i := strings.IndexAny(what, ":\"'("); i >= 0 {
-		what = what[:i]
-	}
-	if len(what) > 48 {
-		what = what[:48]
-	}
-	return host + " " + strings.TrimSpace(what)
-}
-
-func (w memberlistLog) leaving() bool {
-	select {
-	case <-w.quit:
-		return true
-	default:
-		return false
-	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/internal/backoff"
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote"
 )
 
@@ -20,17 +21,6 @@ import (
 type outFrame struct {
 	b []byte
 }
-
-// frameChunk is a piece of a peer's queue: the queue is a list of fixed
-// chunks, recycled, so a queue that fills and drains allocates nothing in
-// the steady state (a slice that grew anew for every batch did).
-type frameChunk struct {
-	f    [256]outFrame
-	n    int
-	next *frameChunk
-}
-
-var chunkPool = sync.Pool{New: func() any { return new(frameChunk) }}
 
 // peer is the transport's side of one other node: its queue of frames and
 // the goroutine (run) that owns its connection — dialing or accepting it,
@@ -55,12 +45,8 @@ type peer struct {
 	errMu sync.Mutex
 	err   string // why it is failing
 
-	qmu        sync.Mutex
-	head, tail *frameChunk
-	qlen       int
-	max        int
+	q *process.Queue[outFrame] // the frames to write, at most QueueSize
 
-	wake   chan struct{} // the queue went from empty to not
 	poked  chan struct{} // up changed
 	attach chan net.Conn // an accepted, authenticated connection
 }
@@ -105,8 +91,8 @@ var errSilent = errors.New("nothing received (not even the heartbeat)")
 func newPeer(n *TCPNetwork, name string, st *PeerCounters) *peer {
 	p := &peer{
 		n: n, name: name, dialer: dials(n.opts.Name, name), st: st, prev: st.lastDone,
-		done: make(chan struct{}), max: n.opts.QueueSize,
-		wake: make(chan struct{}, 1), poked: make(chan struct{}, 1), attach: make(chan net.Conn),
+		done: make(chan struct{}), q: process.NewQueue[outFrame](n.opts.QueueSize),
+		poked: make(chan struct{}, 1), attach: make(chan net.Conn),
 	}
 	st.lastDone = p.done
 	p.ctx, p.cancel = context.WithCancel(n.ctx)
@@ -114,65 +100,21 @@ func newPeer(n *TCPNetwork, name string, st *PeerCounters) *peer {
 }
 
 func (p *peer) push(f outFrame) error {
-	p.qmu.Lock()
-	if p.qlen >= p.max {
-		p.qmu.Unlock()
-		return fmt.Errorf("node %q: %w (%d frames)", p.name, remote.ErrQueueFull, p.max)
-	}
-	if p.tail == nil || p.tail.n == len(p.tail.f) {
-		c := chunkPool.Get().(*frameChunk)
-		if p.tail == nil {
-			p.head = c
-		} else {
-			p.tail.next = c
-		}
-		p.tail = c
-	}
-	p.tail.f[p.tail.n] = f
-	p.tail.n++
-	p.qlen++
-	first := p.qlen == 1
-	p.qmu.Unlock()
-	if first {
-		select {
-		case p.wake <- struct{}{}:
-		default:
-		}
+	if err := p.q.Push(f); err != nil {
+		return fmt.Errorf("node %q: %w (%d frames)", p.name, remote.ErrQueueFull, p.n.opts.QueueSize)
 	}
 	return nil
 }
 
-// take removes the whole queue and returns its first chunk and length.
-func (p *peer) take() (*frameChunk, int) {
-	p.qmu.Lock()
-	head, n := p.head, p.qlen
-	p.head, p.tail, p.qlen = nil, nil, 0
-	p.qmu.Unlock()
-	return head, n
-}
+func (p *peer) queueLen() int { return p.q.Len() }
 
-// release returns the chunks from c on to the pool.
-func release(c *frameChunk) {
-	for c != nil {
-		next := c.next
-		clear(c.f[:c.n])
-		c.n, c.next = 0, nil
-		chunkPool.Put(c)
-		c = next
-	}
-}
-
-func (p *peer) queueLen() int {
-	p.qmu.Lock()
-	defer p.qmu.Unlock()
-	return p.qlen
-}
-
-// dropQueue discards the frames not yet written.
+// dropQueue discards the frames not yet written; only run calls it.
 func (p *peer) dropQueue() {
-	head, n := p.take()
-	release(head)
-	p.st.Dropped.Add(uint64(n))
+	var n uint64
+	for _, ok := p.q.Pop(); ok; _, ok = p.q.Pop() {
+		n++
+	}
+	p.st.Dropped.Add(n)
 }
 
 func (p *peer) poke() {
@@ -269,6 +211,12 @@ func (p *peer) run() {
 		if wait != nil {
 			waitC = wait.C
 		}
+		// Connected, the queue is written as it fills; the frames queued
+		// while it is not wait for the connection (which flushes them).
+		var wake <-chan struct{}
+		if c != nil {
+			wake = p.q.Ready()
+		}
 		select {
 		case <-p.ctx.Done():
 			if c != nil {
@@ -282,7 +230,7 @@ func (p *peer) run() {
 				p.n.recv.NodeDown(p.name)
 			}
 			return
-		case <-p.wake:
+		case <-wake:
 			if c != nil {
 				if err := p.flush(c); err != nil {
 					p.lose(c, err, log)
@@ -494,27 +442,18 @@ func (p *peer) flush(c *conn) error {
 		p.st.BytesOut.Add(bytes)
 	}()
 	for {
-		head, n := p.take()
-		if n == 0 {
+		f, ok := p.q.Pop()
+		if !ok {
 			if frames > 0 {
 				c.wrote = time.Now()
 			}
 			return c.w.Flush()
 		}
-		left := n
-		for ch := head; ch != nil; ch = ch.next {
-			for i := range ch.f[:ch.n] {
-				f := &ch.f[i]
-				if err := writeFrame(c.w, f.b); err != nil {
-					p.st.Dropped.Add(uint64(left))
-					release(head)
-					return err
-				}
-				left--
-				frames++
-				bytes += uint64(len(f.b) + frameHeaderSize)
-			}
+		if err := writeFrame(c.w, f.b); err != nil {
+			p.st.Dropped.Add(1)
+			return err
 		}
-		release(head)
+		frames++
+		bytes += uint64(len(f.b) + frameHeaderSize)
 	}
 }

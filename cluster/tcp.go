@@ -16,7 +16,6 @@ import (
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote"
-	"github.com/proctor-run/proctor/value"
 )
 
 // TCPOptions configure a TCPNetwork. Name and Listen are required; the
@@ -284,9 +283,9 @@ func (n *TCPNetwork) Send(node string, frame []byte) error {
 	if p.failing.Load() {
 		return fmt.Errorf("node %q: %w (%w): %s", node, process.ErrNoConnection, process.ErrUnreachable, p.lastErr())
 	}
-	if len(frame) > n.opts.MaxFrame {
-		return fmt.Errorf("node %q: %w: %w: %d bytes (at most %d)", node, ErrFrameTooLarge, value.ErrTooLarge, len(frame), n.opts.MaxFrame)
-	}
+	// The frame is within MaxFrame: the transport encoded it with that
+	// budget (remote.FrameLimiter), and a peer closes a connection that
+	// passes it anyway.
 	return p.push(outFrame{b: frame})
 }
 

@@ -320,17 +320,27 @@ func CheckLabel(L *lua.LState, n int, what string) string {
 }
 
 func (p *Process) resolve(dest string) (process.PID, error) {
-	if dest == p.destStr && dest != "" && process.IsPIDString(dest) {
+	if process.IsPIDString(dest) {
+		return p.parsePID(dest)
+	}
+	return p.Node().Resolve(dest)
+}
+
+// parsePID parses a PID string once: the last one is cached, as a process
+// sends to the same PID again and again (names can move to another
+// process; only PID strings are cached).
+func (p *Process) parsePID(dest string) (process.PID, error) {
+	if dest == p.destStr {
 		return p.destPID, nil
 	}
-	pid, err := p.Node().Resolve(dest)
+	if err := process.CheckName("resolve", dest); err != nil {
+		return process.PID{}, err
+	}
+	pid, err := process.ParsePID(dest)
 	if err != nil {
 		return pid, err
 	}
-	if process.IsPIDString(dest) {
-		// Names can move to another process; only PID strings are cached.
-		p.destStr, p.destPID = dest, pid
-	}
+	p.destStr, p.destPID = dest, pid
 	return pid, nil
 }
 
@@ -340,10 +350,18 @@ func (p *Process) resolve(dest string) (process.PID, error) {
 // resolution error. A local name no process holds makes the message a dead
 // letter, as a send to a dead PID does.
 func (p *Process) send(verb, dest string, m process.Message) error {
-	if name, node, ok := process.SplitNodeName(dest); ok && node != p.Node().Name() {
+	// The destination's shape is looked at once, on the way to the
+	// transport: a PID string is parsed (or found cached), a name@node of
+	// another node goes by name, anything else is resolved here.
+	var to process.PID
+	var err error
+	if process.IsPIDString(dest) {
+		to, err = p.parsePID(dest)
+	} else if name, node, ok := process.SplitNodeName(dest); ok && node != p.Node().Name() {
 		return p.Node().SendName(node, name, m)
+	} else {
+		to, err = p.Node().Resolve(dest)
 	}
-	to, err := p.resolve(dest)
 	if err != nil {
 		if errors.Is(err, process.ErrNameNotFound) {
 			p.Node().DeadLetter(process.DeadLetter{From: p.self, To: dest, Topic: m.Topic, Reason: process.DeadNameNotFound})

@@ -166,13 +166,12 @@ func openPayload(payload any, from process.PID) (*reader, error) {
 	return &reader{s: s[1:], from: from}, nil
 }
 
-// decodeOps decodes a pg.ops payload from from.
-func decodeOps(payload any, from process.PID) ([]pgscope.Op, error) {
+// decodeOps decodes a pg.ops payload from from, appending to ops.
+func decodeOps(ops []pgscope.Op, payload any, from process.PID) ([]pgscope.Op, error) {
 	r, err := openPayload(payload, from)
 	if err != nil {
 		return nil, err
 	}
-	var ops []pgscope.Op
 	for len(r.s) > 0 {
 		kind := r.s[0]
 		r.s = r.s[1:]

@@ -31,7 +31,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	for _, o := range ops {
 		b = appendOp(b, o)
 	}
-	gotOps, err := decodeOps(string(b), sender)
+	gotOps, err := decodeOps(nil, string(b), sender)
 	if err != nil || !slices.EqualFunc(gotOps, ops, func(x, y pgscope.Op) bool {
 		return x.Leave == y.Leave && x.Group == y.Group && slices.Equal(x.PIDs, y.PIDs)
 	}) {
@@ -96,7 +96,7 @@ func TestCodecRefuses(t *testing.T) {
 		"no members": string([]byte{protoVersion, opJoin, 1, 'g', 0}),
 		"cut short":  string([]byte{protoVersion, opLeave, 1, 'g', 2, 1}),
 	} {
-		if _, err := decodeOps(payload, sender); err == nil {
+		if _, err := decodeOps(nil, payload, sender); err == nil {
 			t.Errorf("ops %s: no error", name)
 		}
 	}
@@ -123,7 +123,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("round trip: %v %v", again, err)
 			}
 		}
-		if ops, err := decodeOps(string(b), sender); err == nil && len(ops) > len(b) {
+		if ops, err := decodeOps(nil, string(b), sender); err == nil && len(ops) > len(b) {
 			t.Fatalf("%d ops from %d bytes", len(ops), len(b))
 		}
 		_, _, _ = parseNotice(b, "n1")

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"sync"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -146,7 +147,7 @@ func (d *Distributor) gossip(from string, payload []byte) {
 	rep := d.scopes[scope]
 	d.mu.Unlock()
 	if rep != nil {
-		rep.q.push(item{kind: itemNotice, node: from})
+		rep.submit(func(now time.Time) { rep.notice(from, now) })
 	}
 }
 

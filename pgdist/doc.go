@@ -4,8 +4,10 @@
 //
 // A Distributor serves every scope of a node. It implements
 // pgscope.Distributor, so a pgscope.Kind that carries it attaches each
-// scope it starts (at start-up or by a reload); the scope then runs a
-// replica beside its own loop. The cluster layer comes in through the
+// scope it starts (at start-up or by a reload); the scope's replica then
+// lives on the scope's loop, which is the scope's process: a peer's
+// message is applied where it arrives, with no hand-off and no wait, and
+// this node's changes go out at the end of the loop's round of work. The cluster layer comes in through the
 // small Cluster interface declared here (FromCluster adapts a
 // *cluster.Cluster); pgscope knows nothing of either.
 //
@@ -57,5 +59,10 @@
 // The full syncs travel over the transport rather than as gossip because
 // a gossip payload is at most 1,024 bytes; gossip carries only the start
 // notice, which fits and must reach nodes this one does not yet talk to.
-// KindPGSync and KindPGAntiEntropy stay reserved.
+//
+// The payloads are this package's own encoding (codec.go), carried as a
+// string in the transport's envelope (remote/wire, whose version covers
+// the envelope): the protocol's version byte is its own, 1, and the
+// changes of this package left both formats as they were, so nodes of
+// either build interoperate.
 package pgdist

@@ -403,9 +403,9 @@ func TestHeldMessagesKeepTheirOrder(t *testing.T) {
 		r.deletePeer(r.peers["n2"]) // n2's scope is not known yet
 		now := time.Now()
 		r.message(join, now) // held until n2's scope is known
-		r.probed(r.peers["n2"], &item{kind: itemVerified, node: "n2", from: s2}, now)
+		r.probed(r.peers["n2"], &answer{node: "n2", from: s2}, now)
 		r.message(empty, now) // q left since
-		r.verified(&item{kind: itemVerified, node: "n2", pid: s2, from: s2}, now)
+		r.verified(&answer{node: "n2", pid: s2, from: s2}, now)
 		members = n1.s.GetMembers("g")
 	})
 	if len(members) != 0 {

@@ -67,7 +67,7 @@ func (r *replica) WaitSynced(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-r.done:
+	case <-r.quit:
 		return errReplicaStopped
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/proctor-run/proctor/internal/backoff"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/remote/wire"
 )
 
 // maxDiscover bounds the peers a starting scope sends discover to, so that
@@ -27,10 +28,16 @@ const maxDiscover = 4
 // state once verified.
 const maxHeld = 4096
 
-// replica is one scope's part in the cluster: a loop of its own that owns
-// the scope's peers (other nodes' scopes of the same entry), sends this
-// node's changes to them, and applies theirs to the scope through
-// pgscope.Replica.
+// replica is one scope's part in the cluster: it owns the scope's peers
+// (other nodes' scopes of the same entry), sends this node's changes to
+// them, and applies theirs to the scope. It lives on the scope's loop,
+// which is also the scope's process: the messages of other nodes' scopes
+// and the exits of their processes reach it there (pgscope.Peering), its
+// peers' changes apply to the scope at once (pgscope.OnLoop), and this
+// node's changes, which the scope hands its Sink on the loop, go out
+// together after each round of the loop's work (Flush). What comes from
+// elsewhere (the membership, gossip, timers, answers to hellos) is run
+// there with Scope.Submit.
 type replica struct {
 	d    *Distributor
 	s    *pgscope.Scope
@@ -40,34 +47,29 @@ type replica struct {
 	log  *slog.Logger
 	met  scopeMetrics
 
-	q        inbox
-	quit     chan struct{}
-	done     chan struct{}
-	ctx      context.Context // ends at Stop: the loop's waits on the scope
-	cancel   context.CancelFunc
-	started  atomic.Bool
+	quit     chan struct{} // closed by Stop
 	stopped  atomic.Bool
 	stopOnce sync.Once
 
+	// Owned by the loop (by Stop once it has stopped).
 	sub            *pgscope.Subscription
 	cancelMembers  func()
 	removeBreakers func()
-
-	// Owned by the loop (by Attach and Start before it runs, by Stop
-	// after).
-	spec    pgscope.Spec             // as of the batch being handled
-	local   map[string][]process.PID // this node's members: the subscription's snapshot and events
-	synced  string                   // the encoded local state; "" when it changed since
-	pending []pgscope.Op             // local changes not yet sent
-	peers   map[string]*peer         // by node
-	list    []*peer                  // peers by node name: fan-out and anti-entropy order
-	aeNext  int                      // the next peer of anti-entropy
-	changed bool                     // a peer's state changed: publish
-	buf     []byte                   // encoding buffer
-	logged  map[string]struct{}      // problems logged once per node and kind
-	rng     *rand.Rand               // the start's random peers
+	ae             *time.Timer              // the next anti-entropy turn
+	spec           pgscope.Spec             // as of the work being handled
+	local          map[string][]process.PID // this node's members: the subscription's snapshot and events
+	synced         string                   // the encoded local state; "" when it changed since
+	pending        []pgscope.Op             // local changes not yet sent
+	peers          map[string]*peer         // by node
+	list           []*peer                  // peers by node name: fan-out and anti-entropy order
+	aeNext         int                      // the next peer of anti-entropy
+	changed        bool                     // a peer's state changed: publish
+	opsSize        int                      // the size of the last pg.ops payload: the next one's first guess
+	logged         map[string]struct{}      // problems logged once per node and kind
+	rng            *rand.Rand               // the start's random peers
 
 	initial initialState // the first sync, owned by the loop; done is read by WaitSynced
+	opsBuf  []pgscope.Op // a pg.ops message being applied
 
 	snap atomic.Pointer[[]peerSnap] // published for View and BreakerStates
 }
@@ -104,64 +106,72 @@ type peer struct {
 }
 
 func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
-	ctx, cancel := context.WithCancel(context.Background())
 	r := &replica{
 		d: d, s: s, id: string(s.ID()), node: d.node, self: s.PID(),
 		log: d.log.With("entry", string(s.ID())), met: d.met.scope(string(s.ID())),
-		quit: make(chan struct{}), done: make(chan struct{}), ctx: ctx, cancel: cancel,
+		quit:  make(chan struct{}),
 		peers: map[string]*peer{}, logged: map[string]struct{}{},
 		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		initial: initialState{awaited: map[string]bool{}, done: make(chan struct{})},
 	}
-	r.q.wake = make(chan struct{}, 1)
-	sub, mine, err := s.SubscribeLocal(pgscope.SubscribeOptions{Sink: localSink{r}})
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("subscribe to the local members: %w", err)
-	}
-	r.sub, r.local = sub, mine
 	r.snap.Store(&[]peerSnap{}) // the series are published once it runs
 	return r, nil
 }
 
 // Start implements pgscope.Peering: it names the scope's process after
-// the entry, so other nodes address it as entry@node, follows the
-// membership and starts the loop, which discovers peers.
+// the entry, so other nodes address it as entry@node, then, on the loop,
+// subscribes to this node's members and to the membership and begins:
+// discovers its peers.
 func (r *replica) Start() error {
 	if err := r.node.Register(r.id, r.self); err != nil {
 		return fmt.Errorf("name the scope's process %q: %w", r.id, err)
 	}
-	live, cancel := r.d.c.Subscribe(func(e MemberEvent) {
-		r.q.push(item{kind: itemMember, node: e.Node, up: e.Up})
+	return r.s.Do(func() error {
+		sub, mine, err := r.s.OnLoop().SubscribeLocal(pgscope.SubscribeOptions{Sink: localSink{r}})
+		if err != nil {
+			return fmt.Errorf("subscribe to the local members: %w", err)
+		}
+		r.sub, r.local = sub, mine
+		live, cancel := r.d.c.Subscribe(func(e MemberEvent) {
+			r.submit(func(now time.Time) { r.member(e.Node, e.Up, now) })
+		})
+		r.cancelMembers = cancel
+		r.spec = r.s.Spec()
+		for _, n := range live {
+			// A node may have spoken already: its message reached the
+			// loop before this did.
+			p := r.peers[n]
+			if p == nil {
+				p = r.addPeer(n)
+			}
+			p.live = true
+		}
+		r.d.add(r)
+		r.removeBreakers = r.d.c.AddBreakers(r.id, r)
+		r.begin()
+		r.publishIfChanged()
+		r.ae = time.AfterFunc(r.aeDelay(), func() { r.submit(r.antiEntropyTurn) })
+		return nil
 	})
-	r.cancelMembers = cancel
-	r.spec = r.s.Spec()
-	for _, n := range live {
-		r.addPeer(n).live = true
-	}
-	r.d.add(r)
-	r.removeBreakers = r.d.c.AddBreakers(r.id, r)
-	r.started.Store(true)
-	go r.run()
-	return nil
 }
 
-// Stop implements pgscope.Peering.
+// Stop implements pgscope.Peering, once the scope's loop has stopped.
 func (r *replica) Stop() {
 	r.stopOnce.Do(func() {
 		r.stopped.Store(true)
+		close(r.quit)
 		if r.cancelMembers != nil {
 			r.cancelMembers()
 		}
 		if r.removeBreakers != nil {
 			r.removeBreakers()
 		}
-		close(r.quit)
-		r.cancel()
-		if r.started.Load() {
-			<-r.done
+		if r.ae != nil {
+			r.ae.Stop()
 		}
-		r.sub.Close(false)
+		if r.sub != nil {
+			r.sub.Close(false)
+		}
 		for _, p := range r.peers {
 			if p.timer != nil {
 				p.timer.Stop()
@@ -174,9 +184,30 @@ func (r *replica) Stop() {
 	})
 }
 
-// Receive implements pgscope.Peering, on the scope process's goroutine.
-// A hello is answered at once: the reply comes from the scope's process,
-// which is how the asker knows it.
+// submit runs fn on the loop, after the local changes gathered so far are
+// sent (a sync sent after them must not be followed by changes it already
+// holds); the peers are published after it.
+func (r *replica) submit(fn func(now time.Time)) {
+	if r.stopped.Load() {
+		return
+	}
+	_ = r.s.Submit(func() {
+		r.enter()
+		fn(time.Now())
+		r.publishIfChanged()
+	})
+}
+
+// enter readies the replica for work on the loop that is not a local
+// change: the spec as now, and what local changes were gathered sent.
+func (r *replica) enter() {
+	r.spec = r.s.Spec()
+	r.sendPending()
+}
+
+// Receive implements pgscope.Peering, on the loop. A hello is answered at
+// once: the reply comes from the scope's process, which is how the asker
+// knows it.
 func (r *replica) Receive(m process.Message) {
 	if r.stopped.Load() {
 		return
@@ -187,14 +218,30 @@ func (r *replica) Receive(m process.Message) {
 		}
 		return
 	}
-	r.q.push(item{kind: itemMessage, msg: m})
+	r.enter()
+	r.message(m, time.Now())
 }
 
-// Down implements pgscope.Peering.
+// Down implements pgscope.Peering, on the loop.
 func (r *replica) Down(pid process.PID, reason error) {
 	if !r.stopped.Load() {
-		r.q.push(item{kind: itemDown, pid: pid, err: reason})
+		r.enter()
+		r.down(pid, reason)
 	}
+}
+
+// Flush implements pgscope.Peering: after each round of the loop's work,
+// the local changes it made go out together, and the peers are
+// published.
+func (r *replica) Flush() {
+	if r.stopped.Load() {
+		return
+	}
+	if len(r.pending) > 0 {
+		r.spec = r.s.Spec()
+		r.sendPending()
+	}
+	r.publishIfChanged()
 }
 
 // settle waits until the loop has handled everything queued before it (and
@@ -202,70 +249,35 @@ func (r *replica) Down(pid process.PID, reason error) {
 func (r *replica) settle() { r.do(func() {}) }
 
 // do runs fn on the loop after everything queued before, and waits for it
-// (or for the replica to stop). Tests and benchmarks use it.
+// (or for the scope to stop). Tests and benchmarks use it.
 func (r *replica) do(fn func()) {
-	done := make(chan struct{})
-	r.q.push(item{kind: itemDo, fn: fn, done: done})
-	select {
-	case <-done:
-	case <-r.done:
-	}
+	_ = r.s.Do(func() error {
+		r.enter()
+		fn()
+		r.sendPending()
+		r.publishIfChanged()
+		return nil
+	})
 }
 
-// localSink hands the scope's local changes to the loop; it never refuses
-// one (the inbox is unbounded), as the scope's SubscribeLocal asks.
+// localSink takes the scope's local changes, on the loop, to be sent at
+// the round's end (Flush); it never refuses one, as the scope's
+// SubscribeLocal asks.
 type localSink struct{ r *replica }
 
 func (k localSink) Offer(ev pgscope.Event) bool {
 	if !k.r.stopped.Load() {
-		k.r.q.push(item{kind: itemLocal, ev: ev})
+		k.r.localChange(ev)
 	}
 	return true
 }
 
 func (k localSink) Close() {}
 
-// run is the loop.
-func (r *replica) run() {
-	defer close(r.done)
-	r.spec = r.s.Spec()
-	r.begin()
-	r.publishIfChanged()
-	ae := time.NewTimer(r.aeDelay())
-	defer ae.Stop()
-	var batch []item
-	for {
-		batch = r.q.take(batch[:0])
-		if len(batch) > 0 {
-			r.handle(batch)
-			clear(batch)
-		}
-		// A busy inbox must not starve anti-entropy or Stop.
-		select {
-		case <-r.quit:
-			return
-		case <-ae.C:
-			r.spec = r.s.Spec()
-			r.antiEntropy()
-			r.publishIfChanged()
-			ae.Reset(r.aeDelay())
-			continue
-		default:
-		}
-		if len(batch) > 0 {
-			continue
-		}
-		select {
-		case <-r.q.wake:
-		case <-r.quit:
-			return
-		case <-ae.C:
-			r.spec = r.s.Spec()
-			r.antiEntropy()
-			r.publishIfChanged()
-			ae.Reset(r.aeDelay())
-		}
-	}
+// antiEntropyTurn is the anti-entropy timer's work, on the loop.
+func (r *replica) antiEntropyTurn(time.Time) {
+	r.antiEntropy()
+	r.ae.Reset(r.aeDelay())
 }
 
 // aeDelay is the time to the next anti-entropy tick. While anti-entropy is
@@ -310,47 +322,6 @@ func (r *replica) begin() {
 	r.awaitInitial(live, len(asked))
 }
 
-// handle runs one batch of items in order. Local changes are gathered and
-// sent together, before anything else is done: a sync sent after them
-// must not be followed by changes it already holds.
-func (r *replica) handle(batch []item) {
-	r.spec = r.s.Spec()
-	for i := range batch {
-		it := &batch[i]
-		if it.kind == itemLocal {
-			r.localChange(it.ev)
-			continue
-		}
-		r.sendPending()
-		now := time.Now()
-		switch it.kind {
-		case itemMessage:
-			r.message(it.msg, now)
-		case itemVerified:
-			r.verified(it, now)
-		case itemDown:
-			r.down(it.pid, it.err)
-		case itemMember:
-			r.member(it.node, it.up, now)
-		case itemNotice:
-			r.notice(it.node, now)
-		case itemRetry:
-			r.retry(it.node, it.gen, now)
-		case itemGone:
-			if p := r.peers[it.node]; p == nil || !p.live {
-				r.nodeDown(it.node)
-			}
-		case itemDo:
-			it.fn()
-			r.sendPending()
-			r.publishIfChanged()
-			close(it.done)
-		}
-	}
-	r.sendPending()
-	r.publishIfChanged()
-}
-
 // localChange records a change of this node's members.
 func (r *replica) localChange(ev pgscope.Event) {
 	g := ev.Group
@@ -389,17 +360,22 @@ func (r *replica) sendPending() {
 	if len(r.pending) == 0 {
 		return
 	}
-	b := append(r.buf[:0], protoVersion)
+	if len(r.list) == 0 {
+		clear(r.pending)
+		r.pending = r.pending[:0]
+		return
+	}
+	// Encoded once, into a buffer of its own that the envelope of each
+	// peer's frame copies (wire.Bytes): no string is made of it.
+	b := make([]byte, 1, max(64, r.opsSize))
+	b[0] = protoVersion
 	for _, o := range r.pending {
 		b = appendOp(b, o)
 	}
-	r.buf = b
+	r.opsSize = len(b)
 	clear(r.pending)
 	r.pending = r.pending[:0]
-	if len(r.list) == 0 {
-		return
-	}
-	msg := process.Message{From: r.self, Topic: topicOps, Payload: string(b)}
+	msg := process.Message{From: r.self, Topic: topicOps, Payload: wire.Bytes(b)}
 	now := time.Now()
 	for _, p := range r.list {
 		if p.absent {
@@ -504,7 +480,7 @@ func (r *replica) arm(p *peer) {
 	d := backoff.Policy{Initial: r.spec.RetryBaseDelay, Max: r.spec.RetryMaxDelay}.Delay(p.attempt)
 	p.gen++
 	node, gen := p.node, p.gen
-	p.timer = time.AfterFunc(d, func() { r.q.push(item{kind: itemRetry, node: node, gen: gen}) })
+	p.timer = time.AfterFunc(d, func() { r.submit(func(now time.Time) { r.retry(node, gen, now) }) })
 }
 
 func (r *replica) disarm(p *peer) {
@@ -640,14 +616,22 @@ func (t *helloTarget) Settle(_ uint64, from process.PID, _ any, err error) bool 
 	if tm := t.timer.Load(); tm != nil {
 		tm.Stop()
 	}
-	if !t.r.stopped.Load() {
-		t.r.q.push(item{kind: itemVerified, node: t.node, pid: t.asked, from: from, err: err})
-	}
+	a := &answer{node: t.node, pid: t.asked, from: from, err: err}
+	t.r.submit(func(now time.Time) { t.r.verified(a, now) })
 	return true
 }
 
+// answer is a hello's answer: the process that holds the scope's name on
+// node (from), or why there is none known (err); pid is the sender the
+// hello was to verify, zero for a probe.
+type answer struct {
+	node      string
+	pid, from process.PID
+	err       error
+}
+
 // verified handles a hello's answer: from is the node's scope process.
-func (r *replica) verified(it *item, now time.Time) {
+func (r *replica) verified(it *answer, now time.Time) {
 	p := r.peers[it.node]
 	if p == nil {
 		return
@@ -718,7 +702,7 @@ func (r *replica) release(p *peer, now time.Time) {
 }
 
 // probed handles a probe's answer.
-func (r *replica) probed(p *peer, it *item, now time.Time) {
+func (r *replica) probed(p *peer, it *answer, now time.Time) {
 	discover := p.probeAsks
 	p.probing, p.probeAsks = false, false
 	r.changed = true
@@ -785,12 +769,15 @@ func (r *replica) apply(p *peer, m process.Message, now time.Time) {
 	}
 	switch m.Topic {
 	case topicOps:
-		ops, err := decodeOps(m.Payload, m.From)
+		ops, err := decodeOps(r.opsBuf[:0], m.Payload, m.From)
 		if err != nil {
 			r.bad(p, m, err)
 			return
 		}
-		if err := r.s.ApplyOps(r.ctx, p.node, ops); err != nil {
+		err = r.s.OnLoop().ApplyOps(p.node, ops)
+		clear(ops)
+		r.opsBuf = ops[:0]
+		if err != nil {
 			r.applyFailed(p, err)
 			return
 		}
@@ -801,7 +788,7 @@ func (r *replica) apply(p *peer, m process.Message, now time.Time) {
 			r.bad(p, m, err)
 			return
 		}
-		if err := r.s.ApplySync(r.ctx, p.node, groups); err != nil {
+		if err := r.s.OnLoop().ApplySync(p.node, groups); err != nil {
 			r.applyFailed(p, err)
 			return
 		}
@@ -829,12 +816,9 @@ func (r *replica) bad(p *peer, m process.Message, err error) {
 	r.once(p.node, "bad", "pg: dropped a message from a node's scope", "topic", m.Topic, "error", err)
 }
 
-// applyFailed handles an update the scope refused (a full queue, its
-// timeout): what the peer sent is lost, so it is asked for all of it.
+// applyFailed handles an update the scope refused (a group it does not
+// take): what the peer sent is lost, so it is asked for all of it.
 func (r *replica) applyFailed(p *peer, err error) {
-	if errors.Is(err, pgscope.ErrStopped) || r.ctx.Err() != nil {
-		return
-	}
 	r.log.Warn("pg: could not apply a node's update; asking it for its whole state", "peer", p.node, "error", err)
 	p.synced = false
 	p.want |= wantDiscover
@@ -926,16 +910,11 @@ func (r *replica) notice(node string, now time.Time) {
 	r.flush(p, now)
 }
 
-// nodeDown removes every member of node from the scope. Should the scope
-// refuse (a full queue), it is tried again shortly, unless the node is
-// back by then.
+// nodeDown removes every member of node from the scope.
 func (r *replica) nodeDown(node string) {
-	err := r.s.ApplyNodeDown(r.ctx, node)
-	if err == nil || errors.Is(err, pgscope.ErrStopped) || r.ctx.Err() != nil {
-		return
+	if err := r.s.OnLoop().ApplyNodeDown(node); err != nil {
+		r.log.Warn("pg: could not remove a departed node's members", "peer", node, "error", err)
 	}
-	r.log.Warn("pg: could not remove a departed node's members; trying again", "peer", node, "error", err)
-	time.AfterFunc(r.spec.RetryBaseDelay, func() { r.q.push(item{kind: itemGone, node: node}) })
 }
 
 func (r *replica) addPeer(node string) *peer {

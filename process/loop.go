@@ -136,15 +136,7 @@ func (l *Loop) runUrgent() {
 // Run runs commands until ctx is done. Commands still queued then, urgent
 // or not, are dropped; Submit fails from then on.
 func (l *Loop) Run(ctx context.Context) {
-	defer close(l.done)
-	defer func() {
-		l.stopped.Store(true)
-		l.q.close()
-		l.urgentMu.Lock()
-		l.urgentClosed = true
-		l.urgent = nil
-		l.urgentMu.Unlock()
-	}()
+	defer l.shut()
 	for {
 		for {
 			if ctx.Err() != nil {
@@ -173,4 +165,16 @@ func (l *Loop) Run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// shut ends the loop: Submit fails from now on, what is queued is dropped,
+// and Done is closed.
+func (l *Loop) shut() {
+	l.stopped.Store(true)
+	l.q.close()
+	l.urgentMu.Lock()
+	l.urgentClosed = true
+	l.urgent = nil
+	l.urgentMu.Unlock()
+	close(l.done)
 }

@@ -4,6 +4,8 @@ import (
 	"math"
 	"sync"
 	"sync/atomic"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // queue is a multi-producer, single-consumer FIFO built from fixed-size
@@ -58,6 +60,12 @@ var (
 	funcChunks     sync.Pool
 )
 
+// otherChunks holds the pools of the other types' chunks (Queue's), by
+// the type: a queue that drains gives its chunk back, and the next push
+// takes it again, so a queue that empties after every item (a request
+// and its answer) allocates nothing.
+var otherChunks sync.Map // a nil *chunk[T] -> *sync.Pool
+
 // chunkPool returns the pool that recycles chunks of T.
 func chunkPool[T any]() *sync.Pool {
 	var zero T
@@ -69,12 +77,20 @@ func chunkPool[T any]() *sync.Pool {
 	case func():
 		return &funcChunks
 	}
-	return nil
+	key := any((*chunk[T])(nil))
+	if p, ok := otherChunks.Load(key); ok {
+		return p.(*sync.Pool)
+	}
+	p, _ := otherChunks.LoadOrStore(key, new(sync.Pool))
+	return p.(*sync.Pool)
 }
 
+// chunks returns the pool that recycles q's chunks.
+func (q *queue[T]) chunks() *sync.Pool { return chunkPool[T]() }
+
 // newChunk returns an empty chunk; a producer calls it.
-func newChunk[T any]() *chunk[T] {
-	if p := chunkPool[T](); p != nil {
+func newChunk[T any](p *sync.Pool) *chunk[T] {
+	if p != nil {
 		if c, ok := p.Get().(*chunk[T]); ok {
 			// The consumer that recycled c cleared it, so its lines sit in
 			// that core's cache. Clearing it again here claims them all in
@@ -87,25 +103,29 @@ func newChunk[T any]() *chunk[T] {
 	return new(chunk[T])
 }
 
-// recycle clears a chunk no producer holds and pools it.
-func recycle[T any](c *chunk[T]) {
+// recycle clears a chunk no producer holds and pools it in p.
+func recycle[T any](c *chunk[T], p *sync.Pool) {
 	clear(c.slots[:c.used])
 	c.used = 0
 	c.next.Store(nil)
-	if p := chunkPool[T](); p != nil {
+	if p != nil {
 		p.Put(c)
 	}
 }
 
 // push appends v. It fails when the queue is closed or at its limit.
-func (q *queue[T]) push(v *T) (ok bool, full bool) {
+func (q *queue[T]) push(v *T) (ok bool, full bool) { return q.pushOver(v, false) }
+
+// pushOver is push; with over, past the limit (only a closed queue
+// refuses it).
+func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return false, false
 	}
 	pushed := q.pushed.Load()
-	if q.limit > 0 {
+	if q.limit > 0 && !over {
 		// A bounded queue reads the consumer's count anyway: its mark is exact.
 		depth := pushed - q.popped.Load()
 		if depth >= q.limit {
@@ -116,7 +136,7 @@ func (q *queue[T]) push(v *T) (ok bool, full bool) {
 	}
 	t := q.tail
 	if t == nil {
-		t = newChunk[T]()
+		t = newChunk[T](q.chunks())
 		q.tail, q.tailN = t, 0
 		q.first.Store(t)
 	} else if q.tailN == chunkSize {
@@ -124,7 +144,7 @@ func (q *queue[T]) push(v *T) (ok bool, full bool) {
 		// is popping: an unbounded queue samples its depth only here, once
 		// per chunk, so its mark is within chunkSize of the true one.
 		q.mark(pushed + 1 - q.popped.Load())
-		nt := newChunk[T]()
+		nt := newChunk[T](q.chunks())
 		t.next.Store(nt)
 		q.tail, q.tailN = nt, 0
 		t = nt
@@ -156,7 +176,7 @@ func (q *queue[T]) pop() (T, bool) {
 	if q.pos == chunkSize {
 		next := h.next.Load()
 		// No producer holds h any more: the tail has moved on to next.
-		recycle(h)
+		recycle(h, q.chunks())
 		h = next
 		q.head, q.pos, q.clean = h, 0, 0
 	}
@@ -187,7 +207,7 @@ func (q *queue[T]) trim() {
 		q.first.Store(nil)
 		q.head, q.pos, q.clean = nil, 0, 0
 		q.mu.Unlock()
-		recycle(h)
+		recycle(h, q.chunks())
 		return
 	}
 	q.mu.Unlock()
@@ -236,3 +256,91 @@ func (q *queue[T]) close() {
 	q.closed = true
 	q.mu.Unlock()
 }
+
+// Queue is the queue of mailboxes and loops for the single-writer loops of
+// other packages (a connection's writer, a membership loop, an in-memory
+// network's direction): any goroutine pushes, one goroutine (the
+// consumer) pops, and the consumer that found it empty waits on Ready.
+// It is unbounded unless a limit is set. A queue that has drained holds no
+// buffer. The zero value is not usable: make one with NewQueue.
+type Queue[T any] struct {
+	q       queue[T]
+	waiting atomic.Bool // the consumer armed Ready and may be waiting
+	wake    chan struct{}
+}
+
+// ErrQueueClosed: a push to a queue that was closed.
+var ErrQueueClosed = value.Sentinel("process.queue_closed", value.KindStopped, "queue closed")
+
+// NewQueue returns an empty queue that holds at most limit items (0: no
+// bound).
+func NewQueue[T any](limit int) *Queue[T] {
+	q := &Queue[T]{wake: make(chan struct{}, 1)}
+	q.q.setLimit(limit)
+	return q
+}
+
+// Push appends v: ErrQueueFull at the limit, ErrQueueClosed once closed.
+func (q *Queue[T]) Push(v T) error {
+	ok, full := q.q.push(&v)
+	if !ok {
+		if full {
+			return ErrQueueFull
+		}
+		return ErrQueueClosed
+	}
+	q.wakeUp()
+	return nil
+}
+
+// PushOver appends v past the limit, for what must not be refused (a
+// report that a node is down); it fails only once the queue is closed.
+func (q *Queue[T]) PushOver(v T) error {
+	if ok, _ := q.q.pushOver(&v, true); !ok {
+		return ErrQueueClosed
+	}
+	q.wakeUp()
+	return nil
+}
+
+func (q *Queue[T]) wakeUp() {
+	if q.waiting.Load() && q.waiting.CompareAndSwap(true, false) {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// Pop takes the next item; only the consumer may call it.
+func (q *Queue[T]) Pop() (T, bool) { return q.q.pop() }
+
+// Ready is for the consumer that found the queue empty and is about to
+// wait: it gives back the drained buffer and returns a channel that
+// receives once an item may have been pushed (already, when one was
+// pushed since the Pop). A wake-up may find nothing: Pop again, and call
+// Ready again before the next wait.
+func (q *Queue[T]) Ready() <-chan struct{} {
+	q.q.trim()
+	q.waiting.Store(true)
+	if q.q.len() > 0 && q.waiting.CompareAndSwap(true, false) {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
+	}
+	return q.wake
+}
+
+// Len returns the number of items pushed and not yet popped.
+func (q *Queue[T]) Len() int { return q.q.len() }
+
+// HighWater is the most items seen waiting at once (exact for a bounded
+// queue, sampled once per 64 pushes for an unbounded one).
+func (q *Queue[T]) HighWater() int { return q.q.highWater() }
+
+// SetLimit changes the bound; 0 means unbounded.
+func (q *Queue[T]) SetLimit(n int) { q.q.setLimit(n) }
+
+// Close refuses further pushes; what is queued stays for the consumer.
+func (q *Queue[T]) Close() { q.q.close() }

@@ -3,6 +3,7 @@ package remote
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
@@ -171,8 +172,8 @@ func (n *MemNetwork) pairLocked(from, to string) *memPair {
 		return nil
 	}
 	p := &memPair{
-		from: from, to: dst, max: n.queueSize,
-		wake: make(chan struct{}, 1), quit: make(chan struct{}), done: make(chan struct{}),
+		from: from, to: dst, max: n.queueSize, q: process.NewQueue[memFrame](n.queueSize),
+		quit: make(chan struct{}), done: make(chan struct{}),
 	}
 	n.pairs[k] = p
 	go p.run()
@@ -263,10 +264,11 @@ func (e *MemEndpoint) Close() error {
 
 // memFrame is one queued frame, or a down report.
 type memFrame struct {
-	b    []byte
-	at   time.Time // deliver no earlier (a delay fault)
-	down bool      // report the sender down instead
-	last bool      // and end the queue (Down)
+	b     []byte
+	at    time.Time // deliver no earlier (a delay fault)
+	epoch uint64    // the pair's epoch when it was queued
+	down  bool      // report the sender down instead
+	last  bool      // and end the queue (Down)
 }
 
 // memPair is the queue of one direction between two nodes.
@@ -274,71 +276,66 @@ type memPair struct {
 	from string
 	to   *MemEndpoint
 	max  int
+	q    *process.Queue[memFrame]
 
-	mu     sync.Mutex
-	q      []memFrame
-	closed bool // a last frame was queued
+	// epoch counts the down reports queued: a frame queued before the
+	// latest is discarded on its way out, as a report discards what is
+	// queued before it.
+	reportMu sync.Mutex // orders the reports' epochs as they are queued
+	epoch    atomic.Uint64
 
-	wake chan struct{}
 	quit chan struct{}
 	done chan struct{}
 }
 
-// push queues f; a down report discards what is queued first. It reports
-// false when the queue is full or ended.
+// push queues f; a down report discards what is queued first, and is
+// never refused for the queue's bound. It reports false when the queue is
+// full or ended.
 func (p *memPair) push(f memFrame, report bool) bool {
-	p.mu.Lock()
-	if p.closed || (!report && len(p.q) >= p.max) {
-		p.mu.Unlock()
+	if !report {
+		f.epoch = p.epoch.Load()
+		return p.q.Push(f) == nil
+	}
+	p.reportMu.Lock()
+	defer p.reportMu.Unlock()
+	f.epoch = p.epoch.Add(1)
+	if p.q.PushOver(f) != nil {
 		return false
 	}
-	if report {
-		clear(p.q)
-		p.q = p.q[:0]
-		p.closed = f.last
-	}
-	p.q = append(p.q, f)
-	p.mu.Unlock()
-	select {
-	case p.wake <- struct{}{}:
-	default:
+	if f.last {
+		p.q.Close()
 	}
 	return true
 }
 
 func (p *memPair) run() {
 	defer close(p.done)
-	var batch []memFrame
 	for {
-		p.mu.Lock()
-		batch, p.q = p.q, batch[:0]
-		p.mu.Unlock()
-		if len(batch) == 0 {
+		f, ok := p.q.Pop()
+		if !ok {
 			select {
-			case <-p.wake:
+			case <-p.q.Ready():
 				continue
 			case <-p.quit:
 				return
 			}
 		}
-		for i := range batch {
-			f := &batch[i]
-			if !f.at.IsZero() && !p.wait(f.at) {
+		if f.epoch < p.epoch.Load() {
+			continue // queued before a down report
+		}
+		if !f.at.IsZero() && !p.wait(f.at) {
+			return
+		}
+		if f.down {
+			p.to.recv.NodeDown(p.from)
+			if f.last {
 				return
 			}
-			if f.down {
-				p.to.recv.NodeDown(p.from)
-				if f.last {
-					return
-				}
-				continue
-			}
-			// A refused frame is counted and logged by the receiver; a
-			// connection would be closed, here there is none.
-			_ = p.to.recv.Receive(p.from, f.b)
-			f.b = nil
+			continue
 		}
-		clear(batch)
+		// A refused frame is counted and logged by the receiver; a
+		// connection would be closed, here there is none.
+		_ = p.to.recv.Receive(p.from, f.b)
 	}
 }
 

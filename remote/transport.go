@@ -130,7 +130,11 @@ func (t *Transport) Stats() Stats {
 // than the network's frames fails with value.ErrTooLarge as its encoding
 // passes the bound.
 func (t *Transport) send(node string, e *wire.Envelope) error {
-	frame, err := wire.EncodeLimit(make([]byte, 0, 64+len(e.Topic)), e, t.maxFrame)
+	size := 64 + len(e.Topic)
+	if b, ok := e.Payload.(wire.Bytes); ok {
+		size += len(b)
+	}
+	frame, err := wire.EncodeLimit(make([]byte, 0, size), e, t.maxFrame)
 	if err != nil {
 		return err
 	}
@@ -153,12 +157,12 @@ func (t *Transport) signal(e *wire.Envelope) {
 
 // Send implements process.Transport.
 func (t *Transport) Send(to process.PID, m process.Message) error {
-	return t.sendMessage(to, "", m)
+	return t.sendSignal(wire.Send, to, "", m)
 }
 
 // SendName implements process.Transport.
 func (t *Transport) SendName(node, name string, m process.Message) error {
-	return t.sendMessage(process.PID{Node: node}, name, m)
+	return t.sendSignal(wire.Send, process.PID{Node: node}, name, m)
 }
 
 // Whereis implements process.Resolver.
@@ -169,13 +173,9 @@ func (t *Transport) Whereis(node, name string, m process.Message) error {
 	return t.sendSignal(wire.Whereis, process.PID{Node: node}, name, m)
 }
 
-// sendMessage sends m to to, or to the process registered as name on
-// to's node; an ask's reply target waits in the pending table.
-func (t *Transport) sendMessage(to process.PID, name string, m process.Message) error {
-	return t.sendSignal(wire.Send, to, name, m)
-}
-
-// sendSignal sends m as a Send or a Whereis.
+// sendSignal sends m as a Send or a Whereis to to, or to the process
+// registered as name on to's node; an ask's reply target waits in the
+// pending table.
 func (t *Transport) sendSignal(sig wire.Signal, to process.PID, name string, m process.Message) error {
 	e := wire.Envelope{Signal: sig, From: m.From, To: to, Name: name, Topic: m.Topic, Payload: m.Payload}
 	// A message from a process of another node is handed on (a router

@@ -56,6 +56,15 @@ func EncodeLimit(buf []byte, v any, limit int) ([]byte, error) {
 	return e.buf, nil
 }
 
+// AppendStringBytes appends the wire form of the string whose bytes are b,
+// what Encode writes for string(b), without making the string: a protocol
+// that encodes its own messages hands its buffer to the envelope as is.
+func AppendStringBytes(buf, b []byte) []byte {
+	buf = append(buf, tagString)
+	buf = binary.AppendUvarint(buf, uint64(len(b)))
+	return append(buf, b...)
+}
+
 type encoder struct {
 	buf   []byte
 	limit int

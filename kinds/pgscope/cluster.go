@@ -104,24 +104,12 @@ type Op struct {
 func (s *Scope) ApplyOps(ctx context.Context, node string, ops []Op) error {
 	own := make([]Op, len(ops))
 	for i, o := range ops {
-		if err := s.checkGroups([]string{o.Group}); err != nil {
-			return err
-		}
-		if err := s.checkNode("remote ops", node, o.PIDs); err != nil {
-			return err
-		}
 		own[i] = Op{Leave: o.Leave, Group: o.Group, PIDs: slices.Clone(o.PIDs)}
 	}
-	return s.doCtx(ctx, "remote ops", func() error {
-		for _, o := range own {
-			if o.Leave {
-				s.st.remoteLeave(node, o.PIDs, []string{o.Group})
-			} else {
-				s.st.remoteJoin(node, o.Group, o.PIDs)
-			}
-		}
-		return nil
-	})
+	if err := s.OnLoop().check(node, own); err != nil {
+		return err
+	}
+	return s.doCtx(ctx, "remote ops", func() error { return s.OnLoop().ApplyOps(node, own) })
 }
 
 // ApplySync implements Replica.
@@ -134,14 +122,9 @@ func (s *Scope) ApplySync(ctx context.Context, node string, groups map[string][]
 		if err := s.checkNode("remote sync", node, pids); err != nil {
 			return err
 		}
-		if len(pids) > 0 {
-			own[g] = slices.Clone(pids)
-		}
+		own[g] = slices.Clone(pids)
 	}
-	return s.doCtx(ctx, "remote sync", func() error {
-		s.st.syncNode(node, own)
-		return nil
-	})
+	return s.doCtx(ctx, "remote sync", func() error { return s.OnLoop().ApplySync(node, own) })
 }
 
 // ApplyNodeDown implements Replica.
@@ -205,22 +188,145 @@ type Distributor interface {
 	Attach(s *Scope) (Peering, error)
 }
 
-// Peering is one scope's part in the cluster, made by a Distributor.
+// Peering is one scope's part in the cluster, made by a Distributor. Its
+// state belongs to the scope's loop: Receive, Down and Flush run on it,
+// and so does what it runs with Scope.Do and Scope.Submit; it changes the
+// scope through OnLoop there, with no command and no wait.
 type Peering interface {
 	// Start begins the exchange with other nodes. Until it is called
-	// nothing is sent; an error fails the scope's start.
+	// nothing is sent; an error fails the scope's start. It runs off the
+	// loop (Scope.Do reaches it).
 	Start() error
-	// Receive handles a message addressed to the scope's process. It runs
-	// on that process's goroutine and must not block.
+	// Receive handles a message addressed to the scope's process (a
+	// topic that begins "pg."), on the loop. It must not block.
 	Receive(m process.Message)
 	// Down handles the exit of a process of another node that the scope's
-	// process monitors (a peer's scope), with its reason.
+	// process monitors (a peer's scope), with its reason, on the loop.
 	Down(pid process.PID, reason error)
+	// Flush runs on the loop after each round of its work: the changes
+	// of this node's members the round made (the Sink of SubscribeLocal
+	// saw them) go out together.
+	Flush()
 	// View describes the peers for the scope's view (JSON).
 	View() any
-	// Stop ends the peering once the scope's loop has stopped. It must
-	// not wait on the scope's process.
+	// Stop ends the peering once the scope's loop has stopped; the
+	// goroutine that calls it owns the state then.
 	Stop()
+}
+
+// OnLoop is the scope's state as code running on its loop sees it (a
+// Peering's Receive, Down and Flush, and what it runs with Do and
+// Submit): a peer's changes apply at once. Its methods may be called only
+// there; elsewhere use the Replica methods, which run them as commands.
+type OnLoop struct{ s *Scope }
+
+// OnLoop returns the scope's state as its loop sees it.
+func (s *Scope) OnLoop() OnLoop { return OnLoop{s} }
+
+// ApplyOps is Replica.ApplyOps on the loop. Nothing is applied when an op
+// is invalid. The scope keeps nothing of ops: a caller may reuse them.
+func (o OnLoop) ApplyOps(node string, ops []Op) error {
+	if err := o.check(node, ops); err != nil {
+		return err
+	}
+	s := o.s
+	for _, op := range ops {
+		if op.Leave {
+			s.st.remoteLeave(node, op.PIDs, []string{op.Group})
+		} else {
+			s.st.remoteJoin(node, op.Group, op.PIDs)
+		}
+	}
+	return nil
+}
+
+// check refuses ops that are not all valid changes of node's members.
+func (o OnLoop) check(node string, ops []Op) error {
+	for _, op := range ops {
+		if err := o.s.checkGroups([]string{op.Group}); err != nil {
+			return err
+		}
+		if err := o.s.checkNode("remote ops", node, op.PIDs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ApplySync is Replica.ApplySync on the loop; the scope keeps nothing of
+// groups.
+func (o OnLoop) ApplySync(node string, groups map[string][]process.PID) error {
+	s := o.s
+	for g, pids := range groups {
+		if err := s.checkGroups([]string{g}); err != nil {
+			return err
+		}
+		if err := s.checkNode("remote sync", node, pids); err != nil {
+			return err
+		}
+	}
+	own := groups
+	for _, pids := range groups {
+		if len(pids) == 0 {
+			// An empty group is no group: the state holds none.
+			own = make(map[string][]process.PID, len(groups))
+			for g, pids := range groups {
+				if len(pids) > 0 {
+					own[g] = pids
+				}
+			}
+			break
+		}
+	}
+	s.st.syncNode(node, own)
+	return nil
+}
+
+// ApplyNodeDown is Replica.ApplyNodeDown on the loop.
+func (o OnLoop) ApplyNodeDown(node string) error {
+	if err := o.s.checkNode("node down", node, nil); err != nil {
+		return err
+	}
+	o.s.st.nodeDown(node)
+	return nil
+}
+
+// SubscribeLocal is Replica.SubscribeLocal on the loop: the subscription
+// and this node's members as of the same moment.
+func (o OnLoop) SubscribeLocal(opts SubscribeOptions) (*Subscription, map[string][]process.PID, error) {
+	s := o.s
+	sub, err := s.newSub(opts, "", true)
+	if err != nil {
+		return nil, nil, err
+	}
+	sub.local = true
+	if err := s.st.subscribe(sub); err != nil {
+		sub.Close(false)
+		return nil, nil, err
+	}
+	return sub, s.LocalMembers(), nil
+}
+
+// Do runs fn on the scope's loop and waits for it (protocol_timeout at
+// most), with the errors of any operation of the scope: what a Peering
+// does to its state from outside the loop.
+func (s *Scope) Do(fn func() error) error { return s.do("cluster", fn) }
+
+// Submit runs fn on the scope's loop soon, without waiting: before the
+// next queued command, past the queue's limit, so that what the cluster
+// reports (a membership change, an answer, a timer) is never refused. It
+// fails with ErrStopped once the scope stopped.
+func (s *Scope) Submit(fn func()) error {
+	if s.stopped.Load() {
+		return ErrStopped
+	}
+	if err := s.loop.SubmitUrgent(func() {
+		defer s.recoverLoop(nil)
+		fn()
+	}); err != nil {
+		return ErrStopped
+	}
+	return nil
 }
 
 // InitialSyncer is implemented by a Peering that can tell when the scope

@@ -11,9 +11,12 @@
 // costs O(log n) whatever the number of groups), so GetMembers and friends
 // never lock and never wait on the loop.
 //
-// The scope's own process monitors member and subscriber processes through
-// the process core; their EXIT events reach the loop through a small side
-// queue that a full action queue cannot refuse.
+// The loop runs as the scope's own process (process.Loop.RunProc): one
+// goroutine takes the commands, the process's events (the EXITs of the
+// member and subscriber processes it monitors, handled at once, whatever
+// the action queue holds) and its mail (other nodes' scopes, in a
+// cluster: the cluster's part, a Peering, lives on the loop too and
+// applies a peer's changes where they arrive).
 //
 // State is kept per node and every change is diffed, so the cluster protocol
 // only has to add peers: through the Replica interface (cluster.go) it

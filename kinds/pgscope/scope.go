@@ -50,7 +50,6 @@ type Scope struct {
 
 	stopped  atomic.Bool
 	haltOnce sync.Once
-	halted   chan struct{}
 }
 
 var (
@@ -113,7 +112,7 @@ func NewWithOptions(env *registry.Env, id registry.ID, spec Spec, opts Options) 
 	if env == nil || env.Node == nil {
 		return nil, fmt.Errorf("pg scope %s: env has no node", id)
 	}
-	s := &Scope{id: id, what: "pg scope " + string(id), node: env.Node, env: env, halted: make(chan struct{})}
+	s := &Scope{id: id, what: "pg scope " + string(id), node: env.Node, env: env}
 	if env.Logger != nil {
 		s.log = env.EntryLogger(id)
 	} else {
@@ -128,31 +127,36 @@ func NewWithOptions(env *registry.Env, id registry.ID, spec Spec, opts Options) 
 		WarnQueue: spec.ActionQueueSize,
 		OnWarn:    s.warnQueue,
 	})
-	// The loop's cancel exists before the scope process does: the
-	// process's Terminate halts the scope, which cancels the loop.
+	// The scope's process runs its loop: one goroutine owns the state,
+	// takes the commands, and handles the process's mail (other nodes'
+	// scopes) and events (members' exits) between them. The scope stands
+	// or falls with the process: however it ends (terminate, kill, a
+	// link), the scope halts as the loop returns. halt cancels ctx, the
+	// parent of the process's context, to end a loop that the process's
+	// own end did not.
 	ctx, cancel := context.WithCancel(context.Background())
 	s.cancel = cancel
-	pid, err := env.Node.Spawn(scopeProc{s}, process.SpawnOptions{System: true})
-	if err != nil {
-		cancel()
-		return nil, fmt.Errorf("pg scope %s: spawn scope process: %w", id, err)
-	}
-	s.pid = pid
-	s.lastTraffic.Store(time.Now().UnixNano())
 	// Claimed before anything can halt the scope, so halt always finds
 	// what it must release.
 	s.m.vecs.claim(s)
+	s.lastTraffic.Store(time.Now().UnixNano())
 	if env.Health != nil {
 		s.healthName = "pg.broadcast_recent." + string(id)
 		env.Health.SetCheck(s.healthName, s.checkBroadcastRecent)
 	}
-	go s.loop.Run(ctx)
-	// The scope process stands for the entry: however it ends (terminate,
-	// kill, a link), the scope stops with it.
-	if !env.Node.AfterExit(pid, s.halt, s.halted) {
+	started := make(chan struct{})
+	pid, err := env.Node.SpawnFunc(func(h *process.Proc) (any, error) {
+		defer s.halt()
+		<-started // s.pid is set: closed as SpawnFunc returns
+		s.loop.RunProc(h, scopeProc{s})
+		return nil, nil
+	}, process.SpawnOptions{System: true, Context: ctx})
+	if err != nil {
 		s.halt()
-		return nil, fmt.Errorf("pg scope %s: scope process exited at start: %w", id, ErrStopped)
+		return nil, fmt.Errorf("pg scope %s: spawn scope process: %w", id, err)
 	}
+	s.pid = pid
+	close(started)
 	if opts.Distributor != nil {
 		if err := s.distribute(opts.Distributor); err != nil {
 			_ = s.Stop(context.Background())
@@ -180,19 +184,31 @@ func (s *Scope) Stopped() bool { return s.stopped.Load() }
 // with ErrStopped), every subscription's channel is closed, and the scope
 // process exits.
 func (s *Scope) Stop(ctx context.Context) error {
+	// New operations fail from now on; the process halts the scope as it
+	// ends (its loop returns first, failing what is queued).
+	s.stopped.Store(true)
+	_, err := s.node.Stop(ctx, s.pid)
 	s.halt()
-	if _, err := s.node.Stop(ctx, s.pid); err != nil && !errors.Is(err, process.ErrNoProcess) {
+	if err != nil && !errors.Is(err, process.ErrNoProcess) {
 		return fmt.Errorf("pg scope %s: stop: %w", s.id, err)
 	}
 	return nil
 }
 
-// halt stops the loop and releases what the scope holds. It never waits on
-// the scope process, so that process's Terminate may call it.
+// halt stops the loop and releases what the scope holds. The scope's
+// process calls it as its loop returns; anyone else waits for the loop to
+// return first (which it does once ctx is cancelled).
 func (s *Scope) halt() {
 	s.haltOnce.Do(func() {
 		s.stopped.Store(true)
 		s.cancel()
+		if s.pid.IsZero() {
+			// The process never ran (a failed spawn), nor did the loop:
+			// run it over a done context, which ends it.
+			done, cancel := context.WithCancel(context.Background())
+			cancel()
+			s.loop.Run(done)
+		}
 		<-s.loop.Done()
 		// The loop is gone: this goroutine owns the state now.
 		s.st.closeAll()
@@ -209,7 +225,6 @@ func (s *Scope) halt() {
 				s.env.Health.RemoveCheck(s.healthName)
 			}
 		}
-		close(s.halted)
 		s.log.Debug("pg scope stopped")
 	})
 }
@@ -599,15 +614,19 @@ func (s *Scope) SubscribeAll(opts SubscribeOptions) (*Subscription, map[string][
 	return sub, snap, nil
 }
 
-// scopeProc is the scope's own process: the PID that stands for the entry,
-// and the watcher of member and subscriber processes, whose EXIT events it
-// hands to the loop.
+// scopeProc is what the scope's process does besides the loop's commands:
+// its PID stands for the entry, it watches member and subscriber
+// processes, and it is where other nodes' scopes send. It runs on the loop
+// (process.Loop.RunProc): what it handles touches the state directly.
 type scopeProc struct{ s *Scope }
 
-func (p scopeProc) Receive(c process.Context, m process.Message) {
+var _ process.LoopProcess = scopeProc{}
+
+func (p scopeProc) Receive(m process.Message) {
 	// What other nodes' scopes send; a scope of this node alone expects
 	// nothing.
 	if d := p.s.peering(); d != nil && strings.HasPrefix(m.Topic, "pg.") {
+		defer p.s.recoverLoop(nil)
 		d.Receive(m)
 		return
 	}
@@ -618,11 +637,12 @@ func (p scopeProc) Receive(c process.Context, m process.Message) {
 	}
 }
 
-func (p scopeProc) ReceiveEvent(_ process.Context, e process.Event) {
+func (p scopeProc) ReceiveEvent(e process.Event) {
 	if e.Kind != process.EventExit {
 		return
 	}
 	s, pid := p.s, e.From
+	defer s.recoverLoop(nil)
 	if !s.node.IsLocal(pid) {
 		// Members are local: a remote process the scope watches is a
 		// peer's scope.
@@ -631,7 +651,14 @@ func (p scopeProc) ReceiveEvent(_ process.Context, e process.Event) {
 		}
 		return
 	}
-	s.urgentDo(func() { s.st.processDown(pid) })
+	s.st.processDown(pid)
 }
 
-func (p scopeProc) Terminate(process.Context, process.Exit) { p.s.halt() }
+// Flush hands the round's local changes to the cluster's part, which
+// sends them together.
+func (p scopeProc) Flush() {
+	if d := p.s.peering(); d != nil {
+		defer p.s.recoverLoop(nil)
+		d.Flush()
+	}
+}

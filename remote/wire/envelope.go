@@ -112,6 +112,13 @@ type Envelope struct {
 	Relayed bool
 }
 
+// Bytes is a payload that crosses as a string of the value model, written
+// from the bytes as they are: a protocol that encodes its own messages
+// (pg's) hands its buffer to the envelope without making a string of it
+// first. The receiver decodes a string, as for any string payload: the
+// format is the same. Encode copies the bytes into the frame.
+type Bytes []byte
+
 // Errors of the codec.
 var (
 	// ErrMalformed: a frame that is not a well-formed envelope.
@@ -183,7 +190,12 @@ func EncodeLimit(buf []byte, e *Envelope, limit int) ([]byte, error) {
 		return buf[:start], fmt.Errorf("%s: %w: more than %d bytes", e.describe(), value.ErrTooLarge, limit-start)
 	}
 	var err error
-	if flags&FlagPayload != 0 {
+	if b, ok := e.Payload.(Bytes); ok {
+		if len(b)+1+binary.MaxVarintLen64 > limit-len(buf) {
+			return buf[:start], fmt.Errorf("%s: payload: %w: %d bytes (at most %d)", e.describe(), value.ErrTooLarge, len(b), limit-start)
+		}
+		buf = value.AppendStringBytes(buf, b)
+	} else if flags&FlagPayload != 0 {
 		if buf, err = value.EncodeLimit(buf, e.Payload, limit); err != nil {
 			return buf[:start], fmt.Errorf("%s: payload: %w", e.describe(), err)
 		}

@@ -1,6 +1,7 @@
 package wire
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"reflect"
@@ -223,5 +224,37 @@ func TestNodeNamesInterned(t *testing.T) {
 	}
 	if n := len(*tab.m.Load()); n != maxInterned {
 		t.Fatalf("%d names interned", n)
+	}
+}
+
+// A Bytes payload is written as the string of its bytes: the frame is the
+// one a string payload makes, and it decodes to that string.
+func TestBytesPayloadIsAString(t *testing.T) {
+	from := process.PID{Node: "n1", ID: 3, Creation: 1}
+	to := process.PID{Node: "n2", ID: 9, Creation: 2}
+	body := []byte{1, 2, 0, 255, 'g'}
+	asBytes := Envelope{Signal: Send, From: from, To: to, Topic: "pg.ops", Payload: Bytes(body), Err: errors.New("x")}
+	asString := asBytes
+	asString.Payload = string(body)
+	fb, err := Encode(nil, &asBytes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs, err := Encode(nil, &asString)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(fb, fs) {
+		t.Fatalf("Bytes frame %x, string frame %x", fb, fs)
+	}
+	e, err := Decode(fb)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := e.Payload.(string); !ok || s != string(body) || e.Err == nil {
+		t.Fatalf("decoded payload %#v, err %v", e.Payload, e.Err)
+	}
+	if _, err := EncodeLimit(nil, &asBytes, len(fb)-len(body)); !errors.Is(err, value.ErrTooLarge) {
+		t.Fatalf("over the limit: %v", err)
 	}
 }
