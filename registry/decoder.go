@@ -358,12 +358,16 @@ func (d *Decoder) Enum(field, def string, allowed ...string) string {
 	if s == def && !d.Has(field) {
 		return s
 	}
-	msg := fmt.Sprintf("unknown value %q; one of %s", s, strings.Join(allowed, ", "))
-	if sug := suggest.Closest(s, allowed); sug != "" {
-		msg = fmt.Sprintf("unknown value %q (did you mean %q?); one of %s", s, sug, strings.Join(allowed, ", "))
-	}
-	d.Errorf(field, "%s", msg)
+	d.Errorf(field, "%s", unknownValue(s, allowed))
 	return def
+}
+
+// unknownValue is the error for s, which is none of allowed.
+func unknownValue(s string, allowed []string) string {
+	if sug := suggest.Closest(s, allowed); sug != "" {
+		return fmt.Sprintf("unknown value %q (did you mean %q?); one of %s", s, sug, strings.Join(allowed, ", "))
+	}
+	return fmt.Sprintf("unknown value %q; one of %s", s, strings.Join(allowed, ", "))
 }
 
 // StringList returns field as a list of strings (a single string counts as

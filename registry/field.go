@@ -17,9 +17,10 @@ import (
 // description. The kind reads the field through the declaration
 // (Field.Int, Field.Duration, …), which applies the checks the
 // declaration states, and the configuration's JSON Schema (Schema) is
-// built from the same declarations, so the two cannot drift apart. Checks
-// that tie fields together (a bound that must not exceed another) stay in
-// the kind's Decode.
+// built from the same declarations, so the two cannot drift apart. A
+// kind's validate checks a spec built in Go against the same limits with
+// Field.Check. Checks that tie fields together (a bound that must not
+// exceed another) stay in the kind's validate.
 
 // FieldType is what a field holds.
 type FieldType int
@@ -359,17 +360,8 @@ func (f *Field) Int(d *Decoder) int {
 	if len(*d.errs) > errs || !d.Has(f.Name) {
 		return n
 	}
-	if f.hasLo && float64(n) < f.lo {
-		switch {
-		case f.below != "":
-			d.Errorf(f.Name, f.below, n)
-		case f.lo == 0 && f.zero != "":
-			d.Errorf(f.Name, "must be 0 (%s) or more, got %d", f.zero, n)
-		case f.lo == 0:
-			d.Errorf(f.Name, "must be 0 or more, got %d", n)
-		default:
-			d.Errorf(f.Name, "must be at least %d, got %d", int(f.lo), n)
-		}
+	if msg := f.Check(n); msg != "" {
+		d.Errorf(f.Name, "%s", msg)
 	}
 	return n
 }
@@ -383,15 +375,8 @@ func (f *Field) Float(d *Decoder) float64 {
 	if len(*d.errs) > errs || !d.Has(f.Name) {
 		return v
 	}
-	switch {
-	case f.hasHi && (v < f.lo || v > f.hi):
-		d.Errorf(f.Name, "must be between %g and %g, got %g", f.lo, f.hi, v)
-	case f.hasLo && v < f.lo:
-		if f.below != "" {
-			d.Errorf(f.Name, f.below, v)
-		} else {
-			d.Errorf(f.Name, "must be >= %g, got %g", f.lo, v)
-		}
+	if msg := f.Check(v); msg != "" {
+		d.Errorf(f.Name, "%s", msg)
 	}
 	return v
 }
@@ -405,22 +390,72 @@ func (f *Field) Duration(d *Decoder) time.Duration {
 	if len(*d.errs) > errs || !d.Has(f.Name) {
 		return v
 	}
-	switch {
-	case f.hasLo && (float64(v) < f.lo || f.open && float64(v) <= f.lo):
-		switch {
-		case f.below != "":
-			d.Errorf(f.Name, f.below, v)
-		case f.open:
-			d.Errorf(f.Name, "must be a positive duration, got %s", v)
-		case f.zero != "":
-			d.Errorf(f.Name, "must be 0 (%s) or a positive duration, got %s", f.zero, v)
-		default:
-			d.Errorf(f.Name, "must be 0 or a positive duration, got %s", v)
-		}
-	case f.hasHi && float64(v) > f.hi:
-		d.Errorf(f.Name, "must be at most %s, got %s", time.Duration(f.hi), v)
+	if msg := f.Check(v); msg != "" {
+		d.Errorf(f.Name, "%s", msg)
 	}
 	return v
+}
+
+// Check returns what is wrong with v by the declaration's limits and
+// values, or "" when nothing is. v is an int (TypeInt, TypeSize), a
+// float64 (TypeFloat), a time.Duration (TypeDuration) or a string
+// (TypeEnum). The field's reader checks a value from a file with it, and a
+// kind's validate checks a value built in Go with it, so both say the same
+// words and the limits are written once, in the declaration. An integer's
+// upper bound is not checked: config.Loader.Limits may override it, and
+// only the reader knows by how much.
+func (f *Field) Check(v any) string {
+	switch x := v.(type) {
+	case int:
+		n := x
+		if !f.hasLo || float64(n) >= f.lo {
+			return ""
+		}
+		switch {
+		case f.below != "":
+			return fmt.Sprintf(f.below, n)
+		case f.lo == 0 && f.zero != "":
+			return fmt.Sprintf("must be 0 (%s) or more, got %d", f.zero, n)
+		case f.lo == 0:
+			return fmt.Sprintf("must be 0 or more, got %d", n)
+		default:
+			return fmt.Sprintf("must be at least %d, got %d", int(f.lo), n)
+		}
+	case float64:
+		// Written so that NaN fails every limit.
+		switch {
+		case f.hasHi && !(x >= f.lo && x <= f.hi):
+			return fmt.Sprintf("must be between %g and %g, got %g", f.lo, f.hi, x)
+		case f.hasLo && !(x >= f.lo):
+			if f.below != "" {
+				return fmt.Sprintf(f.below, x)
+			}
+			return fmt.Sprintf("must be >= %g, got %g", f.lo, x)
+		}
+	case time.Duration:
+		switch {
+		case f.hasLo && (float64(x) < f.lo || f.open && float64(x) <= f.lo):
+			switch {
+			case f.below != "":
+				return fmt.Sprintf(f.below, x)
+			case f.open:
+				return fmt.Sprintf("must be a positive duration, got %s", x)
+			case f.zero != "":
+				return fmt.Sprintf("must be 0 (%s) or a positive duration, got %s", f.zero, x)
+			default:
+				return fmt.Sprintf("must be 0 or a positive duration, got %s", x)
+			}
+		case f.hasHi && float64(x) > f.hi:
+			return fmt.Sprintf("must be at most %s, got %s", time.Duration(f.hi), x)
+		}
+	case string:
+		if f.Type == TypeEnum && !slices.Contains(f.Enum, x) {
+			return unknownValue(x, f.Enum)
+		}
+	default:
+		panic(fmt.Sprintf("registry: field %s (%s) checked with a %T", f.Name, f.Type, v))
+	}
+	return ""
 }
 
 // DurationOr reads a TypeDuration field that also takes words (Or): the

@@ -9,6 +9,8 @@ package problems
 import (
 	"fmt"
 	"strings"
+
+	"github.com/proctor-run/proctor/registry"
 )
 
 // Reporter receives problems. field is the field's name relative to the
@@ -74,6 +76,15 @@ func (l *List) Errorf(field, format string, args ...any) {
 		}
 	}
 	root.errs = append(root.errs, &problem{msg: msg, is: is})
+}
+
+// Check reports what f's declaration finds wrong with v (registry.Field.Check):
+// a kind's validate checks a field's limits and values with the words its
+// reader uses on a file, declared once.
+func (l *List) Check(f *registry.Field, v any) {
+	if msg := f.Check(v); msg != "" {
+		l.Errorf(f.Name, "%s", msg)
+	}
 }
 
 // Len returns how many problems were kept.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync/atomic"
 	"time"
 
@@ -98,12 +97,8 @@ func (s *GroupSpec) validate(p *problems.List) {
 	if s.Group == "" {
 		p.Errorf(fGroup.Name, "required")
 	}
-	if !slices.Contains(groupStrategies, string(s.Strategy)) {
-		p.Errorf(fGroupStrategy.Name, "unknown value %q", s.Strategy)
-	}
-	if s.Timeout <= 0 {
-		p.Errorf(fGroupTimeout.Name, "must be a positive, finite duration, got %s", s.Timeout)
-	}
+	p.Check(fGroupStrategy, string(s.Strategy))
+	p.Check(fGroupTimeout, s.Timeout)
 }
 
 // check returns what is wrong with a GroupSpec built in Go (Decode

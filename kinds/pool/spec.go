@@ -1,7 +1,6 @@
 package pool
 
 import (
-	"slices"
 	"time"
 
 	"github.com/proctor-run/proctor/internal/problems"
@@ -277,18 +276,14 @@ func (s *Spec) validate(p, rp *problems.List) {
 	if s.Routee == "" {
 		p.Errorf(fRoutee.Name, "required")
 	}
-	if !slices.Contains(strategies, string(s.Strategy)) {
-		p.Errorf(fStrategy.Name, "unknown value %q", s.Strategy)
-	}
-	if s.Timeout <= 0 {
-		p.Errorf(fTimeout.Name, "must be a positive, finite duration, got %s", s.Timeout)
-	}
-	if s.Strategy == TailChopping && s.Interval <= 0 {
-		p.Errorf(fInterval.Name, "must be a positive duration, got %s", s.Interval)
+	p.Check(fStrategy, string(s.Strategy))
+	p.Check(fTimeout, s.Timeout)
+	if s.Strategy == TailChopping {
+		p.Check(fInterval, s.Interval)
 	}
 	switch {
 	case s.Size < 0:
-		p.Errorf(fSize.Name, "must be >= 0, got %d", s.Size)
+		p.Check(fSize, s.Size)
 	case s.Size == 0 && s.Resizer == nil:
 		p.Errorf(fSize.Name, "must be >= 1 for a pool without a resizer, got 0")
 	}
@@ -299,52 +294,29 @@ func (s *Spec) validate(p, rp *problems.List) {
 
 // validate checks a resizer's values; see Spec.validate.
 func (r *ResizerSpec) validate(p *problems.List) {
-	if r.LowerBound < 0 {
-		p.Errorf(fLowerBound.Name, "must be >= 0, got %d", r.LowerBound)
-	}
+	p.Check(fLowerBound, r.LowerBound)
 	if r.UpperBound < 1 {
-		p.Errorf(fUpperBound.Name, "must be >= 1, got %d", r.UpperBound)
+		p.Check(fUpperBound, r.UpperBound)
 	} else if r.LowerBound >= 0 && r.UpperBound < r.LowerBound {
 		p.Errorf(fUpperBound.Name, "must be >= lower_bound, got %d < %d", r.UpperBound, r.LowerBound)
 	}
-	unit := func(f *registry.Field, v float64) {
-		if !(v >= 0 && v <= 1) {
-			p.Errorf(f.Name, "must be between 0 and 1, got %g", v)
-		}
-	}
-	nonNeg := func(f *registry.Field, v float64) {
-		if !(v >= 0) {
-			p.Errorf(f.Name, "must be >= 0, got %g", v)
-		}
-	}
-	positive := func(f *registry.Field, v time.Duration) {
-		if v <= 0 {
-			p.Errorf(f.Name, "must be a positive duration, got %s", v)
-		}
-	}
 	switch r.Type {
 	case DefaultResizerType:
-		if r.PressureThreshold < 0 {
-			p.Errorf(fPressureThreshold.Name, "must be >= 0, got %d", r.PressureThreshold)
-		}
-		nonNeg(fRampupRate, r.RampupRate)
-		unit(fBackoffThreshold, r.BackoffThreshold)
-		nonNeg(fBackoffRate, r.BackoffRate)
-		if r.MessagesPerResize <= 0 {
-			p.Errorf(fMessagesPerResize.Name, "must be > 0, got %d", r.MessagesPerResize)
-		}
+		p.Check(fPressureThreshold, r.PressureThreshold)
+		p.Check(fRampupRate, r.RampupRate)
+		p.Check(fBackoffThreshold, r.BackoffThreshold)
+		p.Check(fBackoffRate, r.BackoffRate)
+		p.Check(fMessagesPerResize, r.MessagesPerResize)
 	case OptimalResizerType:
-		positive(fActionInterval, r.ActionInterval)
-		positive(fDownsizeAfter, r.DownsizeAfterUnderutilizedFor)
-		nonNeg(fExploreStepSize, r.ExploreStepSize)
-		unit(fChanceOfExploration, r.ChanceOfExploration)
-		unit(fDownsizeRatio, r.DownsizeRatio)
-		if r.OptimizationRange < 2 {
-			p.Errorf(fOptimizationRange.Name, "must be >= 2, got %d", r.OptimizationRange)
-		}
-		unit(fWeightOfLatestMetric, r.WeightOfLatestMetric)
-		unit(fChanceOfRampingDown, r.ChanceOfRampingDownWhenFull)
+		p.Check(fActionInterval, r.ActionInterval)
+		p.Check(fDownsizeAfter, r.DownsizeAfterUnderutilizedFor)
+		p.Check(fExploreStepSize, r.ExploreStepSize)
+		p.Check(fChanceOfExploration, r.ChanceOfExploration)
+		p.Check(fDownsizeRatio, r.DownsizeRatio)
+		p.Check(fOptimizationRange, r.OptimizationRange)
+		p.Check(fWeightOfLatestMetric, r.WeightOfLatestMetric)
+		p.Check(fChanceOfRampingDown, r.ChanceOfRampingDownWhenFull)
 	default:
-		p.Errorf(fResizerType.Name, "unknown value %q; one of %s, %s", r.Type, DefaultResizerType, OptimalResizerType)
+		p.Check(fResizerType, string(r.Type))
 	}
 }

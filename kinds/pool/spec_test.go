@@ -243,6 +243,20 @@ func TestOneValidateForFileAndGo(t *testing.T) {
 		{"tail chopping without interval", "routee: r\nsize: 1\nstrategy: tail_chopping\ninterval: 0",
 			&Spec{Routee: "r", Size: 1, Strategy: TailChopping, Timeout: time.Second},
 			"interval: must be a positive duration, got 0s"},
+		// The limits and values below are declared once, on the field.
+		{"unknown strategy", "routee: r\nsize: 1\nstrategy: round_robn",
+			&Spec{Routee: "r", Size: 1, Strategy: "round_robn", Timeout: time.Second},
+			`strategy: unknown value "round_robn" (did you mean "round_robin"?); one of ` + strings.Join(strategies, ", ")},
+		{"rate out of range", "routee: r\nresizer: {backoff_threshold: 1.5}",
+			&Spec{Routee: "r", Strategy: RoundRobin, Timeout: time.Second, Resizer: &ResizerSpec{Type: DefaultResizerType, LowerBound: 1, UpperBound: 10, BackoffThreshold: 1.5, MessagesPerResize: 1}},
+			"resizer.backoff_threshold: must be between 0 and 1, got 1.5"},
+		{"optimization range", "routee: r\nresizer: {type: optimal_size_exploring, optimization_range: 1}",
+			func() *Spec {
+				r := OptimalResizerSpec()
+				r.OptimizationRange = 1
+				return &Spec{Routee: "r", Strategy: RoundRobin, Timeout: time.Second, Resizer: &r}
+			}(),
+			"resizer.optimization_range: must be >= 2, got 1"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, errs := decode(t, tc.src)

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"runtime"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/proctor-run/proctor/internal/problems"
@@ -261,9 +259,7 @@ func (s *Spec) check() error {
 func (s *Spec) validate(p *problems.List, child func(i int) *problems.List) {
 	switch s.Kind {
 	case KindStatic:
-		if !slices.Contains(strategies, string(s.Strategy)) {
-			p.Errorf(fStrategy.Name, "unknown value %q; one of %s", s.Strategy, strings.Join(strategies, ", "))
-		}
+		p.Check(fStrategy, string(s.Strategy))
 	case KindDynamic, KindPartition:
 		if s.Strategy != OneForOne {
 			p.Errorf(fStrategy.Name, "a %s supports one_for_one only, not %q", s.Kind, s.Strategy)
@@ -271,24 +267,18 @@ func (s *Spec) validate(p *problems.List, child func(i int) *problems.List) {
 	default:
 		p.Errorf("kind", "%q is not %s, %s or %s", s.Kind, KindStatic, KindDynamic, KindPartition)
 	}
-	if s.MaxRestarts < 0 {
-		p.Errorf(fMaxRestarts.Name, "must be 0 or more, got %d", s.MaxRestarts)
-	}
-	if s.RestartWindow <= 0 {
-		p.Errorf(fRestartWindow.Name, "must be a positive duration, got %s", s.RestartWindow)
-	}
+	p.Check(fMaxRestarts, s.MaxRestarts)
+	p.Check(fRestartWindow, s.RestartWindow)
 	switch s.Kind {
 	case KindPartition:
-		if s.Partitions < 1 {
-			p.Errorf(fPartitions.Name, "must be 1 or more, got %d", s.Partitions)
-		}
+		p.Check(fPartitions, s.Partitions)
 		w := s.Worker
 		w.ID = "0" // workers are named by their partition
 		w.withDefaults().validate(child(0))
 		return
 	case KindDynamic:
 		if s.MaxChildren < 0 {
-			p.Errorf(fMaxChildren.Name, "must be 0 (unlimited) or more, got %d", s.MaxChildren)
+			p.Check(fMaxChildren, s.MaxChildren)
 		} else if s.MaxChildren > 0 && len(s.Children) > s.MaxChildren {
 			p.Errorf(fChildren.Name, "%d children exceed max_children %d", len(s.Children), s.MaxChildren)
 		}
@@ -320,15 +310,9 @@ func (c ChildSpec) validate(p *problems.List) {
 			p.Errorf(fChildName.Name, "%v", err)
 		}
 	}
-	if !slices.Contains(restartTypes, string(c.Restart)) {
-		p.Errorf(fChildRestart.Name, "unknown value %q; one of %s", c.Restart, strings.Join(restartTypes, ", "))
-	}
-	if !slices.Contains(failureActs, string(c.OnFailure)) {
-		p.Errorf(fChildOnFailure.Name, "unknown value %q; one of %s", c.OnFailure, strings.Join(failureActs, ", "))
-	}
-	if !slices.Contains(reloadActions, string(c.OnReload)) {
-		p.Errorf(fChildOnReload.Name, "unknown value %q; one of %s", c.OnReload, strings.Join(reloadActions, ", "))
-	}
+	p.Check(fChildRestart, string(c.Restart))
+	p.Check(fChildOnFailure, string(c.OnFailure))
+	p.Check(fChildOnReload, string(c.OnReload))
 	if c.Shutdown < 0 && c.Shutdown != BrutalKill {
 		p.Errorf(fChildShutdown.Name, "must be a positive duration, \"brutal_kill\" or \"infinity\", got %s", c.Shutdown)
 	}
