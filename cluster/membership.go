@@ -17,6 +17,7 @@ import (
 
 	"github.com/hashicorp/memberlist"
 
+	"github.com/proctor-run/proctor/internal/backoff"
 	"github.com/proctor-run/proctor/internal/logging"
 	"github.com/proctor-run/proctor/process"
 )
@@ -581,8 +582,9 @@ func (m *Membership) rejoin() {
 	t := m.cfg.timing
 	type attempt struct {
 		next    time.Time
-		backoff time.Duration
+		backoff backoff.Backoff
 	}
+	policy := backoff.Policy{Initial: t.RejoinMin, Max: t.RejoinMax}
 	tries := map[string]*attempt{}
 	alone := true
 	lastPrune := time.Now()
@@ -612,7 +614,7 @@ func (m *Membership) rejoin() {
 		for _, addr := range targets {
 			a := tries[addr]
 			if a == nil {
-				a = &attempt{backoff: t.RejoinMin}
+				a = &attempt{backoff: backoff.New(policy)}
 				tries[addr] = a
 			}
 			if addr == self || now.Before(a.next) {
@@ -626,9 +628,9 @@ func (m *Membership) rejoin() {
 				}
 				continue
 			}
-			a.next = time.Now().Add(a.backoff)
-			m.log.Debug("cluster: join attempt failed", "address", addr, "retry_in", a.backoff.String(), "error", err)
-			a.backoff = min(2*a.backoff, t.RejoinMax)
+			retry := a.backoff.Next()
+			a.next = time.Now().Add(retry)
+			m.log.Debug("cluster: join attempt failed", "address", addr, "retry_in", retry.String(), "error", err)
 		}
 		for addr, a := range tries {
 			if !slices.Contains(targets, addr) && now.Sub(a.next) > t.RejoinMax {
