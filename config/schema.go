@@ -8,8 +8,8 @@ import (
 	"github.com/proctor-run/proctor/registry"
 )
 
-// SchemaDraft is the JSON Schema dialect Schema writes.
-const SchemaDraft = "https://json-schema.org/draft/2020-12/schema"
+// schemaDraft is the JSON Schema dialect Schema writes.
+const schemaDraft = "https://json-schema.org/draft/2020-12/schema"
 
 // nameMessage is what editors show for a name that does not match its
 // pattern (yaml-language-server's patternErrorMessage).
@@ -57,7 +57,7 @@ func Schema(r *registry.Registry) map[string]any {
 	defs["entry"] = entry
 
 	return map[string]any{
-		"$schema":     SchemaDraft,
+		"$schema":     schemaDraft,
 		"title":       "Proctor configuration",
 		"description": "A Proctor configuration file: a namespace and its entries (docs/configuration.md).",
 		"type":        "object",

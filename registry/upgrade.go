@@ -34,9 +34,6 @@ const (
 	UpgradeNone UpgradeResult = ""
 )
 
-// UpgradeResults lists the results runner_upgrades_total counts.
-var UpgradeResults = []UpgradeResult{UpgradeOK, UpgradeTimeout, UpgradeFailed}
-
 // Upgrader is implemented by Template kinds whose processes can move to a
 // changed definition in place (process.lua). Upgrade offers e to pid, a
 // process of an earlier definition of e, and returns once it has upgraded,
