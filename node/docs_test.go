@@ -39,3 +39,28 @@ func TestDocsShowTheTestedExample(t *testing.T) {
 }
 
 var goBlock = regexp.MustCompile("(?s)```go\n(.*?)```")
+
+// An embedder's go.mod needs the replace of every module Proctor's own
+// go.mod replaces (Go ignores a dependency's replace directives), and
+// docs/lua/embedding.md shows each one, pointing into a checkout of
+// Proctor: without it the Lua host does not build.
+func TestDocsShowTheReplacesAnEmbedderNeeds(t *testing.T) {
+	mod, err := os.ReadFile(filepath.Join("..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile(filepath.Join("..", "docs", "lua", "embedding.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	replaces := regexp.MustCompile(`(?m)^replace (\S+) => \./(\S+)$`).FindAllSubmatch(mod, -1)
+	if len(replaces) == 0 {
+		t.Fatal("go.mod replaces nothing: drop the go.mod paragraph of embedding.md and this test")
+	}
+	for _, r := range replaces {
+		want := "replace " + string(r[1]) + " => ../proctor/" + string(r[2])
+		if !bytes.Contains(doc, []byte(want)) {
+			t.Errorf("docs/lua/embedding.md does not show an embedder's %q", want)
+		}
+	}
+}

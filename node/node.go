@@ -220,7 +220,9 @@ func (n *Node) live() error {
 // puts what they hold in force, as a save of a watched file or the
 // runner's SIGHUP does; it returns what changed, or why nothing did (a
 // rejected configuration's config.Errors). A reload under way finishes
-// first. ctx bounds the wait, not the reload.
+// first. ctx bounds the wait, not the reload. After Stop it returns
+// runtime.ErrWatcherClosed. A save of a watched file reloads without it;
+// Runtime().LastReload() says what that reload did.
 func (n *Node) Reload(ctx context.Context) (runtime.ReloadSummary, error) {
 	if n.watcher == nil {
 		return runtime.ReloadSummary{}, ErrReloadOff

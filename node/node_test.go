@@ -316,3 +316,64 @@ func TestTwoNodesShareAPGScope(t *testing.T) {
 		return false
 	})
 }
+
+// A save of a watched file reloads on its own, and the program learns what
+// it did from Runtime().LastReload(), as docs/lua/embedding.md says: an
+// applied change, then a rejected one with its position, the old code
+// still answering.
+func TestWatchedSaveIsSeenInLastReload(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	dir := configDir(t, map[string]string{"app.yaml": svcConfig, "svc.lua": fmt.Sprintf(greeter, "hello")})
+	ctx := context.Background()
+	n, err := node.Start(ctx, node.Options{Paths: []string{dir}, Name: "watched", Logger: quiet(), Stdout: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(ctx)
+	if _, ok := n.Runtime().LastReload(); ok {
+		t.Fatal("a reload before any save")
+	}
+	// next waits for the reload after the one seen last (by its time).
+	var seen time.Time
+	next := func() runtime.ReloadAttempt {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for time.Now().Before(deadline) {
+			if a, ok := n.Runtime().LastReload(); ok && a.Time.After(seen) {
+				seen = a.Time
+				return a
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		t.Fatal("no reload after a save within 30s")
+		return runtime.ReloadAttempt{}
+	}
+	// Saved as editors do, by a rename: a save is one change, never a
+	// half-written file (which a loaded machine could reload between a
+	// truncation and the write).
+	save := func(name, text string) {
+		t.Helper()
+		tmp := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(tmp, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	save("svc.lua", fmt.Sprintf(greeter, "bonjour"))
+	if a := next(); a.Result != "applied" || a.Updated != 1 || len(a.Errors) != 0 {
+		t.Fatalf("after a good save: %+v", a)
+	}
+	if got := ask(t, n, "app:svc", "monde"); got != "bonjour monde" {
+		t.Fatalf("reply after the save: %v", got)
+	}
+	save("app.yaml", strings.Replace(svcConfig, "svc.lua", "nope.lua", 1))
+	a := next()
+	if a.Result != "rejected" || len(a.Errors) != 1 || !strings.Contains(a.Errors[0], "app.yaml:5:") || !strings.Contains(a.Errors[0], "app:svc: source") {
+		t.Fatalf("after a bad save: %+v", a)
+	}
+	if got := ask(t, n, "app:svc", "encore"); got != "bonjour encore" {
+		t.Fatalf("reply after a rejected save: %v", got)
+	}
+}
