@@ -15,14 +15,17 @@ import (
 )
 
 // DefaultKinds registers every kind Proctor ships, and gives the Lua host
-// the modules that bind them; Lua's print writes to stdout. The pg scopes
-// need no cluster here: a node in a cluster hands them its pg distribution
-// when they start (registry.Env.Cluster).
-func DefaultKinds(stdout io.Writer) *registry.Registry {
+// the modules that bind them, then modules, a program's own (the Lua host
+// takes its modules when it is made, so this is where they go); Lua's
+// print writes to stdout. A program's own kinds it registers in the
+// registry returned, before it loads a configuration with it. The pg
+// scopes need no cluster here: a node in a cluster hands them its pg
+// distribution when they start (registry.Env.Cluster).
+func DefaultKinds(stdout io.Writer, modules ...lua.Module) *registry.Registry {
 	r := registry.NewRegistry()
 	r.Register(lua.NewKind(lua.Options{
 		Stdout:  stdout,
-		Modules: []lua.Module{luapg.Module(), luarouter.Module(), luasupervisor.Module()},
+		Modules: append([]lua.Module{luapg.Module(), luarouter.Module(), luasupervisor.Module()}, modules...),
 	}))
 	r.Register(pgscope.Kind{})
 	r.Register(pool.Kind{})

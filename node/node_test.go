@@ -16,12 +16,14 @@ import (
 	"testing"
 	"time"
 
+	glua "github.com/yuin/gopher-lua"
 	"go.uber.org/goleak"
 
 	"github.com/proctor-run/proctor/cluster"
 	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/kinds/pgscope"
+	"github.com/proctor-run/proctor/lua"
 	"github.com/proctor-run/proctor/node"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/runtime"
@@ -375,5 +377,39 @@ func TestWatchedSaveIsSeenInLastReload(t *testing.T) {
 	}
 	if got := ask(t, n, "app:svc", "encore"); got != "bonjour encore" {
 		t.Fatalf("reply after a rejected save: %v", got)
+	}
+}
+
+// A program's own Lua module goes beside the shipped ones through
+// DefaultKinds, and its own kinds into the registry it returns: a script
+// requires both, with no copy of DefaultKinds.
+func TestDefaultKindsWithAModuleOfYourOwn(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	greet := lua.Module{Name: "greet", Doc: "Greetings from Go.", Funcs: []lua.Func{{
+		Name:    "hello",
+		Fn:      func(L *glua.LState) int { return lua.ReturnValue(L, "hello "+L.CheckString(1)) },
+		Doc:     "A greeting.",
+		Params:  "name: string",
+		Results: "string",
+	}}}
+	kinds := node.DefaultKinds(io.Discard, greet)
+	dir := configDir(t, map[string]string{"app.yaml": svcConfig, "svc.lua": `
+local greet, pg = require("greet"), require("pg")
+return { main = function()
+  local msg = process.inbox():receive()
+  msg:reply(greet.hello(msg:payload()) .. " " .. type(pg.open))
+end }`})
+	ctx := context.Background()
+	n, err := node.Start(ctx, node.Options{Paths: []string{dir}, Name: "own", Logger: quiet(), NoWatch: true,
+		Loader: &config.Loader{Kinds: kinds, Logger: quiet()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Stop(ctx)
+	if got := ask(t, n, "app:svc", "go"); got != "hello go function" {
+		t.Fatalf("reply %v", got)
+	}
+	if n.Kinds() != kinds {
+		t.Fatal("Kinds() is not the registry the Loader was given")
 	}
 }
