@@ -21,11 +21,12 @@ import (
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/runtime"
+	"github.com/proctor-run/proctor/value"
 )
 
 // ErrReloadOff is what Reload returns when the node cannot reload: its
 // watcher did not start (Start logged why).
-var ErrReloadOff = errors.New("node: reloading is off")
+var ErrReloadOff = value.Sentinel("node.reload_off", value.KindStopped, "reloading is off")
 
 // stopGrace bounds the root supervisor's stop and the HTTP API's
 // draining, once the entries have stopped within their own deadlines.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/backoff"
+	"github.com/proctor-run/proctor/value"
 )
 
 // WatchOptions configure Watch. Runtime, Loader, Paths and Config are
@@ -131,7 +132,7 @@ func (w *Watcher) Trigger() {
 }
 
 // ErrWatcherClosed is what Reload returns once Close was called.
-var ErrWatcherClosed = errors.New("watch: closed")
+var ErrWatcherClosed = value.Sentinel("runtime.watcher_closed", value.KindStopped, "the configuration watcher is closed")
 
 // Reload reloads as Trigger does (the environment is read again) and
 // waits for the outcome: the summary of what the reload changed, or why it
