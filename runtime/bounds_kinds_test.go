@@ -20,6 +20,7 @@ var boundsBase = map[string]string{
 	"supervisor.dynamic":    "kind: supervisor.dynamic\n",
 	"supervisor.partition":  "kind: supervisor.partition\n    process: w\n",
 	"router.group":          "kind: router.group\n    scope: pg\n    group: g\n",
+	"http.server":           "kind: http.server\n    listen: 127.0.0.1:0\n",
 	"lifecycle.restart.max": "kind: pg.scope\n",
 }
 

@@ -15,28 +15,16 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/config"
-	"github.com/proctor-run/proctor/kinds/pgscope"
-	"github.com/proctor-run/proctor/kinds/pool"
-	"github.com/proctor-run/proctor/kinds/supervisor"
-	"github.com/proctor-run/proctor/lua"
+	"github.com/proctor-run/proctor/node"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/runtime"
 )
 
-// realKinds registers the runner's kinds (what cmd/runner does), so the
-// scale benchmarks pay for real decoding and Lua compilation.
-func realKinds() *registry.Registry {
-	r := registry.NewRegistry()
-	r.Register(lua.NewKind(lua.Options{Stdout: io.Discard}))
-	r.Register(pgscope.Kind{})
-	r.Register(pool.Kind{})
-	r.Register(pool.GroupKind{})
-	r.Register(supervisor.NewStaticKind())
-	r.Register(supervisor.NewDynamicKind())
-	r.Register(supervisor.NewPartitionKind())
-	return r
-}
+// realKinds registers the runner's kinds (node.DefaultKinds, what the
+// runner runs), so the scale benchmarks pay for real decoding and Lua
+// compilation.
+func realKinds() *registry.Registry { return node.DefaultKinds(io.Discard) }
 
 const scaleSources = 10
 
