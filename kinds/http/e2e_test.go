@@ -859,3 +859,103 @@ func TestFullMailboxIs429(t *testing.T) {
 		}
 	}
 }
+
+// A change of max_connections alone applies in place: the server is not
+// restarted, the connections open across the change stay served, and
+// the new limit holds, lowered and raised.
+func TestMaxConnectionsChangesInPlace(t *testing.T) {
+	held := strings.Replace(base, "read_header_timeout: 500ms", "read_header_timeout: 30s", 1)
+	withMax := func(m int) string {
+		return strings.Replace(held, "max_body: 1024", fmt.Sprintf("max_body: 1024\n    max_connections: %d", m), 1)
+	}
+	n := start(t, withMax(2))
+	srv := n.server("app:web")
+	addr := srv.Addr()
+	type kept struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	dial := func() kept {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return kept{c, bufio.NewReader(c)}
+	}
+	ask := func(k kept, what string) {
+		t.Helper()
+		fmt.Fprintf(k.c, "GET /string HTTP/1.1\r\nHost: x\r\n\r\n")
+		k.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := nethttp.ReadResponse(k.br, nil)
+		if err != nil {
+			t.Fatalf("%s: the kept connection broke: %v", what, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", what, resp.StatusCode)
+		}
+	}
+	// hold opens a connection that is served but never finishes its
+	// headers: it holds a slot and is never idle.
+	hold := func() kept {
+		t.Helper()
+		k := dial()
+		fmt.Fprintf(k.c, "GET /string HTTP/1.1\r\nHost: x\r\n")
+		return k
+	}
+	refusedNow := func(what string) {
+		t.Helper()
+		k := hold()
+		k.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := nethttp.ReadResponse(k.br, nil)
+		if err != nil || resp.StatusCode != 503 {
+			t.Fatalf("%s: past the limit: %v %v (connections %d, refused %v)", what, resp, err, n.server("app:web").View().(httpkind.ServerView).Connections, refused(t, n))
+		}
+		resp.Body.Close()
+	}
+	connections := func(want int, what string) {
+		t.Helper()
+		testutil.Eventually(t, what, func() bool { return n.server("app:web").View().(httpkind.ServerView).Connections == want })
+	}
+	inPlace := func(sum runtime.ReloadSummary, what string) {
+		t.Helper()
+		if len(sum.Restarted) != 0 || n.server("app:web") != srv {
+			t.Fatalf("%s: restarted %v", what, sum.Restarted)
+		}
+		if got := n.server("app:web").View().(httpkind.ServerView).MaxConnections; !strings.Contains(what, fmt.Sprint(got)) {
+			t.Errorf("%s: the view says max_connections %d", what, got)
+		}
+	}
+	a, b := dial(), dial()
+	ask(a, "a before")
+	ask(b, "b before")
+
+	inPlace(n.reload(withMax(3)), "raised to 3")
+	ask(a, "a after raising")
+	ask(b, "b after raising")
+	inPlace(n.reload(withMax(1)), "lowered to 1")
+	ask(a, "a after lowering")
+	ask(b, "b after lowering")
+
+	// Lowered to 1: with a and b gone, one connection is served and the
+	// next, none being idle, is refused.
+	a.c.Close()
+	b.c.Close()
+	connections(0, "a and b closed")
+	hold()
+	connections(1, "one connection under max 1")
+	refusedNow("max 1")
+
+	// Raised to 3 with one held: two more are served, the fourth refused.
+	inPlace(n.reload(withMax(3)), "raised to 3 again")
+	hold()
+	hold()
+	connections(3, "three connections under max 3")
+	refusedNow("max 3")
+	if got := refused(t, n); got != 2 {
+		t.Errorf("refused %v, want 2", got)
+	}
+}

@@ -150,8 +150,9 @@ func (s *Server) call(ctx context.Context, fn func() error) error {
 // Update applies a changed spec without a gap: the routes stay; a new
 // http.Server takes the new timeouts and limits, on the same socket when
 // listen is unchanged, else on a new one bound first; the one it
-// replaces finishes its requests. A change of max_connections with the
-// same address needs a restart (false).
+// replaces finishes its requests. max_connections changes the socket's
+// limiter in place: a change of it alone keeps the http.Server and every
+// connection.
 func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 	ns, ok := e.Spec.(*ServerSpec)
 	if !ok {
@@ -165,7 +166,13 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 		}
 		sameAddr := ns.Listen == old.Listen
 		if sameAddr && ns.MaxConnections != old.MaxConnections {
-			return nil
+			s.cur.b.lim.SetMax(ns.MaxConnections)
+			if onlyLimit(old, ns) {
+				s.spec.Store(ns)
+				applied = true
+				s.log.Info("http server max_connections changed in place", "max_connections", ns.MaxConnections)
+				return nil
+			}
 		}
 		if ns.TLS != nil && (old.TLS == nil || *ns.TLS != *old.TLS) {
 			c, err := loadCerts(*ns.TLS, s.log)
@@ -191,6 +198,14 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 		return nil
 	})
 	return applied, err
+}
+
+// onlyLimit says whether a and b differ in nothing but max_connections.
+func onlyLimit(a, b *ServerSpec) bool {
+	x, y := *a, *b
+	x.MaxConnections, y.MaxConnections = 0, 0
+	x.TLS, y.TLS = nil, nil
+	return x == y && (a.TLS == nil) == (b.TLS == nil) && (a.TLS == nil || *a.TLS == *b.TLS)
 }
 
 // retire stops sv accepting (and its binding, when closeBinding) and lets
