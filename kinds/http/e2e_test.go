@@ -497,7 +497,9 @@ func TestRebindWithoutGap(t *testing.T) {
 		defer wg.Done()
 		slowStatus, _, _ = get(t, c, "GET", "http://"+oldAddr+"/never", "")
 	}()
-	time.Sleep(50 * time.Millisecond) // the request is in flight (its timeout is 300ms)
+	// The request is in flight (its route's timeout is 300ms): in the
+	// handler, not in the listen backlog, which the rebind closes.
+	testutil.Eventually(t, "the request in flight", func() bool { return activeRequests(t, n) == 1 })
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	free := ln.Addr().String()
 	ln.Close()
@@ -812,6 +814,24 @@ func TestConnectionFlood(t *testing.T) {
 		status, _, _ := get(t, c, "GET", n.url("/string"), "")
 		return status == 200
 	})
+}
+
+// activeRequests sums http_server_active_requests.
+func activeRequests(t *testing.T, n *node) float64 {
+	t.Helper()
+	mfs, err := n.rt.Env().Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == "http_server_active_requests" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
 }
 
 // refused reads http_server_refused_connections_total of app:web.
