@@ -979,3 +979,88 @@ func TestMaxConnectionsChangesInPlace(t *testing.T) {
 		t.Errorf("refused %v, want 2", got)
 	}
 }
+
+// Slow clients are cut by the timeouts, whether they trickle their
+// headers (slowloris proper: a byte every 50ms, each well within any
+// per-read timeout) or their body, and the node serves on.
+func TestSlowClientsAreCut(t *testing.T) {
+	n := start(t, base) // read_header_timeout 500ms, read_timeout 2s
+	addr := n.server("app:web").Addr()
+	// trickle sends head, then one byte of drip every 50ms until the
+	// server ends the connection; it returns how long that took and what
+	// the client read.
+	trickle := func(head, what string) (time.Duration, string) {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, head); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		read := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(conn)
+			read <- string(b)
+		}()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case got := <-read:
+				return time.Since(began), got
+			case <-tick.C:
+				if time.Since(began) > 20*time.Second {
+					t.Fatalf("%s: still connected after 20s", what)
+				}
+				_, _ = conn.Write([]byte("a")) // an error: the server closed; read ends next
+			}
+		}
+	}
+	if d, got := trickle("GET /string HTTP/1.1\r\nHost: x\r\nX-Slow: ", "trickled headers"); d > 5*time.Second || strings.Contains(got, "200 OK") {
+		t.Errorf("trickled headers: cut after %s (read_header_timeout 500ms), read %q", d, got)
+	}
+	if d, got := trickle("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", "trickled body"); d > 8*time.Second || (got != "" && !strings.HasPrefix(got, "HTTP/1.1 400 ")) {
+		t.Errorf("trickled body: cut after %s (read_timeout 2s), read %q", d, got)
+	}
+	c := client()
+	defer c.CloseIdleConnections()
+	if status, _, _ := get(t, c, "GET", n.url("/string"), ""); status != 200 {
+		t.Errorf("after: %d", status)
+	}
+}
+
+// Many requests to a handler that never replies each get 504 at the
+// route's timeout; none stays active, the handler serves on, and the
+// package's goleak check finds no goroutine left behind.
+func TestNeverReplyingHandlerUnderLoad(t *testing.T) {
+	n := start(t, base) // route timeout 300ms
+	c := client()
+	defer c.CloseIdleConnections()
+	const clients = 64
+	statuses := make(chan int, clients)
+	for i := 0; i < clients; i++ {
+		go func() {
+			req, _ := nethttp.NewRequest("GET", n.url("/never"), nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	for i := 0; i < clients; i++ {
+		if s := <-statuses; s != 504 {
+			t.Errorf("never replied: %d, want 504", s)
+		}
+	}
+	testutil.Eventually(t, "no request active", func() bool { return activeRequests(t, n) == 0 })
+	if status, _, body := get(t, c, "POST", n.url("/echo"), "still here"); status != 200 || body != "still here" {
+		t.Errorf("after: %d %q", status, body)
+	}
+}
