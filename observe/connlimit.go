@@ -38,3 +38,14 @@ func (c *ConnLimit) ConnState(nc net.Conn, state http.ConnState) {
 
 // Open returns the number of connections being served.
 func (c *ConnLimit) Open() int { return int(c.l.open.Load()) }
+
+// SetMax changes the limit in place (max <= 0: DefaultMaxConns). The
+// connections being served stay served; while more are open than a
+// lowered limit allows, a new connection takes the place of an idle
+// keep-alive one, or is turned away (or waits) as at the limit.
+func (c *ConnLimit) SetMax(max int) {
+	if max <= 0 {
+		max = DefaultMaxConns
+	}
+	c.l.setMax(max)
+}

@@ -143,7 +143,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	return err
 }
 
-// limitListener serves at most cap(sem) connections at once. At the
+// limitListener serves at most max connections at once. At the
 // limit, Accept closes the connection idle the longest (an idle keep-alive
 // connection waits for a next request that may never come; its client
 // reconnects when it has one), else waits for a served one to close.
@@ -151,17 +151,17 @@ func (s *Server) Shutdown(ctx context.Context) error {
 // idle connections holding every slot.)
 type limitListener struct {
 	net.Listener
-	sem    chan struct{}
+	max    atomic.Int64 // may change while it serves (setMax)
 	closed chan struct{}
 	once   sync.Once
-	open   atomic.Int64
+	open   atomic.Int64 // the connections holding a slot
 	peak   atomic.Int64 // the most connections ever open at once
 	// idle are the served connections waiting for their next request,
 	// with when they turned idle; the server's ConnState hook keeps it.
 	mu   sync.Mutex
 	idle map[*limitConn]time.Time
 	// freed wakes an Accept that waits for a slot when a connection
-	// turns idle.
+	// turns idle or closes, or the limit rises.
 	freed chan struct{}
 	// refuse, when set, is given (on a goroutine of its own) each
 	// connection past the limit while none is idle, instead of waiting.
@@ -169,8 +169,40 @@ type limitListener struct {
 }
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
-	return &limitListener{Listener: ln, sem: make(chan struct{}, n), closed: make(chan struct{}),
+	l := &limitListener{Listener: ln, closed: make(chan struct{}),
 		idle: map[*limitConn]time.Time{}, freed: make(chan struct{}, 1)}
+	l.max.Store(int64(n))
+	return l
+}
+
+// setMax changes the limit in place: the connections being served stay;
+// past a lowered limit new ones wait (or are refused) until enough close.
+func (l *limitListener) setMax(n int) {
+	l.max.Store(int64(n))
+	l.wake()
+}
+
+// acquire takes a slot if one is free.
+func (l *limitListener) acquire() bool {
+	for {
+		n := l.open.Load()
+		if n >= l.max.Load() {
+			return false
+		}
+		if l.open.CompareAndSwap(n, n+1) {
+			for p := l.peak.Load(); n+1 > p && !l.peak.CompareAndSwap(p, n+1); p = l.peak.Load() {
+			}
+			return true
+		}
+	}
+}
+
+// wake wakes an Accept waiting for a slot, if any.
+func (l *limitListener) wake() {
+	select {
+	case l.freed <- struct{}{}:
+	default:
+	}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -178,13 +210,7 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	for acquired := false; !acquired; {
-		select {
-		case l.sem <- struct{}{}:
-			acquired = true
-			continue
-		default:
-		}
+	for !l.acquire() {
 		if l.closeIdlest() {
 			continue
 		}
@@ -198,16 +224,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			continue
 		}
 		select {
-		case l.sem <- struct{}{}:
-			acquired = true
 		case <-l.freed:
 		case <-l.closed:
 			c.Close()
 			return nil, net.ErrClosed
 		}
-	}
-	n := l.open.Add(1)
-	for p := l.peak.Load(); n > p && !l.peak.CompareAndSwap(p, n); p = l.peak.Load() {
 	}
 	return &limitConn{Conn: c, l: l}, nil
 }
@@ -245,10 +266,7 @@ func (l *limitListener) track(nc net.Conn, state http.ConnState) {
 	}
 	l.mu.Unlock()
 	if state == http.StateIdle {
-		select {
-		case l.freed <- struct{}{}:
-		default:
-		}
+		l.wake()
 	}
 }
 
@@ -276,7 +294,7 @@ func (c *limitConn) Close() error {
 		delete(c.l.idle, c)
 		c.l.mu.Unlock()
 		c.l.open.Add(-1)
-		<-c.l.sem
+		c.l.wake()
 	})
 	return err
 }

@@ -66,8 +66,8 @@ func TestListenDefaultsBoundClients(t *testing.T) {
 	srv := s.srv
 	if srv.IdleTimeout != DefaultIdleTimeout || srv.ReadHeaderTimeout != DefaultReadHeaderTimeout ||
 		srv.ReadTimeout != DefaultReadTimeout || srv.WriteTimeout != DefaultWriteTimeout ||
-		srv.MaxHeaderBytes != DefaultMaxHeaderBytes || cap(s.ln.sem) != DefaultMaxConns {
-		t.Fatalf("server %+v, max conns %d", srv, cap(s.ln.sem))
+		srv.MaxHeaderBytes != DefaultMaxHeaderBytes || int(s.ln.max.Load()) != DefaultMaxConns {
+		t.Fatalf("server %+v, max conns %d", srv, int(s.ln.max.Load()))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	httpkind "github.com/proctor-run/proctor/kinds/http"
 	"github.com/proctor-run/proctor/kinds/supervisor"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -123,6 +124,30 @@ func TestLiveViewInABrowser(t *testing.T) {
 		t.Fatalf("cache before the kill: %q", got)
 	}
 	eval[bool](t, ctx, `window.proctorNoReload = true`)
+
+	// The HTTP servers panel: the demo's server with the address it is
+	// bound to, its limits, and a row a route with what the route says.
+	inst, ok := r.app.rt.Instance("app:web")
+	if !ok {
+		t.Fatal("app:web is not running")
+	}
+	web := inst.(*httpkind.Server)
+	const panel = `document.querySelector('#http div[data-http="app:web"]')`
+	waitFor(t, ctx, "the HTTP panel shows app:web and its routes", panel+` !== null && `+panel+`.querySelectorAll('tbody tr').length === 2`)
+	if got := eval[string](t, ctx, panel+`.querySelector('h3').textContent`); got != "app:web "+web.Addr() {
+		t.Errorf("HTTP panel heading %q, want %q", got, "app:web "+web.Addr())
+	}
+	if got := eval[string](t, ctx, panel+`.querySelector('p.meta').textContent`); !strings.HasSuffix(got, " of 1024 connections · max body 65536 bytes") {
+		t.Errorf("HTTP panel limits %q", got)
+	}
+	rows := eval[[][]string](t, ctx, `[...`+panel+`.querySelectorAll('tbody tr')].map(r => [...r.cells].map(c => c.textContent))`)
+	want := [][]string{
+		{"app:api_count", "GET, POST", "/api/count", "app:api", "", "2s"},
+		{"app:api_hello", "GET", "/api/hello/{name}", "app:api", "", "2s"},
+	}
+	if fmt.Sprint(rows) != fmt.Sprint(want) {
+		t.Errorf("HTTP panel routes:\n got %q\nwant %q", rows, want)
+	}
 
 	// Kill a child: its restart count changes on screen, with its last
 	// exit, and the page was never reloaded.

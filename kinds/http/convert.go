@@ -57,7 +57,7 @@ func RequestPayload(r *nethttp.Request, body []byte, params []string, key *KeySp
 	}
 	hs := make(map[string]any, len(r.Header))
 	for name, vs := range r.Header {
-		hs[strings.ToLower(name)] = strings.Join(vs, ", ")
+		hs[lowerName(name)] = strings.Join(vs, ", ")
 	}
 	if r.Host != "" {
 		hs["host"] = r.Host
@@ -79,6 +79,27 @@ func RequestPayload(r *nethttp.Request, body []byte, params []string, key *KeySp
 		p["key"] = k
 	}
 	return p, nil
+}
+
+// lowerNames are the lower-case forms of common header names as net/http
+// gives them (canonical), so that the usual headers of a request cost no
+// allocation each.
+var lowerNames = func() map[string]string {
+	out := map[string]string{}
+	for _, n := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
+		"Connection", "Content-Encoding", "Content-Length", "Content-Type", "Cookie", "Forwarded", "If-Match",
+		"If-Modified-Since", "If-None-Match", "Origin", "Pragma", "Range", "Referer", "Traceparent", "Tracestate",
+		"Upgrade", "User-Agent", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "X-Request-Id"} {
+		out[nethttp.CanonicalHeaderKey(n)] = strings.ToLower(n)
+	}
+	return out
+}()
+
+func lowerName(name string) string {
+	if l, ok := lowerNames[name]; ok {
+		return l
+	}
+	return strings.ToLower(name)
 }
 
 func queryOf(raw string) (map[string]any, error) {

@@ -497,7 +497,9 @@ func TestRebindWithoutGap(t *testing.T) {
 		defer wg.Done()
 		slowStatus, _, _ = get(t, c, "GET", "http://"+oldAddr+"/never", "")
 	}()
-	time.Sleep(50 * time.Millisecond) // the request is in flight (its timeout is 300ms)
+	// The request is in flight (its route's timeout is 300ms): in the
+	// handler, not in the listen backlog, which the rebind closes.
+	testutil.Eventually(t, "the request in flight", func() bool { return activeRequests(t, n) == 1 })
 	ln, _ := net.Listen("tcp", "127.0.0.1:0")
 	free := ln.Addr().String()
 	ln.Close()
@@ -814,6 +816,24 @@ func TestConnectionFlood(t *testing.T) {
 	})
 }
 
+// activeRequests sums http_server_active_requests.
+func activeRequests(t *testing.T, n *node) float64 {
+	t.Helper()
+	mfs, err := n.rt.Env().Metrics.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	for _, mf := range mfs {
+		if mf.GetName() == "http_server_active_requests" {
+			for _, m := range mf.GetMetric() {
+				sum += m.GetGauge().GetValue()
+			}
+		}
+	}
+	return sum
+}
+
 // refused reads http_server_refused_connections_total of app:web.
 func refused(t *testing.T, n *node) float64 {
 	t.Helper()
@@ -857,5 +877,190 @@ func TestFullMailboxIs429(t *testing.T) {
 		if s := <-statuses; s != 200 {
 			t.Errorf("a queued request got %d", s)
 		}
+	}
+}
+
+// A change of max_connections alone applies in place: the server is not
+// restarted, the connections open across the change stay served, and
+// the new limit holds, lowered and raised.
+func TestMaxConnectionsChangesInPlace(t *testing.T) {
+	held := strings.Replace(base, "read_header_timeout: 500ms", "read_header_timeout: 30s", 1)
+	withMax := func(m int) string {
+		return strings.Replace(held, "max_body: 1024", fmt.Sprintf("max_body: 1024\n    max_connections: %d", m), 1)
+	}
+	n := start(t, withMax(2))
+	srv := n.server("app:web")
+	addr := srv.Addr()
+	type kept struct {
+		c  net.Conn
+		br *bufio.Reader
+	}
+	dial := func() kept {
+		t.Helper()
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return kept{c, bufio.NewReader(c)}
+	}
+	ask := func(k kept, what string) {
+		t.Helper()
+		fmt.Fprintf(k.c, "GET /string HTTP/1.1\r\nHost: x\r\n\r\n")
+		k.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := nethttp.ReadResponse(k.br, nil)
+		if err != nil {
+			t.Fatalf("%s: the kept connection broke: %v", what, err)
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			t.Fatalf("%s: %d", what, resp.StatusCode)
+		}
+	}
+	// hold opens a connection that is served but never finishes its
+	// headers: it holds a slot and is never idle.
+	hold := func() kept {
+		t.Helper()
+		k := dial()
+		fmt.Fprintf(k.c, "GET /string HTTP/1.1\r\nHost: x\r\n")
+		return k
+	}
+	refusedNow := func(what string) {
+		t.Helper()
+		k := hold()
+		k.c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := nethttp.ReadResponse(k.br, nil)
+		if err != nil || resp.StatusCode != 503 {
+			t.Fatalf("%s: past the limit: %v %v (connections %d, refused %v)", what, resp, err, n.server("app:web").View().(httpkind.ServerView).Connections, refused(t, n))
+		}
+		resp.Body.Close()
+	}
+	connections := func(want int, what string) {
+		t.Helper()
+		testutil.Eventually(t, what, func() bool { return n.server("app:web").View().(httpkind.ServerView).Connections == want })
+	}
+	inPlace := func(sum runtime.ReloadSummary, what string) {
+		t.Helper()
+		if len(sum.Restarted) != 0 || n.server("app:web") != srv {
+			t.Fatalf("%s: restarted %v", what, sum.Restarted)
+		}
+		if got := n.server("app:web").View().(httpkind.ServerView).MaxConnections; !strings.Contains(what, fmt.Sprint(got)) {
+			t.Errorf("%s: the view says max_connections %d", what, got)
+		}
+	}
+	a, b := dial(), dial()
+	ask(a, "a before")
+	ask(b, "b before")
+
+	inPlace(n.reload(withMax(3)), "raised to 3")
+	ask(a, "a after raising")
+	ask(b, "b after raising")
+	inPlace(n.reload(withMax(1)), "lowered to 1")
+	ask(a, "a after lowering")
+	ask(b, "b after lowering")
+
+	// Lowered to 1: with a and b gone, one connection is served and the
+	// next, none being idle, is refused.
+	a.c.Close()
+	b.c.Close()
+	connections(0, "a and b closed")
+	hold()
+	connections(1, "one connection under max 1")
+	refusedNow("max 1")
+
+	// Raised to 3 with one held: two more are served, the fourth refused.
+	inPlace(n.reload(withMax(3)), "raised to 3 again")
+	hold()
+	hold()
+	connections(3, "three connections under max 3")
+	refusedNow("max 3")
+	if got := refused(t, n); got != 2 {
+		t.Errorf("refused %v, want 2", got)
+	}
+}
+
+// Slow clients are cut by the timeouts, whether they trickle their
+// headers (slowloris proper: a byte every 50ms, each well within any
+// per-read timeout) or their body, and the node serves on.
+func TestSlowClientsAreCut(t *testing.T) {
+	n := start(t, base) // read_header_timeout 500ms, read_timeout 2s
+	addr := n.server("app:web").Addr()
+	// trickle sends head, then one byte of drip every 50ms until the
+	// server ends the connection; it returns how long that took and what
+	// the client read.
+	trickle := func(head, what string) (time.Duration, string) {
+		t.Helper()
+		conn, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		if _, err := io.WriteString(conn, head); err != nil {
+			t.Fatal(err)
+		}
+		began := time.Now()
+		read := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(conn)
+			read <- string(b)
+		}()
+		tick := time.NewTicker(50 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case got := <-read:
+				return time.Since(began), got
+			case <-tick.C:
+				if time.Since(began) > 20*time.Second {
+					t.Fatalf("%s: still connected after 20s", what)
+				}
+				_, _ = conn.Write([]byte("a")) // an error: the server closed; read ends next
+			}
+		}
+	}
+	if d, got := trickle("GET /string HTTP/1.1\r\nHost: x\r\nX-Slow: ", "trickled headers"); d > 5*time.Second || strings.Contains(got, "200 OK") {
+		t.Errorf("trickled headers: cut after %s (read_header_timeout 500ms), read %q", d, got)
+	}
+	if d, got := trickle("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n", "trickled body"); d > 8*time.Second || (got != "" && !strings.HasPrefix(got, "HTTP/1.1 400 ")) {
+		t.Errorf("trickled body: cut after %s (read_timeout 2s), read %q", d, got)
+	}
+	c := client()
+	defer c.CloseIdleConnections()
+	if status, _, _ := get(t, c, "GET", n.url("/string"), ""); status != 200 {
+		t.Errorf("after: %d", status)
+	}
+}
+
+// Many requests to a handler that never replies each get 504 at the
+// route's timeout; none stays active, the handler serves on, and the
+// package's goleak check finds no goroutine left behind.
+func TestNeverReplyingHandlerUnderLoad(t *testing.T) {
+	n := start(t, base) // route timeout 300ms
+	c := client()
+	defer c.CloseIdleConnections()
+	const clients = 64
+	statuses := make(chan int, clients)
+	for i := 0; i < clients; i++ {
+		go func() {
+			req, _ := nethttp.NewRequest("GET", n.url("/never"), nil)
+			resp, err := c.Do(req)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	for i := 0; i < clients; i++ {
+		if s := <-statuses; s != 504 {
+			t.Errorf("never replied: %d, want 504", s)
+		}
+	}
+	testutil.Eventually(t, "no request active", func() bool { return activeRequests(t, n) == 0 })
+	if status, _, body := get(t, c, "POST", n.url("/echo"), "still here"); status != 200 || body != "still here" {
+		t.Errorf("after: %d %q", status, body)
 	}
 }

@@ -23,7 +23,6 @@ type binding struct {
 	addr   string // as configured
 	ln     net.Listener
 	lim    *observe.ConnLimit
-	max    int
 	conns  chan net.Conn
 	closed chan struct{}
 	once   sync.Once
@@ -43,7 +42,7 @@ func bind(addr string, max int, refused func(), plain func() bool) (*binding, er
 	if err != nil {
 		return nil, fmt.Errorf("listen %s: %w", addr, err)
 	}
-	b := &binding{addr: addr, ln: ln, max: max, conns: make(chan net.Conn), closed: make(chan struct{}), done: make(chan struct{})}
+	b := &binding{addr: addr, ln: ln, conns: make(chan net.Conn), closed: make(chan struct{}), done: make(chan struct{})}
 	b.lim = observe.NewConnLimit(ln, max, b.refuser(refused, plain))
 	go b.accept()
 	return b, nil

@@ -37,6 +37,7 @@ func (rt *route) init() {
 // ServeHTTP turns the request into an ask to the route's target and its
 // reply into the response.
 func (rt *route) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
+	w = writer(w)
 	start := time.Now()
 	rt.active.Inc()
 	resp := rt.serve(w, r)

@@ -150,8 +150,9 @@ func (s *Server) call(ctx context.Context, fn func() error) error {
 // Update applies a changed spec without a gap: the routes stay; a new
 // http.Server takes the new timeouts and limits, on the same socket when
 // listen is unchanged, else on a new one bound first; the one it
-// replaces finishes its requests. A change of max_connections with the
-// same address needs a restart (false).
+// replaces finishes its requests. max_connections changes the socket's
+// limiter in place: a change of it alone keeps the http.Server and every
+// connection.
 func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 	ns, ok := e.Spec.(*ServerSpec)
 	if !ok {
@@ -165,7 +166,13 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 		}
 		sameAddr := ns.Listen == old.Listen
 		if sameAddr && ns.MaxConnections != old.MaxConnections {
-			return nil
+			s.cur.b.lim.SetMax(ns.MaxConnections)
+			if onlyLimit(old, ns) {
+				s.spec.Store(ns)
+				applied = true
+				s.log.Info("http server max_connections changed in place", "max_connections", ns.MaxConnections)
+				return nil
+			}
 		}
 		if ns.TLS != nil && (old.TLS == nil || *ns.TLS != *old.TLS) {
 			c, err := loadCerts(*ns.TLS, s.log)
@@ -191,6 +198,14 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 		return nil
 	})
 	return applied, err
+}
+
+// onlyLimit says whether a and b differ in nothing but max_connections.
+func onlyLimit(a, b *ServerSpec) bool {
+	x, y := *a, *b
+	x.MaxConnections, y.MaxConnections = 0, 0
+	x.TLS, y.TLS = nil, nil
+	return x == y && (a.TLS == nil) == (b.TLS == nil) && (a.TLS == nil || *a.TLS == *b.TLS)
 }
 
 // retire stops sv accepting (and its binding, when closeBinding) and lets
@@ -348,29 +363,36 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 	return t, nil
 }
 
-// ServeHTTP serves a request by the route table in force.
+// ServeHTTP serves a request by the route table in force. The mux
+// matches it once: a route unwraps the dispatch and serves on w; what the
+// mux answers itself when no route matched (404, 405 with Allow, a
+// redirect to the clean path) is kept in the dispatch and given in JSON.
 func (s *Server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
-	t := s.table.Load()
-	if _, pattern := t.mux.Handler(r); pattern != "" {
-		t.mux.ServeHTTP(w, r)
-		return
-	}
-	// No route: the mux says 404, 405 (with Allow) or a redirect to the
-	// clean path; its answer is given in JSON.
 	start := time.Now()
-	rec := &recorder{h: nethttp.Header{}}
-	t.mux.ServeHTTP(rec, r)
-	status := rec.code
+	d := dispatches.Get().(*dispatch)
+	d.w = w
+	s.table.Load().mux.ServeHTTP(d, r)
+	if !d.routed {
+		s.unrouted(w, r, d, start)
+	}
+	*d = dispatch{}
+	dispatches.Put(d)
+}
+
+// unrouted answers, in JSON, what the mux said of a request no route
+// matched.
+func (s *Server) unrouted(w nethttp.ResponseWriter, r *nethttp.Request, d *dispatch, start time.Time) {
+	status := d.code
 	switch status {
 	case nethttp.StatusNotFound:
 		errorResponse(status, value.NewError(value.KindNotFound, "no route for %s", clip(r.URL.Path, 256))).write(w)
 	case nethttp.StatusMethodNotAllowed:
-		if a := rec.h.Get("Allow"); a != "" {
+		if a := d.Header().Get("Allow"); a != "" {
 			w.Header().Set("Allow", a)
 		}
 		errorResponse(status, value.NewError(value.KindInvalid, "method %s is not allowed here", clip(r.Method, 32))).write(w)
 	default:
-		for k, vs := range rec.h {
+		for k, vs := range d.Header() {
 			if k == "Location" || k == "Allow" {
 				w.Header()[k] = vs
 			}
@@ -380,21 +402,44 @@ func (s *Server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	s.m.duration.WithLabelValues("", methodLabel(r.Method), statusLabel(status)).Observe(time.Since(start).Seconds())
 }
 
-// recorder keeps what the mux answers a request no route matched.
-type recorder struct {
-	h    nethttp.Header
-	code int
+// dispatch is the ResponseWriter the mux is given. A route takes w out
+// of it (see route.ServeHTTP); otherwise it records what the mux answers.
+// It lives for one ServeHTTP and is pooled.
+type dispatch struct {
+	w      nethttp.ResponseWriter
+	routed bool
+	h      nethttp.Header // made when the mux answers
+	code   int
 }
 
-func (r *recorder) Header() nethttp.Header { return r.h }
-func (r *recorder) WriteHeader(code int) {
-	if r.code == 0 {
-		r.code = code
+var dispatches = sync.Pool{New: func() any { return new(dispatch) }}
+
+// writer is the connection's writer when w is a dispatch, which a
+// route then serves; else w.
+func writer(w nethttp.ResponseWriter) nethttp.ResponseWriter {
+	if d, ok := w.(*dispatch); ok {
+		d.routed = true
+		return d.w
+	}
+	return w
+}
+
+func (d *dispatch) Header() nethttp.Header {
+	if d.h == nil {
+		d.h = nethttp.Header{}
+	}
+	return d.h
+}
+
+func (d *dispatch) WriteHeader(code int) {
+	if d.code == 0 {
+		d.code = code
 	}
 }
-func (r *recorder) Write(b []byte) (int, error) {
-	if r.code == 0 {
-		r.code = nethttp.StatusOK
+
+func (d *dispatch) Write(b []byte) (int, error) {
+	if d.code == 0 {
+		d.code = nethttp.StatusOK
 	}
 	return len(b), nil
 }
