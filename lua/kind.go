@@ -269,7 +269,7 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 	}
 	var up *upgradeSlot
 	if upgradable(spec, opts) {
-		up = &upgradeSlot{id: e.ID, spawned: !opts.Managed}
+		up = &upgradeSlot{id: e.ID, spawned: !opts.Managed, asked: opts.Upgradable}
 		up.digest.Store(&e.Digest)
 	}
 	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args, st, up), so)

@@ -91,6 +91,11 @@ type upgradeSlot struct {
 	id      registry.ID
 	digest  atomic.Pointer[string]
 	spawned bool
+	// asked: the spawner asked for upgrades (a child spec's on_reload:
+	// upgrade, process.with_options{on_reload = "upgrade"}), whatever the
+	// entry says; otherwise the entry's definition in force decides at
+	// each reload.
+	asked bool
 }
 
 // addUpgradable makes the process pid findable by Upgrade. A process that
@@ -130,6 +135,11 @@ func (h *Host) Upgrade(ctx context.Context, env *registry.Env, pid process.PID, 
 		return registry.UpgradeNone, nil
 	}
 	up := v.(*upgradeSlot)
+	if !up.asked && spec.OnReload != ReloadUpgrade {
+		// Upgradable through its entry, which no longer says so: the
+		// new definition's on_reload: restart (or keep) applies.
+		return registry.UpgradeNone, nil
+	}
 	exited, _, alive := env.Node.Done(pid)
 	if !alive {
 		return registry.UpgradeNone, nil

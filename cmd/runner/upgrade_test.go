@@ -326,3 +326,58 @@ entries:
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
 }
+
+// TestChildOnReloadWinsOverEntry: a child's own on_reload decides over its
+// entry's. The entry says upgrade; child a gives none and upgrades in
+// place, child b says restart and is restarted on the new code under a new
+// PID, and the reload counts one upgrade.
+func TestChildOnReloadWinsOverEntry(t *testing.T) {
+	dir := t.TempDir()
+	worker := filepath.Join(dir, "worker.lua")
+	os.WriteFile(worker, []byte(upgradeWorker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: worker, kind: process.lua, source: file://worker.lua, on_reload: upgrade}
+  - name: sup
+    kind: supervisor
+    children:
+      - {id: a, process: worker}
+      - {id: b, process: worker, on_reload: restart}
+    lifecycle: {auto_start: true}
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	base := "http://" + r.httpAddr(t)
+	r.waitFor(t, "two workers, the files watched", func() bool {
+		return len(logLines(r, "main")) == 2 && strings.Contains(r.logs(), `"msg":"started"`)
+	})
+	v1 := map[string]bool{}
+	for _, l := range logLines(r, "main") {
+		v1[l.PID] = true
+	}
+	saveRename(t, worker, upgradeWorker("v2"))
+	var v2 []logLine
+	r.waitFor(t, "two workers on v2", func() bool {
+		v2 = v2[:0]
+		for _, l := range logLines(r, "main") {
+			if l.Code == "v2" {
+				v2 = append(v2, l)
+			}
+		}
+		return len(v2) == 2
+	})
+	kept := 0
+	for _, l := range v2 {
+		if v1[l.PID] {
+			kept++
+		}
+	}
+	if kept != 1 {
+		t.Errorf("%d of the two children kept their PID on v2, want 1 (a upgraded, b restarted): v1 %v, v2 %+v", kept, v1, v2)
+	}
+	r.waitFor(t, "one upgrade counted", func() bool {
+		_, metrics := httpGet(t, base+"/metrics")
+		return strings.Contains(metrics, `runner_upgrades_total{entry="app:worker",result="ok"} 1`)
+	})
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}

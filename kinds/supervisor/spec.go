@@ -129,7 +129,9 @@ type ChildSpec struct {
 	Shutdown time.Duration
 	// OnFailure defaults to ActionRestart.
 	OnFailure FailureAction
-	// OnReload defaults to ReloadRestart.
+	// OnReload empty follows the child's entry: a process.lua entry that
+	// says on_reload: upgrade upgrades it, any other restarts it
+	// (ReloadRestart). Set, it wins over the entry's.
 	OnReload ReloadAction
 	// Name, when set, is registered for the child's process before it
 	// runs (before its init), and again for each restart: a name another
@@ -143,9 +145,6 @@ func (c ChildSpec) withDefaults() ChildSpec {
 	}
 	if c.OnFailure == "" {
 		c.OnFailure = ActionRestart
-	}
-	if c.OnReload == "" {
-		c.OnReload = ReloadRestart
 	}
 	return c
 }
@@ -326,7 +325,7 @@ func (c ChildSpec) validate(p *problems.List) {
 	if !slices.Contains(failureActs, string(c.OnFailure)) {
 		p.Errorf(fChildOnFailure.Name, "unknown value %q; one of %s", c.OnFailure, strings.Join(failureActs, ", "))
 	}
-	if !slices.Contains(reloadActions, string(c.OnReload)) {
+	if c.OnReload != "" && !slices.Contains(reloadActions, string(c.OnReload)) {
 		p.Errorf(fChildOnReload.Name, "unknown value %q; one of %s", c.OnReload, strings.Join(reloadActions, ", "))
 	}
 	if c.Shutdown < 0 && c.Shutdown != BrutalKill {
@@ -477,7 +476,9 @@ func decodeChildFields(d *registry.Decoder, self registry.ID, withID bool) Child
 	}
 	c.Restart = RestartType(fChildRestart.EnumValue(d))
 	c.OnFailure = FailureAction(fChildOnFailure.EnumValue(d))
-	c.OnReload = ReloadAction(fChildOnReload.EnumValue(d))
+	if d.Has(fChildOnReload.Name) { // absent: the entry's says (ChildSpec.OnReload)
+		c.OnReload = ReloadAction(fChildOnReload.EnumValue(d))
+	}
 	c.Args = fChildArgs.Values(d)
 	switch t, word := fChildShutdown.DurationOr(d); word {
 	case "brutal_kill":
