@@ -147,7 +147,7 @@ var (
 	fOnReload = registry.EnumField("on_reload", ReloadRestart, []string{ReloadRestart, ReloadKeep, ReloadUpgrade},
 		"What a reload that changes the entry does to its running processes: restart them on the new code, keep them on the old, or upgrade them in place (same PID and mailbox, state handed over by process.upgrade).")
 	fUpgradeTimeout = registry.DurationField("upgrade_timeout", DefaultUpgradeTimeout,
-		"on_reload: upgrade only: a process that has not called process.upgrade this long after the UPGRADE event is restarted on the new code.").Positive()
+		"on_reload: upgrade only: a process that has not called process.upgrade this long after the UPGRADE event is restarted on the new code.").Positive().AtMost(MaxUpgradeTimeout)
 
 	kindFields = []*registry.Field{fSource, fMethod, fArgs, fMailboxSize, fModules, fOnReload, fUpgradeTimeout}
 )

@@ -39,6 +39,11 @@ const upgradeName = "upgrade"
 // after the offer, for an entry without upgrade_timeout.
 const DefaultUpgradeTimeout = 5 * time.Second
 
+// MaxUpgradeTimeout bounds upgrade_timeout: a reload waits for the
+// upgrades it offers, so a longer one would hold it (and the supervisor or
+// pool that offers) for as long.
+const MaxUpgradeTimeout = 10 * time.Minute
+
 // Values of on_reload.
 const (
 	ReloadRestart = "restart"
@@ -173,12 +178,16 @@ func (h *Host) Upgrade(ctx context.Context, env *registry.Env, pid process.PID, 
 		up.next.CompareAndSwap(o, nil)
 		return registry.UpgradeTimeout, why
 	}
-	// Taken: the new code runs and has not waited yet. It is upgraded.
+	// Taken, and the new code has not reached its first wait: its
+	// upgrade function or its main runs on (a loop that never ends, say).
+	// It has not upgraded within the timeout: the caller restarts it as
+	// for one that never took the offer (the process stops when told,
+	// between two instructions).
 	select {
 	case out := <-o.done:
 		return out.res, out.err
 	default:
-		return registry.UpgradeOK, nil
+		return registry.UpgradeTimeout, value.NewError(value.KindTimeout, "%s: process %s took the new code, but its upgrade or main did not reach a wait within %s (the upgrade_timeout)", e.ID, pid, d)
 	}
 }
 
