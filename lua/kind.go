@@ -325,8 +325,13 @@ func (i *instance) Update(ctx context.Context, e *registry.Entry) (bool, error) 
 		}
 		res, err := up.Upgrade(ctx, i.pid, e.ID)
 		switch res {
-		case registry.UpgradeOK, registry.UpgradeFailed:
+		case registry.UpgradeOK:
 			i.digest.Store(&e.Digest)
+			i.env.EntryLogger(e.ID).Info("upgraded in place", "pid", i.pid.String(), "version", e.Digest)
+			return true, nil
+		case registry.UpgradeFailed:
+			i.digest.Store(&e.Digest)
+			i.env.EntryLogger(e.ID).Warn("upgrade failed: the new code raised; the process crashed and restarts on the new code", "pid", i.pid.String(), "error", err)
 			return true, nil
 		case registry.UpgradeTimeout:
 			i.env.EntryLogger(e.ID).Warn("no upgrade within the upgrade timeout; restarting on the new code", "pid", i.pid.String(), "error", err)

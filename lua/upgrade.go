@@ -209,7 +209,19 @@ func (h *Host) UpgradeSpawned(ctx context.Context, env *registry.Env) {
 		}
 		return true
 	})
-	registry.UpgradeAll(ctx, env, targets)
+	upgraded := map[registry.ID]int{}
+	for i, res := range registry.UpgradeAll(ctx, env, targets) {
+		if res == registry.UpgradeOK {
+			upgraded[targets[i].ID]++
+		}
+	}
+	// One line per entry, however many of its processes upgraded.
+	for id, n := range upgraded {
+		if env.Logger == nil {
+			break
+		}
+		env.EntryLogger(id).Info("spawned processes upgraded in place", "upgraded", n)
+	}
 }
 
 func (spec *Spec) upgradeTimeout() time.Duration {

@@ -127,6 +127,15 @@ entries:
 	if a.Result != "applied" || a.Upgrades.Timeout != 0 || a.Upgrades.Failed != 0 || len(a.Warnings) != 0 {
 		t.Fatalf("last reload %+v", a)
 	}
+	// The log says which process upgraded, not only how many.
+	r.waitFor(t, "the counter's upgrade logged", func() bool {
+		for _, l := range logLines(r, "upgraded in place") {
+			if l.Entry == "app:counter" && l.PID != "" {
+				return true
+			}
+		}
+		return false
+	})
 	r.waitFor(t, "the counter ticking on v2", func() bool {
 		for _, l := range logLines(r, "tick") {
 			if l.Code == "v2" {
@@ -187,6 +196,9 @@ entries:
 	// (crashed, below), as any new code failing soon after it does.
 	if len(a.Warnings) == 0 || !strings.HasPrefix(a.Warnings[0], "upgrade app:counter: failed: ") || !strings.Contains(a.Warnings[0], "no migration from v2") {
 		t.Errorf("warnings %q", a.Warnings)
+	}
+	if !strings.Contains(r.logs(), `"msg":"upgrade failed: the new code raised; the process crashed and restarts on the new code","entry":"app:counter"`) {
+		t.Errorf("no log line says the counter's upgrade failed")
 	}
 	r.waitFor(t, "the counter restarted on v3", func() bool {
 		for _, l := range logLines(r, "tick") {
