@@ -340,27 +340,40 @@ entries:
 }
 
 // TestChildOnReloadWinsOverEntry: a child's own on_reload decides over its
-// entry's. The entry says upgrade; child a gives none and upgrades in
-// place, child b says restart and is restarted on the new code under a new
-// PID, and the reload counts one upgrade.
+// entry's. app:worker says upgrade, app:plain (the same source) says
+// nothing. Child a (worker, no on_reload of its own) upgrades in place;
+// b (worker, on_reload: restart) is restarted on the new code under a new
+// PID; c (plain, on_reload: upgrade in YAML) and d (plain, added with
+// supervisor.start_child{on_reload = "upgrade"}) upgrade in place.
 func TestChildOnReloadWinsOverEntry(t *testing.T) {
 	dir := t.TempDir()
 	worker := filepath.Join(dir, "worker.lua")
 	os.WriteFile(worker, []byte(upgradeWorker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "starter.lua"), []byte(`return { main = function()
+  local supervisor = require("supervisor")
+  assert(supervisor.start_child("app:dyn", {id = "d", process = "plain", on_reload = "upgrade"}))
+end }`), 0o644)
 	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
 entries:
   - {name: worker, kind: process.lua, source: file://worker.lua, on_reload: upgrade}
+  - {name: plain, kind: process.lua, source: file://worker.lua}
   - name: sup
     kind: supervisor
     children:
       - {id: a, process: worker}
       - {id: b, process: worker, on_reload: restart}
+      - {id: c, process: plain, on_reload: upgrade}
     lifecycle: {auto_start: true}
+  - {name: dyn, kind: supervisor.dynamic, lifecycle: {auto_start: true}}
+  - name: starter
+    kind: process.lua
+    source: file://starter.lua
+    lifecycle: {auto_start: true, restart: {type: temporary}, depends_on: [dyn]}
 `), 0o644)
 	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
 	base := "http://" + r.httpAddr(t)
-	r.waitFor(t, "two workers, the files watched", func() bool {
-		return len(logLines(r, "main")) == 2 && strings.Contains(r.logs(), `"msg":"started"`)
+	r.waitFor(t, "four workers, the files watched", func() bool {
+		return len(logLines(r, "main")) == 4 && strings.Contains(r.logs(), `"msg":"started"`)
 	})
 	v1 := map[string]bool{}
 	for _, l := range logLines(r, "main") {
@@ -368,14 +381,14 @@ entries:
 	}
 	saveRename(t, worker, upgradeWorker("v2"))
 	var v2 []logLine
-	r.waitFor(t, "two workers on v2", func() bool {
+	r.waitFor(t, "four workers on v2", func() bool {
 		v2 = v2[:0]
 		for _, l := range logLines(r, "main") {
 			if l.Code == "v2" {
 				v2 = append(v2, l)
 			}
 		}
-		return len(v2) == 2
+		return len(v2) == 4
 	})
 	kept := 0
 	for _, l := range v2 {
@@ -383,12 +396,13 @@ entries:
 			kept++
 		}
 	}
-	if kept != 1 {
-		t.Errorf("%d of the two children kept their PID on v2, want 1 (a upgraded, b restarted): v1 %v, v2 %+v", kept, v1, v2)
+	if kept != 3 {
+		t.Errorf("%d of the four children kept their PID on v2, want 3 (a, c, d upgraded, b restarted): v1 %v, v2 %+v", kept, v1, v2)
 	}
-	r.waitFor(t, "one upgrade counted", func() bool {
+	r.waitFor(t, "the upgrades counted", func() bool {
 		_, metrics := httpGet(t, base+"/metrics")
-		return strings.Contains(metrics, `runner_upgrades_total{entry="app:worker",result="ok"} 1`)
+		return strings.Contains(metrics, `runner_upgrades_total{entry="app:worker",result="ok"} 1`) &&
+			strings.Contains(metrics, `runner_upgrades_total{entry="app:plain",result="ok"} 2`)
 	})
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
