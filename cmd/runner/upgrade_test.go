@@ -407,3 +407,41 @@ entries:
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
 }
+
+// TestDemoCounterUpgrades is README's tour: edit demo/counter.lua while
+// the demo runs, and the counter's count goes on from where it was, under
+// the same PID.
+func TestDemoCounterUpgrades(t *testing.T) {
+	dir := copyDemo(t)
+	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", "--http-token-file", tok, filepath.Join(dir, "config.example.yaml"))
+	addr := r.httpAddr(t)
+	r.waitFor(t, "the demo started, the files watched", func() bool { return strings.Contains(r.logs(), `"msg":"started"`) })
+	if code, out, errs := runCLI("ask", "--http-token-file", tok, addr, "app:counter", "incr", "1000"); code != 0 || strings.TrimSpace(out) == "" {
+		t.Fatalf("ask incr: %d %q %s", code, out, errs)
+	}
+	src := filepath.Join(dir, "demo", "counter.lua")
+	b, err := os.ReadFile(src)
+	if err != nil || !strings.Contains(string(b), `log.info("counter ready")`) {
+		t.Fatalf("demo/counter.lua: %v", err)
+	}
+	saveRename(t, src, strings.Replace(string(b), `log.info("counter ready")`, `log.info("counter ready", {code = "v2"})`, 1))
+	r.waitFor(t, "the counter upgraded", func() bool {
+		for _, l := range logLines(r, "upgraded in place") {
+			if l.Entry == "app:counter" {
+				return true
+			}
+		}
+		return false
+	})
+	code, out, errs := runCLI("ask", "--http-token-file", tok, addr, "app:counter", "get")
+	var n float64
+	if code != 0 || json.Unmarshal([]byte(out), &n) != nil || n < 1000 {
+		t.Fatalf("after the upgrade: %d %q %s; want the count to go on from 1000 or more", code, out, errs)
+	}
+	if got := logLines(r, "counter ready"); len(got) != 2 || got[0].PID != got[1].PID || got[1].Code != "v2" {
+		t.Errorf("counter ready lines %+v: want v1 then v2 under one PID", got)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
