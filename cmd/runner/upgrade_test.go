@@ -445,3 +445,52 @@ func TestDemoCounterUpgrades(t *testing.T) {
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
 }
+
+// TestUpgradeToCrashLoopUnderIntensity: the new code's main raises at
+// once, every time. The upgrade fails, the supervisor restarts the child
+// on the new code, which fails again, until the restart intensity makes it
+// escalate and the root supervisor gives the entry up. The node stays:
+// another entry goes on answering, /healthz answers, and the reload says
+// degraded with the failed upgrade.
+func TestUpgradeToCrashLoopUnderIntensity(t *testing.T) {
+	dir := t.TempDir()
+	worker := filepath.Join(dir, "worker.lua")
+	os.WriteFile(worker, []byte(upgradeWorker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "other.lua"), []byte(upgradeWorker("other")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: worker, kind: process.lua, source: file://worker.lua, on_reload: upgrade}
+  - {name: other, kind: process.lua, source: file://other.lua, lifecycle: {auto_start: true}}
+  - name: sup
+    kind: supervisor
+    max_restarts: 2
+    restart_window: 10s
+    children: [{id: a, process: worker}]
+    lifecycle: {auto_start: true, restart: {initial_delay: 10ms, max_delay: 20ms, max_attempts: 2}}
+`), 0o644)
+	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", "--http-token-file", tok, dir)
+	addr := r.httpAddr(t)
+	base := "http://" + addr
+	r.waitFor(t, "two processes, the files watched", func() bool {
+		return len(logLines(r, "main")) == 2 && strings.Contains(r.logs(), `"msg":"started"`)
+	})
+	saveRename(t, worker, `return { upgrade = function() return 1 end, main = function() error("v2 is broken") end } -- v2`)
+	r.waitFor(t, "the supervisor's entry given up", func() bool {
+		code, body := httpGet(t, base+"/v1/entries/app:sup")
+		return code == 200 && strings.Contains(body, `"failed"`)
+	})
+	code, body := httpGet(t, base+"/v1/reload")
+	if code != 200 || !strings.Contains(body, `"failed": 1`) && !strings.Contains(body, `"failed":1`) || !strings.Contains(body, "v2 is broken") {
+		t.Errorf("reload status %d %s", code, body)
+	}
+	// A failed entry fails the probe (503); the node answers it.
+	if code, body := httpGet(t, base+"/healthz"); code != 503 || !strings.Contains(body, "app:sup") {
+		t.Errorf("healthz %d %s", code, body)
+	}
+	if code, out, errs := runCLI("ask", "--http-token-file", tok, addr, "app:other", "get"); code != 0 || strings.TrimSpace(out) != `"other"` {
+		t.Errorf("the other entry after the crash loop: %d %q %s", code, out, errs)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
