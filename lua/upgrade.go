@@ -322,6 +322,9 @@ func (p *Process) upgradeStep() (bool, any, error) {
 		p.announced = nil
 		if p.spec.Method != upgradeName {
 			prelude = upgradeName
+			// Only the new main's first wait settles the offer: an
+			// upgrade function that waits for ever has not upgraded.
+			p.upgradeFn = true
 		}
 	}
 	p.L = newState(p)

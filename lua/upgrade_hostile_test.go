@@ -228,3 +228,39 @@ return {
 		t.Errorf("goroutines: %d after the storm, %d before", g, gor)
 	}
 }
+
+// An upgrade function that waits for ever, or yields: only the new main's
+// first wait settles an upgrade, so one whose upgrade function waits past
+// the upgrade_timeout has not upgraded (timeout: it is restarted) and
+// stays stoppable; a yield outside a coroutine raises: failed.
+func TestUpgradeFunctionWaitsOrYields(t *testing.T) {
+	h := newHarness(t)
+	e := h.Entry("waity", `
+return { main = function()
+  local ev = process.events():receive()
+  process.upgrade()
+end }`, "on_reload: upgrade", "upgrade_timeout: 300ms")
+	for _, c := range []struct {
+		name, src string
+		want      registry.UpgradeResult
+	}{
+		{"sleeps", `return { upgrade = function() time.sleep(1e12) end, main = function() end } -- v2 sleep`, registry.UpgradeTimeout},
+		{"receives", `return { upgrade = function() process.inbox():receive() end, main = function() end } -- v2 recv`, registry.UpgradeTimeout},
+		{"waits_then_main", `return { upgrade = function() time.sleep(1); process.inbox():receive() ; return 1 end, main = function(n) process.inbox():receive() end } -- v2 ok`, registry.UpgradeOK},
+		{"yields", `return { upgrade = function() coroutine.yield() end, main = function() end } -- v2 yield`, registry.UpgradeFailed},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			pid := h.Spawn(e)
+			if c.name == "waits_then_main" {
+				// Read by the upgrade function: a wait that ends.
+				_ = h.Node.Send(pid, process.Message{Topic: "go"})
+			}
+			res, err := offer(t, h, pid, redefine(h, "waity", c.src, "on_reload: upgrade", "upgrade_timeout: 300ms"))
+			if res != c.want {
+				t.Fatalf("upgrade: %q, %v; want %q", res, err, c.want)
+			}
+			_ = h.Node.Terminate(pid)
+			h.Wait(pid, 10*time.Second)
+		})
+	}
+}
