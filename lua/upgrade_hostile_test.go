@@ -264,3 +264,60 @@ end }`, "on_reload: upgrade", "upgrade_timeout: 300ms")
 		})
 	}
 }
+
+// Asks the old code received and held unanswered when it upgraded are
+// rejected at once (stopped), not left to their askers' timeouts; asks
+// still in the mailbox are answered by the new code.
+func TestUpgradeRejectsHeldAsks(t *testing.T) {
+	h := newHarness(t)
+	e := h.Entry("holder", `
+return { main = function()
+  local inbox, events = process.inbox(), process.events()
+  local held = {}
+  while true do
+    local r = channel.select{ inbox:case_receive(), events:case_receive() }
+    if r.channel == events then process.upgrade(#held) end
+    held[#held + 1] = r.value -- never answered
+    if #held == 3 then assert(process.register("holding3")); events:receive(); process.upgrade(#held) end
+  end
+end }`, "on_reload: upgrade")
+	pid := h.Spawn(e)
+	type answer struct {
+		v   any
+		err error
+		d   time.Duration
+	}
+	answers := make(chan answer, 4)
+	for i := 0; i < 3; i++ {
+		go func() {
+			start := time.Now()
+			v, _, err := h.Node.Ask(pid, process.Message{Topic: "held"}, 30*time.Second)
+			answers <- answer{v, err, time.Since(start)}
+		}()
+	}
+	// Let the three be received and held before the offer.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if _, ok := h.Node.Whereis("holding3"); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the asks were not received")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	res, err := offer(t, h, pid, redefine(h, "holder", `
+return { main = function(n) while true do process.inbox():receive():reply(n) end end } -- v2 held`, "on_reload: upgrade"))
+	if res != registry.UpgradeOK {
+		t.Fatalf("upgrade: %q, %v", res, err)
+	}
+	for i := 0; i < 3; i++ {
+		a := <-answers
+		if a.err == nil || !strings.Contains(a.err.Error(), "upgraded its code before it answered") || a.d > 10*time.Second {
+			t.Errorf("held ask: %v, %v after %s; want stopped at once", a.v, a.err, a.d)
+		}
+	}
+	if got := ask(t, h, pid, "n", nil); fmt.Sprint(got) != "3" {
+		t.Errorf("the new code: %v, want 3", got)
+	}
+}
