@@ -385,7 +385,7 @@ var (
 	fChildOnFailure = registry.EnumField("on_failure", string(ActionRestart), failureActs,
 		"What a failure the restart type restarts does: apply the strategy, stop the child, escalate, or restart it alone.")
 	fChildOnReload = registry.EnumField("on_reload", string(ReloadRestart), reloadActions,
-		"What a reload that changes the child's definition does: restart it on the new one, keep it running, or upgrade it in place (same PID and mailbox).")
+		"What a reload that changes the child's definition does: restart it on the new one, keep it running, or upgrade it in place (same PID and mailbox). Absent: as its entry's on_reload says.")
 	fChildArgs     = registry.ListField("args", "Arguments the child's method gets (default: its entry's args).")
 	fChildShutdown = registry.DurationField("shutdown", 0,
 		"Graceful stop deadline, then killed (default 5s, infinity for a supervisor, or the entry's stop_timeout).").
