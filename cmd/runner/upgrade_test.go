@@ -288,6 +288,21 @@ entries:
 		last := ls[len(ls)-1]
 		return last.Code == "v3" && last.Entry == "app:svc2" && last.PID != ls[1].PID
 	})
+
+	// A change of kind replaces the entry: its process stops, nothing is
+	// offered (an offer would make v3 raise "offered").
+	saveRename(t, filepath.Join(dir, "c.yaml"), `namespace: app
+entries:
+  - {name: svc2, kind: supervisor.dynamic, lifecycle: {auto_start: true}}
+`)
+	r.waitFor(t, "the kind change applied", func() bool {
+		code, body := httpGet(t, base+"/v1/entries/app:svc2")
+		return code == 200 && strings.Contains(body, `"supervisor.dynamic"`) && strings.Contains(body, `"running"`)
+	})
+	code, body := httpGet(t, base+"/v1/reload")
+	if code != 200 || json.Unmarshal([]byte(body), &b) != nil || b.Upgrades.OK+b.Upgrades.Timeout+b.Upgrades.Failed != 0 || strings.Contains(r.logs(), "offered") {
+		t.Errorf("kind change: %s", body)
+	}
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
 }
