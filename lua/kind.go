@@ -147,7 +147,7 @@ var (
 	fOnReload = registry.EnumField("on_reload", ReloadRestart, []string{ReloadRestart, ReloadKeep, ReloadUpgrade},
 		"What a reload that changes the entry does to its running processes: restart them on the new code, keep them on the old, or upgrade them in place (same PID and mailbox, state handed over by process.upgrade).")
 	fUpgradeTimeout = registry.DurationField("upgrade_timeout", DefaultUpgradeTimeout,
-		"on_reload: upgrade only: a process that has not called process.upgrade this long after the UPGRADE event is restarted on the new code.").Positive()
+		"on_reload: upgrade only: a process that has not called process.upgrade this long after the UPGRADE event is restarted on the new code.").Positive().AtMost(MaxUpgradeTimeout)
 
 	kindFields = []*registry.Field{fSource, fMethod, fArgs, fMailboxSize, fModules, fOnReload, fUpgradeTimeout}
 )
@@ -269,7 +269,7 @@ func (h *Host) Spawn(env *registry.Env, e *registry.Entry, opts registry.SpawnOp
 	}
 	var up *upgradeSlot
 	if upgradable(spec, opts) {
-		up = &upgradeSlot{id: e.ID, spawned: !opts.Managed}
+		up = &upgradeSlot{id: e.ID, spawned: !opts.Managed, asked: opts.Upgradable}
 		up.digest.Store(&e.Digest)
 	}
 	pid, err := env.Node.SpawnFunc(h.body(env, e, spec, args, st, up), so)
@@ -325,8 +325,13 @@ func (i *instance) Update(ctx context.Context, e *registry.Entry) (bool, error) 
 		}
 		res, err := up.Upgrade(ctx, i.pid, e.ID)
 		switch res {
-		case registry.UpgradeOK, registry.UpgradeFailed:
+		case registry.UpgradeOK:
 			i.digest.Store(&e.Digest)
+			i.env.EntryLogger(e.ID).Info("upgraded in place", "pid", i.pid.String(), "version", e.Digest)
+			return true, nil
+		case registry.UpgradeFailed:
+			i.digest.Store(&e.Digest)
+			i.env.EntryLogger(e.ID).Warn("upgrade failed: the new code raised; the process crashed and restarts on the new code", "pid", i.pid.String(), "error", err)
 			return true, nil
 		case registry.UpgradeTimeout:
 			i.env.EntryLogger(e.ID).Warn("no upgrade within the upgrade timeout; restarting on the new code", "pid", i.pid.String(), "error", err)

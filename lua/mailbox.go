@@ -20,7 +20,9 @@ func (p *Process) notify() { p.proc.Notify() }
 // must stop. A wake-up left over from an earlier park makes this one return
 // early, which its caller's loop absorbs: it looks again and parks again.
 func (p *Process) park(ready func() bool) error {
-	p.settleUpgrade(nil) // the new code waits: upgraded
+	if !p.upgradeFn {
+		p.settleUpgrade(nil) // the new main waits: upgraded
+	}
 	p.proc.Arm()
 	if ready() {
 		p.proc.Disarm()

@@ -64,6 +64,7 @@ type Process struct {
 	announced   *upgradeOffer // the offer whose UPGRADE event was queued
 	upgradeCall *upgradeCall  // a process.upgrade unwinding the old code
 	upgrading   *upgradeOffer // taken: the new code has not waited yet
+	upgradeFn   bool          // the new upgrade function runs: its waits are not main's
 	// dropped are what modules release when the old code's state goes
 	// (OnUpgrade), by key.
 	dropped map[any]func()

@@ -185,6 +185,7 @@ func (p *Process) runWith(args []any, prelude string) (suspended bool, v any, er
 			return false, nil, p.started(value.NewError(value.KindInvalid, "%s: %s: %s is not a function (got %s)", p.entry.ID, spec.main.Name, prelude, initFn.Type()))
 		}
 	}
+	p.upgradeFn = false // main runs: its first wait settles an upgrade
 	p.started(nil)
 	L.Insert(fn, base+1)
 	suspended, err = L.PCallSuspendable(L.GetTop()-base-1, 2)

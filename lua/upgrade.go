@@ -39,6 +39,11 @@ const upgradeName = "upgrade"
 // after the offer, for an entry without upgrade_timeout.
 const DefaultUpgradeTimeout = 5 * time.Second
 
+// MaxUpgradeTimeout bounds upgrade_timeout: a reload waits for the
+// upgrades it offers, so a longer one would hold it (and the supervisor or
+// pool that offers) for as long.
+const MaxUpgradeTimeout = 10 * time.Minute
+
 // Values of on_reload.
 const (
 	ReloadRestart = "restart"
@@ -91,6 +96,11 @@ type upgradeSlot struct {
 	id      registry.ID
 	digest  atomic.Pointer[string]
 	spawned bool
+	// asked: the spawner asked for upgrades (a child spec's on_reload:
+	// upgrade, process.with_options{on_reload = "upgrade"}), whatever the
+	// entry says; otherwise the entry's definition in force decides at
+	// each reload.
+	asked bool
 }
 
 // addUpgradable makes the process pid findable by Upgrade. A process that
@@ -130,6 +140,11 @@ func (h *Host) Upgrade(ctx context.Context, env *registry.Env, pid process.PID, 
 		return registry.UpgradeNone, nil
 	}
 	up := v.(*upgradeSlot)
+	if !up.asked && spec.OnReload != ReloadUpgrade {
+		// Upgradable through its entry, which no longer says so: the
+		// new definition's on_reload: restart (or keep) applies.
+		return registry.UpgradeNone, nil
+	}
 	exited, _, alive := env.Node.Done(pid)
 	if !alive {
 		return registry.UpgradeNone, nil
@@ -163,12 +178,16 @@ func (h *Host) Upgrade(ctx context.Context, env *registry.Env, pid process.PID, 
 		up.next.CompareAndSwap(o, nil)
 		return registry.UpgradeTimeout, why
 	}
-	// Taken: the new code runs and has not waited yet. It is upgraded.
+	// Taken, and the new code has not reached its first wait: its
+	// upgrade function or its main runs on (a loop that never ends, say).
+	// It has not upgraded within the timeout: the caller restarts it as
+	// for one that never took the offer (the process stops when told,
+	// between two instructions).
 	select {
 	case out := <-o.done:
 		return out.res, out.err
 	default:
-		return registry.UpgradeOK, nil
+		return registry.UpgradeTimeout, value.NewError(value.KindTimeout, "%s: process %s took the new code, but its upgrade or main did not reach a wait within %s (the upgrade_timeout)", e.ID, pid, d)
 	}
 }
 
@@ -190,7 +209,19 @@ func (h *Host) UpgradeSpawned(ctx context.Context, env *registry.Env) {
 		}
 		return true
 	})
-	registry.UpgradeAll(ctx, env, targets)
+	upgraded := map[registry.ID]int{}
+	for i, res := range registry.UpgradeAll(ctx, env, targets) {
+		if res == registry.UpgradeOK {
+			upgraded[targets[i].ID]++
+		}
+	}
+	// One line per entry, however many of its processes upgraded.
+	for id, n := range upgraded {
+		if env.Logger == nil {
+			break
+		}
+		env.EntryLogger(id).Info("spawned processes upgraded in place", "upgraded", n)
+	}
 }
 
 func (spec *Spec) upgradeTimeout() time.Duration {
@@ -291,6 +322,9 @@ func (p *Process) upgradeStep() (bool, any, error) {
 		p.announced = nil
 		if p.spec.Method != upgradeName {
 			prelude = upgradeName
+			// Only the new main's first wait settles the offer: an
+			// upgrade function that waits for ever has not upgraded.
+			p.upgradeFn = true
 		}
 	}
 	p.L = newState(p)

@@ -127,6 +127,15 @@ entries:
 	if a.Result != "applied" || a.Upgrades.Timeout != 0 || a.Upgrades.Failed != 0 || len(a.Warnings) != 0 {
 		t.Fatalf("last reload %+v", a)
 	}
+	// The log says which process upgraded, not only how many.
+	r.waitFor(t, "the counter's upgrade logged", func() bool {
+		for _, l := range logLines(r, "upgraded in place") {
+			if l.Entry == "app:counter" && l.PID != "" {
+				return true
+			}
+		}
+		return false
+	})
 	r.waitFor(t, "the counter ticking on v2", func() bool {
 		for _, l := range logLines(r, "tick") {
 			if l.Code == "v2" {
@@ -187,6 +196,9 @@ entries:
 	// (crashed, below), as any new code failing soon after it does.
 	if len(a.Warnings) == 0 || !strings.HasPrefix(a.Warnings[0], "upgrade app:counter: failed: ") || !strings.Contains(a.Warnings[0], "no migration from v2") {
 		t.Errorf("warnings %q", a.Warnings)
+	}
+	if !strings.Contains(r.logs(), `"msg":"upgrade failed: the new code raised; the process crashed and restarts on the new code","entry":"app:counter"`) {
+		t.Errorf("no log line says the counter's upgrade failed")
 	}
 	r.waitFor(t, "the counter restarted on v3", func() bool {
 		for _, l := range logLines(r, "tick") {
@@ -276,6 +288,21 @@ entries:
 		last := ls[len(ls)-1]
 		return last.Code == "v3" && last.Entry == "app:svc2" && last.PID != ls[1].PID
 	})
+
+	// A change of kind replaces the entry: its process stops, nothing is
+	// offered (an offer would make v3 raise "offered").
+	saveRename(t, filepath.Join(dir, "c.yaml"), `namespace: app
+entries:
+  - {name: svc2, kind: supervisor.dynamic, lifecycle: {auto_start: true}}
+`)
+	r.waitFor(t, "the kind change applied", func() bool {
+		code, body := httpGet(t, base+"/v1/entries/app:svc2")
+		return code == 200 && strings.Contains(body, `"supervisor.dynamic"`) && strings.Contains(body, `"running"`)
+	})
+	code, body := httpGet(t, base+"/v1/reload")
+	if code != 200 || json.Unmarshal([]byte(body), &b) != nil || b.Upgrades.OK+b.Upgrades.Timeout+b.Upgrades.Failed != 0 || strings.Contains(r.logs(), "offered") {
+		t.Errorf("kind change: %s", body)
+	}
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)
 }
@@ -322,6 +349,162 @@ entries:
 	})
 	if got := askPID(); got != "v2" {
 		t.Fatalf("after the upgrade, the same PID from another node: %v, want v2", got)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
+
+// TestChildOnReloadWinsOverEntry: a child's own on_reload decides over its
+// entry's. app:worker says upgrade, app:plain (the same source) says
+// nothing. Child a (worker, no on_reload of its own) upgrades in place;
+// b (worker, on_reload: restart) is restarted on the new code under a new
+// PID; c (plain, on_reload: upgrade in YAML) and d (plain, added with
+// supervisor.start_child{on_reload = "upgrade"}) upgrade in place.
+func TestChildOnReloadWinsOverEntry(t *testing.T) {
+	dir := t.TempDir()
+	worker := filepath.Join(dir, "worker.lua")
+	os.WriteFile(worker, []byte(upgradeWorker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "starter.lua"), []byte(`return { main = function()
+  local supervisor = require("supervisor")
+  assert(supervisor.start_child("app:dyn", {id = "d", process = "plain", on_reload = "upgrade"}))
+end }`), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: worker, kind: process.lua, source: file://worker.lua, on_reload: upgrade}
+  - {name: plain, kind: process.lua, source: file://worker.lua}
+  - name: sup
+    kind: supervisor
+    children:
+      - {id: a, process: worker}
+      - {id: b, process: worker, on_reload: restart}
+      - {id: c, process: plain, on_reload: upgrade}
+    lifecycle: {auto_start: true}
+  - {name: dyn, kind: supervisor.dynamic, lifecycle: {auto_start: true}}
+  - name: starter
+    kind: process.lua
+    source: file://starter.lua
+    lifecycle: {auto_start: true, restart: {type: temporary}, depends_on: [dyn]}
+`), 0o644)
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
+	base := "http://" + r.httpAddr(t)
+	r.waitFor(t, "four workers, the files watched", func() bool {
+		return len(logLines(r, "main")) == 4 && strings.Contains(r.logs(), `"msg":"started"`)
+	})
+	v1 := map[string]bool{}
+	for _, l := range logLines(r, "main") {
+		v1[l.PID] = true
+	}
+	saveRename(t, worker, upgradeWorker("v2"))
+	var v2 []logLine
+	r.waitFor(t, "four workers on v2", func() bool {
+		v2 = v2[:0]
+		for _, l := range logLines(r, "main") {
+			if l.Code == "v2" {
+				v2 = append(v2, l)
+			}
+		}
+		return len(v2) == 4
+	})
+	kept := 0
+	for _, l := range v2 {
+		if v1[l.PID] {
+			kept++
+		}
+	}
+	if kept != 3 {
+		t.Errorf("%d of the four children kept their PID on v2, want 3 (a, c, d upgraded, b restarted): v1 %v, v2 %+v", kept, v1, v2)
+	}
+	r.waitFor(t, "the upgrades counted", func() bool {
+		_, metrics := httpGet(t, base+"/metrics")
+		return strings.Contains(metrics, `runner_upgrades_total{entry="app:worker",result="ok"} 1`) &&
+			strings.Contains(metrics, `runner_upgrades_total{entry="app:plain",result="ok"} 2`)
+	})
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
+
+// TestDemoCounterUpgrades is README's tour: edit demo/counter.lua while
+// the demo runs, and the counter's count goes on from where it was, under
+// the same PID.
+func TestDemoCounterUpgrades(t *testing.T) {
+	dir := copyDemo(t)
+	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", "--http-token-file", tok, filepath.Join(dir, "config.example.yaml"))
+	addr := r.httpAddr(t)
+	r.waitFor(t, "the demo started, the files watched", func() bool { return strings.Contains(r.logs(), `"msg":"started"`) })
+	if code, out, errs := runCLI("ask", "--http-token-file", tok, addr, "app:counter", "incr", "1000"); code != 0 || strings.TrimSpace(out) == "" {
+		t.Fatalf("ask incr: %d %q %s", code, out, errs)
+	}
+	src := filepath.Join(dir, "demo", "counter.lua")
+	b, err := os.ReadFile(src)
+	if err != nil || !strings.Contains(string(b), `log.info("counter ready")`) {
+		t.Fatalf("demo/counter.lua: %v", err)
+	}
+	saveRename(t, src, strings.Replace(string(b), `log.info("counter ready")`, `log.info("counter ready", {code = "v2"})`, 1))
+	r.waitFor(t, "the counter upgraded", func() bool {
+		for _, l := range logLines(r, "upgraded in place") {
+			if l.Entry == "app:counter" {
+				return true
+			}
+		}
+		return false
+	})
+	code, out, errs := runCLI("ask", "--http-token-file", tok, addr, "app:counter", "get")
+	var n float64
+	if code != 0 || json.Unmarshal([]byte(out), &n) != nil || n < 1000 {
+		t.Fatalf("after the upgrade: %d %q %s; want the count to go on from 1000 or more", code, out, errs)
+	}
+	if got := logLines(r, "counter ready"); len(got) != 2 || got[0].PID != got[1].PID || got[1].Code != "v2" {
+		t.Errorf("counter ready lines %+v: want v1 then v2 under one PID", got)
+	}
+	r.cmd.Process.Signal(syscall.SIGTERM)
+	r.wait(t)
+}
+
+// TestUpgradeToCrashLoopUnderIntensity: the new code's main raises at
+// once, every time. The upgrade fails, the supervisor restarts the child
+// on the new code, which fails again, until the restart intensity makes it
+// escalate and the root supervisor gives the entry up. The node stays:
+// another entry goes on answering, /healthz answers, and the reload says
+// degraded with the failed upgrade.
+func TestUpgradeToCrashLoopUnderIntensity(t *testing.T) {
+	dir := t.TempDir()
+	worker := filepath.Join(dir, "worker.lua")
+	os.WriteFile(worker, []byte(upgradeWorker("v1")), 0o644)
+	os.WriteFile(filepath.Join(dir, "other.lua"), []byte(upgradeWorker("other")), 0o644)
+	os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - {name: worker, kind: process.lua, source: file://worker.lua, on_reload: upgrade}
+  - {name: other, kind: process.lua, source: file://other.lua, lifecycle: {auto_start: true}}
+  - name: sup
+    kind: supervisor
+    max_restarts: 2
+    restart_window: 10s
+    children: [{id: a, process: worker}]
+    lifecycle: {auto_start: true, restart: {initial_delay: 10ms, max_delay: 20ms, max_attempts: 2}}
+`), 0o644)
+	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", "--http-token-file", tok, dir)
+	addr := r.httpAddr(t)
+	base := "http://" + addr
+	r.waitFor(t, "two processes, the files watched", func() bool {
+		return len(logLines(r, "main")) == 2 && strings.Contains(r.logs(), `"msg":"started"`)
+	})
+	saveRename(t, worker, `return { upgrade = function() return 1 end, main = function() error("v2 is broken") end } -- v2`)
+	r.waitFor(t, "the supervisor's entry given up", func() bool {
+		code, body := httpGet(t, base+"/v1/entries/app:sup")
+		return code == 200 && strings.Contains(body, `"failed"`)
+	})
+	code, body := httpGet(t, base+"/v1/reload")
+	if code != 200 || !strings.Contains(body, `"failed": 1`) && !strings.Contains(body, `"failed":1`) || !strings.Contains(body, "v2 is broken") {
+		t.Errorf("reload status %d %s", code, body)
+	}
+	// A failed entry fails the probe (503); the node answers it.
+	if code, body := httpGet(t, base+"/healthz"); code != 503 || !strings.Contains(body, "app:sup") {
+		t.Errorf("healthz %d %s", code, body)
+	}
+	if code, out, errs := runCLI("ask", "--http-token-file", tok, addr, "app:other", "get"); code != 0 || strings.TrimSpace(out) != `"other"` {
+		t.Errorf("the other entry after the crash loop: %d %q %s", code, out, errs)
 	}
 	r.cmd.Process.Signal(syscall.SIGTERM)
 	r.wait(t)

@@ -127,7 +127,9 @@ type ChildSpec struct {
 	Shutdown time.Duration
 	// OnFailure defaults to ActionRestart.
 	OnFailure FailureAction
-	// OnReload defaults to ReloadRestart.
+	// OnReload empty follows the child's entry: a process.lua entry that
+	// says on_reload: upgrade upgrades it, any other restarts it
+	// (ReloadRestart). Set, it wins over the entry's.
 	OnReload ReloadAction
 	// Name, when set, is registered for the child's process before it
 	// runs (before its init), and again for each restart: a name another
@@ -141,9 +143,6 @@ func (c ChildSpec) withDefaults() ChildSpec {
 	}
 	if c.OnFailure == "" {
 		c.OnFailure = ActionRestart
-	}
-	if c.OnReload == "" {
-		c.OnReload = ReloadRestart
 	}
 	return c
 }
@@ -312,7 +311,10 @@ func (c ChildSpec) validate(p *problems.List) {
 	}
 	p.Check(fChildRestart, string(c.Restart))
 	p.Check(fChildOnFailure, string(c.OnFailure))
-	p.Check(fChildOnReload, string(c.OnReload))
+	// Absent: the child follows its entry's on_reload.
+	if c.OnReload != "" {
+		p.Check(fChildOnReload, string(c.OnReload))
+	}
 	if c.Shutdown < 0 && c.Shutdown != BrutalKill {
 		p.Errorf(fChildShutdown.Name, "must be a positive duration, \"brutal_kill\" or \"infinity\", got %s", c.Shutdown)
 	}
@@ -370,7 +372,7 @@ var (
 	fChildOnFailure = registry.EnumField("on_failure", string(ActionRestart), failureActs,
 		"What a failure the restart type restarts does: apply the strategy, stop the child, escalate, or restart it alone.")
 	fChildOnReload = registry.EnumField("on_reload", string(ReloadRestart), reloadActions,
-		"What a reload that changes the child's definition does: restart it on the new one, keep it running, or upgrade it in place (same PID and mailbox).")
+		"What a reload that changes the child's definition does: restart it on the new one, keep it running, or upgrade it in place (same PID and mailbox). Absent: as its entry's on_reload says.")
 	fChildArgs     = registry.ListField("args", "Arguments the child's method gets (default: its entry's args).")
 	fChildShutdown = registry.DurationField("shutdown", 0,
 		"Graceful stop deadline, then killed (default 5s, infinity for a supervisor, or the entry's stop_timeout).").
@@ -461,7 +463,9 @@ func decodeChildFields(d *registry.Decoder, self registry.ID, withID bool) Child
 	}
 	c.Restart = RestartType(fChildRestart.EnumValue(d))
 	c.OnFailure = FailureAction(fChildOnFailure.EnumValue(d))
-	c.OnReload = ReloadAction(fChildOnReload.EnumValue(d))
+	if d.Has(fChildOnReload.Name) { // absent: the entry's says (ChildSpec.OnReload)
+		c.OnReload = ReloadAction(fChildOnReload.EnumValue(d))
+	}
 	c.Args = fChildArgs.Values(d)
 	switch t, word := fChildShutdown.DurationOr(d); word {
 	case "brutal_kill":

@@ -196,7 +196,7 @@ func TestStartValidatesGoSpec(t *testing.T) {
 
 func TestDecodeOnReload(t *testing.T) {
 	spec, _, errs := decodeYAML(t, KindStatic, `children: [{id: a, process: w, on_reload: keep}, {id: b, process: w}]`)
-	if len(errs) > 0 || spec.Children[0].OnReload != ReloadKeep || spec.withDefaults().Children[1].OnReload != ReloadRestart {
+	if len(errs) > 0 || spec.Children[0].OnReload != ReloadKeep || spec.withDefaults().Children[1].OnReload != "" {
 		t.Fatalf("%+v %v", spec.Children, errs)
 	}
 	spec, _, errs = decodeYAML(t, KindPartition, `{process: w, on_reload: keep}`)

@@ -48,7 +48,7 @@ var module = host.Module{
 			{Name: "args", Type: "any[]", Optional: true, Doc: "The arguments of its method; absent: the entry's own args."},
 			{Name: "shutdown", Type: `duration|"brutal_kill"|"infinity"`, Optional: true, Doc: "How long it has to stop before it is killed."},
 			{Name: "on_failure", Type: `"restart"|"stop"|"escalate"|"resume"`, Optional: true, Doc: "What its failure does: restart (default), stop, escalate or resume."},
-			{Name: "on_reload", Type: `"restart"|"keep"|"upgrade"`, Optional: true, Doc: "A reload that changes its entry: restart it on the new code (default), keep its code, or upgrade it in place (same PID and mailbox; see process.upgrade)."},
+			{Name: "on_reload", Type: `"restart"|"keep"|"upgrade"`, Optional: true, Doc: "A reload that changes its entry: restart it on the new code, keep its code, or upgrade it in place (same PID and mailbox; see process.upgrade). Default: as its entry's on_reload says (restart unless it says upgrade)."},
 		}},
 		{Name: "supervisor.child", Doc: "A row of which_children.", Fields: []host.Field{
 			{Name: "id", Type: "string", Doc: "The child's ID."},
