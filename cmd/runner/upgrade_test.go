@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -46,7 +48,7 @@ func upgradeWorker(code string) string {
     if r.channel == events then
       if r.value.kind == "UPGRADE" then process.upgrade() end
     else
-      r.value:reply("` + code + `")
+      r.value:reply("` + code + ` " .. process.pid())
     end
   end
 end }
@@ -91,8 +93,30 @@ entries:
   - {name: pool, kind: router.pool, routee: worker, size: 2, lifecycle: {auto_start: true}}
   - {name: part, kind: supervisor.partition, process: worker, partitions: 2, lifecycle: {auto_start: true}}
 `), 0o644)
-	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", dir)
-	base := "http://" + r.httpAddr(t)
+	tok := tokenFile(t, "0123456789abcdef0123456789abcdef")
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", "--http-token-file", tok, dir)
+	addr := r.httpAddr(t)
+	base := "http://" + addr
+	// Which partition worker answers each key: the same one, under the
+	// same PID, before and after the upgrade.
+	keys := []string{"user-1", "user-2", "user-3", "user-4", "user-5", "user-6"}
+	askKeys := func(code string) map[string]string {
+		t.Helper()
+		owner := map[string]string{}
+		for _, k := range keys {
+			rc, out, errs := runCLI("ask", "--http-token-file", tok, "--key", k, addr, "app:part", "which")
+			var reply string
+			if rc != 0 || json.Unmarshal([]byte(out), &reply) != nil {
+				t.Fatalf("ask --key %s app:part: rc %d, %q %q", k, rc, out, errs)
+			}
+			got, pid, _ := strings.Cut(reply, " ")
+			if got != code {
+				t.Fatalf("ask --key %s app:part: %q answered, want code %s", k, reply, code)
+			}
+			owner[k] = pid
+		}
+		return owner
+	}
 	type attempt struct {
 		Result   string `json:"result"`
 		Updated  int    `json:"updated"`
@@ -115,6 +139,7 @@ entries:
 	for _, l := range logLines(r, "main") {
 		v1Workers[l.PID] = true
 	}
+	v1Owners := askKeys("v1")
 
 	saveRename(t, counter, upgradeCounter("v2", "function(count) return count + 1000 end"))
 	saveRename(t, worker, upgradeWorker("v2"))
@@ -173,6 +198,14 @@ entries:
 		if l.Code == "v2" && !v1Workers[l.PID] {
 			t.Errorf("worker %s runs v2 under a new PID (v1 PIDs %v)", l.PID, v1Workers)
 		}
+	}
+	// Keys stay on their worker: each is answered by the v2 code under the
+	// PID that answered it on v1.
+	if v2Owners := askKeys("v2"); !maps.Equal(v1Owners, v2Owners) {
+		t.Errorf("keys moved between partition workers: v1 %v, v2 %v", v1Owners, v2Owners)
+	}
+	if n := len(slices.Compact(slices.Sorted(maps.Values(v1Owners)))); n != 2 {
+		t.Errorf("the keys reached %d partition workers, want both (%v)", n, v1Owners)
 	}
 	_, metrics := httpGet(t, base+"/metrics")
 	for _, want := range []string{
