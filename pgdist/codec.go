@@ -154,16 +154,17 @@ func (r *reader) group() (string, []process.PID, error) {
 	return g, pids, nil
 }
 
-// openPayload checks the payload's type and version and returns its body.
-func openPayload(payload any, from process.PID) (*reader, error) {
+// openPayload checks the payload's type and version and returns a reader
+// of its body (a value: a message decodes without allocating a reader).
+func openPayload(payload any, from process.PID) (reader, error) {
 	s, ok := payload.(string)
 	if !ok || len(s) == 0 {
-		return nil, fmt.Errorf("%w: payload is %T", errMalformed, payload)
+		return reader{}, fmt.Errorf("%w: payload is %T", errMalformed, payload)
 	}
 	if s[0] != protoVersion {
-		return nil, fmt.Errorf("%w: version %d (this node speaks %d)", errVersion, s[0], protoVersion)
+		return reader{}, fmt.Errorf("%w: version %d (this node speaks %d)", errVersion, s[0], protoVersion)
 	}
-	return &reader{s: s[1:], from: from}, nil
+	return reader{s: s[1:], from: from}, nil
 }
 
 // decodeOps decodes a pg.ops payload from from, appending to ops.

@@ -98,7 +98,10 @@ type peer struct {
 	attempt   int         // retries made of what it is owed
 	timer     *time.Timer // the next retry
 	gen       uint64      // of timer: a stale timer's item is ignored
-	heard     time.Time
+	// heard is when its scope last spoke (Unix ns, 0: never), shared
+	// with the published snapshots: a message records it there, so that
+	// the peers are not published again for every message received.
+	heard *atomic.Int64
 	asked     time.Time // when a discover last went out: its answer is on its way
 	absent    bool      // it runs no scope of the entry (as far as is known): nothing is sent
 	probing   bool      // a hello is out to learn its scope's process
@@ -754,8 +757,7 @@ func (r *replica) monitor(p *peer) {
 
 // apply applies a message from p's verified scope to the scope.
 func (r *replica) apply(p *peer, m process.Message, now time.Time) {
-	p.heard = now
-	r.changed = true
+	p.heard.Store(now.UnixNano())
 	if !p.monitored {
 		r.monitor(p)
 	}
@@ -765,6 +767,7 @@ func (r *replica) apply(p *peer, m process.Message, now time.Time) {
 		// with fresh retries, and what it is owed goes now (after this
 		// message: a discover's answer is sent below).
 		p.br, p.attempt = breaker{}, 0
+		r.changed = true
 		defer r.flush(p, now)
 	}
 	switch m.Topic {
@@ -918,7 +921,7 @@ func (r *replica) nodeDown(node string) {
 }
 
 func (r *replica) addPeer(node string) *peer {
-	p := &peer{node: node}
+	p := &peer{node: node, heard: new(atomic.Int64)}
 	r.peers[node] = p
 	i, _ := slices.BinarySearchFunc(r.list, node, func(x *peer, n string) int { return strings.Compare(x.node, n) })
 	r.list = slices.Insert(r.list, i, p)
