@@ -101,7 +101,7 @@ type peer struct {
 	// heard is when its scope last spoke (Unix ns, 0: never), shared
 	// with the published snapshots: a message records it there, so that
 	// the peers are not published again for every message received.
-	heard *atomic.Int64
+	heard     *atomic.Int64
 	asked     time.Time // when a discover last went out: its answer is on its way
 	absent    bool      // it runs no scope of the entry (as far as is known): nothing is sent
 	probing   bool      // a hello is out to learn its scope's process
