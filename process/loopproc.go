@@ -29,6 +29,10 @@ const roundSize = 64
 func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 	defer l.shut()
 	ctx := h.Context()
+	// From here a command wakes the process (Proc.Notify), so the loop
+	// waits on one channel, the process's, for all its sources; one
+	// submitted before is seen by the first round.
+	l.proc.Store(h)
 	for {
 		if ctx.Err() != nil {
 			return
@@ -68,23 +72,19 @@ func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 			p.Flush()
 			continue
 		}
-		// Going idle: give back the drained chunks, and arm both
-		// wake-ups before the last look, so that a sender who comes in
+		// Going idle: give back the drained chunks, and arm the
+		// wake-up before the last look, so that a sender who comes in
 		// between sees the loop waiting.
 		l.q.trim()
-		l.waiting.Store(true)
 		h.Arm()
 		if l.q.len() > 0 || l.urgentSet.Load() || h.Pending() > 0 || h.PendingEvents() > 0 {
-			l.waiting.Store(false)
 			h.Disarm()
 			continue
 		}
 		select {
-		case <-l.wake:
 		case <-h.Wake():
 		case <-ctx.Done():
 		}
-		l.waiting.Store(false)
 		h.Disarm()
 	}
 }
