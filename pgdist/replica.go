@@ -68,8 +68,9 @@ type replica struct {
 	logged         map[string]struct{}      // problems logged once per node and kind
 	rng            *rand.Rand               // the start's random peers
 
-	initial initialState // the first sync, owned by the loop; done is read by WaitSynced
-	opsBuf  []pgscope.Op // a pg.ops message being applied
+	initial initialState  // the first sync, owned by the loop; done is read by WaitSynced
+	opsBuf  []pgscope.Op  // a pg.ops message being applied
+	pidsBuf []process.PID // its PIDs (the scope keeps nothing of them)
 
 	snap atomic.Pointer[[]peerSnap] // published for View and BreakerStates
 }
@@ -772,7 +773,8 @@ func (r *replica) apply(p *peer, m process.Message, now time.Time) {
 	}
 	switch m.Topic {
 	case topicOps:
-		ops, err := decodeOps(r.opsBuf[:0], m.Payload, m.From)
+		ops, pids, err := decodeOps(r.opsBuf[:0], r.pidsBuf[:0], m.Payload, m.From)
+		r.pidsBuf = pids[:0]
 		if err != nil {
 			r.bad(p, m, err)
 			return

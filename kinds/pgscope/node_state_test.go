@@ -265,3 +265,28 @@ func TestRemoteChangeBuildsNoEventForLocalSubscriptions(t *testing.T) {
 	h.must(h.s.ApplyJoin(bg, "n2", "g", []process.PID{remote}))
 	h.none(local)
 }
+
+// OnLoop.ApplyOps keeps nothing of the ops it is given: the replica
+// decodes every message into the same buffers.
+func TestApplyOpsKeepsNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	r1 := process.PID{Node: "n2", ID: 1, Creation: 1}
+	r2 := process.PID{Node: "n2", ID: 2, Creation: 1}
+	pids := []process.PID{r1, r1}
+	ops := []Op{{Group: "g", PIDs: pids[:1:1]}, {Group: "h", PIDs: pids[1:]}}
+	h.must(h.s.Do(func() error { return h.s.OnLoop().ApplyOps("n2", ops) }))
+	pids[0], pids[1] = r2, r2
+	ops[0].Group = "x"
+	for _, g := range []string{"g", "h"} {
+		if got := h.s.GetMembers(g); !equalPIDs(got, []process.PID{r1}) {
+			t.Fatalf("%s = %v after the caller reused its ops", g, got)
+		}
+	}
+	h.must(h.s.Do(func() error {
+		return h.s.OnLoop().ApplyOps("n2", []Op{{Leave: true, Group: "g", PIDs: pids[:1]}})
+	}))
+	pids[0] = r1
+	if got := h.s.GetMembers("g"); !equalPIDs(got, []process.PID{r1}) {
+		t.Fatalf("g = %v: a leave of a member not there changed it", got)
+	}
+}
