@@ -380,7 +380,9 @@ func (r *replica) sendPending() {
 	clear(r.pending)
 	r.pending = r.pending[:0]
 	msg := process.Message{From: r.self, Topic: topicOps, Payload: wire.Bytes(b)}
-	now := time.Now()
+	// The clock is read only if a peer needs it (see send): not for a
+	// change that goes out to peers all well.
+	var now time.Time
 	for _, p := range r.list {
 		if p.absent {
 			continue
@@ -390,6 +392,9 @@ func (r *replica) sendPending() {
 			// whose retries ran out starts over with a new change.
 			if p.timer == nil {
 				p.attempt = 0
+				if now.IsZero() {
+					now = time.Now()
+				}
 				r.flush(p, now)
 			}
 			continue
@@ -410,9 +415,12 @@ func (r *replica) syncPayload() string {
 
 // send sends m to p's scope unless p's breaker is open; a failure counts
 // against the breaker, and p is then owed the whole state, retried with
-// backoff.
+// backoff. A zero now is read from the clock when the breaker needs it.
 func (r *replica) send(p *peer, m process.Message, now time.Time) bool {
 	sp := &r.spec
+	if p.br.state != closed && now.IsZero() {
+		now = time.Now()
+	}
 	if !p.br.allow(now, sp.CircuitBreakerResetTime) {
 		r.met.failed.Inc()
 		p.want |= wantSync
@@ -422,6 +430,9 @@ func (r *replica) send(p *peer, m process.Message, now time.Time) bool {
 	}
 	if err := r.node.SendName(p.node, r.id, m); err != nil {
 		r.met.failed.Inc()
+		if now.IsZero() {
+			now = time.Now()
+		}
 		if p.br.failure(now, sp.CircuitBreakerFailures) {
 			r.log.Warn("pg: circuit to a node opened", "peer", p.node, "failures", p.br.failures,
 				"retry_after", sp.CircuitBreakerResetTime.String(), "error", err)
