@@ -33,7 +33,6 @@ type Loop struct {
 	q       queue[func()]
 	wake    chan struct{}
 	waiting atomic.Bool
-	proc    atomic.Pointer[Proc] // RunProc's process: its wake-up is the loop's
 	warnAt  atomic.Int64
 	warned  atomic.Bool
 	onWarn  func(int)
@@ -112,11 +111,6 @@ func (l *Loop) SubmitUrgent(fn func()) error {
 
 // wakeUp wakes the loop if it sleeps.
 func (l *Loop) wakeUp() {
-	if h := l.proc.Load(); h != nil {
-		// Run as a process (RunProc): the one wake-up it waits on.
-		h.Notify()
-		return
-	}
 	if l.waiting.Load() && l.waiting.CompareAndSwap(true, false) {
 		select {
 		case l.wake <- struct{}{}:

@@ -1,7 +1,5 @@
 package process
 
-import "context"
-
 // A LoopProcess is what a loop that runs as a process (Loop.RunProc) does
 // besides its commands: the process's mail and events reach its state on
 // the same goroutine, with no hand-off between the process and the loop.
@@ -31,14 +29,6 @@ const roundSize = 64
 func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 	defer l.shut()
 	ctx := h.Context()
-	// From here a command wakes the process (Proc.Notify), so the loop
-	// waits on one channel, the process's, for all its sources; one
-	// submitted before is seen by the first round.
-	l.proc.Store(h)
-	// The end of the context wakes it too, so that it waits on that one
-	// channel alone: a plain receive, cheaper than a select, on every
-	// park.
-	defer context.AfterFunc(ctx, h.Notify)()
 	for {
 		if ctx.Err() != nil {
 			return
@@ -78,16 +68,23 @@ func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 			p.Flush()
 			continue
 		}
-		// Going idle: give back the drained chunks, and arm the
-		// wake-up before the last look, so that a sender who comes in
+		// Going idle: give back the drained chunks, and arm both
+		// wake-ups before the last look, so that a sender who comes in
 		// between sees the loop waiting.
 		l.q.trim()
+		l.waiting.Store(true)
 		h.Arm()
-		if l.q.len() > 0 || l.urgentSet.Load() || h.Pending() > 0 || h.PendingEvents() > 0 || ctx.Err() != nil {
+		if l.q.len() > 0 || l.urgentSet.Load() || h.Pending() > 0 || h.PendingEvents() > 0 {
+			l.waiting.Store(false)
 			h.Disarm()
 			continue
 		}
-		<-h.Wake()
+		select {
+		case <-l.wake:
+		case <-h.Wake():
+		case <-ctx.Done():
+		}
+		l.waiting.Store(false)
 		h.Disarm()
 	}
 }
