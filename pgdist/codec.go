@@ -130,10 +130,12 @@ func (r *reader) str() (string, error) {
 	return s, nil
 }
 
-func (r *reader) group() (string, []process.PID, error) {
+// group reads a group's name and its PIDs, appended to buf: it returns
+// the name, buf with them, and where they start in it.
+func (r *reader) group(buf []process.PID) (string, []process.PID, int, error) {
 	n, err := r.count()
 	if err != nil || n == 0 {
-		return "", nil, errMalformed
+		return "", buf, 0, errMalformed
 	}
 	// A copy: the name outlives the payload in the scope's state, and
 	// must not pin a large sync in memory.
@@ -141,56 +143,64 @@ func (r *reader) group() (string, []process.PID, error) {
 	r.s = r.s[n:]
 	k, err := r.count()
 	if err != nil {
-		return "", nil, err
+		return "", buf, 0, err
 	}
-	pids := make([]process.PID, k)
-	for i := range pids {
+	start := len(buf)
+	buf = slices.Grow(buf, k)
+	for range k {
 		id, err := r.uvarint()
 		if err != nil || id == 0 {
-			return "", nil, errMalformed
+			return "", buf[:start], 0, errMalformed
 		}
-		pids[i] = process.PID{Node: r.from.Node, ID: id, Creation: r.from.Creation}
+		buf = append(buf, process.PID{Node: r.from.Node, ID: id, Creation: r.from.Creation})
 	}
-	return g, pids, nil
+	return g, buf, start, nil
 }
 
-// openPayload checks the payload's type and version and returns its body.
-func openPayload(payload any, from process.PID) (*reader, error) {
+// openPayload checks the payload's type and version and returns a reader
+// of its body (a value: a message decodes without allocating a reader).
+func openPayload(payload any, from process.PID) (reader, error) {
 	s, ok := payload.(string)
 	if !ok || len(s) == 0 {
-		return nil, fmt.Errorf("%w: payload is %T", errMalformed, payload)
+		return reader{}, fmt.Errorf("%w: payload is %T", errMalformed, payload)
 	}
 	if s[0] != protoVersion {
-		return nil, fmt.Errorf("%w: version %d (this node speaks %d)", errVersion, s[0], protoVersion)
+		return reader{}, fmt.Errorf("%w: version %d (this node speaks %d)", errVersion, s[0], protoVersion)
 	}
-	return &reader{s: s[1:], from: from}, nil
+	return reader{s: s[1:], from: from}, nil
 }
 
-// decodeOps decodes a pg.ops payload from from, appending to ops.
-func decodeOps(ops []pgscope.Op, payload any, from process.PID) ([]pgscope.Op, error) {
+// decodeOps decodes a pg.ops payload from from, appending to ops; the
+// ops' PIDs are appended to pids, which it returns too, so that a caller
+// whose consumer keeps nothing of them (the scope's ApplyOps) reuses both
+// buffers from one message to the next.
+func decodeOps(ops []pgscope.Op, pids []process.PID, payload any, from process.PID) ([]pgscope.Op, []process.PID, error) {
 	r, err := openPayload(payload, from)
 	if err != nil {
-		return nil, err
+		return nil, pids, err
 	}
 	for len(r.s) > 0 {
 		kind := r.s[0]
 		r.s = r.s[1:]
 		if kind != opJoin && kind != opLeave {
-			return nil, errMalformed
+			return nil, pids, errMalformed
 		}
-		g, pids, err := r.group()
+		var g string
+		var start int
+		g, pids, start, err = r.group(pids)
 		if err != nil {
-			return nil, err
+			return nil, pids, err
 		}
-		if len(pids) == 0 {
-			return nil, errMalformed
+		if len(pids) == start {
+			return nil, pids, errMalformed
 		}
-		ops = append(ops, pgscope.Op{Leave: kind == opLeave, Group: g, PIDs: pids})
+		// Capped: an op's PIDs are its own, whatever comes after them.
+		ops = append(ops, pgscope.Op{Leave: kind == opLeave, Group: g, PIDs: pids[start:len(pids):len(pids)]})
 	}
 	if len(ops) == 0 {
-		return nil, errMalformed
+		return nil, pids, errMalformed
 	}
-	return ops, nil
+	return ops, pids, nil
 }
 
 // decodeSync decodes a pg.sync or pg.discover payload from from.
@@ -205,7 +215,7 @@ func decodeSync(payload any, from process.PID) (map[string][]process.PID, error)
 	}
 	groups := make(map[string][]process.PID, n)
 	for range n {
-		g, pids, err := r.group()
+		g, pids, _, err := r.group(nil)
 		if err != nil {
 			return nil, err
 		}

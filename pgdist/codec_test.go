@@ -31,7 +31,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	for _, o := range ops {
 		b = appendOp(b, o)
 	}
-	gotOps, err := decodeOps(nil, string(b), sender)
+	gotOps, _, err := decodeOps(nil, nil, string(b), sender)
 	if err != nil || !slices.EqualFunc(gotOps, ops, func(x, y pgscope.Op) bool {
 		return x.Leave == y.Leave && x.Group == y.Group && slices.Equal(x.PIDs, y.PIDs)
 	}) {
@@ -42,6 +42,35 @@ func TestCodecRoundTrip(t *testing.T) {
 		if p.Node != "n2" || p.Creation != 3 {
 			t.Fatalf("pid %v", p)
 		}
+	}
+}
+
+// decodeOps decodes into the caller's buffers: a message decoded after
+// another reuses them and allocates nothing, and each op's PIDs are its
+// own (an append to one leaves the next op's alone).
+func TestDecodeOpsReusesBuffers(t *testing.T) {
+	ops := []pgscope.Op{{Group: "a", PIDs: pids(1, 2)}, {Leave: true, Group: "a", PIDs: pids(3)}}
+	b := []byte{protoVersion}
+	for _, o := range ops {
+		b = appendOp(b, o)
+	}
+	payload := any(string(b))
+	got, buf, err := decodeOps(nil, nil, payload, sender)
+	if err != nil || len(got) != 2 || len(buf) != 3 {
+		t.Fatalf("ops %+v, pids %v, %v", got, buf, err)
+	}
+	if first := append(got[0].PIDs, process.PID{}); !slices.Equal(got[1].PIDs, pids(3)) || len(first) != 3 {
+		t.Fatalf("an append to the first op's PIDs changed the second's: %v", got[1].PIDs)
+	}
+	allocs := testing.AllocsPerRun(50, func() {
+		got, buf, err = decodeOps(got[:0], buf[:0], payload, sender)
+		if err != nil || len(got) != 2 || !slices.Equal(got[0].PIDs, pids(1, 2)) {
+			t.Fatalf("ops %+v, %v", got, err)
+		}
+	})
+	// The group names are copies (the scope may keep them); nothing else.
+	if allocs > float64(len(ops)) {
+		t.Fatalf("a message decoded into reused buffers costs %v allocations", allocs)
 	}
 }
 
@@ -96,7 +125,7 @@ func TestCodecRefuses(t *testing.T) {
 		"no members": string([]byte{protoVersion, opJoin, 1, 'g', 0}),
 		"cut short":  string([]byte{protoVersion, opLeave, 1, 'g', 2, 1}),
 	} {
-		if _, err := decodeOps(nil, payload, sender); err == nil {
+		if _, _, err := decodeOps(nil, nil, payload, sender); err == nil {
 			t.Errorf("ops %s: no error", name)
 		}
 	}
@@ -123,7 +152,7 @@ func FuzzDecode(f *testing.F) {
 				t.Fatalf("round trip: %v %v", again, err)
 			}
 		}
-		if ops, err := decodeOps(nil, string(b), sender); err == nil && len(ops) > len(b) {
+		if ops, _, err := decodeOps(nil, nil, string(b), sender); err == nil && len(ops) > len(b) {
 			t.Fatalf("%d ops from %d bytes", len(ops), len(b))
 		}
 		_, _, _ = parseNotice(b, "n1")

@@ -68,8 +68,9 @@ type replica struct {
 	logged         map[string]struct{}      // problems logged once per node and kind
 	rng            *rand.Rand               // the start's random peers
 
-	initial initialState // the first sync, owned by the loop; done is read by WaitSynced
-	opsBuf  []pgscope.Op // a pg.ops message being applied
+	initial initialState  // the first sync, owned by the loop; done is read by WaitSynced
+	opsBuf  []pgscope.Op  // a pg.ops message being applied
+	pidsBuf []process.PID // its PIDs (the scope keeps nothing of them)
 
 	snap atomic.Pointer[[]peerSnap] // published for View and BreakerStates
 }
@@ -98,7 +99,10 @@ type peer struct {
 	attempt   int         // retries made of what it is owed
 	timer     *time.Timer // the next retry
 	gen       uint64      // of timer: a stale timer's item is ignored
-	heard     time.Time
+	// heard is when its scope last spoke (Unix ns, 0: never), shared
+	// with the published snapshots: a message records it there, so that
+	// the peers are not published again for every message received.
+	heard     *atomic.Int64
 	asked     time.Time // when a discover last went out: its answer is on its way
 	absent    bool      // it runs no scope of the entry (as far as is known): nothing is sent
 	probing   bool      // a hello is out to learn its scope's process
@@ -376,7 +380,9 @@ func (r *replica) sendPending() {
 	clear(r.pending)
 	r.pending = r.pending[:0]
 	msg := process.Message{From: r.self, Topic: topicOps, Payload: wire.Bytes(b)}
-	now := time.Now()
+	// The clock is read only if a peer needs it (see send): not for a
+	// change that goes out to peers all well.
+	var now time.Time
 	for _, p := range r.list {
 		if p.absent {
 			continue
@@ -386,6 +392,9 @@ func (r *replica) sendPending() {
 			// whose retries ran out starts over with a new change.
 			if p.timer == nil {
 				p.attempt = 0
+				if now.IsZero() {
+					now = time.Now()
+				}
 				r.flush(p, now)
 			}
 			continue
@@ -406,9 +415,12 @@ func (r *replica) syncPayload() string {
 
 // send sends m to p's scope unless p's breaker is open; a failure counts
 // against the breaker, and p is then owed the whole state, retried with
-// backoff.
+// backoff. A zero now is read from the clock when the breaker needs it.
 func (r *replica) send(p *peer, m process.Message, now time.Time) bool {
 	sp := &r.spec
+	if p.br.state != closed && now.IsZero() {
+		now = time.Now()
+	}
 	if !p.br.allow(now, sp.CircuitBreakerResetTime) {
 		r.met.failed.Inc()
 		p.want |= wantSync
@@ -418,6 +430,9 @@ func (r *replica) send(p *peer, m process.Message, now time.Time) bool {
 	}
 	if err := r.node.SendName(p.node, r.id, m); err != nil {
 		r.met.failed.Inc()
+		if now.IsZero() {
+			now = time.Now()
+		}
 		if p.br.failure(now, sp.CircuitBreakerFailures) {
 			r.log.Warn("pg: circuit to a node opened", "peer", p.node, "failures", p.br.failures,
 				"retry_after", sp.CircuitBreakerResetTime.String(), "error", err)
@@ -754,8 +769,7 @@ func (r *replica) monitor(p *peer) {
 
 // apply applies a message from p's verified scope to the scope.
 func (r *replica) apply(p *peer, m process.Message, now time.Time) {
-	p.heard = now
-	r.changed = true
+	p.heard.Store(now.UnixNano())
 	if !p.monitored {
 		r.monitor(p)
 	}
@@ -765,11 +779,13 @@ func (r *replica) apply(p *peer, m process.Message, now time.Time) {
 		// with fresh retries, and what it is owed goes now (after this
 		// message: a discover's answer is sent below).
 		p.br, p.attempt = breaker{}, 0
+		r.changed = true
 		defer r.flush(p, now)
 	}
 	switch m.Topic {
 	case topicOps:
-		ops, err := decodeOps(r.opsBuf[:0], m.Payload, m.From)
+		ops, pids, err := decodeOps(r.opsBuf[:0], r.pidsBuf[:0], m.Payload, m.From)
+		r.pidsBuf = pids[:0]
 		if err != nil {
 			r.bad(p, m, err)
 			return
@@ -918,7 +934,7 @@ func (r *replica) nodeDown(node string) {
 }
 
 func (r *replica) addPeer(node string) *peer {
-	p := &peer{node: node}
+	p := &peer{node: node, heard: new(atomic.Int64)}
 	r.peers[node] = p
 	i, _ := slices.BinarySearchFunc(r.list, node, func(x *peer, n string) int { return strings.Compare(x.node, n) })
 	r.list = slices.Insert(r.list, i, p)

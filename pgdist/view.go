@@ -1,6 +1,7 @@
 package pgdist
 
 import (
+	"sync/atomic"
 	"time"
 
 	"github.com/proctor-run/proctor/process"
@@ -44,7 +45,7 @@ type peerSnap struct {
 	br        breaker
 	want      want
 	attempt   int
-	heard     time.Time
+	heard     *atomic.Int64 // the peer's: read when shown
 }
 
 // publishIfChanged publishes the peers when one changed.
@@ -87,8 +88,8 @@ func (r *replica) View() any {
 		case p.want&wantSync != 0:
 			v.Owed = "sync"
 		}
-		if !p.heard.IsZero() {
-			h := p.heard
+		if ns := p.heard.Load(); ns != 0 {
+			h := time.Unix(0, ns)
 			v.Heard = &h
 		}
 		out[i] = v

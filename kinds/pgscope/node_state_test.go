@@ -5,6 +5,7 @@ import (
 	"errors"
 	"testing"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/process"
 )
 
@@ -223,5 +224,69 @@ func TestReplicaCopiesArguments(t *testing.T) {
 	}
 	if got := h.s.GetMembers("g"); len(got) != 0 {
 		t.Fatalf("g = %v (the sync should have removed it)", got)
+	}
+}
+
+// A remote change builds an event only when a subscription other than a
+// local one (the replica's) can take it, and the count of local
+// subscriptions follows them as they come and go.
+func TestRemoteChangeBuildsNoEventForLocalSubscriptions(t *testing.T) {
+	h := newHarness(t, nil)
+	remote := process.PID{Node: "n2", ID: 7, Creation: 1}
+	listened := func(local bool) (ok bool) {
+		h.must(h.s.Do(func() error { ok = h.s.st.listened("g", local); return nil }))
+		return ok
+	}
+	if listened(false) || listened(true) {
+		t.Fatal("a change is taken with no subscription")
+	}
+	local, _, err := h.s.SubscribeLocal(SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer local.Close(false)
+	if listened(false) || !listened(true) {
+		t.Fatal("with a local subscription: remote changes must build no event, local ones must")
+	}
+	all, _, err := h.s.SubscribeAll(SubscribeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !listened(false) {
+		t.Fatal("a scope subscription does not take remote changes")
+	}
+	h.must(h.s.ApplyJoin(bg, "n2", "g", []process.PID{remote}))
+	expectEvent(t, all, MemberJoined, "g", remote)
+	all.Close(false)
+	testutil.Eventually(t, "the scope subscription to be forgotten", func() bool { return !listened(false) })
+	if !listened(true) {
+		t.Fatal("the local subscription is no longer counted")
+	}
+	h.must(h.s.ApplyJoin(bg, "n2", "g", []process.PID{remote}))
+	h.none(local)
+}
+
+// OnLoop.ApplyOps keeps nothing of the ops it is given: the replica
+// decodes every message into the same buffers.
+func TestApplyOpsKeepsNothing(t *testing.T) {
+	h := newHarness(t, nil)
+	r1 := process.PID{Node: "n2", ID: 1, Creation: 1}
+	r2 := process.PID{Node: "n2", ID: 2, Creation: 1}
+	pids := []process.PID{r1, r1}
+	ops := []Op{{Group: "g", PIDs: pids[:1:1]}, {Group: "h", PIDs: pids[1:]}}
+	h.must(h.s.Do(func() error { return h.s.OnLoop().ApplyOps("n2", ops) }))
+	pids[0], pids[1] = r2, r2
+	ops[0].Group = "x"
+	for _, g := range []string{"g", "h"} {
+		if got := h.s.GetMembers(g); !equalPIDs(got, []process.PID{r1}) {
+			t.Fatalf("%s = %v after the caller reused its ops", g, got)
+		}
+	}
+	h.must(h.s.Do(func() error {
+		return h.s.OnLoop().ApplyOps("n2", []Op{{Leave: true, Group: "g", PIDs: pids[:1]}})
+	}))
+	pids[0] = r1
+	if got := h.s.GetMembers("g"); !equalPIDs(got, []process.PID{r1}) {
+		t.Fatalf("g = %v: a leave of a member not there changed it", got)
 	}
 }

@@ -32,6 +32,10 @@ type state struct {
 
 	groupSubs map[string]map[*Subscription]struct{}
 	scopeSubs map[*Subscription]struct{}
+	// localSubs counts the scope subscriptions to this node's changes
+	// only (a replica's): a remote change that no other subscription
+	// takes builds no event.
+	localSubs int
 
 	members int // memberships over every group and node, with multiplicity
 	// live counts the groups with members; groups also holds the vacant
@@ -440,26 +444,34 @@ func (st *state) recycleGroup(gs *groupState) {
 // notifyN is notify for n copies of one PID; the list is built only when
 // someone listens.
 func (st *state) notifyN(kind EventKind, group string, pid process.PID, n int) {
-	if len(st.scopeSubs) == 0 && (len(st.groupSubs) == 0 || len(st.groupSubs[group]) == 0) {
+	if !st.listened(group, st.s.node.IsLocal(pid)) {
 		st.s.events.Add(1)
 		return
 	}
 	st.notify(kind, group, repeat(pid, n))
 }
 
+// listened reports whether a change of group, of this node's members or
+// not (local), has a subscription to take it.
+func (st *state) listened(group string, local bool) bool {
+	if n := len(st.scopeSubs); n > 0 && (local || n > st.localSubs) {
+		return true
+	}
+	return len(st.groupSubs) > 0 && len(st.groupSubs[group]) > 0
+}
+
 // notify offers an event to the group's monitors and the scope's.
 func (st *state) notify(kind EventKind, group string, pids []process.PID) {
 	st.s.events.Add(1)
-	subs := st.groupSubs[group]
-	if len(subs) == 0 && len(st.scopeSubs) == 0 {
+	// The PIDs of one event are all of one node.
+	local := len(pids) > 0 && st.s.node.IsLocal(pids[0])
+	if !st.listened(group, local) {
 		return
 	}
 	ev := Event{Kind: kind, Group: group, PIDs: pids, shared: &sharedValue{}}
-	for sub := range subs {
+	for sub := range st.groupSubs[group] {
 		sub.offer(ev)
 	}
-	// The PIDs of one event are all of one node.
-	local := len(pids) > 0 && st.s.node.IsLocal(pids[0])
 	for sub := range st.scopeSubs {
 		if sub.local && !local {
 			continue
@@ -501,6 +513,9 @@ func (st *state) subscribe(sub *Subscription) error {
 	}
 	if sub.all {
 		st.scopeSubs[sub] = struct{}{}
+		if sub.local {
+			st.localSubs++
+		}
 	} else {
 		m := st.groupSubs[sub.group]
 		if m == nil {
@@ -521,6 +536,9 @@ func (st *state) unregisterSub(sub *Subscription) bool {
 			return false
 		}
 		delete(st.scopeSubs, sub)
+		if sub.local {
+			st.localSubs--
+		}
 	} else {
 		m := st.groupSubs[sub.group]
 		if _, ok := m[sub]; !ok {
@@ -565,7 +583,7 @@ func (st *state) closeAll() {
 		}
 	}
 	st.s.m.subscribers.Set(0)
-	st.scopeSubs = map[*Subscription]struct{}{}
+	st.scopeSubs, st.localSubs = map[*Subscription]struct{}{}, 0
 	st.groupSubs = map[string]map[*Subscription]struct{}{}
 }
 

@@ -252,10 +252,10 @@ func Decode(b []byte) (Envelope, error) {
 	e.From = d.pid("from")
 	e.To = d.pid("to")
 	if flags&FlagTopic != 0 {
-		e.Topic = d.str("topic")
+		e.Topic = d.label("topic")
 	}
 	if flags&FlagName != 0 {
-		if e.Name = d.str("name"); d.err == nil && (e.Name == "" || (e.Signal != Send && e.Signal != Whereis) || e.To.ID != 0) {
+		if e.Name = d.label("name"); d.err == nil && (e.Name == "" || (e.Signal != Send && e.Signal != Whereis) || e.To.ID != 0) {
 			d.fail("a name only addresses a send or a whereis to a node")
 		}
 	}
@@ -334,7 +334,10 @@ func (d *decoder) uvarint(field string) uint64 {
 	return n
 }
 
-func (d *decoder) str(field string) string { return string(d.bytes(field)) }
+// label reads a topic or a registered name: a few of them carry nearly
+// all the traffic, so the recent ones are reused (labelCache) instead of
+// allocated for every frame.
+func (d *decoder) label(field string) string { return labels.get(d.bytes(field)) }
 
 // node reads a node name. Every PID of a node carries its name, so names
 // are interned: decoding a PID allocates nothing once its node is known.
@@ -396,6 +399,41 @@ func (t *internTable) intern(b []byte) string {
 	}
 	next[s] = s
 	t.m.Store(&next)
+	return s
+}
+
+// labels caches the topics and names of recent frames.
+var labels labelCache
+
+// labelCache is a direct-mapped cache of short strings: a slot per hash,
+// holding the last string that hashed there, read and replaced without
+// locking. It is bounded (labelSlots strings of at most labelMaxLen
+// bytes) whatever a peer sends: a string it does not hold is allocated,
+// as any string is, and replaces the slot's.
+type labelCache struct {
+	slots [labelSlots]atomic.Pointer[string]
+}
+
+const (
+	labelSlots  = 256
+	labelMaxLen = 64
+)
+
+func (c *labelCache) get(b []byte) string {
+	if len(b) == 0 || len(b) > labelMaxLen {
+		return string(b)
+	}
+	// FNV-1a: the labels are short, a call to a general hash costs more.
+	h := uint32(2166136261)
+	for _, x := range b {
+		h = (h ^ uint32(x)) * 16777619
+	}
+	slot := &c.slots[h%labelSlots]
+	if p := slot.Load(); p != nil && *p == string(b) {
+		return *p
+	}
+	s := string(b)
+	slot.Store(&s)
 	return s
 }
 

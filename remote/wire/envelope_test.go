@@ -227,6 +227,44 @@ func TestNodeNamesInterned(t *testing.T) {
 	}
 }
 
+// Topics and names are reused from recent frames: a frame like the last
+// one decodes its labels without allocating; a long label is always its
+// own copy, and a label that collides replaces the slot's, right either way.
+func TestLabelsReused(t *testing.T) {
+	frame, err := Encode(nil, &Envelope{Signal: Send, From: p1, To: process.PID{Node: "n2"}, Name: "app:pg", Topic: "pg.ops"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := Decode(frame)
+	if err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		e, err := Decode(frame)
+		if err != nil || e.Topic != "pg.ops" || e.Name != "app:pg" {
+			t.Fatalf("decoded %+v, %v", e, err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("a repeated frame's labels cost %v allocations", allocs)
+	}
+	again, _ := Decode(frame)
+	if unsafe.StringData(again.Topic) != unsafe.StringData(first.Topic) {
+		t.Fatal("the topic is not reused")
+	}
+	var c labelCache
+	long := bytes.Repeat([]byte("x"), labelMaxLen+1)
+	if a, b := c.get(long), c.get(long); a != string(long) || unsafe.StringData(a) == unsafe.StringData(b) {
+		t.Fatal("a long label is cached")
+	}
+	for i := range 4 * labelSlots {
+		want := fmt.Sprintf("t%d", i)
+		if got := c.get([]byte(want)); got != want {
+			t.Fatalf("got %q for %q", got, want)
+		}
+	}
+}
+
 // A Bytes payload is written as the string of its bytes: the frame is the
 // one a string payload makes, and it decodes to that string.
 func TestBytesPayloadIsAString(t *testing.T) {
