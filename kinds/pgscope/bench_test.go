@@ -95,6 +95,44 @@ func BenchmarkJoinLeave(b *testing.B) { benchJoinLeave(b, 0) }
 // (target ≤ 5 µs/op).
 func BenchmarkJoinLeave100kGroups(b *testing.B) { benchJoinLeave(b, 100_000) }
 
+// bigGroup fills group with n members: n/100 processes joining it 100
+// times each (one command per process), so that the setup stays cheap on a
+// scope whose change cost grows with the group.
+func (bs *benchScope) bigGroup(b *testing.B, group string, n int) {
+	b.Helper()
+	batch := make([]string, 100)
+	for i := range batch {
+		batch[i] = group
+	}
+	for range n / len(batch) {
+		if err := bs.s.Join(bs.spawn(b, nop{}), batch...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if got := len(bs.s.GetMembers(group)); got != n {
+		b.Fatalf("%d members, want %d", got, n)
+	}
+}
+
+// BenchmarkJoinLeaveBigGroup: one join and one leave of a group of 100,000
+// members (target ≤ 5 µs/op): a change costs the same in a big group as in
+// a small one.
+func BenchmarkJoinLeaveBigGroup(b *testing.B) {
+	bs := newBenchScope(b)
+	bs.bigGroup(b, "g", 100_000)
+	pid := bs.spawn(b, nop{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := bs.s.Join(pid, "g"); err != nil {
+			b.Fatal(err)
+		}
+		if err := bs.s.Leave(pid, "g"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkGetMembers reads a one-member group (target ≤ 40 ns, one
 // allocation: the returned slice).
 func BenchmarkGetMembers(b *testing.B) {
