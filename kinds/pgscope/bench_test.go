@@ -301,3 +301,32 @@ func BenchmarkBroadcastLocal10kConsumers(b *testing.B) {
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/broadcast")
 }
+
+// BenchmarkExit30kMembers: 30,000 members of one group exit at once; the
+// clock runs from the first kill until GetMembers no longer lists any of
+// them (target ≤ 1 s/op). Spawning and joining are off the clock.
+func BenchmarkExit30kMembers(b *testing.B) {
+	const n = 30_000
+	bs := newBenchScope(b)
+	pids := make([]process.PID, n)
+	for range b.N {
+		b.StopTimer()
+		for i := range pids {
+			pid, err := bs.node.Spawn(nop{}, process.SpawnOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			pids[i] = pid
+			if err := bs.s.Join(pid, "g"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		for _, p := range pids {
+			_ = bs.node.Kill(p)
+		}
+		for bs.s.Members("g").Len() > 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
+}
