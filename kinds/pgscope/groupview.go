@@ -24,7 +24,7 @@ type groupView struct {
 	// flat says that list and localList hold the members, as they do for a
 	// small group (at most flatMax members): built at publish, they make
 	// the usual read one copy of a short list.
-	flat       bool
+	flat            bool
 	list, localList []process.PID
 
 	// A big group's lists, built by the first reader that needs one and
