@@ -150,6 +150,39 @@ func BenchmarkGetMembers(b *testing.B) {
 	}
 }
 
+// BenchmarkGetMembers10k reads a group of 10,000 members into a slice of
+// the caller's: one allocation and one copy of the list.
+func BenchmarkGetMembers10k(b *testing.B) {
+	bs := newBenchScope(b)
+	bs.bigGroup(b, "g", 10_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if m := bs.s.GetMembers("g"); len(m) != 10_000 {
+			b.Fatal(len(m))
+		}
+	}
+}
+
+// BenchmarkMembers10k takes the current version of a group of 10,000
+// members and walks it in place: no allocation, no copy.
+func BenchmarkMembers10k(b *testing.B) {
+	bs := newBenchScope(b)
+	bs.bigGroup(b, "g", 10_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		m := bs.s.Members("g")
+		n := 0
+		for range m.All() {
+			n++
+		}
+		if n != 10_000 || m.Len() != n {
+			b.Fatal(n)
+		}
+	}
+}
+
 // BenchmarkGetMembersParallel: readers on every core; ns/op (wall time per
 // read) falls as -cpu grows when reads scale.
 func BenchmarkGetMembersParallel(b *testing.B) {
