@@ -103,27 +103,18 @@ func (v *groupView) localMembers() []process.PID {
 	return local
 }
 
-// copyAll returns every member in a list of the caller's: one copy, from
-// the flat list when there is one, else from the set.
-func (v *groupView) copyAll() []process.PID {
-	if v.flat {
-		return clonePIDs(v.list)
-	}
-	if p := v.flatAll.Load(); p != nil {
-		return clonePIDs(*p)
-	}
-	return v.appendAll(make([]process.PID, 0, v.n))
-}
+// copyAll returns every member in a list of the caller's. A big group's
+// flat list is built once per version and then copied, as a small
+// group's: a plain copy is a memmove that skips clearing, twice as fast as
+// walking the set, so readers of an unchanging group pay one copy each.
+func (v *groupView) copyAll() []process.PID { return clonePIDs(v.members()) }
 
 // copyLocal is copyAll for this node's members.
 func (v *groupView) copyLocal() []process.PID {
-	switch {
-	case v.nlocal == 0:
+	if v.nlocal == 0 {
 		return nil
-	case v.flat:
-		return clonePIDs(v.localList)
 	}
-	return v.set.appendTo(make([]process.PID, 0, v.nlocal))
+	return clonePIDs(v.localMembers())
 }
 
 // distinct returns the members (or local members) without repeats.

@@ -22,6 +22,11 @@ type memberSet struct {
 	// shift is the level of root: the root's slot of sequence number s is
 	// (s >> shift) & 31; leaves are at shift 0.
 	shift uint
+	// A set of one member, as most groups are, holds it here and has no
+	// trie, so that a version of it costs no allocation of its own.
+	single bool
+	seq    uint64
+	pid    process.PID
 }
 
 // mnode is a trie node: a leaf (shift 0) holds members, an inner node
@@ -40,6 +45,9 @@ const (
 )
 
 func (m memberSet) len() int {
+	if m.single {
+		return 1
+	}
 	if m.root == nil {
 		return 0
 	}
@@ -49,6 +57,18 @@ func (m memberSet) len() int {
 // with returns the set with pid added under sequence number seq, which
 // must be new to the set.
 func (m memberSet) with(seq uint64, pid process.PID) memberSet {
+	switch {
+	case m.single:
+		// A second member: both go to a trie.
+		one := memberSet{}.trieWith(m.seq, m.pid)
+		return one.trieWith(seq, pid)
+	case m.root == nil:
+		return memberSet{single: true, seq: seq, pid: pid}
+	}
+	return m.trieWith(seq, pid)
+}
+
+func (m memberSet) trieWith(seq uint64, pid process.PID) memberSet {
 	for seq>>m.shift >= mwidth {
 		// The root is too small for seq: it becomes slot 0 of a new
 		// root, as every number it holds is below seq's range.
@@ -64,6 +84,12 @@ func (m memberSet) with(seq uint64, pid process.PID) memberSet {
 // without returns the set without sequence number seq, and whether it was
 // there.
 func (m memberSet) without(seq uint64) (memberSet, bool) {
+	if m.single {
+		if seq != m.seq {
+			return m, false
+		}
+		return memberSet{}, true
+	}
 	if m.root == nil || seq>>m.shift >= mwidth {
 		return m, false
 	}
@@ -165,6 +191,9 @@ func (n *mnode) without(seq uint64, shift uint) (*mnode, bool) {
 
 // appendTo appends the members in join order.
 func (m memberSet) appendTo(dst []process.PID) []process.PID {
+	if m.single {
+		return append(dst, m.pid)
+	}
 	return m.root.appendTo(dst)
 }
 
@@ -184,6 +213,9 @@ func (n *mnode) appendTo(dst []process.PID) []process.PID {
 // each calls fn for the members in join order until it returns false; it
 // reports whether fn always returned true.
 func (m memberSet) each(fn func(process.PID) bool) bool {
+	if m.single {
+		return fn(m.pid)
+	}
 	return m.root.each(fn)
 }
 

@@ -95,7 +95,7 @@ func TestMemberSetEmptiesToZero(t *testing.T) {
 			t.Fatalf("seq %d missing", i)
 		}
 	}
-	if s.root != nil || s.shift != 0 || s.len() != 0 {
+	if s != (memberSet{}) || s.len() != 0 {
 		t.Fatalf("emptied set is %+v", s)
 	}
 	n := 0
