@@ -3,6 +3,7 @@ package pgscope
 import (
 	"iter"
 	"sync/atomic"
+	"unsafe"
 
 	"github.com/proctor-run/proctor/process"
 )
@@ -21,11 +22,11 @@ type groupView struct {
 	n      int // members, with multiplicity
 	nlocal int
 
-	// flat says that list and localList hold the members, as they do for a
-	// small group (at most flatMax members): built at publish, they make
-	// the usual read one copy of a short list.
-	flat            bool
-	list, localList []process.PID
+	// flat says that list holds the members (this node's first), as it
+	// does for a small group (at most flatMax members): built at publish,
+	// it makes the usual read one copy of a short list.
+	flat bool
+	list []process.PID
 
 	// A big group's lists, built by the first reader that needs one and
 	// shared by the next readers of this version.
@@ -34,10 +35,6 @@ type groupView struct {
 	// The distinct member processes, computed by the first broadcast to
 	// this version of the group and reused by the next ones.
 	distinctAll, distinctLocal atomic.Pointer[[]process.PID]
-
-	// one backs list for a group of a single member, the usual group, so
-	// that a version of it is one allocation.
-	one [1]process.PID
 }
 
 // nodeMembers are one other node's members of a group.
@@ -56,12 +53,16 @@ func newGroupView(set memberSet, remote []nodeMembers, n int) *groupView {
 		return v
 	}
 	v.flat = true
-	if n == 1 {
-		v.list = v.appendAll(v.one[:0])
-	} else {
+	switch {
+	case n == 1 && v.set.single:
+		// The usual group: its one member backs the list, so that a
+		// version of it is one allocation.
+		v.list = unsafe.Slice(&v.set.pid, 1)
+	case n == 1 && v.nlocal == 0:
+		v.list = remote[0].pids[:1:1]
+	default:
 		v.list = v.appendAll(make([]process.PID, 0, n))
 	}
-	v.localList = v.list[:v.nlocal:v.nlocal]
 	return v
 }
 
@@ -90,7 +91,7 @@ func (v *groupView) members() []process.PID {
 // localMembers returns this node's members: shared, read only.
 func (v *groupView) localMembers() []process.PID {
 	if v.flat {
-		return v.localList
+		return v.list[:v.nlocal:v.nlocal]
 	}
 	if p := v.flatLocal.Load(); p != nil {
 		return *p
@@ -142,7 +143,7 @@ func (v *groupView) each(local bool, fn func(process.PID) bool) {
 	if v.flat {
 		list := v.list
 		if local {
-			list = v.localList
+			list = list[:v.nlocal]
 		}
 		for _, p := range list {
 			if !fn(p) {
