@@ -95,13 +95,6 @@ func (pg *procGroups) pop(gs *groupState) (seq uint64, ok bool) {
 	return seq, true
 }
 
-// drop forgets gs whole.
-func (pg *procGroups) drop(gs *groupState) {
-	if i := pg.find(gs); i >= 0 {
-		pg.forget(i)
-	}
-}
-
 func (pg *procGroups) forget(i int) {
 	gs := pg.list[i].gs
 	last := len(pg.list) - 1
