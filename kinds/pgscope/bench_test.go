@@ -95,6 +95,44 @@ func BenchmarkJoinLeave(b *testing.B) { benchJoinLeave(b, 0) }
 // (target ≤ 5 µs/op).
 func BenchmarkJoinLeave100kGroups(b *testing.B) { benchJoinLeave(b, 100_000) }
 
+// bigGroup fills group with n members: n/100 processes joining it 100
+// times each (one command per process), so that the setup stays cheap on a
+// scope whose change cost grows with the group.
+func (bs *benchScope) bigGroup(b *testing.B, group string, n int) {
+	b.Helper()
+	batch := make([]string, 100)
+	for i := range batch {
+		batch[i] = group
+	}
+	for range n / len(batch) {
+		if err := bs.s.Join(bs.spawn(b, nop{}), batch...); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if got := len(bs.s.GetMembers(group)); got != n {
+		b.Fatalf("%d members, want %d", got, n)
+	}
+}
+
+// BenchmarkJoinLeaveBigGroup: one join and one leave of a group of 100,000
+// members (target ≤ 5 µs/op): a change costs the same in a big group as in
+// a small one.
+func BenchmarkJoinLeaveBigGroup(b *testing.B) {
+	bs := newBenchScope(b)
+	bs.bigGroup(b, "g", 100_000)
+	pid := bs.spawn(b, nop{})
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if err := bs.s.Join(pid, "g"); err != nil {
+			b.Fatal(err)
+		}
+		if err := bs.s.Leave(pid, "g"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkGetMembers reads a one-member group (target ≤ 40 ns, one
 // allocation: the returned slice).
 func BenchmarkGetMembers(b *testing.B) {
@@ -108,6 +146,39 @@ func BenchmarkGetMembers(b *testing.B) {
 	for range b.N {
 		if m := bs.s.GetMembers("g"); len(m) != 1 {
 			b.Fatal(m)
+		}
+	}
+}
+
+// BenchmarkGetMembers10k reads a group of 10,000 members into a slice of
+// the caller's: one allocation and one copy of the list.
+func BenchmarkGetMembers10k(b *testing.B) {
+	bs := newBenchScope(b)
+	bs.bigGroup(b, "g", 10_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		if m := bs.s.GetMembers("g"); len(m) != 10_000 {
+			b.Fatal(len(m))
+		}
+	}
+}
+
+// BenchmarkMembers10k takes the current version of a group of 10,000
+// members and walks it in place: no allocation, no copy.
+func BenchmarkMembers10k(b *testing.B) {
+	bs := newBenchScope(b)
+	bs.bigGroup(b, "g", 10_000)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		m := bs.s.Members("g")
+		n := 0
+		for range m.All() {
+			n++
+		}
+		if n != 10_000 || m.Len() != n {
+			b.Fatal(n)
 		}
 	}
 }
@@ -262,4 +333,33 @@ func BenchmarkBroadcastLocal10kConsumers(b *testing.B) {
 		b.StartTimer()
 	}
 	b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/broadcast")
+}
+
+// BenchmarkExit30kMembers: 30,000 members of one group exit at once; the
+// clock runs from the first kill until GetMembers no longer lists any of
+// them (target ≤ 1 s/op). Spawning and joining are off the clock.
+func BenchmarkExit30kMembers(b *testing.B) {
+	const n = 30_000
+	bs := newBenchScope(b)
+	pids := make([]process.PID, n)
+	for range b.N {
+		b.StopTimer()
+		for i := range pids {
+			pid, err := bs.node.Spawn(nop{}, process.SpawnOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			pids[i] = pid
+			if err := bs.s.Join(pid, "g"); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.StartTimer()
+		for _, p := range pids {
+			_ = bs.node.Kill(p)
+		}
+		for bs.s.Members("g").Len() > 0 {
+			time.Sleep(100 * time.Microsecond)
+		}
+	}
 }

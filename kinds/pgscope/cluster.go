@@ -145,8 +145,8 @@ func (s *Scope) ApplyNodeDown(ctx context.Context, node string) error {
 func (s *Scope) LocalMembers() map[string][]process.PID {
 	out := make(map[string][]process.PID)
 	s.root.Load().eachGroup(func(name string, v *groupView) {
-		if len(v.local) > 0 {
-			out[name] = clonePIDs(v.local)
+		if v.nlocal > 0 {
+			out[name] = v.copyLocal()
 		}
 	})
 	return out

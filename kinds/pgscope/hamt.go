@@ -5,8 +5,6 @@ import (
 	"math/bits"
 	"sync/atomic"
 	"unsafe"
-
-	"github.com/proctor-run/proctor/process"
 )
 
 // groupCell is a group's place in the published index. The loop stores
@@ -27,59 +25,6 @@ func (c *groupCell) view() *groupView {
 		return nil
 	}
 	return c.cur.Load()
-}
-
-// groupView is one version of a group's membership: every member (with
-// multiplicity, local members first, then each remote node's) and the
-// local members alone. Readers share it; nobody writes to it once
-// published.
-type groupView struct {
-	all   []process.PID
-	local []process.PID
-
-	// The distinct member processes, computed by the first broadcast to
-	// this version of the group and reused by the next ones.
-	distinctAll, distinctLocal atomic.Pointer[[]process.PID]
-
-	// one backs all for a group of a single member, the usual group, so
-	// that a version of it is one allocation.
-	one [1]process.PID
-}
-
-// distinct returns the members (or local members) without repeats.
-func (v *groupView) distinct(local bool) []process.PID {
-	cache, pids := &v.distinctAll, v.all
-	if local {
-		cache, pids = &v.distinctLocal, v.local
-	}
-	if d := cache.Load(); d != nil {
-		return *d
-	}
-	d := distinct(pids)
-	cache.Store(&d)
-	return d
-}
-
-// clonePIDs returns a copy of a published list for a reader to own. The
-// readers' hot path: most groups have a member or two, and a fixed-size
-// array is allocated without append's size-class arithmetic and clearing
-// (a third of GetMembers).
-func clonePIDs(s []process.PID) []process.PID {
-	switch len(s) {
-	case 0:
-		return nil
-	case 1:
-		p := new([1]process.PID)
-		p[0] = s[0]
-		return p[:]
-	case 2:
-		p := new([2]process.PID)
-		p[0], p[1] = s[0], s[1]
-		return p[:]
-	}
-	out := make([]process.PID, len(s))
-	copy(out, s)
-	return out
 }
 
 // The group index is a persistent hash array mapped trie: an update copies

@@ -12,6 +12,19 @@ type procGroups struct {
 type procGroup struct {
 	gs *groupState
 	n  int
+	// The sequence numbers of the process's memberships in gs (see
+	// memberSet): last is the latest, older the others in join order, so
+	// the usual single join needs no slice.
+	last  uint64
+	older []uint64
+}
+
+// seqs calls fn with each sequence number of e, latest first.
+func (e *procGroup) seqs(fn func(uint64)) {
+	fn(e.last)
+	for i := len(e.older) - 1; i >= 0; i-- {
+		fn(e.older[i])
+	}
 }
 
 // procGroupsScan is the longest list searched without an index.
@@ -42,13 +55,16 @@ func (pg *procGroups) count(gs *groupState) int {
 	return 0
 }
 
-// add records n more joins of gs.
-func (pg *procGroups) add(gs *groupState, n int) {
+// add records one more join of gs, with its sequence number.
+func (pg *procGroups) add(gs *groupState, seq uint64) {
 	if i := pg.find(gs); i >= 0 {
-		pg.list[i].n += n
+		e := &pg.list[i]
+		e.older = append(e.older, e.last)
+		e.last = seq
+		e.n++
 		return
 	}
-	pg.list = append(pg.list, procGroup{gs, n})
+	pg.list = append(pg.list, procGroup{gs: gs, n: 1, last: seq})
 	switch {
 	case pg.at != nil:
 		pg.at[gs] = len(pg.list) - 1
@@ -60,15 +76,27 @@ func (pg *procGroups) add(gs *groupState, n int) {
 	}
 }
 
-// remove records k fewer joins of gs, forgetting it at none.
-func (pg *procGroups) remove(gs *groupState, k int) {
+// pop forgets the latest join of gs and returns its sequence number; ok is
+// false when the process is not in gs.
+func (pg *procGroups) pop(gs *groupState) (seq uint64, ok bool) {
 	i := pg.find(gs)
 	if i < 0 {
-		return
+		return 0, false
 	}
-	if pg.list[i].n -= k; pg.list[i].n > 0 {
-		return
+	e := &pg.list[i]
+	seq = e.last
+	if e.n--; e.n > 0 {
+		top := len(e.older) - 1
+		e.last = e.older[top]
+		e.older = e.older[:top]
+		return seq, true
 	}
+	pg.forget(i)
+	return seq, true
+}
+
+func (pg *procGroups) forget(i int) {
+	gs := pg.list[i].gs
 	last := len(pg.list) - 1
 	pg.list[i] = pg.list[last]
 	pg.list[last] = procGroup{}

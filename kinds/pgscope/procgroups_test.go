@@ -18,17 +18,33 @@ func TestProcGroupsAgainstMap(t *testing.T) {
 			states[i] = &groupState{}
 		}
 		var pg procGroups
-		ref := map[*groupState]int{}
+		ref := map[*groupState][]uint64{} // sequence numbers in join order
+		var next uint64
 		for range 20000 {
 			gs := states[r.IntN(groups)]
 			n := 1 + r.IntN(3)
 			if r.IntN(2) == 0 {
-				pg.add(gs, n)
-				ref[gs] += n
+				for range n {
+					pg.add(gs, next)
+					ref[gs] = append(ref[gs], next)
+					next++
+				}
 			} else {
-				pg.remove(gs, n)
-				if ref[gs] -= n; ref[gs] <= 0 {
-					delete(ref, gs)
+				for range n {
+					seq, ok := pg.pop(gs)
+					have := ref[gs]
+					if ok != (len(have) > 0) {
+						t.Fatalf("%d groups: pop ok %v with %d joins", groups, ok, len(have))
+					}
+					if !ok {
+						break
+					}
+					if seq != have[len(have)-1] {
+						t.Fatalf("%d groups: pop gave %d, want the latest %d", groups, seq, have[len(have)-1])
+					}
+					if ref[gs] = have[:len(have)-1]; len(ref[gs]) == 0 {
+						delete(ref, gs)
+					}
 				}
 			}
 			if pg.len() != len(ref) {
@@ -36,8 +52,17 @@ func TestProcGroupsAgainstMap(t *testing.T) {
 			}
 		}
 		for _, gs := range states {
-			if got := pg.count(gs); got != ref[gs] {
-				t.Fatalf("%d groups: count %d, want %d", groups, got, ref[gs])
+			if got := pg.count(gs); got != len(ref[gs]) {
+				t.Fatalf("%d groups: count %d, want %d", groups, got, len(ref[gs]))
+			}
+			if i := pg.find(gs); i >= 0 {
+				var seqs []uint64
+				pg.list[i].seqs(func(s uint64) { seqs = append(seqs, s) })
+				for j, s := range seqs {
+					if want := ref[gs][len(seqs)-1-j]; s != want {
+						t.Fatalf("%d groups: seqs %v, want %v reversed", groups, seqs, ref[gs])
+					}
+				}
 			}
 		}
 		if pg.at != nil {

@@ -467,16 +467,16 @@ func (s *Scope) GetMembers(group string) []process.PID {
 	if v == nil {
 		return nil
 	}
-	return clonePIDs(v.all)
+	return v.copyAll()
 }
 
 // GetLocalMembers is GetMembers restricted to processes of this node.
 func (s *Scope) GetLocalMembers(group string) []process.PID {
 	v := s.root.Load().get(hashGroup(group), group).view()
-	if v == nil || len(v.local) == 0 {
+	if v == nil {
 		return nil
 	}
-	return clonePIDs(v.local)
+	return v.copyLocal()
 }
 
 // DistinctMembers returns each member process of group once (in order of
@@ -506,7 +506,7 @@ func (s *Scope) SharedDistinctMembers(group string) []process.PID {
 // DistinctLocalMembers is DistinctMembers restricted to this node.
 func (s *Scope) DistinctLocalMembers(group string) []process.PID {
 	v := s.root.Load().get(hashGroup(group), group).view()
-	if v == nil || len(v.local) == 0 {
+	if v == nil || v.nlocal == 0 {
 		return nil
 	}
 	return clonePIDs(v.distinct(true))
@@ -524,7 +524,7 @@ func (s *Scope) WhichGroups() []string {
 func (s *Scope) WhichLocalGroups() []string {
 	var out []string
 	s.root.Load().eachGroup(func(name string, v *groupView) {
-		if len(v.local) > 0 {
+		if v.nlocal > 0 {
 			out = append(out, name)
 		}
 	})

@@ -47,17 +47,28 @@ type state struct {
 
 	spare       []*procState  // emptied procStates for reuse
 	spareGroups []*groupState // swept groupStates for reuse
+
+	// downs are the local processes whose EXIT arrived and is not yet
+	// applied: the exits of one round of the loop are one change of
+	// each group they touch (settleDowns).
+	downs []process.PID
+	dirty []*groupState
 }
 
 // groupState is a group as the loop keeps it. An empty group whose cell is
 // still in the index stays here too (vacant), so that filling it again
 // finds both.
 type groupState struct {
-	name   string
-	cell   *groupCell // nil until the group first has members
-	local  []process.PID
+	name string
+	cell *groupCell // nil until the group first has members
+	// local are this node's members, a persistent set that each version
+	// shares (memberSet); next is the sequence number of the next join.
+	local  memberSet
+	next   uint64
 	remote map[string][]process.PID
 	count  int
+	// dirty: changed by exits not yet published (see settleDowns).
+	dirty bool
 }
 
 // procState is a local process the scope monitors: because it joined
@@ -227,11 +238,12 @@ func (st *state) join(pid process.PID, groups []string) error {
 	for _, c := range batch {
 		gs := st.group(c.group)
 		for range c.n {
-			gs.local = append(gs.local, pid)
+			gs.local = gs.local.with(gs.next, pid)
+			ps.groups.add(gs, gs.next)
+			gs.next++
 		}
 		gs.count += c.n
 		st.members += c.n
-		ps.groups.add(gs, c.n)
 		ps.peak = max(ps.peak, ps.groups.len())
 		st.publish(c.group, gs)
 		st.s.m.joins.Add(float64(c.n))
@@ -269,51 +281,99 @@ func (st *state) leave(pid process.PID, groups []string) error {
 	return nil
 }
 
-// dropLocal removes k memberships of pid from gs and publishes it.
+// dropLocal removes k memberships of pid from gs, the most recent copies
+// first as OTP's list deletion does, and publishes it.
 func (st *state) dropLocal(pid process.PID, ps *procState, gs *groupState, k int) {
-	left := k
-	// The most recent copies go first, as OTP's list deletion does.
-	for i := len(gs.local) - 1; i >= 0 && left > 0; i-- {
-		if gs.local[i] == pid {
-			gs.local = slices.Delete(gs.local, i, i+1)
-			left--
-		}
+	for range k {
+		seq, _ := ps.groups.pop(gs)
+		st.unjoin(gs, seq)
 	}
-	gs.count -= k
-	st.members -= k
-	ps.groups.remove(gs, k)
 	st.publish(gs.name, gs)
 	st.s.m.leaves.Add(float64(k))
 }
 
-// processDown handles the EXIT of a monitored local process: every copy of
-// every membership leaves, one event per copy as OTP sends one per group
-// entry of the process, and its subscriptions end.
+// unjoin removes the membership seq of gs, unpublished.
+func (st *state) unjoin(gs *groupState, seq uint64) {
+	var ok bool
+	if gs.local, ok = gs.local.without(seq); !ok {
+		panic("pgscope: a membership is missing from its group")
+	}
+	if gs.local.len() == 0 {
+		// Numbering starts over, so a group that a process joins and
+		// leaves over and over stays a trie of one level.
+		gs.next = 0
+	}
+	gs.count--
+	st.members--
+}
+
+// processDown takes the EXIT of a monitored local process. The exits that
+// arrive together (one round of the loop, as when thousands of members
+// end at once) are applied together by settleDowns, which runs before the
+// loop's next command: each group they touch is published once.
 func (st *state) processDown(pid process.PID) {
-	ps := st.proc(pid)
-	if ps == nil {
+	if st.proc(pid) == nil {
 		// A late EXIT: the process had already left everything.
 		return
 	}
-	if ps.idle {
-		st.idle--
+	st.downs = append(st.downs, pid)
+	if len(st.downs) == 1 {
+		st.s.urgentDo(st.settleDowns)
 	}
-	delete(st.procs, pid.ID)
-	in := slices.Clone(ps.groups.list)
-	slices.SortFunc(in, func(a, b procGroup) int { return strings.Compare(a.gs.name, b.gs.name) })
-	for _, e := range in {
-		// dropLocal may sweep emptied groups: the name is read first.
-		g := e.gs.name
-		st.dropLocal(pid, ps, e.gs, e.n)
+}
+
+// settleDowns applies the exits taken: every copy of every membership of
+// each process leaves, its groups are published, then one event per copy
+// is raised, as OTP sends one per group entry of the process, and its
+// subscriptions end.
+func (st *state) settleDowns() {
+	downs := st.downs
+	st.downs = nil
+	type left struct {
+		pid   process.PID
+		group string
+		n     int
+	}
+	var events []left
+	for _, pid := range downs {
+		ps := st.proc(pid)
+		if ps == nil {
+			continue
+		}
+		if ps.idle {
+			st.idle--
+		}
+		delete(st.procs, pid.ID)
+		from := len(events)
+		for _, e := range ps.groups.list {
+			e.seqs(func(seq uint64) { st.unjoin(e.gs, seq) })
+			if !e.gs.dirty {
+				e.gs.dirty = true
+				st.dirty = append(st.dirty, e.gs)
+			}
+			events = append(events, left{pid, e.gs.name, e.n})
+			st.s.m.leaves.Add(float64(e.n))
+		}
+		slices.SortFunc(events[from:], func(a, b left) int { return strings.Compare(a.group, b.group) })
+		ps.groups.reset()
+		for sub := range ps.subs {
+			sub.end(false)
+			st.unregisterSub(sub)
+		}
+		st.recycle(ps)
+	}
+	// publish may sweep emptied groups: the names were read first.
+	for _, gs := range st.dirty {
+		gs.dirty = false
+		st.publish(gs.name, gs)
+	}
+	clear(st.dirty)
+	st.dirty = st.dirty[:0]
+	for _, e := range events {
 		for range e.n {
-			st.notifyN(MemberLeft, g, pid, 1)
+			st.notifyN(MemberLeft, e.group, e.pid, 1)
 		}
 	}
-	for sub := range ps.subs {
-		sub.end(false)
-		st.unregisterSub(sub)
-	}
-	st.recycle(ps)
 }
 
 // recycle keeps an emptied procState (and its maps) for the next process,
@@ -351,31 +411,17 @@ func (st *state) publish(name string, gs *groupState) {
 	s := st.s
 	switch {
 	case gs.count > 0:
-		var v *groupView
-		if gs.count == 1 {
-			v = &groupView{}
-			if len(gs.local) == 1 {
-				v.one[0] = gs.local[0]
-			} else {
-				v.one[0] = st.firstRemote(gs)
+		var remote []nodeMembers
+		if len(gs.remote) > 0 {
+			// The lists are shared: the loop only ever appends to them
+			// past what a published version reads, or replaces them.
+			remote = make([]nodeMembers, 0, len(gs.remote))
+			for n, pids := range gs.remote {
+				remote = append(remote, nodeMembers{n, pids})
 			}
-			v.all = v.one[:]
-			v.local = v.all[:len(gs.local):len(gs.local)]
-		} else {
-			all := make([]process.PID, 0, gs.count)
-			all = append(all, gs.local...)
-			if len(gs.remote) > 0 {
-				nodes := make([]string, 0, len(gs.remote))
-				for n := range gs.remote {
-					nodes = append(nodes, n)
-				}
-				sort.Strings(nodes)
-				for _, n := range nodes {
-					all = append(all, gs.remote[n]...)
-				}
-			}
-			v = &groupView{all: all, local: all[:len(gs.local):len(gs.local)]}
+			slices.SortFunc(remote, func(a, b nodeMembers) int { return strings.Compare(a.node, b.node) })
 		}
+		v := newGroupView(gs.local, remote, gs.count)
 		switch {
 		case gs.cell == nil:
 			gs.cell = &groupCell{name: name}
@@ -403,21 +449,12 @@ func (st *state) publish(name string, gs *groupState) {
 	s.m.members.Set(float64(st.members))
 }
 
-// firstRemote returns the one remote member of a group of one member.
-func (st *state) firstRemote(gs *groupState) process.PID {
-	for _, pids := range gs.remote {
-		if len(pids) > 0 {
-			return pids[0]
-		}
-	}
-	panic("pgscope: a group of one member has none")
-}
-
 // sweep removes the vacant cells from the index and forgets their groups.
 func (st *state) sweep() {
 	root := st.s.root.Load()
 	for name, gs := range st.groups {
-		if gs.count > 0 {
+		if gs.count > 0 || gs.dirty {
+			// A dirty group is still published as it was: not vacant yet.
 			continue
 		}
 		if gs.cell != nil {
@@ -434,9 +471,8 @@ func (st *state) sweep() {
 // that churn over many names costs few allocations.
 func (st *state) recycleGroup(gs *groupState) {
 	gs.cell, gs.name = nil, ""
-	if len(st.spareGroups) < 64 && cap(gs.local) <= 64 && len(gs.remote) == 0 {
-		clear(gs.local[:cap(gs.local)])
-		gs.local = gs.local[:0]
+	gs.local, gs.next = memberSet{}, 0
+	if len(st.spareGroups) < 64 && len(gs.remote) == 0 {
 		st.spareGroups = append(st.spareGroups, gs)
 	}
 }
@@ -486,7 +522,7 @@ func (st *state) membersOf(group string) []process.PID {
 	if v == nil {
 		return []process.PID{}
 	}
-	return clonePIDs(v.all)
+	return v.copyAll()
 }
 
 // subscribe registers sub, owned by a local process (or by nobody).
@@ -568,7 +604,7 @@ func (st *state) removeSub(sub *Subscription) {
 // snapshotAll returns every group's members, for a scope subscription.
 func (st *state) snapshotAll() map[string][]process.PID {
 	out := make(map[string][]process.PID, st.live)
-	st.s.root.Load().eachGroup(func(name string, v *groupView) { out[name] = clonePIDs(v.all) })
+	st.s.root.Load().eachGroup(func(name string, v *groupView) { out[name] = v.copyAll() })
 	return out
 }
 

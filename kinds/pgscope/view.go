@@ -96,11 +96,11 @@ func (s *Scope) ViewPage(p registry.ViewPage) any {
 	budget := registry.MaxViewMembers
 	for _, e := range views {
 		v := e.v
-		g := GroupView{Name: e.name, Local: len(v.local), Nodes: map[string]int{}, Total: len(v.all)}
-		for _, m := range v.all {
+		g := GroupView{Name: e.name, Local: v.nlocal, Nodes: map[string]int{}, Total: v.n}
+		for _, m := range v.members() {
 			g.Nodes[m.Node]++
 		}
-		shown, cut := page(v.all, p.Offset, min(p.Limit, budget))
+		shown, cut := page(v.members(), p.Offset, min(p.Limit, budget))
 		budget -= len(shown)
 		g.Truncated = cut
 		g.Members = make([]string, len(shown))

@@ -191,7 +191,14 @@ func pgGetMembers(L *lua.LState) int {
 	if err != nil {
 		return host.ReturnError(L, err)
 	}
-	L.Push(pidList(L, s.GetMembers(g)))
+	// The table is built from the scope's version of the group in place:
+	// the script's table is the only copy.
+	m := s.Members(g)
+	t := L.CreateTable(m.Len(), 0)
+	for pid := range m.All() {
+		t.Append(host.PIDValue(pid))
+	}
+	L.Push(t)
 	return 1
 }
 

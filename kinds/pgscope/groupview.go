@@ -1,0 +1,235 @@
+package pgscope
+
+import (
+	"iter"
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/proctor-run/proctor/process"
+)
+
+// groupView is one version of a group's membership: the local members (a
+// persistent set, shared with the versions before and after it) and each
+// other node's (lists the loop never writes below their length once
+// published). Readers share it; nobody writes to it once published, so a
+// version costs the loop O(log n) to make, however big the group.
+//
+// The order of every member is the local ones in join order, then each
+// other node's, nodes by name.
+type groupView struct {
+	set    memberSet
+	remote []nodeMembers
+	n      int // members, with multiplicity
+	nlocal int
+
+	// flat says that list holds the members (this node's first), as it
+	// does for a small group (at most flatMax members): built at publish,
+	// it makes the usual read one copy of a short list.
+	flat bool
+	list []process.PID
+
+	// A big group's lists, built by the first reader that needs one and
+	// shared by the next readers of this version.
+	flatAll, flatLocal atomic.Pointer[[]process.PID]
+
+	// The distinct member processes, computed by the first broadcast to
+	// this version of the group and reused by the next ones.
+	distinctAll, distinctLocal atomic.Pointer[[]process.PID]
+}
+
+// nodeMembers are one other node's members of a group.
+type nodeMembers struct {
+	node string
+	pids []process.PID
+}
+
+// flatMax is the most members a version lists flat at publish.
+const flatMax = 32
+
+// newGroupView makes a version of a group from its members.
+func newGroupView(set memberSet, remote []nodeMembers, n int) *groupView {
+	v := &groupView{set: set, remote: remote, n: n, nlocal: set.len()}
+	if n > flatMax {
+		return v
+	}
+	v.flat = true
+	switch {
+	case n == 1 && v.set.single:
+		// The usual group: its one member backs the list, so that a
+		// version of it is one allocation.
+		v.list = unsafe.Slice(&v.set.pid, 1)
+	case n == 1 && v.nlocal == 0:
+		v.list = remote[0].pids[:1:1]
+	default:
+		v.list = v.appendAll(make([]process.PID, 0, n))
+	}
+	return v
+}
+
+// appendAll appends every member, in order, from the set and the lists.
+func (v *groupView) appendAll(dst []process.PID) []process.PID {
+	dst = v.set.appendTo(dst)
+	for _, r := range v.remote {
+		dst = append(dst, r.pids...)
+	}
+	return dst
+}
+
+// members returns every member: shared, read only.
+func (v *groupView) members() []process.PID {
+	if v.flat {
+		return v.list
+	}
+	if p := v.flatAll.Load(); p != nil {
+		return *p
+	}
+	all := v.appendAll(make([]process.PID, 0, v.n))
+	v.flatAll.Store(&all)
+	return all
+}
+
+// localMembers returns this node's members: shared, read only.
+func (v *groupView) localMembers() []process.PID {
+	if v.flat {
+		return v.list[:v.nlocal:v.nlocal]
+	}
+	if p := v.flatLocal.Load(); p != nil {
+		return *p
+	}
+	if p := v.flatAll.Load(); p != nil {
+		return (*p)[:v.nlocal:v.nlocal]
+	}
+	local := v.set.appendTo(make([]process.PID, 0, v.nlocal))
+	v.flatLocal.Store(&local)
+	return local
+}
+
+// copyAll returns every member in a list of the caller's. A big group's
+// flat list is built once per version and then copied, as a small
+// group's: a plain copy is a memmove that skips clearing, twice as fast as
+// walking the set, so readers of an unchanging group pay one copy each.
+func (v *groupView) copyAll() []process.PID { return clonePIDs(v.members()) }
+
+// copyLocal is copyAll for this node's members.
+func (v *groupView) copyLocal() []process.PID {
+	if v.nlocal == 0 {
+		return nil
+	}
+	return clonePIDs(v.localMembers())
+}
+
+// distinct returns the members (or local members) without repeats.
+func (v *groupView) distinct(local bool) []process.PID {
+	cache := &v.distinctAll
+	if local {
+		cache = &v.distinctLocal
+	}
+	if d := cache.Load(); d != nil {
+		return *d
+	}
+	var d []process.PID
+	if local {
+		d = distinct(v.localMembers())
+	} else {
+		d = distinct(v.members())
+	}
+	cache.Store(&d)
+	return d
+}
+
+// each calls fn for every member (or local member) in order until it
+// returns false, reading the version in place.
+func (v *groupView) each(local bool, fn func(process.PID) bool) {
+	if v.flat {
+		list := v.list
+		if local {
+			list = list[:v.nlocal]
+		}
+		for _, p := range list {
+			if !fn(p) {
+				return
+			}
+		}
+		return
+	}
+	if !v.set.each(fn) || local {
+		return
+	}
+	for _, r := range v.remote {
+		for _, p := range r.pids {
+			if !fn(p) {
+				return
+			}
+		}
+	}
+}
+
+// clonePIDs returns a copy of a published list for a reader to own. The
+// readers' hot path: most groups have a member or two, and a fixed-size
+// array is allocated without append's size-class arithmetic and clearing
+// (a third of GetMembers).
+func clonePIDs(s []process.PID) []process.PID {
+	switch len(s) {
+	case 0:
+		return nil
+	case 1:
+		p := new([1]process.PID)
+		p[0] = s[0]
+		return p[:]
+	case 2:
+		p := new([2]process.PID)
+		p[0], p[1] = s[0], s[1]
+		return p[:]
+	}
+	out := make([]process.PID, len(s))
+	copy(out, s)
+	return out
+}
+
+// Members is one version of a group's membership, read in place: taking
+// it copies nothing, however big the group, and it never changes (later
+// joins and leaves make new versions). The zero value is an empty group.
+type Members struct{ v *groupView }
+
+// Members returns the current version of group, to read in place: no
+// lock, no wait on the loop and no copy (GetMembers is the same list
+// copied into a slice of the caller's).
+func (s *Scope) Members(group string) Members {
+	return Members{s.root.Load().get(hashGroup(group), group).view()}
+}
+
+// Len returns how many members the version has, a process counted once
+// per join.
+func (m Members) Len() int {
+	if m.v == nil {
+		return 0
+	}
+	return m.v.n
+}
+
+// LocalLen returns how many of them are this node's.
+func (m Members) LocalLen() int {
+	if m.v == nil {
+		return 0
+	}
+	return m.v.nlocal
+}
+
+// All yields every member in GetMembers's order (this node's in join
+// order, then each other node's), a process once per join.
+func (m Members) All() iter.Seq[process.PID] {
+	return func(yield func(process.PID) bool) {
+		if m.v != nil {
+			m.v.each(false, yield)
+		}
+	}
+}
+
+// Local yields this node's members in join order, as GetLocalMembers.
+func (m Members) Local() iter.Seq[process.PID] {
+	return func(yield func(process.PID) bool) {
+		if m.v != nil {
+			m.v.each(true, yield)
+		}
+	}
+}
