@@ -61,6 +61,7 @@ type replica struct {
 	synced         string                   // the encoded local state; "" when it changed since
 	pending        []pgscope.Op             // local changes not yet sent
 	peers          map[string]*peer         // by node
+	noticed        map[string]time.Time     // start notices of nodes not live (yet), by arrival: owed a sync when they join
 	list           []*peer                  // peers by node name: fan-out and anti-entropy order
 	aeNext         int                      // the next peer of anti-entropy
 	changed        bool                     // a peer's state changed: publish
@@ -891,6 +892,13 @@ func (r *replica) member(node string, up bool, now time.Time) {
 	// is probed first, so a node without the scope is sent nothing.
 	p.live, p.br, p.absent = true, breaker{}, false
 	r.changed = true
+	if at, ok := r.noticed[node]; ok {
+		// Its scope's start notice came first: it is owed a sync.
+		delete(r.noticed, node)
+		if now.Sub(at) <= r.spec.ProtocolTimeout && len(r.local) > 0 {
+			p.want |= wantSync
+		}
+	}
 	first := r.node.Name() < node
 	p.attempt = 0
 	r.disarm(p)
@@ -909,8 +917,14 @@ func (r *replica) member(node string, up bool, now time.Time) {
 // knows nobody's members, so this node sends its own, if it has any.
 func (r *replica) notice(node string, now time.Time) {
 	p := r.peers[node]
-	if p == nil {
-		p = r.addPeer(node)
+	if p == nil || !p.live {
+		// Not a live member: a notice that outran the node's join, or a
+		// relay that outlived the node (a node that joins gets the
+		// broadcasts still queued on its seed, those of nodes that left
+		// before it joined). Nothing is sent to a node not known to be
+		// there: one that joins is sent the sync owed when it does.
+		r.rememberNotice(node, now)
+		return
 	}
 	// Its scope just started: it is reachable now, whatever failed
 	// before (sends to a node whose scope, or whose transport, was not
@@ -924,6 +938,22 @@ func (r *replica) notice(node string, now time.Time) {
 	p.attempt = 0
 	r.disarm(p)
 	r.flush(p, now)
+}
+
+// rememberNotice records node's start notice until it joins, for a
+// protocol timeout: a join later than that exchanges the states as any
+// join does. Notices older than that are forgotten here, which bounds
+// the map.
+func (r *replica) rememberNotice(node string, now time.Time) {
+	for n, at := range r.noticed {
+		if now.Sub(at) > r.spec.ProtocolTimeout {
+			delete(r.noticed, n)
+		}
+	}
+	if r.noticed == nil {
+		r.noticed = map[string]time.Time{}
+	}
+	r.noticed[node] = now
 }
 
 // nodeDown removes every member of node from the scope.
