@@ -180,6 +180,22 @@ func TestLiveViewInABrowser(t *testing.T) {
 		t.Fatal("the page was reloaded")
 	}
 
+	// The fix, with an edit of the counter's code (on_reload: upgrade):
+	// the applied reload says it upgraded the counter in place.
+	counter := filepath.Join(dir, "demo", "counter.lua")
+	code, err := os.ReadFile(counter)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(counter, append(code, "-- edited while it runs\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cfg, orig, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, ctx, "the applied reload shows the counter's upgrade",
+		`[...document.querySelectorAll('.reload[data-result="applied"]')].some(e => /upgraded [1-9]/.test(e.textContent))`)
+
 	if shot := os.Getenv("PROCTOR_UI_SCREENSHOT"); shot != "" {
 		screenshot(t, ctx, r, base, tok, cfg, orig, shot)
 	}
