@@ -8,12 +8,12 @@ import (
 	"github.com/proctor-run/proctor/remote"
 )
 
-// A send or an ask to another node of a message larger than the network's
-// frames is an operational failure the script sees: nil, limit: …, found
-// before the whole message is encoded.
-func TestRemoteSendTooLarge(t *testing.T) {
-	h := newHarness(t)
-	net := remote.NewMemNetwork(remote.MemOptions{MaxFrame: 1 << 20})
+// otherNode connects h's node and a second one, "other", over an
+// in-memory network with opts, and returns the second; both transports
+// and the network close with the test.
+func otherNode(t *testing.T, h *harness, opts remote.MemOptions) *process.Node {
+	t.Helper()
+	net := remote.NewMemNetwork(opts)
 	t.Cleanup(net.Close)
 	quiet := slog.New(slog.DiscardHandler)
 	tr, err := remote.New(h.Node, net.Endpoint(h.Node.Name()), remote.Options{Logger: quiet})
@@ -27,6 +27,15 @@ func TestRemoteSendTooLarge(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = otr.Close() })
+	return other
+}
+
+// A send or an ask to another node of a message larger than the network's
+// frames is an operational failure the script sees: nil, limit: …, found
+// before the whole message is encoded.
+func TestRemoteSendTooLarge(t *testing.T) {
+	h := newHarness(t)
+	other := otherNode(t, h, remote.MemOptions{MaxFrame: 1 << 20})
 	sink, err := other.SpawnFunc(func(p *process.Proc) (any, error) {
 		<-p.Context().Done()
 		return nil, nil

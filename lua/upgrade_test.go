@@ -2,7 +2,6 @@ package lua
 
 import (
 	"context"
-	"log/slog"
 	"strings"
 	"sync"
 	"testing"
@@ -384,20 +383,7 @@ end }`)
 // the process after it upgraded, because it never changed.
 func TestUpgradeRemotePIDStillReaches(t *testing.T) {
 	h := newHarness(t)
-	net := remote.NewMemNetwork(remote.MemOptions{})
-	t.Cleanup(net.Close)
-	quiet := slog.New(slog.DiscardHandler)
-	tr, err := remote.New(h.Node, net.Endpoint(h.Node.Name()), remote.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = tr.Close() })
-	other := process.NewNode(process.Options{Name: "other", Logger: quiet})
-	otr, err := remote.New(other, net.Endpoint("other"), remote.Options{Logger: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = otr.Close() })
+	other := otherNode(t, h, remote.MemOptions{})
 	src := upgradingServer
 	pid := h.Spawn(redefine(h, "svc", src("v1"), "on_reload: upgrade"))
 	askFrom := func() any {

@@ -133,23 +133,34 @@ func (l *Loop) runUrgent() {
 	l.urgentSpare = work
 }
 
+// drain runs queued commands, urgent ones first whenever they are set,
+// until the queue is empty or max have run (max < 0: no bound). It says
+// whether any ran, and whether ctx is done (the caller returns then).
+func (l *Loop) drain(ctx context.Context, max int) (ran, done bool) {
+	for n := 0; max < 0 || n < max; n++ {
+		if ctx.Err() != nil {
+			return ran, true
+		}
+		if l.urgentSet.Load() {
+			l.runUrgent()
+		}
+		fn, ok := l.q.pop()
+		if !ok {
+			break
+		}
+		fn()
+		ran = true
+	}
+	return ran, false
+}
+
 // Run runs commands until ctx is done. Commands still queued then, urgent
 // or not, are dropped; Submit fails from then on.
 func (l *Loop) Run(ctx context.Context) {
 	defer l.shut()
 	for {
-		for {
-			if ctx.Err() != nil {
-				return
-			}
-			if l.urgentSet.Load() {
-				l.runUrgent()
-			}
-			fn, ok := l.q.pop()
-			if !ok {
-				break
-			}
-			fn()
+		if _, done := l.drain(ctx, -1); done {
+			return
 		}
 		// Going idle: give back the drained chunk, as mailboxes do, so an
 		// idle loop holds no buffer.

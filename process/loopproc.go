@@ -50,20 +50,11 @@ func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 			p.Receive(m)
 			worked = true
 		}
-		for range roundSize {
-			if ctx.Err() != nil {
-				return
-			}
-			if l.urgentSet.Load() {
-				l.runUrgent()
-			}
-			fn, ok := l.q.pop()
-			if !ok {
-				break
-			}
-			fn()
-			worked = true
+		ran, done := l.drain(ctx, roundSize)
+		if done {
+			return
 		}
+		worked = worked || ran
 		if worked {
 			p.Flush()
 			continue

@@ -74,14 +74,20 @@ func benchJoinLeave(b *testing.B, others int) {
 			b.Fatalf("%d groups, want %d", n, others)
 		}
 	}
+	bs.timeJoinLeave(b, "g")
+}
+
+// timeJoinLeave times b.N joins and leaves of group by one new process.
+func (bs *benchScope) timeJoinLeave(b *testing.B, group string) {
+	b.Helper()
 	pid := bs.spawn(b, nop{})
 	b.ReportAllocs()
 	b.ResetTimer()
 	for range b.N {
-		if err := bs.s.Join(pid, "g"); err != nil {
+		if err := bs.s.Join(pid, group); err != nil {
 			b.Fatal(err)
 		}
-		if err := bs.s.Leave(pid, "g"); err != nil {
+		if err := bs.s.Leave(pid, group); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -120,17 +126,7 @@ func (bs *benchScope) bigGroup(b *testing.B, group string, n int) {
 func BenchmarkJoinLeaveBigGroup(b *testing.B) {
 	bs := newBenchScope(b)
 	bs.bigGroup(b, "g", 100_000)
-	pid := bs.spawn(b, nop{})
-	b.ReportAllocs()
-	b.ResetTimer()
-	for range b.N {
-		if err := bs.s.Join(pid, "g"); err != nil {
-			b.Fatal(err)
-		}
-		if err := bs.s.Leave(pid, "g"); err != nil {
-			b.Fatal(err)
-		}
-	}
+	bs.timeJoinLeave(b, "g")
 }
 
 // BenchmarkGetMembers reads a one-member group (target ≤ 40 ns, one
