@@ -289,14 +289,20 @@ func (s *Server) setRoute(ctx context.Context, id registry.ID, spec *RouteSpec) 
 		}
 		rt.init()
 		next[id] = rt
-		t, err := buildTable(next)
-		if err != nil {
-			return err
-		}
-		s.routes = next
-		s.table.Store(t)
-		return nil
+		return s.setRoutes(next)
 	})
+}
+
+// setRoutes makes next the routes in force and publishes their table, on
+// the server's loop; a table that cannot be built changes nothing.
+func (s *Server) setRoutes(next map[registry.ID]*route) error {
+	t, err := buildTable(next)
+	if err != nil {
+		return err
+	}
+	s.routes = next
+	s.table.Store(t)
+	return nil
 }
 
 // removeRoute drops the route id.
@@ -307,13 +313,7 @@ func (s *Server) removeRoute(ctx context.Context, id registry.ID) error {
 		}
 		next := maps(s.routes)
 		delete(next, id)
-		t, err := buildTable(next)
-		if err != nil {
-			return err
-		}
-		s.routes = next
-		s.table.Store(t)
-		return nil
+		return s.setRoutes(next)
 	})
 }
 
