@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/hashicorp/memberlist"
@@ -40,6 +41,20 @@ func (d *delegate) NotifyAlive(n *memberlist.Node) error {
 		d.m.refuse(n.Name, err)
 		return err
 	}
+	return nil
+}
+
+// NotifyMerge sees another node's whole state as this node joins it
+// (the answer to a push/pull, sent before it merged this node's): offer
+// learns from it whether that node holds this one at its address.
+func (d *delegate) NotifyMerge(peers []*memberlist.Node) error {
+	held := false
+	for _, n := range peers {
+		if n.Name == d.m.cfg.name {
+			held = n.Address() == d.m.addr && n.State == memberlist.StateAlive
+		}
+	}
+	d.m.heldBy.Store(held)
 	return nil
 }
 
@@ -105,10 +120,56 @@ func (m *Membership) nameClaimed(n *memberlist.Node) error {
 		m.refuse(n.Name, err)
 		return err
 	}
-	taken := fmt.Errorf("cluster: %w: %q is the name of the member at %s since %s; start this node under another name (if that member is this node before a restart on another address, it is declared dead within seconds: start again then)",
+	taken := fmt.Errorf("cluster: %w: %q is the name of the member at %s since %s; start this node under another name",
 		ErrNameTaken, n.Name, n.Address(), theirs.Started.UTC().Format(time.RFC3339))
-	if m.conflict.CompareAndSwap(nil, &taken) {
-		m.log.Error("cluster: this node's name is taken; it is not a member of the cluster", "error", taken)
-	}
+	// Whether it holds the name or is this node's run before a restart
+	// on another address (killed, not yet declared dead), only a ping
+	// tells: settleHolder sends it, off memberlist's goroutine.
+	m.claims.Add(1)
+	m.holder.Store(&holder{addr: n.Address(), taken: taken})
 	return taken
+}
+
+// holder is a member seen under this node's name that started first.
+type holder struct {
+	addr  string // its gossip address
+	taken error  // ErrNameTaken, naming it: the error if it answers
+}
+
+// holderPings is how many pings (each waits ProbeTimeout) a holder of this
+// node's name may leave unanswered before it is taken for this node's run
+// before a restart.
+const holderPings = 3
+
+// settleHolder decides a claim on this node's name by a member that
+// started first. One that answers a ping holds the name: this node is not
+// a member (Err returns ErrNameTaken). One that does not is taken for this
+// node before a restart on another address (a process killed, a pod
+// rescheduled): the others ignore this node until they declare the old
+// one dead, and rejoin keeps offering this node's state to them until one
+// takes it. Called by Start and then by rejoin only.
+func (m *Membership) settleHolder(h *holder) {
+	if m.Err() != nil {
+		return
+	}
+	if h.addr == m.silent && time.Since(m.silentChecked) < m.cfg.timing.RejoinMax {
+		m.displaced = true
+		return
+	}
+	if udp, err := net.ResolveUDPAddr("udp", h.addr); err == nil {
+		for range holderPings {
+			if _, err := m.ml.Ping(m.cfg.name, udp); err == nil {
+				taken := h.taken
+				if m.conflict.CompareAndSwap(nil, &taken) {
+					m.log.Error("cluster: this node's name is taken; it is not a member of the cluster", "error", taken)
+				}
+				return
+			}
+		}
+	}
+	if h.addr != m.silent {
+		m.log.Info("cluster: the member holding this node's name does not answer: taken for this node before a restart; joining once the others declare it dead",
+			"holder", h.addr)
+	}
+	m.silent, m.silentChecked, m.displaced = h.addr, time.Now(), true
 }

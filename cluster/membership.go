@@ -63,7 +63,9 @@ type Timing struct {
 	LeaveTimeout time.Duration
 	// DeadNodeReclaim is how soon a node of the same name at another
 	// address may take the place of one declared dead (a restart on
-	// another port). Default: 1s.
+	// another port). Default: 200ms: the restarted node has checked that
+	// the old one does not answer (settleHolder), and waited for it to be
+	// declared dead; longer only delays it.
 	DeadNodeReclaim time.Duration
 }
 
@@ -91,7 +93,7 @@ func (t *Timing) defaults() {
 	def(&t.RejoinMax, 5*time.Second)
 	def(&t.ForgetAfter, 24*time.Hour)
 	def(&t.LeaveTimeout, 2*time.Second)
-	def(&t.DeadNodeReclaim, time.Second)
+	def(&t.DeadNodeReclaim, 200*time.Millisecond)
 }
 
 // Resolver turns a seed's host name into addresses (IPs). The default is
@@ -150,6 +152,16 @@ type Membership struct {
 
 	self       Meta                  // this node's metadata
 	conflict   atomic.Pointer[error] // ErrNameTaken, once another node is seen to hold this one's name
+	holder     atomic.Pointer[holder] // the last member seen under this node's name that started first, until settled
+	claims     atomic.Uint64          // how often such a member was seen
+	heldBy     atomic.Bool            // the last state joined (NotifyMerge) held this node at its address
+
+	// Start's, then rejoin's (settleHolder): a holder of this node's name
+	// that did not answer, and whether the others still ignore this node.
+	silent        string
+	silentChecked time.Time
+	displaced     bool
+	holdsUs       map[string]bool // offer: the members whose state was seen to hold this node
 	stopRejoin chan struct{}
 	rejoinDone chan struct{}
 	refused    sync.Map // "name\x00reason" -> struct{}: logged once
@@ -211,7 +223,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 		c.SecretKey = cfg.key
 	}
 	d := &delegate{m: m}
-	c.Delegate, c.Events, c.Alive, c.Conflict = d, d, d, d
+	c.Delegate, c.Events, c.Alive, c.Conflict, c.Merge = d, d, d, d, d
 	m.g = newGossip(cfg.name, func() int { return len(*m.live.Load()) + 1 }, t.RetransmitMult)
 	if _, err := m.g.register(kindMembership, m.membershipMsg, true); err != nil {
 		return nil, err
@@ -236,6 +248,9 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 		if _, err := m.ml.Join(seeds); err != nil {
 			m.log.Debug("cluster: first join attempt failed; retrying in the background", "seeds", seeds, "error", err)
 		}
+	}
+	if h := m.holder.Swap(nil); h != nil {
+		m.settleHolder(h)
 	}
 	if err := m.Err(); err != nil {
 		_ = m.ml.Shutdown()
@@ -594,8 +609,16 @@ func (m *Membership) rejoin() {
 			lastPrune = now
 			m.submit(func() { m.prune(t.ForgetAfter) })
 		}
+		if h := m.holder.Swap(nil); h != nil {
+			m.settleHolder(h)
+		}
 		var targets []string
 		live := *m.live.Load()
+		if m.displaced && m.Err() == nil {
+			// Offer this node's state (a push/pull) to one other node a
+			// round until one takes it: one that saw no claim on the name.
+			m.offer(live)
+		}
 		if len(live) == 0 {
 			targets = append(targets, m.seedAddrs()...)
 		} else {
@@ -642,6 +665,44 @@ func (m *Membership) rejoin() {
 			return
 		case <-time.After(t.RejoinMin):
 		}
+	}
+}
+
+// offer joins the live members (or, with none, the seeds) while this
+// node is displaced: the others ignore it while they hold its run before
+// a restart alive, and take it, at its new address, once they have
+// declared that one dead (DeadNodeReclaim). Joining is all memberlist
+// offers: a node it ignores is neither gossiped to nor pushed to but
+// every PushPullInterval. Each member is offered this node's state until
+// its own state (the answer to a join, NotifyMerge) holds this node at
+// its address: one that took it first does not gossip it to one that
+// still held the old run suspect.
+func (m *Membership) offer(live []Member) {
+	if len(live) == 0 {
+		if seeds := m.seedAddrs(); len(seeds) > 0 {
+			_, _ = m.ml.Join(seeds)
+		}
+		return
+	}
+	if m.holdsUs == nil {
+		m.holdsUs = map[string]bool{}
+	}
+	left := 0
+	for _, mem := range live {
+		if m.holdsUs[mem.Gossip] {
+			continue
+		}
+		m.heldBy.Store(false)
+		claims := m.claims.Load()
+		if n, _ := m.ml.Join([]string{mem.Gossip}); n > 0 && m.heldBy.Load() && m.claims.Load() == claims {
+			m.holdsUs[mem.Gossip] = true
+			continue
+		}
+		left++
+	}
+	if left == 0 {
+		m.displaced, m.holdsUs = false, nil
+		m.log.Info("cluster: joined in place of this node before its restart", "members", len(live))
 	}
 }
 

@@ -107,3 +107,34 @@ func (tc *tcluster) freeze(name string) {
 	_ = n.c.net.ln.Close()
 	tc.t.Cleanup(func() { _ = n.c.Close() })
 }
+
+// A node killed and started again at once under its name on other ports
+// (a pod rescheduled), before the others declare the old run dead, is not
+// refused: the old run does not answer its pings, so it waits, and the
+// others take it at its new address once they have declared the old one
+// dead. Before, its start failed with ErrNameTaken.
+func TestRestartOnAnotherAddressBeforeDeclaredDead(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, "n1", "n2", "n3")
+	tc.converged(20 * time.Second)
+	oldCreation := tc.node("n2").node.Creation()
+	tc.crash("n2")
+	restarted := time.Now()
+	opts, logs := tc.options("n2", []string{tc.seed})
+	fresh := tc.startWith("n2", opts, logs)
+	if err := fresh.c.Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"n1", "n3"} {
+		ms := tc.node(name).c.Membership()
+		testutil.EventuallyWithin(t, 20*time.Second, name+" to hold the new n2", func() bool {
+			m, ok := ms.Member("n2")
+			return ok && m.Meta.Creation == fresh.node.Creation() && m.Meta.Creation != oldCreation && m.Gossip == fresh.c.Membership().Addr()
+		})
+	}
+	t.Logf("the others hold the restarted n2 after %s", time.Since(restarted))
+	testutil.Eventually(t, "the new n2 to see the others", func() bool { return len(fresh.c.Membership().Members()) == 2 })
+	if err := fresh.c.Err(); err != nil {
+		t.Fatalf("the restarted node: %v", err)
+	}
+}
