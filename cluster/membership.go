@@ -150,11 +150,16 @@ type Membership struct {
 	live  atomic.Pointer[[]Member] // alive members but this one, by name
 	known atomic.Pointer[[]Member] // every node seen but this one, by name
 
-	self       Meta                  // this node's metadata
-	conflict   atomic.Pointer[error] // ErrNameTaken, once another node is seen to hold this one's name
+	self       Meta                   // this node's metadata
+	conflict   atomic.Pointer[error]  // ErrNameTaken, once another node is seen to hold this one's name
 	holder     atomic.Pointer[holder] // the last member seen under this node's name that started first, until settled
 	claims     atomic.Uint64          // how often such a member was seen
 	heldBy     atomic.Bool            // the last state joined (NotifyMerge) held this node at its address
+	stopRejoin chan struct{}
+	rejoinDone chan struct{}
+	refused    sync.Map // "name\x00reason" -> struct{}: logged once
+	leaveOnce  sync.Once
+	handedOut  atomic.Uint64 // calls of the delegate's GetBroadcasts: packets memberlist sent with broadcasts (leaveGossip)
 
 	// Start's, then rejoin's (settleHolder): a holder of this node's name
 	// that did not answer, and whether the others still ignore this node.
@@ -162,11 +167,6 @@ type Membership struct {
 	silentChecked time.Time
 	displaced     bool
 	holdsUs       map[string]bool // offer: the members whose state was seen to hold this node
-	stopRejoin chan struct{}
-	rejoinDone chan struct{}
-	refused    sync.Map // "name\x00reason" -> struct{}: logged once
-	leaveOnce  sync.Once
-	handedOut  atomic.Uint64 // calls of the delegate's GetBroadcasts: packets memberlist sent with broadcasts (leaveGossip)
 }
 
 func startMembership(cfg membershipConfig) (*Membership, error) {
