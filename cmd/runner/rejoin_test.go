@@ -356,26 +356,41 @@ func TestRejoinOnANewPortBeforeDeclaredDead(t *testing.T) {
 }
 
 // TestRejoinSimultaneousStart: every node started at the same moment,
-// each given the first one's address as its seed: membership is
-// identical within the bound.
+// either each given the first one's address as its seed, or each given
+// every node's address (a StatefulSet's seed list, its own among them):
+// membership is identical within the bound.
 func TestRejoinSimultaneousStart(t *testing.T) {
 	t.Parallel()
 	defer http.DefaultClient.CloseIdleConnections()
 	for _, n := range rejoinSizes() {
-		t.Run(fmt.Sprintf("%d_nodes", n), func(t *testing.T) {
-			c := newRCluster(t)
-			c.seed = freeGossipAddr(t)
-			began := time.Now()
-			for i := range n {
-				if i == 0 {
-					c.nodes = append(c.nodes, c.launch("n1", "", "--cluster-bind", c.seed))
-					continue
-				}
-				c.nodes = append(c.nodes, c.launch(fmt.Sprintf("n%d", i+1), c.seed))
+		for _, every := range []bool{false, true} {
+			seeds := "one_seed"
+			if every {
+				seeds = "every_node_a_seed"
 			}
-			d, ok := c.converged(began, rejoinBound)
-			report(t, fmt.Sprintf("%d nodes started at once", n), d, ok, c)
-		})
+			t.Run(fmt.Sprintf("%d_nodes_%s", n, seeds), func(t *testing.T) {
+				c := newRCluster(t)
+				addrs := make([]string, n)
+				for i := range addrs {
+					addrs[i] = freeGossipAddr(t)
+				}
+				join := func(i int) string {
+					switch {
+					case every:
+						return strings.Join(addrs, ",")
+					case i == 0:
+						return ""
+					}
+					return addrs[0]
+				}
+				began := time.Now()
+				for i := range n {
+					c.nodes = append(c.nodes, c.launch(fmt.Sprintf("n%d", i+1), join(i), "--cluster-bind", addrs[i]))
+				}
+				d, ok := c.converged(began, rejoinBound)
+				report(t, fmt.Sprintf("%d nodes started at once, %s", n, seeds), d, ok, c)
+			})
+		}
 	}
 }
 
