@@ -171,5 +171,8 @@ func (m *Membership) settleHolder(h *holder) {
 		m.log.Info("cluster: the member holding this node's name does not answer: taken for this node before a restart; joining once the others declare it dead",
 			"holder", h.addr)
 	}
+	if !m.displaced {
+		m.displacedSince, m.displacedWarned = time.Now(), false
+	}
 	m.silent, m.silentChecked, m.displaced = h.addr, time.Now(), true
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 
@@ -67,7 +68,8 @@ const MaxGossipQueue = 4096
 //	kind     byte     Kind
 //	flags    byte     1: a broadcast (relayed by every receiver, once)
 //	origin   string   uvarint length and bytes: the node that sent it first
-//	seq      uvarint  broadcasts only: origin's sequence number
+//	seq      uvarint  broadcasts only: origin's sequence number (each run
+//	                  of a node starts at a random one)
 //	payload  the rest
 //
 // A message of another version, of a kind nobody handles, or malformed is
@@ -101,6 +103,11 @@ type broadcastID struct {
 
 func newGossip(self string, numNodes func() int, retransmitMult int) *gossip {
 	g := &gossip{self: self, seen: make(map[broadcastID]struct{})}
+	// Each run of a node numbers its broadcasts from a random point: a
+	// node restarted under its name numbered from 1 again, and the others,
+	// remembering the old run's first broadcasts, dropped the new run's
+	// as seen (a restarted pg scope's start notice among them).
+	g.seq.Store(rand.Uint64() >> 2)
 	g.queue.NumNodes = numNodes
 	g.queue.RetransmitMult = retransmitMult
 	return g

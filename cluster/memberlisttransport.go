@@ -77,13 +77,14 @@ func (t *faultTransport) DialAddressTimeout(a memberlist.Address, timeout time.D
 	return t.guard.outbound(c), nil
 }
 
-// knownHost reports whether host is the IP of a node this one knows (live
-// or not): its streams are a member's, not a stranger's.
-func (m *Membership) knownHost(host string) bool {
+// knownHost counts the nodes this one knows (live or not) whose gossip
+// address is on host.
+func (m *Membership) knownHost(host string) int {
+	n := 0
 	for _, mem := range *m.known.Load() {
 		if h, _, err := net.SplitHostPort(mem.Gossip); err == nil && h == host {
-			return true
+			n++
 		}
 	}
-	return false
+	return n
 }

@@ -163,10 +163,12 @@ type Membership struct {
 
 	// Start's, then rejoin's (settleHolder): a holder of this node's name
 	// that did not answer, and whether the others still ignore this node.
-	silent        string
-	silentChecked time.Time
-	displaced     bool
-	holdsUs       map[string]bool // offer: the members whose state was seen to hold this node
+	silent          string
+	silentChecked   time.Time
+	displaced       bool
+	displacedSince  time.Time
+	displacedWarned bool
+	holdsUs         map[string]bool // offer: the members whose state was seen to hold this node
 }
 
 func startMembership(cfg membershipConfig) (*Membership, error) {
@@ -702,9 +704,22 @@ func (m *Membership) offer(live []Member) {
 	}
 	if left == 0 {
 		m.displaced, m.holdsUs = false, nil
-		m.log.Info("cluster: joined in place of this node before its restart", "members", len(live))
+		m.log.Info("cluster: joined in place of this node before its restart", "members", len(live), "after", time.Since(m.displacedSince).String())
+		return
+	}
+	// The old run is declared dead within seconds of its end; one that
+	// is not, though it answers none of this node's pings, is alive
+	// behind a network that lets this node reach the others but not it.
+	if !m.displacedWarned && time.Since(m.displacedSince) > displacedWarning {
+		m.displacedWarned = true
+		m.log.Warn("cluster: the others still hold another member under this node's name, which answers none of this node's pings; this node is not a member until they declare it dead",
+			"holder", m.silent, "waited", time.Since(m.displacedSince).String(), "not_taken_by", left)
 	}
 }
+
+// displacedWarning is how long a node restarted on another address waits
+// to be taken before it warns.
+const displacedWarning = 30 * time.Second
 
 // seedAddrs resolves the seeds: a host name that resolves to several
 // addresses gives several seeds.

@@ -138,3 +138,37 @@ func TestRestartOnAnotherAddressBeforeDeclaredDead(t *testing.T) {
 		t.Fatalf("the restarted node: %v", err)
 	}
 }
+
+// The broadcasts of a node restarted under its name reach the others: a
+// new run numbered its broadcasts from 1 again, and the others, which
+// remembered the old run's, dropped them as seen (a restarted pg scope's
+// start notice among them: its members did not reach some nodes for 10 s).
+func TestRestartedNodesBroadcastsAreNotTakenAsSeen(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, "n1", "n2")
+	tc.converged(20 * time.Second)
+	box := &inbox{}
+	if _, err := tc.node("n1").c.Membership().Handle(kindTestA, box.handler); err != nil {
+		t.Fatal(err)
+	}
+	old := tc.node("n2")
+	gossip, transport := old.c.Membership().Addr(), old.c.Network().Addr()
+	if err := old.c.Membership().Broadcast(kindTestA, []byte("old run")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "n1 to get the old run's broadcast", func() bool { return box.has("n2:old run") })
+	tc.crash("n2")
+	n1 := tc.node("n1").c.Membership()
+	testutil.EventuallyWithin(t, 20*time.Second, "n1 to declare n2 dead", func() bool { _, ok := n1.Member("n2"); return !ok })
+	opts, logs := tc.options("n2", []string{tc.seed})
+	opts.Bind, opts.TransportBind = gossip, transport
+	fresh := tc.startWith("n2", opts, logs)
+	testutil.EventuallyWithin(t, 20*time.Second, "n1 to hold the new n2", func() bool {
+		m, ok := n1.Member("n2")
+		return ok && m.Meta.Creation == fresh.node.Creation()
+	})
+	if err := fresh.c.Membership().Broadcast(kindTestA, []byte("new run")); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "n1 to get the new run's first broadcast", func() bool { return box.has("n2:new run") })
+}

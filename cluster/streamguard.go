@@ -20,7 +20,8 @@ import (
 type StreamLimits struct {
 	// Max bounds the inbound streams being handled at once. Default: 64.
 	Max int
-	// PerHost bounds them per remote host (IP). Default: 8.
+	// PerHost bounds them per remote host (IP), and one more for each
+	// known node there. Default: 8.
 	PerHost int
 	// Strangers bounds those from hosts that are no known member's, so
 	// the members always have Max - Strangers. Default: 16.
@@ -65,17 +66,21 @@ func newSlots(max, perHost, strangers int) *slots {
 	return &slots{max: max, perHost: perHost, strangers: min(strangers, max), byHost: map[string]int{}}
 }
 
-// take takes a slot for a connection from host, or says why there is
-// none; release gives it back (once).
-func (s *slots) take(host string, stranger bool) (release func(), why string) {
+// take takes a slot for a connection from host, where members known
+// nodes run (none: a stranger), or says why there is none; release gives
+// it back (once). A host gets perHost slots and one more for each of its
+// members: the nodes of one machine (a test's, a small deployment's) all
+// dial a node that restarts at once.
+func (s *slots) take(host string, members int) (release func(), why string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	stranger := members == 0
 	switch {
 	case s.total >= s.max:
 		return nil, "too many connections at once"
 	case stranger && s.stranger >= s.strangers:
 		return nil, "too many connections from hosts that are no member's"
-	case s.byHost[host] >= s.perHost:
+	case s.byHost[host] >= s.perHost+members:
 		return nil, "too many connections from one host"
 	}
 	s.total++
@@ -110,16 +115,16 @@ func (s *slots) inUse() int {
 // bounds each one's size and lifetime.
 type streamGuard struct {
 	lim     StreamLimits
-	timeout time.Duration          // a stream's whole life (Timing.TCPTimeout)
-	known   func(host string) bool // a host of a known member
-	nodes   func() int             // nodes known, for the default MaxBytes
+	timeout time.Duration         // a stream's whole life (Timing.TCPTimeout)
+	known   func(host string) int // known nodes on host
+	nodes   func() int            // nodes known, for the default MaxBytes
 	log     *slog.Logger
 	limit   logging.Limiter
 	slots   *slots
 	shed    atomic.Uint64
 }
 
-func newStreamGuard(lim StreamLimits, timeout time.Duration, known func(string) bool, nodes func() int, log *slog.Logger) *streamGuard {
+func newStreamGuard(lim StreamLimits, timeout time.Duration, known func(string) int, nodes func() int, log *slog.Logger) *streamGuard {
 	lim.defaults()
 	return &streamGuard{lim: lim, timeout: timeout, known: known, nodes: nodes, log: log, slots: newSlots(lim.Max, lim.PerHost, lim.Strangers)}
 }
@@ -135,7 +140,7 @@ func (g *streamGuard) maxBytes() int64 {
 // reached.
 func (g *streamGuard) admit(c net.Conn) (net.Conn, bool) {
 	host := remoteHost(c)
-	release, why := g.slots.take(host, !g.known(host))
+	release, why := g.slots.take(host, g.known(host))
 	if release == nil {
 		g.shed.Add(1)
 		g.limit.Log(g.log, slog.LevelWarn, "remote_host", host, "memberlist: "+why+"; stream closed",

@@ -32,7 +32,12 @@ func TestStreamGuardLimits(t *testing.T) {
 	t.Parallel()
 	member := "10.0.0.1"
 	g := newStreamGuard(StreamLimits{Max: 6, PerHost: 3, Strangers: 4, MaxBytes: 10}, time.Second,
-		func(h string) bool { return h == member }, func() int { return 1 }, quiet)
+		func(h string) int {
+			if h == member {
+				return 1
+			}
+			return 0
+		}, func() int { return 1 }, quiet)
 	admit := func(host string) (net.Conn, bool) {
 		c, _ := fakeStream(t, host)
 		return g.admit(c)
@@ -71,7 +76,7 @@ func TestStreamGuardLimits(t *testing.T) {
 
 	// At most MaxBytes are read, and no deadline is set past the
 	// stream's own.
-	g = newStreamGuard(StreamLimits{MaxBytes: 10}, time.Hour, func(string) bool { return false }, func() int { return 1 }, quiet)
+	g = newStreamGuard(StreamLimits{MaxBytes: 10}, time.Hour, func(string) int { return 0 }, func() int { return 1 }, quiet)
 	c, other := fakeStream(t, "192.0.2.9")
 	gc, _ := g.admit(c)
 	go func() { _, _ = other.Write(make([]byte, 100)) }()

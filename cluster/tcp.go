@@ -55,7 +55,8 @@ type TCPOptions struct {
 	// as shed), so a flood of idle connects holds at most this many file
 	// descriptors and goroutines until HandshakeTimeout. Default: 64.
 	MaxHandshakes int
-	// MaxHandshakesPerHost bounds them per remote host (IP). Default: 8.
+	// MaxHandshakesPerHost bounds them per remote host (IP), and one
+	// more for each member whose transport is there. Default: 8.
 	MaxHandshakesPerHost int
 	// StrangerHandshakes bounds those from hosts that are no member's (no
 	// peer the membership reported up has a transport address there), so
@@ -502,7 +503,7 @@ func (n *TCPNetwork) accept() {
 		}
 		retries.Reset()
 		host := remoteHost(c)
-		release, why := n.handshakes.take(host, !n.memberHost(host))
+		release, why := n.handshakes.take(host, n.membersAt(host))
 		if release == nil {
 			n.acc.shed.Add(1)
 			n.limit.Log(n.log, slog.LevelWarn, "remote_host", host, "transport: "+why+" in their handshake; connection closed",
@@ -516,19 +517,20 @@ func (n *TCPNetwork) accept() {
 	}
 }
 
-// memberHost reports whether host is where a peer the membership reported
-// up has its transport: connections from it take the members' share of
-// the handshake slots.
-func (n *TCPNetwork) memberHost(host string) bool {
+// membersAt counts the peers the membership reported up whose transport
+// is on host: connections from it take the members' share of the
+// handshake slots, one more per member.
+func (n *TCPNetwork) membersAt(host string) int {
+	count := 0
 	for _, p := range *n.peers.Load() {
 		if !p.up.Load() {
 			continue
 		}
 		if h, _, err := net.SplitHostPort(p.addrString()); err == nil && h == host {
-			return true
+			count++
 		}
 	}
-	return false
+	return count
 }
 
 // inbound runs the accepting side of the handshake and hands the

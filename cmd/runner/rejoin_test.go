@@ -68,13 +68,12 @@ type rnode struct {
 
 // rcluster is the runners of one measurement.
 type rcluster struct {
-	t            *testing.T
-	dir, secret  string
-	nodes        []*rnode
-	seed         string
-	earlier      []*runner // runners killed and replaced
-	sizes        []int     // which sizes to run
-	startTimeout time.Duration
+	t           *testing.T
+	dir, secret string
+	nodes       []*rnode
+	seed        string
+	earlier     []*runner // runners killed and replaced
+	last        string    // what the last check of identical saw differ
 }
 
 // launch starts runner name with the flags extra, without waiting.
@@ -83,6 +82,9 @@ func (c *rcluster) launch(name, seed string, extra ...string) *rnode {
 		"--cluster-bind", "127.0.0.1:0", "--cluster-secret-file", c.secret}
 	if seed != "" {
 		args = append(args, "--cluster-join", seed)
+	}
+	if os.Getenv("REJOIN_DEBUG") == "debug" {
+		args = append(args, "--log-level", "debug")
 	}
 	return &rnode{name: name, r: start(c.t, append(append(args, extra...), c.dir)...)}
 }
@@ -172,6 +174,7 @@ func (c *rcluster) identical() bool {
 	var want []string
 	for i, n := range c.nodes {
 		if !oks[i] {
+			c.last = n.name + " does not answer"
 			return false
 		}
 		var own []string
@@ -181,17 +184,20 @@ func (c *rcluster) identical() bool {
 			}
 		}
 		if len(own) != 1 {
+			c.last = fmt.Sprintf("%s holds %v of its own", n.name, own)
 			return false
 		}
 		want = append(want, own[0])
 	}
 	slices.Sort(want)
-	for _, v := range views {
+	var differ []string
+	for i, v := range views {
 		if !slices.Equal(v, want) {
-			return false
+			differ = append(differ, fmt.Sprintf("%s holds %v", c.nodes[i].name, v))
 		}
 	}
-	return true
+	c.last = fmt.Sprintf("want %v; %s", want, strings.Join(differ, "; "))
+	return len(differ) == 0
 }
 
 // converged polls until the membership is identical, returning how long
@@ -213,6 +219,7 @@ func (c *rcluster) converged(since time.Time, limit time.Duration) (time.Duratio
 // explain shows each node's view and the tail of its log.
 func (c *rcluster) explain() string {
 	var b strings.Builder
+	fmt.Fprintf(&b, "at the bound: %s\n", c.last)
 	for _, n := range c.nodes {
 		m, ok := groupMembers(n.http)
 		fmt.Fprintf(&b, "%s (%s): %v %v\n", n.name, n.http, ok, m)
@@ -226,6 +233,15 @@ func (c *rcluster) explain() string {
 
 // explainLines is how many of each runner's last log lines explain shows.
 var explainLines = 15
+
+func init() {
+	if os.Getenv("REJOIN_DEBUG") != "" {
+		explainLines = 60
+		if os.Getenv("REJOIN_DEBUG") == "debug" {
+			explainLines = 100000
+		}
+	}
+}
 
 // stop ends every runner.
 func (c *rcluster) stop() {
