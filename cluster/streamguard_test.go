@@ -159,3 +159,25 @@ func TestMemberlistStreamFloodIsBounded(t *testing.T) {
 	tc.start("n2")
 	tc.converged(20 * time.Second)
 }
+
+// A host gets the per-host slots and one more for each member there: the
+// other nodes of one machine all dial a node that restarts at once.
+func TestSlotsPerHostGrowWithMembers(t *testing.T) {
+	t.Parallel()
+	s := newSlots(64, 2, 32)
+	for i, tt := range []struct {
+		host    string
+		members int
+		ok      bool
+	}{
+		{"127.0.0.1", 3, true}, {"127.0.0.1", 3, true}, {"127.0.0.1", 3, true}, {"127.0.0.1", 3, true}, {"127.0.0.1", 3, true},
+		{"127.0.0.1", 3, false}, // 2 + 3
+		{"192.0.2.1", 0, true}, {"192.0.2.1", 0, true},
+		{"192.0.2.1", 0, false}, // a stranger: 2
+	} {
+		release, why := s.take(tt.host, tt.members)
+		if (release != nil) != tt.ok {
+			t.Fatalf("take %d from %s (%d members): %v %q, want %v", i, tt.host, tt.members, release != nil, why, tt.ok)
+		}
+	}
+}
