@@ -22,6 +22,10 @@ import (
 // them with 4 nodes; -rejoin12 runs the 12 (a minute or two):
 //
 //	go test ./cmd/runner -run TestRejoin -rejoin12 -count 3 -v
+//
+// REJOIN_DEBUG=1 in the environment shows every node's view and log tail
+// with each figure; REJOIN_DEBUG=debug runs the runners at debug level
+// and shows their whole logs.
 var rejoin12 = flag.Bool("rejoin12", false, "run the rejoin measurements (TestRejoin) with 12 runners as well as 4")
 
 // rejoinTarget is the target; rejoinBound is what fails the test,
