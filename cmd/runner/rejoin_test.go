@@ -261,6 +261,20 @@ func (c *rcluster) stop() {
 	}
 }
 
+// kill SIGKILLs the node in the middle of the list and waits for its end;
+// it returns the node and its index, for its successor.
+func (c *rcluster) kill() (*rnode, int) {
+	c.t.Helper()
+	i := len(c.nodes) / 2
+	victim := c.nodes[i]
+	if err := victim.r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		c.t.Fatal(err)
+	}
+	victim.r.wait(c.t)
+	c.earlier = append(c.earlier, victim.r)
+	return victim, i
+}
+
 // count counts the log lines of every runner (replaced ones too) that
 // hold s.
 func (c *rcluster) count(s string) int {
@@ -303,37 +317,39 @@ func report(t *testing.T, what string, d time.Duration, ok bool, c *rcluster) {
 	}
 }
 
-// TestRejoinAfterDeclaredDead: a node SIGKILLed, declared dead by the
-// others, and restarted with the same name on the same addresses (gossip
-// and transport ports): every node holds the same members within the
-// bound, the restarted node's new member among them.
-func TestRejoinAfterDeclaredDead(t *testing.T) {
+// eachRestart runs restart, in parallel with the other tests, for each
+// size of cluster, started one node after another.
+func eachRestart(t *testing.T, restart func(t *testing.T, n int, c *rcluster)) {
 	t.Parallel()
 	defer http.DefaultClient.CloseIdleConnections()
 	for _, n := range rejoinSizes() {
 		t.Run(fmt.Sprintf("%d_nodes", n), func(t *testing.T) {
 			c := newRCluster(t)
 			c.startOneByOne(n)
-			victim := c.nodes[n/2]
-			if err := victim.r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			victim.r.wait(t)
-			c.earlier = append(c.earlier, victim.r)
-			for _, o := range c.nodes {
-				if o != victim {
-					o.r.waitFor(t, o.name+" to declare "+victim.name+" dead", func() bool {
-						return memberState(t, o.http, victim.name) == "dead"
-					})
-				}
-			}
-			restarted := time.Now()
-			i := slices.Index(c.nodes, victim)
-			c.nodes[i] = c.launch(victim.name, c.seed, "--cluster-bind", victim.gossip, "--cluster-transport-bind", victim.transport)
-			d, ok := c.converged(restarted, rejoinBound)
-			report(t, fmt.Sprintf("%d nodes, same name and address after declared dead", n), d, ok, c)
+			restart(t, n, c)
 		})
 	}
+}
+
+// TestRejoinAfterDeclaredDead: a node SIGKILLed, declared dead by the
+// others, and restarted with the same name on the same addresses (gossip
+// and transport ports): every node holds the same members within the
+// bound, the restarted node's new member among them.
+func TestRejoinAfterDeclaredDead(t *testing.T) {
+	eachRestart(t, func(t *testing.T, n int, c *rcluster) {
+		victim, i := c.kill()
+		for _, o := range c.nodes {
+			if o != victim {
+				o.r.waitFor(t, o.name+" to declare "+victim.name+" dead", func() bool {
+					return memberState(t, o.http, victim.name) == "dead"
+				})
+			}
+		}
+		restarted := time.Now()
+		c.nodes[i] = c.launch(victim.name, c.seed, "--cluster-bind", victim.gossip, "--cluster-transport-bind", victim.transport)
+		d, ok := c.converged(restarted, rejoinBound)
+		report(t, fmt.Sprintf("%d nodes, same name and address after declared dead", n), d, ok, c)
+	})
 }
 
 // TestRejoinOnANewPortBeforeDeclaredDead: a node SIGKILLed and restarted
@@ -342,37 +358,25 @@ func TestRejoinAfterDeclaredDead(t *testing.T) {
 // others' redials of the old address back off, their log lines
 // rate-limited.
 func TestRejoinOnANewPortBeforeDeclaredDead(t *testing.T) {
-	t.Parallel()
-	defer http.DefaultClient.CloseIdleConnections()
-	for _, n := range rejoinSizes() {
-		t.Run(fmt.Sprintf("%d_nodes", n), func(t *testing.T) {
-			c := newRCluster(t)
-			c.startOneByOne(n)
-			victim := c.nodes[n/2]
-			before := c.count("transport: connection lost")
-			if err := victim.r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
-				t.Fatal(err)
-			}
-			victim.r.wait(t)
-			c.earlier = append(c.earlier, victim.r)
-			restarted := time.Now()
-			i := slices.Index(c.nodes, victim)
-			c.nodes[i] = c.launch(victim.name, c.seed)
-			d, ok := c.converged(restarted, rejoinBound)
-			report(t, fmt.Sprintf("%d nodes, same name on a new port before declared dead", n), d, ok, c)
-			// The old address stays dialed until it is forgotten; give the
-			// redials the time the issue counted (9 s) to show a loop.
-			time.Sleep(max(0, 9*time.Second-time.Since(restarted)))
-			lost := c.count("transport: connection lost") - before
-			t.Logf("rejoin figure: %d nodes, new port: %d `transport: connection lost` lines in 9s", n, lost)
-			// Each of the n-1 others lost its connection to the killed
-			// node once; a few more per peer are redials of a flapping
-			// link the rate limit lets through. The issue saw 180.
-			if limit := 3 * (n - 1); lost > limit {
-				t.Errorf("%d `transport: connection lost` lines in 9s, more than %d", lost, limit)
-			}
-		})
-	}
+	eachRestart(t, func(t *testing.T, n int, c *rcluster) {
+		before := c.count("transport: connection lost")
+		victim, i := c.kill()
+		restarted := time.Now()
+		c.nodes[i] = c.launch(victim.name, c.seed)
+		d, ok := c.converged(restarted, rejoinBound)
+		report(t, fmt.Sprintf("%d nodes, same name on a new port before declared dead", n), d, ok, c)
+		// The old address stays dialed until it is forgotten; give the
+		// redials the time the issue counted (9 s) to show a loop.
+		time.Sleep(max(0, 9*time.Second-time.Since(restarted)))
+		lost := c.count("transport: connection lost") - before
+		t.Logf("rejoin figure: %d nodes, new port: %d `transport: connection lost` lines in 9s", n, lost)
+		// Each of the n-1 others lost its connection to the killed
+		// node once; a few more per peer are redials of a flapping
+		// link the rate limit lets through. The issue saw 180.
+		if limit := 3 * (n - 1); lost > limit {
+			t.Errorf("%d `transport: connection lost` lines in 9s, more than %d", lost, limit)
+		}
+	})
 }
 
 // TestRejoinSimultaneousStart: every node started at the same moment,
