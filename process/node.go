@@ -75,10 +75,10 @@ type Node struct {
 	relMu sync.Mutex
 	rel   map[string]map[PID]struct{}
 
-	// Every send reads the node (its name, its table, anonMeta): a size
-	// that is a multiple of 64 makes it 64-byte aligned, so it shares no
-	// cache line with an object that another goroutine writes (see
-	// directory).
+	// Every send reads the node (its name, its table, anonMeta): its size,
+	// 256 bytes, is a size class whose objects are 256-byte aligned, so it
+	// shares no cache line, nor an aligned pair of them, with an object
+	// that another goroutine writes (see directory).
 	_ [56]byte
 }
 

@@ -35,7 +35,10 @@ type queue[T any] struct {
 	first  atomic.Pointer[chunk[T]] // set by a producer that found no chunk
 
 	// The consumer's fields sit on their own cache line, so its progress
-	// does not invalidate the line producers write on every push.
+	// does not invalidate the line producers write on every push. Where
+	// the queue's own address is known, so is the rest: a process's
+	// mailbox places its producer fields and its consumer fields in two
+	// different aligned 128-byte pairs of lines (see process).
 	_ [64]byte
 
 	// consumer-owned
