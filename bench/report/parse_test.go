@@ -157,6 +157,8 @@ func TestFormat(t *testing.T) {
 		{size, 5.3e9, "5.30 GB"},
 		{size, 2.5e6, "2.5 MB"},
 		{duration, 9.3e9, "9.30 s"},
+		{count, 261647, "261.6 k"},
+		{count, 12, "12"},
 	}
 	for _, tt := range tests {
 		if got := tt.k.format(tt.v); got != tt.want {

@@ -15,6 +15,7 @@ const (
 	rate     kind = iota // per second; higher is better
 	duration             // nanoseconds; lower is better
 	size                 // bytes; lower is better
+	count                // a number of things; lower is better
 )
 
 // scenario is one row of the report: a figure, the benchmark that measures
@@ -66,6 +67,9 @@ var scenarios = []scenario{
 		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x"},
 	{figure: "Go tell vs an SPSC ring", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor", peer: "BenchmarkTell/ring",
 		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x"},
+	// Whether the receiver kept up: its mailbox's high-water mark.
+	{figure: "Go tell, the receiver's backlog at most", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor",
+		units: []string{"hw-msgs"}, scale: 1, kind: count, benchtime: "1x"},
 	{figure: "Go ask p50", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
 		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "1x", limit: 800},
 	{figure: "Go ask p99", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
@@ -143,6 +147,7 @@ var steps = map[kind][]unitStep{
 	rate:     {{1e6, "%.2f M/s"}, {1e3, "%.1f k/s"}, {1, "%.0f /s"}},
 	duration: {{1e9, "%.2f s"}, {1e6, "%.1f ms"}, {1e3, "%.2f µs"}, {1, "%.0f ns"}},
 	size:     {{1e9, "%.2f GB"}, {1e6, "%.1f MB"}, {1, "%.0f B"}},
+	count:    {{1e6, "%.2f M"}, {1e3, "%.1f k"}, {1, "%.0f"}},
 }
 
 // format prints v, in k's base unit, with a unit that keeps it short.
