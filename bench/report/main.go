@@ -286,7 +286,7 @@ func printTable(w io.Writer, sel []scenario, of []*group) {
 			if s.spread > 0 {
 				oursText = "n/a (one run)"
 				if !math.IsNaN(f.spread) {
-					oursText = fmt.Sprintf("±%.0f %% (%s–%s)", 100*f.spread, s.kind.format(slices.Min(runs)), s.kind.format(slices.Max(runs)))
+					oursText = fmt.Sprintf("±%.1f %% (%s–%s)", 100*f.spread, s.kind.format(slices.Min(runs)), s.kind.format(slices.Max(runs)))
 				}
 			}
 		}

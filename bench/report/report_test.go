@@ -85,7 +85,7 @@ BenchmarkSpawn/protoactor-2 1 5 ns/op 100000 spawns/s 700 B/process
 		{"Lua tell", "3.10 M/s", "", "", "≥ 3.00 M/s", "met"},
 		{"Lua ask p50", "n/a", "", "", "≤ 2.00 µs", "n/a"},
 		{"Lua spawn", "300.0 k/s", "", "", "≥ 200.0 k/s", "met"},
-		{"Lua spawn, spread over the runs", "±20 % (240.0 k/s–330.0 k/s)", "", "", "every run within ±20 % of the median", "met"},
+		{"Lua spawn, spread over the runs", "±20.0 % (240.0 k/s–330.0 k/s)", "", "", "every run within ±20 % of the median", "met"},
 		{"pg join+leave", "1.95 µs", "", "", "≤ 2.00 µs", "met"},
 		{"pg join+leave among 100 k groups", "n/a", "", "", "≤ 5.00 µs", "n/a"},
 		{"pg fan-out to 64 nodes, per op", "n/a", "", "", "≤ 60.00 µs", "n/a"},
