@@ -1,6 +1,7 @@
 package process
 
 import (
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -22,8 +23,31 @@ type askRef struct {
 	state    atomic.Uint64
 	deadline atomic.Int64 // of the current call, 0 for none; see ReplyDeadline
 	ch       chan askResult
-	timer    *time.Timer
-	wake     *Proc // notified when the call settles; see WakeOnSettle
+	timer    *time.Timer // fires expire; armed by Wait
+	wake     *Proc       // notified when the call settles; see WakeOnSettle
+}
+
+// beforeExpire, set only by tests, runs as an ask's timer fires, before
+// expire looks at the call: it widens the window in which a fired timer
+// races a reply (TestAskTimeoutNeverStrikesTheNextAsk).
+var beforeExpire atomic.Pointer[func()]
+
+// errExpired is what expire settles a call with: Wait's timeout, which no
+// replier can send.
+var errExpired = errors.New("process: ask expired")
+
+// expire settles the current call as timed out, from the timer's
+// goroutine: Wait then receives on ch alone instead of a select with a
+// timer channel, a large part of an ask's cost (as a Call's waiter does,
+// call.go). A ref whose timer fired while a reply came is not reused
+// (Wait), so expire never sees a later call's token.
+func (r *askRef) expire() {
+	if h := beforeExpire.Load(); h != nil {
+		(*h)()
+	}
+	if t := r.state.Load(); t&1 == 0 && r.state.CompareAndSwap(t, t+1) {
+		r.ch <- askResult{err: errExpired}
+	}
 }
 
 // release puts r back in the pool, holding no process.
@@ -33,7 +57,8 @@ func (r *askRef) release() {
 }
 
 var askPool = sync.Pool{New: func() any {
-	r := &askRef{ch: make(chan askResult, 1), timer: time.NewTimer(time.Hour)}
+	r := &askRef{ch: make(chan askResult, 1)}
+	r.timer = time.AfterFunc(time.Hour, r.expire)
 	r.timer.Stop()
 	return r
 }}
@@ -144,24 +169,35 @@ func (c Call) Wait(timeout time.Duration, done <-chan struct{}) (Reply, error) {
 	}
 	r := c.r
 	r.timer.Reset(timeout)
-	select {
-	case res := <-r.ch:
-		r.timer.Stop()
-		r.release()
-		return Reply{Value: res.value, From: res.from, Err: res.err}, nil
-	case <-r.timer.C:
-		if !r.state.CompareAndSwap(c.token, c.token+1) {
-			return c.take(), nil // a reply won the race with the clock
+	var res askResult
+	if done == nil {
+		res = <-r.ch
+	} else {
+		select {
+		case res = <-r.ch:
+		case <-done:
+			if r.state.CompareAndSwap(c.token, c.token+1) {
+				c.drop()
+				return Reply{}, ErrCallAbandoned
+			}
+			res = <-r.ch // settled meanwhile, by a reply or the clock
 		}
-		r.release()
+	}
+	if res.err == errExpired {
+		r.release() // expire has done all it does
 		return Reply{}, ErrTimeout
-	case <-done:
-		r.timer.Stop()
-		if !r.state.CompareAndSwap(c.token, c.token+1) {
-			return c.take(), nil
-		}
-		r.release()
-		return Reply{}, ErrCallAbandoned
+	}
+	c.drop()
+	return Reply{Value: res.value, From: res.from, Err: res.err}, nil
+}
+
+// drop ends a call that the clock did not settle: it stops the timer and
+// releases the ref, unless the timer fired meanwhile — then its expire
+// may still be on its way, and would settle the next call that reused the
+// ref as timed out at once, so the ref is left to the collector instead.
+func (c Call) drop() {
+	if c.r.timer.Stop() {
+		c.r.release()
 	}
 }
 

@@ -1,6 +1,9 @@
 package process
 
-import "time"
+import (
+	"time"
+	"unsafe"
+)
 
 // Message is what a mailbox holds: who sent it, a topic, a payload and, for
 // an ask, where the reply goes.
@@ -26,6 +29,26 @@ type meta struct {
 	from   PID
 	target ReplyTarget
 	token  uint64
+}
+
+// sharedMeta returns a meta for the tells of one sender with one topic,
+// which both sides read on every message: it is allocated alone in an
+// aligned 128-byte pair of cache lines (sharedMetaBox), so no object that
+// either side writes shares a line with it, nor the other line of its pair,
+// which Intel's spatial prefetcher fetches along with it. A meta alone
+// (72 bytes, in the 80-byte size class) sits at any multiple of 16 and
+// shares its lines with its neighbours. The 48 bytes more are paid once
+// per change of topic, not per message.
+func sharedMeta(topic string, from PID) *meta {
+	b := &sharedMetaBox{meta: meta{topic: topic, from: from}}
+	return &b.meta
+}
+
+// sharedMetaBox is 128 bytes, a size class whose objects are 128-byte
+// aligned (TestSharedMetaOwnsItsLines).
+type sharedMetaBox struct {
+	meta
+	_ [128 - unsafe.Sizeof(meta{})]byte
 }
 
 // envelope is a message as a mailbox stores it: 24 bytes.

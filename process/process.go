@@ -11,18 +11,23 @@ import (
 // names, the context of a goroutine process — lives in ext, allocated on
 // first use, so an idle Behavior stays small.
 type process struct {
-	// Read by senders on every message, written rarely: these share the
-	// line(s) of the mailbox's producer fields, which senders write anyway.
+	// The first 128 bytes are the senders': what they read on every
+	// message, written rarely, and the mailbox's producer fields, which
+	// they write. The rest is the consumer's. A process is 256 bytes, a
+	// size class whose objects are 256-byte aligned, so the boundary is
+	// one between two aligned 128-byte pairs of cache lines: Intel's
+	// spatial prefetcher, which completes such a pair on every miss, never
+	// drags one side's line along with the other's (TestMailboxLayout).
 	pid      PID
 	node     *Node
-	behavior Behavior             // nil for a goroutine process
-	wake     chan struct{}        // goroutine process: made by the first Arm; signalled when mail or an event arrives
-	sched    atomic.Int32         // Behavior: schedIdle, schedRunning or schedLooking (behavior.go)
-	wait     atomic.Int32         // goroutine process: waitRunning, waitArmed, waitSuspending or waitSuspended
-	tellMeta atomic.Pointer[meta] // the meta of this process's last tell (see meta)
+	behavior Behavior      // nil for a goroutine process
+	wake     chan struct{} // goroutine process: made by the first Arm; signalled when mail or an event arrives
+	sched    atomic.Int32  // Behavior: schedIdle, schedRunning or schedLooking (behavior.go)
+	wait     atomic.Int32  // goroutine process: waitRunning, waitArmed, waitSuspending or waitSuspended
 
 	// The mailbox keeps its producer and consumer fields a cache line
-	// apart; what follows shares the consumer's line.
+	// apart; its producer fields end the senders' 128 bytes, and what
+	// follows it shares the consumer's line.
 	mb queue[envelope]
 
 	// Read by the consumer on every message, written rarely.
@@ -33,6 +38,10 @@ type process struct {
 
 	mu  sync.Mutex              // guards the fields of ext and the transition to dead
 	ext atomic.Pointer[procExt] // allocated on first use, never replaced
+
+	// The meta of this process's last tell (see meta): written and read
+	// by whoever sends in its name, which is the process itself.
+	tellMeta atomic.Pointer[meta]
 }
 
 type procExt struct {
@@ -105,7 +114,7 @@ func (p *process) metaOf(m *Message) *meta {
 	if mt := n.anonMeta.Load(); mt != nil && mt.topic == m.Topic {
 		return mt
 	}
-	mt := &meta{topic: m.Topic}
+	mt := sharedMeta(m.Topic, PID{})
 	n.anonMeta.Store(mt)
 	return mt
 }
@@ -121,7 +130,7 @@ func (n *Node) senderMeta(from PID, topic string) *meta {
 	if mt := sp.tellMeta.Load(); mt != nil && mt.topic == topic {
 		return mt
 	}
-	mt := &meta{topic: topic, from: from}
+	mt := sharedMeta(topic, from)
 	sp.tellMeta.Store(mt)
 	return mt
 }

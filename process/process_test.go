@@ -754,3 +754,41 @@ func TestCall(t *testing.T) {
 		}
 	})
 }
+
+// An ask answered just as its timeout fires must not leave that timer's
+// late expiry to strike the next ask that reuses the pooled reply ref: that
+// ask would report a timeout at once although it was answered, or not yet
+// due. Replies here take about as long as the timeout, so answers and
+// expiries keep crossing (as TestCallTimeoutNeverStrikesTheNextCall), and
+// each expiry waits a little before it looks at its call.
+func TestAskTimeoutNeverStrikesTheNextAsk(t *testing.T) {
+	const timeout = time.Millisecond
+	// A fired timer's expire that is slow to look at its call: were the
+	// ref reused after such a fire, the expire would find the next ask.
+	slow := func() { time.Sleep(timeout / 5) }
+	beforeExpire.Store(&slow)
+	defer beforeExpire.Store(nil)
+	n := newTestNode()
+	replier := behaviorFunc(func(c Context, m Message) {
+		for end := time.Now().Add(m.Payload.(time.Duration)); time.Now().Before(end); {
+		}
+		c.Reply(&m, m.Payload, nil)
+	})
+	pid, _ := n.Spawn(replier, SpawnOptions{})
+	defer n.Kill(pid)
+	deadline := time.Now().Add(time.Second)
+	for i := 0; time.Now().Before(deadline); i++ {
+		busy := timeout*3/4 + time.Duration(i%50)*timeout/100
+		start := time.Now()
+		v, _, err := n.Ask(pid, Message{Payload: busy}, timeout)
+		took := time.Since(start)
+		switch {
+		case errors.Is(err, ErrTimeout) && took < timeout/2:
+			t.Fatalf("ask %d timed out after %s, before its %s timeout", i, took, timeout)
+		case err == nil && v != busy:
+			t.Fatalf("ask %d got %v, the reply to another ask (want %v)", i, v, busy)
+		case err != nil && !errors.Is(err, ErrTimeout):
+			t.Fatalf("ask %d: %v", i, err)
+		}
+	}
+}

@@ -19,7 +19,8 @@ import (
 // What a message costs is mostly cache lines crossing between the
 // producer's core and the consumer's, so each side writes only its own:
 // the consumer reads the producers' count once per run of published slots,
-// not once per slot; it never writes a slot it pops (it clears a chunk's
+// not once per slot, and publishes its own once per chunk while a backlog
+// lasts (see pop); it never writes a slot it pops (it clears a chunk's
 // slots in one pass, when it is done with the chunk or about to wait); and
 // a producer that takes a recycled chunk clears it first, so that the
 // lines it then fills are already its own (see newChunk).
@@ -28,21 +29,29 @@ type queue[T any] struct {
 	tail   *chunk[T] // guarded by mu
 	tailN  int32     // slots of tail written; guarded by mu
 	closed bool      // guarded by mu
-	limit  int64     // guarded by mu; 0 = unbounded
+	// limit is written under mu (0 = unbounded); producers read it under
+	// mu, the consumer as it starts a run of published slots, when it
+	// reads pushed on the same line anyway.
+	limit atomic.Int64
 
 	pushed atomic.Int64             // written under mu
 	hw     atomic.Int64             // high-water mark (see mark); written under mu
 	first  atomic.Pointer[chunk[T]] // set by a producer that found no chunk
 
 	// The consumer's fields sit on their own cache line, so its progress
-	// does not invalidate the line producers write on every push.
+	// does not invalidate the line producers write on every push. Where
+	// the queue's own address is known, so is the rest: a process's
+	// mailbox places its producer fields and its consumer fields in two
+	// different aligned 128-byte pairs of lines (see process).
 	_ [64]byte
 
 	// consumer-owned
-	popped atomic.Int64
+	popped atomic.Int64 // items popped, as published: lag behind the true count
 	head   *chunk[T]
-	pos    int16 // next slot of head to pop
-	clean  int16 // slots of head below this are popped and cleared
+	pos    uint8 // next slot of head to pop
+	clean  uint8 // slots of head below this are popped and cleared
+	lag    uint8 // items popped and not yet counted in popped; 0 while ready < chunkSize
+	exact  bool  // the queue was bounded when this run started: popped is published per pop
 	ready  int32 // published slots not yet popped, as pushed last said
 }
 
@@ -125,10 +134,10 @@ func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 		return false, false
 	}
 	pushed := q.pushed.Load()
-	if q.limit > 0 && !over {
+	if limit := q.limit.Load(); limit > 0 && !over {
 		// A bounded queue reads the consumer's count anyway: its mark is exact.
 		depth := pushed - q.popped.Load()
-		if depth >= q.limit {
+		if depth >= limit {
 			q.mu.Unlock()
 			return false, true
 		}
@@ -158,13 +167,22 @@ func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 }
 
 // pop takes the next item; only the consumer may call it.
+//
+// While a chunk's worth or more of what it found is still waiting, it
+// publishes its count (popped) at the end of each chunk rather than per
+// item: the count is an atomic store, a full fence on amd64, which kept
+// the misses on successive slots from overlapping. So len may overstate by
+// up to 63 while at least 64 more items wait, and is exact otherwise (a
+// router that picks the smallest mailbox compares small ones exactly). A
+// bounded queue publishes per item, as its limit needs.
 func (q *queue[T]) pop() (T, bool) {
-	n := q.popped.Load()
 	if q.ready == 0 {
-		if q.ready = int32(min(q.pushed.Load()-n, math.MaxInt32)); q.ready == 0 {
+		// lag is 0: the last pops of the previous run published it.
+		if q.ready = int32(min(q.pushed.Load()-q.popped.Load(), math.MaxInt32)); q.ready == 0 {
 			var zero T
 			return zero, false
 		}
+		q.exact = q.limit.Load() > 0
 	}
 	// Slot n is published: its chunk is linked (first, or the previous
 	// chunk's next) before pushed counts it.
@@ -186,9 +204,13 @@ func (q *queue[T]) pop() (T, bool) {
 	v := h.slots[q.pos]
 	q.pos++
 	q.ready--
-	// A plain store to the consumer's own line: it costs a transfer only
-	// when someone reads the length.
-	q.popped.Store(n + 1)
+	q.lag++
+	if q.ready < chunkSize || q.exact || q.pos == chunkSize {
+		// A store to the consumer's own line: it costs a transfer only
+		// when someone reads the length.
+		q.popped.Store(q.popped.Load() + int64(q.lag))
+		q.lag = 0
+	}
 	return v, true
 }
 
@@ -236,16 +258,19 @@ func (q *queue[T]) mark(depth int64) {
 }
 
 // highWater is the most items seen waiting at once: exact for a bounded
-// queue, sampled once per chunk of pushes for an unbounded one.
+// queue, sampled once per chunk of pushes for an unbounded one (and
+// against a count of pops published once per chunk at most: within
+// chunkSize either way).
 func (q *queue[T]) highWater() int { return int(q.hw.Load()) }
 
-// len is the number of items pushed and not yet popped.
+// len is the number of items pushed and not yet popped, as the consumer
+// has published its count (see pop).
 func (q *queue[T]) len() int { return int(q.pushed.Load() - q.popped.Load()) }
 
 // setLimit changes the bound; 0 means unbounded.
 func (q *queue[T]) setLimit(n int) {
 	q.mu.Lock()
-	q.limit = int64(n)
+	q.limit.Store(int64(n))
 	q.mu.Unlock()
 }
 
@@ -332,7 +357,9 @@ func (q *Queue[T]) Ready() <-chan struct{} {
 	return q.wake
 }
 
-// Len returns the number of items pushed and not yet popped.
+// Len returns the number of items pushed and not yet popped: exact for a
+// bounded queue and whenever fewer than 64 wait; up to 63 more while the
+// consumer works through a longer run (see pop).
 func (q *Queue[T]) Len() int { return q.q.len() }
 
 // HighWater is the most items seen waiting at once (exact for a bounded

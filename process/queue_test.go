@@ -121,3 +121,57 @@ func TestQueueRecyclesChunks(t *testing.T) {
 		t.Fatalf("%v allocations per item", n)
 	}
 }
+
+// While a backlog lasts the consumer publishes its count once per chunk,
+// not per item: Len may count up to 63 items it has taken while 64 or more
+// wait, and is exact when fewer do. A bounded queue counts every pop, so
+// that a freed place is free at once.
+func TestQueueLenAsTheConsumerGoes(t *testing.T) {
+	q := NewQueue[int](0)
+	for i := range 200 {
+		if err := q.Push(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 200 {
+		if v, ok := q.Pop(); !ok || v != i {
+			t.Fatalf("pop %d = %d, %v", i, v, ok)
+		}
+		l, waiting := q.Len(), 199-i
+		if l < waiting || l > waiting+chunkSize-1 || waiting < chunkSize && l != waiting {
+			t.Fatalf("after %d pops Len is %d; %d are waiting", i+1, l, waiting)
+		}
+	}
+	if l := q.Len(); l != 0 {
+		t.Fatalf("Len %d once the run is taken", l)
+	}
+	// A run that ends mid-chunk: exact at its end.
+	for i := range 10 {
+		q.Push(i)
+	}
+	for range 10 {
+		q.Pop()
+	}
+	if l := q.Len(); l != 0 {
+		t.Fatalf("Len %d after a run of 10", l)
+	}
+
+	b := NewQueue[int](3)
+	for i := range 3 {
+		if err := b.Push(i); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := b.Push(3); !errors.Is(err, ErrQueueFull) {
+		t.Fatalf("push past the limit: %v", err)
+	}
+	if _, ok := b.Pop(); !ok {
+		t.Fatal("nothing to pop")
+	}
+	if l := b.Len(); l != 2 {
+		t.Fatalf("bounded Len %d after one pop of 3", l)
+	}
+	if err := b.Push(3); err != nil {
+		t.Fatalf("the place the pop freed: %v", err)
+	}
+}

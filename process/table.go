@@ -26,19 +26,25 @@ const (
 )
 
 // directory is read on every local send, and so is its pages array. Each
-// fills whole cache lines of its own (an object of 64 bytes, or of a
-// multiple of 64, is allocated 64-byte aligned), so that no small object
-// shares a line with them — a behaviour's state, say, written on every
-// message it handles: a 24-byte one that landed next to the 24-byte
-// directory made every send wait for the line, and Go tell ran at half
-// its rate in about half the runs.
+// fills whole aligned 128-byte pairs of cache lines of its own (an object
+// of 128 bytes, or of a multiple of 128, is allocated 128-byte aligned), so
+// that no small object shares a line with them — a behaviour's state, say,
+// written on every message it handles: a 24-byte one that landed next to
+// the 24-byte directory made every send wait for the line, and Go tell ran
+// at half its rate in about half the runs. A pair, not a line: Intel's
+// spatial prefetcher fetches the other line of an aligned pair with every
+// line it misses, so a neighbour in the pair's other line would still
+// cost the senders a transfer whenever its writer takes it back.
 type directory struct {
-	pages []atomic.Pointer[page] // page number i is pages[i]; len is a multiple of pagesPerLine
-	_     [64 - unsafe.Sizeof([]atomic.Pointer[page]{})]byte
+	pages []atomic.Pointer[page] // page number i is pages[i]; len is a multiple of pagesPerPair
+	_     [linePair - unsafe.Sizeof([]atomic.Pointer[page]{})]byte
 }
 
-// pagesPerLine page pointers fill a cache line.
-const pagesPerLine = 64 / unsafe.Sizeof(atomic.Pointer[page]{})
+// linePair is two cache lines, aligned: what one miss may fetch (above).
+const linePair = 128
+
+// pagesPerPair page pointers fill an aligned pair of cache lines.
+const pagesPerPair = linePair / unsafe.Sizeof(atomic.Pointer[page]{})
 
 type page struct {
 	slots [pageSize]atomic.Pointer[process]
@@ -86,7 +92,7 @@ func (t *table) pageFor(pn uint64) *page {
 	defer t.mu.Unlock()
 	d := t.dir.Load()
 	if d == nil || pn >= uint64(len(d.pages)) {
-		n := int(pagesPerLine)
+		n := int(pagesPerPair)
 		if d != nil {
 			n = 2 * len(d.pages)
 		}

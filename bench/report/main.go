@@ -3,8 +3,11 @@
 // buffered channel and an SPSC ring carrying the same messages), Lua
 // processes, pg scopes, router pools, the cluster transport and pg across
 // nodes — and prints one Markdown table: each figure's median over -count runs, the peer's in the
-// same run where there is one, their ratio, the target and whether it is
-// met. The peer is protoactor-go unless the figure names another.
+// same run where there is one, their ratio (and, where the target bounds
+// every run, the least ratio of one run over the peer's beside it), the
+// target and whether it is met. The peer is protoactor-go unless the
+// figure names another. A figure may also be the spread of the runs
+// (Lua spawn's). Above the table it prints the machine.
 //
 //	cd bench && go run ./report             # everything, 5 runs each
 //	go run ./report -short -count 3         # leave out the slow ones
@@ -28,6 +31,7 @@ import (
 	"regexp"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -43,6 +47,11 @@ type options struct {
 	// on the machine and toolchain that run the benchmarks.
 	cores     int
 	goVersion string
+	// threads is the hardware threads per core (cpu0's SMT siblings, from
+	// Linux's sysfs); 0 when unknown. Two threads of one core share its
+	// caches and its execution units, which changes what a tell between
+	// them costs (docs/performance.md).
+	threads int
 	// goTest runs `go` with args in dir and returns its standard output.
 	goTest func(dir string, args []string) ([]byte, error)
 }
@@ -73,7 +82,7 @@ func main() {
 		o.root = root
 	}
 	o.goTest = runGo(os.Stderr)
-	o.cores, o.goVersion = runtime.NumCPU(), runtime.Version()
+	o.cores, o.goVersion, o.threads = runtime.NumCPU(), runtime.Version(), threadsPerCore()
 	if err := run(o, os.Stdout, os.Stderr); err != nil {
 		fmt.Fprintf(os.Stderr, "report: %v\n", err)
 		os.Exit(1)
@@ -117,9 +126,11 @@ func runGo(log io.Writer) func(dir string, args []string) ([]byte, error) {
 	}
 }
 
-// group is one go test run: the benchmarks of one package at one benchtime.
+// group is one go test run: the benchmarks of one package at one
+// benchtime, with one set of test binary flags.
 type group struct {
 	dir, pkg, benchtime string
+	args                []string // after -args
 	benches             []string // top-level benchmark names
 	res                 *results
 }
@@ -158,13 +169,13 @@ func run(o options, stdout, stderr io.Writer) error {
 		top, _, _ := strings.Cut(s.bench, "/")
 		var g *group
 		for _, h := range groups {
-			if h.dir == s.dir && h.pkg == s.pkg && h.benchtime == bt {
+			if h.dir == s.dir && h.pkg == s.pkg && h.benchtime == bt && slices.Equal(h.args, s.args) {
 				g = h
 				break
 			}
 		}
 		if g == nil {
-			g = &group{dir: s.dir, pkg: s.pkg, benchtime: bt, res: newResults()}
+			g = &group{dir: s.dir, pkg: s.pkg, benchtime: bt, args: s.args, res: newResults()}
 			groups = append(groups, g)
 		}
 		if !slices.Contains(g.benches, top) {
@@ -175,6 +186,9 @@ func run(o options, stdout, stderr io.Writer) error {
 	for _, g := range groups {
 		args := []string{"test", "-run", "^$", "-bench", "^(" + strings.Join(g.benches, "|") + ")$",
 			"-benchtime", g.benchtime, "-count", fmt.Sprint(o.count), "-timeout", "60m", g.pkg}
+		if len(g.args) > 0 {
+			args = append(append(args, "-args"), g.args...)
+		}
 		fmt.Fprintf(stderr, "report: (cd %s && go %s)\n", g.dir, quoteArgs(args))
 		out, err := o.goTest(filepath.Join(o.root, g.dir), args)
 		if perr := g.res.parse(bytes.NewReader(out)); perr != nil && err == nil {
@@ -185,17 +199,18 @@ func run(o options, stdout, stderr io.Writer) error {
 			fmt.Fprintf(stderr, "report: %s %s: %v\n%s", g.dir, g.pkg, err, tail(out, 20))
 		}
 	}
-	fmt.Fprintln(stdout, machineLine(groups, o.cores, o.goVersion))
+	fmt.Fprintln(stdout, machineLine(groups, o.cores, o.threads, o.goVersion))
 	fmt.Fprintln(stdout)
 	printTable(stdout, sel, of)
 	return nil
 }
 
 // machineLine says what the figures were measured on: the processor go
-// test reported, the cores and the Go version. Figures from different
-// processors differ (docs/performance.md keeps a table for each), so the
-// table is never printed without it.
-func machineLine(groups []*group, cores int, goVersion string) string {
+// test reported, the cores (and whether they are threads of fewer
+// physical cores, when threads is known) and the Go version. Figures from
+// different processors differ (docs/performance.md keeps a table for
+// each), so the table is never printed without it.
+func machineLine(groups []*group, cores, threads int, goVersion string) string {
 	cpu, goos, goarch := "unknown processor", "", ""
 	for _, g := range groups {
 		if v := g.res.machine["cpu"]; v != "" {
@@ -212,7 +227,45 @@ func machineLine(groups []*group, cores int, goVersion string) string {
 	if goos != "" && goarch != "" {
 		platform = " " + goos + "/" + goarch
 	}
-	return fmt.Sprintf("Machine: %s, %d cores, %s%s", cpu, cores, goVersion, platform)
+	cpus := fmt.Sprintf("%d cores", cores)
+	switch {
+	case threads == 1:
+		cpus += ", 1 thread per core"
+	case threads > 1:
+		cpus = fmt.Sprintf("%d logical CPUs, %d threads per core (SMT)", cores, threads)
+	}
+	return fmt.Sprintf("Machine: %s, %s, %s%s", cpu, cpus, goVersion, platform)
+}
+
+// threadsPerCore counts the hardware threads of cpu0's core (Linux); 0
+// when it cannot tell.
+func threadsPerCore() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/cpu0/topology/thread_siblings_list")
+	if err != nil {
+		return 0
+	}
+	return countCPUList(strings.TrimSpace(string(b)))
+}
+
+// countCPUList counts the CPUs of a Linux CPU list ("0", "0,2", "0-1");
+// 0 when it is malformed.
+func countCPUList(list string) int {
+	n := 0
+	for part := range strings.SplitSeq(list, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return 0
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0
+			}
+		}
+		n += b - a + 1
+	}
+	return n
 }
 
 // printTable prints the Markdown table of sel, whose figures come from
@@ -223,19 +276,31 @@ func printTable(w io.Writer, sel []scenario, of []*group) {
 	for i := range sel {
 		s := &sel[i]
 		res := of[i].res
-		ours, okOurs := res.value(s.bench, s.units, s.scale)
+		runs := res.values(s.bench, s.units, s.scale)
+		f := figures{ratio: math.NaN(), minRatio: math.NaN(), spread: spreadOf(runs)}
+		okOurs := len(runs) > 0
 		oursText, peerText, ratioText, metText := "n/a", "", "", "n/a"
 		if okOurs {
-			oursText = s.kind.format(ours)
+			f.ours = median(runs)
+			oursText = s.kind.format(f.ours)
+			if s.spread > 0 {
+				oursText = "n/a (one run)"
+				if !math.IsNaN(f.spread) {
+					oursText = fmt.Sprintf("±%.1f %% (%s–%s)", 100*f.spread, s.kind.format(slices.Min(runs)), s.kind.format(slices.Max(runs)))
+				}
+			}
 		}
-		ratio := math.NaN()
 		if s.peer != "" {
 			peerText = "n/a"
-			if peer, ok := res.value(s.peer, s.units, s.scale); ok {
-				peerText = s.kind.format(peer)
+			if peer := res.values(s.peer, s.units, s.scale); len(peer) > 0 {
+				peerText = s.kind.format(median(peer))
 				if okOurs {
-					ratio = s.ratioOf(ours, peer)
-					ratioText = fmt.Sprintf("%.2f×", ratio)
+					f.ratio = s.ratioOf(f.ours, median(peer))
+					ratioText = fmt.Sprintf("%.2f×", f.ratio)
+					if s.minRatio > 0 {
+						f.minRatio = s.minRatioOf(runs, peer)
+						ratioText += fmt.Sprintf(" (min %.2f×)", f.minRatio)
+					}
 				}
 			}
 			if ratioText == "" {
@@ -245,9 +310,9 @@ func printTable(w io.Writer, sel []scenario, of []*group) {
 		switch {
 		case !s.hasTarget():
 			metText = "—"
-		case okOurs && s.met(ours, ratio):
+		case okOurs && s.met(f):
 			metText = "met"
-		case okOurs && !(s.ratio > 0 && math.IsNaN(ratio)):
+		case okOurs && !(s.ratio > 0 && math.IsNaN(f.ratio)) && !(s.spread > 0 && math.IsNaN(f.spread)):
 			metText = "not met"
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s |\n",

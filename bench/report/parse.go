@@ -102,8 +102,19 @@ func trimProcs(name string) string {
 // bytes), scaled by scale; ok is false when the benchmark failed or never
 // reported every unit.
 func (r *results) value(bench string, units []string, scale float64) (float64, bool) {
-	if r.failed[bench] {
+	xs := r.values(bench, units, scale)
+	if len(xs) == 0 {
 		return 0, false
+	}
+	return median(xs), true
+}
+
+// values returns the figure of each run of bench, in the order they ran
+// (see value): none when the benchmark failed. A run that did not report
+// every unit is left out.
+func (r *results) values(bench string, units []string, scale float64) []float64 {
+	if r.failed[bench] {
+		return nil
 	}
 	var xs []float64
 	for _, run := range r.runs[bench] {
@@ -120,10 +131,7 @@ func (r *results) value(bench string, units []string, scale float64) (float64, b
 			xs = append(xs, sum*scale)
 		}
 	}
-	if len(xs) == 0 {
-		return 0, false
-	}
-	return median(xs), true
+	return xs
 }
 
 // median of xs, which must not be empty: the middle value, or the mean of

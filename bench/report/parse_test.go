@@ -2,6 +2,7 @@ package main
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -122,6 +123,21 @@ func TestResultsValue(t *testing.T) {
 			t.Errorf("value(%s, %v) = %v, %v; want %v, %v", tt.bench, tt.units, got, ok, tt.want, tt.ok)
 		}
 	}
+	// values keeps the runs in the order they ran, for pairing them.
+	if got := r.values("BenchmarkTell/protoactor", []string{"msgs/s"}, 1); !slices.Equal(got, []float64{5229063, 11601155, 12364151}) {
+		t.Errorf("values = %v", got)
+	}
+	if got := r.values("BenchmarkBroken/sub", []string{"ns/op"}, 1); got != nil {
+		t.Errorf("values of a failed benchmark = %v", got)
+	}
+}
+
+func TestCountCPUList(t *testing.T) {
+	for list, want := range map[string]int{"0": 1, "0,1": 2, "0-1": 2, "0-3,8-11": 8, "": 0, "x": 0, "3-1": 0} {
+		if got := countCPUList(list); got != want {
+			t.Errorf("countCPUList(%q) = %d; want %d", list, got, want)
+		}
+	}
 }
 
 func TestFormat(t *testing.T) {
@@ -136,8 +152,13 @@ func TestFormat(t *testing.T) {
 		{duration, 641, "641 ns"},
 		{duration, 2063, "2.06 µs"},
 		{duration, 36.5e6, "36.5 ms"},
-		{size, 10342 + 4201, "14.2 KiB"},
+		{size, 10342 + 4201, "14543 B"},
 		{size, 697, "697 B"},
+		{size, 5.3e9, "5.30 GB"},
+		{size, 2.5e6, "2.5 MB"},
+		{duration, 9.3e9, "9.30 s"},
+		{count, 261647, "261.6 k"},
+		{count, 12, "12"},
 	}
 	for _, tt := range tests {
 		if got := tt.k.format(tt.v); got != tt.want {
@@ -147,40 +168,84 @@ func TestFormat(t *testing.T) {
 }
 
 func TestTargetAndMet(t *testing.T) {
-	tell := scenario{kind: rate, limit: 12e6, ratio: 1.5}
+	tell := scenario{kind: rate, ratio: 2, minRatio: 1.5}
+	floor := scenario{kind: rate, limit: 12e6, ratio: 1.5}
 	p50 := scenario{kind: duration, limit: 800}
+	spread := scenario{kind: rate, spread: 0.2}
 	none := scenario{kind: rate}
+	nan := math.NaN()
 	tests := []struct {
-		s           scenario
-		ours, ratio float64
-		met         bool
+		s   scenario
+		f   figures
+		met bool
 	}{
-		{tell, 13e6, 1.6, true},
-		{tell, 11e6, 1.6, false},
-		{tell, 13e6, 1.4, false},
-		{tell, 13e6, math.NaN(), false},
-		{p50, 800, math.NaN(), true},
-		{p50, 801, math.NaN(), false},
-		{none, 1, math.NaN(), true},
+		{tell, figures{ours: 1, ratio: 2.1, minRatio: 1.6}, true},
+		{tell, figures{ours: 1, ratio: 2.1, minRatio: 1.4}, false}, // one run below 1.5×
+		{tell, figures{ours: 1, ratio: 1.9, minRatio: 1.9}, false},
+		{tell, figures{ours: 1, ratio: nan, minRatio: nan}, false},
+		{tell, figures{ours: 1, ratio: 2.5, minRatio: nan}, false},
+		{floor, figures{ours: 13e6, ratio: 1.6, minRatio: nan}, true},
+		{floor, figures{ours: 11e6, ratio: 1.6, minRatio: nan}, false},
+		{floor, figures{ours: 13e6, ratio: 1.4, minRatio: nan}, false},
+		{p50, figures{ours: 800, ratio: nan}, true},
+		{p50, figures{ours: 801, ratio: nan}, false},
+		{spread, figures{ours: 1, spread: 0.2}, true},
+		{spread, figures{ours: 1, spread: 0.21}, false},
+		{spread, figures{ours: 1, spread: nan}, false},
+		{none, figures{ours: 1, ratio: nan}, true},
 	}
 	for _, tt := range tests {
-		if got := tt.s.met(tt.ours, tt.ratio); got != tt.met {
-			t.Errorf("%s: met(%v, %v) = %v", tt.s.target(), tt.ours, tt.ratio, got)
+		if got := tt.s.met(tt.f); got != tt.met {
+			t.Errorf("%s: met(%+v) = %v", tt.s.target(), tt.f, got)
 		}
 	}
-	if got := tell.target(); got != "≥ 12.00 M/s, ≥ 1.5× peer" {
-		t.Errorf("tell target %q", got)
-	}
-	if got := p50.target(); got != "≤ 800 ns" {
-		t.Errorf("p50 target %q", got)
-	}
-	if got := none.target(); got != "—" {
-		t.Errorf("no target %q", got)
+	for _, tt := range []struct {
+		s    scenario
+		want string
+	}{
+		{tell, "≥ 2.0× peer, no run < 1.5×"},
+		{floor, "≥ 12.00 M/s, ≥ 1.5× peer"},
+		{p50, "≤ 800 ns"},
+		{spread, "every run within ±20 % of the median"},
+		{none, "—"},
+	} {
+		if got := tt.s.target(); got != tt.want {
+			t.Errorf("target %q; want %q", got, tt.want)
+		}
 	}
 	if r := p50.ratioOf(600, 3000); r != 5 {
 		t.Errorf("latency ratio %v; want 5 (ours 5× better)", r)
 	}
 	if r := tell.ratioOf(12e6, 8e6); r != 1.5 {
 		t.Errorf("rate ratio %v", r)
+	}
+	// Run i against run i: the medians' ratio is 2, the worst run's 1.2.
+	if r := tell.minRatioOf([]float64{40, 24, 36}, []float64{20, 20, 12}); r != 1.2 {
+		t.Errorf("min ratio %v; want 1.2", r)
+	}
+	if r := p50.minRatioOf([]float64{500, 1000}, []float64{3000, 2000}); r != 2 {
+		t.Errorf("latency min ratio %v; want 2", r)
+	}
+	if r := tell.minRatioOf(nil, []float64{1}); !math.IsNaN(r) {
+		t.Errorf("min ratio of no runs %v", r)
+	}
+}
+
+func TestSpread(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		want float64
+	}{
+		{[]float64{300, 240, 330}, 0.2}, // 240 is 20 % under the median
+		{[]float64{100, 150, 100}, 0.5},
+		{[]float64{5, 5}, 0},
+		{[]float64{5}, math.NaN()},
+		{nil, math.NaN()},
+	}
+	for _, tt := range tests {
+		got := spreadOf(tt.xs)
+		if math.IsNaN(tt.want) != math.IsNaN(got) || !math.IsNaN(got) && math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("spreadOf(%v) = %v; want %v", tt.xs, got, tt.want)
+		}
 	}
 }

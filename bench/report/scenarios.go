@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 )
 
@@ -14,6 +15,7 @@ const (
 	rate     kind = iota // per second; higher is better
 	duration             // nanoseconds; lower is better
 	size                 // bytes; lower is better
+	count                // a number of things; lower is better
 )
 
 // scenario is one row of the report: a figure, the benchmark that measures
@@ -33,18 +35,31 @@ type scenario struct {
 	kind  kind
 	// benchtime is the -benchtime that keeps the benchmark stable and short.
 	benchtime string
+	// args are flags for the test binary (after -args), such as the
+	// opt-in flag of a benchmark that is skipped without it.
+	args []string
 	// limit is the target (a floor for a rate, a ceiling otherwise); 0 for
-	// none. ratio is the least ratio over the peer; 0 for none.
-	limit, ratio float64
+	// none. ratio is the least ratio of the medians over the peer's, and
+	// minRatio the least ratio of any one run over the peer's run beside it
+	// (run i of one against run i of the other, from the same go test); 0
+	// for none.
+	limit, ratio, minRatio float64
+	// spread, when set, makes the figure the spread of the runs rather
+	// than their median: the farthest run from the median, as a fraction
+	// of it, which must stay within spread.
+	spread float64
 	// slow scenarios are left out by -short.
 	slow bool
 }
 
 // scenarios are the headline figures of every layer, in the order they
-// print. Targets are issue 15's, and each package's documented ones.
+// print. Targets are issue 28's where it sets one (they must hold on any
+// machine: the Go tell's is a ratio to protoactor-go in the same run, as
+// absolute rates differ between processors), issue 15's, and each
+// package's documented ones.
 var scenarios = []scenario{
 	{figure: "Go tell", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor", peer: "BenchmarkTell/protoactor",
-		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x", limit: 12e6, ratio: 1.5},
+		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x", ratio: 2, minRatio: 1.5},
 	// The physical limit: the same sender and receiver over a buffered
 	// channel and over a minimal SPSC ring (bench/limit_test.go); the ratio
 	// is our tell as a fraction of each.
@@ -52,6 +67,9 @@ var scenarios = []scenario{
 		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x"},
 	{figure: "Go tell vs an SPSC ring", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor", peer: "BenchmarkTell/ring",
 		units: []string{"msgs/s"}, scale: 1, kind: rate, benchtime: "1x"},
+	// Whether the receiver kept up: its mailbox's high-water mark.
+	{figure: "Go tell, the receiver's backlog at most", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor",
+		units: []string{"hw-msgs"}, scale: 1, kind: count, benchtime: "1x"},
 	{figure: "Go ask p50", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
 		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "1x", limit: 800},
 	{figure: "Go ask p99", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
@@ -67,13 +85,26 @@ var scenarios = []scenario{
 		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "200000x", limit: 2000},
 	{figure: "Lua spawn", dir: ".", pkg: "./lua", bench: "BenchmarkLuaSpawn",
 		units: []string{"spawns/s"}, scale: 1, kind: rate, benchtime: "100000x", limit: 200e3},
+	// The same runs' spread: issue 28 asks for ±20 % from run to run.
+	{figure: "Lua spawn, spread over the runs", dir: ".", pkg: "./lua", bench: "BenchmarkLuaSpawn",
+		units: []string{"spawns/s"}, scale: 1, kind: rate, benchtime: "100000x", spread: 0.2},
+	// An idle Erlang process is 327 words, about 2.6 KB (issue 28).
 	{figure: "Lua idle process, heap + stack", dir: ".", pkg: "./lua", bench: "BenchmarkLuaIdleMemory",
-		units: []string{"B/process", "stack-B/process"}, scale: 1, kind: size, benchtime: "100000x", limit: 10 * 1024, slow: true},
+		units: []string{"B/process", "stack-B/process"}, scale: 1, kind: size, benchtime: "100000x", limit: 2600, slow: true},
+	// A million idle Lua processes, all alive: spawned until idle, and the
+	// peak RSS of the test process. It needs about 12 GB, and runs only
+	// with its opt-in flag.
+	{figure: "Lua million processes, spawned to idle", dir: ".", pkg: "./lua", bench: "BenchmarkLuaMillion",
+		units: []string{"spawn-s"}, scale: 1e9, kind: duration, benchtime: "1x", args: []string{"-lua-million"}, limit: 5e9, slow: true},
+	{figure: "Lua million processes, peak RSS", dir: ".", pkg: "./lua", bench: "BenchmarkLuaMillion",
+		units: []string{"peak-RSS-MB"}, scale: 1 << 20, kind: size, benchtime: "1x", args: []string{"-lua-million"}, limit: 3e9, slow: true},
 
 	{figure: "pg join+leave", dir: ".", pkg: "./kinds/pgscope", bench: "BenchmarkJoinLeave",
 		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "200000x", limit: 2000},
 	{figure: "pg join+leave among 100 k groups", dir: ".", pkg: "./kinds/pgscope", bench: "BenchmarkJoinLeave100kGroups",
 		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "100000x", limit: 5000},
+	{figure: "pg join+leave in a group of 100 k members", dir: ".", pkg: "./kinds/pgscope", bench: "BenchmarkJoinLeaveBigGroup",
+		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "5000x", limit: 5000},
 	{figure: "pg get_members", dir: ".", pkg: "./kinds/pgscope", bench: "BenchmarkGetMembers",
 		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "2000000x", limit: 40},
 
@@ -114,8 +145,9 @@ type unitStep struct {
 // steps are each kind's units, largest first; the last has min 1.
 var steps = map[kind][]unitStep{
 	rate:     {{1e6, "%.2f M/s"}, {1e3, "%.1f k/s"}, {1, "%.0f /s"}},
-	duration: {{1e6, "%.1f ms"}, {1e3, "%.2f µs"}, {1, "%.0f ns"}},
-	size:     {{1024, "%.1f KiB"}, {1, "%.0f B"}},
+	duration: {{1e9, "%.2f s"}, {1e6, "%.1f ms"}, {1e3, "%.2f µs"}, {1, "%.0f ns"}},
+	size:     {{1e9, "%.2f GB"}, {1e6, "%.1f MB"}, {1, "%.0f B"}},
+	count:    {{1e6, "%.2f M"}, {1e3, "%.1f k"}, {1, "%.0f"}},
 }
 
 // format prints v, in k's base unit, with a unit that keeps it short.
@@ -151,25 +183,70 @@ func (s *scenario) target() string {
 	if s.ratio > 0 {
 		parts = append(parts, fmt.Sprintf("≥ %.1f× peer", s.ratio))
 	}
+	if s.minRatio > 0 {
+		parts = append(parts, fmt.Sprintf("no run < %.1f×", s.minRatio))
+	}
+	if s.spread > 0 {
+		parts = append(parts, fmt.Sprintf("every run within ±%.0f %% of the median", 100*s.spread))
+	}
 	if len(parts) == 0 {
 		return "—"
 	}
 	return strings.Join(parts, ", ")
 }
 
-// met reports whether ours (and its ratio over the peer, NaN when there
-// is none) meets the target.
-func (s *scenario) met(ours, ratio float64) bool {
+// figures are what one row shows: the median of ours, the ratio of the
+// medians over the peer's and the least ratio of one run over its peer's
+// (NaN when there is no peer), and the farthest run from the median as a
+// fraction of it (NaN with fewer than two runs).
+type figures struct {
+	ours, ratio, minRatio, spread float64
+}
+
+// met reports whether f meets the target. A ratio, or a spread, that the
+// target needs and the runs could not give is not met.
+func (s *scenario) met(f figures) bool {
 	if s.limit > 0 {
-		if s.kind.higherBetter() && ours < s.limit || !s.kind.higherBetter() && ours > s.limit {
+		if s.kind.higherBetter() && f.ours < s.limit || !s.kind.higherBetter() && f.ours > s.limit {
 			return false
 		}
 	}
-	if s.ratio > 0 && (math.IsNaN(ratio) || ratio < s.ratio) {
+	if s.ratio > 0 && (math.IsNaN(f.ratio) || f.ratio < s.ratio) {
+		return false
+	}
+	if s.minRatio > 0 && (math.IsNaN(f.minRatio) || f.minRatio < s.minRatio) {
+		return false
+	}
+	if s.spread > 0 && (math.IsNaN(f.spread) || f.spread > s.spread) {
 		return false
 	}
 	return true
 }
 
 // hasTarget reports whether the scenario has a target at all.
-func (s *scenario) hasTarget() bool { return s.limit > 0 || s.ratio > 0 }
+func (s *scenario) hasTarget() bool {
+	return s.limit > 0 || s.ratio > 0 || s.minRatio > 0 || s.spread > 0
+}
+
+// minRatioOf is the least ratio (ratioOf) of run i of ours over run i of
+// the peer's, over the runs both have; NaN when there is none.
+func (s *scenario) minRatioOf(ours, peer []float64) float64 {
+	m := math.NaN()
+	for i := range min(len(ours), len(peer)) {
+		if r := s.ratioOf(ours[i], peer[i]); math.IsNaN(m) || r < m {
+			m = r
+		}
+	}
+	return m
+}
+
+// spreadOf is the farthest of xs from their median, as a fraction of the
+// median; NaN with fewer than two.
+func spreadOf(xs []float64) float64 {
+	if len(xs) < 2 {
+		return math.NaN()
+	}
+	med := median(xs)
+	lo, hi := slices.Min(xs), slices.Max(xs)
+	return max(hi/med-1, 1-lo/med)
+}
