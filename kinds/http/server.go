@@ -284,8 +284,10 @@ func (s *Server) setRoute(ctx context.Context, id registry.ID, spec *RouteSpec) 
 		next := maps(s.routes)
 		prev := s.routes[id]
 		rt := &route{id: id, spec: spec, s: s}
-		if prev != nil {
+		if prev != nil && prev.spec.Path == spec.Path {
+			// The same series: no label lookups for the new route.
 			rt.oversized, rt.active = prev.oversized, prev.active
+			rt.obs.Store(prev.obs.Load())
 		}
 		rt.init()
 		next[id] = rt
