@@ -212,6 +212,10 @@ func newLTable(acap int, hcap int) *LTable {
 	}
 	if hcap != 0 {
 		tb.strdict = make(map[string]LValue, hcap)
+		// proctor: the key order is sized for the keys too, rather than
+		// grown by appending (1, 2, 4, 8…: four allocations for a table of
+		// five fields built from a Go map).
+		tb.keys = make([]LValue, 0, hcap)
 	}
 	return tb
 }
@@ -498,18 +502,16 @@ func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 			}
 		}
 	}
-	if tb.strdict != nil {
-		for k, v := range tb.strdict {
-			if v != LNil {
-				cb(LString(k), v)
-			}
+	// proctor: the hash part is visited in its key order, which holds
+	// every key of it (and cleared ones, and holes, that hold no value):
+	// the keys are LValues already, where ranging over the Go map made an
+	// LString of each string key, an allocation per key.
+	for _, k := range tb.keys {
+		if k == LNil {
+			continue
 		}
-	}
-	if tb.dict != nil {
-		for k, v := range tb.dict {
-			if v != LNil {
-				cb(k, v)
-			}
+		if v := tb.RawGetH(k); v != LNil {
+			cb(k, v)
 		}
 	}
 }
