@@ -80,18 +80,30 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 	return p, nil
 }
 
-// lowerNames are the lower-case forms of common header names as net/http
-// gives them (canonical), so that the usual headers of a request cost no
-// allocation each.
-var lowerNames = func() map[string]string {
-	out := map[string]string{}
-	for _, n := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
-		"Connection", "Content-Encoding", "Content-Length", "Content-Type", "Cookie", "Forwarded", "If-Match",
-		"If-Modified-Since", "If-None-Match", "Origin", "Pragma", "Range", "Referer", "Traceparent", "Tracestate",
-		"Upgrade", "User-Agent", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "X-Request-Id"} {
-		out[nethttp.CanonicalHeaderKey(n)] = strings.ToLower(n)
+// commonNames are header names common in requests and replies, so that
+// lowering a request's names and canonicalizing a reply's cost no
+// allocation each for them.
+var commonNames = []string{"Accept", "Accept-Encoding", "Accept-Language", "Accept-Ranges",
+	"Access-Control-Allow-Credentials", "Access-Control-Allow-Headers", "Access-Control-Allow-Methods",
+	"Access-Control-Allow-Origin", "Access-Control-Expose-Headers", "Access-Control-Max-Age", "Age",
+	"Authorization", "Cache-Control", "Connection", "Content-Disposition", "Content-Encoding",
+	"Content-Language", "Content-Length", "Content-Range", "Content-Security-Policy", "Content-Type",
+	"Cookie", "Date", "Etag", "Expires", "Forwarded", "If-Match", "If-Modified-Since", "If-None-Match",
+	"Last-Modified", "Link", "Location", "Origin", "Pragma", "Range", "Referer", "Retry-After", "Server",
+	"Set-Cookie", "Strict-Transport-Security", "Traceparent", "Tracestate", "Upgrade", "User-Agent", "Vary",
+	"Www-Authenticate", "X-Content-Type-Options", "X-Forwarded-For", "X-Forwarded-Host",
+	"X-Forwarded-Proto", "X-Frame-Options", "X-Real-Ip", "X-Request-Id"}
+
+// lowerNames maps the canonical form of each common name (as net/http
+// gives a request's names) to its lower-case form; canonicalNames the
+// lower-case form (as a reply usually names them) to the canonical one.
+var lowerNames, canonicalNames = func() (lower, canonical map[string]string) {
+	lower, canonical = map[string]string{}, map[string]string{}
+	for _, n := range commonNames {
+		c, l := nethttp.CanonicalHeaderKey(n), strings.ToLower(n)
+		lower[c], canonical[l] = l, c
 	}
-	return out
+	return lower, canonical
 }()
 
 func lowerName(name string) string {
@@ -99,6 +111,13 @@ func lowerName(name string) string {
 		return l
 	}
 	return strings.ToLower(name)
+}
+
+func canonicalName(name string) string {
+	if c, ok := canonicalNames[name]; ok {
+		return c
+	}
+	return nethttp.CanonicalHeaderKey(name)
 }
 
 func queryOf(raw string) (map[string]any, error) {
@@ -255,7 +274,7 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		if !validToken(name) {
 			return value.NewError(value.KindInternal, "the handler's reply sets the header %q, which is no header name", clip(name, 64))
 		}
-		cn := nethttp.CanonicalHeaderKey(name)
+		cn := canonicalName(name)
 		for _, f := range framingHeaders {
 			if cn == f {
 				return value.NewError(value.KindInternal, "the handler's reply sets %s, which the server sets itself", cn)

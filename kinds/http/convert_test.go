@@ -162,3 +162,20 @@ func FuzzReplyResponse(f *testing.F) {
 		_ = nethttp.StatusText(r.Status)
 	})
 }
+
+// TestHeaderNameTables: the tables of common names give what net/http's
+// canonical form and strings.ToLower give, for every name in them.
+func TestHeaderNameTables(t *testing.T) {
+	for _, n := range commonNames {
+		l, c := strings.ToLower(n), nethttp.CanonicalHeaderKey(n)
+		if got := lowerName(c); got != l {
+			t.Errorf("lowerName(%q) = %q, want %q", c, got, l)
+		}
+		if got := canonicalName(l); got != c {
+			t.Errorf("canonicalName(%q) = %q, want %q", l, got, c)
+		}
+	}
+	if got := canonicalName("x-echo"); got != "X-Echo" {
+		t.Errorf("canonicalName(x-echo) = %q", got)
+	}
+}
