@@ -5,6 +5,8 @@ import (
 	"io"
 	"net"
 	nethttp "net/http"
+	"net/url"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -125,4 +127,82 @@ func benchEcho(b *testing.B, url string) {
 	b.ReportMetric(pct(0.50), "p50-µs")
 	b.ReportMetric(pct(0.99), "p99-µs")
 	b.ReportMetric(float64(cpu.Microseconds())/float64(b.N), "cpu-µs/req")
+}
+
+// BenchmarkHTTPServe is the server's side of BenchmarkHTTPEcho without
+// the network and the clients: a request served by the http.server
+// entry's handler (route match, payload, ask, reply, response) against a
+// Lua echo process (lua) and a router.pool of 2 (pool2), one at a time
+// and benchClients at once (parallel). A figure a busy
+// machine disturbs far less than the end-to-end one.
+func BenchmarkHTTPServe(b *testing.B) {
+	for _, tc := range []struct{ name, config, path string }{
+		{"lua", benchBase, "/echo"},
+		{"pool2", benchBase + `  - name: pl
+    kind: router.pool
+    routee: echo
+    size: 2
+    lifecycle: {auto_start: true}
+  - name: pooled
+    kind: http.route
+    server: web
+    method: POST
+    path: /pool/echo
+    to: pl
+    lifecycle: {auto_start: true}
+`, "/pool/echo"},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			srv := start(b, tc.config).server("app:web")
+			serve := func() {
+				// What net/http's server makes of the clients' request.
+				w := discard{h: nethttp.Header{}}
+				r := &nethttp.Request{Method: "POST", URL: &url.URL{Path: tc.path}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+					Header: nethttp.Header{"Content-Type": {"text/plain"}, "User-Agent": {"Go-http-client/1.1"},
+						"Accept-Encoding": {"gzip"}, "Content-Length": {"64"}},
+					Body: io.NopCloser(bytes.NewReader(benchBody)), ContentLength: int64(len(benchBody)),
+					Host: "127.0.0.1:8090", RemoteAddr: "127.0.0.1:40000", RequestURI: tc.path}
+				srv.ServeHTTP(&w, r)
+				if w.code != 200 || w.n != len(benchBody) {
+					b.Errorf("%d, %d bytes", w.code, w.n)
+				}
+			}
+			b.Run("serial", func(b *testing.B) {
+				b.ReportAllocs()
+				for b.Loop() {
+					serve()
+				}
+			})
+			b.Run("parallel", func(b *testing.B) {
+				b.ReportAllocs()
+				b.SetParallelism(max(1, benchClients/runtime.GOMAXPROCS(0)))
+				b.RunParallel(func(pb *testing.PB) {
+					for pb.Next() {
+						serve()
+					}
+				})
+			})
+		})
+	}
+}
+
+// discard is a ResponseWriter that counts what it is given.
+type discard struct {
+	h    nethttp.Header
+	code int
+	n    int
+}
+
+func (d *discard) Header() nethttp.Header { return d.h }
+func (d *discard) WriteHeader(code int) {
+	if d.code == 0 {
+		d.code = code
+	}
+}
+func (d *discard) Write(p []byte) (int, error) {
+	if d.code == 0 {
+		d.code = 200
+	}
+	d.n += len(p)
+	return len(p), nil
 }
