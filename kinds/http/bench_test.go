@@ -53,7 +53,14 @@ func BenchmarkHTTPEcho(b *testing.B) {
 		benchEcho(b, n.url("/echo"))
 	})
 	b.Run("pool2", func(b *testing.B) {
-		n := start(b, benchBase+`  - name: pl
+		n := start(b, benchBase+benchPool)
+		benchEcho(b, n.url("/pool/echo"))
+	})
+}
+
+// benchPool adds a router.pool of 2 echo routees and a route to it at
+// /pool/echo.
+const benchPool = `  - name: pl
     kind: router.pool
     routee: echo
     size: 2
@@ -65,10 +72,7 @@ func BenchmarkHTTPEcho(b *testing.B) {
     path: /pool/echo
     to: pl
     lifecycle: {auto_start: true}
-`)
-		benchEcho(b, n.url("/pool/echo"))
-	})
-}
+`
 
 // benchBase is base with the timeouts of a server under load.
 var benchBase = strings.NewReplacer("timeout: 300ms", "timeout: 5s", "read_header_timeout: 500ms", "read_header_timeout: 5s").Replace(base)
@@ -138,19 +142,7 @@ func benchEcho(b *testing.B, url string) {
 func BenchmarkHTTPServe(b *testing.B) {
 	for _, tc := range []struct{ name, config, path string }{
 		{"lua", benchBase, "/echo"},
-		{"pool2", benchBase + `  - name: pl
-    kind: router.pool
-    routee: echo
-    size: 2
-    lifecycle: {auto_start: true}
-  - name: pooled
-    kind: http.route
-    server: web
-    method: POST
-    path: /pool/echo
-    to: pl
-    lifecycle: {auto_start: true}
-`, "/pool/echo"},
+		{"pool2", benchBase + benchPool, "/pool/echo"},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv := start(b, tc.config).server("app:web")
