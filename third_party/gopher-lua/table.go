@@ -198,6 +198,10 @@ func (lv lValueArraySorter) Less(i, j int) bool {
 	return lessThan(lv.L, lv.Values[i], lv.Values[j])
 }
 
+// proctor: sizedKeys is the largest hash size hint newLTable sizes the key
+// order for.
+const sizedKeys = 16
+
 func newLTable(acap int, hcap int) *LTable {
 	if acap < 0 {
 		acap = 0
@@ -212,10 +216,14 @@ func newLTable(acap int, hcap int) *LTable {
 	}
 	if hcap != 0 {
 		tb.strdict = make(map[string]LValue, hcap)
-		// proctor: the key order is sized for the keys too, rather than
-		// grown by appending (1, 2, 4, 8…: four allocations for a table of
-		// five fields built from a Go map).
-		tb.keys = make([]LValue, 0, hcap)
+		// proctor: the key order of a table made for a few fields (a copy
+		// from Go, a constructor) is sized for them too, rather than grown
+		// by appending (1, 2, 4, 8…: four allocations for five fields). A
+		// larger hint (NewTable's 32, the globals' 64) is a guess, not a
+		// count: its key order grows as keys come, as before.
+		if hcap <= sizedKeys {
+			tb.keys = make([]LValue, 0, hcap)
+		}
 	}
 	return tb
 }

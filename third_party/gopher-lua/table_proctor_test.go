@@ -390,4 +390,11 @@ func TestSizedTableGrowsNoKeyOrder(t *testing.T) {
 	if want := 4.0 + float64(len(keys)); a > want {
 		t.Errorf("%.0f allocations, want at most %.0f", a, want)
 	}
+	// A large hint is a guess (NewTable, the globals): no key order is
+	// made for it before keys come.
+	for _, hcap := range []int{defaultHashCap, 64} {
+		if c := cap(newLTable(0, hcap).keys); c != 0 {
+			t.Errorf("newLTable(0, %d): key order of %d made ahead", hcap, c)
+		}
+	}
 }
