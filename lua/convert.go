@@ -1,7 +1,6 @@
 package lua
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"time"
@@ -20,14 +19,14 @@ import (
 // invalid error naming where they sit. The result shares nothing with L.
 func ToGo(lv lua.LValue) (any, error) {
 	c := toGo{}
-	return c.conv(lv, 0, "value")
+	return c.conv(lv, 0, where{base: "value"})
 }
 
 // ToGoAt is ToGo with the name of the value for error messages ("payload",
 // "args[2]").
 func ToGoAt(lv lua.LValue, what string) (any, error) {
 	c := toGo{}
-	return c.conv(lv, 0, what)
+	return c.conv(lv, 0, where{base: what})
 }
 
 // maxRepeatedValues bounds what copying the same table again (a table
@@ -40,16 +39,72 @@ const maxRepeatedValues = 1 << 20
 
 type toGo struct {
 	// tables seen so far: onPath while its copy is being made (a cycle if
-	// met again), then the number of values its copy held.
+	// met again), then the number of values its copy held. The first few
+	// are kept in few, the rest in seen: most values hold a few tables,
+	// and a map would be most of what copying them allocates.
+	few      [8]seenTable
+	nfew     int
 	seen     map[*lua.LTable]int
 	n        int // values copied
 	repeated int // values copied again for tables met a second time
 	replay   int // > 0 while copying a table met before
 }
 
+type seenTable struct {
+	t    *lua.LTable
+	size int
+}
+
+func (c *toGo) lookup(t *lua.LTable) (int, bool) {
+	for i := range c.nfew {
+		if c.few[i].t == t {
+			return c.few[i].size, true
+		}
+	}
+	size, ok := c.seen[t]
+	return size, ok
+}
+
+func (c *toGo) mark(t *lua.LTable, size int) {
+	for i := range c.nfew {
+		if c.few[i].t == t {
+			c.few[i].size = size
+			return
+		}
+	}
+	if c.nfew < len(c.few) {
+		c.few[c.nfew] = seenTable{t, size}
+		c.nfew++
+		return
+	}
+	if c.seen == nil {
+		c.seen = make(map[*lua.LTable]int, 4)
+	}
+	c.seen[t] = size
+}
+
+// where names the place of a value in the one being copied, for error
+// messages: base, base.key or base[key]. It is made into a string only
+// for an error, or as the base of a nested table's places.
+type where struct {
+	base string
+	sep  byte // 0 (base alone), '.' or '['
+	key  string
+}
+
+func (w where) String() string {
+	switch w.sep {
+	case '.':
+		return w.base + "." + w.key
+	case '[':
+		return w.base + "[" + w.key + "]"
+	}
+	return w.base
+}
+
 const onPath = -1
 
-func (c *toGo) conv(lv lua.LValue, depth int, path string) (any, error) {
+func (c *toGo) conv(lv lua.LValue, depth int, at where) (any, error) {
 	c.n++
 	switch v := lv.(type) {
 	case *lua.LNilType:
@@ -61,7 +116,7 @@ func (c *toGo) conv(lv lua.LValue, depth int, path string) (any, error) {
 	case lua.LString:
 		return string(v), nil
 	case *lua.LTable:
-		return c.table(v, depth, path)
+		return c.table(v, depth, at.String())
 	case *lua.LUserData:
 		if e, ok := v.Value.(*value.Error); ok {
 			cp, err := value.Copy(e)
@@ -71,22 +126,22 @@ func (c *toGo) conv(lv lua.LValue, depth int, path string) (any, error) {
 			return cp, nil
 		}
 		if _, ok := v.Value.(*Channel); ok {
-			return nil, value.NewError(value.KindInvalid, "%s: a channel cannot cross a process boundary", path)
+			return nil, value.NewError(value.KindInvalid, "%s: a channel cannot cross a process boundary", at)
 		}
-		return nil, value.NewError(value.KindInvalid, "%s: userdata cannot cross a process boundary", path)
+		return nil, value.NewError(value.KindInvalid, "%s: userdata cannot cross a process boundary", at)
 	case *lua.LFunction:
-		return nil, value.NewError(value.KindInvalid, "%s: a function cannot cross a process boundary", path)
+		return nil, value.NewError(value.KindInvalid, "%s: a function cannot cross a process boundary", at)
 	case *lua.LState:
-		return nil, value.NewError(value.KindInvalid, "%s: a coroutine cannot cross a process boundary", path)
+		return nil, value.NewError(value.KindInvalid, "%s: a coroutine cannot cross a process boundary", at)
 	}
-	return nil, value.NewError(value.KindInvalid, "%s: a %s cannot cross a process boundary", path, lv.Type())
+	return nil, value.NewError(value.KindInvalid, "%s: a %s cannot cross a process boundary", at, lv.Type())
 }
 
 func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 	if depth >= value.MaxDepth {
 		return nil, value.NewError(value.KindInvalid, "%s: nested deeper than %d levels", path, value.MaxDepth)
 	}
-	size, met := c.seen[t]
+	size, met := c.lookup(t)
 	switch {
 	case met && size == onPath:
 		return nil, value.NewError(value.KindInvalid, "%s: cycle: a table contains itself", path)
@@ -103,12 +158,9 @@ func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 		c.replay++
 		defer func() { c.replay-- }()
 	default:
-		if c.seen == nil {
-			c.seen = make(map[*lua.LTable]int, 4)
-		}
-		c.seen[t] = onPath
+		c.mark(t, onPath)
 		start := c.n
-		defer func() { c.seen[t] = c.n - start }()
+		defer func() { c.mark(t, c.n-start) }()
 	}
 
 	n := t.Len()
@@ -125,7 +177,7 @@ func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 	if n == count {
 		out := make([]any, n)
 		for i := 1; i <= n; i++ {
-			v, err := c.conv(t.RawGetInt(i), depth+1, path+"["+strconv.Itoa(i)+"]")
+			v, err := c.conv(t.RawGetInt(i), depth+1, where{base: path, sep: '[', key: strconv.Itoa(i)})
 			if err != nil {
 				return nil, err
 			}
@@ -141,7 +193,7 @@ func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 				return
 			}
 			var v any
-			v, err = c.conv(lv, depth+1, path+"."+string(k.(lua.LString)))
+			v, err = c.conv(lv, depth+1, where{base: path, sep: '.', key: string(k.(lua.LString))})
 			out[string(k.(lua.LString))] = v
 		})
 		if err != nil {
@@ -167,7 +219,7 @@ func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 			return
 		}
 		var v any
-		v, err = c.conv(lv, depth+1, fmt.Sprintf("%s[%s]", path, k.String()))
+		v, err = c.conv(lv, depth+1, where{base: path, sep: '[', key: k.String()})
 		out[gk] = v
 	})
 	if err != nil {

@@ -73,3 +73,39 @@ func TestToLuaArrayKeepsPlacesOfNil(t *testing.T) {
 		t.Fatalf("[1, nil, 3] became %v", got)
 	}
 }
+
+// TestToGoAllocations: copying a reply-sized table ({status, headers =
+// {…}, body}) allocates its two maps and the values' boxes: no map of the
+// tables seen, no name of each field's place (made only for an error),
+// no box of each key.
+func TestToGoAllocations(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	if err := L.DoString(`reply = {status = 200, headers = {["x-echo"] = "yes"}, body = "0123456789"}`); err != nil {
+		t.Fatal(err)
+	}
+	reply := L.GetGlobal("reply")
+	a := testing.AllocsPerRun(200, func() {
+		if _, err := ToGoAt(reply, "reply"); err != nil {
+			t.Fatal(err)
+		}
+	})
+	// 2 maps (each with its group), 3 boxed values (200, "yes", the
+	// body), and the place of the nested table ("reply.headers").
+	if a > 8 {
+		t.Errorf("%.0f allocations, want at most 8", a)
+	}
+	// The place is still named in an error.
+	if err := L.DoString(`bad = {headers = {x = {f = print}}}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ToGoAt(L.GetGlobal("bad"), "reply"); err == nil || !strings.Contains(err.Error(), "reply.headers.x.f: a function") {
+		t.Errorf("error %v, want it to name reply.headers.x.f", err)
+	}
+	if err := L.DoString(`bad = {1, {2, {print}}}`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ToGoAt(L.GetGlobal("bad"), "reply"); err == nil || !strings.Contains(err.Error(), "reply[2][2][1]: a function") {
+		t.Errorf("error %v, want it to name reply[2][2][1]", err)
+	}
+}

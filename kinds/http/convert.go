@@ -1,10 +1,10 @@
 package http
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"math"
 	nethttp "net/http"
 	"net/url"
@@ -39,7 +39,7 @@ const (
 // times is a list of its values, in order. params are the path's
 // wildcards, by name. An invalid request (a control character in its
 // path, too many parameters, a key it lacks) is an invalid error.
-func RequestPayload(r *nethttp.Request, body []byte, params []string, key *KeySpec) (map[string]any, error) {
+func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySpec) (map[string]any, error) {
 	path := r.URL.Path
 	if bad := strings.IndexFunc(path, func(c rune) bool { return c < 0x20 || c == 0x7f }); bad >= 0 {
 		return nil, value.NewError(value.KindInvalid, "the path holds a control character (byte %d)", bad)
@@ -55,22 +55,21 @@ func RequestPayload(r *nethttp.Request, body []byte, params []string, key *KeySp
 	if err != nil {
 		return nil, err
 	}
-	hs := make(map[string]any, len(r.Header))
+	hs := make(map[string]any, len(r.Header)+1) // and host
 	for name, vs := range r.Header {
 		hs[lowerName(name)] = strings.Join(vs, ", ")
 	}
 	if r.Host != "" {
 		hs["host"] = r.Host
 	}
-	p := map[string]any{
-		"method":  r.Method,
-		"path":    path,
-		"params":  ps,
-		"query":   q,
-		"headers": hs,
-		"body":    string(body),
-		"remote":  r.RemoteAddr,
-	}
+	p := make(map[string]any, 8)
+	p["method"] = r.Method
+	p["path"] = path
+	p["params"] = ps
+	p["query"] = q
+	p["headers"] = hs
+	p["body"] = body
+	p["remote"] = r.RemoteAddr
 	if key != nil {
 		k, ok := keyOf(r, *key)
 		if !ok {
@@ -81,18 +80,30 @@ func RequestPayload(r *nethttp.Request, body []byte, params []string, key *KeySp
 	return p, nil
 }
 
-// lowerNames are the lower-case forms of common header names as net/http
-// gives them (canonical), so that the usual headers of a request cost no
-// allocation each.
-var lowerNames = func() map[string]string {
-	out := map[string]string{}
-	for _, n := range []string{"Accept", "Accept-Encoding", "Accept-Language", "Authorization", "Cache-Control",
-		"Connection", "Content-Encoding", "Content-Length", "Content-Type", "Cookie", "Forwarded", "If-Match",
-		"If-Modified-Since", "If-None-Match", "Origin", "Pragma", "Range", "Referer", "Traceparent", "Tracestate",
-		"Upgrade", "User-Agent", "X-Forwarded-For", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Real-Ip", "X-Request-Id"} {
-		out[nethttp.CanonicalHeaderKey(n)] = strings.ToLower(n)
+// commonNames are header names common in requests and replies, so that
+// lowering a request's names and canonicalizing a reply's cost no
+// allocation each for them.
+var commonNames = []string{"Accept", "Accept-Encoding", "Accept-Language", "Accept-Ranges",
+	"Access-Control-Allow-Credentials", "Access-Control-Allow-Headers", "Access-Control-Allow-Methods",
+	"Access-Control-Allow-Origin", "Access-Control-Expose-Headers", "Access-Control-Max-Age", "Age",
+	"Authorization", "Cache-Control", "Connection", "Content-Disposition", "Content-Encoding",
+	"Content-Language", "Content-Length", "Content-Range", "Content-Security-Policy", "Content-Type",
+	"Cookie", "Date", "Etag", "Expires", "Forwarded", "If-Match", "If-Modified-Since", "If-None-Match",
+	"Last-Modified", "Link", "Location", "Origin", "Pragma", "Range", "Referer", "Retry-After", "Server",
+	"Set-Cookie", "Strict-Transport-Security", "Traceparent", "Tracestate", "Upgrade", "User-Agent", "Vary",
+	"Www-Authenticate", "X-Content-Type-Options", "X-Forwarded-For", "X-Forwarded-Host",
+	"X-Forwarded-Proto", "X-Frame-Options", "X-Real-Ip", "X-Request-Id"}
+
+// lowerNames maps the canonical form of each common name (as net/http
+// gives a request's names) to its lower-case form; canonicalNames the
+// lower-case form (as a reply usually names them) to the canonical one.
+var lowerNames, canonicalNames = func() (lower, canonical map[string]string) {
+	lower, canonical = map[string]string{}, map[string]string{}
+	for _, n := range commonNames {
+		c, l := nethttp.CanonicalHeaderKey(n), strings.ToLower(n)
+		lower[c], canonical[l] = l, c
 	}
-	return out
+	return lower, canonical
 }()
 
 func lowerName(name string) string {
@@ -100,6 +111,13 @@ func lowerName(name string) string {
 		return l
 	}
 	return strings.ToLower(name)
+}
+
+func canonicalName(name string) string {
+	if c, ok := canonicalNames[name]; ok {
+		return c
+	}
+	return nethttp.CanonicalHeaderKey(name)
 }
 
 func queryOf(raw string) (map[string]any, error) {
@@ -146,8 +164,16 @@ func keyOf(r *nethttp.Request, k KeySpec) (string, bool) {
 type Response struct {
 	Status int
 	Header nethttp.Header
-	Body   []byte
+	Body   string
 }
+
+// The Content-Type values the server gives itself. A header map holds them
+// without a copy: nothing writes into a value slice of a header map
+// (Set and Add replace or append, and append copies a full slice).
+var (
+	textPlain = []string{"text/plain; charset=utf-8"}
+	jsonType  = []string{"application/json"}
+)
 
 // ReplyResponse turns a reply into a response: a table {status, headers,
 // body} (status default 200; a body that is not a string is sent as JSON,
@@ -156,65 +182,84 @@ type Response struct {
 // outside 200–599, a header that is no valid name or value), is an
 // internal error: the handler's fault.
 func ReplyResponse(v any) (*Response, error) {
+	h := nethttp.Header{}
+	resp, err := replyInto(v, h)
+	if err != nil {
+		return nil, err
+	}
+	return &resp, nil
+}
+
+// replyInto is ReplyResponse with the response's headers added to h
+// (the connection's own header map when a route serves): the Response's
+// Header is h. On an error what it added to h is cleared.
+func replyInto(v any, h nethttp.Header) (Response, error) {
+	var resp Response
+	var err error
 	switch x := v.(type) {
 	case string:
-		return &Response{Status: nethttp.StatusOK, Header: nethttp.Header{"Content-Type": {"text/plain; charset=utf-8"}}, Body: []byte(x)}, nil
+		h["Content-Type"] = textPlain
+		return Response{Status: nethttp.StatusOK, Header: h, Body: x}, nil
 	case map[string]any:
-		return tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), func(k string) bool { _, ok := x[k]; return ok })
+		resp, err = tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), h)
 	case map[any]any:
-		return tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), func(k string) bool { _, ok := x[k]; return ok })
+		resp, err = tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), h)
+	default:
+		return Response{}, value.NewError(value.KindInternal, "the handler replied with %s; want a table {status=, headers=, body=} or a string", typeName(v))
 	}
-	return nil, value.NewError(value.KindInternal, "the handler replied with %s; want a table {status=, headers=, body=} or a string", typeName(v))
+	if err != nil {
+		clear(h)
+	}
+	return resp, err
 }
 
 var replyFields = []string{"status", "headers", "body"}
 
-func tableResponse(get func(string) (any, bool), n int, has func(string) bool) (*Response, error) {
+func tableResponse(get func(string) (any, bool), n int, h nethttp.Header) (Response, error) {
 	known := 0
 	for _, f := range replyFields {
-		if has(f) {
+		if _, ok := get(f); ok {
 			known++
 		}
 	}
 	if known != n {
-		return nil, value.NewError(value.KindInternal, "the handler's reply has fields besides status, headers and body")
+		return Response{}, value.NewError(value.KindInternal, "the handler's reply has fields besides status, headers and body")
 	}
-	resp := &Response{Status: nethttp.StatusOK, Header: nethttp.Header{}}
+	resp := Response{Status: nethttp.StatusOK, Header: h}
 	if s, ok := get("status"); ok {
 		f, isNum := s.(float64)
 		if !isNum || f != math.Trunc(f) || f < 200 || f > 599 {
-			return nil, value.NewError(value.KindInternal, "the handler's reply has status %s; want an integer from 200 to 599", shortValue(s))
+			return Response{}, value.NewError(value.KindInternal, "the handler's reply has status %s; want an integer from 200 to 599", shortValue(s))
 		}
 		resp.Status = int(f)
 	}
-	if h, ok := get("headers"); ok {
-		if err := replyHeaders(resp.Header, h); err != nil {
-			return nil, err
+	if hs, ok := get("headers"); ok {
+		if err := replyHeaders(h, hs); err != nil {
+			return Response{}, err
 		}
 	}
-	b, ok := get("body")
+	b, _ := get("body")
 	switch x := b.(type) {
 	case nil:
-		_ = ok
 	case string:
-		resp.Body = []byte(x)
-		if resp.Header.Get("Content-Type") == "" {
-			resp.Header.Set("Content-Type", "text/plain; charset=utf-8")
+		resp.Body = x
+		if h.Get("Content-Type") == "" {
+			h["Content-Type"] = textPlain
 		}
 	default:
 		jf, err := value.JSONForm(x)
 		if err != nil {
-			return nil, value.NewError(value.KindInternal, "the handler's reply body has no JSON form: %v", err)
+			return Response{}, value.NewError(value.KindInternal, "the handler's reply body has no JSON form: %v", err)
 		}
-		var buf bytes.Buffer
+		var buf strings.Builder
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(jf); err != nil {
-			return nil, value.NewError(value.KindInternal, "the handler's reply body: %v", err)
+			return Response{}, value.NewError(value.KindInternal, "the handler's reply body: %v", err)
 		}
-		resp.Body = buf.Bytes()
-		if resp.Header.Get("Content-Type") == "" {
-			resp.Header.Set("Content-Type", "application/json")
+		resp.Body = buf.String()
+		if h.Get("Content-Type") == "" {
+			h["Content-Type"] = jsonType
 		}
 	}
 	return resp, nil
@@ -229,7 +274,7 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		if !validToken(name) {
 			return value.NewError(value.KindInternal, "the handler's reply sets the header %q, which is no header name", clip(name, 64))
 		}
-		cn := nethttp.CanonicalHeaderKey(name)
+		cn := canonicalName(name)
 		for _, f := range framingHeaders {
 			if cn == f {
 				return value.NewError(value.KindInternal, "the handler's reply sets %s, which the server sets itself", cn)
@@ -388,7 +433,7 @@ func errorResponse(status int, err error) *Response {
 	}
 	msg = strings.ToValidUTF8(strings.TrimSpace(clip(msg, maxErrorMessage)), "\uFFFD")
 	b, _ := json.Marshal(errorBody{Error: errorDetail{Kind: string(kind), Message: msg}})
-	return &Response{Status: status, Header: nethttp.Header{"Content-Type": {"application/json"}}, Body: append(b, '\n')}
+	return &Response{Status: status, Header: nethttp.Header{"Content-Type": jsonType}, Body: string(append(b, '\n'))}
 }
 
 // clip cuts s to n bytes at most, on a UTF-8 boundary.
@@ -402,13 +447,26 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// write sends resp.
+// chunkingBuffer is what net/http buffers of a response before it sends
+// it chunked (bufferBeforeChunkingSize): a smaller body written at once
+// gets its Content-Length from net/http when the handler returns.
+const chunkingBuffer = 2048
+
+// write sends resp. Its headers go to w's (when they are not w's own: a
+// route's reply is read into the connection's header map).
 func (resp *Response) write(w nethttp.ResponseWriter) {
 	h := w.Header()
 	for k, vs := range resp.Header {
 		h[k] = vs
 	}
-	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	if n := len(resp.Body); n == 0 || n >= chunkingBuffer || !bodyAllowed(resp.Status) {
+		h["Content-Length"] = []string{strconv.Itoa(n)}
+	}
 	w.WriteHeader(resp.Status)
-	_, _ = w.Write(resp.Body)
+	_, _ = io.WriteString(w, resp.Body)
+}
+
+// bodyAllowed is net/http's rule: 1xx, 204 and 304 have no body.
+func bodyAllowed(status int) bool {
+	return !(status >= 100 && status <= 199 || status == nethttp.StatusNoContent || status == nethttp.StatusNotModified)
 }

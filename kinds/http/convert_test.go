@@ -42,7 +42,7 @@ func TestErrorResponseHasNoTraceback(t *testing.T) {
 	var b struct {
 		Error struct{ Kind, Message string }
 	}
-	if err := json.Unmarshal(r.Body, &b); err != nil {
+	if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
 		t.Fatal(err)
 	}
 	if b.Error.Message != "echo.lua:3: boom" || b.Error.Kind != "internal" {
@@ -79,7 +79,7 @@ func TestReplyResponse(t *testing.T) {
 			}
 			continue
 		}
-		if err != nil || r.Status != c.status || r.Header.Get("Content-Type") != c.ctype || string(r.Body) != c.body {
+		if err != nil || r.Status != c.status || r.Header.Get("Content-Type") != c.ctype || r.Body != c.body {
 			t.Errorf("%v: %+v %v", c.reply, r, err)
 		}
 	}
@@ -97,7 +97,7 @@ func FuzzRequestPayload(f *testing.F) {
 		req.URL.Path, req.URL.RawQuery = path, query
 		req.Header[hname] = []string{hval}
 		req.SetPathValue("id", path)
-		p, err := RequestPayload(req, []byte(body), []string{"id"}, &KeySpec{Source: KeyPath, Name: "id"})
+		p, err := RequestPayload(req, body, []string{"id"}, &KeySpec{Source: KeyPath, Name: "id"})
 		if err != nil {
 			if value.KindOf(err) != value.KindInvalid {
 				t.Fatalf("error of kind %s: %v", value.KindOf(err), err)
@@ -139,7 +139,7 @@ func FuzzReplyResponse(f *testing.F) {
 			}
 			er := ErrorResponse(err)
 			var eb errorBody
-			if json.Unmarshal(er.Body, &eb) != nil || strings.ContainsAny(eb.Error.Message, "\r\n") || !utf8.ValidString(eb.Error.Message) {
+			if json.Unmarshal([]byte(er.Body), &eb) != nil || strings.ContainsAny(eb.Error.Message, "\r\n") || !utf8.ValidString(eb.Error.Message) {
 				t.Fatalf("error body %q", er.Body)
 			}
 			return
@@ -161,4 +161,21 @@ func FuzzReplyResponse(f *testing.F) {
 		}
 		_ = nethttp.StatusText(r.Status)
 	})
+}
+
+// TestHeaderNameTables: the tables of common names give what net/http's
+// canonical form and strings.ToLower give, for every name in them.
+func TestHeaderNameTables(t *testing.T) {
+	for _, n := range commonNames {
+		l, c := strings.ToLower(n), nethttp.CanonicalHeaderKey(n)
+		if got := lowerName(c); got != l {
+			t.Errorf("lowerName(%q) = %q, want %q", c, got, l)
+		}
+		if got := canonicalName(l); got != c {
+			t.Errorf("canonicalName(%q) = %q, want %q", l, got, c)
+		}
+	}
+	if got := canonicalName("x-echo"); got != "X-Echo" {
+		t.Errorf("canonicalName(x-echo) = %q", got)
+	}
 }

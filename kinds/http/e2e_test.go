@@ -1064,3 +1064,70 @@ func TestNeverReplyingHandlerUnderLoad(t *testing.T) {
 		t.Errorf("after: %d %q", status, body)
 	}
 }
+
+// TestResponseFraming: on one kept connection, bodies of known and of
+// unknown (chunked) length are read whole and echoed with a
+// Content-Length, small ones and ones past net/http's chunking buffer; a
+// HEAD answer says the length of nothing; a reply's headers and content
+// type arrive, and the connection stays usable throughout.
+func TestResponseFraming(t *testing.T) {
+	n := start(t, strings.Replace(base, "max_body: 1024", "max_body: 8192", 1))
+	conn, err := net.Dial("tcp", n.server("app:web").Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	br := bufio.NewReader(conn)
+	chunked := func(s string) string {
+		var b strings.Builder
+		for len(s) > 0 {
+			k := min(len(s), 700)
+			fmt.Fprintf(&b, "%x\r\n%s\r\n", k, s[:k])
+			s = s[k:]
+		}
+		return b.String() + "0\r\n\r\n"
+	}
+	long := strings.Repeat("0123456789", 300) // 3000 bytes
+	cases := []struct {
+		name, req, body string
+		head            bool
+	}{
+		{"small", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\n\r\nhello", "hello", false},
+		{"long", fmt.Sprintf("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n%s", len(long), long), long, false},
+		{"chunked small", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked("hi there"), "hi there", false},
+		{"chunked long", "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" + chunked(long), long, false},
+		{"empty", "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", "", false},
+		{"head", "HEAD /echo HTTP/1.1\r\nHost: x\r\n\r\n", "", true},
+	}
+	for _, tc := range cases {
+		if _, err := io.WriteString(conn, tc.req); err != nil {
+			t.Fatal(err)
+		}
+		req := &nethttp.Request{Method: "POST"}
+		if tc.head {
+			req.Method = "HEAD"
+		}
+		resp, err := nethttp.ReadResponse(br, req)
+		if err != nil {
+			t.Fatalf("%s: the kept connection broke: %v", tc.name, err)
+		}
+		got, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != 200 || string(got) != tc.body {
+			t.Errorf("%s: %d %q %v, want 200 %q", tc.name, resp.StatusCode, clipped(string(got)), err, clipped(tc.body))
+		}
+		if resp.ContentLength != int64(len(tc.body)) || len(resp.TransferEncoding) != 0 {
+			t.Errorf("%s: Content-Length %d, Transfer-Encoding %v; want %d and none", tc.name, resp.ContentLength, resp.TransferEncoding, len(tc.body))
+		}
+		if resp.Header.Get("X-Echo") != "yes" || resp.Header.Get("Content-Type") != "text/plain; charset=utf-8" {
+			t.Errorf("%s: headers %v", tc.name, resp.Header)
+		}
+	}
+}
+
+func clipped(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

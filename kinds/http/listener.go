@@ -101,6 +101,16 @@ type view struct {
 func newView(b *binding) *view { return &view{b: b, closed: make(chan struct{})} }
 
 func (v *view) Accept() (net.Conn, error) {
+	// Closed first: once Close has returned, a connection waiting on the
+	// binding is left to the other server, not taken by the select's
+	// random choice.
+	select {
+	case <-v.closed:
+		return nil, net.ErrClosed
+	case <-v.b.closed:
+		return nil, net.ErrClosed
+	default:
+	}
 	select {
 	case c := <-v.b.conns:
 		return c, nil

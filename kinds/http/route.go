@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -25,12 +28,16 @@ type route struct {
 
 	active    prometheus.Gauge
 	oversized prometheus.Counter
+	obs       atomic.Pointer[map[obsKey]prometheus.Observer] // see observe
 }
 
 func (rt *route) init() {
 	if rt.active == nil {
 		rt.active = rt.s.m.active.WithLabelValues(rt.spec.Path)
 		rt.oversized = rt.s.m.oversized.WithLabelValues(rt.spec.Path)
+	}
+	if rt.obs.Load() == nil {
+		rt.obs.Store(&map[obsKey]prometheus.Observer{})
 	}
 }
 
@@ -43,52 +50,126 @@ func (rt *route) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	resp := rt.serve(w, r)
 	resp.write(w)
 	rt.active.Dec()
-	rt.s.m.duration.WithLabelValues(rt.spec.Path, methodLabel(r.Method), statusLabel(resp.Status)).Observe(time.Since(start).Seconds())
+	rt.observe(r.Method, resp.Status, time.Since(start))
 }
 
-func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) *Response {
+func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 	max := rt.s.spec.Load().MaxBody
 	if r.ContentLength > max {
 		// Not read: the server closes the connection after the answer
 		// rather than drain a body this large.
 		rt.oversized.Inc()
 		w.Header().Set("Connection", "close")
-		return errorResponse(nethttp.StatusRequestEntityTooLarge, value.NewError(value.KindLimit, "the body is larger than %d bytes", max))
+		return *errorResponse(nethttp.StatusRequestEntityTooLarge, value.NewError(value.KindLimit, "the body is larger than %d bytes", max))
 	}
-	var body []byte
-	if r.ContentLength != 0 {
-		var err error
-		body, err = io.ReadAll(nethttp.MaxBytesReader(w, r.Body, max))
-		if err != nil {
-			var mbe *nethttp.MaxBytesError
-			if errors.As(err, &mbe) {
-				rt.oversized.Inc()
-				return errorResponse(nethttp.StatusRequestEntityTooLarge, value.NewError(value.KindLimit, "the body is larger than %d bytes", max))
-			}
-			w.Header().Set("Connection", "close")
-			return errorResponse(nethttp.StatusBadRequest, value.NewError(value.KindInvalid, "reading the body: %v", err))
+	body, err := readBody(w, r, max)
+	if err != nil {
+		var mbe *nethttp.MaxBytesError
+		if errors.As(err, &mbe) {
+			rt.oversized.Inc()
+			return *errorResponse(nethttp.StatusRequestEntityTooLarge, value.NewError(value.KindLimit, "the body is larger than %d bytes", max))
 		}
+		w.Header().Set("Connection", "close")
+		return *errorResponse(nethttp.StatusBadRequest, value.NewError(value.KindInvalid, "reading the body: %v", err))
 	}
 	payload, err := RequestPayload(r, body, rt.spec.params, rt.spec.Key)
 	if err != nil {
-		return ErrorResponse(err)
+		return *ErrorResponse(err)
 	}
 	reply, err := rt.ask(r.Context(), payload)
 	if errors.Is(err, process.ErrExited) {
 		// Why it died (a script's error, its file and line) is for the
 		// log, not for the client.
 		rt.s.log.Warn("http route: the handler exited before it replied", "route", string(rt.id), "error", clip(err.Error(), maxErrorMessage))
-		return errorResponse(StatusOf(err), value.NewError(value.KindStopped, "the handler exited before it replied"))
+		return *errorResponse(StatusOf(err), value.NewError(value.KindStopped, "the handler exited before it replied"))
 	}
 	if err != nil {
-		return ErrorResponse(err)
+		return *ErrorResponse(err)
 	}
-	resp, err := ReplyResponse(reply)
+	// Straight into the connection's headers: w's header map is empty
+	// here (the paths that set Connection returned above).
+	resp, err := replyInto(reply, w.Header())
 	if err != nil {
 		rt.s.log.Warn("http route: the handler's reply is no response", "route", string(rt.id), "error", err)
-		return ErrorResponse(err)
+		return *ErrorResponse(err)
 	}
 	return resp
+}
+
+// observe records a served request in the duration histogram. The
+// histogram's series of the route are kept by method and status, so a
+// request costs no label lookup.
+func (rt *route) observe(method string, status int, d time.Duration) {
+	k := obsKey{methodLabel(method), status}
+	o, ok := (*rt.obs.Load())[k]
+	if !ok {
+		o = rt.s.m.duration.WithLabelValues(rt.spec.Path, k.method, statusLabel(status))
+		for {
+			cur := rt.obs.Load()
+			next := make(map[obsKey]prometheus.Observer, len(*cur)+1)
+			for k, v := range *cur {
+				next[k] = v
+			}
+			next[k] = o
+			if rt.obs.CompareAndSwap(cur, &next) {
+				break
+			}
+		}
+	}
+	o.Observe(d.Seconds())
+}
+
+// obsKey names a series of a route's durations: methods are methodLabel's
+// (bounded), statuses 100–599, so a route holds at most a few thousand.
+type obsKey struct {
+	method string
+	status int
+}
+
+// bodyBufs are the buffers request bodies are read into; one larger than
+// maxPooledBody is left to the collector.
+var bodyBufs = sync.Pool{New: func() any { return new([]byte) }}
+
+const maxPooledBody = 64 << 10
+
+// readBody reads r's body, at most limit bytes (a longer one is a
+// *MaxBytesError, and the connection is closed after the answer). Its
+// length is known and within limit, or unknown (chunked).
+func readBody(w nethttp.ResponseWriter, r *nethttp.Request, limit int64) (string, error) {
+	if r.ContentLength == 0 {
+		return "", nil
+	}
+	bp := bodyBufs.Get().(*[]byte)
+	defer func() {
+		if cap(*bp) <= maxPooledBody {
+			bodyBufs.Put(bp)
+		}
+	}()
+	if r.ContentLength > 0 {
+		buf := slices.Grow((*bp)[:0], int(r.ContentLength))[:r.ContentLength]
+		*bp = buf[:0]
+		if _, err := io.ReadFull(r.Body, buf); err != nil {
+			return "", err
+		}
+		return string(buf), nil
+	}
+	rd := nethttp.MaxBytesReader(w, r.Body, limit)
+	buf := (*bp)[:0]
+	for {
+		if len(buf) == cap(buf) {
+			buf = slices.Grow(buf, max(512, cap(buf)))
+		}
+		n, err := rd.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			*bp = buf[:0]
+			return string(buf), nil
+		}
+		if err != nil {
+			*bp = buf[:0]
+			return "", err
+		}
+	}
 }
 
 // ask sends the request to the route's target and waits for the reply,

@@ -49,9 +49,10 @@ type Server struct {
 	drained sync.WaitGroup // servers a change replaced, finishing their requests
 }
 
-// serving is one http.Server on a binding.
+// serving is one http.Server on a binding, accepting through v.
 type serving struct {
 	b    *binding
+	v    *view
 	srv  *nethttp.Server
 	done chan struct{}
 }
@@ -118,11 +119,12 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 		// broken requests) is not worth a warning each.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 	}
-	var ln net.Listener = newView(b)
+	v := newView(b)
+	var ln net.Listener = v
 	if spec.TLS != nil {
 		ln = tls.NewListener(ln, s.certs.config())
 	}
-	sv := &serving{b: b, srv: srv, done: make(chan struct{})}
+	sv := &serving{b: b, v: v, srv: srv, done: make(chan struct{})}
 	go func() {
 		defer close(sv.done)
 		_ = srv.Serve(ln)
@@ -211,6 +213,10 @@ func onlyLimit(a, b *ServerSpec) bool {
 // retire stops sv accepting (and its binding, when closeBinding) and lets
 // its requests finish within grace; on the loop.
 func (s *Server) retire(sv *serving, closeBinding bool, grace time.Duration) {
+	// Stop it accepting now, not when its Shutdown runs: a connection
+	// made after the change is the new server's (a plain request must
+	// not reach a server that still speaks TLS).
+	sv.v.Close()
 	if closeBinding {
 		sv.b.close()
 	}
@@ -284,8 +290,10 @@ func (s *Server) setRoute(ctx context.Context, id registry.ID, spec *RouteSpec) 
 		next := maps(s.routes)
 		prev := s.routes[id]
 		rt := &route{id: id, spec: spec, s: s}
-		if prev != nil {
+		if prev != nil && prev.spec.Path == spec.Path {
+			// The same series: no label lookups for the new route.
 			rt.oversized, rt.active = prev.oversized, prev.active
+			rt.obs.Store(prev.obs.Load())
 		}
 		rt.init()
 		next[id] = rt

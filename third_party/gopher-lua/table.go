@@ -198,6 +198,10 @@ func (lv lValueArraySorter) Less(i, j int) bool {
 	return lessThan(lv.L, lv.Values[i], lv.Values[j])
 }
 
+// proctor: sizedKeys is the largest hash size hint newLTable sizes the key
+// order for.
+const sizedKeys = 16
+
 func newLTable(acap int, hcap int) *LTable {
 	if acap < 0 {
 		acap = 0
@@ -212,6 +216,14 @@ func newLTable(acap int, hcap int) *LTable {
 	}
 	if hcap != 0 {
 		tb.strdict = make(map[string]LValue, hcap)
+		// proctor: the key order of a table made for a few fields (a copy
+		// from Go, a constructor) is sized for them too, rather than grown
+		// by appending (1, 2, 4, 8…: four allocations for five fields). A
+		// larger hint (NewTable's 32, the globals' 64) is a guess, not a
+		// count: its key order grows as keys come, as before.
+		if hcap <= sizedKeys {
+			tb.keys = make([]LValue, 0, hcap)
+		}
 	}
 	return tb
 }
@@ -498,18 +510,16 @@ func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 			}
 		}
 	}
-	if tb.strdict != nil {
-		for k, v := range tb.strdict {
-			if v != LNil {
-				cb(LString(k), v)
-			}
+	// proctor: the hash part is visited in its key order, which holds
+	// every key of it (and cleared ones, and holes, that hold no value):
+	// the keys are LValues already, where ranging over the Go map made an
+	// LString of each string key, an allocation per key.
+	for _, k := range tb.keys {
+		if k == LNil {
+			continue
 		}
-	}
-	if tb.dict != nil {
-		for k, v := range tb.dict {
-			if v != LNil {
-				cb(k, v)
-			}
+		if v := tb.RawGetH(k); v != LNil {
+			cb(k, v)
 		}
 	}
 }

@@ -315,3 +315,86 @@ end`)
 		t.Fatal(err)
 	}
 }
+
+// TestForEachVisitsTheKeyOrder: ForEach visits every key of the array and
+// hash parts once, skipping cleared keys and the holes keys moved to the
+// array part leave, after keys are cleared, set again and moved; and it
+// allocates nothing for a table of string keys.
+func TestForEachVisitsTheKeyOrder(t *testing.T) {
+	tb := newLTable(0, 4)
+	want := map[LValue]LValue{}
+	set := func(k, v LValue) {
+		tb.RawSet(k, v)
+		if v == LNil {
+			delete(want, k)
+		} else {
+			want[k] = v
+		}
+	}
+	for i := 0; i < 20; i++ {
+		set(LString(fmt.Sprintf("k%d", i)), LNumber(i))
+	}
+	set(LNumber(3), LTrue) // hash part, then moved to the array part
+	set(LNumber(2), LTrue)
+	set(LNumber(1), LTrue)
+	set(LNumber(1.5), LString("x"))
+	set(LTrue, LString("b"))
+	set(LString("k3"), LNil)
+	set(LString("k4"), LNil)
+	set(LString("k4"), LNumber(44))
+	got := map[LValue]LValue{}
+	tb.ForEach(func(k, v LValue) {
+		if _, dup := got[k]; dup {
+			t.Errorf("key %v visited twice", k)
+		}
+		got[k] = v
+	})
+	if len(got) != len(want) {
+		t.Errorf("visited %d keys, want %d: %v", len(got), len(want), got)
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("key %v: %v, want %v", k, got[k], v)
+		}
+	}
+	if len(tb.array) != 3 {
+		t.Errorf("array part %d, want the 3 keys moved", len(tb.array))
+	}
+
+	fields := newLTable(0, 5)
+	for _, k := range []string{"method", "path", "body", "headers", "query"} {
+		fields.RawSetString(k, LString(k))
+	}
+	n := 0
+	if a := testing.AllocsPerRun(100, func() { fields.ForEach(func(LValue, LValue) { n++ }) }); a != 0 {
+		t.Errorf("ForEach over 5 string keys: %.0f allocations", a)
+	}
+}
+
+// TestSizedTableGrowsNoKeyOrder: a table made for n fields takes n string
+// keys with no allocation past the map's own.
+func TestSizedTableGrowsNoKeyOrder(t *testing.T) {
+	keys := []string{"method", "path", "params", "query", "headers", "body", "remote"}
+	vals := make([]LValue, len(keys))
+	for i, k := range keys {
+		vals[i] = LString(k)
+	}
+	a := testing.AllocsPerRun(100, func() {
+		tb := newLTable(0, len(keys))
+		for i, k := range keys {
+			tb.RawSetString(k, vals[i])
+		}
+	})
+	// The table, its map (and the map's group), the key order, and one
+	// LString per key: the key order is not grown.
+	if want := 4.0 + float64(len(keys)); a > want {
+		t.Errorf("%.0f allocations, want at most %.0f", a, want)
+	}
+	// A large hint is a guess (NewTable, the globals): no key order is
+	// made for it before keys come.
+	for _, hcap := range []int{defaultHashCap, 64} {
+		if c := cap(newLTable(0, hcap).keys); c != 0 {
+			t.Errorf("newLTable(0, %d): key order of %d made ahead", hcap, c)
+		}
+	}
+}
