@@ -129,8 +129,8 @@ func BenchmarkJoinLeaveBigGroup(b *testing.B) {
 	bs.timeJoinLeave(b, "g")
 }
 
-// BenchmarkGetMembers reads a one-member group (target ≤ 40 ns, one
-// allocation: the returned slice).
+// BenchmarkGetMembers reads a one-member group (target ≤ 40 ns, no
+// allocation: the slice returned is the group's published version).
 func BenchmarkGetMembers(b *testing.B) {
 	bs := newBenchScope(b)
 	pid := bs.spawn(b, nop{})
@@ -146,8 +146,8 @@ func BenchmarkGetMembers(b *testing.B) {
 	}
 }
 
-// BenchmarkGetMembers10k reads a group of 10,000 members into a slice of
-// the caller's: one allocation and one copy of the list.
+// BenchmarkGetMembers10k reads a group of 10,000 members: the version's
+// flat list, built by the first reader, then shared (no allocation).
 func BenchmarkGetMembers10k(b *testing.B) {
 	bs := newBenchScope(b)
 	bs.bigGroup(b, "g", 10_000)
