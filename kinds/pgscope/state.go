@@ -105,6 +105,10 @@ type counted struct {
 // usual batch of one). Short batches scan; long ones use a map.
 func tally(groups []string, buf []counted) []counted {
 	out := buf[:0]
+	if len(groups) == 1 {
+		// The usual batch.
+		return append(out, counted{groups[0], 1})
+	}
 	if len(groups) > 16 {
 		at := make(map[string]int, len(groups))
 		for _, g := range groups {
