@@ -85,6 +85,8 @@ type Subscription struct {
 	group string
 	all   bool
 	local bool       // scope-wide, but only changes of this node's processes
+	// reg: registered in the scope's state; the loop's alone.
+	reg bool
 	ch    chan Event // nil when sink is set
 	sink  Sink
 

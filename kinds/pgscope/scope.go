@@ -356,7 +356,11 @@ func (s *Scope) doOp(ctx context.Context, op commandOp, pid process.PID, groups 
 	if op == opLeave {
 		name = "leave"
 	}
-	return s.call(ctx, name, c)
+	if err := s.call(ctx, name, c); err != nil {
+		return err
+	}
+	// Its events are in every subscriber's buffer when it returns.
+	return s.awaitDelivery(ctx, name, groups)
 }
 
 // call runs c on the loop and turns what went wrong into the scope's
