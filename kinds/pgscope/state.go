@@ -87,11 +87,11 @@ type procState struct {
 
 func newState(s *Scope) state {
 	return state{
-		s:         s,
-		groups:    make(map[string]*groupState),
-		procs:     make(map[uint64]*procState),
-		nodes:     make(map[string]map[string]struct{}),
-		peers:     make(map[string]struct{}),
+		s:           s,
+		groups:      make(map[string]*groupState),
+		procs:       make(map[uint64]*procState),
+		nodes:       make(map[string]map[string]struct{}),
+		peers:       make(map[string]struct{}),
 		groupSubs:   make(map[string]*fanout),
 		clusterSubs: make(map[*Subscription]struct{}),
 	}
