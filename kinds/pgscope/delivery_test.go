@@ -171,3 +171,31 @@ func TestQueuedDeliveryKeepsTheGuarantees(t *testing.T) {
 		}
 	}
 }
+
+// Scope-wide subscriptions past the inline bound are delivered through
+// the scope's queue with the same promise, and the events of an exit
+// (which nobody waits for) still reach every subscriber.
+func TestQueuedScopeWideDelivery(t *testing.T) {
+	h := newHarness(t, nil)
+	subs := make([]*Subscription, 2*inlineFanout)
+	for i := range subs {
+		sub, _, err := h.s.SubscribeAll(SubscribeOptions{})
+		h.must(err)
+		subs[i] = sub
+		defer sub.Close(false)
+	}
+	p := h.pid()
+	h.must(h.s.Join(p, "a", "b"))
+	for i, sub := range subs {
+		if n := len(sub.C()); n != 2 {
+			t.Fatalf("subscriber %d: %d events buffered when the join returned, want 2", i, n)
+		}
+		expectEvent(t, sub, MemberJoined, "a", p)
+		expectEvent(t, sub, MemberJoined, "b", p)
+	}
+	h.kill(p)
+	for _, sub := range subs {
+		expectEvent(t, sub, MemberLeft, "a", p)
+		expectEvent(t, sub, MemberLeft, "b", p)
+	}
+}
