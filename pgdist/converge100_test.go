@@ -207,11 +207,11 @@ func checkCost(mp *memPG, live []string, want map[string][]process.PID) time.Dur
 // holds reports whether s holds exactly want.
 func holds(s *pgscope.Scope, want map[string][]process.PID) bool {
 	for g, pids := range want {
-		got := s.GetMembers(g)
+		got := s.GetMembers(g) // shared: sorted into a copy
 		if len(got) != len(pids) {
 			return false
 		}
-		slices.SortFunc(got, cmpPID)
+		got = slices.SortedFunc(slices.Values(got), cmpPID)
 		if !slices.Equal(got, pids) {
 			return false
 		}

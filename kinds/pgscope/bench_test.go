@@ -20,13 +20,19 @@ type benchScope struct {
 	pids []process.PID
 }
 
-func newBenchScope(b *testing.B) *benchScope {
+func newBenchScope(b *testing.B) *benchScope { return newBenchScopeWith(b, nil) }
+
+// newBenchScopeWith is newBenchScope with mod adjusting the spec.
+func newBenchScopeWith(b *testing.B, mod func(*Spec)) *benchScope {
 	b.Helper()
 	node := process.NewNode(process.Options{Name: "bench", Logger: slog.New(slog.DiscardHandler)})
 	env := &registry.Env{Node: node, Logger: slog.New(slog.DiscardHandler), Metrics: prometheus.NewRegistry()}
 	spec := DefaultSpec()
 	spec.ActionQueueMaxSize = 1 << 20
 	spec.ActionQueueSize = 1 << 20
+	if mod != nil {
+		mod(&spec)
+	}
 	s, err := New(env, "bench:pg", spec)
 	if err != nil {
 		b.Fatal(err)
@@ -129,8 +135,8 @@ func BenchmarkJoinLeaveBigGroup(b *testing.B) {
 	bs.timeJoinLeave(b, "g")
 }
 
-// BenchmarkGetMembers reads a one-member group (target ≤ 40 ns, one
-// allocation: the returned slice).
+// BenchmarkGetMembers reads a one-member group (target ≤ 40 ns, no
+// allocation: the slice returned is the group's published version).
 func BenchmarkGetMembers(b *testing.B) {
 	bs := newBenchScope(b)
 	pid := bs.spawn(b, nop{})
@@ -146,8 +152,8 @@ func BenchmarkGetMembers(b *testing.B) {
 	}
 }
 
-// BenchmarkGetMembers10k reads a group of 10,000 members into a slice of
-// the caller's: one allocation and one copy of the list.
+// BenchmarkGetMembers10k reads a group of 10,000 members: the version's
+// flat list, built by the first reader, then shared (no allocation).
 func BenchmarkGetMembers10k(b *testing.B) {
 	bs := newBenchScope(b)
 	bs.bigGroup(b, "g", 10_000)
@@ -358,4 +364,75 @@ func BenchmarkExit30kMembers(b *testing.B) {
 			time.Sleep(100 * time.Microsecond)
 		}
 	}
+}
+
+// BenchmarkJoinLeaveBesideUnreadSubscriptions: a join and a leave of one
+// process beside 100 processes holding 1,000 unread subscriptions each
+// (the most a process may hold, MaxSubscriptionsPerProcess) of the group
+// hot, every buffer full: on hot itself (each change is offered to
+// 100,000 subscribers), on another group (cold), and on cold while a
+// second process joins and leaves hot without pause (cold-beside-hot:
+// what one group's subscribers cost every other group; issue 22 wants it
+// in µs). lua/modules/pg has the same with scripts' subscriptions.
+func BenchmarkJoinLeaveBesideUnreadSubscriptions(b *testing.B) {
+	const holders = 100
+	bs := newBenchScopeWith(b, func(sp *Spec) { sp.MonitorBuffer = 4 })
+	for range holders {
+		owner := bs.spawn(b, nop{})
+		for range MaxSubscriptionsPerProcess {
+			if _, _, err := bs.s.Monitor(owner, "hot"); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	pid := bs.spawn(b, nop{})
+	joinLeave := func(b *testing.B, pid process.PID, g string) {
+		if err := bs.s.Join(pid, g); err != nil {
+			b.Fatal(err)
+		}
+		if err := bs.s.Leave(pid, g); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// Fill every buffer, so that each offer is a drop.
+	for range 4 {
+		joinLeave(b, pid, "hot")
+	}
+	for _, g := range []string{"hot", "cold"} {
+		b.Run(g, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				joinLeave(b, pid, g)
+			}
+		})
+	}
+	b.Run("cold-beside-hot", func(b *testing.B) {
+		other := bs.spawn(b, nop{})
+		stop, done := make(chan struct{}), make(chan struct{})
+		var hot atomic.Int64
+		go func() {
+			defer close(done)
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = bs.s.Join(other, "hot")
+				_ = bs.s.Leave(other, "hot")
+				hot.Add(1)
+			}
+		}()
+		for hot.Load() == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			joinLeave(b, pid, "cold")
+		}
+		b.StopTimer()
+		close(stop)
+		<-done
+		b.ReportMetric(float64(hot.Load()), "hot-join+leaves")
+	})
 }

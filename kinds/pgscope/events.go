@@ -84,9 +84,11 @@ type Subscription struct {
 	owner process.PID
 	group string
 	all   bool
-	local bool       // scope-wide, but only changes of this node's processes
-	ch    chan Event // nil when sink is set
-	sink  Sink
+	local bool // scope-wide, but only changes of this node's processes
+	// reg: registered in the scope's state; the loop's alone.
+	reg  bool
+	ch   chan Event // nil when sink is set
+	sink Sink
 
 	// mu orders the loop's sends against Close, so Close can close the
 	// channel (and flush it) without the loop ever sending on a closed

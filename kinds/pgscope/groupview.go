@@ -8,33 +8,43 @@ import (
 	"github.com/proctor-run/proctor/process"
 )
 
-// groupView is one version of a group's membership: the local members (a
-// persistent set, shared with the versions before and after it) and each
-// other node's (lists the loop never writes below their length once
-// published). Readers share it; nobody writes to it once published, so a
-// version costs the loop O(log n) to make, however big the group.
+// groupView is one version of a group's membership. Readers share it;
+// nobody writes to it once published, so a version costs the loop O(log n)
+// to make, however big the group.
+//
+// A small group (at most flatMax members), as nearly every group is, is
+// its flat list alone, built at publish: one allocation of 96 bytes for
+// the usual group of one member, and a read is a load and a slice. A
+// bigger group's version keeps its persistent set and the other nodes'
+// lists (bigMembers) and builds its flat lists lazily.
 //
 // The order of every member is the local ones in join order, then each
 // other node's, nodes by name.
 type groupView struct {
-	set    memberSet
-	remote []nodeMembers
+	// list holds every member, this node's first, when big is nil; its
+	// capacity is its length, so a reader's append copies it.
+	list   []process.PID
 	n      int // members, with multiplicity
 	nlocal int
-
-	// flat says that list holds the members (this node's first), as it
-	// does for a small group (at most flatMax members): built at publish,
-	// it makes the usual read one copy of a short list.
-	flat bool
-	list []process.PID
-
-	// A big group's lists, built by the first reader that needs one and
-	// shared by the next readers of this version.
-	flatAll, flatLocal atomic.Pointer[[]process.PID]
+	big    *bigMembers
 
 	// The distinct member processes, computed by the first broadcast to
 	// this version of the group and reused by the next ones.
 	distinctAll, distinctLocal atomic.Pointer[[]process.PID]
+
+	// one backs list for a group of a single member.
+	one process.PID
+}
+
+// bigMembers are a big group's members as the loop published them: the
+// local set (persistent, shared with the versions before and after it)
+// and each other node's list (the loop never writes below a published
+// length), with the flat lists built by the first reader that needs one
+// and shared by the next readers of this version.
+type bigMembers struct {
+	set                memberSet
+	remote             []nodeMembers
+	flatAll, flatLocal atomic.Pointer[[]process.PID]
 }
 
 // nodeMembers are one other node's members of a group.
@@ -48,66 +58,72 @@ const flatMax = 32
 
 // newGroupView makes a version of a group from its members.
 func newGroupView(set memberSet, remote []nodeMembers, n int) *groupView {
-	v := &groupView{set: set, remote: remote, n: n, nlocal: set.len()}
-	if n > flatMax {
-		return v
-	}
-	v.flat = true
+	v := &groupView{n: n, nlocal: set.len()}
 	switch {
-	case n == 1 && v.set.single:
+	case n > flatMax:
+		v.big = &bigMembers{set: set, remote: remote}
+	case n == 1:
 		// The usual group: its one member backs the list, so that a
 		// version of it is one allocation.
-		v.list = unsafe.Slice(&v.set.pid, 1)
-	case n == 1 && v.nlocal == 0:
-		v.list = remote[0].pids[:1:1]
+		if v.nlocal == 1 {
+			v.one = set.first()
+		} else {
+			v.one = remote[0].pids[0]
+		}
+		v.list = unsafe.Slice(&v.one, 1)
 	default:
-		v.list = v.appendAll(make([]process.PID, 0, n))
+		v.list = appendAll(make([]process.PID, 0, n), set, remote)
+		v.list = v.list[:n:n]
 	}
 	return v
 }
 
-// appendAll appends every member, in order, from the set and the lists.
-func (v *groupView) appendAll(dst []process.PID) []process.PID {
-	dst = v.set.appendTo(dst)
-	for _, r := range v.remote {
+// appendAll appends every member, in order, from a set and the lists.
+func appendAll(dst []process.PID, set memberSet, remote []nodeMembers) []process.PID {
+	dst = set.appendTo(dst)
+	for _, r := range remote {
 		dst = append(dst, r.pids...)
 	}
 	return dst
 }
 
-// members returns every member: shared, read only.
+// members returns every member: shared, read only, its capacity its
+// length.
 func (v *groupView) members() []process.PID {
-	if v.flat {
+	b := v.big
+	if b == nil {
 		return v.list
 	}
-	if p := v.flatAll.Load(); p != nil {
+	if p := b.flatAll.Load(); p != nil {
 		return *p
 	}
-	all := v.appendAll(make([]process.PID, 0, v.n))
-	v.flatAll.Store(&all)
+	all := appendAll(make([]process.PID, 0, v.n), b.set, b.remote)
+	all = all[:len(all):len(all)]
+	b.flatAll.Store(&all)
 	return all
 }
 
-// localMembers returns this node's members: shared, read only.
+// localMembers returns this node's members: shared, read only, its
+// capacity its length.
 func (v *groupView) localMembers() []process.PID {
-	if v.flat {
+	b := v.big
+	if b == nil {
 		return v.list[:v.nlocal:v.nlocal]
 	}
-	if p := v.flatLocal.Load(); p != nil {
+	if p := b.flatLocal.Load(); p != nil {
 		return *p
 	}
-	if p := v.flatAll.Load(); p != nil {
+	if p := b.flatAll.Load(); p != nil {
 		return (*p)[:v.nlocal:v.nlocal]
 	}
-	local := v.set.appendTo(make([]process.PID, 0, v.nlocal))
-	v.flatLocal.Store(&local)
+	local := b.set.appendTo(make([]process.PID, 0, v.nlocal))
+	local = local[:len(local):len(local)]
+	b.flatLocal.Store(&local)
 	return local
 }
 
-// copyAll returns every member in a list of the caller's. A big group's
-// flat list is built once per version and then copied, as a small
-// group's: a plain copy is a memmove that skips clearing, twice as fast as
-// walking the set, so readers of an unchanging group pay one copy each.
+// copyAll returns every member in a list of the caller's (a subscription's
+// snapshot, which its owner may keep and change).
 func (v *groupView) copyAll() []process.PID { return clonePIDs(v.members()) }
 
 // copyLocal is copyAll for this node's members.
@@ -140,7 +156,8 @@ func (v *groupView) distinct(local bool) []process.PID {
 // each calls fn for every member (or local member) in order until it
 // returns false, reading the version in place.
 func (v *groupView) each(local bool, fn func(process.PID) bool) {
-	if v.flat {
+	b := v.big
+	if b == nil {
 		list := v.list
 		if local {
 			list = list[:v.nlocal]
@@ -152,10 +169,10 @@ func (v *groupView) each(local bool, fn func(process.PID) bool) {
 		}
 		return
 	}
-	if !v.set.each(fn) || local {
+	if !b.set.each(fn) || local {
 		return
 	}
-	for _, r := range v.remote {
+	for _, r := range b.remote {
 		for _, p := range r.pids {
 			if !fn(p) {
 				return
@@ -192,8 +209,9 @@ func clonePIDs(s []process.PID) []process.PID {
 type Members struct{ v *groupView }
 
 // Members returns the current version of group, to read in place: no
-// lock, no wait on the loop and no copy (GetMembers is the same list
-// copied into a slice of the caller's).
+// lock, no wait on the loop and no copy. GetMembers is the same version
+// as a slice; a big group's slice is built once per version, by its first
+// reader, which Members never needs.
 func (s *Scope) Members(group string) Members {
 	return Members{s.root.Load().get(hashGroup(group), group).view()}
 }

@@ -154,24 +154,44 @@ func TestClonePIDs(t *testing.T) {
 	}
 }
 
-// A reader that modifies what GetMembers returned changes nothing of the
-// scope's.
-func TestGetMembersIsACopy(t *testing.T) {
+// GetMembers and GetLocalMembers return the group's version itself, of a
+// small group and of a big one: no copy, no allocation, the same array for
+// every reader; its capacity is its length, so a reader's append copies
+// it; and a later change makes a new version, leaving a list read before
+// as it was.
+func TestGetMembersIsTheSnapshot(t *testing.T) {
 	h := newHarness(t, nil)
 	p, q := h.pid(), h.pid()
 	h.must(h.s.Join(p, "one"))
 	h.must(h.s.Join(p, "two"))
 	h.must(h.s.Join(q, "two"))
-	for _, g := range []string{"one", "two"} {
-		m := h.s.GetMembers(g)
-		m[0] = process.PID{}
-		if got := h.s.GetMembers(g); got[0] != p {
-			t.Fatalf("%s: a reader's write reached the scope: %v", g, got)
-		}
-		l := h.s.GetLocalMembers(g)
-		l[0] = process.PID{}
-		if got := h.s.GetLocalMembers(g); got[0] != p {
-			t.Fatalf("%s: a reader's write reached the local list: %v", g, got)
+	big := make([]string, flatMax+1)
+	for i := range big {
+		big[i] = "big"
+	}
+	h.must(h.s.Join(p, big...))
+	for _, g := range []string{"one", "two", "big"} {
+		for name, get := range map[string]func(string) []process.PID{"GetMembers": h.s.GetMembers, "GetLocalMembers": h.s.GetLocalMembers} {
+			m := get(g)
+			if len(m) == 0 || m[0] != p || cap(m) != len(m) {
+				t.Fatalf("%s(%s) = %v (cap %d)", name, g, m, cap(m))
+			}
+			if again := get(g); &again[0] != &m[0] {
+				t.Fatalf("%s(%s): a second read copied the list", name, g)
+			}
+			if n := testing.AllocsPerRun(100, func() { get(g) }); n != 0 {
+				t.Fatalf("%s(%s): %v allocations per read", name, g, n)
+			}
+			grown := append(m, process.PID{})
+			if &grown[0] == &m[0] {
+				t.Fatalf("%s(%s): an append wrote past the list", name, g)
+			}
+			before := slices.Clone(m)
+			h.must(h.s.Join(q, g))
+			h.must(h.s.Leave(q, g))
+			if !slices.Equal(m, before) {
+				t.Fatalf("%s(%s): a read list changed with the group: %v, was %v", name, g, m, before)
+			}
 		}
 	}
 }

@@ -189,6 +189,18 @@ func (n *mnode) without(seq uint64, shift uint) (*mnode, bool) {
 	return out, true
 }
 
+// first returns the earliest member of a set that is not empty.
+func (m memberSet) first() process.PID {
+	if m.single {
+		return m.pid
+	}
+	n := m.root
+	for n.pids == nil {
+		n = n.kids[0]
+	}
+	return n.pids[0]
+}
+
 // appendTo appends the members in join order.
 func (m memberSet) appendTo(dst []process.PID) []process.PID {
 	if m.single {

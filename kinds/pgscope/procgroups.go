@@ -98,7 +98,9 @@ func (pg *procGroups) pop(gs *groupState) (seq uint64, ok bool) {
 func (pg *procGroups) forget(i int) {
 	gs := pg.list[i].gs
 	last := len(pg.list) - 1
-	pg.list[i] = pg.list[last]
+	if i < last {
+		pg.list[i] = pg.list[last]
+	}
 	pg.list[last] = procGroup{}
 	pg.list = pg.list[:last]
 	if pg.at != nil {

@@ -356,7 +356,11 @@ func (s *Scope) doOp(ctx context.Context, op commandOp, pid process.PID, groups 
 	if op == opLeave {
 		name = "leave"
 	}
-	return s.call(ctx, name, c)
+	if err := s.call(ctx, name, c); err != nil {
+		return err
+	}
+	// Its events are in every subscriber's buffer when it returns.
+	return s.awaitDelivery(ctx, name, groups)
 }
 
 // call runs c on the loop and turns what went wrong into the scope's
@@ -460,23 +464,26 @@ func (s *Scope) LeaveContext(ctx context.Context, pid process.PID, groups ...str
 
 // GetMembers returns every member of group on every node, a process
 // repeated once per join; an empty or unknown group gives nil. It reads the
-// published index: no lock, no wait on the loop, and no allocation but the
-// returned slice.
+// published index: no lock, no wait on the loop, no copy and no
+// allocation. The slice is the group's current version, shared by every
+// reader and never changed by the scope: read it, never modify it
+// (slices.Clone gives a copy to sort or edit; its capacity is its length,
+// so an append copies it).
 func (s *Scope) GetMembers(group string) []process.PID {
 	v := s.root.Load().get(hashGroup(group), group).view()
 	if v == nil {
 		return nil
 	}
-	return v.copyAll()
+	return v.members()
 }
 
 // GetLocalMembers is GetMembers restricted to processes of this node.
 func (s *Scope) GetLocalMembers(group string) []process.PID {
 	v := s.root.Load().get(hashGroup(group), group).view()
-	if v == nil {
+	if v == nil || v.nlocal == 0 {
 		return nil
 	}
-	return v.copyLocal()
+	return v.localMembers()
 }
 
 // DistinctMembers returns each member process of group once (in order of

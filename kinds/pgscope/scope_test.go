@@ -642,9 +642,9 @@ func (h *harness) onLoop(fn func()) {
 func (h *harness) subCount() int {
 	n := 0
 	h.onLoop(func() {
-		n = len(h.s.st.scopeSubs)
-		for _, m := range h.s.st.groupSubs {
-			n += len(m)
+		n = len(h.s.st.clusterSubs) + h.s.st.scopeFan.live
+		for _, f := range h.s.st.groupSubs {
+			n += f.live
 		}
 	})
 	return n

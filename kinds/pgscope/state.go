@@ -30,12 +30,15 @@ type state struct {
 	// peers are the remote nodes heard from and not down (health.go).
 	peers map[string]struct{}
 
-	groupSubs map[string]map[*Subscription]struct{}
-	scopeSubs map[*Subscription]struct{}
-	// localSubs counts the scope subscriptions to this node's changes
-	// only (a replica's): a remote change that no other subscription
-	// takes builds no event.
-	localSubs int
+	// groupSubs are each group's subscriptions, scopeFan the scope-wide
+	// ones (delivery.go); clusterSubs the scope-wide subscriptions to
+	// this node's changes only (a replica's, fed on the loop): a remote
+	// change that no other subscription takes builds no event.
+	groupSubs   map[string]*fanout
+	scopeFan    fanout
+	clusterSubs map[*Subscription]struct{}
+	// queues are the fanouts' delivery queues, for callers (delivery.go).
+	queues queues
 
 	members int // memberships over every group and node, with multiplicity
 	// live counts the groups with members; groups also holds the vacant
@@ -84,13 +87,13 @@ type procState struct {
 
 func newState(s *Scope) state {
 	return state{
-		s:         s,
-		groups:    make(map[string]*groupState),
-		procs:     make(map[uint64]*procState),
-		nodes:     make(map[string]map[string]struct{}),
-		peers:     make(map[string]struct{}),
-		groupSubs: make(map[string]map[*Subscription]struct{}),
-		scopeSubs: make(map[*Subscription]struct{}),
+		s:           s,
+		groups:      make(map[string]*groupState),
+		procs:       make(map[uint64]*procState),
+		nodes:       make(map[string]map[string]struct{}),
+		peers:       make(map[string]struct{}),
+		groupSubs:   make(map[string]*fanout),
+		clusterSubs: make(map[*Subscription]struct{}),
 	}
 }
 
@@ -105,6 +108,10 @@ type counted struct {
 // usual batch of one). Short batches scan; long ones use a map.
 func tally(groups []string, buf []counted) []counted {
 	out := buf[:0]
+	if len(groups) == 1 {
+		// The usual batch.
+		return append(out, counted{groups[0], 1})
+	}
 	if len(groups) > 16 {
 		at := make(map[string]int, len(groups))
 		for _, g := range groups {
@@ -490,10 +497,10 @@ func (st *state) notifyN(kind EventKind, group string, pid process.PID, n int) {
 // listened reports whether a change of group, of this node's members or
 // not (local), has a subscription to take it.
 func (st *state) listened(group string, local bool) bool {
-	if n := len(st.scopeSubs); n > 0 && (local || n > st.localSubs) {
+	if st.scopeFan.live > 0 || (local && len(st.clusterSubs) > 0) {
 		return true
 	}
-	return len(st.groupSubs) > 0 && len(st.groupSubs[group]) > 0
+	return len(st.groupSubs) > 0 && st.groupSubs[group] != nil
 }
 
 // notify offers an event to the group's monitors and the scope's.
@@ -505,14 +512,16 @@ func (st *state) notify(kind EventKind, group string, pids []process.PID) {
 		return
 	}
 	ev := Event{Kind: kind, Group: group, PIDs: pids, shared: &sharedValue{}}
-	for sub := range st.groupSubs[group] {
-		sub.offer(ev)
+	if f := st.groupSubs[group]; f != nil {
+		st.offer(f, group, ev)
 	}
-	for sub := range st.scopeSubs {
-		if sub.local && !local {
-			continue
+	if local {
+		for sub := range st.clusterSubs {
+			sub.offer(ev)
 		}
-		sub.offer(ev)
+	}
+	if st.scopeFan.live > 0 {
+		st.offer(&st.scopeFan, "", ev)
 	}
 }
 
@@ -547,19 +556,20 @@ func (st *state) subscribe(sub *Subscription) error {
 		}
 		ps.subs[sub] = struct{}{}
 	}
-	if sub.all {
-		st.scopeSubs[sub] = struct{}{}
-		if sub.local {
-			st.localSubs++
+	switch {
+	case sub.all && sub.local:
+		st.clusterSubs[sub] = struct{}{}
+	case sub.all:
+		st.scopeFan.add(sub)
+	default:
+		f := st.groupSubs[sub.group]
+		if f == nil {
+			f = &fanout{}
+			st.groupSubs[sub.group] = f
 		}
-	} else {
-		m := st.groupSubs[sub.group]
-		if m == nil {
-			m = make(map[*Subscription]struct{})
-			st.groupSubs[sub.group] = m
-		}
-		m[sub] = struct{}{}
+		f.add(sub)
 	}
+	sub.reg = true
 	st.s.m.subscribers.Inc()
 	return nil
 }
@@ -567,22 +577,22 @@ func (st *state) subscribe(sub *Subscription) error {
 // unregisterSub forgets sub in the scope's maps; it reports whether it was
 // registered.
 func (st *state) unregisterSub(sub *Subscription) bool {
-	if sub.all {
-		if _, ok := st.scopeSubs[sub]; !ok {
-			return false
-		}
-		delete(st.scopeSubs, sub)
-		if sub.local {
-			st.localSubs--
-		}
-	} else {
-		m := st.groupSubs[sub.group]
-		if _, ok := m[sub]; !ok {
-			return false
-		}
-		delete(m, sub)
-		if len(m) == 0 {
+	if !sub.reg {
+		return false
+	}
+	sub.reg = false
+	switch {
+	case sub.all && sub.local:
+		delete(st.clusterSubs, sub)
+	case sub.all:
+		st.scopeFan.remove()
+	default:
+		f := st.groupSubs[sub.group]
+		if f.remove(); f.live == 0 {
 			delete(st.groupSubs, sub.group)
+			if f.q != nil {
+				st.queues.drop(sub.group)
+			}
 		}
 	}
 	st.s.m.subscribers.Dec()
@@ -610,17 +620,18 @@ func (st *state) snapshotAll() map[string][]process.PID {
 
 // closeAll ends every subscription; it runs once the loop has stopped.
 func (st *state) closeAll() {
-	for sub := range st.scopeSubs {
-		sub.end(false)
+	end := func(sub *Subscription) { sub.end(false) }
+	for sub := range st.clusterSubs {
+		end(sub)
 	}
-	for _, m := range st.groupSubs {
-		for sub := range m {
-			sub.end(false)
-		}
+	st.scopeFan.each(end)
+	for _, f := range st.groupSubs {
+		f.each(end)
 	}
 	st.s.m.subscribers.Set(0)
-	st.scopeSubs, st.localSubs = map[*Subscription]struct{}{}, 0
-	st.groupSubs = map[string]map[*Subscription]struct{}{}
+	st.clusterSubs = map[*Subscription]struct{}{}
+	st.scopeFan = fanout{q: st.scopeFan.q}
+	st.groupSubs = map[string]*fanout{}
 }
 
 // The methods below are the seam of the cluster protocol (cluster.go): it

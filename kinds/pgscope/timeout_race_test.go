@@ -50,7 +50,12 @@ func TestAbandonedMonitorNotLeftRegistered(t *testing.T) {
 	}
 	h.s.spec.Store(func() *Spec { sp := h.s.Spec(); sp.ProtocolTimeout = 10 * time.Second; return &sp }())
 	var left int
-	if err := h.s.do("count", func() error { left = len(h.s.st.groupSubs["g"]); return nil }); err != nil {
+	if err := h.s.do("count", func() error {
+		if f := h.s.st.groupSubs["g"]; f != nil {
+			left = f.live
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
 	if left != 0 {
