@@ -228,41 +228,59 @@ func Regular(ctx context.Context, path string, limit int64, timeout time.Duratio
 	if real, ok := inKernelDir(path); ok {
 		return nil, nil, &Error{Err: ErrKernelFile, What: real}
 	}
+	var (
+		b   []byte
+		fi  fs.FileInfo
+		err error
+	)
+	// What the read sets is looked at only once it returned in time.
+	if werr := Within(ctx, path, timeout, func() { b, fi, err = readOpen(path, limit) }); werr != nil {
+		return nil, nil, werr
+	}
+	return b, fi, err
+}
+
+// Within runs f, a call on the file system about path (an open and read,
+// a stat, the walk of a directory), on a goroutine of its own and waits
+// for it, for timeout (0: DefaultReadTimeout), or until ctx is done. A
+// call that does not return in time is left to finish on its own (a hung
+// NFS mount blocks it in the kernel, where nothing can stop it): Within
+// then fails with ErrReadTimeout, and so does every later call about path
+// at once until it returned (Stuck). f must not touch what the caller
+// uses until Within returned nil.
+func Within(ctx context.Context, path string, timeout time.Duration, f func()) error {
 	if _, ok := Stuck.Load(path); ok {
-		return nil, nil, &Error{Err: ErrReadTimeout, What: "an earlier read of it has not returned yet"}
+		return &Error{Err: ErrReadTimeout, What: "an earlier read of it has not returned yet"}
 	}
 	if timeout <= 0 {
 		timeout = DefaultReadTimeout
 	}
-	type result struct {
-		b   []byte
-		fi  fs.FileInfo
-		err error
-	}
-	done := make(chan result, 1)
+	done := make(chan struct{})
 	Running.Add(1)
 	go func() {
 		defer Running.Done()
-		b, fi, err := readOpen(path, limit)
+		f()
 		Stuck.Delete(path)
-		done <- result{b, fi, err}
+		close(done)
 	}()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case r := <-done:
-		return r.b, r.fi, r.err
+	case <-done:
+		return nil
 	case <-t.C:
 		Stuck.Store(path, true)
-		// It may have finished as the timer fired.
+		// It may have finished as the timer fired, its Delete before
+		// the Store.
 		select {
-		case r := <-done:
-			return r.b, r.fi, r.err
+		case <-done:
+			Stuck.Delete(path)
+			return nil
 		default:
 		}
-		return nil, nil, &Error{Err: ErrReadTimeout, What: "no answer within " + timeout.String()}
+		return &Error{Err: ErrReadTimeout, What: "no answer within " + timeout.String()}
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 
