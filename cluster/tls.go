@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/internal/readfile"
+	"github.com/proctor-run/proctor/value"
 )
 
 // TLSOptions secure the transport with TLS 1.3 (crypto/tls). The zero
@@ -50,7 +51,7 @@ const ekmSize = 32
 
 // ErrTLS: the TLS handshake failed (the other end speaks no TLS, or its
 // certificate is not one this node accepts).
-var ErrTLS = errors.New("transport TLS handshake failed")
+var ErrTLS = value.Sentinel("cluster.tls", value.KindNoConnection, "transport TLS handshake failed")
 
 // transportTLS makes each connection's TLS configuration.
 type transportTLS struct {

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // UnwrapPath returns the cause of a *fs.PathError (the path is shown
@@ -39,10 +41,10 @@ const (
 // ErrNotRegular: a path names something other than a regular file (a
 // named pipe, a device, a socket), which can block a reader for good or
 // never end.
-var ErrNotRegular = errors.New("not a regular file")
+var ErrNotRegular = value.Sentinel("readfile.not_regular", value.KindInvalid, "not a regular file")
 
 // ErrTooLarge: a file is larger than its configured limit.
-var ErrTooLarge = errors.New("file too large")
+var ErrTooLarge = value.Sentinel("readfile.too_large", value.KindLimit, "file too large")
 
 // Error says why a file could not be read, in the words the loader's
 // messages use.
@@ -66,7 +68,14 @@ func (e *Error) Error() string {
 	return e.Err.Error()
 }
 
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap returns the cause; for ErrReadTimeout also ETIMEDOUT, the errno
+// a system call past its time gives, which callers retry on.
+func (e *Error) Unwrap() []error {
+	if e.Err == ErrReadTimeout {
+		return []error{e.Err, syscall.ETIMEDOUT}
+	}
+	return []error{e.Err}
+}
 
 // FileType names what a non-regular mode is.
 func FileType(m fs.FileMode) string {
@@ -174,14 +183,14 @@ const DefaultReadTimeout = 10 * time.Second
 
 // ErrReadTimeout: a read of a configuration file or a source did not
 // finish within its deadline (a hung network or FUSE file system, a
-// kernel file whose read blocks). It wraps ETIMEDOUT, so the reload that
-// met it is retried later (Transient).
-var ErrReadTimeout = fmt.Errorf("the read did not finish in time: %w", syscall.ETIMEDOUT)
+// kernel file whose read blocks). An *Error holding it also matches
+// ETIMEDOUT, so the reload that met it is retried later (Transient).
+var ErrReadTimeout = value.Sentinel("readfile.read_timeout", value.KindTimeout, "the read did not finish in time")
 
 // ErrKernelFile: a path that resolves into /proc, /sys or /dev. Their
 // files say they are regular and empty, and a read may block for good
 // (/proc/kmsg) or never end; no configuration lives there.
-var ErrKernelFile = errors.New("a file of /proc, /sys or /dev")
+var ErrKernelFile = value.Sentinel("readfile.kernel_file", value.KindInvalid, "a file of /proc, /sys or /dev")
 
 // kernelDirs are the trees Regular refuses, wherever a symlink points.
 var kernelDirs = []string{"/proc", "/sys", "/dev"}
