@@ -16,6 +16,7 @@ import (
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/remote"
+	"github.com/proctor-run/proctor/value"
 )
 
 // Options configure a cluster node. Node and Bind are required; the zero
@@ -204,7 +205,7 @@ func (c *Cluster) transportAddr(adv net.IP) string {
 
 // ErrInsecure: a node without a secret or TLS would bind an address other
 // hosts reach.
-var ErrInsecure = errors.New("refusing to run an unauthenticated, unencrypted cluster on a network")
+var ErrInsecure = value.Sentinel("cluster.insecure", value.KindInvalid, "refusing to run an unauthenticated, unencrypted cluster on a network")
 
 // exposedAddr returns the first of addrs that is not a loopback address,
 // "" when all are.

@@ -1,12 +1,13 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"time"
 
 	"github.com/hashicorp/memberlist"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // delegate is the one memberlist delegate: metadata, gossip messages,
@@ -96,7 +97,7 @@ func (d *delegate) NotifyConflict(existing, other *memberlist.Node) {
 // unique in a cluster: the node that started first keeps its name, and the
 // other fails (Start returns the error, or, when it is seen only later,
 // Cluster.Err does).
-var ErrNameTaken = errors.New("node name taken by another live member")
+var ErrNameTaken = value.Sentinel("cluster.name_taken", value.KindInvalid, "node name taken by another live member")
 
 // Err returns ErrNameTaken (wrapped, naming the other node) once this
 // node has seen another live member with its name that started first: it

@@ -3,9 +3,10 @@ package cluster
 import (
 	"bufio"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // Frames on a transport connection, after the handshake: a 4-byte
@@ -27,7 +28,7 @@ const ioBufferSize = 64 << 10
 var (
 	// ErrFrameTooLarge: a frame longer than the receiver's MaxFrame, or
 	// one the sender may not send.
-	ErrFrameTooLarge = errors.New("frame too large")
+	ErrFrameTooLarge = value.Sentinel("cluster.frame_too_large", value.KindLimit, "frame too large")
 )
 
 // tickFrame is what an idle connection's writer sends: a frame of length

@@ -11,6 +11,7 @@ import (
 	"github.com/hashicorp/memberlist"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
 )
 
 // Kind tags a gossip message with the subsystem it belongs to. Every
@@ -48,12 +49,12 @@ const MaxGossipPayload = 1024
 // Gossip errors.
 var (
 	// ErrGossipTooLarge: a payload past MaxGossipPayload.
-	ErrGossipTooLarge = errors.New("gossip payload too large")
+	ErrGossipTooLarge = value.Sentinel("cluster.gossip_too_large", value.KindLimit, "gossip payload too large")
 	// ErrKindTaken: a kind already has a handler.
-	ErrKindTaken = errors.New("gossip kind already handled")
+	ErrKindTaken = value.Sentinel("cluster.gossip_kind_taken", value.KindInvalid, "gossip kind already handled")
 	// ErrGossipQueueFull: MaxGossipQueue broadcasts are already waiting
 	// to go out.
-	ErrGossipQueueFull = errors.New("gossip broadcast queue full")
+	ErrGossipQueueFull = value.Sentinel("cluster.gossip_queue_full", value.KindLimit, "gossip broadcast queue full")
 )
 
 // MaxGossipQueue bounds the broadcasts waiting to go out; past it

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // The transport's handshake, version ProtocolVersion. The dialing node D
@@ -50,10 +52,10 @@ var (
 	// ErrHandshake: the other end did not follow the handshake (bad
 	// magic, a malformed name, a version this node does not speak, not
 	// the node expected).
-	ErrHandshake = errors.New("transport handshake failed")
+	ErrHandshake = value.Sentinel("cluster.handshake", value.KindNoConnection, "transport handshake failed")
 	// ErrAuth: the other end's proof is wrong: it does not hold the
 	// cluster secret.
-	ErrAuth = errors.New("transport handshake: authentication failed (a different cluster secret?)")
+	ErrAuth = value.Sentinel("cluster.auth", value.KindNoConnection, "transport handshake: authentication failed (a different cluster secret?)")
 
 	errOtherVersion = errors.New("another protocol version")
 )

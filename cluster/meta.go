@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/remote/wire"
+	"github.com/proctor-run/proctor/value"
 )
 
 // ProtocolVersion is the version of the transport's protocol: its
@@ -52,7 +53,7 @@ type Meta struct {
 
 // ErrIncompatible: a node speaks another version of the metadata, the
 // transport protocol or the envelope.
-var ErrIncompatible = errors.New("incompatible node")
+var ErrIncompatible = value.Sentinel("cluster.incompatible", value.KindNoConnection, "incompatible node")
 
 // localMeta is this build's metadata for a transport listening on addr,
 // of a node of creation that started at started.

@@ -2,11 +2,13 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"crypto/hkdf"
 	"crypto/sha256"
+	"errors"
 	"fmt"
-	"io"
-	"os"
+
+	"github.com/proctor-run/proctor/internal/readfile"
 )
 
 // MinSecret is the shortest secret accepted, in bytes.
@@ -57,17 +59,15 @@ func DeriveKeys(secret []byte) (Keys, error) {
 // file holds it as text, surrounding whitespace trimmed, at least MinSecret
 // bytes.
 func ReadSecretFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
+	// As a configuration file is read: nothing under /proc, /sys or /dev,
+	// and a read that does not finish in readfile.DefaultReadTimeout (a
+	// hung NFS mount) fails start-up instead of blocking it.
+	b, _, err := readfile.Regular(context.Background(), path, maxSecretFile, 0)
+	if errors.Is(err, readfile.ErrTooLarge) {
+		return nil, fmt.Errorf("%s: larger than %d bytes: not a secret", path, maxSecretFile)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSecretFile+1))
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(b) > maxSecretFile {
-		return nil, fmt.Errorf("%s: larger than %d bytes: not a secret", path, maxSecretFile)
 	}
 	s := bytes.TrimSpace(b)
 	if len(s) < MinSecret {

@@ -17,6 +17,9 @@ import (
 	"os"
 	"sync"
 	"time"
+
+	"github.com/proctor-run/proctor/internal/readfile"
+	"github.com/proctor-run/proctor/value"
 )
 
 // TLSOptions secure the transport with TLS 1.3 (crypto/tls). The zero
@@ -48,7 +51,7 @@ const ekmSize = 32
 
 // ErrTLS: the TLS handshake failed (the other end speaks no TLS, or its
 // certificate is not one this node accepts).
-var ErrTLS = errors.New("transport TLS handshake failed")
+var ErrTLS = value.Sentinel("cluster.tls", value.KindNoConnection, "transport TLS handshake failed")
 
 // transportTLS makes each connection's TLS configuration.
 type transportTLS struct {
@@ -249,16 +252,29 @@ func (f *certFiles) load() (*tls.Certificate, *x509.CertPool, error) {
 	return f.cert, f.pool, nil
 }
 
+// maxTLSFile bounds each of the certificate, key and CA files: 1 MiB holds
+// hundreds of PEM certificates.
+const maxTLSFile = 1 << 20
+
 // readCertFiles reads and checks the certificate, its key and the CA.
+// Each is read as a configuration file is (readfile.Regular: at most
+// maxTLSFile, nothing under /proc, /sys or /dev, within
+// readfile.DefaultReadTimeout), so that a hung mount fails the load
+// instead of blocking every handshake behind it.
 func readCertFiles(o TLSOptions) (tls.Certificate, *x509.CertPool, error) {
-	cert, err := tls.LoadX509KeyPair(o.CertFile, o.KeyFile)
+	var pem [3][]byte
+	for i, p := range []string{o.CertFile, o.KeyFile, o.CAFile} {
+		b, _, err := readfile.Regular(context.Background(), p, maxTLSFile, 0)
+		if err != nil {
+			return tls.Certificate{}, nil, fmt.Errorf("transport TLS: %s: %w", p, err)
+		}
+		pem[i] = b
+	}
+	cert, err := tls.X509KeyPair(pem[0], pem[1])
 	if err != nil {
 		return cert, nil, fmt.Errorf("transport TLS: certificate %s, key %s: %w", o.CertFile, o.KeyFile, err)
 	}
-	ca, err := os.ReadFile(o.CAFile)
-	if err != nil {
-		return cert, nil, fmt.Errorf("transport TLS: CA: %w", err)
-	}
+	ca := pem[2]
 	pool := x509.NewCertPool()
 	if !pool.AppendCertsFromPEM(ca) || len(bytes.TrimSpace(ca)) == 0 {
 		return cert, nil, fmt.Errorf("transport TLS: CA %s: no PEM certificate in it", o.CAFile)

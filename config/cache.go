@@ -2,7 +2,6 @@ package config
 
 import (
 	"crypto/sha256"
-	"os"
 	"time"
 
 	"github.com/proctor-run/proctor/internal/readfile"
@@ -55,7 +54,7 @@ func (ld *load) readSource(path string) *sourceFile {
 	prev := ld.cache.sources[path]
 	var sf *sourceFile
 	now := time.Now()
-	fi, err := os.Stat(path)
+	fi, err := ld.stat(path)
 	switch {
 	case err != nil:
 		sf = &sourceFile{path: path, err: &readfile.Error{Err: readfile.UnwrapPath(err)}}

@@ -10,7 +10,6 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -80,6 +79,10 @@ type Loader struct {
 	// not finish in time (a hung NFS or FUSE file) fails the load with an
 	// error naming the file. Default: DefaultReadTimeout (10 s).
 	ReadTimeout time.Duration
+
+	// fsys makes the stats and directory walks of a load (nil: the
+	// operating system's); tests make it block.
+	fsys fileSystem
 	// MaxAliasNodes caps how many nodes YAML aliases may add, all files and
 	// documents together. Default: DefaultMaxAliasNodes (1,048,576).
 	MaxAliasNodes int64
@@ -126,6 +129,7 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 		ctx: ctx, kinds: kinds, display: map[string]string{}, bounds: bounds,
 		maxConfig: cmp.Or(l.MaxConfigSize, readfile.DefaultMaxConfigSize),
 		maxSource: cmp.Or(l.MaxSourceSize, readfile.DefaultMaxSourceSize), readTimeout: l.ReadTimeout,
+		fsys:      cmp.Or[fileSystem](l.fsys, osFS{}),
 		aliasLeft: cmp.Or(l.MaxAliasNodes, DefaultMaxAliasNodes),
 		warn:      l.warn,
 		env:       l.environment(),
@@ -201,6 +205,7 @@ type load struct {
 	maxConfig   int64
 	maxSource   int64
 	readTimeout time.Duration
+	fsys        fileSystem
 	aliasLeft   int64 // alias nodes the rest of the configuration may add
 	aliasBudget int64
 	warn        func(path, msg string, args ...any)
@@ -273,7 +278,7 @@ func (ld *load) collect(paths []string, cfg *Config) []string {
 			ld.fail(registry.Pos{File: p}, "", "", "cannot resolve path: %v", err)
 			continue
 		}
-		fi, err := os.Stat(abs)
+		fi, err := ld.stat(abs)
 		if err != nil {
 			ld.failRead(registry.Pos{File: p}, readfile.UnwrapPath(err))
 			continue
@@ -283,49 +288,65 @@ func (ld *load) collect(paths []string, cfg *Config) []string {
 			continue
 		}
 		cfg.Dirs = append(cfg.Dirs, abs)
+		// The walk runs within the load's deadline, as a whole (a hung
+		// mount blocks it anywhere): what it finds is kept in found and
+		// applied once it returned in time, since a walk left to finish on
+		// its own must touch nothing of the load.
+		var found []func()
 		n := 0
-		err = filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
-			rel, _ := filepath.Rel(abs, path)
-			shown := filepath.Join(p, rel)
-			if err != nil {
-				ld.failRead(registry.Pos{File: shown}, readfile.UnwrapPath(err))
-				if d != nil && d.IsDir() && path != abs {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			name := d.Name()
-			if path != abs && strings.HasPrefix(name, ".") {
-				// Editors and tools keep their own files in dot-files and
-				// dot-directories; they are never configuration.
-				if d.IsDir() {
-					return fs.SkipDir
-				}
-				return nil
-			}
-			if d.IsDir() || !IsConfigName(name) {
-				return nil
-			}
-			if !d.Type().IsRegular() {
-				// A named pipe would block the read for good, a device
-				// might never end. A symbolic link counts for what it
-				// names.
-				fi, err := os.Stat(path)
+		werr := readfile.Within(ld.ctx, abs, ld.readTimeout, func() {
+			err := ld.fsys.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
+				rel, _ := filepath.Rel(abs, path)
+				shown := filepath.Join(p, rel)
 				if err != nil {
-					ld.failRead(registry.Pos{File: shown}, readfile.UnwrapPath(err))
+					found = append(found, func() { ld.failRead(registry.Pos{File: shown}, readfile.UnwrapPath(err)) })
+					if d != nil && d.IsDir() && path != abs {
+						return fs.SkipDir
+					}
 					return nil
 				}
-				if !fi.Mode().IsRegular() {
-					ld.warn(shown, "configuration file skipped: not a regular file", "type", readfile.FileType(fi.Mode()))
+				name := d.Name()
+				if path != abs && strings.HasPrefix(name, ".") {
+					// Editors and tools keep their own files in dot-files and
+					// dot-directories; they are never configuration.
+					if d.IsDir() {
+						return fs.SkipDir
+					}
 					return nil
 				}
+				if d.IsDir() || !IsConfigName(name) {
+					return nil
+				}
+				if !d.Type().IsRegular() {
+					// A named pipe would block the read for good, a device
+					// might never end. A symbolic link counts for what it
+					// names.
+					fi, err := ld.fsys.Stat(path)
+					if err != nil {
+						found = append(found, func() { ld.failRead(registry.Pos{File: shown}, readfile.UnwrapPath(err)) })
+						return nil
+					}
+					if !fi.Mode().IsRegular() {
+						found = append(found, func() {
+							ld.warn(shown, "configuration file skipped: not a regular file", "type", readfile.FileType(fi.Mode()))
+						})
+						return nil
+					}
+				}
+				n++
+				found = append(found, func() { add(path, shown) })
+				return nil
+			})
+			if err != nil {
+				found = append(found, func() { ld.failRead(registry.Pos{File: p}, readfile.UnwrapPath(err)) })
 			}
-			n++
-			add(path, shown)
-			return nil
 		})
-		if err != nil {
-			ld.failRead(registry.Pos{File: p}, readfile.UnwrapPath(err))
+		if werr != nil {
+			ld.failRead(registry.Pos{File: p}, werr)
+			continue
+		}
+		for _, f := range found {
+			f()
 		}
 		if n == 0 {
 			ld.fail(registry.Pos{File: p}, "", "", "directory holds no configuration (*.yaml or *.yml files)")
@@ -341,7 +362,7 @@ var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 // neither the file nor a source its entries read has changed.
 func (ld *load) file(file string, cfg *Config, next *loadCache) {
 	now := time.Now()
-	fi, err := os.Stat(file)
+	fi, err := ld.stat(file)
 	if err != nil {
 		ld.failRead(registry.Pos{File: file}, readfile.UnwrapPath(err))
 		return

@@ -3,9 +3,11 @@ package lua
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/proctor-run/proctor/value"
+	lua "github.com/yuin/gopher-lua"
 )
 
 func TestJSON(t *testing.T) {
@@ -105,5 +107,38 @@ end }`))
 	}
 	if want := string(bytes.TrimSuffix(b.Bytes(), []byte("\n"))); out["text"] != want {
 		t.Errorf("json.encode(err) in Lua:\n  %s\nthe HTTP view's:\n  %s", out["text"], want)
+	}
+}
+
+// TestInfinitiesHaveNoJSONForm: math.huge is +Inf (it was the largest
+// float, which json.encode wrote and /v1/ask sent as
+// 1.7976931348623157e+308). json.encode refuses it as it refuses 1/0, and
+// a reply {a = math.huge} has no JSON form on the HTTP path (value.JSONForm,
+// which /v1/ask and an http handler's reply body use).
+func TestInfinitiesHaveNoJSONForm(t *testing.T) {
+	h := newHarness(t)
+	h.Check(h.Entry("main", `
+local json = require("json")
+return { main = function()
+  for _, v in ipairs({math.huge, -math.huge, 1/0, 0/0}) do
+    local s, err = json.encode({a = v})
+    assert(s == nil and err.kind == "invalid" and err.message:find("no JSON form", 1, true), tostring(s) .. " " .. tostring(err))
+  end
+  return "ok"
+end }`))
+	L := lua.NewState()
+	defer L.Close()
+	for _, src := range []string{"return {a = math.huge}", "return {a = -math.huge}", "return {a = 0/0}"} {
+		if err := L.DoString(src); err != nil {
+			t.Fatal(err)
+		}
+		v, err := ToGo(L.Get(-1))
+		L.Pop(1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if jf, err := value.JSONForm(v); err == nil || !strings.Contains(err.Error(), "has no JSON form") {
+			t.Errorf("%s: JSONForm gave %v, %v; want no JSON form", src, jf, err)
+		}
 	}
 }

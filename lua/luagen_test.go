@@ -193,7 +193,7 @@ func (g *luaGen) formatSpec() (spec, arg string) {
 	if g.r.Intn(3) == 0 {
 		prec = "." + fmt.Sprint(g.r.Intn(8))
 	}
-	num := g.pick("0", "1", "-1", "42", "-42", "3.75", "-0.5", "1e10", "123456789", "2^31", "2^53", "0.1", "255", "1/3")
+	num := g.pick("0", "1", "-1", "42", "-42", "3.75", "-0.5", "1e10", "123456789", "2^31", "2^53", "0.1", "255", "1/3", "math.huge", "-math.huge")
 	switch conv := g.pick("d", "i", "u", "c", "x", "X", "o", "e", "E", "f", "g", "G", "s", "q", "%"); conv {
 	case "d", "i", "x", "X", "o", "u":
 		return "%" + flags + width + prec + conv, g.pick("0", "1", "-1", "42", "-42", "255", "123456789", "2^31", "3.0", "1e9")
@@ -454,7 +454,7 @@ func (g *luaGen) arithmetic() string {
 	var b strings.Builder
 	b.WriteString("do\n")
 	num := func() string {
-		return g.pick(fmt.Sprint(g.r.Intn(200)-100), fmt.Sprintf("%d.%d", g.r.Intn(50)-25, g.r.Intn(1000)), "0.1", "1e15", "2^53", "1e100", "3", "7", "'10'", "' 2 '", "1/3")
+		return g.pick(fmt.Sprint(g.r.Intn(200)-100), fmt.Sprintf("%d.%d", g.r.Intn(50)-25, g.r.Intn(1000)), "0.1", "1e15", "2^53", "1e100", "3", "7", "'10'", "' 2 '", "1/3", "math.huge", "-math.huge")
 	}
 	for i, n := 0, 3+g.r.Intn(8); i < n; i++ {
 		a, c := num(), num()

@@ -43,7 +43,12 @@ func TestHTTPExample(t *testing.T) {
 		b, _ := io.ReadAll(resp.Body)
 		return resp.StatusCode, strings.TrimSpace(string(b))
 	}
-	r.waitFor(t, "the example serves", func() bool { s, _ := do("GET", "/users/7", ""); return s == 404 })
+	// The listener answers "no route" (a 404 too) until the routes are
+	// attached: wait for the handler's own answer.
+	r.waitFor(t, "the example serves", func() bool {
+		s, body := do("GET", "/users/7", "")
+		return s == 404 && strings.Contains(body, "no user 7")
+	})
 	for _, c := range []struct {
 		method, path, body string
 		status             int

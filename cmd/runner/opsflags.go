@@ -1,12 +1,13 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
-	"os"
 	"strings"
 
+	"github.com/proctor-run/proctor/internal/readfile"
 	"github.com/proctor-run/proctor/observe"
 )
 
@@ -69,16 +70,9 @@ func (of *opsFlags) keep() int {
 // readToken reads a bearer token: the file's text, surrounding whitespace
 // trimmed.
 func readToken(file string) (string, error) {
-	st, err := os.Stat(file)
+	b, err := readSmallFile(file, maxTokenLen+64)
 	if err != nil {
-		return "", err
-	}
-	if !st.Mode().IsRegular() || st.Size() > maxTokenLen+64 {
-		return "", fmt.Errorf("%s: want a small regular file holding the token", file)
-	}
-	b, err := os.ReadFile(file)
-	if err != nil {
-		return "", err
+		return "", fmt.Errorf("%w (want a small regular file holding the token)", err)
 	}
 	tok := strings.TrimSpace(string(b))
 	switch {
@@ -90,4 +84,22 @@ func readToken(file string) (string, error) {
 		return "", fmt.Errorf("%s: the token may not hold spaces or control characters", file)
 	}
 	return tok, nil
+}
+
+// fileReadTimeout bounds a read of the token file or a payload file, as
+// Loader.ReadTimeout bounds a configuration file's (tests shorten it).
+var fileReadTimeout = readfile.DefaultReadTimeout
+
+// readSmallFile reads a file the command line names (the token, a
+// payload) as configuration files are read (readfile.Regular): a regular
+// file of at most limit bytes, nothing under /proc, /sys or /dev, within
+// fileReadTimeout, so that a token file symlinked to /proc/kmsg or a hung
+// NFS mount fails start-up with an error naming the file instead of
+// blocking it. The error starts with the path.
+func readSmallFile(path string, limit int64) ([]byte, error) {
+	b, _, err := readfile.Regular(context.Background(), path, limit, fileReadTimeout)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return b, nil
 }

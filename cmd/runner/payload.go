@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/proctor-run/proctor/internal/readfile"
 	"github.com/proctor-run/proctor/observe"
 )
 
@@ -31,12 +32,14 @@ func readPayload(arg string) (string, error) {
 		if name == "" {
 			return "", errors.New(`payload "@": want @FILE`)
 		}
-		f, err := os.Open(name)
+		b, err := readSmallFile(name, maxPayload)
+		if errors.Is(err, readfile.ErrTooLarge) {
+			return "", fmt.Errorf("payload from %s: larger than %d bytes (1 MiB), the most the node takes in a request", name, maxPayload)
+		}
 		if err != nil {
 			return "", fmt.Errorf("payload: %w", err)
 		}
-		defer f.Close()
-		src, what = f, name
+		return string(b), nil
 	default:
 		return arg, nil
 	}

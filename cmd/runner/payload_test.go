@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -110,17 +111,27 @@ func itoaLen(b []byte) string { return strconv.Itoa(len(b)) }
 
 // TestStopSignalEndsSendAndAsk: send and ask do not take stop signals for
 // themselves, so SIGTERM and SIGINT end them while they wait — here on a
-// FIFO named as the payload, which no one opens for writing.
+// node that takes the connection and never answers. A FIFO named as the
+// payload (which blocked the open until a writer came) is refused at once:
+// payload files are read as configuration files are (readfile.Regular).
 func TestStopSignalEndsSendAndAsk(t *testing.T) {
 	t.Parallel()
 	fifo := filepath.Join(t.TempDir(), "payload")
-	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
-		t.Skipf("no FIFOs here: %v", err)
-	}
-	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+	if err := syscall.Mkfifo(fifo, 0o600); err == nil {
 		r := start(t, "ask", "http://127.0.0.1:1", "app:x", "t", "@"+fifo)
-		// Give it time to block in the open; a signal before that ends it
-		// as well.
+		if code := r.wait(t); code != 2 || !strings.Contains(r.logs(), "not a regular file (a named pipe)") {
+			t.Fatalf("a FIFO payload: exit %d, stderr %q", code, r.logs())
+		}
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // never accepted: the request waits for an answer
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		r := start(t, "ask", "http://"+ln.Addr().String(), "app:x", "t", "1")
+		// Give it time to block in the request; a signal before that ends
+		// it as well.
 		time.Sleep(200 * time.Millisecond)
 		r.cmd.Process.Signal(sig)
 		r.wait(t)

@@ -14,6 +14,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // UnwrapPath returns the cause of a *fs.PathError (the path is shown
@@ -39,10 +41,10 @@ const (
 // ErrNotRegular: a path names something other than a regular file (a
 // named pipe, a device, a socket), which can block a reader for good or
 // never end.
-var ErrNotRegular = errors.New("not a regular file")
+var ErrNotRegular = value.Sentinel("readfile.not_regular", value.KindInvalid, "not a regular file")
 
 // ErrTooLarge: a file is larger than its configured limit.
-var ErrTooLarge = errors.New("file too large")
+var ErrTooLarge = value.Sentinel("readfile.too_large", value.KindLimit, "file too large")
 
 // Error says why a file could not be read, in the words the loader's
 // messages use.
@@ -66,7 +68,14 @@ func (e *Error) Error() string {
 	return e.Err.Error()
 }
 
-func (e *Error) Unwrap() error { return e.Err }
+// Unwrap returns the cause; for ErrReadTimeout also ETIMEDOUT, the errno
+// a system call past its time gives, which callers retry on.
+func (e *Error) Unwrap() []error {
+	if e.Err == ErrReadTimeout {
+		return []error{e.Err, syscall.ETIMEDOUT}
+	}
+	return []error{e.Err}
+}
 
 // FileType names what a non-regular mode is.
 func FileType(m fs.FileMode) string {
@@ -174,14 +183,14 @@ const DefaultReadTimeout = 10 * time.Second
 
 // ErrReadTimeout: a read of a configuration file or a source did not
 // finish within its deadline (a hung network or FUSE file system, a
-// kernel file whose read blocks). It wraps ETIMEDOUT, so the reload that
-// met it is retried later (Transient).
-var ErrReadTimeout = fmt.Errorf("the read did not finish in time: %w", syscall.ETIMEDOUT)
+// kernel file whose read blocks). An *Error holding it also matches
+// ETIMEDOUT, so the reload that met it is retried later (Transient).
+var ErrReadTimeout = value.Sentinel("readfile.read_timeout", value.KindTimeout, "the read did not finish in time")
 
 // ErrKernelFile: a path that resolves into /proc, /sys or /dev. Their
 // files say they are regular and empty, and a read may block for good
 // (/proc/kmsg) or never end; no configuration lives there.
-var ErrKernelFile = errors.New("a file of /proc, /sys or /dev")
+var ErrKernelFile = value.Sentinel("readfile.kernel_file", value.KindInvalid, "a file of /proc, /sys or /dev")
 
 // kernelDirs are the trees Regular refuses, wherever a symlink points.
 var kernelDirs = []string{"/proc", "/sys", "/dev"}
@@ -228,41 +237,59 @@ func Regular(ctx context.Context, path string, limit int64, timeout time.Duratio
 	if real, ok := inKernelDir(path); ok {
 		return nil, nil, &Error{Err: ErrKernelFile, What: real}
 	}
+	var (
+		b   []byte
+		fi  fs.FileInfo
+		err error
+	)
+	// What the read sets is looked at only once it returned in time.
+	if werr := Within(ctx, path, timeout, func() { b, fi, err = readOpen(path, limit) }); werr != nil {
+		return nil, nil, werr
+	}
+	return b, fi, err
+}
+
+// Within runs f, a call on the file system about path (an open and read,
+// a stat, the walk of a directory), on a goroutine of its own and waits
+// for it, for timeout (0: DefaultReadTimeout), or until ctx is done. A
+// call that does not return in time is left to finish on its own (a hung
+// NFS mount blocks it in the kernel, where nothing can stop it): Within
+// then fails with ErrReadTimeout, and so does every later call about path
+// at once until it returned (Stuck). f must not touch what the caller
+// uses until Within returned nil.
+func Within(ctx context.Context, path string, timeout time.Duration, f func()) error {
 	if _, ok := Stuck.Load(path); ok {
-		return nil, nil, &Error{Err: ErrReadTimeout, What: "an earlier read of it has not returned yet"}
+		return &Error{Err: ErrReadTimeout, What: "an earlier read of it has not returned yet"}
 	}
 	if timeout <= 0 {
 		timeout = DefaultReadTimeout
 	}
-	type result struct {
-		b   []byte
-		fi  fs.FileInfo
-		err error
-	}
-	done := make(chan result, 1)
+	done := make(chan struct{})
 	Running.Add(1)
 	go func() {
 		defer Running.Done()
-		b, fi, err := readOpen(path, limit)
+		f()
 		Stuck.Delete(path)
-		done <- result{b, fi, err}
+		close(done)
 	}()
 	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
-	case r := <-done:
-		return r.b, r.fi, r.err
+	case <-done:
+		return nil
 	case <-t.C:
 		Stuck.Store(path, true)
-		// It may have finished as the timer fired.
+		// It may have finished as the timer fired, its Delete before
+		// the Store.
 		select {
-		case r := <-done:
-			return r.b, r.fi, r.err
+		case <-done:
+			Stuck.Delete(path)
+			return nil
 		default:
 		}
-		return nil, nil, &Error{Err: ErrReadTimeout, What: "no answer within " + timeout.String()}
+		return &Error{Err: ErrReadTimeout, What: "no answer within " + timeout.String()}
 	case <-ctx.Done():
-		return nil, nil, ctx.Err()
+		return ctx.Err()
 	}
 }
 

@@ -415,3 +415,48 @@ local z = x * y
 print(z, -x, x * y, 1 / z, z == 0)
 `, "-0\t-0\t-0\t-inf\ttrue\n")
 }
+
+// TestMathHugeIsInfinity: math.huge is HUGE_VAL, +Inf, as in C Lua
+// (patch 42; upstream: the largest float, which printed as
+// 1.7976931348623e+308 and was not 1/0). Wanted output from lua5.1.
+func TestMathHugeIsInfinity(t *testing.T) {
+	checkLua(t, Options{}, `
+print(math.huge, -math.huge, math.huge == 1/0, -math.huge == -1/0, tostring(math.huge))
+print(math.huge > 1e308, math.huge + 1 == math.huge, 1 / math.huge, -1 / math.huge, math.huge - math.huge ~= math.huge - math.huge)
+print(math.floor(math.huge), math.ceil(-math.huge), math.abs(-math.huge), math.max(1, math.huge), math.min(1, -math.huge))
+print(math.modf(math.huge))
+print(math.modf(-math.huge))
+print(math.frexp(math.huge))
+print(math.huge .. "", tonumber("1e999") == math.huge, 2^1024 == math.huge)
+`, "inf\t-inf\ttrue\ttrue\tinf\n"+
+		"true\ttrue\t0\t-0\ttrue\n"+
+		"inf\t-inf\tinf\tinf\t-inf\n"+
+		"inf\t0\n"+
+		"-inf\t-0\n"+
+		"inf\t0\n"+
+		"inf\ttrue\ttrue\n")
+}
+
+// TestInsertFarBelowOne: table.insert(t, pos, v) with pos < 1 moves the
+// values at pos..#t up one, as Lua 5.1's loop does, but visits only the
+// keys the table holds (patch 42): with pos -math.huge (the most negative
+// int) upstream's loop ran 2^63 times in a Go call nothing could stop.
+func TestInsertFarBelowOne(t *testing.T) {
+	checkLua(t, Options{}, `
+local t = {1, 2, 3}
+table.insert(t, 0, "z")
+print(t[0], t[1], t[2], t[3], t[4], #t)
+local u = {[-3] = "a", [-1] = "b", "c"}
+table.insert(u, -3, "x")
+print(u[-3], u[-2], u[-1], u[0], u[1], u[2])
+local w = {1, 2}
+table.insert(w, -math.huge, "far")
+print(w[1], w[2], w[3], w[-math.huge])
+local v = {1, 2}
+table.insert(v, -1e300, "far")
+print(v[1], v[2], v[3])
+`, "z\tnil\t1\t2\t3\t4\n"+
+		"x\ta\tnil\tb\tnil\tc\n"+
+		"nil\t1\t2\tnil\n"+
+		"nil\t1\t2\n")
+}

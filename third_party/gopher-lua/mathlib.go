@@ -9,7 +9,7 @@ import (
 func OpenMath(L *LState) int {
 	mod := L.RegisterModule(MathLibName, mathFuncs).(*LTable)
 	mod.RawSetString("pi", LNumber(math.Pi))
-	mod.RawSetString("huge", LNumber(math.MaxFloat64))
+	mod.RawSetString("huge", LNumber(math.Inf(1))) // proctor: HUGE_VAL, as C Lua (upstream: math.MaxFloat64)
 	L.Push(mod)
 	return 1
 }
@@ -170,7 +170,11 @@ func mathMod(L *LState) int {
 }
 
 func mathModf(L *LState) int {
-	v1, v2 := math.Modf(float64(L.CheckNumber(1)))
+	f := float64(L.CheckNumber(1))
+	v1, v2 := math.Modf(f)
+	if math.IsInf(f, 0) {
+		v2 = math.Copysign(0, f) // proctor: C's modf; Go's gives NaN
+	}
 	L.Push(LNumber(v1))
 	L.Push(LNumber(v2))
 	return 2

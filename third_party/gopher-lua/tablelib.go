@@ -95,6 +95,33 @@ func tableConcat(L *LState) int {
 	return 1
 }
 
+// insertBelowOne moves every value t holds at an integer key in pos..#t
+// one key up (a key whose lower neighbour holds nothing is cleared), then
+// sets t[pos] = v: what the loop of Lua 5.1's tinsert leaves, in time
+// proportional to the table's entries.
+func insertBelowOne(tbl *LTable, pos int, v LValue) {
+	n := tbl.Len()
+	type entry struct {
+		k int
+		v LValue
+	}
+	var moved []entry
+	tbl.ForEach(func(key, val LValue) {
+		if f, ok := key.(LNumber); ok {
+			if k := int(f); LNumber(k) == f && k >= pos && k <= n {
+				moved = append(moved, entry{k, val})
+			}
+		}
+	})
+	for _, e := range moved {
+		tbl.RawSet(LNumber(e.k), LNil)
+	}
+	for _, e := range moved {
+		tbl.RawSet(LNumber(e.k+1), e.v)
+	}
+	tbl.RawSet(LNumber(pos), v)
+}
+
 func tableInsert(L *LState) int {
 	tbl := L.CheckTable(1)
 	nargs := L.GetTop()
@@ -109,11 +136,12 @@ func tableInsert(L *LState) int {
 	pos, v := L.CheckInt(2), L.CheckAny(3)
 	if pos < 1 {
 		// proctor: as Lua 5.1's tinsert, the elements from pos to #t move
-		// up (upstream set t[pos] only).
-		for i := tbl.Len() + 1; i > pos; i-- {
-			tbl.RawSet(LNumber(i), tbl.RawGet(LNumber(i-1)))
-		}
-		tbl.RawSet(LNumber(pos), v)
+		// up (upstream set t[pos] only): t[i] = t[i-1] for i from #t+1
+		// down to pos+1. Only the keys the table holds in pos..#t are
+		// visited, not every integer between: table.insert(t, -math.huge,
+		// v) (pos is the most negative int) looped 2^63 times, in a Go call
+		// nothing could stop.
+		insertBelowOne(tbl, pos, v)
 		return 0
 	}
 	tbl.Insert(pos, v)
