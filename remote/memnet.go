@@ -154,6 +154,7 @@ func (n *MemNetwork) Close() {
 	n.mu.Unlock()
 	for _, p := range pairs {
 		close(p.quit)
+		p.stop()
 	}
 	for _, p := range pairs {
 		<-p.done
@@ -268,7 +269,7 @@ type memFrame struct {
 	at    time.Time // deliver no earlier (a delay fault)
 	epoch uint64    // the pair's epoch when it was queued
 	down  bool      // report the sender down instead
-	last  bool      // and end the queue (Down)
+	last  bool      // and end the queue (Down; alone: Close)
 }
 
 // memPair is the queue of one direction between two nodes.
@@ -308,20 +309,27 @@ func (p *memPair) push(f memFrame, report bool) bool {
 	return true
 }
 
+// stop ends the queue for Close: what is queued is discarded, as a down
+// report discards it, and the goroutine returns at the end mark. The
+// goroutine waits on the queue alone (a plain receive, as a connection's
+// writer would), so the end comes through the queue too.
+func (p *memPair) stop() {
+	p.push(memFrame{last: true}, true)
+}
+
 func (p *memPair) run() {
 	defer close(p.done)
 	for {
 		f, ok := p.q.Pop()
 		if !ok {
-			select {
-			case <-p.q.Ready():
-				continue
-			case <-p.quit:
-				return
-			}
+			<-p.q.Ready()
+			continue
 		}
 		if f.epoch < p.epoch.Load() {
 			continue // queued before a down report
+		}
+		if f.last && !f.down {
+			return // Close
 		}
 		if !f.at.IsZero() && !p.wait(f.at) {
 			return
