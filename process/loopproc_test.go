@@ -83,9 +83,9 @@ func TestLoopRunProc(t *testing.T) {
 // signaller is a LoopProcess that reports each message it handles.
 type signaller struct{ mail chan string }
 
-func (s signaller) Receive(m Message)  { s.mail <- m.Topic }
-func (signaller) ReceiveEvent(Event) {}
-func (signaller) Flush()             {}
+func (s signaller) Receive(m Message) { s.mail <- m.Topic }
+func (signaller) ReceiveEvent(Event)  {}
+func (signaller) Flush()              {}
 
 // A loop run as a process parks on its process's one wake-up: commands,
 // urgent commands, mail and the end of the context all wake it. Each round
