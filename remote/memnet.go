@@ -269,8 +269,8 @@ type memFrame struct {
 	b     []byte
 	at    int64  // deliver no earlier (a delay fault): monotonic ns since memEpoch; 0 for none
 	epoch uint64 // the pair's epoch when it was queued
-	down  bool      // report the sender down instead
-	last  bool      // and end the queue (Down; alone: Close)
+	down  bool   // report the sender down instead
+	last  bool   // and end the queue (Down; alone: Close)
 }
 
 // memPair is the queue of one direction between two nodes.
