@@ -712,6 +712,11 @@ func (st *state) remoteJoin(node, group string, pids []process.PID) {
 	st.members += len(pids)
 	st.nodeGroups(node)[group] = struct{}{}
 	st.publish(group, gs)
+	if !st.listened(group, false) {
+		// Counted as raised, as notify does; no copy for nobody.
+		st.s.events.Add(1)
+		return
+	}
 	st.notify(MemberJoined, group, slices.Clone(pids))
 }
 
