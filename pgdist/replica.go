@@ -191,7 +191,9 @@ func (r *replica) Stop() {
 
 // submit runs fn on the loop, after the local changes gathered so far are
 // sent (a sync sent after them must not be followed by changes it already
-// holds); the peers are published after it.
+// holds); the peers are published at the end of the loop's round (Flush),
+// once for all the work of the round: a start that hears from a hundred
+// peers at once publishes them once, not a hundred times.
 func (r *replica) submit(fn func(now time.Time)) {
 	if r.stopped.Load() {
 		return
@@ -199,7 +201,6 @@ func (r *replica) submit(fn func(now time.Time)) {
 	_ = r.s.Submit(func() {
 		r.enter()
 		fn(time.Now())
-		r.publishIfChanged()
 	})
 }
 

@@ -33,6 +33,7 @@ type Loop struct {
 	q       queue[func()]
 	wake    chan struct{}
 	waiting atomic.Bool
+	proc    atomic.Pointer[Proc] // set by RunProc: its process's wake-up is the loop's
 	warnAt  atomic.Int64
 	warned  atomic.Bool
 	onWarn  func(int)
@@ -111,6 +112,12 @@ func (l *Loop) SubmitUrgent(fn func()) error {
 
 // wakeUp wakes the loop if it sleeps.
 func (l *Loop) wakeUp() {
+	if h := l.proc.Load(); h != nil {
+		// Run as a process (RunProc): it waits on its process's one
+		// wake-up, which does nothing while the process runs.
+		h.Notify()
+		return
+	}
 	if l.waiting.Load() && l.waiting.CompareAndSwap(true, false) {
 		select {
 		case l.wake <- struct{}{}:

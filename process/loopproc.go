@@ -1,5 +1,7 @@
 package process
 
+import "context"
+
 // A LoopProcess is what a loop that runs as a process (Loop.RunProc) does
 // besides its commands: the process's mail and events reach its state on
 // the same goroutine, with no hand-off between the process and the loop.
@@ -29,6 +31,13 @@ const roundSize = 64
 func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 	defer l.shut()
 	ctx := h.Context()
+	// One wake-up for every source: a command wakes the process as its
+	// mail and events do (Proc.Notify), and so does the end of its
+	// context, so that the loop parks on a plain receive of one channel
+	// (a select over three costs it on every park, the pg path's
+	// hottest). Commands submitted before are seen by the first round.
+	l.proc.Store(h)
+	defer context.AfterFunc(ctx, h.Notify)()
 	for {
 		if ctx.Err() != nil {
 			return
@@ -59,23 +68,19 @@ func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 			p.Flush()
 			continue
 		}
-		// Going idle: give back the drained chunks, and arm both
-		// wake-ups before the last look, so that a sender who comes in
-		// between sees the loop waiting.
+		// Going idle: give back the drained chunks, and arm the wake-up
+		// before the last look at every source, the context's end
+		// included, so that whoever comes in between (a Submit, a
+		// message, an event, the cancel) sees the process armed and
+		// signals it. A token left by a wake-up that this look made
+		// needless only costs one empty round.
 		l.q.trim()
-		l.waiting.Store(true)
 		h.Arm()
-		if l.q.len() > 0 || l.urgentSet.Load() || h.Pending() > 0 || h.PendingEvents() > 0 {
-			l.waiting.Store(false)
+		if l.q.len() > 0 || l.urgentSet.Load() || h.Pending() > 0 || h.PendingEvents() > 0 || ctx.Err() != nil {
 			h.Disarm()
 			continue
 		}
-		select {
-		case <-l.wake:
-		case <-h.Wake():
-		case <-ctx.Done():
-		}
-		l.waiting.Store(false)
+		<-h.Wake()
 		h.Disarm()
 	}
 }

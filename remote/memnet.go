@@ -154,6 +154,7 @@ func (n *MemNetwork) Close() {
 	n.mu.Unlock()
 	for _, p := range pairs {
 		close(p.quit)
+		p.stop()
 	}
 	for _, p := range pairs {
 		<-p.done
@@ -206,7 +207,7 @@ func (n *MemNetwork) send(src *MemEndpoint, to string, frame []byte) error {
 			return nil
 		}
 		if delay > 0 {
-			f.at = time.Now().Add(delay)
+			f.at = int64(time.Since(memEpoch) + delay)
 		}
 	}
 	if !p.push(f, false) {
@@ -262,13 +263,14 @@ func (e *MemEndpoint) Close() error {
 	return nil
 }
 
-// memFrame is one queued frame, or a down report.
+// memFrame is one queued frame, or a down report. It is kept small (48
+// bytes): a queue's chunk holds 64 of them and is cleared as it is reused.
 type memFrame struct {
 	b     []byte
-	at    time.Time // deliver no earlier (a delay fault)
-	epoch uint64    // the pair's epoch when it was queued
-	down  bool      // report the sender down instead
-	last  bool      // and end the queue (Down)
+	at    int64  // deliver no earlier (a delay fault): monotonic ns since memEpoch; 0 for none
+	epoch uint64 // the pair's epoch when it was queued
+	down  bool   // report the sender down instead
+	last  bool   // and end the queue (Down; alone: Close)
 }
 
 // memPair is the queue of one direction between two nodes.
@@ -308,22 +310,29 @@ func (p *memPair) push(f memFrame, report bool) bool {
 	return true
 }
 
+// stop ends the queue for Close: what is queued is discarded, as a down
+// report discards it, and the goroutine returns at the end mark. The
+// goroutine waits on the queue alone (a plain receive, as a connection's
+// writer would), so the end comes through the queue too.
+func (p *memPair) stop() {
+	p.push(memFrame{last: true}, true)
+}
+
 func (p *memPair) run() {
 	defer close(p.done)
 	for {
 		f, ok := p.q.Pop()
 		if !ok {
-			select {
-			case <-p.q.Ready():
-				continue
-			case <-p.quit:
-				return
-			}
+			<-p.q.Ready()
+			continue
 		}
 		if f.epoch < p.epoch.Load() {
 			continue // queued before a down report
 		}
-		if !f.at.IsZero() && !p.wait(f.at) {
+		if f.last && !f.down {
+			return // Close
+		}
+		if f.at != 0 && !p.wait(f.at) {
 			return
 		}
 		if f.down {
@@ -339,9 +348,12 @@ func (p *memPair) run() {
 	}
 }
 
+// memEpoch is the origin of memFrame.at.
+var memEpoch = time.Now()
+
 // wait sleeps until at; false when the network closed meanwhile.
-func (p *memPair) wait(at time.Time) bool {
-	d := time.Until(at)
+func (p *memPair) wait(at int64) bool {
+	d := time.Duration(at) - time.Since(memEpoch)
 	if d <= 0 {
 		return true
 	}

@@ -230,6 +230,10 @@ func (o OnLoop) ApplyOps(node string, ops []Op) error {
 		return err
 	}
 	s := o.s
+	// One batch: the groups new to the index are published in one new
+	// version of it, then the events go out.
+	s.st.beginBatch()
+	defer s.st.endBatch()
 	for _, op := range ops {
 		if op.Leave {
 			s.st.remoteLeave(node, op.PIDs, []string{op.Group})
@@ -278,6 +282,8 @@ func (o OnLoop) ApplySync(node string, groups map[string][]process.PID) error {
 			break
 		}
 	}
+	s.st.beginBatch() // see ApplyOps
+	defer s.st.endBatch()
 	s.st.syncNode(node, own)
 	return nil
 }
@@ -287,6 +293,8 @@ func (o OnLoop) ApplyNodeDown(node string) error {
 	if err := o.s.checkNode("node down", node, nil); err != nil {
 		return err
 	}
+	o.s.st.beginBatch() // see ApplyOps
+	defer o.s.st.endBatch()
 	o.s.st.nodeDown(node)
 	return nil
 }

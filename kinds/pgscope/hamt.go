@@ -3,6 +3,7 @@ package pgscope
 import (
 	"hash/maphash"
 	"math/bits"
+	"slices"
 	"sync/atomic"
 	"unsafe"
 )
@@ -144,36 +145,86 @@ func single(p unsafe.Pointer, k slotKind, shift uint) *hnode {
 // with returns a trie holding c (c.hash is h) in place of any cell of the
 // same name, and whether the name is new.
 func (n *hnode) with(h uint64, c *groupCell, shift uint) (*hnode, bool) {
+	return n.withIn(nil, h, c, shift)
+}
+
+// htransient is a batch of insertions that copies each node at most once:
+// the nodes the batch made are published only with the root at its end, so
+// until then it changes them in place. Many new groups at once (a peer's
+// full state, a join of many groups) then copy the root and the nodes below
+// it once per batch, not once per group. The batch ends (reset) when its
+// root is published: from then on readers may hold its nodes.
+type htransient struct{ own map[*hnode]struct{} }
+
+func (t *htransient) owns(n *hnode) bool {
+	if t == nil {
+		return false
+	}
+	_, ok := t.own[n]
+	return ok
+}
+
+// made records a node the batch made; it returns n.
+func (t *htransient) made(n *hnode) *hnode {
+	if t != nil {
+		t.own[n] = struct{}{}
+	}
+	return n
+}
+
+func (t *htransient) reset() { clear(t.own) }
+
+// set is copyWith for a batch: a node of the batch's own changes in place.
+func (t *htransient) set(n *hnode, idx int, p unsafe.Pointer, k slotKind, bit uint32) *hnode {
+	if !t.owns(n) {
+		return t.made(n.copyWith(idx, p, k, bit))
+	}
+	n.slots[idx] = p
+	n.leafmap &^= bit
+	n.collmap &^= bit
+	n.mark(k, bit)
+	return n
+}
+
+// withIn is with within the batch t (nil: none, every node on the path
+// is copied).
+func (n *hnode) withIn(t *htransient, h uint64, c *groupCell, shift uint) (*hnode, bool) {
 	c.hash = h
 	bit := uint32(1) << ((h >> shift) & 31)
 	if n == nil {
-		return single(unsafe.Pointer(c), slotCell, shift), true
+		return t.made(single(unsafe.Pointer(c), slotCell, shift)), true
 	}
 	idx := bits.OnesCount32(n.bitmap & (bit - 1))
 	if n.bitmap&bit == 0 {
+		if t.owns(n) {
+			n.slots = slices.Insert(n.slots, idx, unsafe.Pointer(c))
+			n.bitmap |= bit
+			n.leafmap |= bit
+			return n, true
+		}
 		out := &hnode{bitmap: n.bitmap | bit, leafmap: n.leafmap | bit, collmap: n.collmap, slots: make([]unsafe.Pointer, len(n.slots)+1)}
 		copy(out.slots, n.slots[:idx])
 		out.slots[idx] = unsafe.Pointer(c)
 		copy(out.slots[idx+1:], n.slots[idx:])
-		return out, true
+		return t.made(out), true
 	}
 	p, k := n.slots[idx], n.kind(bit)
 	switch {
 	case k == slotSub:
-		sub, added := (*hnode)(p).with(h, c, shift+hbits)
-		return n.copyWith(idx, unsafe.Pointer(sub), slotSub, bit), added
+		sub, added := (*hnode)(p).withIn(t, h, c, shift+hbits)
+		return t.set(n, idx, unsafe.Pointer(sub), slotSub, bit), added
 	case slotHash(p, k) != h:
 		// Two hashes share this slot: push the old one a level down and
 		// insert beside it.
-		sub, _ := single(p, k, shift+hbits).with(h, c, shift+hbits)
-		return n.copyWith(idx, unsafe.Pointer(sub), slotSub, bit), true
+		sub, _ := t.made(single(p, k, shift+hbits)).withIn(t, h, c, shift+hbits)
+		return t.set(n, idx, unsafe.Pointer(sub), slotSub, bit), true
 	case k == slotCell:
 		old := (*groupCell)(p)
 		if old.name == c.name {
-			return n.copyWith(idx, unsafe.Pointer(c), slotCell, bit), false
+			return t.set(n, idx, unsafe.Pointer(c), slotCell, bit), false
 		}
 		b := &hbucket{hash: h, cells: []*groupCell{old, c}}
-		return n.copyWith(idx, unsafe.Pointer(b), slotBucket, bit), true
+		return t.set(n, idx, unsafe.Pointer(b), slotBucket, bit), true
 	}
 	old := (*hbucket)(p)
 	b := &hbucket{hash: h, cells: make([]*groupCell, 0, len(old.cells)+1)}
@@ -186,7 +237,7 @@ func (n *hnode) with(h uint64, c *groupCell, shift uint) (*hnode, bool) {
 		b.cells = append(b.cells, e)
 	}
 	b.cells = append(b.cells, c)
-	return n.copyWith(idx, unsafe.Pointer(b), slotBucket, bit), added
+	return t.set(n, idx, unsafe.Pointer(b), slotBucket, bit), added
 }
 
 // without returns a trie without key and whether it was there. A nil

@@ -310,7 +310,11 @@ func (c *command) Run() (err error) {
 	defer s.recoverLoop(&err)
 	switch c.op {
 	case opJoin:
+		// One batch: a join of many groups publishes the new ones in one
+		// version of the index (see state.beginBatch).
+		s.st.beginBatch()
 		err = s.st.join(c.pid, c.groups)
+		s.st.endBatch()
 	case opLeave:
 		err = s.st.leave(c.pid, c.groups)
 	default:

@@ -56,6 +56,25 @@ type state struct {
 	// each group they touch (settleDowns).
 	downs []process.PID
 	dirty []*groupState
+
+	// A batch (beginBatch to endBatch: one command or message that
+	// changes many groups) publishes its new groups' cells in one new
+	// version of the index (root, built in place by tr), and only then
+	// offers its events (held), so that an event's group is visible, as
+	// outside a batch.
+	batching bool
+	tr       htransient
+	root     *hnode // the index being built; set by rootSet
+	rootSet  bool
+	held     []heldEvent
+}
+
+// heldEvent is an event of a batch, offered at its end.
+type heldEvent struct {
+	kind  EventKind
+	group string
+	pids  []process.PID
+	local bool
 }
 
 // groupState is a group as the loop keeps it. An empty group whose cell is
@@ -94,6 +113,47 @@ func newState(s *Scope) state {
 		peers:       make(map[string]struct{}),
 		groupSubs:   make(map[string]*fanout),
 		clusterSubs: make(map[*Subscription]struct{}),
+		tr:          htransient{own: make(map[*hnode]struct{})},
+	}
+}
+
+// beginBatch starts a batch of changes; see state.batching.
+func (st *state) beginBatch() { st.batching = true }
+
+// endBatch publishes the batch's index, then offers its events in order.
+func (st *state) endBatch() {
+	st.batching = false
+	st.publishRoot()
+	held := st.held
+	for i, e := range held {
+		st.raise(e.kind, e.group, e.pids, e.local)
+		held[i] = heldEvent{}
+	}
+	st.held = held[:0]
+}
+
+// insert adds a new group's cell to the index: at once, or into the
+// batch's version.
+func (st *state) insert(c *groupCell) {
+	h := hashGroup(c.name)
+	if !st.batching {
+		root, _ := st.s.root.Load().with(h, c, 0)
+		st.s.root.Store(root)
+		return
+	}
+	if !st.rootSet {
+		st.root, st.rootSet = st.s.root.Load(), true
+	}
+	st.root, _ = st.root.withIn(&st.tr, h, c, 0)
+}
+
+// publishRoot publishes the index a batch built so far: readers may hold
+// its nodes from now on, so the batch copies them again.
+func (st *state) publishRoot() {
+	if st.rootSet {
+		st.s.root.Store(st.root)
+		st.root, st.rootSet = nil, false
+		st.tr.reset()
 	}
 }
 
@@ -433,8 +493,7 @@ func (st *state) publish(name string, gs *groupState) {
 		case gs.cell == nil:
 			gs.cell = &groupCell{name: name}
 			gs.cell.cur.Store(v)
-			root, _ := s.root.Load().with(hashGroup(name), gs.cell, 0)
-			s.root.Store(root)
+			st.insert(gs.cell)
 			st.live++
 		case gs.cell.cur.Swap(v) == nil:
 			st.live++
@@ -458,6 +517,7 @@ func (st *state) publish(name string, gs *groupState) {
 
 // sweep removes the vacant cells from the index and forgets their groups.
 func (st *state) sweep() {
+	st.publishRoot()
 	root := st.s.root.Load()
 	for name, gs := range st.groups {
 		if gs.count > 0 || gs.dirty {
@@ -511,6 +571,16 @@ func (st *state) notify(kind EventKind, group string, pids []process.PID) {
 	if !st.listened(group, local) {
 		return
 	}
+	if st.batching {
+		st.held = append(st.held, heldEvent{kind, group, pids, local})
+		return
+	}
+	st.raise(kind, group, pids, local)
+}
+
+// raise builds one event and offers it to the group's monitors and the
+// scope's.
+func (st *state) raise(kind EventKind, group string, pids []process.PID, local bool) {
 	ev := Event{Kind: kind, Group: group, PIDs: pids, shared: &sharedValue{}}
 	if f := st.groupSubs[group]; f != nil {
 		st.offer(f, group, ev)
@@ -654,6 +724,11 @@ func (st *state) remoteJoin(node, group string, pids []process.PID) {
 	st.members += len(pids)
 	st.nodeGroups(node)[group] = struct{}{}
 	st.publish(group, gs)
+	if !st.listened(group, false) {
+		// Counted as raised, as notify does; no copy for nobody.
+		st.s.events.Add(1)
+		return
+	}
 	st.notify(MemberJoined, group, slices.Clone(pids))
 }
 
