@@ -144,6 +144,10 @@ func (p *Process) drive(step func() (suspended bool, v any, err error)) (v any, 
 			p.proc.Reclaim()
 			continue
 		}
+		// It waits: an idle state keeps only the frames and registers it
+		// uses (continueMain restores the rest), before Commit lets a
+		// wake-up run it elsewhere.
+		p.L.CompactSuspended()
 		if !p.proc.Commit() {
 			continue // woken meanwhile
 		}

@@ -263,6 +263,9 @@ func newCallFrameStackSegment() *callFrameStackSegment {
 }
 
 func freeCallFrameStackSegment(seg *callFrameStackSegment) {
+	if seg == nil {
+		return // proctor: a stack that CompactSuspended packed has none
+	}
 	segmentPool.Put(seg)
 }
 
