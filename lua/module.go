@@ -34,8 +34,8 @@ type Process struct {
 
 	mbox mailbox // inbox, listen and events routing
 
-	loaded  map[string]lua.LValue // require cache
-	loading map[string]bool       // entry modules being required (cycle check)
+	loaded  requireCache    // require cache
+	loading map[string]bool // entry modules being required (cycle check)
 
 	destStr string // last destination string resolved, and its PID
 	destPID process.PID
