@@ -71,7 +71,7 @@ func timeSleep(L *lua.LState) int {
 	case <-t.C:
 		L.Push(lua.LTrue)
 		return 1
-	case <-p.done:
+	case <-p.proc.Context().Done():
 		return ReturnError(L, errStopping)
 	}
 }

@@ -129,17 +129,18 @@ func luaRequire(L *lua.LState) int {
 	if lib, ok := p.host.modules[name]; ok {
 		result = lib.proxy(L)
 	} else if c, ok := p.spec.modules[name]; ok {
-		if p.loading[name] {
+		m := p.lazy()
+		if m.loading[name] {
 			L.RaiseError("require %q: circular require", name)
 		}
-		if p.loading == nil {
-			p.loading = map[string]bool{}
+		if m.loading == nil {
+			m.loading = map[string]bool{}
 		}
-		p.loading[name] = true
+		m.loading[name] = true
 		func() {
 			// A module that raises is not left marked as loading: a
 			// later require must report its error again, not a cycle.
-			defer delete(p.loading, name)
+			defer delete(m.loading, name)
 			L.Push(L.NewFunctionFromProto(c.Proto))
 			L.Push(lua.LString(name))
 			L.Call(1, 1)

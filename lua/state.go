@@ -3,6 +3,7 @@ package lua
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -51,7 +52,7 @@ func newState(p *Process) *lua.LState {
 	// found through globalsMeta. _G is not stored in it (globalIndex
 	// answers it): the first string key of a table costs a Go map.
 	L.G.Global.Metatable = t.globalsMeta
-	L.SetMetatable(lua.LString(""), t.stringMeta)
+	L.ShareBuiltinMetatables(t.L) // the string metatable, one for all
 	L.SetContext(p.ctx)
 	return L
 }
@@ -69,7 +70,6 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 			spec:  spec,
 			self:  pr.Self(),
 			start: st,
-			done:  pr.Context().Done(),
 		}
 		p.ctx = &procContext{Context: pr.Context(), p: p}
 		p.mbox.p = p
@@ -117,14 +117,16 @@ func (p *Process) exit(v any, err error) (any, error) {
 }
 
 // logger is built on first use: most processes never log.
-func (p *Process) logger() {
-	if p.log == nil {
+func (p *Process) logger() *slog.Logger {
+	m := p.lazy()
+	if m.log == nil {
 		base := p.env.Logger
 		if base == nil {
 			base = discardLogger
 		}
-		p.log = base.With("entry", string(p.entry.ID), "pid", p.self.String())
+		m.log = base.With("entry", string(p.entry.ID), "pid", p.self.String())
 	}
+	return m.log
 }
 
 // run loads the script, runs its init (if the spawner waits for it) and

@@ -102,14 +102,9 @@ func waitsForMail(w waiter) bool {
 }
 
 // stopRequested reports whether the process has been asked to stop.
-func (p *Process) stopRequested() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+// (Err, not Done: the context makes its Done channel on first use, and
+// most processes never block on it.)
+func (p *Process) stopRequested() bool { return p.ctx.Err() != nil }
 
 // drive runs the process's script from step (its start, or its main call
 // going on) until it ends or suspends. A suspended process holds no

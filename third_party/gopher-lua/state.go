@@ -410,14 +410,15 @@ type registryHandler interface {
 type registry struct {
 	array   []LValue
 	top     int
-	growBy  int
-	maxSize int
+	growBy  int32 // proctor: int32, so the registry is 64 bytes, not 80
+	maxSize int32
 	alloc   *allocator
 	handler registryHandler
 }
 
 func newRegistry(handler registryHandler, initialSize int, growBy int, maxSize int, alloc *allocator) *registry {
-	return &registry{make([]LValue, initialSize), 0, growBy, maxSize, alloc, handler}
+	clamp := func(n int) int32 { return int32(min(n, math.MaxInt32)) }
+	return &registry{make([]LValue, initialSize), 0, clamp(growBy), clamp(maxSize), alloc, handler}
 }
 
 func (rg *registry) checkSize(requiredSize int) { // +inline-start
@@ -427,17 +428,17 @@ func (rg *registry) checkSize(requiredSize int) { // +inline-start
 } // +inline-end
 
 func (rg *registry) resize(requiredSize int) { // +inline-start
-	newSize := requiredSize + rg.growBy // give some padding
+	newSize := requiredSize + int(rg.growBy) // give some padding
 	// proctor: and by half the current size, so growing is amortised
 	// O(1). With a fixed step, a builtin that pushes many values
 	// (unpack(t, 1, 1e8)) copied the stack once per step: about two
 	// seconds of one Go call, deaf to terminate, before "registry
 	// overflow".
-	if half := len(rg.array) / 2; rg.growBy < half {
+	if half := len(rg.array) / 2; int(rg.growBy) < half {
 		newSize = requiredSize + half
 	}
-	if newSize > rg.maxSize {
-		newSize = rg.maxSize
+	if newSize > int(rg.maxSize) {
+		newSize = int(rg.maxSize)
 	}
 	if newSize < requiredSize {
 		rg.handler.registryOverflow()
@@ -1066,8 +1067,8 @@ func (ls *LState) metatable(lvalue LValue, rawget bool) LValue {
 	case *LUserData:
 		metatable = obj.Metatable
 	default:
-		if table := ls.G.builtinMts[obj.Type()]; table != nil {
-			metatable = table
+		if mts := ls.G.builtinMts; mts != nil && mts[obj.Type()] != nil {
+			metatable = mts[obj.Type()]
 		}
 	}
 
@@ -1562,7 +1563,11 @@ func (ls *LState) IsClosed() bool {
 
 func (ls *LState) Close() {
 	atomic.AddInt32(&ls.stop, 1)
-	for _, file := range ls.G.tempFiles {
+	var tempFiles []*os.File
+	if ls.G.tempFiles != nil {
+		tempFiles = *ls.G.tempFiles
+	}
+	for _, file := range tempFiles {
 		// ignore errors in these operations
 		file.Close()
 		os.Remove(file.Name())
@@ -2280,8 +2285,37 @@ func (ls *LState) SetMetatable(obj LValue, mt LValue) {
 	case *LUserData:
 		v.Metatable = mt
 	default:
-		ls.G.builtinMts[obj.Type()] = mt
+		ls.G.builtinMt()[obj.Type()] = mt
 	}
+}
+
+// proctor: builtinMt returns the state's own metatables of builtin types,
+// made on first use or copied from the ones it shares.
+func (g *Global) builtinMt() *[LTChannel + 1]LValue {
+	if g.builtinMts == nil {
+		g.builtinMts = new([LTChannel + 1]LValue)
+	} else if g.builtinShared {
+		mts := *g.builtinMts
+		g.builtinMts, g.builtinShared = &mts, false
+	}
+	return g.builtinMts
+}
+
+// ShareBuiltinMetatables makes ls use the metatables of strings, numbers
+// and the other types that are not tables or userdata that from has, until
+// either sets one of its own (proctor: a host that gives every state the
+// same string metatable keeps one copy). The first call marks from's as
+// shared; later ones only read from, so states may share from's
+// concurrently once it has been shared once and sets none of its own.
+func (ls *LState) ShareBuiltinMetatables(from *LState) {
+	if from.G.builtinMts == nil {
+		ls.G.builtinMts, ls.G.builtinShared = nil, false
+		return
+	}
+	if !from.G.builtinShared {
+		from.G.builtinShared = true
+	}
+	ls.G.builtinMts, ls.G.builtinShared = from.G.builtinMts, true
 }
 
 /* }}} */

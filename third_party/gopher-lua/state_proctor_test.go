@@ -493,3 +493,33 @@ assert(last == 300)
 		t.Fatal(err)
 	}
 }
+
+// ShareBuiltinMetatables: a state sees the metatables of another, and
+// setting its own leaves the other's as they were.
+func TestShareBuiltinMetatables(t *testing.T) {
+	from := NewState(Options{SkipOpenLibs: true})
+	defer from.Close()
+	mt := from.NewTable()
+	from.SetMetatable(LString(""), mt)
+	L := NewState(Options{SkipOpenLibs: true})
+	defer L.Close()
+	L.ShareBuiltinMetatables(from)
+	if L.GetMetatable(LString("x")) != mt {
+		t.Fatal("the shared string metatable is not seen")
+	}
+	if L.G.builtinMts != from.G.builtinMts {
+		t.Fatal("the metatables were copied, not shared")
+	}
+	own := L.NewTable()
+	L.SetMetatable(LNumber(1), own)
+	if from.GetMetatable(LNumber(1)) != LNil || L.GetMetatable(LNumber(1)) != own {
+		t.Fatal("setting a metatable changed the state it shared with")
+	}
+	if L.GetMetatable(LString("x")) != mt {
+		t.Fatal("the copy lost the shared string metatable")
+	}
+	from.SetMetatable(LString(""), LNil)
+	if L.GetMetatable(LString("x")) != mt {
+		t.Fatal("a change of the other state reached a state with its own copy")
+	}
+}

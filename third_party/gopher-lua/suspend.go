@@ -35,11 +35,11 @@ const suspendCode = -2
 
 // suspension is the state of a suspendable call.
 type suspension struct {
-	sp        int        // call stack depth before the call
-	base      int        // registry index of the called function
-	nret      int        // results wanted by the caller of PCallSuspendable
-	baseframe *callFrame // the frame of the called function
+	sp        int32 // call stack depth before the call
+	base      int32 // registry index of the called function
+	nret      int32 // results wanted by the caller of PCallSuspendable
 	suspended bool
+	baseframe *callFrame // the frame of the called function
 	// packed holds the call stack's frames while CompactSuspended has
 	// handed its segments back (nil otherwise); baseframe and the frames'
 	// Parent point into it meanwhile.
@@ -96,11 +96,11 @@ func (ls *LState) PCallSuspendable(nargs, nret int) (suspended bool, err error) 
 		return false, newApiErrorS(ApiErrorRun, "a suspendable call is already suspended")
 	}
 	s := ls.susp
-	s.sp = ls.stack.Sp()
-	s.base = ls.reg.Top() - nargs - 1
-	s.nret = nret
+	s.sp = int32(ls.stack.Sp())
+	s.base = int32(ls.reg.Top() - nargs - 1)
+	s.nret = int32(nret)
 	return ls.runSuspendable(func() {
-		lv := ls.reg.Get(s.base)
+		lv := ls.reg.Get(int(s.base))
 		fn, meta := ls.metaCall(lv)
 		if fn == nil || fn.IsG || meta {
 			// Nothing to suspend: a Go function called directly has no Lua
@@ -111,9 +111,9 @@ func (ls *LState) PCallSuspendable(nargs, nret int) (suspended bool, err error) 
 		ls.pushCallFrame(callFrame{
 			Fn:         fn,
 			Pc:         0,
-			Base:       s.base,
-			LocalBase:  s.base + 1,
-			ReturnBase: s.base,
+			Base:       int(s.base),
+			LocalBase:  int(s.base) + 1,
+			ReturnBase: int(s.base),
 			NArgs:      nargs,
 			NRet:       nret,
 			Parent:     ls.currentFrame,
@@ -157,7 +157,7 @@ func (ls *LState) Continue() (suspended bool, err error) {
 // the call stack that MinimizeStackMemory makes.
 func (ls *LState) CompactSuspended() {
 	s := ls.susp
-	if s == nil || !s.suspended || s.packed != nil || s.sp != 0 {
+	if s == nil || !s.suspended || s.packed != nil || int(s.sp) != 0 {
 		return
 	}
 	cs, ok := ls.stack.(*autoGrowingCallFrameStack)
@@ -251,10 +251,10 @@ func (ls *LState) runSuspendable(step func()) (suspended bool, err error) {
 			if ae := err.(*ApiError); len(ae.StackTrace) == 0 {
 				ae.StackTrace = ls.stackTrace(0)
 			}
-			ls.closeUpvalues(s.base) // proctor: see raiseError
-			ls.stack.SetSp(s.sp)
+			ls.closeUpvalues(int(s.base)) // proctor: see raiseError
+			ls.stack.SetSp(int(s.sp))
 			ls.currentFrame = ls.stack.Last()
-			ls.reg.SetTop(s.base)
+			ls.reg.SetTop(int(s.base))
 			return
 		}
 		if s.suspended {
@@ -262,10 +262,10 @@ func (ls *LState) runSuspendable(step func()) (suspended bool, err error) {
 			return
 		}
 		// The call returned.
-		if s.nret != MultRet {
-			ls.reg.SetTop(s.base + s.nret)
+		if int(s.nret) != MultRet {
+			ls.reg.SetTop(int(s.base) + int(s.nret))
 		}
-		ls.stack.SetSp(s.sp)
+		ls.stack.SetSp(int(s.sp))
 		ls.currentFrame = ls.stack.Last()
 		if s.sp == 0 {
 			ls.currentFrame = nil
