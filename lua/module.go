@@ -36,13 +36,11 @@ type Process struct {
 
 	loaded requireCache // require cache
 
-	timers timerList // pending time.after timers
 	onExit []func()
 	raised *raised  // the last value raised that is not a string (raise.go)
 	failed *failure // what the crash report says of the error that ended the script
 
 	start *starting // the spawner waiting for init, until it is told (start.go)
-	asks  heldAsks  // asks handed to the script (asks.go)
 
 	coDepth   int32 // coroutines resumed inside one another (see resumeCounted)
 	upgradeFn bool  // the new upgrade function runs: its waits are not main's (upgrade.go)
@@ -72,6 +70,8 @@ type procMore struct {
 	destStr string          // last destination string resolved, and its PID
 	destPID process.PID
 	stopFn  func() error // see stopCheck
+	timers  timerList    // pending time.after timers
+	asks    heldAsks     // asks handed to the script (asks.go)
 }
 
 // lazy returns p.more, making it.

@@ -362,8 +362,11 @@ func (p *Process) dropState() {
 // answer: no code is left that could, and their askers hear so now rather
 // than at their deadline.
 func (p *Process) failHeldAsks() {
-	list := p.asks.list
-	p.asks = heldAsks{}
+	var list []*askMessage
+	if p.more != nil {
+		list = p.more.asks.list
+		p.more.asks = heldAsks{}
+	}
 	var rej error
 	for _, x := range list {
 		if x.replied {

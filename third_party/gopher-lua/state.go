@@ -691,14 +691,15 @@ func newGlobal(skipOpenLibs bool) *Global {
 	// tables by what is put in them (on first use), not for the standard
 	// library: the two maps were most of the allocation of a sandboxed
 	// state, whose host replaces the global table anyway.
-	gcap, rcap := 64, 32
+	// Its registry table is made on first use (Get(RegistryIndex)): nil
+	// until then, as a host that opens no library may never use it.
 	if skipOpenLibs {
-		gcap, rcap = 0, 0
+		return &Global{Global: newLTable(0, 0)}
 	}
 	return &Global{
 		MainThread: nil,
-		Registry:   newLTable(0, rcap),
-		Global:     newLTable(0, gcap),
+		Registry:   newLTable(0, 32),
+		Global:     newLTable(0, 64),
 	}
 }
 
@@ -1656,6 +1657,9 @@ func (ls *LState) Get(idx int) LValue {
 	} else {
 		switch idx {
 		case RegistryIndex:
+			if ls.G.Registry == nil {
+				ls.G.Registry = newLTable(0, 0) // proctor: see newGlobal
+			}
 			return ls.G.Registry
 		case EnvironIndex:
 			if ls.currentFrame == nil {

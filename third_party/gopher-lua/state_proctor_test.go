@@ -104,8 +104,11 @@ func TestSkipOpenLibsStateIsSmall(t *testing.T) {
 	for i := range 100 {
 		L.SetGlobal(fmt.Sprintf("g%d", i), LNumber(i))
 	}
-	L.G.Registry.RawSetString("k", LTrue)
-	if L.GetGlobal("g99") != LNumber(99) || L.G.Registry.RawGetString("k") != LTrue {
+	if L.G.Registry != nil {
+		t.Fatal("the registry table was made before its first use")
+	}
+	L.SetField(L.Get(RegistryIndex), "k", LTrue)
+	if L.GetGlobal("g99") != LNumber(99) || L.G.Registry.RawGetString("k") != LTrue || L.GetField(L.Get(RegistryIndex), "k") != LTrue {
 		t.Fatal("globals or registry lost a value")
 	}
 	// With the libraries, the global table is sized for them as before.
