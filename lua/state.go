@@ -14,11 +14,12 @@ import (
 )
 
 // State sizing, measured with BenchmarkLuaIdleMemory (100,000 idle
-// processes: about 5 KB of heap each, and no goroutine stack, see
+// processes: about 2.4 KB of heap each, and no goroutine stack, see
 // suspend.go; a state with its own safe libraries costs 49 KB or more, see
 // NOTES.md): the data stack starts at 32 slots, enough for a main function
 // waiting on its inbox, and grows on demand (by half its size at least) up
-// to registryMax; the call stack grows in segments of 8 frames up to the
+// to registryMax; a process that waits keeps only the slots and frames it
+// uses (the fork's CompactSuspended, see drive); the call stack grows in segments of 8 frames up to the
 // host's MaxCallDepth (the fork's patch 25: the segments' index grows too).
 // Deeper recursion is a catchable Lua error, "stack overflow".
 //
