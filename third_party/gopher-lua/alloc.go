@@ -38,10 +38,15 @@ func newAllocator(size int) *allocator {
 	// proctor: the first block is made by the first number that needs
 	// one: most states of a host with many never do, and the block was a
 	// tenth of an idle state.
-	al := &allocator{size: size}
-	al.scratchValue = LNumber(0)
-
+	al := &allocator{}
+	al.init(size)
 	return al
+}
+
+// proctor: init sets up al in place (see stateBlock).
+func (al *allocator) init(size int) {
+	al.size = size
+	al.scratchValue = LNumber(0)
 }
 
 // LNumber2I takes a number value and returns an interface LValue representing the same number.

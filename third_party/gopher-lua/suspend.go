@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 )
 
 // proctor: suspending a call of the main thread.
@@ -199,8 +200,40 @@ func (ls *LState) CompactSuspended() {
 	if rg := ls.reg; need < cap(rg.array) {
 		// append rounds the capacity up to the allocation's size class.
 		arr := append([]LValue(nil), rg.array[:need]...)
+		freeRegistryArray(rg.array)
 		rg.array = arr[:cap(arr)]
 	}
+}
+
+// registryPool holds data stacks that CompactSuspended gave up, cleared,
+// for the next states made (newRegistry): a host that spawns many
+// processes that wait would otherwise leave one behind as garbage for
+// each. Only small ones are kept (maxPooledRegistry slots).
+var registryPool sync.Pool
+
+const maxPooledRegistry = 64
+
+func freeRegistryArray(a []LValue) {
+	if cap(a) > maxPooledRegistry {
+		return
+	}
+	a = a[:cap(a)]
+	clear(a)
+	registryPool.Put(&a)
+}
+
+// registryArray returns a cleared data stack of n slots, from the pool
+// when it holds one of that size (one of another size goes back).
+func registryArray(n int) []LValue {
+	if n <= maxPooledRegistry {
+		if p, ok := registryPool.Get().(*[]LValue); ok {
+			if cap(*p) == n {
+				return (*p)[:n]
+			}
+			registryPool.Put(p)
+		}
+	}
+	return make([]LValue, n)
 }
 
 // unpackSuspended puts back the call stack CompactSuspended packed.

@@ -300,3 +300,32 @@ function f(a) local z = a .. "f" local v = g(z) return z .. v end`,
 		t.Fatalf("%d frames left", L.stack.Sp())
 	}
 }
+
+// A data stack that CompactSuspended gives up comes back from the pool
+// cleared, and only at the size asked; large ones are not kept.
+func TestRegistryPool(t *testing.T) {
+	for i := 0; i < 100; i++ {
+		a := make([]LValue, 32)
+		for j := range a {
+			a[j] = LTrue
+		}
+		freeRegistryArray(a)
+		if b := registryArray(16); len(b) != 16 {
+			t.Fatalf("asked for 16 slots, got %d", len(b))
+		}
+		b := registryArray(32)
+		if len(b) != 32 {
+			t.Fatalf("asked for 32 slots, got %d", len(b))
+		}
+		if &b[0] != &a[0] {
+			continue // the pool dropped it (it may); try again
+		}
+		for j, v := range b {
+			if v != nil {
+				t.Fatalf("slot %d of a pooled data stack holds %v", j, v)
+			}
+		}
+		return
+	}
+	t.Fatal("the pool never handed back a data stack")
+}
