@@ -44,6 +44,7 @@ type Process struct {
 
 	coDepth   int32 // coroutines resumed inside one another (see resumeCounted)
 	upgradeFn bool  // the new upgrade function runs: its waits are not main's (upgrade.go)
+	waited    bool  // the process has waited once (suspendOn)
 
 	// The suspended main call (suspend.go).
 	waiting waiter        // what the suspended call waits for

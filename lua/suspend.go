@@ -69,7 +69,15 @@ func (p *Process) suspendOn(L *lua.LState, w waiter) (ret int, done bool) {
 	// Busy first: while it yields it is idle unless its wait is for
 	// something other than mail (see process.Proc.Looking).
 	p.proc.Busy(!waitsForMail(w))
-	for i := 0; i < spinTurns; i++ {
+	// Not at a process's first wait: nothing it asked for can be on its
+	// way yet, and a host that spawns many processes that wait paid two
+	// trips through the scheduler for each (a seventh of the CPU of a
+	// million spawns).
+	turns := spinTurns
+	if !p.waited {
+		p.waited, turns = true, 0
+	}
+	for i := 0; i < turns; i++ {
 		p.proc.Looking()
 		runtime.Gosched()
 		p.proc.Disarm()
