@@ -63,8 +63,9 @@ func (p *Process) canSuspend(L *lua.LState) bool { return L == p.L && L.CanSuspe
 const spinTurns = 2
 
 // suspendOn suspends the main call until w may be ready, after a short
-// spin: done is false when w became ready meanwhile (look again), true
-// with the builtin's return when it suspended.
+// spin (not at the process's first wait): done is false when w became
+// ready meanwhile (look again), true with the builtin's return when it
+// suspended.
 func (p *Process) suspendOn(L *lua.LState, w waiter) (ret int, done bool) {
 	// Busy first: while it yields it is idle unless its wait is for
 	// something other than mail (see process.Proc.Looking).
