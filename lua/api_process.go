@@ -66,10 +66,11 @@ var processModule = Module{
 
 func procPID(L *lua.LState) int {
 	p := ProcessOf(L)
-	if p.selfStr == "" {
-		p.selfStr = PIDValue(p.self)
+	m := p.lazy()
+	if m.selfStr == "" {
+		m.selfStr = PIDValue(p.self)
 	}
-	L.Push(p.selfStr)
+	L.Push(m.selfStr)
 	return 1
 }
 
@@ -139,7 +140,7 @@ func procAsk(L *lua.LState) int {
 	if serr := p.send("ask", dest, m); serr != nil {
 		res, err = c.Abandon(serr)
 	} else {
-		res, err = c.Wait(timeout, p.done)
+		res, err = c.Wait(timeout, p.proc.Context().Done())
 	}
 	return askReturn(L, res, err, dest, topic, timeout)
 }

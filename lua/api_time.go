@@ -71,7 +71,7 @@ func timeSleep(L *lua.LState) int {
 	case <-t.C:
 		L.Push(lua.LTrue)
 		return 1
-	case <-p.done:
+	case <-p.proc.Context().Done():
 		return ReturnError(L, errStopping)
 	}
 }
@@ -86,7 +86,7 @@ type afterTimer struct {
 func timeAfter(L *lua.LState) int {
 	p := ProcessOf(L)
 	d := CheckDuration(L, 1)
-	if err := p.timers.room(p.host.limits.maxTimers); err != nil {
+	if err := p.lazy().timers.room(p.host.limits.maxTimers); err != nil {
 		return ReturnError(L, err)
 	}
 	c := p.NewChannel(1)
@@ -96,7 +96,7 @@ func timeAfter(L *lua.LState) int {
 		at.fired.Store(true)
 		c.Offer(nowMillis())
 	})
-	p.timers.add(at)
+	p.more.timers.add(at)
 	L.Push(c.Value(L))
 	return 1
 }
@@ -146,9 +146,11 @@ func (l *timerList) room(limit int) error {
 }
 
 func (p *Process) stopTimers() {
-	for _, t := range p.timers.list {
-		t.t.Stop()
+	if p.more != nil {
+		for _, t := range p.more.timers.list {
+			t.t.Stop()
+		}
+		p.more.timers = timerList{}
 	}
-	p.timers = timerList{}
 	p.disarmAlarm()
 }

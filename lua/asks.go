@@ -59,12 +59,14 @@ func askOver(r *process.Received, now time.Time) bool {
 // its script ends.
 func (p *Process) handBackAsks() {
 	var out []process.Message
-	for _, x := range p.asks.list {
-		if !x.replied {
-			out = append(out, x.r.Message())
+	if p.more != nil {
+		for _, x := range p.more.asks.list {
+			if !x.replied {
+				out = append(out, x.r.Message())
+			}
 		}
+		p.more.asks = heldAsks{}
 	}
-	p.asks = heldAsks{}
 	keep := func(c *Channel) {
 		if c == nil {
 			return

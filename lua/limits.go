@@ -141,12 +141,7 @@ func interrupted(L *lua.LState) error {
 	if ctx == nil {
 		return nil
 	}
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	default:
-		return nil
-	}
+	return ctx.Err() // an atomic load; Done would make a channel
 }
 
 // checkInterrupt raises when L's process has been asked to stop.
@@ -160,16 +155,15 @@ func checkInterrupt(L *lua.LState) {
 // to stop: what the pattern matcher polls while it runs. It is made once
 // per process.
 func (p *Process) stopCheck() func() error {
-	if p.stopFn == nil {
-		done := p.proc.Context().Done()
-		p.stopFn = func() error {
-			select {
-			case <-done:
+	m := p.lazy()
+	if m.stopFn == nil {
+		ctx := p.proc.Context()
+		m.stopFn = func() error {
+			if ctx.Err() != nil {
 				return errStopping
-			default:
-				return nil
 			}
+			return nil
 		}
 	}
-	return p.stopFn
+	return m.stopFn
 }

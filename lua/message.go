@@ -41,7 +41,7 @@ type askMessage struct {
 func (p *Process) messageValue(L *lua.LState, r process.Received) lua.LValue {
 	if r.CanReply() {
 		am := &askMessage{luaMessage: luaMessage{r: r}}
-		p.asks.add(am)
+		p.lazy().asks.add(am)
 		messageType.Init(L, &am.ud, am)
 		return &am.ud
 	}
@@ -135,7 +135,7 @@ func msgReply(L *lua.LState) int {
 	}
 	if am, ok := L.Get(1).(*lua.LUserData).Value.(*askMessage); ok {
 		am.replied = true
-		p.asks.answered(am)
+		p.lazy().asks.answered(am)
 	}
 	// Through the node: a reply after the ask ended is a dead letter.
 	msg := m.r.Message()

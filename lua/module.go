@@ -26,37 +26,31 @@ type Process struct {
 	env   *registry.Env
 	entry *registry.Entry
 	spec  *Spec
-	log   *slog.Logger
 	ctx   *procContext
-
-	self    process.PID
-	selfStr lua.LString // self as a string, made on first use (process.pid)
+	self  process.PID
+	// What a process makes on first use, if ever; most idle processes
+	// never do, and each field here is a word of every one of them.
+	more *procMore
 
 	mbox mailbox // inbox, listen and events routing
 
-	loaded  map[string]lua.LValue // require cache
-	loading map[string]bool       // entry modules being required (cycle check)
+	loaded requireCache // require cache
 
-	destStr string // last destination string resolved, and its PID
-	destPID process.PID
-
-	timers timerList // pending time.after timers
 	onExit []func()
 	raised *raised  // the last value raised that is not a string (raise.go)
 	failed *failure // what the crash report says of the error that ended the script
 
 	start *starting // the spawner waiting for init, until it is told (start.go)
-	asks  heldAsks  // asks handed to the script (asks.go)
 
-	coDepth int          // coroutines resumed inside one another (see resumeCounted)
-	stopFn  func() error // see stopCheck
+	coDepth   int32 // coroutines resumed inside one another (see resumeCounted)
+	upgradeFn bool  // the new upgrade function runs: its waits are not main's (upgrade.go)
+	waited    bool  // the process has waited once (suspendOn)
 
 	// The suspended main call (suspend.go).
-	done    <-chan struct{} // the process's context's Done
-	waiting waiter          // what the suspended call waits for
-	alarmT  *time.Timer     // wakes a suspended wait at its deadline; made on first use
-	asked   *askWait        // a suspended process.ask; made on first use
-	slept   *deadlineWait   // a suspended time.sleep; made on first use
+	waiting waiter        // what the suspended call waits for
+	alarmT  *time.Timer   // wakes a suspended wait at its deadline; made on first use
+	asked   *askWait      // a suspended process.ask; made on first use
+	slept   *deadlineWait // a suspended time.sleep; made on first use
 
 	// Hot upgrade (upgrade.go). up is shared with the offerer (nil: not
 	// upgradable); the rest belongs to the process's goroutine.
@@ -64,10 +58,29 @@ type Process struct {
 	announced   *upgradeOffer // the offer whose UPGRADE event was queued
 	upgradeCall *upgradeCall  // a process.upgrade unwinding the old code
 	upgrading   *upgradeOffer // taken: the new code has not waited yet
-	upgradeFn   bool          // the new upgrade function runs: its waits are not main's
 	// dropped are what modules release when the old code's state goes
 	// (OnUpgrade), by key.
 	dropped map[any]func()
+}
+
+// procMore is the part of a Process made on first use (Process.lazy).
+type procMore struct {
+	log     *slog.Logger
+	selfStr lua.LString     // self as a string (process.pid)
+	loading map[string]bool // entry modules being required (cycle check)
+	destStr string          // last destination string resolved, and its PID
+	destPID process.PID
+	stopFn  func() error // see stopCheck
+	timers  timerList    // pending time.after timers
+	asks    heldAsks     // asks handed to the script (asks.go)
+}
+
+// lazy returns p.more, making it.
+func (p *Process) lazy() *procMore {
+	if p.more == nil {
+		p.more = &procMore{}
+	}
+	return p.more
 }
 
 // OnExit registers fn to run on the process's goroutine when its script
@@ -137,8 +150,7 @@ func (p *Process) Entry() *registry.Entry { return p.entry }
 
 // Logger returns the process's logger, tagged with its entry ID and PID.
 func (p *Process) Logger() *slog.Logger {
-	p.logger()
-	return p.log
+	return p.logger()
 }
 
 var discardLogger = slog.New(slog.DiscardHandler)
@@ -331,8 +343,8 @@ func (p *Process) resolve(dest string) (process.PID, error) {
 // sends to the same PID again and again (names can move to another
 // process; only PID strings are cached).
 func (p *Process) parsePID(dest string) (process.PID, error) {
-	if dest == p.destStr {
-		return p.destPID, nil
+	if p.more != nil && dest == p.more.destStr {
+		return p.more.destPID, nil
 	}
 	if err := process.CheckName("resolve", dest); err != nil {
 		return process.PID{}, err
@@ -341,7 +353,8 @@ func (p *Process) parsePID(dest string) (process.PID, error) {
 	if err != nil {
 		return pid, err
 	}
-	p.destStr, p.destPID = dest, pid
+	m := p.lazy()
+	m.destStr, m.destPID = dest, pid
 	return pid, nil
 }
 

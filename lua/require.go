@@ -121,7 +121,7 @@ func (h *Host) ModuleNames() []string {
 func luaRequire(L *lua.LState) int {
 	p := ProcessOf(L)
 	name := L.CheckString(1)
-	if v, ok := p.loaded[name]; ok {
+	if v, ok := p.loaded.get(name); ok {
 		L.Push(v)
 		return 1
 	}
@@ -129,17 +129,18 @@ func luaRequire(L *lua.LState) int {
 	if lib, ok := p.host.modules[name]; ok {
 		result = lib.proxy(L)
 	} else if c, ok := p.spec.modules[name]; ok {
-		if p.loading[name] {
+		m := p.lazy()
+		if m.loading[name] {
 			L.RaiseError("require %q: circular require", name)
 		}
-		if p.loading == nil {
-			p.loading = map[string]bool{}
+		if m.loading == nil {
+			m.loading = map[string]bool{}
 		}
-		p.loading[name] = true
+		m.loading[name] = true
 		func() {
 			// A module that raises is not left marked as loading: a
 			// later require must report its error again, not a cycle.
-			defer delete(p.loading, name)
+			defer delete(m.loading, name)
 			L.Push(L.NewFunctionFromProto(c.Proto))
 			L.Push(lua.LString(name))
 			L.Call(1, 1)
@@ -156,10 +157,27 @@ func luaRequire(L *lua.LState) int {
 		}
 		L.RaiseError("require %q: no such module (available: %s)", name, strings.Join(names, ", "))
 	}
-	if p.loaded == nil {
-		p.loaded = map[string]lua.LValue{}
-	}
-	p.loaded[name] = result
+	p.loaded = append(p.loaded, loadedModule{name, result})
 	L.Push(result)
 	return 1
+}
+
+// requireCache is a process's loaded modules, in the order they were
+// first required. A process requires a few modules, each once per
+// name: a list looked through is a sixth of the smallest Go map, and an
+// idle process is mostly such small things.
+type requireCache []loadedModule
+
+type loadedModule struct {
+	name string
+	v    lua.LValue
+}
+
+func (c requireCache) get(name string) (lua.LValue, bool) {
+	for i := range c {
+		if c[i].name == name {
+			return c[i].v, true
+		}
+	}
+	return nil, false
 }

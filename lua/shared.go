@@ -229,6 +229,10 @@ func template() *templateState {
 		gm.RawSetString("__metatable", lua.LFalse)
 		t.globals.Metatable = gm
 		t.globalsMeta = protectedMeta(L, t.globals)
+		// Every state shares the template's metatables of builtin types
+		// (newState): the string metatable, and nothing else.
+		L.SetMetatable(lua.LString(""), t.stringMeta)
+		L.ShareBuiltinMetatables(L)
 
 		templateVal = t
 	})

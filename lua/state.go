@@ -3,6 +3,7 @@ package lua
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	lua "github.com/yuin/gopher-lua"
@@ -13,11 +14,12 @@ import (
 )
 
 // State sizing, measured with BenchmarkLuaIdleMemory (100,000 idle
-// processes: about 5 KB of heap each, and no goroutine stack, see
+// processes: about 2.4 KB of heap each, and no goroutine stack, see
 // suspend.go; a state with its own safe libraries costs 49 KB or more, see
 // NOTES.md): the data stack starts at 32 slots, enough for a main function
 // waiting on its inbox, and grows on demand (by half its size at least) up
-// to registryMax; the call stack grows in segments of 8 frames up to the
+// to registryMax; a process that waits keeps only the slots and frames it
+// uses (the fork's CompactSuspended, see drive); the call stack grows in segments of 8 frames up to the
 // host's MaxCallDepth (the fork's patch 25: the segments' index grows too).
 // Deeper recursion is a catchable Lua error, "stack overflow".
 //
@@ -51,7 +53,7 @@ func newState(p *Process) *lua.LState {
 	// found through globalsMeta. _G is not stored in it (globalIndex
 	// answers it): the first string key of a table costs a Go map.
 	L.G.Global.Metatable = t.globalsMeta
-	L.SetMetatable(lua.LString(""), t.stringMeta)
+	L.ShareBuiltinMetatables(t.L) // the string metatable, one for all
 	L.SetContext(p.ctx)
 	return L
 }
@@ -69,7 +71,6 @@ func (h *Host) body(env *registry.Env, e *registry.Entry, spec *Spec, args []any
 			spec:  spec,
 			self:  pr.Self(),
 			start: st,
-			done:  pr.Context().Done(),
 		}
 		p.ctx = &procContext{Context: pr.Context(), p: p}
 		p.mbox.p = p
@@ -117,14 +118,16 @@ func (p *Process) exit(v any, err error) (any, error) {
 }
 
 // logger is built on first use: most processes never log.
-func (p *Process) logger() {
-	if p.log == nil {
+func (p *Process) logger() *slog.Logger {
+	m := p.lazy()
+	if m.log == nil {
 		base := p.env.Logger
 		if base == nil {
 			base = discardLogger
 		}
-		p.log = base.With("entry", string(p.entry.ID), "pid", p.self.String())
+		m.log = base.With("entry", string(p.entry.ID), "pid", p.self.String())
 	}
+	return m.log
 }
 
 // run loads the script, runs its init (if the spawner waits for it) and

@@ -58,7 +58,8 @@ var stateProbeModule = Module{
 	Doc:  "Test only: looks at the process's host state.",
 	Funcs: []Func{
 		{Name: "has_pid_string", Fn: func(L *lua.LState) int {
-			L.Push(lua.LBool(ProcessOf(L).selfStr != ""))
+			p := ProcessOf(L)
+			L.Push(lua.LBool(p.more != nil && p.more.selfStr != ""))
 			return 1
 		}, Doc: "Whether the process has made its PID string."},
 	},

@@ -63,13 +63,22 @@ func (p *Process) canSuspend(L *lua.LState) bool { return L == p.L && L.CanSuspe
 const spinTurns = 2
 
 // suspendOn suspends the main call until w may be ready, after a short
-// spin: done is false when w became ready meanwhile (look again), true
-// with the builtin's return when it suspended.
+// spin (not at the process's first wait): done is false when w became
+// ready meanwhile (look again), true with the builtin's return when it
+// suspended.
 func (p *Process) suspendOn(L *lua.LState, w waiter) (ret int, done bool) {
 	// Busy first: while it yields it is idle unless its wait is for
 	// something other than mail (see process.Proc.Looking).
 	p.proc.Busy(!waitsForMail(w))
-	for i := 0; i < spinTurns; i++ {
+	// Not at a process's first wait: nothing it asked for can be on its
+	// way yet, and a host that spawns many processes that wait paid two
+	// trips through the scheduler for each (a seventh of the CPU of a
+	// million spawns).
+	turns := spinTurns
+	if !p.waited {
+		p.waited, turns = true, 0
+	}
+	for i := 0; i < turns; i++ {
 		p.proc.Looking()
 		runtime.Gosched()
 		p.proc.Disarm()
@@ -102,14 +111,9 @@ func waitsForMail(w waiter) bool {
 }
 
 // stopRequested reports whether the process has been asked to stop.
-func (p *Process) stopRequested() bool {
-	select {
-	case <-p.done:
-		return true
-	default:
-		return false
-	}
-}
+// (Err, not Done: the context makes its Done channel on first use, and
+// most processes never block on it.)
+func (p *Process) stopRequested() bool { return p.ctx.Err() != nil }
 
 // drive runs the process's script from step (its start, or its main call
 // going on) until it ends or suspends. A suspended process holds no
@@ -144,6 +148,10 @@ func (p *Process) drive(step func() (suspended bool, v any, err error)) (v any, 
 			p.proc.Reclaim()
 			continue
 		}
+		// It waits: an idle state keeps only the frames and registers it
+		// uses (continueMain restores the rest), before Commit lets a
+		// wake-up run it elsewhere.
+		p.L.CompactSuspended()
 		if !p.proc.Commit() {
 			continue // woken meanwhile
 		}

@@ -339,11 +339,13 @@ func (p *Process) dropState() {
 	p.failHeldAsks()
 	p.L.Close()
 	p.L = nil
-	p.loaded, p.loading = nil, nil
+	p.loaded = nil
+	if p.more != nil {
+		p.more.loading, p.more.log = nil, nil
+	}
 	p.raised, p.failed = nil, nil
 	p.asked, p.slept, p.waiting = nil, nil, nil
 	p.coDepth = 0
-	p.log = nil
 	// The process's own channels keep their items; their Lua values were
 	// the old state's.
 	for _, c := range []*Channel{p.mbox.inbox, p.mbox.events} {
@@ -360,8 +362,11 @@ func (p *Process) dropState() {
 // answer: no code is left that could, and their askers hear so now rather
 // than at their deadline.
 func (p *Process) failHeldAsks() {
-	list := p.asks.list
-	p.asks = heldAsks{}
+	var list []*askMessage
+	if p.more != nil {
+		list = p.more.asks.list
+		p.more.asks = heldAsks{}
+	}
 	var rej error
 	for _, x := range list {
 		if x.replied {

@@ -63,12 +63,13 @@ func (n *Node) SpawnFunc(fn ProcFunc, opts SpawnOptions) (PID, error) {
 		return PID{}, fmt.Errorf("spawn: %w: nil function", ErrInvalidName)
 	}
 	p := n.newProcess(opts)
-	parent := opts.Context
-	if parent == nil {
-		parent = context.Background()
-	}
 	x := p.extLocked()
-	x.ctx, x.cancel = context.WithCancel(parent)
+	if opts.Context == nil {
+		c := &stopCtx{} // spawn_ctx.go
+		x.ctx, x.cancel = c, c.cancel
+	} else {
+		x.ctx, x.cancel = context.WithCancel(opts.Context)
+	}
 	x.run.Store(runStarted)
 	if err := n.install(p, opts); err != nil {
 		x.cancel()

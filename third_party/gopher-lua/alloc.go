@@ -2,7 +2,6 @@ package lua
 
 import (
 	"math"
-	"reflect"
 	"unsafe"
 )
 
@@ -26,28 +25,28 @@ func init() {
 }
 
 // allocator is a fast bulk memory allocator for the LValue.
+// proctor: without upstream's fheader (never read) and scratchValueP (a
+// pointer to scratchValue, taken where it is used): 48 bytes, not 64.
 type allocator struct {
-	size    int
-	fptrs   []float64
-	fheader *reflect.SliceHeader
+	size  int
+	fptrs []float64
 
-	scratchValue  LValue
-	scratchValueP *iface
+	scratchValue LValue
 }
 
 func newAllocator(size int) *allocator {
 	// proctor: the first block is made by the first number that needs
 	// one: most states of a host with many never do, and the block was a
 	// tenth of an idle state.
-	al := &allocator{
-		size:    size,
-		fheader: nil,
-	}
-	al.fheader = (*reflect.SliceHeader)(unsafe.Pointer(&al.fptrs))
-	al.scratchValue = LNumber(0)
-	al.scratchValueP = (*iface)(unsafe.Pointer(&al.scratchValue))
-
+	al := &allocator{}
+	al.init(size)
 	return al
+}
+
+// proctor: init sets up al in place (see stateBlock).
+func (al *allocator) init(size int) {
+	al.size = size
+	al.scratchValue = LNumber(0)
 }
 
 // LNumber2I takes a number value and returns an interface LValue representing the same number.
@@ -68,7 +67,6 @@ func (al *allocator) LNumber2I(v LNumber) LValue {
 	// check if we need a new alloc page
 	if cap(al.fptrs) == len(al.fptrs) {
 		al.fptrs = make([]float64, 0, al.size)
-		al.fheader = (*reflect.SliceHeader)(unsafe.Pointer(&al.fptrs))
 	}
 
 	// alloc a new float, and store our value into it
@@ -78,7 +76,7 @@ func (al *allocator) LNumber2I(v LNumber) LValue {
 	// hack our scratch LValue to point to our allocated value
 	// this scratch lvalue is copied when this function returns meaning the scratch value can be reused
 	// on the next call
-	al.scratchValueP.word = unsafe.Pointer(fptr)
+	(*iface)(unsafe.Pointer(&al.scratchValue)).word = unsafe.Pointer(fptr)
 
 	return al.scratchValue
 }

@@ -263,6 +263,9 @@ func newCallFrameStackSegment() *callFrameStackSegment {
 }
 
 func freeCallFrameStackSegment(seg *callFrameStackSegment) {
+	if seg == nil {
+		return // proctor: a stack that CompactSuspended packed has none
+	}
 	segmentPool.Put(seg)
 }
 
@@ -270,13 +273,20 @@ func freeCallFrameStackSegment(seg *callFrameStackSegment) {
 // it will actually grow up to the next segment size multiple after maxSize, where the segment size is dictated by
 // FramesPerSegment.
 func newAutoGrowingCallFrameStack(maxSize int) callFrameStack {
-	cs := &autoGrowingCallFrameStack{
-		segments: make([]*callFrameStackSegment, 1),
+	cs := &autoGrowingCallFrameStack{}
+	cs.init(maxSize, make([]*callFrameStackSegment, 1))
+	return cs
+}
+
+// proctor: init sets up cs in place (see stateBlock), with segs (of
+// length 1) as its segment index.
+func (cs *autoGrowingCallFrameStack) init(maxSize int, segs []*callFrameStackSegment) {
+	*cs = autoGrowingCallFrameStack{
+		segments: segs,
 		maxSegs:  max((maxSize+(FramesPerSegment-1))/FramesPerSegment, 1),
 		segIdx:   0,
 	}
 	cs.segments[0] = newCallFrameStackSegment()
-	return cs
 }
 
 func (cs *autoGrowingCallFrameStack) IsEmpty() bool {
@@ -407,14 +417,22 @@ type registryHandler interface {
 type registry struct {
 	array   []LValue
 	top     int
-	growBy  int
-	maxSize int
+	growBy  int32 // proctor: int32, so the registry is 64 bytes, not 80
+	maxSize int32
 	alloc   *allocator
 	handler registryHandler
 }
 
 func newRegistry(handler registryHandler, initialSize int, growBy int, maxSize int, alloc *allocator) *registry {
-	return &registry{make([]LValue, initialSize), 0, growBy, maxSize, alloc, handler}
+	rg := &registry{}
+	rg.init(handler, initialSize, growBy, maxSize, alloc)
+	return rg
+}
+
+// proctor: init sets up rg in place (see stateBlock).
+func (rg *registry) init(handler registryHandler, initialSize int, growBy int, maxSize int, alloc *allocator) {
+	clamp := func(n int) int32 { return int32(min(n, math.MaxInt32)) }
+	*rg = registry{registryArray(initialSize), 0, clamp(growBy), clamp(maxSize), alloc, handler}
 }
 
 func (rg *registry) checkSize(requiredSize int) { // +inline-start
@@ -424,17 +442,17 @@ func (rg *registry) checkSize(requiredSize int) { // +inline-start
 } // +inline-end
 
 func (rg *registry) resize(requiredSize int) { // +inline-start
-	newSize := requiredSize + rg.growBy // give some padding
+	newSize := requiredSize + int(rg.growBy) // give some padding
 	// proctor: and by half the current size, so growing is amortised
 	// O(1). With a fixed step, a builtin that pushes many values
 	// (unpack(t, 1, 1e8)) copied the stack once per step: about two
 	// seconds of one Go call, deaf to terminate, before "registry
 	// overflow".
-	if half := len(rg.array) / 2; rg.growBy < half {
+	if half := len(rg.array) / 2; int(rg.growBy) < half {
 		newSize = requiredSize + half
 	}
-	if newSize > rg.maxSize {
-		newSize = rg.maxSize
+	if newSize > int(rg.maxSize) {
+		newSize = int(rg.maxSize)
 	}
 	if newSize < requiredSize {
 		rg.handler.registryOverflow()
@@ -683,18 +701,27 @@ func (rg *registry) IsFull() bool {
 /* Global {{{ */
 
 func newGlobal(skipOpenLibs bool) *Global {
+	g := &Global{}
+	g.init(skipOpenLibs)
+	return g
+}
+
+// proctor: init sets up g in place (see stateBlock).
+func (g *Global) init(skipOpenLibs bool) {
 	// proctor: a state that opens no library sizes its global and registry
 	// tables by what is put in them (on first use), not for the standard
 	// library: the two maps were most of the allocation of a sandboxed
 	// state, whose host replaces the global table anyway.
-	gcap, rcap := 64, 32
+	// Its registry table is made on first use (Get(RegistryIndex)): nil
+	// until then, as a host that opens no library may never use it.
 	if skipOpenLibs {
-		gcap, rcap = 0, 0
+		*g = Global{Global: newLTable(0, 0)}
+		return
 	}
-	return &Global{
+	*g = Global{
 		MainThread: nil,
-		Registry:   newLTable(0, rcap),
-		Global:     newLTable(0, gcap),
+		Registry:   newLTable(0, 32),
+		Global:     newLTable(0, 64),
 	}
 }
 
@@ -713,10 +740,27 @@ func panicWithoutTraceback(L *LState) {
 	panic(err)
 }
 
+// proctor: stateBlock is what a state's parts that live as long as it
+// does take, in one allocation: six objects a state (a spawn of Proctor's
+// host) made apart, with the same bytes.
+type stateBlock struct {
+	ls    LState
+	g     Global
+	reg   registry
+	alloc allocator
+	stack autoGrowingCallFrameStack
+	seg0  [1]*callFrameStackSegment // the stack's first segments slot
+	susp  suspension
+}
+
 func newLState(options Options) *LState {
-	al := newAllocator(32)
-	ls := &LState{
-		G:       newGlobal(options.SkipOpenLibs),
+	b := &stateBlock{}
+	al := &b.alloc
+	al.init(32)
+	b.g.init(options.SkipOpenLibs)
+	ls := &b.ls
+	*ls = LState{
+		G:       &b.g,
 		Parent:  nil,
 		Panic:   panicWithTraceback,
 		Dead:    false,
@@ -731,11 +775,14 @@ func newLState(options Options) *LState {
 		ctx:          nil,
 	}
 	if options.MinimizeStackMemory {
-		ls.stack = newAutoGrowingCallFrameStack(options.CallStackSize)
+		b.stack.init(options.CallStackSize, b.seg0[:])
+		ls.stack = &b.stack
 	} else {
 		ls.stack = newFixedCallFrameStack(options.CallStackSize)
 	}
-	ls.reg = newRegistry(ls, options.RegistrySize, options.RegistryGrowStep, options.RegistryMaxSize, al)
+	b.reg.init(ls, options.RegistrySize, options.RegistryGrowStep, options.RegistryMaxSize, al)
+	ls.reg = &b.reg
+	ls.susp = &b.susp
 	ls.Env = ls.G.Global
 	return ls
 }
@@ -1063,8 +1110,8 @@ func (ls *LState) metatable(lvalue LValue, rawget bool) LValue {
 	case *LUserData:
 		metatable = obj.Metatable
 	default:
-		if table := ls.G.builtinMts[obj.Type()]; table != nil {
-			metatable = table
+		if mts := ls.G.builtinMts; mts != nil && mts[obj.Type()] != nil {
+			metatable = mts[obj.Type()]
 		}
 	}
 
@@ -1559,7 +1606,11 @@ func (ls *LState) IsClosed() bool {
 
 func (ls *LState) Close() {
 	atomic.AddInt32(&ls.stop, 1)
-	for _, file := range ls.G.tempFiles {
+	var tempFiles []*os.File
+	if ls.G.tempFiles != nil {
+		tempFiles = *ls.G.tempFiles
+	}
+	for _, file := range tempFiles {
 		// ignore errors in these operations
 		file.Close()
 		os.Remove(file.Name())
@@ -1648,6 +1699,9 @@ func (ls *LState) Get(idx int) LValue {
 	} else {
 		switch idx {
 		case RegistryIndex:
+			if ls.G.Registry == nil {
+				ls.G.Registry = newLTable(0, 0) // proctor: see newGlobal
+			}
 			return ls.G.Registry
 		case EnvironIndex:
 			if ls.currentFrame == nil {
@@ -2277,8 +2331,37 @@ func (ls *LState) SetMetatable(obj LValue, mt LValue) {
 	case *LUserData:
 		v.Metatable = mt
 	default:
-		ls.G.builtinMts[obj.Type()] = mt
+		ls.G.builtinMt()[obj.Type()] = mt
 	}
+}
+
+// proctor: builtinMt returns the state's own metatables of builtin types,
+// made on first use or copied from the ones it shares.
+func (g *Global) builtinMt() *[LTChannel + 1]LValue {
+	if g.builtinMts == nil {
+		g.builtinMts = new([LTChannel + 1]LValue)
+	} else if g.builtinShared {
+		mts := *g.builtinMts
+		g.builtinMts, g.builtinShared = &mts, false
+	}
+	return g.builtinMts
+}
+
+// ShareBuiltinMetatables makes ls use the metatables of strings, numbers
+// and the other types that are not tables or userdata that from has, until
+// either sets one of its own (proctor: a host that gives every state the
+// same string metatable keeps one copy). The first call marks from's as
+// shared; later ones only read from, so states may share from's
+// concurrently once it has been shared once and sets none of its own.
+func (ls *LState) ShareBuiltinMetatables(from *LState) {
+	if from.G.builtinMts == nil {
+		ls.G.builtinMts, ls.G.builtinShared = nil, false
+		return
+	}
+	if !from.G.builtinShared {
+		from.G.builtinShared = true
+	}
+	ls.G.builtinMts, ls.G.builtinShared = from.G.builtinMts, true
 }
 
 /* }}} */

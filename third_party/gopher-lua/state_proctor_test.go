@@ -104,8 +104,11 @@ func TestSkipOpenLibsStateIsSmall(t *testing.T) {
 	for i := range 100 {
 		L.SetGlobal(fmt.Sprintf("g%d", i), LNumber(i))
 	}
-	L.G.Registry.RawSetString("k", LTrue)
-	if L.GetGlobal("g99") != LNumber(99) || L.G.Registry.RawGetString("k") != LTrue {
+	if L.G.Registry != nil {
+		t.Fatal("the registry table was made before its first use")
+	}
+	L.SetField(L.Get(RegistryIndex), "k", LTrue)
+	if L.GetGlobal("g99") != LNumber(99) || L.G.Registry.RawGetString("k") != LTrue || L.GetField(L.Get(RegistryIndex), "k") != LTrue {
 		t.Fatal("globals or registry lost a value")
 	}
 	// With the libraries, the global table is sized for them as before.
@@ -491,5 +494,35 @@ for i = 200, 300 do last = i end
 assert(last == 300)
 `); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// ShareBuiltinMetatables: a state sees the metatables of another, and
+// setting its own leaves the other's as they were.
+func TestShareBuiltinMetatables(t *testing.T) {
+	from := NewState(Options{SkipOpenLibs: true})
+	defer from.Close()
+	mt := from.NewTable()
+	from.SetMetatable(LString(""), mt)
+	L := NewState(Options{SkipOpenLibs: true})
+	defer L.Close()
+	L.ShareBuiltinMetatables(from)
+	if L.GetMetatable(LString("x")) != mt {
+		t.Fatal("the shared string metatable is not seen")
+	}
+	if L.G.builtinMts != from.G.builtinMts {
+		t.Fatal("the metatables were copied, not shared")
+	}
+	own := L.NewTable()
+	L.SetMetatable(LNumber(1), own)
+	if from.GetMetatable(LNumber(1)) != LNil || L.GetMetatable(LNumber(1)) != own {
+		t.Fatal("setting a metatable changed the state it shared with")
+	}
+	if L.GetMetatable(LString("x")) != mt {
+		t.Fatal("the copy lost the shared string metatable")
+	}
+	from.SetMetatable(LString(""), LNil)
+	if L.GetMetatable(LString("x")) != mt {
+		t.Fatal("a change of the other state reached a state with its own copy")
 	}
 }

@@ -18,7 +18,7 @@ func OpenString(L *LState) int {
 	mod.RawSetString("gmatch", gmatch)
 	mod.RawSetString("gfind", gmatch)
 	mod.RawSetString("__index", mod)
-	L.G.builtinMts[LTString] = mod
+	L.G.builtinMt()[LTString] = mod
 	//}
 	L.Push(mod)
 	return 1

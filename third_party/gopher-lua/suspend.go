@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 	"strings"
+	"sync"
 )
 
 // proctor: suspending a call of the main thread.
@@ -35,11 +36,15 @@ const suspendCode = -2
 
 // suspension is the state of a suspendable call.
 type suspension struct {
-	sp        int        // call stack depth before the call
-	base      int        // registry index of the called function
-	nret      int        // results wanted by the caller of PCallSuspendable
-	baseframe *callFrame // the frame of the called function
+	sp        int32 // call stack depth before the call
+	base      int32 // registry index of the called function
+	nret      int32 // results wanted by the caller of PCallSuspendable
 	suspended bool
+	baseframe *callFrame // the frame of the called function
+	// packed holds the call stack's frames while CompactSuspended has
+	// handed its segments back (nil otherwise); baseframe and the frames'
+	// Parent point into it meanwhile.
+	packed []callFrame
 }
 
 // CanSuspend reports whether the Go function being called may return
@@ -92,11 +97,11 @@ func (ls *LState) PCallSuspendable(nargs, nret int) (suspended bool, err error) 
 		return false, newApiErrorS(ApiErrorRun, "a suspendable call is already suspended")
 	}
 	s := ls.susp
-	s.sp = ls.stack.Sp()
-	s.base = ls.reg.Top() - nargs - 1
-	s.nret = nret
+	s.sp = int32(ls.stack.Sp())
+	s.base = int32(ls.reg.Top() - nargs - 1)
+	s.nret = int32(nret)
 	return ls.runSuspendable(func() {
-		lv := ls.reg.Get(s.base)
+		lv := ls.reg.Get(int(s.base))
 		fn, meta := ls.metaCall(lv)
 		if fn == nil || fn.IsG || meta {
 			// Nothing to suspend: a Go function called directly has no Lua
@@ -107,9 +112,9 @@ func (ls *LState) PCallSuspendable(nargs, nret int) (suspended bool, err error) 
 		ls.pushCallFrame(callFrame{
 			Fn:         fn,
 			Pc:         0,
-			Base:       s.base,
-			LocalBase:  s.base + 1,
-			ReturnBase: s.base,
+			Base:       int(s.base),
+			LocalBase:  int(s.base) + 1,
+			ReturnBase: int(s.base),
 			NArgs:      nargs,
 			NRet:       nret,
 			Parent:     ls.currentFrame,
@@ -134,10 +139,121 @@ func (ls *LState) Continue() (suspended bool, err error) {
 		return false, newApiErrorS(ApiErrorRun, "no suspended call to continue")
 	}
 	s.suspended = false
+	ls.unpackSuspended()
 	return ls.runSuspendable(func() {
 		ls.suspOK = true
 		ls.mainLoop(ls, s.baseframe)
 	})
+}
+
+// CompactSuspended hands back what a suspended call does not need while
+// it waits: the call stack's segments (its frames are copied into a slice
+// of their own size; a segment holds 8 frames, 640 bytes) and the data
+// stack's slots beyond those its frames use (32 or more slots of 16 bytes
+// where a waiting main function uses a few). Continue restores the call
+// stack; the data stack grows again on demand. A host that keeps many
+// states waiting calls it before it lets them wait: an idle state is then
+// about a kilobyte smaller. It does nothing unless the call is suspended
+// with no frames below it (a PCallSuspendable from the top level), with
+// the call stack that MinimizeStackMemory makes.
+func (ls *LState) CompactSuspended() {
+	s := ls.susp
+	if s == nil || !s.suspended || s.packed != nil || int(s.sp) != 0 {
+		return
+	}
+	cs, ok := ls.stack.(*autoGrowingCallFrameStack)
+	if !ok || cs.IsEmpty() {
+		return
+	}
+	n := cs.Sp()
+	frames := make([]callFrame, n)
+	need := ls.reg.top
+	for i := range frames {
+		f := cs.At(i)
+		if f.Idx != i || f.Fn == nil {
+			return
+		}
+		frames[i] = *f
+		if f.Parent != nil {
+			if f.Parent.Idx >= i || cs.At(f.Parent.Idx) != f.Parent {
+				return // not a plain chain of frames: leave it as it is
+			}
+			frames[i].Parent = &frames[f.Parent.Idx]
+		}
+		if !f.Fn.IsG && f.Fn.Proto != nil {
+			// The VM addresses a Lua frame's registers without a check:
+			// its window stays.
+			need = max(need, f.LocalBase+int(f.Fn.Proto.NumUsedRegisters))
+		}
+	}
+	if s.baseframe == nil || s.baseframe.Idx >= n || cs.At(s.baseframe.Idx) != s.baseframe {
+		return
+	}
+	s.baseframe = &frames[s.baseframe.Idx]
+	ls.currentFrame = &frames[n-1]
+	s.packed = frames
+	cs.FreeAll()
+	if cap(cs.segments) > 1 {
+		cs.segments = make([]*callFrameStackSegment, 1)
+	}
+	cs.segIdx, cs.segSp = 0, 0
+	if rg := ls.reg; need < cap(rg.array) {
+		// append rounds the capacity up to the allocation's size class.
+		arr := append([]LValue(nil), rg.array[:need]...)
+		freeRegistryArray(rg.array)
+		rg.array = arr[:cap(arr)]
+	}
+}
+
+// registryPool holds data stacks that CompactSuspended gave up, cleared,
+// for the next states made (newRegistry): a host that spawns many
+// processes that wait would otherwise leave one behind as garbage for
+// each. Only small ones are kept (maxPooledRegistry slots).
+var registryPool sync.Pool
+
+const maxPooledRegistry = 64
+
+func freeRegistryArray(a []LValue) {
+	if cap(a) > maxPooledRegistry {
+		return
+	}
+	a = a[:cap(a)]
+	clear(a)
+	registryPool.Put(&a)
+}
+
+// registryArray returns a cleared data stack of n slots, from the pool
+// when it holds one of that size (one of another size goes back).
+func registryArray(n int) []LValue {
+	if n <= maxPooledRegistry {
+		if p, ok := registryPool.Get().(*[]LValue); ok {
+			if cap(*p) == n {
+				return (*p)[:n]
+			}
+			registryPool.Put(p)
+		}
+	}
+	return make([]LValue, n)
+}
+
+// unpackSuspended puts back the call stack CompactSuspended packed.
+func (ls *LState) unpackSuspended() {
+	s := ls.susp
+	frames := s.packed
+	if frames == nil {
+		return
+	}
+	s.packed = nil
+	cs := ls.stack.(*autoGrowingCallFrameStack)
+	cs.segments[0] = newCallFrameStackSegment()
+	for _, f := range frames {
+		if f.Parent != nil {
+			f.Parent = cs.At(f.Parent.Idx)
+		}
+		cs.Push(f)
+	}
+	s.baseframe = cs.At(s.baseframe.Idx)
+	ls.currentFrame = cs.Last()
 }
 
 // runSuspendable runs step (the start or a continuation of a suspendable
@@ -168,10 +284,10 @@ func (ls *LState) runSuspendable(step func()) (suspended bool, err error) {
 			if ae := err.(*ApiError); len(ae.StackTrace) == 0 {
 				ae.StackTrace = ls.stackTrace(0)
 			}
-			ls.closeUpvalues(s.base) // proctor: see raiseError
-			ls.stack.SetSp(s.sp)
+			ls.closeUpvalues(int(s.base)) // proctor: see raiseError
+			ls.stack.SetSp(int(s.sp))
 			ls.currentFrame = ls.stack.Last()
-			ls.reg.SetTop(s.base)
+			ls.reg.SetTop(int(s.base))
 			return
 		}
 		if s.suspended {
@@ -179,10 +295,10 @@ func (ls *LState) runSuspendable(step func()) (suspended bool, err error) {
 			return
 		}
 		// The call returned.
-		if s.nret != MultRet {
-			ls.reg.SetTop(s.base + s.nret)
+		if int(s.nret) != MultRet {
+			ls.reg.SetTop(int(s.base) + int(s.nret))
 		}
-		ls.stack.SetSp(s.sp)
+		ls.stack.SetSp(int(s.sp))
 		ls.currentFrame = ls.stack.Last()
 		if s.sp == 0 {
 			ls.currentFrame = nil

@@ -18,9 +18,9 @@ type suspendHarness struct {
 	blocked int
 }
 
-func newSuspendHarness(t *testing.T, src string) *suspendHarness {
+func newSuspendHarness(t *testing.T, src string, opts ...Options) *suspendHarness {
 	t.Helper()
-	h := &suspendHarness{L: NewState()}
+	h := &suspendHarness{L: NewState(opts...)}
 	h.L.SetGlobal("wait", h.L.NewFunction(func(L *LState) int {
 		var args []string
 		for i := 1; i <= L.GetTop(); i++ {
@@ -251,5 +251,82 @@ func TestSuspendAboveOtherFrames(t *testing.T) {
 	}
 	if len(h.waits) != 2 {
 		t.Fatalf("%d calls of wait, want 2", len(h.waits))
+	}
+}
+
+// TestCompactSuspended: a call suspended several Lua frames deep, with
+// locals in each, goes on after CompactSuspended as before, and the
+// compacted state holds no call-stack segment and a data stack cut to
+// what its frames use.
+func TestCompactSuspended(t *testing.T) {
+	h := newSuspendHarness(t, `
+function h(a) local x = a .. "h" local r = wait(x) return x .. r end
+function g(a) local y = a .. "g" return y .. h(y) end
+function f(a) local z = a .. "f" local v = g(z) return z .. v end`,
+		Options{MinimizeStackMemory: true, RegistrySize: 64, RegistryMaxSize: 1 << 16})
+	defer h.L.Close()
+	L := h.L
+	L.Push(L.GetGlobal("f"))
+	L.Push(LString("<"))
+	suspended, err := L.PCallSuspendable(1, 1)
+	for round := 0; suspended; round++ {
+		if round > 2 {
+			t.Fatal("suspended more than 3 times")
+		}
+		before := cap(L.reg.array)
+		L.CompactSuspended()
+		L.CompactSuspended() // a second time does nothing
+		cs := L.stack.(*autoGrowingCallFrameStack)
+		if cs.segments[0] != nil || L.susp.packed == nil || len(L.susp.packed) != 3 {
+			t.Fatalf("round %d: segments %v, packed %d frames, want none and 3", round, cs.segments, len(L.susp.packed))
+		}
+		if after := cap(L.reg.array); after > before || after > 16 {
+			t.Fatalf("round %d: data stack %d slots after compacting, was %d", round, after, before)
+		}
+		if round < 2 {
+			h.reply = nil // suspends again: a replay, compacted again
+		} else {
+			h.reply = []LValue{LString("!")}
+		}
+		suspended, err = L.Continue()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := L.Get(-1).String(), "<f<fg<fgh!"; got != want {
+		t.Fatalf("f returned %q, want %q", got, want)
+	}
+	if L.stack.Sp() != 0 {
+		t.Fatalf("%d frames left", L.stack.Sp())
+	}
+}
+
+// A data stack that CompactSuspended gives up comes back from the pool
+// cleared, and only at the size asked; large ones are not kept.
+func TestRegistryPool(t *testing.T) {
+	// The stack is cleared as it goes into the pool, so whoever takes it
+	// next (another state on another P, this test or not: which one is
+	// the pool's choice) finds no value of its last owner.
+	a := make([]LValue, 32)
+	for j := range a {
+		a[j] = LTrue
+	}
+	freeRegistryArray(a)
+	for j, v := range a[:cap(a)] {
+		if v != nil {
+			t.Fatalf("slot %d of a pooled data stack holds %v", j, v)
+		}
+	}
+	for _, n := range []int{16, 32, 16} {
+		b := registryArray(n)
+		if len(b) != n {
+			t.Fatalf("asked for %d slots, got %d", n, len(b))
+		}
+		for j, v := range b {
+			if v != nil {
+				t.Fatalf("slot %d of a %d-slot data stack holds %v", j, n, v)
+			}
+		}
+		freeRegistryArray(b)
 	}
 }

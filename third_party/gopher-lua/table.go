@@ -3,13 +3,11 @@ package lua
 const defaultArrayCap = 32
 const defaultHashCap = 32
 
-// proctor: the map a table that was created empty ({} in Lua) makes for
-// its first string key. Upstream used defaultHashCap, so t = {}; t.a = 1
-// made a Go map sized for 32 keys (about 1.4 KB), and so did every
-// process's first global; the map grows by doubling from here when a table
-// fills. (The array part keeps its 32: arrays built by appending would
-// reallocate more often, and it is 512 bytes, not a map.)
-const lazyHashCap = 0
+// proctor: a table that was created empty ({} in Lua) makes no map for
+// its first string keys (see smallStrKeys). Upstream made a Go map sized
+// for defaultHashCap (32 keys, about 1.4 KB) for the first, and so did every
+// process's first global. (The array part keeps its 32: arrays built by
+// appending would reallocate more often, and it is 512 bytes, not a map.)
 
 // proctor: maxArrayGap is how far past the end of the array part an integer
 // key may land and still grow the array (the slots between are filled with
@@ -20,11 +18,93 @@ const lazyHashCap = 0
 // holds an integer key k with 1 <= k <= len(array)+1.
 const maxArrayGap = 64
 
+// proctor: smallStrKeys is how many string keys a table keeps in a list
+// (strs) before it makes a Go map (strdict). The smallest Go map is about
+// 340 bytes and each Lua process had one for its first global (a library
+// it uses); most tables with string keys (a module, a record, a message)
+// have a few, found as fast by comparing strings as by hashing. Deleted
+// keys keep their entry with the value nil, as in the map's key order
+// (keys), and the entry is reused by the next key added.
+const smallStrKeys = 8
+
+type strEntry struct {
+	key   string
+	value LValue
+}
+
+// strGet returns the value of a string key and whether the table holds
+// it.
+func (tb *LTable) strGet(key string) (LValue, bool) {
+	if tb.strdict != nil {
+		v, ok := tb.strdict[key]
+		return v, ok
+	}
+	for i := range tb.strs {
+		if tb.strs[i].key == key {
+			v := tb.strs[i].value
+			return v, v != LNil
+		}
+	}
+	return nil, false
+}
+
+// strSet sets a string key; LNil deletes it.
+func (tb *LTable) strSet(key string, value LValue) {
+	if tb.strdict != nil {
+		if value == LNil {
+			delete(tb.strdict, key)
+		} else {
+			tb.strdict[key] = value
+		}
+		return
+	}
+	free := -1
+	for i := range tb.strs {
+		if tb.strs[i].key == key {
+			tb.strs[i].value = value
+			return
+		}
+		if free < 0 && tb.strs[i].value == LNil {
+			free = i
+		}
+	}
+	switch {
+	case value == LNil:
+	case free >= 0:
+		tb.strs[free] = strEntry{key, value}
+	case len(tb.strs) < smallStrKeys:
+		tb.strs = append(tb.strs, strEntry{key, value})
+	default:
+		m := make(map[string]LValue, 2*smallStrKeys)
+		for _, e := range tb.strs {
+			if e.value != LNil {
+				m[e.key] = e.value
+			}
+		}
+		m[key] = value
+		tb.strdict, tb.strs = m, nil
+	}
+}
+
+// strLen returns how many string keys the table holds.
+func (tb *LTable) strLen() int {
+	if tb.strdict != nil {
+		return len(tb.strdict)
+	}
+	n := 0
+	for i := range tb.strs {
+		if tb.strs[i].value != LNil {
+			n++
+		}
+	}
+	return n
+}
+
 // Entries returns the number of slots the table holds: the length of its
 // array part (nil slots included) and the number of keys of its hash part.
 // proctor: what Options.MaxTableEntries bounds.
 func (tb *LTable) Entries() int {
-	return len(tb.array) + len(tb.strdict) + len(tb.dict)
+	return len(tb.array) + tb.strLen() + len(tb.dict)
 }
 
 // proctor: growArray sets t[index+1] = value where index >= len(array):
@@ -153,7 +233,7 @@ func (tb *LTable) addKey(key LValue) {
 // key is added, which next() does not allow during a traversal, so a
 // traversal that clears fields is unaffected.
 func (tb *LTable) compactKeys() {
-	live := len(tb.strdict) + len(tb.dict)
+	live := tb.strLen() + len(tb.dict)
 	if len(tb.keys) < 2*live+64 {
 		return
 	}
@@ -214,16 +294,18 @@ func newLTable(acap int, hcap int) *LTable {
 	if acap != 0 {
 		tb.array = make([]LValue, 0, acap)
 	}
-	if hcap != 0 {
+	if hcap > smallStrKeys {
 		tb.strdict = make(map[string]LValue, hcap)
-		// proctor: the key order of a table made for a few fields (a copy
-		// from Go, a constructor) is sized for them too, rather than grown
-		// by appending (1, 2, 4, 8…: four allocations for five fields). A
-		// larger hint (NewTable's 32, the globals' 64) is a guess, not a
-		// count: its key order grows as keys come, as before.
-		if hcap <= sizedKeys {
-			tb.keys = make([]LValue, 0, hcap)
-		}
+	} else if hcap != 0 {
+		tb.strs = make([]strEntry, 0, hcap) // proctor: see smallStrKeys
+	}
+	// proctor: the key order of a table made for a few fields (a copy
+	// from Go, a constructor) is sized for them too, rather than grown
+	// by appending (1, 2, 4, 8…: four allocations for five fields). A
+	// larger hint (NewTable's 32, the globals' 64) is a guess, not a
+	// count: its key order grows as keys come, as before.
+	if hcap != 0 && hcap <= sizedKeys {
+		tb.keys = make([]LValue, 0, hcap)
 	}
 	return tb
 }
@@ -381,18 +463,13 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
 func (tb *LTable) RawSetString(key string, value LValue) {
-	if tb.strdict == nil {
-		tb.strdict = make(map[string]LValue, lazyHashCap)
-	}
 	if tb.keys == nil {
 		tb.keys = []LValue{}
 	}
 
-	if value == LNil {
-		// TODO tb.keys and tb.k2i should also be removed
-		delete(tb.strdict, key)
-	} else {
-		tb.strdict[key] = value
+	// TODO tb.keys and tb.k2i should also be removed for LNil
+	tb.strSet(key, value) // proctor: see smallStrKeys
+	if value != LNil {
 		lkey := LString(key)
 		if _, ok := tb.keyIndex(lkey); !ok {
 			tb.addKey(lkey) // proctor
@@ -407,7 +484,7 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 		return
 	}
 	if tb.dict == nil {
-		tb.dict = make(map[LValue]LValue, len(tb.strdict))
+		tb.dict = make(map[LValue]LValue, tb.strLen())
 	}
 	if tb.keys == nil {
 		tb.keys = []LValue{}
@@ -436,10 +513,7 @@ func (tb *LTable) RawGet(key LValue) LValue {
 			// part (see maxArrayGap).
 		}
 	case LString:
-		if tb.strdict == nil {
-			return LNil
-		}
-		if ret, ok := tb.strdict[string(v)]; ok {
+		if ret, ok := tb.strGet(string(v)); ok {
 			return ret
 		}
 		return LNil
@@ -473,10 +547,7 @@ func (tb *LTable) RawGetInt(key int) LValue {
 // RawGet returns an LValue associated with a given key without __index metamethod.
 func (tb *LTable) RawGetH(key LValue) LValue {
 	if s, sok := key.(LString); sok {
-		if tb.strdict == nil {
-			return LNil
-		}
-		if v, vok := tb.strdict[string(s)]; vok {
+		if v, vok := tb.strGet(string(s)); vok {
 			return v
 		}
 		return LNil
@@ -492,10 +563,7 @@ func (tb *LTable) RawGetH(key LValue) LValue {
 
 // RawGetString returns an LValue associated with a given key without __index metamethod.
 func (tb *LTable) RawGetString(key string) LValue {
-	if tb.strdict == nil {
-		return LNil
-	}
-	if v, vok := tb.strdict[string(key)]; vok {
+	if v, vok := tb.strGet(key); vok {
 		return v
 	}
 	return LNil

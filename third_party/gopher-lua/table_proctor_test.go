@@ -3,6 +3,7 @@ package lua
 import (
 	"fmt"
 	"math/rand"
+	"strings"
 	"testing"
 )
 
@@ -396,5 +397,62 @@ func TestSizedTableGrowsNoKeyOrder(t *testing.T) {
 		if c := cap(newLTable(0, hcap).keys); c != 0 {
 			t.Errorf("newLTable(0, %d): key order of %d made ahead", hcap, c)
 		}
+	}
+}
+
+// A table keeps its first string keys in a list (smallStrKeys) and moves
+// them into a map at the one after: lookups, deletes, reuse of a deleted
+// key's entry, Entries and next()'s order are the same on both sides.
+func TestSmallStringKeys(t *testing.T) {
+	tb := newLTable(0, 0)
+	names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
+	for i, k := range names[:smallStrKeys] {
+		tb.RawSetString(k, LNumber(i))
+	}
+	if tb.strdict != nil || len(tb.strs) != smallStrKeys {
+		t.Fatalf("%d keys: map %v, list %d", smallStrKeys, tb.strdict != nil, len(tb.strs))
+	}
+	tb.RawSetString("c", LNil)
+	if tb.RawGetString("c") != LNil || tb.RawGet(LString("c")) != LNil || tb.Entries() != smallStrKeys-1 {
+		t.Fatalf("deleted key: %v, %d entries", tb.RawGetString("c"), tb.Entries())
+	}
+	tb.RawSetString("i", LNumber(100)) // reuses c's entry
+	if tb.strdict != nil || len(tb.strs) != smallStrKeys || tb.RawGetString("i") != LNumber(100) {
+		t.Fatalf("a key after a delete: map %v, list %d", tb.strdict != nil, len(tb.strs))
+	}
+	order := func() (keys []string) {
+		for k, _ := tb.Next(LNil); k != LNil; k, _ = tb.Next(k) {
+			keys = append(keys, k.String())
+		}
+		return keys
+	}
+	before := strings.Join(order(), " ")
+	tb.RawSetString("j", LNumber(200)) // the ninth live key: a map
+	if tb.strdict == nil || tb.strs != nil {
+		t.Fatal("nine keys are still in a list")
+	}
+	if got := strings.Join(order(), " "); got != before+" j" {
+		t.Fatalf("next() order %q, want %q", got, before+" j")
+	}
+	for i, k := range names[:smallStrKeys] {
+		want := LValue(LNumber(i))
+		if k == "c" {
+			want = LNil
+		}
+		if got := tb.RawGetH(LString(k)); got != want {
+			t.Fatalf("%s = %v, want %v", k, got, want)
+		}
+	}
+	if tb.Entries() != smallStrKeys+1 {
+		t.Fatalf("%d entries, want %d", tb.Entries(), smallStrKeys+1)
+	}
+	n := 0
+	tb.ForEach(func(LValue, LValue) { n++ })
+	if n != smallStrKeys+1 {
+		t.Fatalf("ForEach saw %d keys", n)
+	}
+	// A constructor's hint of a few keys makes a list, not a map.
+	if c := newLTable(0, 3); c.strdict != nil || cap(c.strs) != 3 {
+		t.Fatal("newLTable(0, 3) made a map")
 	}
 }

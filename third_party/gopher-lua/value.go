@@ -183,6 +183,7 @@ type LTable struct {
 	array   []LValue
 	dict    map[LValue]LValue
 	strdict map[string]LValue
+	strs    []strEntry // proctor: the string keys while there are few (see smallStrKeys)
 	keys    []LValue
 	k2i     map[LValue]int
 }
@@ -211,25 +212,32 @@ type Global struct {
 	// proctor: the metatables of the types that are not tables or
 	// userdata, by type (was a map: about 250 bytes of every state for
 	// one entry, the string metatable).
-	builtinMts [LTChannel + 1]LValue
-	tempFiles  []*os.File // proctor: nil until a temporary file is made
-	gccount    int32
+	// proctor: nil until one is set, and shared with another state's
+	// (ShareBuiltinMetatables) until this state sets its own: 144 bytes of
+	// every state, for one entry a host gives them all.
+	builtinMts    *[LTChannel + 1]LValue
+	builtinShared bool
+	tempFiles     *[]*os.File // proctor: nil until a temporary file is made (a pointer: Global is 64 bytes, not 80)
+	gccount       int32
 }
 
 type LState struct {
-	G       *Global
-	Parent  *LState
-	Env     *LTable
-	Panic   func(*LState)
-	Dead    bool
+	G      *Global
+	Parent *LState
+	Env    *LTable
+	Panic  func(*LState)
+	Dead   bool
+	// proctor: the small fields together (they were spread between
+	// words: 16 bytes of padding, a larger size class).
+	wrapped bool
+	suspOK  bool // see susp
+	stop    int32
 	Options Options
 
-	stop         int32
 	reg          *registry
 	stack        callFrameStack
 	alloc        *allocator
 	currentFrame *callFrame
-	wrapped      bool
 	uvcache      *Upvalue
 	// goCalls counts the VM loops running inside another on this thread
 	// (callR from a builtin, a metamethod, an iterator, pcall); PCall puts
@@ -241,8 +249,7 @@ type LState struct {
 
 	// proctor: a suspendable call (suspend.go). suspOK is true while Lua
 	// code runs directly under it, so a Go function it calls may suspend.
-	suspOK bool
-	susp   *suspension
+	susp *suspension
 }
 
 func (ls *LState) String() string   { return fmt.Sprintf("thread: %p", ls) }
