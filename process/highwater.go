@@ -9,17 +9,17 @@ import (
 // held at once (see queue.mark: exact for a bounded mailbox, within 64
 // messages either way for an unbounded one, whose depth is sampled once
 // per 64 sends against a receiver's count that it publishes once per 64
-// messages during a backlog, see queue.pop), and the node keeps the highest mark of the processes that have
+// messages at most, see queue.pop), and the node keeps the highest mark of the processes that have
 // exited. Nothing is added to the path of a send but one comparison per
 // 64 messages.
 
 // MailboxStats describes one process's mailbox.
 type MailboxStats struct {
 	PID PID `json:"pid"`
-	// Len is the number of messages waiting now; while 64 or more wait,
-	// it may count up to 63 the process has already taken (the receiver
-	// then publishes its count once per 64 messages; always per message
-	// for a bounded mailbox).
+	// Len is the number of messages waiting now; while the process works
+	// through a run of them, it may count up to 63 it has already taken
+	// (the receiver publishes its count once per run, or per 64
+	// messages; per message for a bounded mailbox).
 	Len int `json:"len"`
 	// HighWater is the most messages it has held at once (see above).
 	HighWater int `json:"high_water"`

@@ -19,8 +19,7 @@ import (
 // What a message costs is mostly cache lines crossing between the
 // producer's core and the consumer's, so each side writes only its own:
 // the consumer reads the producers' count once per run of published slots,
-// not once per slot, and publishes its own once per chunk while a backlog
-// lasts (see pop); it never writes a slot it pops (it clears a chunk's
+// not once per slot, and publishes its own once per run (see pop); it never writes a slot it pops (it clears a chunk's
 // slots in one pass, when it is done with the chunk or about to wait); and
 // a producer that takes a recycled chunk clears it first, so that the
 // lines it then fills are already its own (see newChunk).
@@ -50,7 +49,7 @@ type queue[T any] struct {
 	head   *chunk[T]
 	pos    uint8 // next slot of head to pop
 	clean  uint8 // slots of head below this are popped and cleared
-	lag    uint8 // items popped and not yet counted in popped; 0 while ready < chunkSize
+	lag    uint8 // items popped and not yet counted in popped; 0 whenever ready is
 	exact  bool  // the queue was bounded when this run started: popped is published per pop
 	ready  int32 // published slots not yet popped, as pushed last said
 }
@@ -168,16 +167,16 @@ func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 
 // pop takes the next item; only the consumer may call it.
 //
-// While a chunk's worth or more of what it found is still waiting, it
-// publishes its count (popped) at the end of each chunk rather than per
-// item: the count is an atomic store, a full fence on amd64, which kept
-// the misses on successive slots from overlapping. So len may overstate by
-// up to 63 while at least 64 more items wait, and is exact otherwise (a
-// router that picks the smallest mailbox compares small ones exactly). A
-// bounded queue publishes per item, as its limit needs.
+// It publishes its count (popped) once per run of published slots, when
+// it has taken the run's last, and at the end of each chunk, rather than
+// per item: the count is an atomic store, a full fence on amd64, which
+// kept the misses on successive slots from overlapping. So while the
+// consumer works through a run, len overstates by less than a chunk; it is
+// exact once the consumer has taken what it knew of (and so whenever it
+// waits). A bounded queue publishes per item, as its limit needs.
 func (q *queue[T]) pop() (T, bool) {
 	if q.ready == 0 {
-		// lag is 0: the last pops of the previous run published it.
+		// lag is 0: the last pop of the previous run published it.
 		if q.ready = int32(min(q.pushed.Load()-q.popped.Load(), math.MaxInt32)); q.ready == 0 {
 			var zero T
 			return zero, false
@@ -205,7 +204,7 @@ func (q *queue[T]) pop() (T, bool) {
 	q.pos++
 	q.ready--
 	q.lag++
-	if q.ready < chunkSize || q.exact || q.pos == chunkSize {
+	if q.ready == 0 || q.exact || q.pos == chunkSize {
 		// A store to the consumer's own line: it costs a transfer only
 		// when someone reads the length.
 		q.popped.Store(q.popped.Load() + int64(q.lag))
@@ -358,8 +357,8 @@ func (q *Queue[T]) Ready() <-chan struct{} {
 }
 
 // Len returns the number of items pushed and not yet popped: exact for a
-// bounded queue and whenever fewer than 64 wait; up to 63 more while the
-// consumer works through a longer run (see pop).
+// bounded queue and whenever the consumer has popped all it had found;
+// while it works through a run of items, up to 63 more (see pop).
 func (q *Queue[T]) Len() int { return q.q.len() }
 
 // HighWater is the most items seen waiting at once (exact for a bounded
