@@ -7,19 +7,15 @@ import (
 
 // Mailbox high-water marks: each mailbox keeps the most messages it has
 // held at once (see queue.mark: exact for a bounded mailbox, within 64
-// messages either way for an unbounded one, whose depth is sampled once
-// per 64 sends against a receiver's count that it publishes once per 64
-// messages at most, see queue.pop), and the node keeps the highest mark of the processes that have
+// messages for an unbounded one, whose depth is sampled once per 64
+// sends), and the node keeps the highest mark of the processes that have
 // exited. Nothing is added to the path of a send but one comparison per
 // 64 messages.
 
 // MailboxStats describes one process's mailbox.
 type MailboxStats struct {
 	PID PID `json:"pid"`
-	// Len is the number of messages waiting now; while the process works
-	// through a run of them, it may count up to 63 it has already taken
-	// (the receiver publishes its count once per run, or per 64
-	// messages; per message for a bounded mailbox).
+	// Len is the number of messages waiting now.
 	Len int `json:"len"`
 	// HighWater is the most messages it has held at once (see above).
 	HighWater int `json:"high_water"`

@@ -19,7 +19,7 @@ import (
 // What a message costs is mostly cache lines crossing between the
 // producer's core and the consumer's, so each side writes only its own:
 // the consumer reads the producers' count once per run of published slots,
-// not once per slot, and publishes its own once per run (see pop); it never writes a slot it pops (it clears a chunk's
+// not once per slot; it never writes a slot it pops (it clears a chunk's
 // slots in one pass, when it is done with the chunk or about to wait); and
 // a producer that takes a recycled chunk clears it first, so that the
 // lines it then fills are already its own (see newChunk).
@@ -28,10 +28,7 @@ type queue[T any] struct {
 	tail   *chunk[T] // guarded by mu
 	tailN  int32     // slots of tail written; guarded by mu
 	closed bool      // guarded by mu
-	// limit is written under mu (0 = unbounded); producers read it under
-	// mu, the consumer as it starts a run of published slots, when it
-	// reads pushed on the same line anyway.
-	limit atomic.Int64
+	limit  int64     // guarded by mu; 0 = unbounded
 
 	pushed atomic.Int64             // written under mu
 	hw     atomic.Int64             // high-water mark (see mark); written under mu
@@ -45,12 +42,10 @@ type queue[T any] struct {
 	_ [64]byte
 
 	// consumer-owned
-	popped atomic.Int64 // items popped, as published: lag behind the true count
+	popped atomic.Int64
 	head   *chunk[T]
-	pos    uint8 // next slot of head to pop
-	clean  uint8 // slots of head below this are popped and cleared
-	lag    uint8 // items popped and not yet counted in popped; 0 whenever ready is
-	exact  bool  // the queue was bounded when this run started: popped is published per pop
+	pos    int16 // next slot of head to pop
+	clean  int16 // slots of head below this are popped and cleared
 	ready  int32 // published slots not yet popped, as pushed last said
 }
 
@@ -133,10 +128,10 @@ func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 		return false, false
 	}
 	pushed := q.pushed.Load()
-	if limit := q.limit.Load(); limit > 0 && !over {
+	if q.limit > 0 && !over {
 		// A bounded queue reads the consumer's count anyway: its mark is exact.
 		depth := pushed - q.popped.Load()
-		if depth >= limit {
+		if depth >= q.limit {
 			q.mu.Unlock()
 			return false, true
 		}
@@ -166,22 +161,13 @@ func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 }
 
 // pop takes the next item; only the consumer may call it.
-//
-// It publishes its count (popped) once per run of published slots, when
-// it has taken the run's last, and at the end of each chunk, rather than
-// per item: the count is an atomic store, a full fence on amd64, which
-// kept the misses on successive slots from overlapping. So while the
-// consumer works through a run, len overstates by less than a chunk; it is
-// exact once the consumer has taken what it knew of (and so whenever it
-// waits). A bounded queue publishes per item, as its limit needs.
 func (q *queue[T]) pop() (T, bool) {
+	n := q.popped.Load()
 	if q.ready == 0 {
-		// lag is 0: the last pop of the previous run published it.
-		if q.ready = int32(min(q.pushed.Load()-q.popped.Load(), math.MaxInt32)); q.ready == 0 {
+		if q.ready = int32(min(q.pushed.Load()-n, math.MaxInt32)); q.ready == 0 {
 			var zero T
 			return zero, false
 		}
-		q.exact = q.limit.Load() > 0
 	}
 	// Slot n is published: its chunk is linked (first, or the previous
 	// chunk's next) before pushed counts it.
@@ -203,13 +189,9 @@ func (q *queue[T]) pop() (T, bool) {
 	v := h.slots[q.pos]
 	q.pos++
 	q.ready--
-	q.lag++
-	if q.ready == 0 || q.exact || q.pos == chunkSize {
-		// A store to the consumer's own line: it costs a transfer only
-		// when someone reads the length.
-		q.popped.Store(q.popped.Load() + int64(q.lag))
-		q.lag = 0
-	}
+	// A plain store to the consumer's own line: it costs a transfer only
+	// when someone reads the length.
+	q.popped.Store(n + 1)
 	return v, true
 }
 
@@ -257,19 +239,16 @@ func (q *queue[T]) mark(depth int64) {
 }
 
 // highWater is the most items seen waiting at once: exact for a bounded
-// queue, sampled once per chunk of pushes for an unbounded one (and
-// against a count of pops published once per chunk at most: within
-// chunkSize either way).
+// queue, sampled once per chunk of pushes for an unbounded one.
 func (q *queue[T]) highWater() int { return int(q.hw.Load()) }
 
-// len is the number of items pushed and not yet popped, as the consumer
-// has published its count (see pop).
+// len is the number of items pushed and not yet popped.
 func (q *queue[T]) len() int { return int(q.pushed.Load() - q.popped.Load()) }
 
 // setLimit changes the bound; 0 means unbounded.
 func (q *queue[T]) setLimit(n int) {
 	q.mu.Lock()
-	q.limit.Store(int64(n))
+	q.limit = int64(n)
 	q.mu.Unlock()
 }
 
@@ -356,9 +335,7 @@ func (q *Queue[T]) Ready() <-chan struct{} {
 	return q.wake
 }
 
-// Len returns the number of items pushed and not yet popped: exact for a
-// bounded queue and whenever the consumer has popped all it had found;
-// while it works through a run of items, up to 63 more (see pop).
+// Len returns the number of items pushed and not yet popped.
 func (q *Queue[T]) Len() int { return q.q.len() }
 
 // HighWater is the most items seen waiting at once (exact for a bounded
