@@ -14,6 +14,7 @@ import (
 
 	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/backoff"
+	"github.com/proctor-run/proctor/internal/readfile"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -82,7 +83,13 @@ type Watcher struct {
 	dirs   map[string]bool
 	files  map[string]bool // YAML files and sources in use (absolute)
 	roots  []string        // configuration directories (absolute)
+
+	stat func(string) (fs.FileInfo, error) // os.Stat; tests make it hang
 }
+
+// watchStat is how a watcher stats what it watches: os.Stat, which a test
+// replaces with one that hangs, as a stat of a hung NFS mount does.
+var watchStat = os.Stat
 
 // Watch starts watching (with Manual, only waiting for Trigger).
 func Watch(opts WatchOptions) (*Watcher, error) {
@@ -101,7 +108,7 @@ func Watch(opts WatchOptions) (*Watcher, error) {
 	w := &Watcher{
 		opts: opts, log: opts.Logger,
 		trigger: make(chan struct{}, 1), asks: make(chan chan<- reloadOutcome), done: make(chan struct{}), stopped: make(chan struct{}),
-		dirs: map[string]bool{},
+		dirs: map[string]bool{}, stat: watchStat,
 	}
 	if opts.Manual {
 		go w.run()
@@ -181,8 +188,16 @@ func (w *Watcher) track(cfg *config.Config) {
 		if err != nil {
 			continue
 		}
-		if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
-			w.roots = append(w.roots, abs)
+		// A stat or a walk that does not return (a hung NFS or FUSE
+		// mount) is left behind under the loader's read deadline, as a
+		// load's are: the watcher goes on, and Close is not held up.
+		var isDir bool
+		dirs := map[string]bool{}
+		if err := w.within(abs, func() {
+			fi, err := w.stat(abs)
+			if isDir = err == nil && fi.IsDir(); !isDir {
+				return
+			}
 			filepath.WalkDir(abs, func(path string, d fs.DirEntry, err error) error {
 				if err != nil || !d.IsDir() {
 					return nil
@@ -190,9 +205,18 @@ func (w *Watcher) track(cfg *config.Config) {
 				if path != abs && strings.HasPrefix(d.Name(), ".") {
 					return fs.SkipDir
 				}
-				want[path] = true
+				dirs[path] = true
 				return nil
 			})
+		}); err != nil {
+			w.log.Warn("cannot watch path", "path", abs, "error", err)
+			continue
+		}
+		if isDir {
+			w.roots = append(w.roots, abs)
+			for d := range dirs {
+				want[d] = true
+			}
 			continue
 		}
 		// A named file: watch its directory even while the file is gone,
@@ -231,6 +255,25 @@ func (w *Watcher) track(cfg *config.Config) {
 	}
 }
 
+// within runs f, a stat or a walk of path, under the loader's read
+// deadline (readfile.Within); Close abandons the wait.
+func (w *Watcher) within(path string, f func()) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		select {
+		case <-w.done:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	var timeout time.Duration
+	if w.opts.Loader != nil {
+		timeout = w.opts.Loader.ReadTimeout
+	}
+	return readfile.Within(ctx, path, timeout, f)
+}
+
 // relevant reports whether an event may change the configuration.
 func (w *Watcher) relevant(ev fsnotify.Event) bool {
 	if ev.Op == fsnotify.Chmod {
@@ -250,7 +293,12 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 			}
 			// A new or removed directory may hold (or have held) config.
 			if ev.Op.Has(fsnotify.Create) {
-				if fi, err := os.Stat(ev.Name); err == nil && fi.IsDir() {
+				var isDir bool
+				err := w.within(ev.Name, func() {
+					fi, err := w.stat(ev.Name)
+					isDir = err == nil && fi.IsDir()
+				})
+				if err == nil && isDir {
 					return true
 				}
 			}
