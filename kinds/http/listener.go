@@ -1,6 +1,7 @@
 package http
 
 import (
+	"context"
 	"crypto/tls"
 	"fmt"
 	"log/slog"
@@ -11,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/readfile"
 	"github.com/proctor-run/proctor/observe"
 )
 
@@ -143,9 +145,9 @@ func loadCerts(spec TLSSpec, log *slog.Logger) (*certs, error) {
 	if err != nil {
 		return nil, err
 	}
-	pair, err := tls.LoadX509KeyPair(spec.CertFile, spec.KeyFile)
+	pair, err := readKeyPair(spec)
 	if err != nil {
-		return nil, fmt.Errorf("tls: %w", err)
+		return nil, err
 	}
 	c.cur.Store(&pair)
 	c.stamp.Store(&st)
@@ -153,10 +155,38 @@ func loadCerts(spec TLSSpec, log *slog.Logger) (*certs, error) {
 	return c, nil
 }
 
+// maxTLSFile bounds a certificate or key file, as the cluster's.
+const maxTLSFile = 1 << 20
+
+// readKeyPair reads the certificate and key as configuration files are
+// read (readfile.Regular: bounded, under the read deadline, never from
+// /proc, /sys or /dev) and parses the pair.
+func readKeyPair(spec TLSSpec) (tls.Certificate, error) {
+	cert, _, err := readfile.Regular(context.Background(), spec.CertFile, maxTLSFile, 0)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls: %s: %w", spec.CertFile, err)
+	}
+	key, _, err := readfile.Regular(context.Background(), spec.KeyFile, maxTLSFile, 0)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls: %s: %w", spec.KeyFile, err)
+	}
+	pair, err := tls.X509KeyPair(cert, key)
+	if err != nil {
+		return tls.Certificate{}, fmt.Errorf("tls: %w", err)
+	}
+	return pair, nil
+}
+
 func (c *certs) stampNow() (string, error) {
 	var s string
 	for _, f := range []string{c.spec.CertFile, c.spec.KeyFile} {
-		fi, err := os.Stat(f)
+		// Under the read deadline, as a configuration file's stat: a
+		// stat of a hung mount is left behind, not waited for.
+		var fi os.FileInfo
+		var err error
+		if werr := readfile.Within(context.Background(), f, 0, func() { fi, err = os.Stat(f) }); werr != nil {
+			return "", fmt.Errorf("tls: %s: %w", f, werr)
+		}
 		if err != nil {
 			return "", fmt.Errorf("tls: %w", err)
 		}
@@ -171,7 +201,7 @@ func (c *certs) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 	last := c.checked.Load()
 	if now-last >= int64(time.Second) && c.checked.CompareAndSwap(last, now) {
 		if st, err := c.stampNow(); err == nil && st != *c.stamp.Load() {
-			pair, err := tls.LoadX509KeyPair(c.spec.CertFile, c.spec.KeyFile)
+			pair, err := readKeyPair(c.spec)
 			if err != nil {
 				c.log.Warn("tls: the changed certificate or key cannot be read; serving the previous one", "error", err)
 			} else {
