@@ -2,7 +2,9 @@ package pgdist
 
 import (
 	"testing"
+	"time"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/kinds/pgscope"
 	"github.com/proctor-run/proctor/process"
 )
@@ -61,4 +63,40 @@ func TestNoticeBeforeTheJoin(t *testing.T) {
 	rep.settle()
 	mp.c.see("n2", "n1", true)
 	mp.waitMembers("g", []process.PID{b}, "n1")
+}
+
+// TestAskBeforeThePeersScopeRuns: nodes starting together (issue 23). n2
+// sees n3 join before its scope starts, so its start sends n3 a discover,
+// which reaches n3 before n3's scope runs and is dropped; n3 saw n2 only
+// after its own scope started, so its start asks nobody, and its join
+// (n3 sorts after n2) asks nothing either. n3's start notice must bring
+// the exchange about; anti-entropy is off.
+func TestAskBeforeThePeersScopeRuns(t *testing.T) {
+	mp := newMemPG(t, func(s *pgscope.Spec) { s.AntiEntropyInterval = 0 })
+	mp.add("n2", false)
+	mp.add("n3", false)
+	mp.c.see("n2", "n3", true) // n3 does not see n2 yet
+	mp.startScope("n2")
+	rep2 := mp.replica("n2")
+	testutil.EventuallyWithin(t, 5*time.Second, "n2's probe to find no scope on n3", func() bool {
+		return mp.view("n2", "n3").Absent
+	})
+	b := mp.spawn("n2")
+	if err := mp.nodes["n2"].s.Join(b, "g"); err != nil {
+		t.Fatal(err)
+	}
+	rep2.settle()
+	mp.startScope("n3")
+	rep3 := mp.replica("n3")
+	c := mp.spawn("n3")
+	if err := mp.nodes["n3"].s.Join(c, "g"); err != nil {
+		t.Fatal(err)
+	}
+	rep3.settle()
+	// n3's start notice reaches n2 (the fake's gossip goes only where the
+	// sender sees, and n3 does not see n2 yet; memberlist's goes to all).
+	mp.nodes["n2"].d.gossip("n3", notice(scopeID, nil))
+	rep2.settle()
+	mp.c.see("n3", "n2", true)
+	mp.waitMembers("g", []process.PID{b, c}, "n2", "n3")
 }

@@ -734,8 +734,12 @@ func (r *replica) probed(p *peer, it *answer, now time.Time) {
 		r.flush(p, now)
 	case errors.Is(it.err, process.ErrNameNotFound):
 		// No scope there (yet): nothing is sent until it announces
-		// itself, sends something, or a probe finds it.
+		// itself, sends something, or a probe finds it. A discover it
+		// was to get stays owed: its start notice sends it.
 		p.absent = true
+		if discover && !p.synced {
+			p.want |= wantDiscover
+		}
 	default:
 		r.log.Debug("pg: could not reach a node's scope", "peer", p.node, "error", it.err)
 		if discover {
@@ -932,10 +936,20 @@ func (r *replica) notice(node string, now time.Time) {
 	// up yet open its breaker when nodes start together).
 	p.absent, p.br = false, breaker{}
 	r.changed = true
-	if len(r.local) == 0 {
+	if !p.synced && !p.asked.IsZero() {
+		// This scope asked it for its state before (a discover), and
+		// has not got it: the ask may have reached its node before its
+		// scope ran (nodes starting together: it saw us join only after
+		// its scope started, so neither its join nor its start asks us),
+		// and was dropped there. Ask again, now that it runs.
+		p.want |= wantDiscover
+	}
+	if len(r.local) > 0 {
+		p.want |= wantSync
+	}
+	if p.want == 0 {
 		return
 	}
-	p.want |= wantSync
 	p.attempt = 0
 	r.disarm(p)
 	r.flush(p, now)
