@@ -14,7 +14,6 @@ import (
 	"log/slog"
 	"math/big"
 	"net"
-	"os"
 	"sync"
 	"time"
 
@@ -210,13 +209,8 @@ type fileStamp struct {
 func stampsOf(paths ...string) ([3]fileStamp, error) {
 	var s [3]fileStamp
 	for i, p := range paths {
-		// Under the read deadline, as the reads are: a stat of a hung
-		// mount is left behind, not waited for.
-		var fi os.FileInfo
-		var err error
-		if werr := readfile.Within(context.Background(), p, 0, func() { fi, err = os.Stat(p) }); werr != nil {
-			return s, fmt.Errorf("%s: %w", p, werr)
-		}
+		// Under the read deadline, as the reads are.
+		fi, err := readfile.Stat(context.Background(), p, 0, nil)
 		if err != nil {
 			return s, err
 		}

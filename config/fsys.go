@@ -29,12 +29,5 @@ func (osFS) WalkDir(root string, fn fs.WalkDirFunc) error { return filepath.Walk
 // goes on without waiting for it); when the load is abandoned, with its
 // context's error.
 func (ld *load) stat(path string) (fs.FileInfo, error) {
-	var (
-		fi  fs.FileInfo
-		err error
-	)
-	if werr := readfile.Within(ld.ctx, path, ld.readTimeout, func() { fi, err = ld.fsys.Stat(path) }); werr != nil {
-		return nil, werr
-	}
-	return fi, err
+	return readfile.Stat(ld.ctx, path, ld.readTimeout, ld.fsys.Stat)
 }

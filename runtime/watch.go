@@ -75,7 +75,10 @@ type Watcher struct {
 	fs      *fsnotify.Watcher
 	trigger chan struct{}
 	asks    chan chan<- reloadOutcome // Reload's: answered with the outcome of the reload each asked for
-	done    chan struct{}
+	// ctx ends at Close: it abandons a reload's load and the watcher's own
+	// stats and walks wherever they are, and ends the watcher's loop.
+	ctx     context.Context
+	cancel  context.CancelFunc
 	stopped chan struct{}
 
 	// Owned by the watcher's goroutine.
@@ -107,9 +110,10 @@ func Watch(opts WatchOptions) (*Watcher, error) {
 	}
 	w := &Watcher{
 		opts: opts, log: opts.Logger,
-		trigger: make(chan struct{}, 1), asks: make(chan chan<- reloadOutcome), done: make(chan struct{}), stopped: make(chan struct{}),
+		trigger: make(chan struct{}, 1), asks: make(chan chan<- reloadOutcome), stopped: make(chan struct{}),
 		dirs: map[string]bool{}, stat: watchStat,
 	}
+	w.ctx, w.cancel = context.WithCancel(context.Background())
 	if opts.Manual {
 		go w.run()
 		return w, nil
@@ -151,7 +155,7 @@ func (w *Watcher) Reload(ctx context.Context) (ReloadSummary, error) {
 	res := make(chan reloadOutcome, 1)
 	select {
 	case w.asks <- res:
-	case <-w.done:
+	case <-w.ctx.Done():
 		return ReloadSummary{}, ErrWatcherClosed
 	case <-ctx.Done():
 		return ReloadSummary{}, ctx.Err()
@@ -166,11 +170,7 @@ func (w *Watcher) Reload(ctx context.Context) (ReloadSummary, error) {
 
 // Close stops watching; a reload in progress finishes first.
 func (w *Watcher) Close() error {
-	select {
-	case <-w.done:
-	default:
-		close(w.done)
-	}
+	w.cancel()
 	<-w.stopped
 	return nil
 }
@@ -255,23 +255,18 @@ func (w *Watcher) track(cfg *config.Config) {
 	}
 }
 
+// readTimeout is the loader's read deadline (zero: readfile's default).
+func (w *Watcher) readTimeout() time.Duration {
+	if w.opts.Loader == nil {
+		return 0
+	}
+	return w.opts.Loader.ReadTimeout
+}
+
 // within runs f, a stat or a walk of path, under the loader's read
 // deadline (readfile.Within); Close abandons the wait.
 func (w *Watcher) within(path string, f func()) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-w.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
-	var timeout time.Duration
-	if w.opts.Loader != nil {
-		timeout = w.opts.Loader.ReadTimeout
-	}
-	return readfile.Within(ctx, path, timeout, f)
+	return readfile.Within(w.ctx, path, w.readTimeout(), f)
 }
 
 // relevant reports whether an event may change the configuration.
@@ -293,12 +288,7 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 			}
 			// A new or removed directory may hold (or have held) config.
 			if ev.Op.Has(fsnotify.Create) {
-				var isDir bool
-				err := w.within(ev.Name, func() {
-					fi, err := w.stat(ev.Name)
-					isDir = err == nil && fi.IsDir()
-				})
-				if err == nil && isDir {
+				if fi, err := readfile.Stat(w.ctx, ev.Name, w.readTimeout(), w.stat); err == nil && fi.IsDir() {
 					return true
 				}
 			}
@@ -406,7 +396,7 @@ func (w *Watcher) run() {
 	}()
 	for {
 		select {
-		case <-w.done:
+		case <-w.ctx.Done():
 			return
 		case out := <-results:
 			finished(out)
@@ -465,15 +455,7 @@ type reloadOutcome struct {
 // reason and should be tried again. It runs on a goroutine of its own and
 // touches no state of the watcher's.
 func (w *Watcher) reload(cause string) reloadOutcome {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	go func() {
-		select {
-		case <-w.done:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	ctx := w.ctx // Close abandons the load
 	start := time.Now()
 	cfg, sum, err := w.opts.Runtime.Reload(ctx, w.opts.Loader, w.opts.Paths...)
 	if err != nil {

@@ -293,6 +293,23 @@ func Within(ctx context.Context, path string, timeout time.Duration, f func()) e
 	}
 }
 
+// Stat is stat(path) under Within's deadline (os.Stat when stat is nil):
+// a stat of a hung mount is left behind, not waited for. Its errors name
+// path as os.Stat's do (an *fs.PathError), the deadline's and ctx's too.
+func Stat(ctx context.Context, path string, timeout time.Duration, stat func(string) (fs.FileInfo, error)) (fs.FileInfo, error) {
+	if stat == nil {
+		stat = os.Stat
+	}
+	var (
+		fi  fs.FileInfo
+		err error
+	)
+	if werr := Within(ctx, path, timeout, func() { fi, err = stat(path) }); werr != nil {
+		return nil, &fs.PathError{Op: "stat", Path: path, Err: werr}
+	}
+	return fi, err
+}
+
 // readOpen opens and reads path for Regular.
 func readOpen(path string, limit int64) ([]byte, fs.FileInfo, error) {
 	f, err := OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)

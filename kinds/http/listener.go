@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"os"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -180,13 +179,8 @@ func readKeyPair(spec TLSSpec) (tls.Certificate, error) {
 func (c *certs) stampNow() (string, error) {
 	var s string
 	for _, f := range []string{c.spec.CertFile, c.spec.KeyFile} {
-		// Under the read deadline, as a configuration file's stat: a
-		// stat of a hung mount is left behind, not waited for.
-		var fi os.FileInfo
-		var err error
-		if werr := readfile.Within(context.Background(), f, 0, func() { fi, err = os.Stat(f) }); werr != nil {
-			return "", fmt.Errorf("tls: %s: %w", f, werr)
-		}
+		// Under the read deadline, as a configuration file's stat.
+		fi, err := readfile.Stat(context.Background(), f, 0, nil)
 		if err != nil {
 			return "", fmt.Errorf("tls: %w", err)
 		}

@@ -213,20 +213,7 @@ func BenchmarkGetMembersParallelWithWriter(b *testing.B) {
 	if err := bs.s.Join(pid, "g"); err != nil {
 		b.Fatal(err)
 	}
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			_ = bs.s.Join(writer, "w")
-			_ = bs.s.Leave(writer, "w")
-		}
-	}()
+	stop, _ := churn(bs, writer, "w")
 	b.ReportAllocs()
 	b.ResetTimer()
 	b.RunParallel(func(pb *testing.PB) {
@@ -238,8 +225,29 @@ func BenchmarkGetMembersParallelWithWriter(b *testing.B) {
 		}
 	})
 	b.StopTimer()
-	close(stop)
-	<-done
+	stop()
+}
+
+// churn joins and leaves pid to group as fast as it can, on a goroutine of
+// its own, until stop is called (which waits for it); done counts the
+// join+leaves so far.
+func churn(bs *benchScope, pid process.PID, group string) (stop func(), done *atomic.Int64) {
+	quit, ended := make(chan struct{}), make(chan struct{})
+	done = new(atomic.Int64)
+	go func() {
+		defer close(ended)
+		for {
+			select {
+			case <-quit:
+				return
+			default:
+			}
+			_ = bs.s.Join(pid, group)
+			_ = bs.s.Leave(pid, group)
+			done.Add(1)
+		}
+	}()
+	return func() { close(quit); <-ended }, done
 }
 
 type counter struct{ n *atomic.Int64 }
@@ -408,21 +416,7 @@ func BenchmarkJoinLeaveBesideUnreadSubscriptions(b *testing.B) {
 	}
 	b.Run("cold-beside-hot", func(b *testing.B) {
 		other := bs.spawn(b, nop{})
-		stop, done := make(chan struct{}), make(chan struct{})
-		var hot atomic.Int64
-		go func() {
-			defer close(done)
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				_ = bs.s.Join(other, "hot")
-				_ = bs.s.Leave(other, "hot")
-				hot.Add(1)
-			}
-		}()
+		stop, hot := churn(bs, other, "hot")
 		for hot.Load() == 0 {
 			time.Sleep(time.Millisecond)
 		}
@@ -431,8 +425,7 @@ func BenchmarkJoinLeaveBesideUnreadSubscriptions(b *testing.B) {
 			joinLeave(b, pid, "cold")
 		}
 		b.StopTimer()
-		close(stop)
-		<-done
+		stop()
 		b.ReportMetric(float64(hot.Load()), "hot-join+leaves")
 	})
 }
