@@ -40,7 +40,14 @@ func TestWatcherReloadWaitsForItsOwnReload(t *testing.T) {
 	}
 	r.write("c.yaml", watchBase+"  - {name: y, kind: test.svc, lifecycle: {auto_start: true}}\n")
 	first := reload()
-	waitUntil(t, "the first reload to be under way", func() bool { _, ok := r.rt.ReloadInProgress(); return ok })
+	// Under way means past its load, starting a:y: a reload marks itself
+	// under way before it reads the files, and one that read the next
+	// write half done would end at once, before the second is asked for.
+	waitUntil(t, "the first reload to be starting a:y", func() bool {
+		in, ok := r.rt.Info("a:y")
+		_, busy := r.rt.ReloadInProgress()
+		return ok && busy && in.Status == StatusStarting
+	})
 	r.write("c.yaml", watchBase+"  - {name: y, kind: test.svc, lifecycle: {auto_start: true}}\n  - {name: z, kind: test.svc, lifecycle: {auto_start: true}}\n")
 	second := reload()
 	waitUntil(t, "the second reload to be queued", func() bool { return strings.Contains(r.logs.String(), "this one follows it") })
