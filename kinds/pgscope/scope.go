@@ -307,6 +307,13 @@ var commands = sync.Pool{New: func() any { return new(command) }}
 // its pool once run: RunOn never touches it after Run returns.
 func (c *command) Run() (err error) {
 	s := c.s
+	if s.stopped.Load() {
+		// Stop sets the flag before the loop's context ends, so the loop
+		// may still reach what was queued: it fails as the stopped loop
+		// would have failed it, and changes nothing.
+		c.release()
+		return fmt.Errorf("%s: %w", s.what, ErrStopped)
+	}
 	defer s.recoverLoop(&err)
 	switch c.op {
 	case opJoin:

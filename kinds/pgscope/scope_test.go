@@ -708,6 +708,30 @@ func TestQueuedCallFailsOnStop(t *testing.T) {
 	}
 }
 
+// A command the loop reaches after Stop set its flag, but before the
+// loop's context ended, fails as stopped and changes nothing: the window
+// TestQueuedCallFailsOnStop hit now and then, held open here by setting
+// the flag alone.
+func TestCommandAfterStopFlagFails(t *testing.T) {
+	h := newHarness(t, nil)
+	p := h.pid()
+	release := h.blockLoop()
+	joined := make(chan error, 1)
+	go func() { joined <- h.s.Join(p, "g") }()
+	eventually(t, "join to queue", func() bool { return h.s.loop.Len() == 1 })
+	h.s.stopped.Store(true) // what Stop does first; the loop runs on
+	release()
+	select {
+	case err := <-joined:
+		mustKind(t, err, ErrStopped)
+	case <-time.After(5 * time.Second):
+		t.Fatal("queued join still waiting")
+	}
+	if m := h.s.GetMembers("g"); len(m) != 0 {
+		t.Fatalf("members %v after a join refused as stopped", m)
+	}
+}
+
 // A monitor whose caller timed out is never registered when the loop gets
 // to it later.
 func TestAbandonedMonitorNotRegistered(t *testing.T) {
