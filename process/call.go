@@ -148,33 +148,52 @@ func (e *CallErrors) wrap(ctx context.Context, err error, timeout time.Duration)
 func runOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) (ran, err error) {
 	w := waiters.Get().(*waiter)
 	w.cmd = cmd
-	if opts.Urgent {
+	// The call's deadline is in its state before anything can settle it.
+	var now, deadline int64
+	if opts.Timeout > 0 {
+		now = int64(time.Since(epoch))
+		deadline = now + int64(min(opts.Timeout, time.Duration(maxCallDeadline-now)))
+	}
+	w.state.Store(uint64(deadline)<<2 | waitPending)
+	lo, settles := o.(*Loop) // a loop settles every call it does not run
+	switch {
+	case settles:
+		err = lo.submitCall(w, opts.Urgent)
+	case opts.Urgent:
 		uo, ok := o.(UrgentOwner)
 		if !ok {
 			w.release()
 			return nil, errNotUrgent
 		}
 		err = uo.SubmitUrgent(w.runFn)
-	} else {
+	default:
 		err = o.Submit(w.runFn)
 	}
 	if err != nil {
 		w.release()
 		return nil, err
 	}
-	armed := opts.Timeout > 0
-	if armed {
-		w.timer.Reset(opts.Timeout)
-	}
+	w.arm(deadline, now)
 	var gone error // why the caller stops waiting, if it does
-	if cancelled := ctx.Done(); cancelled == nil {
+	cancelled := ctx.Done()
+	switch {
+	case settles && cancelled == nil:
+		// The plainest wait of all: one channel, nothing else to watch.
+		<-w.done
+	case settles:
+		select {
+		case <-w.done:
+		case <-cancelled:
+			gone = fmt.Errorf("%w: %w", ErrCallAbandoned, context.Cause(ctx))
+		}
+	case cancelled == nil:
 		// context.Background(): the two-case select is the cheaper one.
 		select {
 		case <-w.done:
 		case <-o.Done():
 			gone = stoppedError(o)
 		}
-	} else {
+	default:
 		select {
 		case <-w.done:
 		case <-o.Done():
@@ -184,44 +203,59 @@ func runOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) (ran, er
 		}
 	}
 	if gone != nil {
-		if w.state.CompareAndSwap(waitPending, waitGone) {
-			if armed {
-				w.timer.Stop()
-			}
+		if w.settle(waitGone) {
 			// The command may still run; the waiter is left to it, never
 			// reused, so its late completion touches nobody.
 			return nil, gone
 		}
-		<-w.done // settled meanwhile, by the command or the clock
+		<-w.done // settled meanwhile, by the command, the clock or the stop
 	}
-	timerStopped := !armed || w.timer.Stop()
-	if w.state.Load() == waitGone {
-		return nil, ErrCallTimeout // the waiter stays with the command, as above
-	}
-	ran = w.err
-	if timerStopped {
+	switch w.state.Load() & waitMask {
+	case waitDone:
+		ran = w.err
 		w.release()
+		return ran, nil
+	case waitStopped:
+		// The loop dropped the command: nobody holds the waiter but its
+		// timer, whose expiry finds the call settled.
+		w.release()
+		return nil, stoppedError(o)
 	}
-	// Otherwise the timer fired as the answer came: its expire may still be
-	// on its way, and would settle the next call that reused this waiter as
-	// timed out at once. This waiter is dropped instead.
-	return ran, nil
+	return nil, ErrCallTimeout // the waiter stays with the command, as above
 }
 
 // waiter is one call's rendezvous between the caller and the owner.
+//
+// Its timer is not set and stopped per call, which was a large part of a
+// round trip's cost: it stays armed across the calls that reuse the
+// waiter, and each call only writes its deadline into its state. When the
+// timer fires, expire times out the call in progress if its deadline has
+// passed, and otherwise sets the timer again for that deadline; with no
+// call in progress the timer stays unset until the next call with a
+// deadline. A settled call's state no longer matches any CAS, so a late
+// expiry can strike only a call whose own deadline has passed.
 type waiter struct {
 	done  chan struct{} // capacity 1: whoever settles the call sends once
-	state atomic.Uint32 // waitPending, then waitDone or waitGone: who settled it
+	state atomic.Uint64 // the call's deadline (since epoch; 0: none) << 2 | its status
 	err   error
 	cmd   Command
+	runFn func() // w.run, bound once: a method value per Submit would allocate
+
+	mu    sync.Mutex  // orders the setting of the timer
 	timer *time.Timer // fires expire; made once per pooled waiter
-	runFn func()      // w.run, bound once: a method value per Submit would allocate
+	armed bool        // guarded by mu: the timer is set, for when
+	when  int64       // guarded by mu
 }
 
+// A call's status, the low bits of waiter.state.
 const (
-	waitPending uint32 = iota
+	waitPending uint64 = iota
 	waitDone           // the command ran
 	waitGone           // the caller stopped waiting (timeout, stop, ctx)
+	waitStopped        // the owner stopped and dropped the command (a Loop)
+	waitMask    = 3
+
+	maxCallDeadline = 1 << 61 // the farthest deadline state holds: 73 years
 )
 
 var waiters = sync.Pool{New: func() any {
@@ -232,27 +266,81 @@ var waiters = sync.Pool{New: func() any {
 	w.timer = time.AfterFunc(time.Hour, w.expire)
 	w.timer.Stop()
 	w.runFn = w.run
+	w.state.Store(waitDone)
 	return w
 }}
+
+// settle ends the pending call as to says; false when it was settled
+// already. Whoever settles it for a caller that waits wakes it (w.done).
+func (w *waiter) settle(to uint64) bool {
+	for {
+		s := w.state.Load()
+		if s&waitMask != waitPending {
+			return false
+		}
+		if w.state.CompareAndSwap(s, s|to) {
+			return true
+		}
+	}
+}
 
 // run is what the owner executes.
 func (w *waiter) run() {
 	w.err = w.cmd.Run()
-	if w.state.CompareAndSwap(waitPending, waitDone) {
+	if w.settle(waitDone) {
 		w.done <- struct{}{}
 	}
 }
 
-func (w *waiter) expire() {
-	if w.state.CompareAndSwap(waitPending, waitGone) {
+// stop fails the call of a command its Loop dropped as it stopped.
+func (w *waiter) stop() {
+	if w.settle(waitStopped) {
 		w.done <- struct{}{}
+	}
+}
+
+// arm makes sure the timer fires by deadline (0: the call has none).
+func (w *waiter) arm(deadline, now int64) {
+	if deadline == 0 {
+		return
+	}
+	w.mu.Lock()
+	if !w.armed || w.when > deadline {
+		w.timer.Reset(time.Duration(deadline - now))
+		w.armed, w.when = true, deadline
+	}
+	w.mu.Unlock()
+}
+
+// expire runs when the timer fires: it times out the call in progress
+// once its deadline has passed, or sets the timer for that deadline.
+func (w *waiter) expire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.armed = false
+	for {
+		s := w.state.Load()
+		deadline := int64(s >> 2)
+		if s&waitMask != waitPending || deadline == 0 {
+			return // nothing to time until the next call arms the timer
+		}
+		if now := int64(time.Since(epoch)); now < deadline {
+			w.timer.Reset(time.Duration(deadline - now))
+			w.armed, w.when = true, deadline
+			return
+		}
+		if w.state.CompareAndSwap(s, s|waitGone) {
+			w.done <- struct{}{}
+			return
+		}
+		// Settled meanwhile, or another call began: look again.
 	}
 }
 
 // release returns a settled (or never submitted) waiter to the pool,
 // holding nothing of its call.
 func (w *waiter) release() {
-	w.state.Store(waitPending)
+	w.state.Store(waitDone) // a free waiter has no call for expire to strike
 	w.err, w.cmd = nil, nil
 	waiters.Put(w)
 }

@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -90,6 +91,18 @@ func TestCallFailures(t *testing.T) {
 			time.AfterFunc(20*time.Millisecond, func() { cancel(); release() })
 			return context.Background(), l, CallOptions{}
 		}, []error{ErrLoopStopped}},
+		{"stopped by the command ahead", func(t *testing.T) (context.Context, Owner, CallOptions) {
+			// A command that ends the loop's goroutine (a test's FailNow,
+			// a bug) fails what is queued behind it.
+			l := NewLoop(LoopOptions{})
+			runLoop(t, l)
+			release := blockLoop(t, l)
+			if err := l.Submit(func() { runtime.Goexit() }); err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(20*time.Millisecond, release)
+			return context.Background(), l, CallOptions{}
+		}, []error{ErrLoopStopped}},
 		{"timeout", func(t *testing.T) (context.Context, Owner, CallOptions) {
 			l := NewLoop(LoopOptions{})
 			runLoop(t, l)
@@ -128,6 +141,64 @@ func TestCallFailures(t *testing.T) {
 				t.Fatal("call hangs")
 			}
 		})
+	}
+}
+
+// A command that ends the loop's goroutine fails its own call: the loop
+// settles the call it was running as it stops, since the caller waits on
+// the call alone.
+func TestCallEndedByItsOwnCommand(t *testing.T) {
+	l := NewLoop(LoopOptions{})
+	runLoop(t, l)
+	done := make(chan error, 1)
+	go func() {
+		done <- RunOn(context.Background(), l, CommandFunc(func() error { runtime.Goexit(); return nil }), CallOptions{})
+	}()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrLoopStopped) {
+			t.Fatalf("err = %v, want %v", err, ErrLoopStopped)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("call hangs")
+	}
+}
+
+// A waiter's timer stays set across the calls that reuse it; a call with
+// a shorter timeout than the one the timer was set for, or one that comes
+// after the timer fired with no call in progress, still times out on time.
+func TestCallTimeoutsOnAReusedWaiter(t *testing.T) {
+	l := NewLoop(LoopOptions{})
+	runLoop(t, l)
+	timesOut := func(what string) {
+		t.Helper()
+		release := blockLoop(t, l)
+		defer release()
+		done := make(chan error, 1)
+		go func() { done <- RunOn(context.Background(), l, nop, CallOptions{Timeout: 20 * time.Millisecond}) }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrCallTimeout) {
+				t.Fatalf("%s: %v", what, err)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: a 20ms call still waits after 5s", what)
+		}
+	}
+	for range 5 {
+		// The timer set for an hour, by a call that returns at once.
+		if err := RunOn(context.Background(), l, nop, CallOptions{Timeout: time.Hour}); err != nil {
+			t.Fatal(err)
+		}
+		timesOut("after a call with a longer timeout")
+		// A short call; its timer most likely fires during the pause,
+		// with no call in progress (either way the next call must time
+		// out: the pause only makes the lapsed timer the likelier case).
+		if err := RunOn(context.Background(), l, nop, CallOptions{Timeout: time.Millisecond}); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(5 * time.Millisecond)
+		timesOut("after the timer lapsed")
 	}
 }
 

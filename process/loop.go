@@ -30,7 +30,7 @@ type LoopOptions struct {
 // command the loop first runs everything urgent, so work that must never
 // be refused (a member's exit) runs promptly even while the queue is full.
 type Loop struct {
-	q       queue[func()]
+	q       queue[task]
 	wake    chan struct{}
 	waiting atomic.Bool
 	proc    atomic.Pointer[Proc] // set by RunProc: its process's wake-up is the loop's
@@ -41,10 +41,30 @@ type Loop struct {
 	done    chan struct{}
 
 	urgentMu     sync.Mutex
-	urgent       []func() // guarded by urgentMu; nil once stopped
-	urgentClosed bool     // guarded by urgentMu
+	urgent       []task // guarded by urgentMu; nil once stopped
+	urgentClosed bool   // guarded by urgentMu
 	urgentSet    atomic.Bool
-	urgentSpare  []func() // loop-owned: the drained list, reused
+	urgentSpare  []task  // loop-owned: the drained list, reused
+	running      *waiter // loop-owned: the call whose command runs now
+}
+
+// task is one piece of queued work: a function submitted, or a call
+// (RunOn), which the loop settles as stopped if it drops it, so that its
+// caller waits on the call alone and not on the loop's end as well.
+type task struct {
+	fn   func()
+	call *waiter
+}
+
+// run does t; on the loop.
+func (l *Loop) run(t task) {
+	if t.call == nil {
+		t.fn()
+		return
+	}
+	l.running = t.call
+	t.call.run()
+	l.running = nil
 }
 
 var _ UrgentOwner = (*Loop)(nil)
@@ -70,11 +90,21 @@ func (l *Loop) Len() int { return l.q.len() }
 func (l *Loop) Done() <-chan struct{} { return l.done }
 
 // Submit queues fn to run on the loop.
-func (l *Loop) Submit(fn func()) error {
+func (l *Loop) Submit(fn func()) error { return l.submit(task{fn: fn}) }
+
+// submitCall queues w's command (RunOn), in the urgent lane or the queue.
+func (l *Loop) submitCall(w *waiter, urgent bool) error {
+	if urgent {
+		return l.submitUrgent(task{call: w})
+	}
+	return l.submit(task{call: w})
+}
+
+func (l *Loop) submit(t task) error {
 	if l.stopped.Load() {
 		return ErrLoopStopped
 	}
-	ok, full := l.q.push(&fn)
+	ok, full := l.q.push(&t)
 	if !ok {
 		if full {
 			return ErrQueueFull
@@ -97,13 +127,15 @@ func (l *Loop) Submit(fn func()) error {
 
 // SubmitUrgent queues fn to run on the loop before the next queued
 // command, whatever the queue holds: it fails only once the loop stopped.
-func (l *Loop) SubmitUrgent(fn func()) error {
+func (l *Loop) SubmitUrgent(fn func()) error { return l.submitUrgent(task{fn: fn}) }
+
+func (l *Loop) submitUrgent(t task) error {
 	l.urgentMu.Lock()
 	if l.urgentClosed {
 		l.urgentMu.Unlock()
 		return ErrLoopStopped
 	}
-	l.urgent = append(l.urgent, fn)
+	l.urgent = append(l.urgent, t)
 	l.urgentMu.Unlock()
 	l.urgentSet.Store(true)
 	l.wakeUp()
@@ -133,8 +165,8 @@ func (l *Loop) runUrgent() {
 	work := l.urgent
 	l.urgent = l.urgentSpare[:0]
 	l.urgentMu.Unlock()
-	for _, fn := range work {
-		fn()
+	for _, t := range work {
+		l.run(t)
 	}
 	clear(work)
 	l.urgentSpare = work
@@ -151,11 +183,11 @@ func (l *Loop) drain(ctx context.Context, max int) (ran, done bool) {
 		if l.urgentSet.Load() {
 			l.runUrgent()
 		}
-		fn, ok := l.q.pop()
+		t, ok := l.q.pop()
 		if !ok {
 			break
 		}
-		fn()
+		l.run(t)
 		ran = true
 	}
 	return ran, false
@@ -185,14 +217,32 @@ func (l *Loop) Run(ctx context.Context) {
 	}
 }
 
-// shut ends the loop: Submit fails from now on, what is queued is dropped,
-// and Done is closed.
+// shut ends the loop: Submit fails from now on, what is queued is dropped
+// (its calls fail as stopped: so does a call whose command ended the
+// loop's goroutine), and Done is closed.
 func (l *Loop) shut() {
 	l.stopped.Store(true)
 	l.q.close()
 	l.urgentMu.Lock()
 	l.urgentClosed = true
+	urgent := l.urgent
 	l.urgent = nil
 	l.urgentMu.Unlock()
+	if l.running != nil {
+		l.running.stop()
+		l.running = nil
+	}
+	for _, t := range urgent {
+		if t.call != nil {
+			t.call.stop()
+		}
+	}
+	// Closed: nothing more can be pushed, and everything pushed is
+	// published to the consumer, which shut runs as.
+	for t, ok := l.q.pop(); ok; t, ok = l.q.pop() {
+		if t.call != nil {
+			t.call.stop()
+		}
+	}
 	close(l.done)
 }

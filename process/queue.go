@@ -60,7 +60,7 @@ type chunk[T any] struct {
 var (
 	envelopeChunks sync.Pool
 	eventChunks    sync.Pool
-	funcChunks     sync.Pool
+	taskChunks     sync.Pool
 )
 
 // otherChunks holds the pools of the other types' chunks (Queue's), by
@@ -77,8 +77,8 @@ func chunkPool[T any]() *sync.Pool {
 		return &envelopeChunks
 	case Event:
 		return &eventChunks
-	case func():
-		return &funcChunks
+	case task:
+		return &taskChunks
 	}
 	key := any((*chunk[T])(nil))
 	if p, ok := otherChunks.Load(key); ok {
