@@ -201,9 +201,10 @@ func (l *Loop) Run(ctx context.Context) {
 		if _, done := l.drain(ctx, -1); done {
 			return
 		}
-		// Going idle: give back the drained chunk, as mailboxes do, so an
-		// idle loop holds no buffer.
-		l.q.trim()
+		// Going idle: clear what was popped, and start the next round at
+		// the first slot of the same chunk (rewind). A mailbox gives its
+		// chunk back instead: a loop is one per entry, not per process.
+		l.q.rewind()
 		l.waiting.Store(true)
 		if l.q.len() > 0 || l.urgentSet.Load() {
 			l.waiting.Store(false)

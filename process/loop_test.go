@@ -82,7 +82,7 @@ func TestLoopCallHonoursContext(t *testing.T) {
 // A command that ran is not kept reachable by the loop's queue: a loop
 // whose commands capture a configuration (the registry's reloads) must
 // not hold on to every old one until its chunk is recycled. Once idle the
-// loop gives its chunk back.
+// loop rewinds its chunk: empty, its first slot next.
 func TestLoopReleasesCommands(t *testing.T) {
 	l := NewLoop(LoopOptions{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -98,5 +98,26 @@ func TestLoopReleasesCommands(t *testing.T) {
 		runtime.GC()
 		return w.Value() == nil
 	})
-	testutil.Eventually(t, "the idle loop gives its chunk back", func() bool { return l.q.first.Load() == nil })
+	testutil.Eventually(t, "the idle loop rewinds its chunk", func() bool {
+		l.q.mu.Lock()
+		defer l.q.mu.Unlock()
+		return l.q.tailN == 0
+	})
+	c := l.q.first.Load()
+	if c == nil || c.used != 0 {
+		t.Fatalf("the idle loop's chunk: %+v", c)
+	}
+	for i, s := range c.slots {
+		if s.fn != nil || s.call != nil {
+			t.Fatalf("slot %d of the idle loop's chunk still holds its task", i)
+		}
+	}
+	// The next command goes in the same chunk: a loop's round trip takes
+	// no chunk from the pool.
+	if err := RunOn(context.Background(), l, nop, CallOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if l.q.first.Load() != c {
+		t.Fatal("the loop took another chunk")
+	}
 }

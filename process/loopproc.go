@@ -68,13 +68,13 @@ func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 			p.Flush()
 			continue
 		}
-		// Going idle: give back the drained chunks, and arm the wake-up
+		// Going idle: rewind the drained queue (see Run), and arm the wake-up
 		// before the last look at every source, the context's end
 		// included, so that whoever comes in between (a Submit, a
 		// message, an event, the cancel) sees the process armed and
 		// signals it. A token left by a wake-up that this look made
 		// needless only costs one empty round.
-		l.q.trim()
+		l.q.rewind()
 		h.Arm()
 		if l.q.len() > 0 || l.urgentSet.Load() || h.Pending() > 0 || h.PendingEvents() > 0 || ctx.Err() != nil {
 			h.Disarm()

@@ -219,6 +219,27 @@ func (q *queue[T]) trim() {
 	q.clean = q.pos
 }
 
+// rewind is trim for a queue that keeps its chunk (a Loop's: there are
+// few, and each round trip into one would otherwise take a chunk from the
+// pool, clear all of it, and give it back): once everything was consumed,
+// the next push writes the first slot of the same chunk again. Only the
+// consumer may call it, when it is about to wait.
+func (q *queue[T]) rewind() {
+	h := q.head
+	if h == nil {
+		return
+	}
+	// Producers write only slots at or past pos: these are the consumer's.
+	clear(h.slots[q.clean:q.pos])
+	q.clean = q.pos
+	q.mu.Lock()
+	if q.tail == h && int32(q.pos) == q.tailN {
+		q.tailN, h.used = 0, 0
+		q.pos, q.clean = 0, 0
+	}
+	q.mu.Unlock()
+}
+
 // trimQueues trims the process's mailbox and event queue (queue.trim):
 // a popped slot keeps its item until then, and an event holds its exit
 // reason — a script's error of megabytes, for a supervisor whose children
