@@ -66,7 +66,12 @@ func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 		worked = worked || ran
 		if worked {
 			p.Flush()
-			continue
+			// Go idle at once when nothing came meanwhile, rather than
+			// after one more round that would find nothing: its looks at
+			// every source were a tenth of a round trip into the loop.
+			if l.pending(h) || ctx.Err() != nil {
+				continue
+			}
 		}
 		// Going idle: rewind the drained queue (see Run), and arm the wake-up
 		// before the last look at every source, the context's end
@@ -76,11 +81,17 @@ func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 		// needless only costs one empty round.
 		l.q.rewind()
 		h.Arm()
-		if l.q.len() > 0 || l.urgentSet.Load() || h.Pending() > 0 || h.PendingEvents() > 0 || ctx.Err() != nil {
+		if l.pending(h) || ctx.Err() != nil {
 			h.Disarm()
 			continue
 		}
 		<-h.Wake()
 		h.Disarm()
 	}
+}
+
+// pending reports whether a command, urgent work, a message or an event
+// waits for the loop run by RunProc as h.
+func (l *Loop) pending(h *Proc) bool {
+	return l.q.len() > 0 || l.urgentSet.Load() || h.Pending() > 0 || h.PendingEvents() > 0
 }
