@@ -4,7 +4,10 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"runtime/metrics"
 	"slices"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -47,27 +50,24 @@ func (c *counter) Receive(_ process.Context, _ process.Message) {
 // BenchmarkTell: one goroutine sends tellMessages to one process; the
 // clock stops when the process has seen them all. Its chan and ring
 // sub-benchmarks are the physical limit (limit_test.go).
+//
+// Each side's first run in a test process is a warm-up, not timed: it
+// fills the heap with what its later runs reuse (our mailbox chunks), and
+// in a fresh process, whose heap is a few MB, doing that collected once
+// or twice during the run, so that the first of three runs was the
+// slowest (gcs/run tells; docs/performance.md).
 func BenchmarkTell(b *testing.B) {
 	b.Run("proctor", func(b *testing.B) {
 		n := quietNode()
+		warmProctor.Do(func() { tellProctor(b, n) })
 		var total time.Duration
+		var use runUse
 		hw := 0
 		for i := 0; i < b.N; i++ {
-			c := &counter{target: tellMessages, done: make(chan struct{})}
-			pid, _ := n.Spawn(c, process.SpawnOptions{})
-			m := process.Message{Topic: "t", Payload: 1}
-			start := time.Now()
-			for j := 0; j < tellMessages; j++ {
-				if err := n.Send(pid, m); err != nil {
-					b.Fatal(err)
-				}
-			}
-			<-c.done
-			total += time.Since(start)
-			if st, ok := n.Mailbox(pid); ok {
-				hw += st.HighWater
-			}
-			n.Kill(pid)
+			wall, u, h := tellProctor(b, n)
+			total += wall
+			use.add(u)
+			hw += h
 		}
 		b.ReportMetric(float64(tellMessages)*float64(b.N)/total.Seconds(), "msgs/s")
 		// The receiver's backlog: hundreds of thousands when the sender
@@ -75,34 +75,110 @@ func BenchmarkTell(b *testing.B) {
 		// the receiver keeps up and its dispatcher goes idle and is started
 		// again, message after message (docs/performance.md).
 		b.ReportMetric(float64(hw)/float64(b.N), "hw-msgs")
+		use.report(b, total)
 	})
 	b.Run("protoactor", func(b *testing.B) {
 		sys := quietSystem()
 		defer sys.Shutdown()
+		warmProtoactor.Do(func() { tellProtoactor(sys) })
 		var total time.Duration
+		var use runUse
 		for i := 0; i < b.N; i++ {
-			var seen int64
-			done := make(chan struct{})
-			pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
-				if _, ok := ctx.Message().(int); ok {
-					seen++
-					if seen == tellMessages {
-						close(done)
-					}
-				}
-			}))
-			start := time.Now()
-			for j := 0; j < tellMessages; j++ {
-				sys.Root.Send(pid, 1)
-			}
-			<-done
-			total += time.Since(start)
-			sys.Root.Stop(pid)
+			wall, u := tellProtoactor(sys)
+			total += wall
+			use.add(u)
 		}
 		b.ReportMetric(float64(tellMessages)*float64(b.N)/total.Seconds(), "msgs/s")
+		use.report(b, total)
 	})
 	b.Run("chan", func(b *testing.B) { benchLink(b, tellOverChannel) })
 	b.Run("ring", func(b *testing.B) { benchLink(b, tellOverRing) })
+}
+
+// The warm-up runs of BenchmarkTell, one per side and test process.
+var warmProctor, warmProtoactor sync.Once
+
+// tellProctor is one run of BenchmarkTell/proctor: its time, what it used,
+// and the receiver's backlog at most.
+func tellProctor(b *testing.B, n *process.Node) (time.Duration, runUse, int) {
+	c := &counter{target: tellMessages, done: make(chan struct{})}
+	pid, _ := n.Spawn(c, process.SpawnOptions{})
+	m := process.Message{Topic: "t", Payload: 1}
+	before := useNow()
+	start := time.Now()
+	for j := 0; j < tellMessages; j++ {
+		if err := n.Send(pid, m); err != nil {
+			b.Fatal(err)
+		}
+	}
+	<-c.done
+	wall := time.Since(start)
+	use := useNow().since(before)
+	hw := 0
+	if st, ok := n.Mailbox(pid); ok {
+		hw = st.HighWater
+	}
+	n.Kill(pid)
+	return wall, use, hw
+}
+
+// tellProtoactor is one run of BenchmarkTell/protoactor.
+func tellProtoactor(sys *actor.ActorSystem) (time.Duration, runUse) {
+	var seen int64
+	done := make(chan struct{})
+	pid := sys.Root.Spawn(actor.PropsFromFunc(func(ctx actor.Context) {
+		if _, ok := ctx.Message().(int); ok {
+			seen++
+			if seen == tellMessages {
+				close(done)
+			}
+		}
+	}))
+	before := useNow()
+	start := time.Now()
+	for j := 0; j < tellMessages; j++ {
+		sys.Root.Send(pid, 1)
+	}
+	<-done
+	wall := time.Since(start)
+	use := useNow().since(before)
+	sys.Root.Stop(pid)
+	return wall, use
+}
+
+// runUse is what timed runs used besides the wall clock, to tell why a
+// run was slow: the process's CPU time (cpus: 2 while sender and receiver
+// each keep a core, 1 when they take turns on one) and the garbage
+// collections that ended during the runs.
+type runUse struct {
+	cpu time.Duration
+	gcs uint64
+}
+
+var gcCycles = []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+
+func useNow() runUse {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	metrics.Read(gcCycles)
+	return runUse{
+		cpu: time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
+		gcs: gcCycles[0].Value.Uint64(),
+	}
+}
+
+func (u runUse) since(before runUse) runUse {
+	return runUse{cpu: u.cpu - before.cpu, gcs: u.gcs - before.gcs}
+}
+
+func (u *runUse) add(v runUse) {
+	u.cpu += v.cpu
+	u.gcs += v.gcs
+}
+
+func (u *runUse) report(b *testing.B, wall time.Duration) {
+	b.ReportMetric(u.cpu.Seconds()/wall.Seconds(), "cpus")
+	b.ReportMetric(float64(u.gcs)/float64(b.N), "gcs/run")
 }
 
 // BenchmarkAsk: askRounds sequential request/replies from one goroutine.

@@ -16,6 +16,7 @@ const (
 	duration             // nanoseconds; lower is better
 	size                 // bytes; lower is better
 	count                // a number of things; lower is better
+	level                // a mean that is not a whole count (CPUs busy); no better way
 )
 
 // scenario is one row of the report: a figure, the benchmark that measures
@@ -70,6 +71,13 @@ var scenarios = []scenario{
 	// Whether the receiver kept up: its mailbox's high-water mark.
 	{figure: "Go tell, the receiver's backlog at most", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor",
 		units: []string{"hw-msgs"}, scale: 1, kind: count, benchtime: "1x"},
+	// Why a run was slow: the CPUs the process kept busy (2 while sender
+	// and receiver each had a core, 1 when they took turns on one), and
+	// the collections that ended during it.
+	{figure: "Go tell, CPUs busy during a run", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor",
+		units: []string{"cpus"}, scale: 1, kind: level, benchtime: "1x"},
+	{figure: "Go tell, collections during a run", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor",
+		units: []string{"gcs/run"}, scale: 1, kind: level, benchtime: "1x"},
 	{figure: "Go ask p50", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
 		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "1x", limit: 800},
 	{figure: "Go ask p99", dir: "bench", pkg: ".", bench: "BenchmarkAsk/proctor", peer: "BenchmarkAsk/protoactor",
@@ -150,6 +158,7 @@ var steps = map[kind][]unitStep{
 	duration: {{1e9, "%.2f s"}, {1e6, "%.1f ms"}, {1e3, "%.2f µs"}, {1, "%.0f ns"}},
 	size:     {{1e9, "%.2f GB"}, {1e6, "%.1f MB"}, {1, "%.0f B"}},
 	count:    {{1e6, "%.2f M"}, {1e3, "%.1f k"}, {1, "%.0f"}},
+	level:    {{1, "%.2f"}},
 }
 
 // format prints v, in k's base unit, with a unit that keeps it short.
