@@ -205,7 +205,12 @@ func runOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) (ran, er
 	if gone != nil {
 		if w.settle(waitGone) {
 			// The command may still run; the waiter is left to it, never
-			// reused, so its late completion touches nobody.
+			// reused, so its late completion touches nobody. Its timer
+			// has nothing more to time.
+			w.mu.Lock()
+			w.timer.Stop()
+			w.armed = false
+			w.mu.Unlock()
 			return nil, gone
 		}
 		<-w.done // settled meanwhile, by the command, the clock or the stop
