@@ -154,8 +154,9 @@ func runOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) (ran, er
 		now = int64(time.Since(epoch))
 		deadline = now + int64(min(opts.Timeout, time.Duration(maxCallDeadline-now)))
 	}
-	w.state.Store(uint64(deadline)<<2 | waitPending)
-	lo, settles := o.(*Loop) // a loop settles every call it does not run
+	w.state.Store(uint64(deadline) << 2) // and the status waitPending (0)
+	// A loop settles every call it does not run.
+	lo, settles := o.(*Loop)
 	switch {
 	case settles:
 		err = lo.submitCall(w, opts.Urgent)
