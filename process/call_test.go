@@ -128,19 +128,26 @@ func TestCallFailures(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, o, opts := tc.setup(t)
-			done := make(chan error, 1)
-			go func() { done <- RunOn(ctx, o, nop, opts) }()
-			select {
-			case err := <-done:
-				for _, w := range tc.want {
-					if !errors.Is(err, w) {
-						t.Fatalf("err = %v, want %v", err, w)
-					}
-				}
-			case <-time.After(5 * time.Second):
-				t.Fatal("call hangs")
-			}
+			callFails(t, ctx, o, nop, opts, tc.want...)
 		})
+	}
+}
+
+// callFails runs cmd on o and checks that the call fails with every one
+// of want, within 5 s.
+func callFails(t *testing.T, ctx context.Context, o Owner, cmd Command, opts CallOptions, want ...error) {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- RunOn(ctx, o, cmd, opts) }()
+	select {
+	case err := <-done:
+		for _, w := range want {
+			if !errors.Is(err, w) {
+				t.Fatalf("err = %v, want %v", err, w)
+			}
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("call hangs")
 	}
 }
 
@@ -150,18 +157,8 @@ func TestCallFailures(t *testing.T) {
 func TestCallEndedByItsOwnCommand(t *testing.T) {
 	l := NewLoop(LoopOptions{})
 	runLoop(t, l)
-	done := make(chan error, 1)
-	go func() {
-		done <- RunOn(context.Background(), l, CommandFunc(func() error { runtime.Goexit(); return nil }), CallOptions{})
-	}()
-	select {
-	case err := <-done:
-		if !errors.Is(err, ErrLoopStopped) {
-			t.Fatalf("err = %v, want %v", err, ErrLoopStopped)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("call hangs")
-	}
+	exits := CommandFunc(func() error { runtime.Goexit(); return nil })
+	callFails(t, context.Background(), l, exits, CallOptions{}, ErrLoopStopped)
 }
 
 // A waiter's timer stays set across the calls that reuse it; a call with

@@ -680,15 +680,24 @@ func TestOverlappingRestartKeepsHealthCheck(t *testing.T) {
 	}
 }
 
+// queueJoin blocks the scope's loop and queues a join of a new process to
+// group behind it: release lets the loop go on, joined gets the join's
+// result.
+func (h *harness) queueJoin(group string) (release func(), joined <-chan error) {
+	h.t.Helper()
+	p := h.pid()
+	release = h.blockLoop()
+	res := make(chan error, 1)
+	go func() { res <- h.s.Join(p, group) }()
+	eventually(h.t, "join to queue", func() bool { return h.s.loop.Len() == 1 })
+	return release, res
+}
+
 // A command still queued when the scope stops fails at once with a stopped
 // error, not after protocol_timeout.
 func TestQueuedCallFailsOnStop(t *testing.T) {
 	h := newHarness(t, nil)
-	p := h.pid()
-	release := h.blockLoop()
-	joined := make(chan error, 1)
-	go func() { joined <- h.s.Join(p, "g") }()
-	eventually(t, "join to queue", func() bool { return h.s.loop.Len() == 1 })
+	release, joined := h.queueJoin("g")
 	stopped := make(chan error, 1)
 	go func() { stopped <- h.s.Stop(context.Background()) }()
 	eventually(t, "stop to begin", h.s.Stopped)
@@ -714,11 +723,7 @@ func TestQueuedCallFailsOnStop(t *testing.T) {
 // the flag alone.
 func TestCommandAfterStopFlagFails(t *testing.T) {
 	h := newHarness(t, nil)
-	p := h.pid()
-	release := h.blockLoop()
-	joined := make(chan error, 1)
-	go func() { joined <- h.s.Join(p, "g") }()
-	eventually(t, "join to queue", func() bool { return h.s.loop.Len() == 1 })
+	release, joined := h.queueJoin("g")
 	h.s.stopped.Store(true) // what Stop does first; the loop runs on
 	release()
 	select {
