@@ -103,6 +103,16 @@ func TestCallFailures(t *testing.T) {
 			time.AfterFunc(20*time.Millisecond, release)
 			return context.Background(), l, CallOptions{}
 		}, []error{ErrLoopStopped}},
+		{"stopped by the urgent work ahead", func(t *testing.T) (context.Context, Owner, CallOptions) {
+			l := NewLoop(LoopOptions{})
+			runLoop(t, l)
+			release := blockLoop(t, l)
+			if err := l.SubmitUrgent(func() { runtime.Goexit() }); err != nil {
+				t.Fatal(err)
+			}
+			time.AfterFunc(20*time.Millisecond, release)
+			return context.Background(), l, CallOptions{Urgent: true}
+		}, []error{ErrLoopStopped}},
 		{"timeout", func(t *testing.T) (context.Context, Owner, CallOptions) {
 			l := NewLoop(LoopOptions{})
 			runLoop(t, l)

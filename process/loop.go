@@ -45,6 +45,7 @@ type Loop struct {
 	urgentClosed bool   // guarded by urgentMu
 	urgentSet    atomic.Bool
 	urgentSpare  []task  // loop-owned: the drained list, reused
+	urgentLeft   []task  // loop-owned: the urgent work taken and not yet run
 	running      *waiter // loop-owned: the call whose command runs now
 }
 
@@ -165,9 +166,11 @@ func (l *Loop) runUrgent() {
 	work := l.urgent
 	l.urgent = l.urgentSpare[:0]
 	l.urgentMu.Unlock()
-	for _, t := range work {
+	for i, t := range work {
+		l.urgentLeft = work[i+1:] // for shut, should t end the goroutine
 		l.run(t)
 	}
+	l.urgentLeft = nil
 	clear(work)
 	l.urgentSpare = work
 }
@@ -233,11 +236,14 @@ func (l *Loop) shut() {
 		l.running.stop()
 		l.running = nil
 	}
-	for _, t := range urgent {
-		if t.call != nil {
-			t.call.stop()
+	for _, work := range [][]task{l.urgentLeft, urgent} {
+		for _, t := range work {
+			if t.call != nil {
+				t.call.stop()
+			}
 		}
 	}
+	l.urgentLeft = nil
 	// Closed: nothing more can be pushed, and everything pushed is
 	// published to the consumer, which shut runs as.
 	for t, ok := l.q.pop(); ok; t, ok = l.q.pop() {
