@@ -235,9 +235,12 @@ entries:
 	if len(a.Warnings) == 0 || !strings.HasPrefix(a.Warnings[0], "upgrade app:counter: failed: ") || !strings.Contains(a.Warnings[0], "no migration from v2") {
 		t.Errorf("warnings %q", a.Warnings)
 	}
-	if !strings.Contains(r.logs(), `"msg":"upgrade failed: the new code raised; the process crashed and restarts on the new code","entry":"app:counter"`) {
-		t.Errorf("no log line says the counter's upgrade failed")
-	}
+	// The child writes the line as the upgrade fails, which may be after
+	// the reload's record changed, and the test reads it through a pipe:
+	// wait for it.
+	r.waitFor(t, "a log line saying the counter's upgrade failed", func() bool {
+		return strings.Contains(r.logs(), `"msg":"upgrade failed: the new code raised; the process crashed and restarts on the new code","entry":"app:counter"`)
+	})
 	r.waitFor(t, "the counter restarted on v3", func() bool {
 		for _, l := range logLines(r, "tick") {
 			if l.Code == "v3" && l.Count == 1 {
