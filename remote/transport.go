@@ -131,7 +131,7 @@ func (t *Transport) Stats() Stats {
 // passes the bound.
 func (t *Transport) send(node string, e *wire.Envelope) error {
 	size := 64 + len(e.Topic)
-	if b, ok := e.Payload.(wire.Bytes); ok {
+	if b, ok := wire.PayloadBytes(e.Payload); ok {
 		size += len(b)
 	}
 	frame, err := wire.EncodeLimit(make([]byte, 0, size), e, t.maxFrame)
