@@ -134,7 +134,11 @@ func (t *Transport) send(node string, e *wire.Envelope) error {
 	if b, ok := wire.PayloadBytes(e.Payload); ok {
 		size += len(b)
 	}
-	frame, err := wire.EncodeLimit(make([]byte, 0, size), e, t.maxFrame)
+	buf := frameBuf(size)
+	frame, err := wire.EncodeLimit(buf, e, t.maxFrame)
+	if err != nil || cap(frame) != cap(buf) {
+		ReleaseFrame(buf) // not sent, or outgrown: nobody holds it
+	}
 	if err != nil {
 		return err
 	}
