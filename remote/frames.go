@@ -7,8 +7,10 @@ import "sync"
 // buffer per message for a frame that lives only until its network has
 // written or delivered it. A Network hands a frame back with ReleaseFrame
 // once nothing reads it any more; one that does not leaves it to the
-// garbage collector, as before.
-const frameBufSize = 256
+// garbage collector. The pool's buffers are of one size, which holds
+// most of these envelopes (a pg op or a tell of a number, 60 to 100
+// bytes) and wastes little on a network that never hands them back.
+const frameBufSize = 128
 
 var frameBufs = sync.Pool{New: func() any { return new([frameBufSize]byte) }}
 
