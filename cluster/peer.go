@@ -455,5 +455,6 @@ func (p *peer) flush(c *conn) error {
 		}
 		frames++
 		bytes += uint64(len(f.b) + frameHeaderSize)
+		remote.ReleaseFrame(f.b) // its bytes are in the writer's buffer, or written
 	}
 }

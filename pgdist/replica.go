@@ -65,7 +65,7 @@ type replica struct {
 	list           []*peer                  // peers by node name: fan-out and anti-entropy order
 	aeNext         int                      // the next peer of anti-entropy
 	changed        bool                     // a peer's state changed: publish
-	opsSize        int                      // the size of the last pg.ops payload: the next one's first guess
+	ops            wire.Bytes               // the pg.ops payload's buffer, reused from one fan-out to the next
 	logged         map[string]struct{}      // problems logged once per node and kind
 	rng            *rand.Rand               // the start's random peers
 
@@ -359,6 +359,9 @@ func (r *replica) localChange(ev pgscope.Event) {
 	r.pending = append(r.pending, pgscope.Op{Leave: ev.Kind == pgscope.MemberLeft, Group: g, PIDs: ev.PIDs})
 }
 
+// maxKeptOps bounds the pg.ops buffer a replica keeps between fan-outs.
+const maxKeptOps = 4 << 10
+
 // sendPending fans the gathered local changes out, in one message, to
 // every peer: the live members and every node heard from before (a node
 // that the membership has not reported yet still gets them).
@@ -371,17 +374,17 @@ func (r *replica) sendPending() {
 		r.pending = r.pending[:0]
 		return
 	}
-	// Encoded once, into a buffer of its own that the envelope of each
-	// peer's frame copies (wire.Bytes): no string is made of it.
-	b := make([]byte, 1, max(64, r.opsSize))
-	b[0] = protoVersion
+	// Encoded once, into the replica's buffer, which the envelope of each
+	// peer's frame copies as it is sent (*wire.Bytes): no string is made
+	// of it, and the next fan-out reuses it.
+	b := append(r.ops[:0], protoVersion)
 	for _, o := range r.pending {
 		b = appendOp(b, o)
 	}
-	r.opsSize = len(b)
+	r.ops = b
 	clear(r.pending)
 	r.pending = r.pending[:0]
-	msg := process.Message{From: r.self, Topic: topicOps, Payload: wire.Bytes(b)}
+	msg := process.Message{From: r.self, Topic: topicOps, Payload: &r.ops}
 	// The clock is read only if a peer needs it (see send): not for a
 	// change that goes out to peers all well.
 	var now time.Time
@@ -404,6 +407,9 @@ func (r *replica) sendPending() {
 		if r.send(p, msg, now) {
 			r.met.sentOps.Inc()
 		}
+	}
+	if cap(r.ops) > maxKeptOps {
+		r.ops = nil // a burst's buffer is not kept
 	}
 }
 

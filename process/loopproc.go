@@ -47,7 +47,13 @@ func (l *Loop) RunProc(h *Proc, p LoopProcess) {
 			l.runUrgent()
 			worked = true
 		}
-		for e, ok := h.TryEvent(); ok; e, ok = h.TryEvent() {
+		// Counted first: a pop from the empty queue, every round's case,
+		// returns a zero Event (72 bytes) through two calls.
+		for h.PendingEvents() > 0 {
+			e, ok := h.TryEvent()
+			if !ok {
+				break
+			}
 			p.ReceiveEvent(e)
 			worked = true
 		}

@@ -91,15 +91,21 @@ func chunkPool[T any]() *sync.Pool {
 // chunks returns the pool that recycles q's chunks.
 func (q *queue[T]) chunks() *sync.Pool { return chunkPool[T]() }
 
-// newChunk returns an empty chunk; a producer calls it.
-func newChunk[T any](p *sync.Pool) *chunk[T] {
+// newChunk returns an empty chunk; a producer calls it. burst says the
+// queue is filling a chunk after another.
+func newChunk[T any](p *sync.Pool, burst bool) *chunk[T] {
 	if p != nil {
 		if c, ok := p.Get().(*chunk[T]); ok {
 			// The consumer that recycled c cleared it, so its lines sit in
-			// that core's cache. Clearing it again here claims them all in
-			// one pass, whose misses overlap; otherwise each push would
-			// wait for its slot's line on its own.
-			clear(c.slots[:])
+			// that core's cache. In a burst, clearing it again here claims
+			// them all in one pass, whose misses overlap; otherwise each
+			// push would wait for its slot's line on its own. A queue that
+			// had drained (a request and its answer, a frame at a time)
+			// writes a slot or two before it drains again: claiming the
+			// whole chunk would cost more than it saves.
+			if burst {
+				clear(c.slots[:])
+			}
 			return c
 		}
 	}
@@ -139,7 +145,7 @@ func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 	}
 	t := q.tail
 	if t == nil {
-		t = newChunk[T](q.chunks())
+		t = newChunk[T](q.chunks(), false)
 		q.tail, q.tailN = t, 0
 		q.first.Store(t)
 	} else if q.tailN == chunkSize {
@@ -147,7 +153,7 @@ func (q *queue[T]) pushOver(v *T, over bool) (ok bool, full bool) {
 		// is popping: an unbounded queue samples its depth only here, once
 		// per chunk, so its mark is within chunkSize of the true one.
 		q.mark(pushed + 1 - q.popped.Load())
-		nt := newChunk[T](q.chunks())
+		nt := newChunk[T](q.chunks(), true)
 		t.next.Store(nt)
 		q.tail, q.tailN = nt, 0
 		t = nt

@@ -33,7 +33,8 @@ type MemNetwork struct {
 
 // Fault decides the fate of one frame from one node to another: dropped
 // silently, or delivered after delay. A delayed frame holds up the frames
-// sent after it in the same direction, as a slow connection would.
+// sent after it in the same direction, as a slow connection would. frame
+// is valid during the call only: its buffer is reused once delivered.
 type Fault func(from, to string, frame []byte) (drop bool, delay time.Duration)
 
 // MemOptions configure a MemNetwork. The zero value is usable.
@@ -204,6 +205,7 @@ func (n *MemNetwork) send(src *MemEndpoint, to string, frame []byte) error {
 	if fault != nil {
 		drop, delay := fault(src.name, to, frame)
 		if drop {
+			ReleaseFrame(frame)
 			return nil
 		}
 		if delay > 0 {
@@ -327,6 +329,7 @@ func (p *memPair) run() {
 			continue
 		}
 		if f.epoch < p.epoch.Load() {
+			ReleaseFrame(f.b)
 			continue // queued before a down report
 		}
 		if f.last && !f.down {
@@ -345,6 +348,7 @@ func (p *memPair) run() {
 		// A refused frame is counted and logged by the receiver; a
 		// connection would be closed, here there is none.
 		_ = p.to.recv.Receive(p.from, f.b)
+		ReleaseFrame(f.b) // the Receiver keeps nothing of it
 	}
 }
 

@@ -9,8 +9,9 @@ type Network interface {
 	// to r. New calls it once, before any Send.
 	Start(r Receiver) error
 	// Send queues frame for node and returns at once; the network owns
-	// frame from then on. Frames to one node arrive in the order they
-	// were sent. A node that is unknown or down is an error wrapping
+	// frame from then on, and may hand it back with ReleaseFrame once it
+	// has written or delivered it. Frames to one node arrive in the order
+	// they were sent. A node that is unknown or down is an error wrapping
 	// process.ErrUnreachable; a full queue, one wrapping ErrQueueFull.
 	Send(node string, frame []byte) error
 	// Close leaves the network: the other nodes see this one go down, and

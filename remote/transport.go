@@ -131,10 +131,14 @@ func (t *Transport) Stats() Stats {
 // passes the bound.
 func (t *Transport) send(node string, e *wire.Envelope) error {
 	size := 64 + len(e.Topic)
-	if b, ok := e.Payload.(wire.Bytes); ok {
+	if b, ok := wire.PayloadBytes(e.Payload); ok {
 		size += len(b)
 	}
-	frame, err := wire.EncodeLimit(make([]byte, 0, size), e, t.maxFrame)
+	buf := frameBuf(size)
+	frame, err := wire.EncodeLimit(buf, e, t.maxFrame)
+	if err != nil || cap(frame) != cap(buf) {
+		ReleaseFrame(buf) // not sent, or outgrown: nobody holds it
+	}
 	if err != nil {
 		return err
 	}

@@ -117,7 +117,26 @@ type Envelope struct {
 // (pg's) hands its buffer to the envelope without making a string of it
 // first. The receiver decodes a string, as for any string payload: the
 // format is the same. Encode copies the bytes into the frame.
+//
+// A *Bytes is the same payload without a slice header boxed per message:
+// a sender that encodes every message into one buffer of its own passes
+// a pointer to it, and reuses the buffer once the send has returned (the
+// transport has encoded the envelope, and copied the bytes, by then).
 type Bytes []byte
+
+// PayloadBytes returns the bytes of a Bytes or *Bytes payload; false for
+// any other payload.
+func PayloadBytes(payload any) ([]byte, bool) {
+	switch b := payload.(type) {
+	case Bytes:
+		return b, true
+	case *Bytes:
+		if b != nil {
+			return *b, true
+		}
+	}
+	return nil, false
+}
 
 // Errors of the codec.
 var (
@@ -190,7 +209,7 @@ func EncodeLimit(buf []byte, e *Envelope, limit int) ([]byte, error) {
 		return buf[:start], fmt.Errorf("%s: %w: more than %d bytes", e.describe(), value.ErrTooLarge, limit-start)
 	}
 	var err error
-	if b, ok := e.Payload.(Bytes); ok {
+	if b, ok := PayloadBytes(e.Payload); ok {
 		if len(b)+1+binary.MaxVarintLen64 > limit-len(buf) {
 			return buf[:start], fmt.Errorf("%s: payload: %w: %d bytes (at most %d)", e.describe(), value.ErrTooLarge, len(b), limit-start)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 	"unsafe"
@@ -294,5 +295,21 @@ func TestBytesPayloadIsAString(t *testing.T) {
 	}
 	if _, err := EncodeLimit(nil, &asBytes, len(fb)-len(body)); !errors.Is(err, value.ErrTooLarge) {
 		t.Fatalf("over the limit: %v", err)
+	}
+	// A *Bytes is the same payload: the frame copies the bytes, so the
+	// sender's buffer may change once Encode has returned.
+	buf := Bytes(slices.Clone(body))
+	asPointer := asBytes
+	asPointer.Payload = &buf
+	fp, err := Encode(nil, &asPointer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(buf)
+	if !bytes.Equal(fp, fs) {
+		t.Fatalf("*Bytes frame %x, string frame %x", fp, fs)
+	}
+	if _, err := EncodeLimit(nil, &asPointer, len(fp)-len(body)); !errors.Is(err, value.ErrTooLarge) {
+		t.Fatalf("*Bytes over the limit: %v", err)
 	}
 }
