@@ -50,7 +50,7 @@ func BenchmarkHTTPEcho(b *testing.B) { benchEchoCases(b, rawEcho) }
 // run beside the server.
 func BenchmarkHTTPEchoGoClient(b *testing.B) { benchEchoCases(b, goEcho) }
 
-func benchEchoCases(b *testing.B, newClient func(b *testing.B, url string) echoClient) {
+func benchEchoCases(b *testing.B, newClients func(b *testing.B, url string) []echoClient) {
 	b.Run("nethttp", func(b *testing.B) {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
@@ -68,15 +68,15 @@ func benchEchoCases(b *testing.B, newClient func(b *testing.B, url string) echoC
 		}), ReadHeaderTimeout: 5 * time.Second}
 		go srv.Serve(ln)
 		defer srv.Close()
-		benchEcho(b, newClient, "http://"+ln.Addr().String()+"/echo")
+		benchEcho(b, newClients, "http://"+ln.Addr().String()+"/echo")
 	})
 	b.Run("lua", func(b *testing.B) {
 		n := startBench(b, benchBase)
-		benchEcho(b, newClient, n.url("/echo"))
+		benchEcho(b, newClients, n.url("/echo"))
 	})
 	b.Run("pool2", func(b *testing.B) {
 		n := startBench(b, benchBase+benchPool)
-		benchEcho(b, newClient, n.url("/pool/echo"))
+		benchEcho(b, newClients, n.url("/pool/echo"))
 	})
 }
 
@@ -109,24 +109,34 @@ type echoClient interface {
 	Close()
 }
 
-func rawEcho(b *testing.B, url string) echoClient {
-	rc, err := newRawClient(url, benchBody)
-	if err != nil {
-		b.Fatal(err)
+// rawEcho makes benchClients rawClients.
+func rawEcho(b *testing.B, url string) []echoClient {
+	cs := make([]echoClient, benchClients)
+	for i := range cs {
+		rc, err := newRawClient(url, benchBody)
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs[i] = rc
 	}
-	return rc
+	return cs
 }
 
-// goEcho returns a net/http client; the benchmark's clients share one
-// Transport (see goClient).
-func goEcho(b *testing.B, url string) echoClient {
-	return &goClient{url: url}
+// goEcho makes benchClients net/http clients sharing one Transport that
+// keeps a connection for each.
+func goEcho(b *testing.B, url string) []echoClient {
+	tr := &nethttp.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}
+	cs := make([]echoClient, benchClients)
+	for i := range cs {
+		cs[i] = &goClient{url: url, c: &nethttp.Client{Transport: tr}, tr: tr}
+	}
+	return cs
 }
 
 type goClient struct {
 	url string
-	tr  *nethttp.Transport
 	c   *nethttp.Client
+	tr  *nethttp.Transport
 }
 
 func (g *goClient) echo(buf []byte) (int, []byte, error) {
@@ -140,19 +150,15 @@ func (g *goClient) echo(buf []byte) (int, []byte, error) {
 	return resp.StatusCode, out.Bytes(), err
 }
 
-func (g *goClient) Close() {}
+func (g *goClient) Close() { g.tr.CloseIdleConnections() }
 
-func benchEcho(b *testing.B, newClient func(b *testing.B, url string) echoClient, url string) {
-	clients := make([]echoClient, benchClients)
-	tr := &nethttp.Transport{MaxIdleConnsPerHost: benchClients, MaxConnsPerHost: benchClients}
-	defer tr.CloseIdleConnections()
-	for i := range clients {
-		clients[i] = newClient(b, url)
-		if g, ok := clients[i].(*goClient); ok {
-			g.tr, g.c = tr, &nethttp.Client{Transport: tr}
+func benchEcho(b *testing.B, newClients func(b *testing.B, url string) []echoClient, url string) {
+	clients := newClients(b, url)
+	defer func() {
+		for _, c := range clients {
+			c.Close()
 		}
-		defer clients[i].Close()
-	}
+	}()
 	var next atomic.Int64
 	lat := make([][]time.Duration, benchClients)
 	var failed atomic.Int64

@@ -30,7 +30,6 @@ type rawClient struct {
 	req  []byte
 	c    net.Conn
 	br   *bufio.Reader
-	line []byte
 }
 
 // newRawClient is a client that POSTs body to u.
