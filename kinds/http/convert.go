@@ -63,7 +63,7 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		hs["host"] = r.Host
 	}
 	p := make(map[string]any, 8)
-	p["method"] = r.Method
+	p["method"] = methodValue(r.Method)
 	p["path"] = path
 	p["params"] = ps
 	p["query"] = q
@@ -78,6 +78,28 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		p["key"] = k
 	}
 	return p, nil
+}
+
+// methodValue is the payload's method: the standard methods are constant
+// boxes, so a request does not box its method.
+func methodValue(m string) any {
+	switch m {
+	case "GET":
+		return "GET"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "DELETE":
+		return "DELETE"
+	case "PATCH":
+		return "PATCH"
+	case "HEAD":
+		return "HEAD"
+	case "OPTIONS":
+		return "OPTIONS"
+	}
+	return m
 }
 
 // commonNames are header names common in requests and replies, so that
