@@ -3,6 +3,7 @@ package lua
 import (
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -18,15 +19,15 @@ import (
 // channels, cycles and tables nested deeper than value.MaxDepth are an
 // invalid error naming where they sit. The result shares nothing with L.
 func ToGo(lv lua.LValue) (any, error) {
-	c := toGo{}
-	return c.conv(lv, 0, where{base: "value"})
+	c := toGo{base: "value"}
+	return c.conv(lv, 0)
 }
 
 // ToGoAt is ToGo with the name of the value for error messages ("payload",
 // "args[2]").
 func ToGoAt(lv lua.LValue, what string) (any, error) {
-	c := toGo{}
-	return c.conv(lv, 0, where{base: what})
+	c := toGo{base: what}
+	return c.conv(lv, 0)
 }
 
 // maxRepeatedValues bounds what copying the same table again (a table
@@ -48,6 +49,13 @@ type toGo struct {
 	n        int // values copied
 	repeated int // values copied again for tables met a second time
 	replay   int // > 0 while copying a table met before
+
+	// The place of the value being copied (see place): base, then depth
+	// steps, the first few in steps, the rest in more.
+	base  string
+	steps [8]step
+	more  []step
+	depth int
 }
 
 type seenTable struct {
@@ -83,28 +91,54 @@ func (c *toGo) mark(t *lua.LTable, size int) {
 	c.seen[t] = size
 }
 
-// where names the place of a value in the one being copied, for error
-// messages: base, base.key or base[key]. It is made into a string only
-// for an error, or as the base of a nested table's places.
-type where struct {
-	base string
-	sep  byte // 0 (base alone), '.' or '['
-	key  string
+// step is one step down to the value being copied, for the place an
+// error names (base.key, base[2], base[key]): a mixed table's key (key,
+// when set), a list's element (index, from 1) or a record's field (name). Steps are kept as
+// the copy goes down and made into a string only for an error.
+type step struct {
+	name  string
+	index int
+	key   lua.LValue
 }
 
-func (w where) String() string {
-	switch w.sep {
-	case '.':
-		return w.base + "." + w.key
-	case '[':
-		return w.base + "[" + w.key + "]"
+// down records the step to the value copied next; up drops it.
+func (c *toGo) down(s step) {
+	if c.depth < len(c.steps) {
+		c.steps[c.depth] = s
+	} else {
+		c.more = append(c.more[:c.depth-len(c.steps)], s)
 	}
-	return w.base
+	c.depth++
+}
+
+func (c *toGo) up() { c.depth-- }
+
+// place names the value being copied: base, then each step.
+func (c *toGo) place() string {
+	var b strings.Builder
+	b.WriteString(c.base)
+	for i := range c.depth {
+		var s step
+		if i < len(c.steps) {
+			s = c.steps[i]
+		} else {
+			s = c.more[i-len(c.steps)]
+		}
+		switch {
+		case s.key != nil:
+			b.WriteString("[" + s.key.String() + "]")
+		case s.index > 0:
+			b.WriteString("[" + strconv.Itoa(s.index) + "]")
+		default:
+			b.WriteString("." + s.name)
+		}
+	}
+	return b.String()
 }
 
 const onPath = -1
 
-func (c *toGo) conv(lv lua.LValue, depth int, at where) (any, error) {
+func (c *toGo) conv(lv lua.LValue, depth int) (any, error) {
 	c.n++
 	switch v := lv.(type) {
 	case *lua.LNilType:
@@ -116,7 +150,7 @@ func (c *toGo) conv(lv lua.LValue, depth int, at where) (any, error) {
 	case lua.LString:
 		return string(v), nil
 	case *lua.LTable:
-		return c.table(v, depth, at.String())
+		return c.table(v, depth)
 	case *lua.LUserData:
 		if e, ok := v.Value.(*value.Error); ok {
 			cp, err := value.Copy(e)
@@ -126,25 +160,25 @@ func (c *toGo) conv(lv lua.LValue, depth int, at where) (any, error) {
 			return cp, nil
 		}
 		if _, ok := v.Value.(*Channel); ok {
-			return nil, value.NewError(value.KindInvalid, "%s: a channel cannot cross a process boundary", at)
+			return nil, value.NewError(value.KindInvalid, "%s: a channel cannot cross a process boundary", c.place())
 		}
-		return nil, value.NewError(value.KindInvalid, "%s: userdata cannot cross a process boundary", at)
+		return nil, value.NewError(value.KindInvalid, "%s: userdata cannot cross a process boundary", c.place())
 	case *lua.LFunction:
-		return nil, value.NewError(value.KindInvalid, "%s: a function cannot cross a process boundary", at)
+		return nil, value.NewError(value.KindInvalid, "%s: a function cannot cross a process boundary", c.place())
 	case *lua.LState:
-		return nil, value.NewError(value.KindInvalid, "%s: a coroutine cannot cross a process boundary", at)
+		return nil, value.NewError(value.KindInvalid, "%s: a coroutine cannot cross a process boundary", c.place())
 	}
-	return nil, value.NewError(value.KindInvalid, "%s: a %s cannot cross a process boundary", at, lv.Type())
+	return nil, value.NewError(value.KindInvalid, "%s: a %s cannot cross a process boundary", c.place(), lv.Type())
 }
 
-func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
+func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 	if depth >= value.MaxDepth {
-		return nil, value.NewError(value.KindInvalid, "%s: nested deeper than %d levels", path, value.MaxDepth)
+		return nil, value.NewError(value.KindInvalid, "%s: nested deeper than %d levels", c.place(), value.MaxDepth)
 	}
 	size, met := c.lookup(t)
 	switch {
 	case met && size == onPath:
-		return nil, value.NewError(value.KindInvalid, "%s: cycle: a table contains itself", path)
+		return nil, value.NewError(value.KindInvalid, "%s: cycle: a table contains itself", c.place())
 	case met:
 		// Copied before, completely, so it holds no cycle: copy it again
 		// (copies share nothing), within the budget. Tables inside it were
@@ -152,7 +186,7 @@ func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 		if c.replay == 0 {
 			c.repeated += size
 			if c.repeated > maxRepeatedValues {
-				return nil, value.NewError(value.KindInvalid, "%s: tables shared within the value would copy into more than %d values", path, maxRepeatedValues)
+				return nil, value.NewError(value.KindInvalid, "%s: tables shared within the value would copy into more than %d values", c.place(), maxRepeatedValues)
 			}
 		}
 		c.replay++
@@ -177,7 +211,9 @@ func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 	if n == count {
 		out := make([]any, n)
 		for i := 1; i <= n; i++ {
-			v, err := c.conv(t.RawGetInt(i), depth+1, where{base: path, sep: '[', key: strconv.Itoa(i)})
+			c.down(step{index: i})
+			v, err := c.conv(t.RawGetInt(i), depth+1)
+			c.up()
 			if err != nil {
 				return nil, err
 			}
@@ -193,7 +229,9 @@ func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 				return
 			}
 			var v any
-			v, err = c.conv(lv, depth+1, where{base: path, sep: '.', key: string(k.(lua.LString))})
+			c.down(step{name: string(k.(lua.LString))})
+			v, err = c.conv(lv, depth+1)
+			c.up()
 			out[string(k.(lua.LString))] = v
 		})
 		if err != nil {
@@ -215,11 +253,13 @@ func (c *toGo) table(t *lua.LTable, depth int, path string) (any, error) {
 		case lua.LBool:
 			gk = bool(kk)
 		default:
-			err = value.NewError(value.KindInvalid, "%s: a %s cannot be a table key across a process boundary", path, k.Type())
+			err = value.NewError(value.KindInvalid, "%s: a %s cannot be a table key across a process boundary", c.place(), k.Type())
 			return
 		}
 		var v any
-		v, err = c.conv(lv, depth+1, where{base: path, sep: '[', key: k.String()})
+		c.down(step{key: k})
+		v, err = c.conv(lv, depth+1)
+		c.up()
 		out[gk] = v
 	})
 	if err != nil {

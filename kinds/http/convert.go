@@ -63,7 +63,7 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		hs["host"] = r.Host
 	}
 	p := make(map[string]any, 8)
-	p["method"] = r.Method
+	p["method"] = methodValue(r.Method)
 	p["path"] = path
 	p["params"] = ps
 	p["query"] = q
@@ -78,6 +78,28 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		p["key"] = k
 	}
 	return p, nil
+}
+
+// methodValue is the payload's method: the standard methods are constant
+// boxes, so a request does not box its method.
+func methodValue(m string) any {
+	switch m {
+	case "GET":
+		return "GET"
+	case "POST":
+		return "POST"
+	case "PUT":
+		return "PUT"
+	case "DELETE":
+		return "DELETE"
+	case "PATCH":
+		return "PATCH"
+	case "HEAD":
+		return "HEAD"
+	case "OPTIONS":
+		return "OPTIONS"
+	}
+	return m
 }
 
 // commonNames are header names common in requests and replies, so that
@@ -301,40 +323,45 @@ func replyHeaders(dst nethttp.Header, h any) error {
 			if strings.ContainsAny(s, "\r\n\x00") {
 				return value.NewError(value.KindInternal, "the handler's reply header %s holds a line break or NUL", cn)
 			}
-			dst.Add(cn, s)
+			dst[cn] = append(dst[cn], s) // cn is canonical: Add would make it so again
 		}
 		return nil
 	}
-	var err error
-	count := 0
-	each := func(k any, v any) {
-		if err != nil {
-			return
+	tooMany := func(n int) error {
+		if n > MaxReplyHeaders {
+			return value.NewError(value.KindInternal, "the handler's reply sets more than %d headers", MaxReplyHeaders)
 		}
-		if count++; count > MaxReplyHeaders {
-			err = value.NewError(value.KindInternal, "the handler's reply sets more than %d headers", MaxReplyHeaders)
-			return
-		}
-		name, ok := k.(string)
-		if !ok {
-			err = value.NewError(value.KindInternal, "the handler's reply headers have a %s key; want header names", typeName(k))
-			return
-		}
-		err = add(name, v)
+		return nil
 	}
+	// The names go to add as strings: a map[string]any's keys are not
+	// boxed again (an allocation per header).
 	switch x := h.(type) {
 	case map[string]any:
+		if err := tooMany(len(x)); err != nil {
+			return err
+		}
 		for k, v := range x {
-			each(k, v)
+			if err := add(k, v); err != nil {
+				return err
+			}
 		}
 	case map[any]any:
+		if err := tooMany(len(x)); err != nil {
+			return err
+		}
 		for k, v := range x {
-			each(k, v)
+			name, ok := k.(string)
+			if !ok {
+				return value.NewError(value.KindInternal, "the handler's reply headers have a %s key; want header names", typeName(k))
+			}
+			if err := add(name, v); err != nil {
+				return err
+			}
 		}
 	default:
 		return value.NewError(value.KindInternal, "the handler's reply headers are %s; want a table of name = value", typeName(h))
 	}
-	return err
+	return nil
 }
 
 func typeName(v any) string {

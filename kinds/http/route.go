@@ -44,8 +44,7 @@ func (rt *route) init() {
 // ServeHTTP turns the request into an ask to the route's target and its
 // reply into the response.
 func (rt *route) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
-	w = writer(w)
-	start := time.Now()
+	w, start := writer(w)
 	rt.active.Inc()
 	resp := rt.serve(w, r)
 	resp.write(w)

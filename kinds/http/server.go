@@ -376,12 +376,12 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 // mux answers itself when no route matched (404, 405 with Allow, a
 // redirect to the clean path) is kept in the dispatch and given in JSON.
 func (s *Server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
-	start := time.Now()
 	d := dispatches.Get().(*dispatch)
 	d.w = w
+	d.start = time.Now()
 	s.table.Load().mux.ServeHTTP(d, r)
 	if !d.routed {
-		s.unrouted(w, r, d, start)
+		s.unrouted(w, r, d, d.start)
 	}
 	*d = dispatch{}
 	dispatches.Put(d)
@@ -415,6 +415,7 @@ func (s *Server) unrouted(w nethttp.ResponseWriter, r *nethttp.Request, d *dispa
 // It lives for one ServeHTTP and is pooled.
 type dispatch struct {
 	w      nethttp.ResponseWriter
+	start  time.Time // when the request was given to the server
 	routed bool
 	h      nethttp.Header // made when the mux answers
 	code   int
@@ -423,13 +424,14 @@ type dispatch struct {
 var dispatches = sync.Pool{New: func() any { return new(dispatch) }}
 
 // writer is the connection's writer when w is a dispatch, which a
-// route then serves; else w.
-func writer(w nethttp.ResponseWriter) nethttp.ResponseWriter {
+// route then serves, and when the server was given the request (one
+// clock read serves both the mux and the route); else w and now.
+func writer(w nethttp.ResponseWriter) (nethttp.ResponseWriter, time.Time) {
 	if d, ok := w.(*dispatch); ok {
 		d.routed = true
-		return d.w
+		return d.w, d.start
 	}
-	return w
+	return w, time.Now()
 }
 
 func (d *dispatch) Header() nethttp.Header {
