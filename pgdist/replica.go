@@ -74,6 +74,11 @@ type replica struct {
 	pidsBuf []process.PID // its PIDs (the scope keeps nothing of them)
 
 	snap atomic.Pointer[[]peerSnap] // published for View and BreakerStates
+	// The last publication of snap and the timer of the next (see
+	// publishIfChanged); pubArmed: it is set to run.
+	pubAt    time.Time
+	pubTimer *time.Timer
+	pubArmed bool
 }
 
 // want is what a peer is owed besides the changes as they happen: when a
@@ -108,6 +113,10 @@ type peer struct {
 	absent    bool      // it runs no scope of the entry (as far as is known): nothing is sent
 	probing   bool      // a hello is out to learn its scope's process
 	probeAsks bool      // when the probe finds the scope, send it a discover
+	// told: this node's whole state went to it (a sync or a discover),
+	// since its scope was last seen to change. Until then a local change
+	// goes to it as the whole state, not as ops (see sendPending).
+	told bool
 }
 
 func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
@@ -117,7 +126,7 @@ func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
 		quit:  make(chan struct{}),
 		peers: map[string]*peer{}, logged: map[string]struct{}{},
 		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		initial: initialState{awaited: map[string]bool{}, done: make(chan struct{})},
+		initial: initialState{done: make(chan struct{})}, // awaited from begin on
 	}
 	r.snap.Store(&[]peerSnap{}) // the series are published once it runs
 	return r, nil
@@ -173,6 +182,9 @@ func (r *replica) Stop() {
 		}
 		if r.ae != nil {
 			r.ae.Stop()
+		}
+		if r.pubTimer != nil {
+			r.pubTimer.Stop()
 		}
 		if r.sub != nil {
 			r.sub.Close(false)
@@ -261,7 +273,7 @@ func (r *replica) do(fn func()) {
 		r.enter()
 		fn()
 		r.sendPending()
-		r.publishIfChanged()
+		r.publishNow()
 		return nil
 	})
 }
@@ -389,6 +401,17 @@ func (r *replica) sendPending() {
 		if p.absent {
 			continue
 		}
+		if !p.told && p.want == 0 {
+			// Never sent the whole state: it goes instead of the ops (it
+			// holds them). A scope that gets ops from a process it does
+			// not know yet asks for the whole state when it has verified
+			// the sender (a discover, which also carries its own, and
+			// which this node answers with its whole state): after nodes
+			// start together, a second exchange of both states for nearly
+			// every pair, of which one is enough. A state it gets first
+			// leaves it nothing to ask for.
+			p.want = wantSync
+		}
 		if p.want != 0 {
 			// Owed the whole state, which carries this change too. A peer
 			// whose retries ran out starts over with a new change.
@@ -481,6 +504,7 @@ func (r *replica) flush(p *peer, now time.Time) {
 	if owed&wantDiscover != 0 {
 		p.asked = now
 	}
+	p.told = true
 	sent.Inc()
 	r.disarm(p)
 	p.attempt = 0
@@ -761,6 +785,7 @@ func (r *replica) setScope(p *peer, pid process.PID) {
 			r.node.Demonitor(r.self, p.pid)
 		}
 		r.nodeDown(p.node)
+		p.told = false // the new scope knows none of this node's members
 	}
 	p.pid, p.synced, p.monitored = pid, false, false
 	r.monitor(p)
@@ -869,7 +894,7 @@ func (r *replica) down(pid process.PID, reason error) {
 	}
 	// The scope itself stopped: its members went with it, and nothing is
 	// sent there until a scope runs there again.
-	p.pid, p.synced, p.absent = process.PID{}, false, true
+	p.pid, p.synced, p.absent, p.told = process.PID{}, false, true, false
 	r.nodeDown(p.node)
 	r.dropIfIdle(p)
 }
