@@ -1,6 +1,7 @@
 package pgdist
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -99,4 +100,41 @@ func TestAskBeforeThePeersScopeRuns(t *testing.T) {
 	rep2.settle()
 	mp.c.see("n3", "n2", true)
 	mp.waitMembers("g", []process.PID{b, c}, "n2", "n3")
+}
+
+// TestNoticeDuringAProbe: a probe's "no scope" answer made before the
+// peer's scope ran, arriving after the peer's start notice, must not mark
+// the peer absent: nothing would be sent to it until it spoke (race23's
+// gap). n2 sees n3 after its own start, so its probe of n3 is to bring a
+// discover; n3 does not see n2, so only n2 can start the exchange.
+func TestNoticeDuringAProbe(t *testing.T) {
+	mp := newMemPG(t, func(s *pgscope.Spec) { s.AntiEntropyInterval = 0 }, "n2")
+	mp.add("n3", false)
+	var slow atomic.Bool
+	slow.Store(true)
+	mp.net.SetFault(func(from, to string, _ []byte) (bool, time.Duration) {
+		if from == "n3" && to == "n2" && slow.Load() {
+			return false, 300 * time.Millisecond // the probe's answer
+		}
+		return false, 0
+	})
+	mp.c.see("n2", "n3", true)
+	rep2 := mp.replica("n2")
+	rep2.settle()
+	mp.startScope("n3")
+	slow.Store(false)
+	mp.nodes["n2"].d.gossip("n3", notice(scopeID, nil))
+	rep2.settle()
+	testutil.EventuallyWithin(t, 5*time.Second, "n2's probe of n3 to be answered", func() bool {
+		v := mp.view("n2", "n3")
+		return !v.Verifying && v.Scope != ""
+	})
+	if v := mp.view("n2", "n3"); v.Absent {
+		t.Fatalf("n3 absent with its scope running: %+v", v)
+	}
+	b := mp.spawn("n2")
+	if err := mp.nodes["n2"].s.Join(b, "g"); err != nil {
+		t.Fatal(err)
+	}
+	mp.waitMembers("g", []process.PID{b}, "n3")
 }

@@ -113,6 +113,9 @@ type peer struct {
 	absent    bool      // it runs no scope of the entry (as far as is known): nothing is sent
 	probing   bool      // a hello is out to learn its scope's process
 	probeAsks bool      // when the probe finds the scope, send it a discover
+	// noticed: its start notice came while a probe was out, so the
+	// probe's answer may be older than the notice (see probed).
+	noticed bool
 	// told: this node's whole state went to it (a sync or a discover),
 	// since its scope was last seen to change. Until then a local change
 	// goes to it as the whole state, not as ops (see sendPending).
@@ -621,7 +624,7 @@ func (r *replica) probe(p *peer, discover bool) {
 	if p.probing {
 		return
 	}
-	p.probing = true
+	p.probing, p.noticed = true, false
 	r.sendHello(p, process.PID{})
 }
 
@@ -756,6 +759,11 @@ func (r *replica) probed(p *peer, it *answer, now time.Time) {
 			p.want |= wantDiscover
 		}
 		r.flush(p, now)
+	case errors.Is(it.err, process.ErrNameNotFound) && p.noticed:
+		// Its start notice came while the probe was out: the answer may
+		// have been made before its scope ran, and must not mark it
+		// absent (nothing would be sent to it until it spoke). Ask again.
+		r.probe(p, discover)
 	case errors.Is(it.err, process.ErrNameNotFound):
 		// No scope there (yet): nothing is sent until it announces
 		// itself, sends something, or a probe finds it. A discover it
@@ -960,6 +968,7 @@ func (r *replica) notice(node string, now time.Time) {
 	// before (sends to a node whose scope, or whose transport, was not
 	// up yet open its breaker when nodes start together).
 	p.absent, p.br = false, breaker{}
+	p.noticed = p.probing
 	r.changed = true
 	if !p.synced && !p.asked.IsZero() {
 		// This scope asked it for its state before (a discover), and
