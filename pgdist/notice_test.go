@@ -29,7 +29,7 @@ func TestNoticeOfANodeThatLeftSendsNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep.settle()
-	n1.d.gossip("gone", notice(scopeID, nil))
+	n1.d.gossip("gone", notice(scopeID, nil, process.PID{}))
 	rep.settle()
 	if err := n1.s.Join(mp.spawn("n1"), "g"); err != nil {
 		t.Fatal(err)
@@ -60,7 +60,7 @@ func TestNoticeBeforeTheJoin(t *testing.T) {
 	}
 	mp.add("n1", true) // sees nobody: its start asks no one
 	rep := mp.replica("n2")
-	mp.nodes["n2"].d.gossip("n1", notice(scopeID, nil))
+	mp.nodes["n2"].d.gossip("n1", notice(scopeID, nil, process.PID{}))
 	rep.settle()
 	mp.c.see("n2", "n1", true)
 	mp.waitMembers("g", []process.PID{b}, "n1")
@@ -96,7 +96,7 @@ func TestAskBeforeThePeersScopeRuns(t *testing.T) {
 	rep3.settle()
 	// n3's start notice reaches n2 (the fake's gossip goes only where the
 	// sender sees, and n3 does not see n2 yet; memberlist's goes to all).
-	mp.nodes["n2"].d.gossip("n3", notice(scopeID, nil))
+	mp.nodes["n2"].d.gossip("n3", notice(scopeID, nil, process.PID{}))
 	rep2.settle()
 	mp.c.see("n3", "n2", true)
 	mp.waitMembers("g", []process.PID{b, c}, "n2", "n3")
@@ -123,7 +123,7 @@ func TestNoticeDuringAProbe(t *testing.T) {
 	rep2.settle()
 	mp.startScope("n3")
 	slow.Store(false)
-	mp.nodes["n2"].d.gossip("n3", notice(scopeID, nil))
+	mp.nodes["n2"].d.gossip("n3", notice(scopeID, nil, process.PID{}))
 	rep2.settle()
 	testutil.EventuallyWithin(t, 5*time.Second, "n2's probe of n3 to be answered", func() bool {
 		v := mp.view("n2", "n3")
@@ -137,4 +137,44 @@ func TestNoticeDuringAProbe(t *testing.T) {
 		t.Fatal(err)
 	}
 	mp.waitMembers("g", []process.PID{b}, "n3")
+}
+
+// TestNoticeNamesTheScope: a start notice names the scope's process, so a
+// node that did not know it applies what that process sends at once,
+// without a hello to verify it first (after nodes start together, one for
+// nearly every pair, each answered from behind the peer's queue).
+func TestNoticeNamesTheScope(t *testing.T) {
+	mp := newMemPG(t, func(s *pgscope.Spec) { s.AntiEntropyInterval = 0 }, "n2")
+	mp.add("n3", false)
+	mp.c.see("n2", "n3", true)
+	n2 := mp.nodes["n2"]
+	testutil.EventuallyWithin(t, 5*time.Second, "n2's probe to find no scope on n3", func() bool {
+		return mp.view("n2", "n3").Absent
+	})
+	s3 := mp.startScope("n3")
+	hellos := func() float64 {
+		return counter(t, n2.reg, "pg_cluster_messages_sent_total", map[string]string{"type": "hello"})
+	}
+	before := hellos()
+	n2.d.gossip("n3", notice(scopeID, nil, s3.PID()))
+	mp.replica("n2").settle()
+	if v := mp.view("n2", "n3"); v.Scope != s3.PID().String() || v.Absent {
+		t.Fatalf("n2's view of n3 after its notice: %+v", v)
+	}
+	mp.c.see("n3", "n2", true)
+	c := mp.spawn("n3")
+	if err := s3.Join(c, "g"); err != nil {
+		t.Fatal(err)
+	}
+	mp.waitMembers("g", []process.PID{c}, "n2")
+	if n := hellos() - before; n != 0 {
+		t.Errorf("n2 sent %v hellos to verify a scope its notice named", n)
+	}
+	// A notice never replaces a scope known already: it may be an old
+	// run's, relayed late.
+	n2.d.gossip("n3", notice(scopeID, nil, process.PID{Node: "n3", ID: s3.PID().ID + 100, Creation: s3.PID().Creation}))
+	if v := mp.view("n2", "n3"); v.Scope != s3.PID().String() {
+		t.Errorf("a notice replaced the known scope: %+v", v)
+	}
+	mp.waitMembers("g", []process.PID{c}, "n2")
 }

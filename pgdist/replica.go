@@ -337,7 +337,7 @@ func (r *replica) begin() {
 		// hello each, no state.
 		r.probe(p, false)
 	}
-	if err := r.d.c.Gossip(notice(r.id, asked)); err != nil {
+	if err := r.d.c.Gossip(notice(r.id, asked, r.self)); err != nil {
 		r.log.Debug("pg: start notice not sent", "error", err)
 	}
 	r.awaitInitial(live, len(asked))
@@ -901,9 +901,14 @@ func (r *replica) down(pid process.PID, reason error) {
 		return
 	}
 	// The scope itself stopped: its members went with it, and nothing is
-	// sent there until a scope runs there again.
+	// sent there until a scope runs there again. A probe asks whether one
+	// does already: the process may have been an old run's, named by a
+	// start notice relayed late, after the new run's own notice.
 	p.pid, p.synced, p.absent, p.told = process.PID{}, false, true, false
 	r.nodeDown(p.node)
+	if p.live {
+		r.probe(p, false)
+	}
 	r.dropIfIdle(p)
 }
 
@@ -952,8 +957,9 @@ func (r *replica) member(node string, up bool, now time.Time) {
 }
 
 // notice handles another node's start notice: a scope that just started
-// knows nobody's members, so this node sends its own, if it has any.
-func (r *replica) notice(node string, now time.Time) {
+// knows nobody's members, so this node sends its own, if it has any. pid is
+// that scope's process (zero from an older node).
+func (r *replica) notice(node string, pid process.PID, now time.Time) {
 	p := r.peers[node]
 	if p == nil || !p.live {
 		// Not a live member: a notice that outran the node's join, or a
@@ -970,6 +976,15 @@ func (r *replica) notice(node string, now time.Time) {
 	p.absent, p.br = false, breaker{}
 	p.noticed = p.probing
 	r.changed = true
+	if p.pid.IsZero() && !pid.IsZero() {
+		// Its node names its scope's process: what that sends is applied
+		// at once, without a hello to verify it (after nodes start
+		// together, a hello for nearly every pair, answered from behind
+		// the messages queued on the peer's loop). A process known
+		// already is kept: a notice may be an old run's, relayed late.
+		r.setScope(p, pid)
+		r.release(p, now)
+	}
 	if !p.synced && !p.asked.IsZero() {
 		// This scope asked it for its state before (a discover), and
 		// has not got it: the ask may have reached its node before its
