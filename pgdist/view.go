@@ -53,7 +53,7 @@ type peerSnap struct {
 // changes them in nearly every round of its loop, and each publication
 // copies them all: O(peers) per round, O(peers²) per start. The view is
 // for people and metrics, and lags the loop by this much at most.
-const publishEvery = 20 * time.Millisecond
+const publishEvery = 50 * time.Millisecond
 
 // publishIfChanged publishes the peers when one changed, at most every
 // publishEvery: a change sooner than that after the last publication is
