@@ -178,3 +178,32 @@ func TestNoticeNamesTheScope(t *testing.T) {
 	}
 	mp.waitMembers("g", []process.PID{c}, "n2")
 }
+
+// TestLostNoticeCoveredByTheProbe: a start notice lost in gossip (race23's
+// second gap). n2's scope starts seeing nobody, so its notice reaches no
+// one; then it sees n1 and probes it. The probe (over the transport) is
+// n2's notice too: n1, which has members and has never sent n2 its state,
+// sends it (here the discover its join owed), once. Anti-entropy is off.
+func TestLostNoticeCoveredByTheProbe(t *testing.T) {
+	mp := newMemPG(t, func(s *pgscope.Spec) { s.AntiEntropyInterval = 0 }, "n1")
+	n1 := mp.nodes["n1"]
+	a := mp.spawn("n1")
+	if err := n1.s.Join(a, "g"); err != nil {
+		t.Fatal(err)
+	}
+	mp.add("n2", false)
+	mp.c.see("n1", "n2", true) // n1's probe finds no scope on n2
+	testutil.EventuallyWithin(t, 5*time.Second, "n1's probe to find no scope on n2", func() bool {
+		return mp.view("n1", "n2").Absent
+	})
+	mp.startScope("n2") // sees nobody: its notice goes nowhere
+	mp.replica("n2").settle()
+	mp.c.see("n2", "n1", true)
+	mp.waitMembers("g", []process.PID{a}, "n2")
+	mp.replica("n1").settle()
+	sent := counter(t, n1.reg, "pg_cluster_messages_sent_total", map[string]string{"type": "sync"}) +
+		counter(t, n1.reg, "pg_cluster_messages_sent_total", map[string]string{"type": "discover"})
+	if sent != 1 {
+		t.Errorf("n1 sent n2 its whole state %v times, want once", sent)
+	}
+}

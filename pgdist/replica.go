@@ -120,6 +120,10 @@ type peer struct {
 	// since its scope was last seen to change. Until then a local change
 	// goes to it as the whole state, not as ops (see sendPending).
 	told bool
+	// toldTo is the scope process whose hello or start notice this
+	// node's whole state answered (see greeted): the other of the two
+	// sends nothing more.
+	toldTo process.PID
 }
 
 func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
@@ -236,6 +240,8 @@ func (r *replica) Receive(m process.Message) {
 	if m.Topic == topicHello {
 		if m.CanReply() && m.From.Node != r.node.Name() {
 			_, _ = m.Reply(r.self, string([]byte{protoVersion}), nil)
+			r.enter()
+			r.greeted(m.From, time.Now())
 		}
 		return
 	}
@@ -793,7 +799,8 @@ func (r *replica) setScope(p *peer, pid process.PID) {
 			r.node.Demonitor(r.self, p.pid)
 		}
 		r.nodeDown(p.node)
-		p.told = false // the new scope knows none of this node's members
+		// The new scope knows none of this node's members.
+		p.told, p.toldTo = false, process.PID{}
 	}
 	p.pid, p.synced, p.monitored = pid, false, false
 	r.monitor(p)
@@ -904,7 +911,7 @@ func (r *replica) down(pid process.PID, reason error) {
 	// sent there until a scope runs there again. A probe asks whether one
 	// does already: the process may have been an old run's, named by a
 	// start notice relayed late, after the new run's own notice.
-	p.pid, p.synced, p.absent, p.told = process.PID{}, false, true, false
+	p.pid, p.synced, p.absent, p.told, p.toldTo = process.PID{}, false, true, false, process.PID{}
 	r.nodeDown(p.node)
 	if p.live {
 		r.probe(p, false)
@@ -993,7 +1000,7 @@ func (r *replica) notice(node string, pid process.PID, now time.Time) {
 		// and was dropped there. Ask again, now that it runs.
 		p.want |= wantDiscover
 	}
-	if len(r.local) > 0 {
+	if len(r.local) > 0 && (pid.IsZero() || p.toldTo != pid) {
 		p.want |= wantSync
 	}
 	if p.want == 0 {
@@ -1002,6 +1009,36 @@ func (r *replica) notice(node string, pid process.PID, now time.Time) {
 	p.attempt = 0
 	r.disarm(p)
 	r.flush(p, now)
+	if p.want == 0 && !pid.IsZero() && len(r.local) > 0 {
+		p.toldTo = pid
+	}
+}
+
+// greeted handles a hello from another node's scope process (a probe or a
+// verification): a scope that starts probes every live peer, over the
+// transport, so its hello is its start notice too, one that gossip cannot
+// lose. This node sends its whole state unless it has sent it since the
+// peer's scope last changed (told); the notice of the process that got it
+// sends nothing more. A process the hello names is not taken for the
+// peer's scope (anyone may send a hello; what is sent goes to the scope's
+// name), and once told a hello is sent nothing: it cannot make this node
+// send its state again and again.
+func (r *replica) greeted(from process.PID, now time.Time) {
+	p := r.peers[from.Node]
+	if p == nil || !p.live || p.told || len(r.local) == 0 {
+		return
+	}
+	// It runs a scope, whatever failed before (as on a notice).
+	p.absent, p.br = false, breaker{}
+	p.noticed = p.probing
+	p.want |= wantSync
+	p.attempt = 0
+	r.disarm(p)
+	r.changed = true
+	r.flush(p, now)
+	if p.want == 0 {
+		p.toldTo = from
+	}
 }
 
 // rememberNotice records node's start notice until it joins, for a
