@@ -75,12 +75,19 @@ func TestDecodeOpsReusesBuffers(t *testing.T) {
 }
 
 func TestNotice(t *testing.T) {
-	scope, asked, err := parseNotice(notice("app:pg", []string{"n1", "n3"}), "n3")
-	if err != nil || scope != "app:pg" || !asked {
-		t.Fatalf("%q %v %v", scope, asked, err)
+	self := process.PID{Node: "n1", ID: 300, Creation: 7}
+	scope, asked, pid, err := parseNotice(notice("app:pg", []string{"n1", "n3"}, self), "n3")
+	if err != nil || scope != "app:pg" || !asked || pid != (process.PID{ID: 300, Creation: 7}) {
+		t.Fatalf("%q %v %v %v", scope, asked, pid, err)
 	}
-	if _, asked, err := parseNotice(notice("app:pg", []string{"n1", "n3"}), "n2"); err != nil || asked {
+	if _, asked, _, err := parseNotice(notice("app:pg", []string{"n1", "n3"}, self), "n2"); err != nil || asked {
 		t.Fatalf("n2 asked: %v %v", asked, err)
+	}
+	// An older node's notice ends after the list: no process.
+	old := notice("app:pg", nil, process.PID{})
+	old = old[:len(old)-2]
+	if scope, _, pid, err := parseNotice(old, "n2"); err != nil || scope != "app:pg" || !pid.IsZero() {
+		t.Fatalf("older notice: %q %v %v", scope, pid, err)
 	}
 	// Too many names for a gossip packet: the list is left out, everyone
 	// answers the notice.
@@ -88,15 +95,15 @@ func TestNotice(t *testing.T) {
 	for i := range long {
 		long[i] = strings.Repeat("x", 60) + string(rune('a'+i))
 	}
-	b := notice("app:pg", long)
+	b := notice("app:pg", long, self)
 	if len(b) > maxNotice {
 		t.Fatalf("notice of %d bytes", len(b))
 	}
-	if _, asked, err := parseNotice(b, long[0]); err != nil || asked {
-		t.Fatalf("asked in a cut notice: %v %v", asked, err)
+	if _, asked, pid, err := parseNotice(b, long[0]); err != nil || asked || pid.ID != 300 {
+		t.Fatalf("asked in a cut notice: %v %v %v", asked, pid, err)
 	}
-	for _, bad := range [][]byte{nil, {protoVersion}, {9, 1, 'a', 0}, {protoVersion, 5, 'a'}, {protoVersion, 1, 'a', 3, 1, 'n'}} {
-		if _, _, err := parseNotice(bad, "n1"); err == nil {
+	for _, bad := range [][]byte{nil, {protoVersion}, {9, 1, 'a', 0}, {protoVersion, 5, 'a'}, {protoVersion, 1, 'a', 3, 1, 'n'}, {protoVersion, 1, 'a', 0, 5}, {protoVersion, 1, 'a', 0, 5, 0x80}} {
+		if _, _, _, err := parseNotice(bad, "n1"); err == nil {
 			t.Errorf("%v: no error", bad)
 		}
 	}
@@ -155,6 +162,6 @@ func FuzzDecode(f *testing.F) {
 		if ops, _, err := decodeOps(nil, nil, string(b), sender); err == nil && len(ops) > len(b) {
 			t.Fatalf("%d ops from %d bytes", len(ops), len(b))
 		}
-		_, _, _ = parseNotice(b, "n1")
+		_, _, _, _ = parseNotice(b, "n1")
 	})
 }

@@ -107,26 +107,32 @@ func (d *Distributor) remove(r *replica) bool {
 //	scope    string   the scope's entry ID
 //	asked    uvarint  a count, then as many node names: the nodes the
 //	                  scope sent discover to (they answer that instead)
+//	pid      uvarint  the scope's process: its ID, then its creation
+//	         uvarint  (the node is the sender's); absent in the notices
+//	                  of older nodes, which stop reading after asked
 //
 // Strings are a uvarint length and bytes. The notice tells every node that
 // runs the scope that the sender's scope has just started (and so knows
 // nobody's members): each that has members of its own and was not asked
-// sends it a full sync.
+// sends it a full sync. A node that does not know the sender's scope
+// process yet takes it from the notice (the gossip is the sender node's
+// own, as a hello's answer is), so what that process sends next is applied
+// without a hello to verify it first.
 
 // maxNotice is the largest notice: a gossip payload.
 const maxNotice = 1024
 
-func notice(scope string, asked []string) []byte {
+func notice(scope string, asked []string, pid process.PID) []byte {
 	b := appendString([]byte{protoVersion}, scope)
 	withAsked := binary.AppendUvarint(b, uint64(len(asked)))
 	for _, n := range asked {
 		withAsked = appendString(withAsked, n)
 	}
-	if len(withAsked) > maxNotice {
+	if len(withAsked)+2*binary.MaxVarintLen64 > maxNotice {
 		// Too many long names: everyone sends, the asked twice.
-		return binary.AppendUvarint(b, 0)
+		withAsked = binary.AppendUvarint(b, 0)
 	}
-	return withAsked
+	return binary.AppendUvarint(binary.AppendUvarint(withAsked, pid.ID), uint64(pid.Creation))
 }
 
 func appendString(b []byte, s string) []byte {
@@ -139,38 +145,53 @@ func (d *Distributor) gossip(from string, payload []byte) {
 	if from == self {
 		return
 	}
-	scope, asked, err := parseNotice(payload, self)
+	scope, asked, pid, err := parseNotice(payload, self)
 	if err != nil || asked {
 		return
+	}
+	if !pid.IsZero() {
+		pid.Node = from
 	}
 	d.mu.Lock()
 	rep := d.scopes[scope]
 	d.mu.Unlock()
 	if rep != nil {
-		rep.submit(func(now time.Time) { rep.notice(from, now) })
+		rep.submit(func(now time.Time) { rep.notice(from, pid, now) })
 	}
 }
 
-// parseNotice reads a start notice: the scope's entry ID, and whether self
-// is among the nodes the scope asked directly.
-func parseNotice(payload []byte, self string) (scope string, asked bool, err error) {
+// parseNotice reads a start notice: the scope's entry ID, whether self is
+// among the nodes the scope asked directly, and the scope's process
+// without its node (zero from an older node).
+func parseNotice(payload []byte, self string) (scope string, asked bool, pid process.PID, err error) {
 	if len(payload) < 2 || payload[0] != protoVersion {
-		return "", false, errVersion
+		return "", false, pid, errVersion
 	}
 	r := &reader{s: string(payload[1:])}
 	if scope, err = r.str(); err != nil {
-		return "", false, err
+		return "", false, pid, err
 	}
 	n, err := r.count()
 	if err != nil {
-		return "", false, err
+		return "", false, pid, err
 	}
 	for range n {
 		node, err := r.str()
 		if err != nil {
-			return "", false, err
+			return "", false, pid, err
 		}
 		asked = asked || node == self
 	}
-	return scope, asked, nil
+	if len(r.s) == 0 {
+		return scope, asked, pid, nil // an older node's
+	}
+	id, err := r.uvarint()
+	if err != nil {
+		return "", false, pid, err
+	}
+	creation, err := r.uvarint()
+	if err != nil || creation > 1<<32-1 {
+		return "", false, pid, errMalformed
+	}
+	return scope, asked, process.PID{ID: id, Creation: uint32(creation)}, nil
 }

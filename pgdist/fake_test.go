@@ -284,8 +284,12 @@ func (mp *memPG) waitMembers(group string, want []process.PID, nodes ...string) 
 	})
 }
 
-// view returns node's view of peer.
+// view returns node's view of peer, as of now: the replica's loop has
+// published what it handled (the view lags it by publishEvery at most).
 func (mp *memPG) view(node, peer string) PeerView {
+	if r := mp.nodes[node].d.replicaOf(scopeID); r != nil {
+		r.settle()
+	}
 	for _, v := range mp.nodes[node].s.View().(pgscope.ScopeView).Peers.([]PeerView) {
 		if v.Node == peer {
 			return v

@@ -25,8 +25,11 @@ type initialState struct {
 }
 
 // awaitInitial records, at begin, the live peers the first sync waits
-// for; asked are those sent a discover.
+// for; asked are those sent a discover. Until then there is nothing to
+// check: a message that reaches the scope's loop before its start (its
+// name is registered first) must not end the first sync.
 func (r *replica) awaitInitial(live []*peer, asked int) {
+	r.initial.awaited = make(map[string]bool, len(live))
 	for i, p := range live {
 		r.initial.awaited[p.node] = i < asked
 	}
@@ -34,7 +37,8 @@ func (r *replica) awaitInitial(live []*peer, asked int) {
 }
 
 // checkInitial drops the peers that have answered from the awaited set,
-// and closes done when none is left. It runs on the loop after changes.
+// and closes done when none is left. It runs on the loop after changes,
+// from begin on (awaited is nil before, and once done).
 func (r *replica) checkInitial() {
 	if r.initial.awaited == nil {
 		return

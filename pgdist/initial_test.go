@@ -70,3 +70,32 @@ func TestStartWaitsForTheFirstSyncBounded(t *testing.T) {
 		t.Error("the cut-short wait was not logged")
 	}
 }
+
+// TestMessageBeforeTheStartKeepsTheFirstSync: the scope's name is
+// registered before its start runs on the loop, so a peer's message can
+// be handled first, and the check of the first sync that follows every
+// change then ran with nothing awaited yet: it ended the first sync, and
+// the start's record of the peers it awaits wrote to the emptied record
+// (the loop panicked).
+func TestMessageBeforeTheStartKeepsTheFirstSync(t *testing.T) {
+	mp := newMemPG(t, nil)
+	n := mp.add("n1", false)
+	s, err := pgscope.NewWithOptions(n.env, scopeID, mp.spec, pgscope.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	r, err := newReplica(n.d, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.checkInitial() // after a message handled before the start
+	p := r.addPeer("n2")
+	p.live = true
+	r.awaitInitial([]*peer{p}, 1)
+	select {
+	case <-r.initial.done:
+		t.Fatal("the first sync ended before the peer it awaits answered")
+	default:
+	}
+}

@@ -74,6 +74,11 @@ type replica struct {
 	pidsBuf []process.PID // its PIDs (the scope keeps nothing of them)
 
 	snap atomic.Pointer[[]peerSnap] // published for View and BreakerStates
+	// The last publication of snap and the timer of the next (see
+	// publishIfChanged); pubArmed: it is set to run.
+	pubAt    time.Time
+	pubTimer *time.Timer
+	pubArmed bool
 }
 
 // want is what a peer is owed besides the changes as they happen: when a
@@ -108,6 +113,17 @@ type peer struct {
 	absent    bool      // it runs no scope of the entry (as far as is known): nothing is sent
 	probing   bool      // a hello is out to learn its scope's process
 	probeAsks bool      // when the probe finds the scope, send it a discover
+	// noticed: its start notice came while a probe was out, so the
+	// probe's answer may be older than the notice (see probed).
+	noticed bool
+	// told: this node's whole state went to it (a sync or a discover),
+	// since its scope was last seen to change. Until then a local change
+	// goes to it as the whole state, not as ops (see sendPending).
+	told bool
+	// toldTo is the scope process whose hello or start notice this
+	// node's whole state answered (see greeted): the other of the two
+	// sends nothing more.
+	toldTo process.PID
 }
 
 func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
@@ -117,7 +133,7 @@ func newReplica(d *Distributor, s *pgscope.Scope) (*replica, error) {
 		quit:  make(chan struct{}),
 		peers: map[string]*peer{}, logged: map[string]struct{}{},
 		rng:     rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		initial: initialState{awaited: map[string]bool{}, done: make(chan struct{})},
+		initial: initialState{done: make(chan struct{})}, // awaited from begin on
 	}
 	r.snap.Store(&[]peerSnap{}) // the series are published once it runs
 	return r, nil
@@ -174,6 +190,9 @@ func (r *replica) Stop() {
 		if r.ae != nil {
 			r.ae.Stop()
 		}
+		if r.pubTimer != nil {
+			r.pubTimer.Stop()
+		}
 		if r.sub != nil {
 			r.sub.Close(false)
 		}
@@ -221,6 +240,8 @@ func (r *replica) Receive(m process.Message) {
 	if m.Topic == topicHello {
 		if m.CanReply() && m.From.Node != r.node.Name() {
 			_, _ = m.Reply(r.self, string([]byte{protoVersion}), nil)
+			r.enter()
+			r.greeted(m.From, time.Now())
 		}
 		return
 	}
@@ -261,7 +282,7 @@ func (r *replica) do(fn func()) {
 		r.enter()
 		fn()
 		r.sendPending()
-		r.publishIfChanged()
+		r.publishNow()
 		return nil
 	})
 }
@@ -322,7 +343,7 @@ func (r *replica) begin() {
 		// hello each, no state.
 		r.probe(p, false)
 	}
-	if err := r.d.c.Gossip(notice(r.id, asked)); err != nil {
+	if err := r.d.c.Gossip(notice(r.id, asked, r.self)); err != nil {
 		r.log.Debug("pg: start notice not sent", "error", err)
 	}
 	r.awaitInitial(live, len(asked))
@@ -391,6 +412,17 @@ func (r *replica) sendPending() {
 	for _, p := range r.list {
 		if p.absent {
 			continue
+		}
+		if !p.told && p.want == 0 {
+			// Never sent the whole state: it goes instead of the ops (it
+			// holds them). A scope that gets ops from a process it does
+			// not know yet asks for the whole state when it has verified
+			// the sender (a discover, which also carries its own, and
+			// which this node answers with its whole state): after nodes
+			// start together, a second exchange of both states for nearly
+			// every pair, of which one is enough. A state it gets first
+			// leaves it nothing to ask for.
+			p.want = wantSync
 		}
 		if p.want != 0 {
 			// Owed the whole state, which carries this change too. A peer
@@ -487,6 +519,7 @@ func (r *replica) flush(p *peer, now time.Time) {
 	if owed&wantDiscover != 0 {
 		p.asked = now
 	}
+	p.told = true
 	sent.Inc()
 	r.disarm(p)
 	p.attempt = 0
@@ -603,7 +636,7 @@ func (r *replica) probe(p *peer, discover bool) {
 	if p.probing {
 		return
 	}
-	p.probing = true
+	p.probing, p.noticed = true, false
 	r.sendHello(p, process.PID{})
 }
 
@@ -738,6 +771,11 @@ func (r *replica) probed(p *peer, it *answer, now time.Time) {
 			p.want |= wantDiscover
 		}
 		r.flush(p, now)
+	case errors.Is(it.err, process.ErrNameNotFound) && p.noticed:
+		// Its start notice came while the probe was out: the answer may
+		// have been made before its scope ran, and must not mark it
+		// absent (nothing would be sent to it until it spoke). Ask again.
+		r.probe(p, discover)
 	case errors.Is(it.err, process.ErrNameNotFound):
 		// No scope there (yet): nothing is sent until it announces
 		// itself, sends something, or a probe finds it. A discover it
@@ -767,6 +805,8 @@ func (r *replica) setScope(p *peer, pid process.PID) {
 			r.node.Demonitor(r.self, p.pid)
 		}
 		r.nodeDown(p.node)
+		// The new scope knows none of this node's members.
+		p.told, p.toldTo = false, process.PID{}
 	}
 	p.pid, p.synced, p.monitored = pid, false, false
 	r.monitor(p)
@@ -874,9 +914,14 @@ func (r *replica) down(pid process.PID, reason error) {
 		return
 	}
 	// The scope itself stopped: its members went with it, and nothing is
-	// sent there until a scope runs there again.
-	p.pid, p.synced, p.absent = process.PID{}, false, true
+	// sent there until a scope runs there again. A probe asks whether one
+	// does already: the process may have been an old run's, named by a
+	// start notice relayed late, after the new run's own notice.
+	p.pid, p.synced, p.absent, p.told, p.toldTo = process.PID{}, false, true, false, process.PID{}
 	r.nodeDown(p.node)
+	if p.live {
+		r.probe(p, false)
+	}
 	r.dropIfIdle(p)
 }
 
@@ -925,8 +970,9 @@ func (r *replica) member(node string, up bool, now time.Time) {
 }
 
 // notice handles another node's start notice: a scope that just started
-// knows nobody's members, so this node sends its own, if it has any.
-func (r *replica) notice(node string, now time.Time) {
+// knows nobody's members, so this node sends its own, if it has any. pid is
+// that scope's process (zero from an older node).
+func (r *replica) notice(node string, pid process.PID, now time.Time) {
 	p := r.peers[node]
 	if p == nil || !p.live {
 		// Not a live member: a notice that outran the node's join, or a
@@ -941,7 +987,17 @@ func (r *replica) notice(node string, now time.Time) {
 	// before (sends to a node whose scope, or whose transport, was not
 	// up yet open its breaker when nodes start together).
 	p.absent, p.br = false, breaker{}
+	p.noticed = p.probing
 	r.changed = true
+	if p.pid.IsZero() && !pid.IsZero() {
+		// Its node names its scope's process: what that sends is applied
+		// at once, without a hello to verify it (after nodes start
+		// together, a hello for nearly every pair, answered from behind
+		// the messages queued on the peer's loop). A process known
+		// already is kept: a notice may be an old run's, relayed late.
+		r.setScope(p, pid)
+		r.release(p, now)
+	}
 	if !p.synced && !p.asked.IsZero() {
 		// This scope asked it for its state before (a discover), and
 		// has not got it: the ask may have reached its node before its
@@ -950,7 +1006,7 @@ func (r *replica) notice(node string, now time.Time) {
 		// and was dropped there. Ask again, now that it runs.
 		p.want |= wantDiscover
 	}
-	if len(r.local) > 0 {
+	if len(r.local) > 0 && (pid.IsZero() || p.toldTo != pid) {
 		p.want |= wantSync
 	}
 	if p.want == 0 {
@@ -959,6 +1015,36 @@ func (r *replica) notice(node string, now time.Time) {
 	p.attempt = 0
 	r.disarm(p)
 	r.flush(p, now)
+	if p.want == 0 && !pid.IsZero() && len(r.local) > 0 {
+		p.toldTo = pid
+	}
+}
+
+// greeted handles a hello from another node's scope process (a probe or a
+// verification): a scope that starts probes every live peer, over the
+// transport, so its hello is its start notice too, one that gossip cannot
+// lose. This node sends its whole state unless it has sent it since the
+// peer's scope last changed (told); the notice of the process that got it
+// sends nothing more. A process the hello names is not taken for the
+// peer's scope (anyone may send a hello; what is sent goes to the scope's
+// name), and once told a hello is sent nothing: it cannot make this node
+// send its state again and again.
+func (r *replica) greeted(from process.PID, now time.Time) {
+	p := r.peers[from.Node]
+	if p == nil || !p.live || p.told || len(r.local) == 0 {
+		return
+	}
+	// It runs a scope, whatever failed before (as on a notice).
+	p.absent, p.br = false, breaker{}
+	p.noticed = p.probing
+	p.want |= wantSync
+	p.attempt = 0
+	r.disarm(p)
+	r.changed = true
+	r.flush(p, now)
+	if p.want == 0 {
+		p.toldTo = from
+	}
 }
 
 // rememberNotice records node's start notice until it joins, for a

@@ -48,16 +48,58 @@ type peerSnap struct {
 	heard     *atomic.Int64 // the peer's: read when shown
 }
 
-// publishIfChanged publishes the peers when one changed.
+// publishEvery is the least time between two publications of the peers
+// while they keep changing. A start that hears from a hundred peers
+// changes them in nearly every round of its loop, and each publication
+// copies them all: O(peers) per round, O(peers²) per start. The view is
+// for people and metrics, and lags the loop by this much at most.
+const publishEvery = 50 * time.Millisecond
+
+// publishIfChanged publishes the peers when one changed, at most every
+// publishEvery: a change sooner than that after the last publication is
+// published by a timer, when the interval is up. The first sync's record
+// is checked at once, every time.
 func (r *replica) publishIfChanged() {
+	if !r.changed {
+		return
+	}
+	r.checkInitial()
+	if r.pubArmed {
+		return // the timer publishes this change
+	}
+	now := time.Now()
+	if wait := publishEvery - now.Sub(r.pubAt); wait > 0 {
+		r.pubArmed = true
+		if r.pubTimer == nil {
+			r.pubTimer = time.AfterFunc(wait, func() { r.submit(r.publishDue) })
+		} else {
+			r.pubTimer.Reset(wait)
+		}
+		return
+	}
+	r.publish(now)
+}
+
+// publishDue is the publication timer's work, on the loop.
+func (r *replica) publishDue(now time.Time) {
+	r.pubArmed = false
 	if r.changed {
-		r.checkInitial()
-		r.publish()
+		r.publish(now)
 	}
 }
 
-func (r *replica) publish() {
+// publishNow publishes the peers at once if one changed (a test's settle:
+// what it reads next is the loop's state).
+func (r *replica) publishNow() {
+	if r.changed {
+		r.checkInitial()
+		r.publish(time.Now())
+	}
+}
+
+func (r *replica) publish(now time.Time) {
 	r.changed = false
+	r.pubAt = now
 	out := make([]peerSnap, len(r.list))
 	verified := 0
 	for i, p := range r.list {

@@ -13,7 +13,7 @@ import (
 // readers use the views it publishes.
 //
 // Membership is kept per node: the local node's members of a group in
-// groupState.local, every other node's in groupState.remote[node]. The
+// groupState.local, every other node's in groupState.remote. The
 // cluster protocol applies a peer's joins, leaves and full syncs to its own
 // node's slice (remoteJoin, remoteLeave, syncNode, nodeDown) and every
 // change is diffed, so only real changes raise events.
@@ -87,7 +87,7 @@ type groupState struct {
 	// shares (memberSet); next is the sequence number of the next join.
 	local  memberSet
 	next   uint64
-	remote map[string][]process.PID
+	remote remoteSet // the other nodes' members, shared by the published versions
 	count  int
 	// dirty: changed by exits not yet published (see settleDowns).
 	dirty bool
@@ -478,17 +478,10 @@ func (st *state) publish(name string, gs *groupState) {
 	s := st.s
 	switch {
 	case gs.count > 0:
-		var remote []nodeMembers
-		if len(gs.remote) > 0 {
-			// The lists are shared: the loop only ever appends to them
-			// past what a published version reads, or replaces them.
-			remote = make([]nodeMembers, 0, len(gs.remote))
-			for n, pids := range gs.remote {
-				remote = append(remote, nodeMembers{n, pids})
-			}
-			slices.SortFunc(remote, func(a, b nodeMembers) int { return strings.Compare(a.node, b.node) })
-		}
-		v := newGroupView(gs.local, remote, gs.count)
+		// The set is shared, and so are its lists: the loop only ever
+		// appends to them past what a published version reads, or
+		// replaces them (remoteSet.with).
+		v := newGroupView(gs.local, gs.remote, gs.count)
 		switch {
 		case gs.cell == nil:
 			gs.cell = &groupCell{name: name}
@@ -716,10 +709,7 @@ func (st *state) remoteJoin(node, group string, pids []process.PID) {
 		return
 	}
 	gs := st.group(group)
-	if gs.remote == nil {
-		gs.remote = make(map[string][]process.PID)
-	}
-	gs.remote[node] = append(gs.remote[node], pids...)
+	gs.remote = gs.remote.with(node, append(gs.remote.get(node), pids...))
 	gs.count += len(pids)
 	st.members += len(pids)
 	st.nodeGroups(node)[group] = struct{}{}
@@ -738,10 +728,10 @@ func (st *state) remoteLeave(node string, pids []process.PID, groups []string) {
 	st.heard(node)
 	for _, g := range groups {
 		gs := st.groups[g]
-		if gs == nil || len(gs.remote[node]) == 0 {
+		if gs == nil || len(gs.remote.get(node)) == 0 {
 			continue
 		}
-		kept, gone := multisetMinus(gs.remote[node], pids)
+		kept, gone := multisetMinus(gs.remote.get(node), pids)
 		if len(gone) == 0 {
 			continue
 		}
@@ -769,7 +759,7 @@ func (st *state) syncNode(node string, groups map[string][]process.PID) {
 		var have []process.PID
 		gs := st.groups[g]
 		if gs != nil {
-			have = gs.remote[node]
+			have = gs.remote.get(node)
 		}
 		if slices.Equal(want, have) {
 			// The usual case of anti-entropy: nothing changed.
@@ -811,17 +801,13 @@ func (st *state) nodeGroups(node string) map[string]struct{} {
 
 // setRemote stores node's members of group and publishes the group.
 func (st *state) setRemote(node, group string, gs *groupState, pids []process.PID) {
-	old := len(gs.remote[node])
+	old := len(gs.remote.get(node))
+	gs.remote = gs.remote.with(node, pids)
 	if len(pids) == 0 {
-		delete(gs.remote, node)
 		if m := st.nodes[node]; m != nil {
 			delete(m, group)
 		}
 	} else {
-		if gs.remote == nil {
-			gs.remote = make(map[string][]process.PID)
-		}
-		gs.remote[node] = pids
 		st.nodeGroups(node)[group] = struct{}{}
 	}
 	gs.count += len(pids) - old
