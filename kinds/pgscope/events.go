@@ -46,6 +46,19 @@ type sharedValue struct {
 	v    map[string]any
 }
 
+// event1 is an event of one PID, the usual one, as one allocation: its
+// list and its shared value together.
+type event1 struct {
+	shared sharedValue
+	pid    [1]process.PID
+}
+
+// newEvent1 returns the list and shared value of a new event of pid.
+func newEvent1(pid process.PID) ([]process.PID, *sharedValue) {
+	e := &event1{pid: [1]process.PID{pid}}
+	return e.pid[:], &e.shared
+}
+
 // MaxSubscriptionsPerProcess bounds the subscriptions (Monitor, Events)
 // one process holds in one scope: a script that opened 100,000 and read
 // none made every change of the group cost 100,000 deliveries and its

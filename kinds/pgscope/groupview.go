@@ -136,6 +136,16 @@ func (v *groupView) copyLocal() []process.PID {
 
 // distinct returns the members (or local members) without repeats.
 func (v *groupView) distinct(local bool) []process.PID {
+	if v.big == nil {
+		// A small list of one member, or none, is its own distinct
+		// list: nothing to cache.
+		if local && v.nlocal <= 1 {
+			return v.list[:v.nlocal:v.nlocal]
+		}
+		if !local && v.n <= 1 {
+			return v.list
+		}
+	}
 	cache := &v.distinctAll
 	if local {
 		cache = &v.distinctLocal

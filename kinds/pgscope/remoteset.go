@@ -75,3 +75,18 @@ func (r remoteSet) with(node string, pids []process.PID) remoteSet {
 	out = append(out, nodeMembers{node, pids})
 	return append(out, r[i:]...)
 }
+
+// joined returns the set with pids added to node's members, leaving r as
+// it was. The first members of the first node, as a group of another
+// node's process starts, are one allocation: the set and the list.
+func (r remoteSet) joined(node string, pids []process.PID) remoteSet {
+	if len(r) == 0 && len(pids) == 1 {
+		one := &struct {
+			set [1]nodeMembers
+			pid [1]process.PID
+		}{pid: [1]process.PID{pids[0]}}
+		one.set[0] = nodeMembers{node, one.pid[:]}
+		return one.set[:]
+	}
+	return r.with(node, append(r.get(node), pids...))
+}

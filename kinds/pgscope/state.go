@@ -56,6 +56,8 @@ type state struct {
 	// each group they touch (settleDowns).
 	downs []process.PID
 	dirty []*groupState
+	// scratch is a list the loop reuses (remoteLeave's gone members).
+	scratch []process.PID
 
 	// A batch (beginBatch to endBatch: one command or message that
 	// changes many groups) publishes its new groups' cells in one new
@@ -71,10 +73,11 @@ type state struct {
 
 // heldEvent is an event of a batch, offered at its end.
 type heldEvent struct {
-	kind  EventKind
-	group string
-	pids  []process.PID
-	local bool
+	kind   EventKind
+	group  string
+	pids   []process.PID
+	shared *sharedValue
+	local  bool
 }
 
 // groupState is a group as the loop keeps it. An empty group whose cell is
@@ -126,7 +129,7 @@ func (st *state) endBatch() {
 	st.publishRoot()
 	held := st.held
 	for i, e := range held {
-		st.raise(e.kind, e.group, e.pids, e.local)
+		st.raise(e.kind, e.group, e.pids, e.shared, e.local)
 		held[i] = heldEvent{}
 	}
 	st.held = held[:0]
@@ -538,13 +541,19 @@ func (st *state) recycleGroup(gs *groupState) {
 }
 
 // notifyN is notify for n copies of one PID; the list is built only when
-// someone listens.
+// someone listens, and the usual event of one PID is one allocation.
 func (st *state) notifyN(kind EventKind, group string, pid process.PID, n int) {
-	if !st.listened(group, st.s.node.IsLocal(pid)) {
-		st.s.events.Add(1)
+	st.s.events.Add(1)
+	local := st.s.node.IsLocal(pid)
+	if !st.listened(group, local) {
 		return
 	}
-	st.notify(kind, group, repeat(pid, n))
+	if n == 1 {
+		pids, shared := newEvent1(pid)
+		st.emit(kind, group, pids, shared, local)
+		return
+	}
+	st.emit(kind, group, repeat(pid, n), &sharedValue{}, local)
 }
 
 // listened reports whether a change of group, of this node's members or
@@ -556,7 +565,9 @@ func (st *state) listened(group string, local bool) bool {
 	return len(st.groupSubs) > 0 && st.groupSubs[group] != nil
 }
 
-// notify offers an event to the group's monitors and the scope's.
+// notify offers an event to the group's monitors and the scope's. pids
+// are the caller's (a scratch list, a message's): the event copies them,
+// only when someone listens.
 func (st *state) notify(kind EventKind, group string, pids []process.PID) {
 	st.s.events.Add(1)
 	// The PIDs of one event are all of one node.
@@ -564,17 +575,29 @@ func (st *state) notify(kind EventKind, group string, pids []process.PID) {
 	if !st.listened(group, local) {
 		return
 	}
+	var shared *sharedValue
+	if len(pids) == 1 {
+		pids, shared = newEvent1(pids[0])
+	} else {
+		pids, shared = slices.Clone(pids), &sharedValue{}
+	}
+	st.emit(kind, group, pids, shared, local)
+}
+
+// emit offers an event whose list and shared value are its own: at once,
+// or at the end of the batch.
+func (st *state) emit(kind EventKind, group string, pids []process.PID, shared *sharedValue, local bool) {
 	if st.batching {
-		st.held = append(st.held, heldEvent{kind, group, pids, local})
+		st.held = append(st.held, heldEvent{kind, group, pids, shared, local})
 		return
 	}
-	st.raise(kind, group, pids, local)
+	st.raise(kind, group, pids, shared, local)
 }
 
 // raise builds one event and offers it to the group's monitors and the
 // scope's.
-func (st *state) raise(kind EventKind, group string, pids []process.PID, local bool) {
-	ev := Event{Kind: kind, Group: group, PIDs: pids, shared: &sharedValue{}}
+func (st *state) raise(kind EventKind, group string, pids []process.PID, shared *sharedValue, local bool) {
+	ev := Event{Kind: kind, Group: group, PIDs: pids, shared: shared}
 	if f := st.groupSubs[group]; f != nil {
 		st.offer(f, group, ev)
 	}
@@ -709,17 +732,12 @@ func (st *state) remoteJoin(node, group string, pids []process.PID) {
 		return
 	}
 	gs := st.group(group)
-	gs.remote = gs.remote.with(node, append(gs.remote.get(node), pids...))
+	gs.remote = gs.remote.joined(node, pids)
 	gs.count += len(pids)
 	st.members += len(pids)
 	st.nodeGroups(node)[group] = struct{}{}
 	st.publish(group, gs)
-	if !st.listened(group, false) {
-		// Counted as raised, as notify does; no copy for nobody.
-		st.s.events.Add(1)
-		return
-	}
-	st.notify(MemberJoined, group, slices.Clone(pids))
+	st.notify(MemberJoined, group, pids)
 }
 
 // remoteLeave records that pids of node left each of groups; copies that
@@ -731,12 +749,23 @@ func (st *state) remoteLeave(node string, pids []process.PID, groups []string) {
 		if gs == nil || len(gs.remote.get(node)) == 0 {
 			continue
 		}
-		kept, gone := multisetMinus(gs.remote.get(node), pids)
-		if len(gone) == 0 {
+		var kept []process.PID
+		gone := st.scratch[:0]
+		if multisetMinus(gs.remote.get(node), pids, &kept, &gone) == 0 {
 			continue
 		}
 		st.setRemote(node, g, gs, kept)
 		st.notify(MemberLeft, g, gone)
+		st.keepScratch(gone)
+	}
+}
+
+// keepScratch keeps a list the loop used for scratch, unless it grew
+// large: a leave of thousands of PIDs keeps no memory after it.
+func (st *state) keepScratch(s []process.PID) {
+	if cap(s) <= 64 {
+		clear(s)
+		st.scratch = s[:0]
 	}
 }
 
@@ -765,15 +794,25 @@ func (st *state) syncNode(node string, groups map[string][]process.PID) {
 			// The usual case of anti-entropy: nothing changed.
 			continue
 		}
-		added, _ := multisetMinus(want, have)
-		removed, _ := multisetMinus(have, want)
-		if len(added) == 0 && len(removed) == 0 {
+		// Both lists share the same members (their multiset
+		// intersection, common): what is left of each is what changed.
+		common := multisetMinus(want, have, nil, nil)
+		if common == len(want) && common == len(have) {
+			// The same members in another order: no change.
 			continue
 		}
 		if gs == nil {
 			gs = st.group(g)
 		}
 		st.setRemote(node, g, gs, slices.Clone(want))
+		if !st.listened(g, false) {
+			// Counted as raised, as notify does; no lists for nobody.
+			st.s.events.Add(uint64(min(1, len(have)-common) + min(1, len(want)-common)))
+			continue
+		}
+		var added, removed []process.PID
+		multisetMinus(want, have, &added, nil)
+		multisetMinus(have, want, &removed, nil)
 		if len(removed) > 0 {
 			st.notify(MemberLeft, g, removed)
 		}
@@ -815,42 +854,61 @@ func (st *state) setRemote(node, group string, gs *groupState, pids []process.PI
 	st.publish(group, gs)
 }
 
-// multisetMinus returns a minus b (kept) and the copies of b's elements it
-// removed from a (gone), each respecting multiplicity.
-func multisetMinus(a, b []process.PID) (kept, gone []process.PID) {
-	if len(b) == 0 {
-		return slices.Clone(a), nil
+// multisetMinus appends a minus b (respecting multiplicity) to *kept and
+// the copies of b's elements it removed from a to *gone (each when not
+// nil), and returns how many it removed. A nil *kept is allocated only
+// when something is kept: the usual leave of a node's last member of a
+// group allocates nothing.
+func multisetMinus(a, b []process.PID, kept, gone *[]process.PID) int {
+	keep := func(p process.PID) {
+		if kept == nil {
+			return
+		}
+		if *kept == nil {
+			*kept = make([]process.PID, 0, len(a))
+		}
+		*kept = append(*kept, p)
 	}
-	if len(b) <= 16 {
+	removed := 0
+	drop := func(p process.PID) {
+		removed++
+		if gone != nil {
+			*gone = append(*gone, p)
+		}
+	}
+	switch {
+	case len(b) == 0:
+		for _, p := range a {
+			keep(p)
+		}
+	case len(b) <= 16:
 		// A few members, as most groups have: a scan beats a map.
 		var usedBuf [16]bool
 		used := usedBuf[:len(b)]
-		kept = make([]process.PID, 0, len(a))
 	next:
 		for _, p := range a {
 			for j, q := range b {
 				if !used[j] && p == q {
 					used[j] = true
-					gone = append(gone, p)
+					drop(p)
 					continue next
 				}
 			}
-			kept = append(kept, p)
+			keep(p)
 		}
-		return kept, gone
-	}
-	want := make(map[process.PID]int, len(b))
-	for _, p := range b {
-		want[p]++
-	}
-	kept = make([]process.PID, 0, len(a))
-	for _, p := range a {
-		if want[p] > 0 {
-			want[p]--
-			gone = append(gone, p)
-			continue
+	default:
+		want := make(map[process.PID]int, len(b))
+		for _, p := range b {
+			want[p]++
 		}
-		kept = append(kept, p)
+		for _, p := range a {
+			if want[p] > 0 {
+				want[p]--
+				drop(p)
+				continue
+			}
+			keep(p)
+		}
 	}
-	return kept, gone
+	return removed
 }
