@@ -1,6 +1,7 @@
 package pgscope
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/proctor-run/proctor/process"
@@ -77,10 +78,31 @@ func (r remoteSet) with(node string, pids []process.PID) remoteSet {
 }
 
 // joined returns the set with pids added to node's members, leaving r as
-// it was. The first members of the first node, as a group of another
-// node's process starts, are one allocation: the set and the list.
+// it was.
 func (r remoteSet) joined(node string, pids []process.PID) remoteSet {
-	if len(r) == 0 && len(pids) == 1 {
+	if len(r) == 0 {
+		return withCopy(node, pids)
+	}
+	return r.with(node, append(r.get(node), pids...))
+}
+
+// synced returns the set with node's members a copy of pids (a full
+// sync's list, which the caller keeps), leaving r as it was.
+func (r remoteSet) synced(node string, pids []process.PID) remoteSet {
+	if len(r) == 0 {
+		return withCopy(node, pids)
+	}
+	return r.with(node, slices.Clone(pids))
+}
+
+// withCopy returns a set of node alone with a copy of pids. The first
+// member of the first node, as a group of another node's process starts,
+// is one allocation: the set and the list together.
+func withCopy(node string, pids []process.PID) remoteSet {
+	switch len(pids) {
+	case 0:
+		return nil
+	case 1:
 		one := &struct {
 			set [1]nodeMembers
 			pid [1]process.PID
@@ -88,5 +110,5 @@ func (r remoteSet) joined(node string, pids []process.PID) remoteSet {
 		one.set[0] = nodeMembers{node, one.pid[:]}
 		return one.set[:]
 	}
-	return r.with(node, append(r.get(node), pids...))
+	return remoteSet{{node, slices.Clone(pids)}}
 }

@@ -56,8 +56,9 @@ type state struct {
 	// each group they touch (settleDowns).
 	downs []process.PID
 	dirty []*groupState
-	// scratch is a list the loop reuses (remoteLeave's gone members).
-	scratch []process.PID
+	// scratch are lists the loop reuses (remoteLeave's kept and gone
+	// members), copied by whatever keeps them.
+	scratch [2][]process.PID
 
 	// A batch (beginBatch to endBatch: one command or message that
 	// changes many groups) publishes its new groups' cells in one new
@@ -749,23 +750,23 @@ func (st *state) remoteLeave(node string, pids []process.PID, groups []string) {
 		if gs == nil || len(gs.remote.get(node)) == 0 {
 			continue
 		}
-		var kept []process.PID
-		gone := st.scratch[:0]
-		if multisetMinus(gs.remote.get(node), pids, &kept, &gone) == 0 {
-			continue
+		kept, gone := st.scratch[0][:0], st.scratch[1][:0]
+		n := multisetMinus(gs.remote.get(node), pids, &kept, &gone)
+		if n > 0 {
+			st.setRemote(node, g, gs, kept)
+			st.notify(MemberLeft, g, gone)
 		}
-		st.setRemote(node, g, gs, kept)
-		st.notify(MemberLeft, g, gone)
-		st.keepScratch(gone)
+		st.keepScratch(0, kept)
+		st.keepScratch(1, gone)
 	}
 }
 
 // keepScratch keeps a list the loop used for scratch, unless it grew
 // large: a leave of thousands of PIDs keeps no memory after it.
-func (st *state) keepScratch(s []process.PID) {
+func (st *state) keepScratch(i int, s []process.PID) {
 	if cap(s) <= 64 {
 		clear(s)
-		st.scratch = s[:0]
+		st.scratch[i] = s[:0]
 	}
 }
 
@@ -804,7 +805,7 @@ func (st *state) syncNode(node string, groups map[string][]process.PID) {
 		if gs == nil {
 			gs = st.group(g)
 		}
-		st.setRemote(node, g, gs, slices.Clone(want))
+		st.setRemote(node, g, gs, want)
 		if !st.listened(g, false) {
 			// Counted as raised, as notify does; no lists for nobody.
 			st.s.events.Add(uint64(min(1, len(have)-common) + min(1, len(want)-common)))
@@ -838,10 +839,11 @@ func (st *state) nodeGroups(node string) map[string]struct{} {
 	return m
 }
 
-// setRemote stores node's members of group and publishes the group.
+// setRemote stores a copy of node's members of group and publishes the
+// group.
 func (st *state) setRemote(node, group string, gs *groupState, pids []process.PID) {
 	old := len(gs.remote.get(node))
-	gs.remote = gs.remote.with(node, pids)
+	gs.remote = gs.remote.synced(node, pids)
 	if len(pids) == 0 {
 		if m := st.nodes[node]; m != nil {
 			delete(m, group)
@@ -857,8 +859,7 @@ func (st *state) setRemote(node, group string, gs *groupState, pids []process.PI
 // multisetMinus appends a minus b (respecting multiplicity) to *kept and
 // the copies of b's elements it removed from a to *gone (each when not
 // nil), and returns how many it removed. A nil *kept is allocated only
-// when something is kept: the usual leave of a node's last member of a
-// group allocates nothing.
+// when something is kept.
 func multisetMinus(a, b []process.PID, kept, gone *[]process.PID) int {
 	keep := func(p process.PID) {
 		if kept == nil {
