@@ -25,7 +25,7 @@ func TestHAMTBatch(t *testing.T) {
 	for k, c := range ref {
 		baseRef[k] = c
 	}
-	tr := htransient{own: map[*hnode]struct{}{}}
+	tr := htransient{}
 	root := base
 	var mid *hnode
 	midRef := map[string]*groupCell{}
@@ -72,7 +72,7 @@ func TestHAMTBatch(t *testing.T) {
 		return testing.AllocsPerRun(20, func() {
 			var tr *htransient
 			if batch {
-				tr = &htransient{own: map[*hnode]struct{}{}}
+				tr = &htransient{}
 			}
 			r := big
 			for i := range 100 {

@@ -58,7 +58,35 @@ const flatMax = 32
 
 // newGroupView makes a version of a group from its members.
 func newGroupView(set memberSet, remote []nodeMembers, n int) *groupView {
-	v := &groupView{n: n, nlocal: set.len()}
+	v := &groupView{}
+	v.init(set, remote, n)
+	return v
+}
+
+// newCell makes a group's cell with its first version. A first version
+// of one member, as a group's first is nearly always, is allocated with
+// the cell, a third of the allocations of a group new to the scope (a
+// peer's start brings thousands): it holds nothing beyond itself, so the
+// 96 bytes it keeps for the cell's life, once later versions replace it,
+// are all it costs.
+func newCell(name string, set memberSet, remote []nodeMembers, n int) *groupCell {
+	if n != 1 {
+		c := &groupCell{name: name}
+		c.cur.Store(newGroupView(set, remote, n))
+		return c
+	}
+	both := &struct {
+		cell groupCell
+		view groupView
+	}{cell: groupCell{name: name}}
+	both.view.init(set, remote, n)
+	both.cell.cur.Store(&both.view)
+	return &both.cell
+}
+
+// init fills a new version, not yet published.
+func (v *groupView) init(set memberSet, remote []nodeMembers, n int) {
+	v.n, v.nlocal = n, set.len()
 	switch {
 	case n > flatMax:
 		v.big = &bigMembers{set: set, remote: remote}
@@ -75,7 +103,6 @@ func newGroupView(set memberSet, remote []nodeMembers, n int) *groupView {
 		v.list = appendAll(make([]process.PID, 0, n), set, remote)
 		v.list = v.list[:n:n]
 	}
-	return v
 }
 
 // appendAll appends every member, in order, from a set and the lists.

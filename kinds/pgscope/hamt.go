@@ -41,6 +41,10 @@ func (c *groupCell) view() *groupView {
 // set in collmap), so a copied node of 32 entries is 256 bytes and a cell
 // needs no node of its own.
 type hnode struct {
+	// batch is the htransient epoch that made the node, 0 for none: a
+	// batch changes its own nodes in place. Only the loop reads it; the
+	// field fills the node's size class (48 bytes), so it costs nothing.
+	batch   uint64
 	bitmap  uint32
 	leafmap uint32
 	collmap uint32
@@ -154,25 +158,32 @@ func (n *hnode) with(h uint64, c *groupCell, shift uint) (*hnode, bool) {
 // full state, a join of many groups) then copy the root and the nodes below
 // it once per batch, not once per group. The batch ends (reset) when its
 // root is published: from then on readers may hold its nodes.
-type htransient struct{ own map[*hnode]struct{} }
+//
+// The batch's nodes carry its epoch, unique over every batch of the
+// process (a set of them cost a map insertion per node made): the zero
+// value is a batch that has made nothing yet.
+type htransient struct{ epoch uint64 }
+
+// hepochs numbers the batches.
+var hepochs atomic.Uint64
 
 func (t *htransient) owns(n *hnode) bool {
-	if t == nil {
-		return false
-	}
-	_, ok := t.own[n]
-	return ok
+	return t != nil && t.epoch != 0 && n.batch == t.epoch
 }
 
 // made records a node the batch made; it returns n.
 func (t *htransient) made(n *hnode) *hnode {
 	if t != nil {
-		t.own[n] = struct{}{}
+		if t.epoch == 0 {
+			t.epoch = hepochs.Add(1)
+		}
+		n.batch = t.epoch
 	}
 	return n
 }
 
-func (t *htransient) reset() { clear(t.own) }
+// reset ends the batch: the nodes it made are no longer its own.
+func (t *htransient) reset() { t.epoch = 0 }
 
 // set is copyWith for a batch: a node of the batch's own changes in place.
 func (t *htransient) set(n *hnode, idx int, p unsafe.Pointer, k slotKind, bit uint32) *hnode {

@@ -117,7 +117,6 @@ func newState(s *Scope) state {
 		peers:       make(map[string]struct{}),
 		groupSubs:   make(map[string]*fanout),
 		clusterSubs: make(map[*Subscription]struct{}),
-		tr:          htransient{own: make(map[*hnode]struct{})},
 	}
 }
 
@@ -485,14 +484,12 @@ func (st *state) publish(name string, gs *groupState) {
 		// The set is shared, and so are its lists: the loop only ever
 		// appends to them past what a published version reads, or
 		// replaces them (remoteSet.with).
-		v := newGroupView(gs.local, gs.remote, gs.count)
 		switch {
 		case gs.cell == nil:
-			gs.cell = &groupCell{name: name}
-			gs.cell.cur.Store(v)
+			gs.cell = newCell(name, gs.local, gs.remote, gs.count)
 			st.insert(gs.cell)
 			st.live++
-		case gs.cell.cur.Swap(v) == nil:
+		case gs.cell.cur.Swap(newGroupView(gs.local, gs.remote, gs.count)) == nil:
 			st.live++
 			st.vacant--
 		}
