@@ -60,3 +60,31 @@ func BenchmarkApplyNewGroupsOnLoop(b *testing.B) {
 		b.Fatal(err)
 	}
 }
+
+// BenchmarkRemoteJoinLeaveOnLoop is the receiving end of
+// BenchmarkPGJoinVisibleRemote (package pgdist) on the loop alone: a
+// peer's join of one member, then its leave, as ops of one message each
+// (OnLoop.ApplyOps), b.N pairs inside one loop command.
+func BenchmarkRemoteJoinLeaveOnLoop(b *testing.B) {
+	bs := newBenchScope(b)
+	remote := process.PID{Node: "n2", ID: 7, Creation: 1}
+	join := []Op{{Group: "g", PIDs: []process.PID{remote}}}
+	leave := []Op{{Leave: true, Group: "g", PIDs: []process.PID{remote}}}
+	b.ReportAllocs()
+	b.ResetTimer()
+	err := bs.s.do("bench", func() error {
+		on := bs.s.OnLoop()
+		for range b.N {
+			if err := on.ApplyOps("n2", join); err != nil {
+				return err
+			}
+			if err := on.ApplyOps("n2", leave); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+}

@@ -43,18 +43,19 @@ type Scope struct {
 
 	m           *scopeMetrics
 	healthName  string
-	lastTraffic atomic.Int64 // unix nanoseconds of the last broadcast traffic
-	// heardOps counts the peers' operations applied (state.heard), and
-	// heardSeen is its value at the health check before: the check
-	// stamps lastTraffic when it moved, so the loop reads no clock per
-	// remote operation.
-	heardOps, heardSeen atomic.Uint64
-	peers               atomic.Int64               // remote peers heard from and not down; see state.heard
-	events              atomic.Uint64              // membership events raised, whether or not anyone listens
-	dist                atomic.Pointer[peeringBox] // the cluster's part; nil on one node
+	lastTraffic atomic.Int64               // unix nanoseconds of the last broadcast traffic
+	peers       atomic.Int64               // remote peers heard from and not down; see state.heard
+	events      atomic.Uint64              // membership events raised, whether or not anyone listens
+	dist        atomic.Pointer[peeringBox] // the cluster's part; nil on one node
 
 	stopped  atomic.Bool
 	haltOnce sync.Once
+
+	// heardOps counts the peers' operations applied (state.heard), and
+	// heardSeen is its value at the health check before: the check
+	// stamps lastTraffic when it moved, so the loop reads no clock per
+	// remote operation. Last, so the fields above keep their places.
+	heardOps, heardSeen atomic.Uint64
 }
 
 var (
