@@ -77,3 +77,21 @@ func TestLocalEventAllocs(t *testing.T) {
 		t.Fatalf("a join and leave allocate %.1f with a listener, %.1f without; want 2 more", heard, quiet)
 	}
 }
+
+// A group new to the scope with one member, as a peer's start brings
+// thousands, has its cell and first version in one allocation, and the
+// version reads as any other.
+func TestNewCellAllocs(t *testing.T) {
+	remote := remoteSet{{"n2", []process.PID{{Node: "n2", ID: 7, Creation: 1}}}}
+	if n := testing.AllocsPerRun(100, func() { newCell("g", memberSet{}, remote, 1) }); n != 1 {
+		t.Fatalf("a new cell of one member allocates %.0f, want 1", n)
+	}
+	c := newCell("g", memberSet{}, remote, 1)
+	if got := c.view().members(); len(got) != 1 || got[0] != remote[0].pids[0] || c.name != "g" {
+		t.Fatalf("cell %q holds %v", c.name, got)
+	}
+	two := remoteSet{{"n2", []process.PID{{Node: "n2", ID: 7, Creation: 1}, {Node: "n2", ID: 8, Creation: 1}}}}
+	if got := newCell("h", memberSet{}, two, 2).view().members(); len(got) != 2 {
+		t.Fatalf("a cell of two holds %v", got)
+	}
+}
