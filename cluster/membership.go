@@ -59,8 +59,8 @@ type Timing struct {
 	// retried. Default: 24h.
 	ForgetAfter time.Duration
 	// LeaveTimeout bounds the wait on shutdown for the members to
-	// acknowledge the leave's announcement and for the leave message to
-	// go out, both together. Default: 2s.
+	// acknowledge the leave's announcement (half of it at most) and for
+	// the leave message to go out, both together. Default: 2s.
 	LeaveTimeout time.Duration
 	// DeadNodeReclaim is how soon a node of the same name at another
 	// address may take the place of one declared dead (a restart on
@@ -386,8 +386,11 @@ func (m *Membership) leave() error {
 		close(m.stopRejoin)
 		<-m.rejoinDone
 		m.settle()
-		deadline := time.Now().Add(m.cfg.timing.LeaveTimeout)
-		m.announceLeave(deadline)
+		// The acknowledgements get half the leave's time at most, so
+		// that memberlist's leave still has the other half to go out.
+		start, timeout := time.Now(), m.cfg.timing.LeaveTimeout
+		deadline := start.Add(timeout)
+		m.announceLeave(start.Add(timeout / 2))
 		m.stop()
 		m.leaveGossip(deadline)
 		if e := m.ml.Shutdown(); e != nil && err == nil {
