@@ -331,3 +331,25 @@ func TestMetaLeaveAcks(t *testing.T) {
 		t.Fatal("LeaveAcks false encoded as set")
 	}
 }
+
+// A leave announcement or acknowledgement under a name this node does
+// not know (made up: gossip names its sender) is dropped, not kept.
+func TestLeaveMessagesOfStrangersAreDropped(t *testing.T) {
+	t.Parallel()
+	tc := newTestCluster(t, "n1", "n2")
+	tc.converged(20 * time.Second)
+	m := tc.node("n1").c.Membership()
+	for i := range 100 {
+		m.membershipMsg(fmt.Sprint("ghost", i), []byte{msgLeaving})
+		m.membershipMsg(fmt.Sprint("ghost", i), []byte{msgHeard})
+	}
+	m.membershipMsg("n2", []byte{msgHeard})
+	m.settle()
+	var leaving, heard int
+	if err := m.run(func() { leaving, heard = len(m.leaving), len(m.heard) }); err != nil {
+		t.Fatal(err)
+	}
+	if leaving != 0 || heard != 1 {
+		t.Fatalf("after 100 strangers' messages: %d leaving, %d heard (want 0 and n2's 1)", leaving, heard)
+	}
+}

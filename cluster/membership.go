@@ -525,18 +525,26 @@ func (m *Membership) membershipMsg(from string, payload []byte) {
 	if len(payload) != 1 {
 		return
 	}
+	// Only of nodes this one knows: a made-up name takes no room (one
+	// not known yet is told again by its resends).
 	switch payload[0] {
 	case msgLeaving:
 		m.submit(func() {
+			mem := m.members[from]
+			if mem == nil {
+				return
+			}
 			m.leaving[from] = time.Now()
 			// Answered by the loop, once noted: whatever memberlist tells
 			// of the node from now on comes after.
-			if mem := m.members[from]; mem != nil {
-				_ = m.sendToAddr(from, mem.Gossip, kindMembership, []byte{msgHeard})
-			}
+			_ = m.sendToAddr(from, mem.Gossip, kindMembership, []byte{msgHeard})
 		})
 	case msgHeard:
-		m.submit(func() { m.heard[from] = true })
+		m.submit(func() {
+			if m.members[from] != nil {
+				m.heard[from] = true
+			}
+		})
 	}
 }
 
