@@ -802,9 +802,11 @@ func TestConnectionFlood(t *testing.T) {
 	}
 	// 9,000 accepts to turn away, under -race and on a loaded machine:
 	// took longer than Eventually's 10 s.
-	testutil.EventuallyWithin(t, time.Minute, "connections past the limit turned away", func() bool {
+	testutil.EventuallyExplained(t, time.Minute, "connections past the limit turned away", func() bool {
 		v := n.server("app:web").View().(httpkind.ServerView)
 		return v.Connections <= 1000 && refused(t, n) >= flood-1000
+	}, func() string {
+		return fmt.Sprintf("%d connections open, %v refused", n.server("app:web").View().(httpkind.ServerView).Connections, refused(t, n))
 	})
 	for _, c := range conns {
 		c.Close()
