@@ -237,10 +237,17 @@ func TestLeftPeerCountersAreForgotten(t *testing.T) {
 	tc := newTestCluster(t, "n1", "n2", "n3")
 	tc.converged(20 * time.Second)
 	n1 := tc.node("n1")
+	// Traffic both ways, so that n1 holds counters of both. What is
+	// meant is that an ask went through: on a starved machine a first
+	// TLS handshake can time out (HandshakeTimeout) and the transport
+	// redials, so the ask is repeated until one does.
 	for _, n := range []string{"n2", "n3"} {
-		if _, _, err := n1.node.Ask(spawn(t, tc.node(n).node, echo), process.Message{}, 5*time.Second); err != nil {
-			t.Fatal(err)
-		}
+		pid := spawn(t, tc.node(n).node, echo)
+		var err error
+		testutil.EventuallyExplained(t, 30*time.Second, "an ask of "+n, func() bool {
+			_, _, err = n1.node.Ask(pid, process.Message{}, 5*time.Second)
+			return err == nil
+		}, func() string { return fmt.Sprint("last error: ", err) })
 	}
 	peerOf := func(name string) *PeerStatus {
 		for _, m := range n1.c.Status().Members {
