@@ -58,8 +58,9 @@ type Timing struct {
 	// ForgetAfter is how long the address of a node declared dead is
 	// retried. Default: 24h.
 	ForgetAfter time.Duration
-	// LeaveTimeout bounds the wait for the leave message to go out on
-	// shutdown. Default: 2s.
+	// LeaveTimeout bounds the wait on shutdown for the members to
+	// acknowledge the leave's announcement (half of it at most) and for
+	// the leave message to go out, both together. Default: 2s.
 	LeaveTimeout time.Duration
 	// DeadNodeReclaim is how soon a node of the same name at another
 	// address may take the place of one declared dead (a restart on
@@ -143,6 +144,7 @@ type Membership struct {
 	// owned by the loop
 	members map[string]*Member   // every node seen but this one
 	leaving map[string]time.Time // nodes that announced they leave
+	heard   map[string]bool      // as this node leaves: the members that acknowledged its announcement
 	subs    map[int]func(Event)
 	nextSub int
 
@@ -175,7 +177,7 @@ func startMembership(cfg membershipConfig) (*Membership, error) {
 	m := &Membership{
 		cfg: cfg, log: cfg.log,
 		lp: process.NewLoop(process.LoopOptions{}), quit: make(chan struct{}),
-		members: map[string]*Member{}, leaving: map[string]time.Time{}, subs: map[int]func(Event){}, stopRejoin: make(chan struct{}), rejoinDone: make(chan struct{}),
+		members: map[string]*Member{}, leaving: map[string]time.Time{}, heard: map[string]bool{}, subs: map[int]func(Event){}, stopRejoin: make(chan struct{}), rejoinDone: make(chan struct{}),
 	}
 	m.live.Store(&[]Member{})
 	m.known.Store(&[]Member{})
@@ -352,11 +354,17 @@ func (m *Membership) sendTo(node string, kind Kind, payload []byte) error {
 	if !ok {
 		return errNoMember(node)
 	}
+	return m.sendToAddr(node, mem.Gossip, kind, payload)
+}
+
+// sendToAddr sends payload to node at its gossip address addr, best
+// effort, whether it is a live member or not.
+func (m *Membership) sendToAddr(node, addr string, kind Kind, payload []byte) error {
 	b, err := m.g.message(kind, false, payload)
 	if err != nil {
 		return err
 	}
-	host, port, err := net.SplitHostPort(mem.Gossip)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
 	}
@@ -378,9 +386,13 @@ func (m *Membership) leave() error {
 		close(m.stopRejoin)
 		<-m.rejoinDone
 		m.settle()
-		m.announceLeave()
+		// The acknowledgements get half the leave's time at most, so
+		// that memberlist's leave still has the other half to go out.
+		start, timeout := time.Now(), m.cfg.timing.LeaveTimeout
+		deadline := start.Add(timeout)
+		m.announceLeave(start.Add(timeout / 2))
 		m.stop()
-		m.leaveGossip()
+		m.leaveGossip(deadline)
 		if e := m.ml.Shutdown(); e != nil && err == nil {
 			err = e
 		}
@@ -394,19 +406,19 @@ func (m *Membership) leave() error {
 // broadcasts as often as it retransmits a message (RetransmitMult ×
 // log10(n+1) times, counted in the calls of the delegate's GetBroadcasts,
 // which come with every gossip and probe packet, so a loaded machine's late
-// rounds are waited for), LeaveTimeout at most — less once no other node
-// is alive in memberlist's view (they left too: nobody is left to tell).
+// rounds are waited for), until deadline (the leave's, LeaveTimeout from
+// its start) at most — less once no other node is alive in memberlist's
+// view (they left too: nobody is left to tell).
 // memberlist's own wait (Leave with a timeout) waits for that message to
 // be sent that often, which never happens when every other node leaves at
 // the same moment: a rollout's or a test's stop waited out the timeout and
 // warned.
-func (m *Membership) leaveGossip() {
+func (m *Membership) leaveGossip(deadline time.Time) {
 	t := m.cfg.timing
 	limit := uint64(t.RetransmitMult * int(math.Ceil(math.Log10(float64(m.ml.NumMembers()+1)))))
 	start := m.handedOut.Load()
 	// Leave's own wait ends at once: the broadcast is queued either way.
 	_ = m.ml.Leave(time.Nanosecond)
-	deadline := time.Now().Add(t.LeaveTimeout)
 	tick := time.NewTicker(t.GossipInterval / 4)
 	defer tick.Stop()
 	for m.handedOut.Load()-start < limit && time.Now().Before(deadline) && m.othersAlive() {
@@ -416,26 +428,81 @@ func (m *Membership) leaveGossip() {
 
 // othersAlive reports whether memberlist sees another node alive (or
 // suspect).
-func (m *Membership) othersAlive() bool {
+func (m *Membership) othersAlive() bool { return len(m.othersInView()) > 0 }
+
+// othersInView returns the names of the other nodes memberlist sees alive
+// (or suspect).
+func (m *Membership) othersInView() map[string]bool {
+	out := map[string]bool{}
 	for _, n := range m.ml.Members() {
 		if n.Name != m.cfg.name {
-			return true
+			out[n.Name] = true
 		}
 	}
-	return false
+	return out
 }
 
 // The membership's own messages (kind 0): the first payload byte says
 // what.
-const msgLeaving byte = 1
+const (
+	msgLeaving byte = 1 // the sender is about to leave
+	msgHeard   byte = 2 // the sender has taken note of this node's msgLeaving
+)
 
-// announceLeave tells every live member, best effort, that this node is
-// about to leave: memberlist's events do not tell a node that left from one
-// that failed, and the two differ (a failed node's address is retried).
-func (m *Membership) announceLeave() {
-	for _, mem := range m.Members() {
-		_ = m.sendTo(mem.Name, kindMembership, []byte{msgLeaving})
+// announceLeave tells every live member that this node is about to leave:
+// memberlist's events do not tell a node that left from one that failed,
+// and the two differ (a failed node's address is retried, its counters
+// kept). It waits, until deadline at most, for every member that
+// acknowledges an announcement (Meta.LeaveAcks) and that memberlist still
+// sees alive to have done so, resending to the others every
+// GossipInterval: memberlist's leave (its dead message) must not reach a
+// member before the announcement has: memberlist handles the messages
+// waiting in its queue last in, first out (getNextMessage), so a busy
+// member that had both waiting took the leave first, and the node for
+// failed (TestLeaveIsNotTakenForAFailure). A member that is leaving too stops acknowledging
+// once its own loop stops; memberlist then sees it gone, and it is not
+// waited for.
+func (m *Membership) announceLeave(deadline time.Time) {
+	announce := func(to []Member) {
+		for _, mem := range to {
+			_ = m.sendToAddr(mem.Name, mem.Gossip, kindMembership, []byte{msgLeaving})
+		}
 	}
+	// Every live member is told, also one of an older build, which does
+	// not acknowledge.
+	announce(m.Members())
+	sent := time.Now()
+	tick := time.NewTicker(m.cfg.timing.GossipInterval / 4)
+	defer tick.Stop()
+	for {
+		waiting := m.unheard()
+		if len(waiting) == 0 || time.Now().After(deadline) {
+			return
+		}
+		if time.Since(sent) >= m.cfg.timing.GossipInterval {
+			announce(waiting)
+			sent = time.Now()
+		}
+		<-tick.C
+	}
+}
+
+// unheard returns the live members that acknowledge an announcement of
+// this node's leave, have not acknowledged it yet, and that memberlist
+// still sees alive.
+func (m *Membership) unheard() []Member {
+	inView := m.othersInView()
+	var out []Member
+	if m.run(func() {
+		for _, mem := range *m.live.Load() {
+			if inView[mem.Name] && mem.Meta.LeaveAcks && !m.heard[mem.Name] {
+				out = append(out, mem)
+			}
+		}
+	}) != nil {
+		return nil
+	}
+	return out
 }
 
 // settle waits until the loop has run everything submitted so far.
@@ -455,8 +522,29 @@ func (m *Membership) stop() {
 
 // membershipMsg handles a message of kind 0 (on memberlist's goroutine).
 func (m *Membership) membershipMsg(from string, payload []byte) {
-	if len(payload) == 1 && payload[0] == msgLeaving {
-		m.submit(func() { m.leaving[from] = time.Now() })
+	if len(payload) != 1 {
+		return
+	}
+	// Only of nodes this one knows: a made-up name takes no room (one
+	// not known yet is told again by its resends).
+	switch payload[0] {
+	case msgLeaving:
+		m.submit(func() {
+			mem := m.members[from]
+			if mem == nil {
+				return
+			}
+			m.leaving[from] = time.Now()
+			// Answered by the loop, once noted: whatever memberlist tells
+			// of the node from now on comes after.
+			_ = m.sendToAddr(from, mem.Gossip, kindMembership, []byte{msgHeard})
+		})
+	case msgHeard:
+		m.submit(func() {
+			if m.members[from] != nil {
+				m.heard[from] = true
+			}
+		})
 	}
 }
 

@@ -34,6 +34,7 @@ const metaVersion byte = 1
 //	                      later in version 1: absent, it reads as 0)
 //	creation      uvarint the node's creation (process.Node.Creation),
 //	                      idem
+//	flags         uvarint bit 0: LeaveAcks (idem)
 //
 // A later version of the same layout may append fields; a reader ignores
 // bytes after the fields it knows. A node whose meta version, protocol or
@@ -49,7 +50,14 @@ type Meta struct {
 	// Creation is the node's incarnation (process.Node.Creation): a node
 	// restarted under its name has a new one.
 	Creation uint32
+	// LeaveAcks: the node acknowledges another's announcement that it is
+	// leaving, and the one leaving waits for that before it leaves (see
+	// announceLeave). False for a node of a build before this field.
+	LeaveAcks bool
 }
+
+// metaLeaveAcks is the flags bit of Meta.LeaveAcks.
+const metaLeaveAcks = 1
 
 // ErrIncompatible: a node speaks another version of the metadata, the
 // transport protocol or the envelope.
@@ -58,7 +66,7 @@ var ErrIncompatible = value.Sentinel("cluster.incompatible", value.KindNoConnect
 // localMeta is this build's metadata for a transport listening on addr,
 // of a node of creation that started at started.
 func localMeta(addr string, started time.Time, creation uint32) Meta {
-	return Meta{Protocol: ProtocolVersion, Envelope: wire.Version, Transport: addr, Started: started, Creation: creation}
+	return Meta{Protocol: ProtocolVersion, Envelope: wire.Version, Transport: addr, Started: started, Creation: creation, LeaveAcks: true}
 }
 
 // encode returns the wire form of m.
@@ -72,7 +80,12 @@ func (m Meta) encode() []byte {
 		started = uint64(m.Started.UnixNano())
 	}
 	b = binary.AppendUvarint(b, started)
-	return binary.AppendUvarint(b, uint64(m.Creation))
+	b = binary.AppendUvarint(b, uint64(m.Creation))
+	var flags uint64
+	if m.LeaveAcks {
+		flags |= metaLeaveAcks
+	}
+	return binary.AppendUvarint(b, flags)
 }
 
 // decodeMeta reads metadata; ErrIncompatible (wrapped, with what differs)
@@ -102,6 +115,9 @@ func decodeMeta(b []byte) (Meta, error) {
 		rest = rest[k:]
 		if cr, k := binary.Uvarint(rest); k > 0 && cr < 1<<32 {
 			m.Creation = uint32(cr)
+			if flags, k := binary.Uvarint(rest[k:]); k > 0 {
+				m.LeaveAcks = flags&metaLeaveAcks != 0
+			}
 		}
 	}
 	if m.Protocol != ProtocolVersion {

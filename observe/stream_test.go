@@ -219,7 +219,12 @@ func TestHubKeepsOnlyTheLatestState(t *testing.T) {
 func TestStreamDropsClientsThatStopReading(t *testing.T) {
 	src := &liveSource{}
 	src.set(info("app:a", "process.lua", runtime.StatusDefined, nil))
-	ui := UIOptions{MaxClients: 3, Interval: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond, StallTimeout: 500 * time.Millisecond}
+	// The places are all taken only from the second silent client's
+	// start until the first is dropped, a stall timeout after its window
+	// first shrank: 500 ms was missed on a loaded machine (the second
+	// started late, or the polls came late) and the test waited for a
+	// "full" that had passed.
+	ui := UIOptions{MaxClients: 3, Interval: 20 * time.Millisecond, Heartbeat: 50 * time.Millisecond, StallTimeout: 3 * time.Second}
 	s := streamServer(t, src, ui, ListenOptions{})
 	reader := openStream(t, s)
 	reader.next(t, 5*time.Second)

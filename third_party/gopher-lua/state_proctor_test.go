@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -423,36 +424,41 @@ func TestInitUserData(t *testing.T) {
 // TestBusyScriptYields: a script in a busy loop yields its thread every
 // yieldEveryChecks looks at its context, so with one thread another
 // goroutine still runs often, not only at Go's preemption every 10 ms.
+// Counted in the script's work, not in time (a loaded machine stretches
+// time, not instructions): each turn of the script's loop, about 1,000
+// instructions, counts itself, and this goroutine, yielding in a loop
+// beside it on the one thread, notes how many turns the script made
+// between two of its own. With the script yielding, that is one yield
+// period, yieldEveryChecks × ctxCheckEvery instructions, about 16 turns
+// (now and then two periods: the scheduler takes the global run queue
+// first every 61st time); at Go's preemption alone it is 10 ms of turns,
+// several times more even under -race. The median is checked.
 func TestBusyScriptYields(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	L := NewState()
 	defer L.Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	L.SetContext(ctx)
+	var turns atomic.Int64
+	L.SetGlobal("tick", L.NewFunction(func(*LState) int { turns.Add(1); return 0 }))
 	done := make(chan error, 1)
-	go func() { done <- L.DoString(`while true do end`) }()
-	var ran atomic.Int64
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			ran.Add(1)
-			runtime.Gosched()
+	go func() { done <- L.DoString(`local tick = tick while true do for i = 1, 1000 do end tick() end`) }()
+	var gaps []int64
+	for last := int64(0); len(gaps) < 101; {
+		runtime.Gosched()
+		n := turns.Load()
+		if n > last && last > 0 {
+			gaps = append(gaps, n-last)
 		}
-	}()
-	time.Sleep(500 * time.Millisecond)
-	close(stop)
+		last = n
+	}
 	cancel()
 	<-done
-	// At Go's preemption alone the other goroutine gets a turn about every
-	// 10-20 ms, 25-50 times in 500 ms; with the script yielding, hundreds
-	// under -race on a busy machine, thousands otherwise.
-	if n := ran.Load(); n < 150 {
-		t.Fatalf("the other goroutine ran %d times in 500 ms beside a busy script", n)
+	slices.Sort(gaps)
+	period := int64(yieldEveryChecks*ctxCheckEvery) / 1000 // turns, rounded down
+	if median := gaps[len(gaps)/2]; median > 2*period {
+		t.Fatalf("a busy script made %d turns of its loop (median; about 1,000 instructions each) between two turns of another goroutine; it yields every %d instructions (gaps %v)",
+			median, yieldEveryChecks*ctxCheckEvery, gaps)
 	}
 }
 
