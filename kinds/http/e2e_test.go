@@ -52,6 +52,9 @@ return { main = function()
     elseif r.path == "/sleep" then
       time.sleep("1500ms")
       msg:reply("slept")
+    elseif r.path == "/slow" then
+      time.sleep(100)
+      msg:reply("slow")
     elseif r.path == "/twice" then
       msg:reply({status = 201, body = "first"})
       msg:reply({status = 202, body = "second"})
@@ -1062,6 +1065,48 @@ func TestNeverReplyingHandlerUnderLoad(t *testing.T) {
 	testutil.Eventually(t, "no request active", func() bool { return activeRequests(t, n) == 0 })
 	if status, _, body := get(t, c, "POST", n.url("/echo"), "still here"); status != 200 || body != "still here" {
 		t.Errorf("after: %d %q", status, body)
+	}
+}
+
+// A flood of requests at a slow handler leaves no outage behind: the asks
+// that timed out while queued are dropped when the handler reaches them
+// (dead letters, reason expired) instead of run, so the first request
+// after the flood waits at most for the one in hand, not for the backlog
+// (64 requests of 100ms against a 1s timeout left 5 s of work, every
+// request meanwhile a 504).
+func TestSlowHandlerBacklogExpires(t *testing.T) {
+	n := start(t, strings.Replace(base, "timeout: 300ms", "timeout: 1s", 1))
+	c := client()
+	defer c.CloseIdleConnections()
+	const flood = 64
+	statuses := make(chan int, flood)
+	for i := 0; i < flood; i++ {
+		go func() {
+			resp, err := c.Get(n.url("/slow"))
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	timedOut := 0
+	for i := 0; i < flood; i++ {
+		switch s := <-statuses; s {
+		case 504:
+			timedOut++
+		case 200:
+		default:
+			t.Errorf("flood: %d", s)
+		}
+	}
+	if timedOut < flood/2 {
+		t.Fatalf("only %d of %d requests timed out: no backlog was built", timedOut, flood)
+	}
+	if status, _, body := get(t, c, "GET", n.url("/string"), ""); status != 200 || body != "plain GET" {
+		t.Errorf("right after the flood: %d %s", status, body)
 	}
 }
 
