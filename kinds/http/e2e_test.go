@@ -66,6 +66,11 @@ return { main = function()
       msg:reply("plain " .. r.method)
     elseif r.path == "/json" then
       msg:reply({body = {method = r.method, params = r.params, query = r.query, key = r.key}})
+    elseif r.path == "/cycle" or r.path == "/fn" then
+      local body = function() end
+      if r.path == "/cycle" then body = {}; body.t = body end
+      local ok, err = msg:reply({body = body})
+      assert(ok == nil and err.kind == "invalid", tostring(err))
     elseif r.path == "/bad" then
       msg:reply(42)
     else
@@ -214,6 +219,8 @@ func TestRequestsAndErrors(t *testing.T) {
 		{"GET", "/fail?kind=stopped", "", 503, `"kind":"stopped"`},
 		{"GET", "/fail", "", 500, `"kind":"internal"`},
 		{"GET", "/bad", "", 500, "replied with a number"},
+		{"GET", "/cycle", "", 500, `{"error":{"kind":"internal","message":"the reply cannot be copied: reply.body.t: `},
+		{"GET", "/fn", "", 500, `{"error":{"kind":"internal","message":"the reply cannot be copied: reply.body: `},
 		{"GET", "/never", "", 504, `"kind":"timeout"`},
 		{"GET", "/twice", "", 201, "first"},
 		{"DELETE", "/echo", "", 405, `"kind":"invalid"`},
