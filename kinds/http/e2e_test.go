@@ -239,13 +239,41 @@ func TestRequestsAndErrors(t *testing.T) {
 			t.Errorf("%s: a traceback reached the client: %s", tc.path, body)
 		}
 	}
-	// Metrics, by route pattern, method and status.
+	// Metrics, by server, route pattern, method and status.
+	series := httpSeries(t, n)
+	for key, want := range map[string]float64{
+		"http_server_request_duration_seconds method=POST route=/{what...} server=app:web status=200": 1,
+		"http_server_request_duration_seconds method=GET route=/{what...} server=app:web status=504":  2, // /never and /fail?kind=timeout
+		"http_server_request_duration_seconds method=DELETE route= server=app:web status=405":         1,
+		"http_server_request_duration_seconds method=POST route=/{what...} server=app:web status=413": 1,
+		"http_server_active_requests route=/{what...} server=app:web":                                 0,
+		"http_server_oversized_bodies_total route=/{what...} server=app:web":                          1,
+	} {
+		if got, ok := series[key]; !ok || got != want {
+			t.Errorf("%s: %v (present %v), want %v", key, got, ok, want)
+		}
+	}
+	// The process that replied twice, and the one that never replied,
+	// still serve.
+	if status, _, body := get(t, c, "POST", n.url("/echo"), "again"); status != 200 || body != "again" {
+		t.Errorf("after: %d %q", status, body)
+	}
+}
+
+// httpSeries returns the http_server_* series of n's registry, each keyed
+// by its name and its labels (sorted by name, as the registry gives them):
+// a histogram by its count, a gauge or counter by its value.
+func httpSeries(t *testing.T, n *node) map[string]float64 {
+	t.Helper()
 	mfs, err := n.rt.Env().Metrics.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	series := map[string]float64{}
 	for _, mf := range mfs {
+		if !strings.HasPrefix(mf.GetName(), "http_server_") {
+			continue
+		}
 		for _, m := range mf.GetMetric() {
 			key := mf.GetName()
 			for _, l := range m.GetLabel() {
@@ -261,22 +289,93 @@ func TestRequestsAndErrors(t *testing.T) {
 			}
 		}
 	}
+	return series
+}
+
+// Two servers with routes of the same pattern keep apart series (the
+// server label), and the series of a pattern no route of a server uses
+// any more — its route removed, or its path changed — are deleted on the
+// reload; a pattern another route of the server still uses keeps its own.
+func TestMetricsByServerAndReload(t *testing.T) {
+	two := base + `  - name: web2
+    kind: http.server
+    listen: 127.0.0.1:0
+    lifecycle: {auto_start: true}
+  - name: any2
+    kind: http.route
+    server: web2
+    path: /{what...}
+    to: echo
+    lifecycle: {auto_start: true}
+  - name: keep
+    kind: http.route
+    server: web2
+    method: PUT
+    path: /kept
+    to: echo
+    lifecycle: {auto_start: true}
+  - name: kept
+    kind: http.route
+    server: web2
+    method: POST
+    path: /kept
+    to: echo
+    lifecycle: {auto_start: true}
+`
+	n := start(t, two)
+	c := client()
+	defer c.CloseIdleConnections()
+	url2 := func(path string) string { return "http://" + n.server("app:web2").Addr() + path }
+	for _, u := range []string{n.url("/string"), n.url("/string"), url2("/string"), url2("/kept")} {
+		if status, _, body := get(t, c, "POST", u, ""); status != 200 {
+			t.Fatalf("POST %s: %d %s", u, status, body)
+		}
+	}
+	series := httpSeries(t, n)
 	for key, want := range map[string]float64{
-		"http_server_request_duration_seconds method=POST route=/{what...} status=200": 1,
-		"http_server_request_duration_seconds method=GET route=/{what...} status=504":  2, // /never and /fail?kind=timeout
-		"http_server_request_duration_seconds method=DELETE route= status=405":         1,
-		"http_server_request_duration_seconds method=POST route=/{what...} status=413": 1,
-		"http_server_active_requests route=/{what...}":                                 0,
-		"http_server_oversized_bodies_total route=/{what...}":                          1,
+		"http_server_request_duration_seconds method=POST route=/{what...} server=app:web status=200":  2,
+		"http_server_request_duration_seconds method=POST route=/{what...} server=app:web2 status=200": 1,
+		"http_server_request_duration_seconds method=POST route=/kept server=app:web2 status=200":      1,
+		"http_server_active_requests route=/{what...} server=app:web":                                  0,
+		"http_server_active_requests route=/{what...} server=app:web2":                                 0,
+		"http_server_oversized_bodies_total route=/{what...} server=app:web2":                          0,
 	} {
 		if got, ok := series[key]; !ok || got != want {
 			t.Errorf("%s: %v (present %v), want %v", key, got, ok, want)
 		}
 	}
-	// The process that replied twice, and the one that never replied,
-	// still serve.
-	if status, _, body := get(t, c, "POST", n.url("/echo"), "again"); status != 200 || body != "again" {
-		t.Errorf("after: %d %q", status, body)
+	// app:any's path changes, app:any2 and app:keep go: their patterns'
+	// series go with them, but /kept is still app:kept's.
+	next := strings.Replace(base, "path: /{what...}", "path: /v2/{what...}", 1) + `  - name: web2
+    kind: http.server
+    listen: 127.0.0.1:0
+    lifecycle: {auto_start: true}
+  - name: kept
+    kind: http.route
+    server: web2
+    method: POST
+    path: /kept
+    to: echo
+    lifecycle: {auto_start: true}
+`
+	n.reload(next)
+	if status, _, body := get(t, c, "POST", n.url("/v2/string"), ""); status != 200 {
+		t.Fatalf("after the reload: %d %s", status, body)
+	}
+	series = httpSeries(t, n)
+	for key := range series {
+		if strings.Contains(key, "route=/{what...}") {
+			t.Errorf("a pattern no route uses is still a series: %s", key)
+		}
+	}
+	for key, want := range map[string]float64{
+		"http_server_request_duration_seconds method=POST route=/v2/{what...} server=app:web status=200": 1,
+		"http_server_request_duration_seconds method=POST route=/kept server=app:web2 status=200":        1,
+		"http_server_active_requests route=/kept server=app:web2":                                        0,
+	} {
+		if got, ok := series[key]; !ok || got != want {
+			t.Errorf("%s: %v (present %v), want %v", key, got, ok, want)
+		}
 	}
 }
 

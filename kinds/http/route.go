@@ -33,8 +33,8 @@ type route struct {
 
 func (rt *route) init() {
 	if rt.active == nil {
-		rt.active = rt.s.m.active.WithLabelValues(rt.spec.Path)
-		rt.oversized = rt.s.m.oversized.WithLabelValues(rt.spec.Path)
+		rt.active = rt.s.m.active.WithLabelValues(string(rt.s.id), rt.spec.Path)
+		rt.oversized = rt.s.m.oversized.WithLabelValues(string(rt.s.id), rt.spec.Path)
 	}
 	if rt.obs.Load() == nil {
 		rt.obs.Store(&map[obsKey]prometheus.Observer{})
@@ -103,7 +103,7 @@ func (rt *route) observe(method string, status int, d time.Duration) {
 	k := obsKey{methodLabel(method), status}
 	o, ok := (*rt.obs.Load())[k]
 	if !ok {
-		o = rt.s.m.duration.WithLabelValues(rt.spec.Path, k.method, statusLabel(status))
+		o = rt.s.m.duration.WithLabelValues(string(rt.s.id), rt.spec.Path, k.method, statusLabel(status))
 		for {
 			cur := rt.obs.Load()
 			next := make(map[obsKey]prometheus.Observer, len(*cur)+1)

@@ -297,8 +297,25 @@ func (s *Server) setRoute(ctx context.Context, id registry.ID, spec *RouteSpec) 
 		}
 		rt.init()
 		next[id] = rt
-		return s.setRoutes(next)
+		if err := s.setRoutes(next); err != nil {
+			return err
+		}
+		if prev != nil && prev.spec.Path != spec.Path {
+			s.forgetUnused(prev.spec.Path)
+		}
+		return nil
 	})
+}
+
+// forgetUnused deletes the metric series of pattern when no route of the
+// server uses it any more.
+func (s *Server) forgetUnused(pattern string) {
+	for _, rt := range s.routes {
+		if rt.spec.Path == pattern {
+			return
+		}
+	}
+	s.m.forget(string(s.id), pattern)
 }
 
 // setRoutes makes next the routes in force and publishes their table, on
@@ -316,12 +333,17 @@ func (s *Server) setRoutes(next map[registry.ID]*route) error {
 // removeRoute drops the route id.
 func (s *Server) removeRoute(ctx context.Context, id registry.ID) error {
 	return s.call(ctx, func() error {
-		if _, ok := s.routes[id]; !ok {
+		prev, ok := s.routes[id]
+		if !ok {
 			return nil
 		}
 		next := maps(s.routes)
 		delete(next, id)
-		return s.setRoutes(next)
+		if err := s.setRoutes(next); err != nil {
+			return err
+		}
+		s.forgetUnused(prev.spec.Path)
+		return nil
 	})
 }
 
@@ -407,7 +429,7 @@ func (s *Server) unrouted(w nethttp.ResponseWriter, r *nethttp.Request, d *dispa
 		}
 		w.WriteHeader(status)
 	}
-	s.m.duration.WithLabelValues("", methodLabel(r.Method), statusLabel(status)).Observe(time.Since(start).Seconds())
+	s.m.duration.WithLabelValues(string(s.id), "", methodLabel(r.Method), statusLabel(status)).Observe(time.Since(start).Seconds())
 }
 
 // dispatch is the ResponseWriter the mux is given. A route takes w out
