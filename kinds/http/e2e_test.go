@@ -425,28 +425,36 @@ func TestNotFoundAndPaths(t *testing.T) {
 }
 
 func TestValidation(t *testing.T) {
-	cases := []struct{ yaml, want string }{
+	cases := []struct{ yaml, want, not string }{
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
-  - {name: r, kind: http.route, server: web, path: /x, to: ecko}`, `app.yaml:5:60: app:r: to: references app:ecko, which is not declared (did you mean "app:echo"?)`},
+  - {name: r, kind: http.route, server: web, path: /x, to: ecko}`, `app.yaml:5:60: app:r: to: references app:ecko, which is not declared (did you mean "app:echo"?)`, ""},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
   - {name: parts, kind: supervisor.partition, partitions: 2, process: echo}
-  - {name: r, kind: http.route, server: web, path: "/x/{id}", to: parts}`, `app:r: to: app:parts is a supervisor.partition: set key`},
+  - {name: r, kind: http.route, server: web, path: "/x/{id}", to: parts}`, `app:r: to: app:parts is a supervisor.partition: set key`, ""},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
-  - {name: r, kind: http.route, server: web, path: "/x/{id}", to: echo, key: path.ib}`, `key: path has no wildcard {ib} (did you mean "path.id"?)`},
-		{`
-  - {name: web, kind: http.server, listen: nohost}`, `listen: want host:port`},
-		{`
-  - {name: web, kind: http.server, listen: 127.0.0.1:0}
-  - {name: r, kind: http.route, server: web, path: x, to: echo, method: GTE}`, `method: unknown method "GTE" (did you mean "GET"?)`},
+  - {name: ch, kind: router.pool, routee: echo, size: 2, strategy: consistent_hash}
+  - {name: r, kind: http.route, server: web, path: "/x/{id}", to: ch}`, `app.yaml:6:67: app:r: to: app:ch is a consistent_hash router.pool: set key (path.NAME, query.NAME or header.NAME) to pick its routee`, ""},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
-  - {name: r, kind: http.route, server: web, path: /x, to: web}`, `to: references app:web, a http.server; must be process.lua or router.pool or router.group or supervisor.partition`},
+  - {name: parts, kind: supervisor.partition, partitions: 2, process: echo}
+  - {name: r, kind: http.route, server: web, path: "/x/{id}", to: parts, key: params.id}`, `key: `, "set key"},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
-  - {name: r, kind: http.route, server: echo, path: "/{a}/{a}", to: echo}`, `path: not a path pattern`},
+  - {name: r, kind: http.route, server: web, path: "/x/{id}", to: echo, key: path.ib}`, `key: path has no wildcard {ib} (did you mean "path.id"?)`, ""},
+		{`
+  - {name: web, kind: http.server, listen: nohost}`, `listen: want host:port`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: x, to: echo, method: GTE}`, `method: unknown method "GTE" (did you mean "GET"?)`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to: web}`, `to: references app:web, a http.server; must be process.lua or router.pool or router.group or supervisor.partition`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: echo, path: "/{a}/{a}", to: echo}`, `path: not a path pattern`, ""},
 	}
 	for _, tc := range cases {
 		dir := t.TempDir()
@@ -456,6 +464,8 @@ func TestValidation(t *testing.T) {
 		_, err := (&config.Loader{Kinds: newKinds()}).Load(dir)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s\ngot  %v\nwant %s", tc.yaml, err, tc.want)
+		} else if tc.not != "" && strings.Contains(err.Error(), tc.not) {
+			t.Errorf("%s\ngot  %v\nwhich says %q", tc.yaml, err, tc.not)
 		}
 	}
 }
