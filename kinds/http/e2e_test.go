@@ -539,7 +539,7 @@ func TestTargetNotRunningIs503(t *testing.T) {
 		t.Fatalf("app:echo is registered again")
 	}
 	status, _, body := get(t, c, "GET", n.url("/x"), "")
-	if status != 503 || !strings.Contains(body, `"not_found"`) {
+	if status != 503 || !strings.Contains(body, `{"error":{"kind":"stopped","message":"route app:any: app:echo: `) {
 		t.Errorf("to not running: %d %s", status, body)
 	}
 }
