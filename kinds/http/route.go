@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -70,6 +71,11 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 			return *errorResponse(nethttp.StatusRequestEntityTooLarge, value.NewError(value.KindLimit, "the body is larger than %d bytes", max))
 		}
 		w.Header().Set("Connection", "close")
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The connection's read deadline: say which setting cut it,
+			// not the socket's addresses.
+			return *errorResponse(nethttp.StatusRequestTimeout, value.NewError(value.KindTimeout, "the body did not arrive within read_timeout (%s)", rt.s.spec.Load().ReadTimeout))
+		}
 		return *errorResponse(nethttp.StatusBadRequest, value.NewError(value.KindInvalid, "reading the body: %v", err))
 	}
 	payload, err := RequestPayload(r, body, rt.spec.params, rt.spec.Key)
