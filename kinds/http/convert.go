@@ -42,7 +42,7 @@ const (
 func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySpec) (map[string]any, error) {
 	path := r.URL.Path
 	if bad := strings.IndexFunc(path, func(c rune) bool { return c < 0x20 || c == 0x7f }); bad >= 0 {
-		return nil, value.NewError(value.KindInvalid, "the path holds a control character (byte %d)", bad)
+		return nil, value.NewError(value.KindInvalid, "the path holds a control character (0x%02x at offset %d)", path[bad], bad)
 	}
 	if !utf8.ValidString(path) {
 		return nil, value.NewError(value.KindInvalid, "the path is not valid UTF-8")
