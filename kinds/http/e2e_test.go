@@ -339,6 +339,7 @@ func TestMetricsByServerAndReload(t *testing.T) {
 		"http_server_active_requests route=/{what...} server=app:web":                                  0,
 		"http_server_active_requests route=/{what...} server=app:web2":                                 0,
 		"http_server_oversized_bodies_total route=/{what...} server=app:web2":                          0,
+		"http_server_refused_connections_total server=app:web2":                                        0,
 	} {
 		if got, ok := series[key]; !ok || got != want {
 			t.Errorf("%s: %v (present %v), want %v", key, got, ok, want)

@@ -64,6 +64,7 @@ func StartServer(ctx context.Context, env *registry.Env, id registry.ID, spec *S
 		routes: map[registry.ID]*route{}, halted: make(chan struct{})}
 	s.spec.Store(spec)
 	s.table.Store(emptyTable)
+	s.m.refused.WithLabelValues(string(id)) // its series from the start, at 0
 	if spec.TLS != nil {
 		c, err := loadCerts(*spec.TLS, s.log)
 		if err != nil {
