@@ -240,19 +240,14 @@ func TestRequestsAndErrors(t *testing.T) {
 		}
 	}
 	// Metrics, by server, route pattern, method and status.
-	series := httpSeries(t, n)
-	for key, want := range map[string]float64{
+	wantSeries(t, httpSeries(t, n), map[string]float64{
 		"http_server_request_duration_seconds method=POST route=/{what...} server=app:web status=200": 1,
 		"http_server_request_duration_seconds method=GET route=/{what...} server=app:web status=504":  2, // /never and /fail?kind=timeout
 		"http_server_request_duration_seconds method=DELETE route= server=app:web status=405":         1,
 		"http_server_request_duration_seconds method=POST route=/{what...} server=app:web status=413": 1,
 		"http_server_active_requests route=/{what...} server=app:web":                                 0,
 		"http_server_oversized_bodies_total route=/{what...} server=app:web":                          1,
-	} {
-		if got, ok := series[key]; !ok || got != want {
-			t.Errorf("%s: %v (present %v), want %v", key, got, ok, want)
-		}
-	}
+	})
 	// The process that replied twice, and the one that never replied,
 	// still serve.
 	if status, _, body := get(t, c, "POST", n.url("/echo"), "again"); status != 200 || body != "again" {
@@ -297,11 +292,19 @@ func httpSeries(t *testing.T, n *node) map[string]float64 {
 // any more — its route removed, or its path changed — are deleted on the
 // reload; a pattern another route of the server still uses keeps its own.
 func TestMetricsByServerAndReload(t *testing.T) {
-	two := base + `  - name: web2
+	const web2 = `  - name: web2
     kind: http.server
     listen: 127.0.0.1:0
     lifecycle: {auto_start: true}
-  - name: any2
+  - name: kept
+    kind: http.route
+    server: web2
+    method: POST
+    path: /kept
+    to: echo
+    lifecycle: {auto_start: true}
+`
+	n := start(t, base+web2+`  - name: any2
     kind: http.route
     server: web2
     path: /{what...}
@@ -314,15 +317,7 @@ func TestMetricsByServerAndReload(t *testing.T) {
     path: /kept
     to: echo
     lifecycle: {auto_start: true}
-  - name: kept
-    kind: http.route
-    server: web2
-    method: POST
-    path: /kept
-    to: echo
-    lifecycle: {auto_start: true}
-`
-	n := start(t, two)
+`)
 	c := client()
 	defer c.CloseIdleConnections()
 	url2 := func(path string) string { return "http://" + n.server("app:web2").Addr() + path }
@@ -331,8 +326,7 @@ func TestMetricsByServerAndReload(t *testing.T) {
 			t.Fatalf("POST %s: %d %s", u, status, body)
 		}
 	}
-	series := httpSeries(t, n)
-	for key, want := range map[string]float64{
+	wantSeries(t, httpSeries(t, n), map[string]float64{
 		"http_server_request_duration_seconds method=POST route=/{what...} server=app:web status=200":  2,
 		"http_server_request_duration_seconds method=POST route=/{what...} server=app:web2 status=200": 1,
 		"http_server_request_duration_seconds method=POST route=/kept server=app:web2 status=200":      1,
@@ -340,42 +334,33 @@ func TestMetricsByServerAndReload(t *testing.T) {
 		"http_server_active_requests route=/{what...} server=app:web2":                                 0,
 		"http_server_oversized_bodies_total route=/{what...} server=app:web2":                          0,
 		"http_server_refused_connections_total server=app:web2":                                        0,
-	} {
-		if got, ok := series[key]; !ok || got != want {
-			t.Errorf("%s: %v (present %v), want %v", key, got, ok, want)
-		}
-	}
+	})
 	// app:any's path changes, app:any2 and app:keep go: their patterns'
 	// series go with them, but /kept is still app:kept's.
-	next := strings.Replace(base, "path: /{what...}", "path: /v2/{what...}", 1) + `  - name: web2
-    kind: http.server
-    listen: 127.0.0.1:0
-    lifecycle: {auto_start: true}
-  - name: kept
-    kind: http.route
-    server: web2
-    method: POST
-    path: /kept
-    to: echo
-    lifecycle: {auto_start: true}
-`
-	n.reload(next)
+	n.reload(strings.Replace(base, "path: /{what...}", "path: /v2/{what...}", 1) + web2)
 	if status, _, body := get(t, c, "POST", n.url("/v2/string"), ""); status != 200 {
 		t.Fatalf("after the reload: %d %s", status, body)
 	}
-	series = httpSeries(t, n)
+	series := httpSeries(t, n)
 	for key := range series {
 		if strings.Contains(key, "route=/{what...}") {
 			t.Errorf("a pattern no route uses is still a series: %s", key)
 		}
 	}
-	for key, want := range map[string]float64{
+	wantSeries(t, series, map[string]float64{
 		"http_server_request_duration_seconds method=POST route=/v2/{what...} server=app:web status=200": 1,
 		"http_server_request_duration_seconds method=POST route=/kept server=app:web2 status=200":        1,
 		"http_server_active_requests route=/kept server=app:web2":                                        0,
-	} {
-		if got, ok := series[key]; !ok || got != want {
-			t.Errorf("%s: %v (present %v), want %v", key, got, ok, want)
+	})
+}
+
+// wantSeries checks that each of want's series is in series, with its
+// value.
+func wantSeries(t *testing.T, series, want map[string]float64) {
+	t.Helper()
+	for key, v := range want {
+		if got, ok := series[key]; !ok || got != v {
+			t.Errorf("%s: %v (present %v), want %v", key, got, ok, v)
 		}
 	}
 }
@@ -1181,20 +1166,7 @@ func TestNeverReplyingHandlerUnderLoad(t *testing.T) {
 	c := client()
 	defer c.CloseIdleConnections()
 	const clients = 64
-	statuses := make(chan int, clients)
-	for i := 0; i < clients; i++ {
-		go func() {
-			req, _ := nethttp.NewRequest("GET", n.url("/never"), nil)
-			resp, err := c.Do(req)
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		}()
-	}
+	statuses := getMany(c, n.url("/never"), clients)
 	for i := 0; i < clients; i++ {
 		if s := <-statuses; s != 504 {
 			t.Errorf("never replied: %d, want 504", s)
@@ -1204,6 +1176,25 @@ func TestNeverReplyingHandlerUnderLoad(t *testing.T) {
 	if status, _, body := get(t, c, "POST", n.url("/echo"), "still here"); status != 200 || body != "still here" {
 		t.Errorf("after: %d %q", status, body)
 	}
+}
+
+// getMany sends n GET requests to url at once; each one's status (0 for
+// a failed request) arrives on the channel.
+func getMany(c *nethttp.Client, url string, n int) <-chan int {
+	statuses := make(chan int, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			resp, err := c.Get(url)
+			if err != nil {
+				statuses <- 0
+				return
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			statuses <- resp.StatusCode
+		}()
+	}
+	return statuses
 }
 
 // A flood of requests at a slow handler leaves no outage behind: the asks
@@ -1217,19 +1208,7 @@ func TestSlowHandlerBacklogExpires(t *testing.T) {
 	c := client()
 	defer c.CloseIdleConnections()
 	const flood = 64
-	statuses := make(chan int, flood)
-	for i := 0; i < flood; i++ {
-		go func() {
-			resp, err := c.Get(n.url("/slow"))
-			if err != nil {
-				statuses <- 0
-				return
-			}
-			io.Copy(io.Discard, resp.Body)
-			resp.Body.Close()
-			statuses <- resp.StatusCode
-		}()
-	}
+	statuses := getMany(c, n.url("/slow"), flood)
 	timedOut := 0
 	for i := 0; i < flood; i++ {
 		switch s := <-statuses; s {
