@@ -55,6 +55,27 @@ func askOver(r *process.Received, now time.Time) bool {
 	return ok && d.Before(now)
 }
 
+// dropExpired reports whether r is an ask whose asker has stopped waiting,
+// and if so reports it as a dead letter (DeadExpired): the mailbox drops
+// it instead of handing it to the script, whose reply could reach no one.
+// A backlog of such asks behind a slow handler is then cleared at the
+// cost of a clock read each, not of a handler run each, which would keep
+// every ask behind them timing out too. Only an ask that names a deadline
+// reads the clock; a tell costs a nil check.
+func (mb *mailbox) dropExpired(r *process.Received) bool {
+	if !r.CanReply() {
+		return false
+	}
+	m := r.Message()
+	d, ok := m.Deadline()
+	if !ok || !d.Before(time.Now()) {
+		return false
+	}
+	p := mb.p
+	p.Node().DeadLetter(process.DeadLetter{From: m.From, To: p.self.String(), Topic: m.Topic, Reason: process.DeadExpired})
+	return true
+}
+
 // handBackAsks gives the core every ask the process holds unanswered, as
 // its script ends.
 func (p *Process) handBackAsks() {

@@ -77,3 +77,67 @@ end }`)
 		t.Fatalf("%d dead letters of name_not_found", n)
 	}
 }
+
+// An ask whose asker has stopped waiting (it timed out) is not handed to
+// the script when it reaches the front of the mailbox: it is a dead letter
+// with reason expired, whether the script reads it straight from the
+// mailbox, after a listen receive set it aside, or on a listen channel of
+// its topic. Tells around it, and a tell on the listened topic, still
+// arrive. The server is kept from reading its mailbox by an ask of its
+// own, so nothing here depends on timing but the asks' 10ms timeouts.
+func TestExpiredAsksNeverReachTheScript(t *testing.T) {
+	h := newHarness(t)
+	h.Entry("server", `
+return { main = function(boss)
+  local inbox = process.inbox()
+  assert(process.ask(boss, "ready1"))
+  -- straight from the mailbox: the expired ask "slow1", then "after1"
+  local m = inbox:receive()
+  assert(m:topic() == "after1", "got " .. m:topic())
+  -- set aside by a listen receive: "slow2" and "after2" wait in the inbox
+  assert(process.ask(boss, "ready2"))
+  assert(process.listen("go"):receive():topic() == "go")
+  m = inbox:receive()
+  assert(m:topic() == "after2", "got " .. m:topic())
+  -- on a listen channel: the expired ask on "q", then a tell on "q"
+  assert(process.ask(boss, "ready3"))
+  m = process.listen("q"):receive()
+  assert(m:payload() == "tell", "got " .. tostring(m:payload()))
+  process.send(boss, "done", "ok")
+  return "ok"
+end }`)
+	e := h.Entry("main", `
+return { main = function()
+  local inbox = process.inbox()
+  -- linked: a failed assertion in the server ends the test at once
+  local srv = assert(process.spawn_linked("server", process.pid()))
+  local function expire(topic)
+    local _, err = process.ask(srv, topic, nil, "10ms")
+    assert(err and err.kind == "timeout", tostring(err))
+  end
+  local ready = inbox:receive()
+  expire("slow1")
+  assert(process.send(srv, "after1"))
+  assert(ready:reply(true))
+  ready = inbox:receive()
+  expire("slow2")
+  assert(process.send(srv, "after2"))
+  assert(process.send(srv, "go"))
+  assert(ready:reply(true))
+  ready = inbox:receive()
+  expire("q")
+  assert(process.send(srv, "q", "tell"))
+  assert(ready:reply(true))
+  assert(inbox:receive():payload() == "ok")
+  return "ok"
+end }`)
+	h.Check(e)
+	got := h.Dead.ByReason()
+	ex := got[process.DeadExpired]
+	if len(ex) != 3 || ex[0].Topic != "slow1" || ex[1].Topic != "slow2" || ex[2].Topic != "q" || ex[0].From.IsZero() {
+		t.Fatalf("expired asks: %+v", ex)
+	}
+	if l := got[process.DeadLateReply]; len(l) != 0 {
+		t.Fatalf("late replies: %+v", l)
+	}
+}

@@ -102,13 +102,12 @@ func (mb *mailbox) listenChannel(topic string) (*Channel, error) {
 }
 
 // nextInbox returns the oldest message not claimed by a listen channel.
+// An ask whose asker has stopped waiting is dropped on the way (see
+// dropExpired).
 func (mb *mailbox) nextInbox() (process.Received, bool) {
-	if c := mb.inbox; c != nil && c.head < len(c.items) {
-		c.mu.Lock()
-		v, ok := c.popLocked()
-		c.mu.Unlock()
-		if ok {
-			return v.(process.Received), true
+	if c := mb.inbox; c != nil {
+		if m, ok := mb.nextSetAside(c); ok {
+			return m, true
 		}
 	}
 	for {
@@ -124,18 +123,36 @@ func (mb *mailbox) nextInbox() (process.Received, bool) {
 				continue
 			}
 		}
+		if mb.dropExpired(&m) {
+			continue
+		}
 		return m, true
 	}
 }
 
+// nextSetAside returns the oldest message set aside in c that is not an
+// expired ask.
+func (mb *mailbox) nextSetAside(c *Channel) (process.Received, bool) {
+	for c.head < len(c.items) {
+		c.mu.Lock()
+		v, ok := c.popLocked()
+		c.mu.Unlock()
+		if !ok {
+			break
+		}
+		if m := v.(process.Received); !mb.dropExpired(&m) {
+			return m, true
+		}
+	}
+	return process.Received{}, false
+}
+
 // nextListen returns the oldest message with c's topic, parking the others
-// where their receivers will look.
+// where their receivers will look. An ask whose asker has stopped waiting
+// is dropped on the way (see dropExpired).
 func (mb *mailbox) nextListen(c *Channel) (process.Received, bool) {
-	c.mu.Lock()
-	v, ok := c.popLocked()
-	c.mu.Unlock()
-	if ok {
-		return v.(process.Received), true
+	if m, ok := mb.nextSetAside(c); ok {
+		return m, true
 	}
 	for {
 		m, ok := mb.p.proc.TryReceived()
@@ -143,6 +160,9 @@ func (mb *mailbox) nextListen(c *Channel) (process.Received, bool) {
 			return m, false
 		}
 		if m.Topic() == c.topic {
+			if mb.dropExpired(&m) {
+				continue
+			}
 			return m, true
 		}
 		dst := mb.listens[m.Topic()]

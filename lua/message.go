@@ -6,6 +6,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/value"
 )
 
 // luaMessage is a received message as scripts see it: 64 bytes, the
@@ -116,21 +117,31 @@ func msgPayload(L *lua.LState) int {
 // msgReply answers an ask: reply(value), or reply(nil, err) to reject it.
 // It returns true when this reply settled the ask, false when the ask was
 // already settled or timed out (the reply is dropped), nil, err when the
-// message was not an ask or the value cannot be copied.
+// message was not an ask or the value cannot be copied. A value that
+// cannot be copied (a cycle, a function) still settles the ask: with an
+// internal error that says so, as a reply the host cannot deliver. Left
+// open, its asker waited out its timeout for a reply that could never
+// come (an HTTP client got 504 seconds later, and nothing was logged),
+// and the script, which rarely checks what reply returned, never knew.
 func msgReply(L *lua.LState) int {
 	m := checkMessage(L)
 	p := ProcessOf(L)
 	var (
-		v   any
-		rej error
+		v    any
+		rej  error
+		cerr error // why v could not be copied
 	)
 	if L.GetTop() >= 3 && L.Get(3) != lua.LNil {
 		rej = errorFromLua(L, L.Get(3))
 	} else {
-		var err error
-		v, err = ToGoAt(L.Get(2), "reply")
-		if err != nil {
-			return ReturnError(L, err)
+		v, cerr = ToGoAt(L.Get(2), "reply")
+		if cerr != nil {
+			if !m.r.CanReply() {
+				return ReturnError(L, cerr)
+			}
+			e := value.Wrap(value.FromError(cerr), "the reply cannot be copied", nil)
+			e.Kind = value.KindInternal // the replier's failure, not the asker's
+			rej = e
 		}
 	}
 	if am, ok := L.Get(1).(*lua.LUserData).Value.(*askMessage); ok {
@@ -142,6 +153,9 @@ func msgReply(L *lua.LState) int {
 	settled, err := p.Node().Reply(&msg, p.self, v, rej)
 	if err != nil {
 		return ReturnError(L, fmt.Errorf("reply to %q: %w", msg.Topic, err))
+	}
+	if cerr != nil {
+		return ReturnError(L, cerr)
 	}
 	L.Push(lua.LBool(settled))
 	return 1

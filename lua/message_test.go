@@ -136,3 +136,44 @@ end }`)
 		}
 	}
 }
+
+// A reply that cannot be copied (a cycle, a function) settles the ask at
+// once with an internal error that says why, the asker does not wait out
+// its timeout; the script still gets nil, err (kind invalid), and a
+// second reply finds the ask settled. A tell's reply is not an ask's: it
+// only returns the error.
+func TestReplyThatCannotBeCopiedSettlesTheAsk(t *testing.T) {
+	h := newHarness(t)
+	h.Entry("server", `
+return { main = function()
+  local inbox = process.inbox()
+  while true do
+    local msg = inbox:receive()
+    local v = function() end
+    if msg:topic() == "cycle" then v = {}; v.t = v end
+    local ok, err = msg:reply({body = v})
+    assert(ok == nil and err.kind == "invalid", tostring(ok) .. " " .. tostring(err))
+    if msg:topic() == "tell" then
+      assert(msg:from() and process.send(msg:from(), "told", err.message))
+    else
+      assert(msg:reply("again") == false)
+    end
+  end
+end }`)
+	e := h.Entry("main", `
+return { main = function()
+  local srv = assert(process.spawn_linked("server"))
+  for _, topic in ipairs({"cycle", "fn"}) do
+    local v, err = process.ask(srv, topic, nil, "3s")
+    assert(v == nil and err.kind == "internal", tostring(err))
+    assert(err.message:find("the reply cannot be copied: reply.body", 1, true), err.message)
+    assert(err.cause and err.cause.kind == "invalid", tostring(err.cause))
+  end
+  assert(process.send(srv, "tell"))
+  assert(process.listen("told"):receive():payload():find("reply.body", 1, true))
+  process.unlink(srv)
+  process.terminate(srv)
+  return "ok"
+end }`)
+	h.Check(e)
+}

@@ -42,6 +42,7 @@ const (
 var deadLetterReasons = []process.DeadLetterReason{
 	process.DeadNoProcess, process.DeadNameNotFound, process.DeadMailboxFull, process.DeadUnreachable,
 	process.DeadNoReplyTarget, process.DeadUnroutable, process.DeadLateReply, process.DeadEventOverflow,
+	process.DeadExpired,
 }
 
 // DeadLetter is a dead letter as /v1/dead-letters shows it.
@@ -109,7 +110,7 @@ func NewDeadLetters(opts DeadLetterOptions) *DeadLetters {
 	}
 	d.total = promreg.Register(opts.Metrics, prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "dead_letters_total",
-		Help: "Messages that reached no one, by reason: no_process, name_not_found, mailbox_full, unreachable, no_reply_target, unroutable, late_reply, event_overflow.",
+		Help: "Messages that reached no one, by reason: no_process, name_not_found, mailbox_full, unreachable, no_reply_target, unroutable, late_reply, event_overflow, expired.",
 	}, []string{"reason"}))
 	for _, r := range deadLetterReasons {
 		d.total.WithLabelValues(string(r))

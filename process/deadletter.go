@@ -34,6 +34,11 @@ const (
 	// DeadLateReply: a reply that came after its ask had ended (its
 	// deadline passed, or its asker stopped waiting).
 	DeadLateReply DeadLetterReason = "late_reply"
+	// DeadExpired: an ask whose asker had stopped waiting (its deadline
+	// passed, or it was settled) when it reached the front of its
+	// receiver's mailbox, dropped there instead of handed to the
+	// receiver's script (the Lua host reports it).
+	DeadExpired DeadLetterReason = "expired"
 )
 
 // DeadLetter is a message that reached no one.

@@ -1,6 +1,7 @@
 package registry
 
 import (
+	"fmt"
 	"math"
 	"regexp"
 	"strconv"
@@ -19,7 +20,30 @@ const (
 var (
 	sizeRE    = regexp.MustCompile(sizePattern)
 	sizeUnits = map[string]int64{"B": 1, "KB": 1e3, "KiB": 1 << 10, "MB": 1e6, "MiB": 1 << 20, "GB": 1e9, "GiB": 1 << 30}
+	// sizeUnitNames are sizeUnits' names, in the order a message lists them.
+	sizeUnitNames = []string{"B", "KB", "KiB", "MB", "MiB", "GB", "GiB"}
 )
+
+func isDigits(s string) bool {
+	return s != "" && strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' }) < 0
+}
+
+// unitSuggestion is ` (did you mean "64KB"?)` for "64kb": a number and a
+// unit written in another case; "" otherwise.
+func unitSuggestion(s string) string {
+	s = strings.TrimSpace(s)
+	i := strings.IndexFunc(s, func(r rune) bool { return r < '0' || r > '9' })
+	if i <= 0 {
+		return ""
+	}
+	unit := strings.TrimSpace(s[i:])
+	for _, u := range sizeUnitNames {
+		if strings.EqualFold(u, unit) {
+			return fmt.Sprintf(" (did you mean %q?)", s[:i]+u)
+		}
+	}
+	return ""
+}
 
 // SizeField declares a size in bytes no larger than bound (which
 // `--limit KIND.FIELD=N` overrides); def is its default.
@@ -34,6 +58,13 @@ func (f *Field) Size(d *Decoder) int {
 	f.want(TypeSize)
 	_, v := d.KeyValue(f.Name)
 	if v == nil || IsNull(v) || v.Kind != yaml.ScalarNode || v.Tag == "!!int" || !sizeRE.MatchString(strings.TrimSpace(v.Value)) {
+		if v != nil && !IsNull(v) && v.Kind == yaml.ScalarNode && v.Tag != "!!int" && !isDigits(strings.TrimSpace(v.Value)) {
+			// Not "must be an integer": sizes take units, and "64kb"
+			// is one a letter's case away.
+			d.Errorf(f.Name, "%s (%s; case-sensitive), got %q%s", sizeMessage, strings.Join(sizeUnitNames, ", "), v.Value, unitSuggestion(v.Value))
+			def, _ := f.Default.(int)
+			return def
+		}
 		// An integer, or an error Int words as it does for counts.
 		return f.Int(d)
 	}

@@ -21,7 +21,11 @@ func TestSizeField(t *testing.T) {
 		{"max_body: 1 KB", 1000, ""},
 		{"max_body: 2MiB", 1 << 20, "must be at most 1048576 bytes (limit t.max_body), got 2MiB"},
 		{"max_body: 99999999999999999999GiB", 1 << 20, "must be at most"},
-		{"max_body: 1TB", 0, `must be an integer, got "1TB"`},
+		{"max_body: 1TB", 1024, `not a size: write bytes as an integer, or with a unit such as 64KiB, 1MiB or 1GB (B, KB, KiB, MB, MiB, GB, GiB; case-sensitive), got "1TB"`},
+		{"max_body: 64kb", 1024, `got "64kb" (did you mean "64KB"?)`},
+		{"max_body: 1 mib", 1024, `got "1 mib" (did you mean "1MiB"?)`},
+		{"max_body: 1.5", 1024, `not a size`},
+		{"max_body: [1]", 0, `must be an integer`},
 		{"max_body: -1", 0, "must be 0 or more"},
 	}
 	for _, c := range cases {

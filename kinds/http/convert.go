@@ -42,7 +42,7 @@ const (
 func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySpec) (map[string]any, error) {
 	path := r.URL.Path
 	if bad := strings.IndexFunc(path, func(c rune) bool { return c < 0x20 || c == 0x7f }); bad >= 0 {
-		return nil, value.NewError(value.KindInvalid, "the path holds a control character (byte %d)", bad)
+		return nil, value.NewError(value.KindInvalid, "the path holds a control character (0x%02x at offset %d)", path[bad], bad)
 	}
 	if !utf8.ValidString(path) {
 		return nil, value.NewError(value.KindInvalid, "the path is not valid UTF-8")
@@ -442,7 +442,17 @@ type errorDetail struct {
 // ErrorResponse is the response to err: StatusOf's status and the body
 // {"error": {"kind", "message"}}. The message is the error's first line,
 // cut at 1 KiB: a traceback or a stack never reaches a client.
+// A target that cannot be reached is a 503 whose kind says why: stopped,
+// or noconnection for its node; never the not_found of the lookup that
+// found no process, which the table maps to 404.
 func ErrorResponse(err error) *Response {
+	if unavailable(err) {
+		kind := value.KindStopped
+		if value.KindOf(err) == value.KindNoConnection {
+			kind = value.KindNoConnection
+		}
+		return errorResponse(nethttp.StatusServiceUnavailable, &value.Error{Kind: kind, Message: err.Error()})
+	}
 	return errorResponse(StatusOf(err), err)
 }
 

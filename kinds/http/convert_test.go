@@ -2,6 +2,7 @@ package http
 
 import (
 	"encoding/json"
+	"fmt"
 	nethttp "net/http"
 	"net/http/httptest"
 	"strings"
@@ -33,6 +34,35 @@ func TestStatusOf(t *testing.T) {
 	for _, c := range cases {
 		if got := StatusOf(c.err); got != c.want {
 			t.Errorf("%v (%s): %d, want %d", c.err, value.KindOf(c.err), got, c.want)
+		}
+	}
+}
+
+// A target that cannot be reached is a 503 whose body's kind says so:
+// stopped, or noconnection for a node that cannot be reached; never the
+// not_found of the name lookup that found no process, which the status
+// table maps to 404. Other kinds keep their own.
+func TestUnavailableBodyKindMatchesStatus(t *testing.T) {
+	cases := []struct {
+		err    error
+		status int
+		kind   string
+	}{
+		{fmt.Errorf("route app:r: app:api: %w", process.ErrNameNotFound), 503, "stopped"},
+		{fmt.Errorf("ask: %w", process.ErrNoProcess), 503, "stopped"},
+		{fmt.Errorf("route app:r: app:api: %w", registry.ErrNotRunning), 503, "stopped"},
+		{fmt.Errorf("send: %w", process.ErrUnreachable), 503, "noconnection"},
+		{process.ErrNoConnection, 503, "noconnection"},
+		{value.NewError(value.KindNotFound, "no user 7"), 404, "not_found"},
+	}
+	for _, c := range cases {
+		r := ErrorResponse(c.err)
+		var b errorBody
+		if err := json.Unmarshal([]byte(r.Body), &b); err != nil {
+			t.Fatal(err)
+		}
+		if r.Status != c.status || b.Error.Kind != c.kind || b.Error.Message != c.err.Error() {
+			t.Errorf("%v: %d %+v, want %d with kind %s and the message", c.err, r.Status, b.Error, c.status, c.kind)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/proctor-run/proctor/kinds/pool"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
@@ -60,19 +61,39 @@ func (RouteKind) Fields() []*registry.Field { return routeFields }
 func (RouteKind) Decode(d *registry.Decoder) any { return decodeRoute(d) }
 
 // CheckRefs implements registry.RefChecker: a route to a
-// supervisor.partition needs a key, the one thing that picks its worker.
+// supervisor.partition, or to a consistent_hash router.pool or
+// router.group, needs a key, the one thing that picks its worker or
+// routee (without it every request was a 400). A key given but invalid is
+// reported once, by the decoder.
 func (RouteKind) CheckRefs(e *registry.Entry, target func(registry.ID) (*registry.Entry, bool), report func(registry.Pos, string, string)) {
 	s, ok := e.Spec.(*RouteSpec)
-	if !ok || s.Key != nil {
+	if !ok || s.Key != nil || s.keyFailed {
 		return
 	}
 	t, ok := target(s.To)
-	if !ok || t.Kind != partitionKind {
+	if !ok {
+		return
+	}
+	var what string
+	switch sp := t.Spec.(type) {
+	case *pool.Spec:
+		if sp.Strategy == pool.ConsistentHash {
+			what = "is a consistent_hash router.pool: set key (path.NAME, query.NAME or header.NAME) to pick its routee"
+		}
+	case *pool.GroupSpec:
+		if sp.Strategy == pool.ConsistentHash {
+			what = "is a consistent_hash router.group: set key (path.NAME, query.NAME or header.NAME) to pick its routee"
+		}
+	}
+	if t.Kind == partitionKind {
+		what = "is a supervisor.partition: set key (path.NAME, query.NAME or header.NAME) to pick its worker"
+	}
+	if what == "" {
 		return
 	}
 	for _, r := range e.Refs {
 		if r.Field == fTo.Name {
-			report(r.Pos, fTo.Name, fmt.Sprintf("%s is a supervisor.partition: set key (path.NAME, query.NAME or header.NAME) to pick its worker", s.To))
+			report(r.Pos, fTo.Name, fmt.Sprintf("%s %s", s.To, what))
 			return
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,7 +42,7 @@ var refusedResponse = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: applica
 func bind(addr string, max int, refused func(), plain func() bool) (*binding, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("listen %s: %w", addr, err)
+		return nil, err // "listen tcp ADDR: bind: …" names it already
 	}
 	b := &binding{addr: addr, ln: ln, conns: make(chan net.Conn), closed: make(chan struct{}), done: make(chan struct{})}
 	b.lim = observe.NewConnLimit(ln, max, b.refuser(refused, plain))
@@ -171,7 +172,8 @@ func readKeyPair(spec TLSSpec) (tls.Certificate, error) {
 	}
 	pair, err := tls.X509KeyPair(cert, key)
 	if err != nil {
-		return tls.Certificate{}, fmt.Errorf("tls: %w", err)
+		// crypto/tls's errors say "tls: " themselves, and name no file.
+		return tls.Certificate{}, fmt.Errorf("tls: cert_file %s, key_file %s: %s", spec.CertFile, spec.KeyFile, strings.TrimPrefix(err.Error(), "tls: "))
 	}
 	return pair, nil
 }

@@ -10,9 +10,12 @@ import (
 
 // metrics follow OpenTelemetry's HTTP server semantic conventions
 // (http.server.request.duration, http.server.active_requests) in
-// Prometheus form: route is the route's path pattern (http.route), method
-// the request's method (_OTHER for one a route cannot name), status the
-// response's status code. A request no route matched has route "".
+// Prometheus form: server is the http.server entry's ID (two servers'
+// routes of one pattern are apart), route the route's path pattern
+// (http.route), method the request's method (_OTHER for one a route cannot
+// name), status the response's status code. A request no route matched
+// has route "". The series of a pattern no route of the server uses any
+// more are deleted (forget), so reloads do not pile them up.
 type metrics struct {
 	duration  *prometheus.HistogramVec
 	active    *prometheus.GaugeVec
@@ -29,21 +32,21 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m := &metrics{
 		duration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "http_server_request_duration_seconds",
-			Help:    "Duration of HTTP requests served by http.server entries, by route pattern, method and status (OpenTelemetry http.server.request.duration).",
+			Help:    "Duration of HTTP requests served by http.server entries, by server, route pattern, method and status (OpenTelemetry http.server.request.duration).",
 			Buckets: durationBuckets,
-		}, []string{"route", "method", "status"}),
+		}, []string{"server", "route", "method", "status"}),
 		active: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "http_server_active_requests",
-			Help: "HTTP requests being served, by route pattern (OpenTelemetry http.server.active_requests).",
-		}, []string{"route"}),
+			Help: "HTTP requests being served, by server and route pattern (OpenTelemetry http.server.active_requests).",
+		}, []string{"server", "route"}),
 		refused: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "http_server_refused_connections_total",
 			Help: "Connections an http.server turned away at max_connections, none being idle.",
 		}, []string{"server"}),
 		oversized: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "http_server_oversized_bodies_total",
-			Help: "Requests answered 413 because their body was larger than the server's max_body, by route pattern.",
-		}, []string{"route"}),
+			Help: "Requests answered 413 because their body was larger than the server's max_body, by server and route pattern.",
+		}, []string{"server", "route"}),
 	}
 	if reg == nil {
 		return m
@@ -53,6 +56,14 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.refused = promreg.Register(reg, m.refused)
 	m.oversized = promreg.Register(reg, m.oversized)
 	return m
+}
+
+// forget deletes the series of server's route pattern, which no route of
+// the server uses any more.
+func (m *metrics) forget(server, pattern string) {
+	m.duration.DeletePartialMatch(prometheus.Labels{"server": server, "route": pattern})
+	m.active.DeleteLabelValues(server, pattern)
+	m.oversized.DeleteLabelValues(server, pattern)
 }
 
 // methodLabel bounds the method label: a method no route can name is

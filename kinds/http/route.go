@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	nethttp "net/http"
+	"os"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -33,8 +34,8 @@ type route struct {
 
 func (rt *route) init() {
 	if rt.active == nil {
-		rt.active = rt.s.m.active.WithLabelValues(rt.spec.Path)
-		rt.oversized = rt.s.m.oversized.WithLabelValues(rt.spec.Path)
+		rt.active = rt.s.m.active.WithLabelValues(string(rt.s.id), rt.spec.Path)
+		rt.oversized = rt.s.m.oversized.WithLabelValues(string(rt.s.id), rt.spec.Path)
 	}
 	if rt.obs.Load() == nil {
 		rt.obs.Store(&map[obsKey]prometheus.Observer{})
@@ -69,6 +70,11 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 			return *errorResponse(nethttp.StatusRequestEntityTooLarge, value.NewError(value.KindLimit, "the body is larger than %d bytes", max))
 		}
 		w.Header().Set("Connection", "close")
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			// The connection's read deadline: say which setting cut it,
+			// not the socket's addresses.
+			return *errorResponse(nethttp.StatusRequestTimeout, value.NewError(value.KindTimeout, "the body did not arrive within read_timeout (%s)", rt.s.spec.Load().ReadTimeout))
+		}
 		return *errorResponse(nethttp.StatusBadRequest, value.NewError(value.KindInvalid, "reading the body: %v", err))
 	}
 	payload, err := RequestPayload(r, body, rt.spec.params, rt.spec.Key)
@@ -102,7 +108,7 @@ func (rt *route) observe(method string, status int, d time.Duration) {
 	k := obsKey{methodLabel(method), status}
 	o, ok := (*rt.obs.Load())[k]
 	if !ok {
-		o = rt.s.m.duration.WithLabelValues(rt.spec.Path, k.method, statusLabel(status))
+		o = rt.s.m.duration.WithLabelValues(string(rt.s.id), rt.spec.Path, k.method, statusLabel(status))
 		for {
 			cur := rt.obs.Load()
 			next := make(map[obsKey]prometheus.Observer, len(*cur)+1)

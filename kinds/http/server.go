@@ -64,6 +64,7 @@ func StartServer(ctx context.Context, env *registry.Env, id registry.ID, spec *S
 		routes: map[registry.ID]*route{}, halted: make(chan struct{})}
 	s.spec.Store(spec)
 	s.table.Store(emptyTable)
+	s.m.refused.WithLabelValues(string(id)) // its series from the start, at 0
 	if spec.TLS != nil {
 		c, err := loadCerts(*spec.TLS, s.log)
 		if err != nil {
@@ -297,8 +298,25 @@ func (s *Server) setRoute(ctx context.Context, id registry.ID, spec *RouteSpec) 
 		}
 		rt.init()
 		next[id] = rt
-		return s.setRoutes(next)
+		if err := s.setRoutes(next); err != nil {
+			return err
+		}
+		if prev != nil && prev.spec.Path != spec.Path {
+			s.forgetUnused(prev.spec.Path)
+		}
+		return nil
 	})
+}
+
+// forgetUnused deletes the metric series of pattern when no route of the
+// server uses it any more.
+func (s *Server) forgetUnused(pattern string) {
+	for _, rt := range s.routes {
+		if rt.spec.Path == pattern {
+			return
+		}
+	}
+	s.m.forget(string(s.id), pattern)
 }
 
 // setRoutes makes next the routes in force and publishes their table, on
@@ -316,12 +334,17 @@ func (s *Server) setRoutes(next map[registry.ID]*route) error {
 // removeRoute drops the route id.
 func (s *Server) removeRoute(ctx context.Context, id registry.ID) error {
 	return s.call(ctx, func() error {
-		if _, ok := s.routes[id]; !ok {
+		prev, ok := s.routes[id]
+		if !ok {
 			return nil
 		}
 		next := maps(s.routes)
 		delete(next, id)
-		return s.setRoutes(next)
+		if err := s.setRoutes(next); err != nil {
+			return err
+		}
+		s.forgetUnused(prev.spec.Path)
+		return nil
 	})
 }
 
@@ -407,7 +430,7 @@ func (s *Server) unrouted(w nethttp.ResponseWriter, r *nethttp.Request, d *dispa
 		}
 		w.WriteHeader(status)
 	}
-	s.m.duration.WithLabelValues("", methodLabel(r.Method), statusLabel(status)).Observe(time.Since(start).Seconds())
+	s.m.duration.WithLabelValues(string(s.id), "", methodLabel(r.Method), statusLabel(status)).Observe(time.Since(start).Seconds())
 }
 
 // dispatch is the ResponseWriter the mux is given. A route takes w out

@@ -91,7 +91,8 @@ type RouteSpec struct {
 	Key     *KeySpec
 	Timeout time.Duration
 
-	params []string // the wildcards of Path, in order
+	params    []string // the wildcards of Path, in order
+	keyFailed bool     // key was given but is no key (reported at decode)
 }
 
 var (
@@ -219,6 +220,7 @@ func decodeRoute(d *registry.Decoder) *RouteSpec {
 		ks, err := parseKey(k, s.params, s.Path != "" && !d.Failed(fPath.Name))
 		if err != nil {
 			d.Errorf(fKey.Name, "%v", err)
+			s.keyFailed = true
 		} else {
 			s.Key = ks
 		}
