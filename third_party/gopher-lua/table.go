@@ -48,21 +48,26 @@ func (tb *LTable) strGet(key string) (LValue, bool) {
 	return nil, false
 }
 
-// strSet sets a string key; LNil deletes it.
-func (tb *LTable) strSet(key string, value LValue) {
+// strSet sets a string key; LNil deletes it. proctor: had says whether
+// the key held a value before (then it is in the key order already).
+func (tb *LTable) strSet(key string, value LValue) (had bool) {
 	if tb.strdict != nil {
 		if value == LNil {
+			_, had = tb.strdict[key]
 			delete(tb.strdict, key)
 		} else {
+			n := len(tb.strdict)
 			tb.strdict[key] = value
+			had = len(tb.strdict) == n
 		}
-		return
+		return had
 	}
 	free := -1
 	for i := range tb.strs {
 		if tb.strs[i].key == key {
+			had = tb.strs[i].value != LNil
 			tb.strs[i].value = value
-			return
+			return had
 		}
 		if free < 0 && tb.strs[i].value == LNil {
 			free = i
@@ -84,6 +89,7 @@ func (tb *LTable) strSet(key string, value LValue) {
 		m[key] = value
 		tb.strdict, tb.strs = m, nil
 	}
+	return false
 }
 
 // strLen returns how many string keys the table holds.
@@ -468,8 +474,9 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 	}
 
 	// TODO tb.keys and tb.k2i should also be removed for LNil
-	tb.strSet(key, value) // proctor: see smallStrKeys
-	if value != LNil {
+	// proctor: a key that held a value is in the key order: setting it
+	// again does not look for it there.
+	if had := tb.strSet(key, value); value != LNil && !had { // proctor: see smallStrKeys
 		lkey := LString(key)
 		if _, ok := tb.keyIndex(lkey); !ok {
 			tb.addKey(lkey) // proctor
