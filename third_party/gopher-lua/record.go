@@ -38,7 +38,7 @@ func NewRecord(n int) Record {
 	if n > smallStrKeys {
 		return Record{tb: newLTable(0, n), boxes: make([]string, 0, n), fresh: true}
 	}
-	tb, strs, keys, boxes := newRecordBlock(n)
+	tb, strs, keys, boxes := newRecordBlock(n, true)
 	tb.Metatable = LNil
 	tb.strs, tb.keys = strs, keys
 	return Record{tb: tb, boxes: boxes, fresh: true}
@@ -103,42 +103,76 @@ func AnyString(lv LValue) any {
 // into the values AnyString makes.
 var stringAny any = ""
 
-// recordBlock is a table and the room for n string keys: entries, key
-// order and the keys' boxes.
-type recordBlock[E, K, B any] struct {
+// recordBlock is a table and the room for n string keys: the keys' boxes
+// (none for a table a script builds: its keys are boxed constants), the
+// entries and the key order. The boxes come first: a trailing zero-size
+// field would be padded.
+type recordBlock[B, E, K any] struct {
+	boxes B
 	t     LTable
 	strs  E
 	keys  K
-	boxes B
 }
 
 // newRecordBlock allocates a table with room for n (1..smallStrKeys)
-// string keys, in one allocation.
-func newRecordBlock(n int) (*LTable, []strEntry, []LValue, []string) {
+// string keys, in one allocation; boxed adds room for their boxes.
+func newRecordBlock(n int, boxed bool) (*LTable, []strEntry, []LValue, []string) {
 	switch n {
 	case 1:
-		b := new(recordBlock[[1]strEntry, [1]LValue, [1]string])
+		if !boxed {
+			b := new(recordBlock[struct{}, [1]strEntry, [1]LValue])
+			return &b.t, b.strs[:0], b.keys[:0], nil
+		}
+		b := new(recordBlock[[1]string, [1]strEntry, [1]LValue])
 		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
 	case 2:
-		b := new(recordBlock[[2]strEntry, [2]LValue, [2]string])
+		if !boxed {
+			b := new(recordBlock[struct{}, [2]strEntry, [2]LValue])
+			return &b.t, b.strs[:0], b.keys[:0], nil
+		}
+		b := new(recordBlock[[2]string, [2]strEntry, [2]LValue])
 		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
 	case 3:
-		b := new(recordBlock[[3]strEntry, [3]LValue, [3]string])
+		if !boxed {
+			b := new(recordBlock[struct{}, [3]strEntry, [3]LValue])
+			return &b.t, b.strs[:0], b.keys[:0], nil
+		}
+		b := new(recordBlock[[3]string, [3]strEntry, [3]LValue])
 		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
 	case 4:
-		b := new(recordBlock[[4]strEntry, [4]LValue, [4]string])
+		if !boxed {
+			b := new(recordBlock[struct{}, [4]strEntry, [4]LValue])
+			return &b.t, b.strs[:0], b.keys[:0], nil
+		}
+		b := new(recordBlock[[4]string, [4]strEntry, [4]LValue])
 		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
 	case 5:
-		b := new(recordBlock[[5]strEntry, [5]LValue, [5]string])
+		if !boxed {
+			b := new(recordBlock[struct{}, [5]strEntry, [5]LValue])
+			return &b.t, b.strs[:0], b.keys[:0], nil
+		}
+		b := new(recordBlock[[5]string, [5]strEntry, [5]LValue])
 		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
 	case 6:
-		b := new(recordBlock[[6]strEntry, [6]LValue, [6]string])
+		if !boxed {
+			b := new(recordBlock[struct{}, [6]strEntry, [6]LValue])
+			return &b.t, b.strs[:0], b.keys[:0], nil
+		}
+		b := new(recordBlock[[6]string, [6]strEntry, [6]LValue])
 		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
 	case 7:
-		b := new(recordBlock[[7]strEntry, [7]LValue, [7]string])
+		if !boxed {
+			b := new(recordBlock[struct{}, [7]strEntry, [7]LValue])
+			return &b.t, b.strs[:0], b.keys[:0], nil
+		}
+		b := new(recordBlock[[7]string, [7]strEntry, [7]LValue])
 		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
 	default:
-		b := new(recordBlock[[smallStrKeys]strEntry, [smallStrKeys]LValue, [smallStrKeys]string])
+		if !boxed {
+			b := new(recordBlock[struct{}, [smallStrKeys]strEntry, [smallStrKeys]LValue])
+			return &b.t, b.strs[:0], b.keys[:0], nil
+		}
+		b := new(recordBlock[[smallStrKeys]string, [smallStrKeys]strEntry, [smallStrKeys]LValue])
 		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
 	}
 }

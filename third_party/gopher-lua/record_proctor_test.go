@@ -141,3 +141,41 @@ func TestAnyString(t *testing.T) {
 	}()
 	AnyString(LTrue)
 }
+
+// TestConstructorAllocations: a table constructor with a few string keys
+// ({status = 200, body = b}) is one allocation: the table, its entries
+// and key order are one block, and its keys are the function's constants'
+// boxes. It was three, and one a key.
+func TestConstructorAllocations(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	for _, tc := range []struct {
+		src    string
+		allocs float64
+	}{
+		{`local b = ... ; return {status = 200, body = b, ["x-echo"] = "yes"}`, 1},
+		{`return {a = 1, b = 2, c = 3, d = 4, e = 5, f = 6, g = 7, h = 8}`, 1},
+	} {
+		fn, err := L.LoadString(tc.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got LValue
+		a := testing.AllocsPerRun(100, func() {
+			L.Push(fn)
+			L.Push(LString("body"))
+			L.Call(1, 1)
+			got = L.Get(-1)
+			L.Pop(1)
+		})
+		if a != tc.allocs {
+			t.Errorf("%s: %v allocations, want %v", tc.src, a, tc.allocs)
+		}
+		tb := got.(*LTable)
+		n := 0
+		tb.ForEach(func(k, v LValue) { n++ })
+		if n != tb.Entries() || n < 3 {
+			t.Errorf("%s: %d keys, %d entries", tc.src, n, tb.Entries())
+		}
+	}
+}

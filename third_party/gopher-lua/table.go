@@ -295,22 +295,31 @@ func newLTable(acap int, hcap int) *LTable {
 	if hcap < 0 {
 		hcap = 0
 	}
-	tb := &LTable{}
+	var tb *LTable
+	if hcap != 0 && hcap <= smallStrKeys {
+		// proctor: the table, its string entries and its key order are
+		// one block (see NewRecord): three allocations were a table
+		// constructor's ({status = 200, body = s}) cost.
+		var strs []strEntry
+		var keys []LValue
+		tb, strs, keys, _ = newRecordBlock(hcap, false)
+		tb.strs, tb.keys = strs, keys
+	} else {
+		tb = &LTable{}
+	}
 	tb.Metatable = LNil
 	if acap != 0 {
 		tb.array = make([]LValue, 0, acap)
 	}
 	if hcap > smallStrKeys {
 		tb.strdict = make(map[string]LValue, hcap)
-	} else if hcap != 0 {
-		tb.strs = make([]strEntry, 0, hcap) // proctor: see smallStrKeys
 	}
 	// proctor: the key order of a table made for a few fields (a copy
 	// from Go, a constructor) is sized for them too, rather than grown
 	// by appending (1, 2, 4, 8…: four allocations for five fields). A
 	// larger hint (NewTable's 32, the globals' 64) is a guess, not a
 	// count: its key order grows as keys come, as before.
-	if hcap != 0 && hcap <= sizedKeys {
+	if hcap > smallStrKeys && hcap <= sizedKeys {
 		tb.keys = make([]LValue, 0, hcap)
 	}
 	return tb
@@ -469,6 +478,14 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
 func (tb *LTable) RawSetString(key string, value LValue) {
+	tb.rawSetString(key, nil, value)
+}
+
+// proctor: rawSetString is RawSetString given key's box when the caller
+// has one (the VM: a constant of the function), nil otherwise: a new key
+// takes it in the key order instead of a box made for it (an allocation
+// a field of each table a script built).
+func (tb *LTable) rawSetString(key string, lkey LValue, value LValue) {
 	if tb.keys == nil {
 		tb.keys = []LValue{}
 	}
@@ -477,7 +494,9 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 	// proctor: a key that held a value is in the key order: setting it
 	// again does not look for it there.
 	if had := tb.strSet(key, value); value != LNil && !had { // proctor: see smallStrKeys
-		lkey := LString(key)
+		if lkey == nil {
+			lkey = LString(key)
+		}
 		if _, ok := tb.keyIndex(lkey); !ok {
 			tb.addKey(lkey) // proctor
 		}
