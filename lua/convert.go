@@ -148,7 +148,7 @@ func (c *toGo) conv(lv lua.LValue, depth int) (any, error) {
 	case lua.LNumber:
 		return float64(v), nil
 	case lua.LString:
-		return string(v), nil
+		return lua.AnyString(lv), nil // shares lv's box: no copy of it
 	case *lua.LTable:
 		return c.table(v, depth)
 	case *lua.LUserData:
@@ -286,7 +286,8 @@ func toLua(L *lua.LState, v any, depth int) (lua.LValue, error) {
 	case bool:
 		return lua.LBool(x), nil
 	case string:
-		return lua.LString(x), nil
+		// v boxes the string already: the Lua value shares that box.
+		return lua.StringValue(v), nil
 	case []byte:
 		return lua.LString(x), nil
 	case float64:
@@ -349,21 +350,23 @@ func toLua(L *lua.LState, v any, depth int) (lua.LValue, error) {
 		}
 		return t, nil
 	case map[string]any:
-		t := L.CreateTable(0, len(x))
+		// A record: the table and its keys in one allocation (see the
+		// fork's NewRecord).
+		r := lua.NewRecord(len(x))
 		for k, e := range x {
 			lv, err := toLua(L, e, depth+1)
 			if err != nil {
 				return lua.LNil, err
 			}
-			t.RawSetString(k, lv)
+			r.Set(k, lv)
 		}
-		return t, nil
+		return r.Table(), nil
 	case map[string]string:
-		t := L.CreateTable(0, len(x))
+		r := lua.NewRecord(len(x))
 		for k, e := range x {
-			t.RawSetString(k, lua.LString(e))
+			r.Set(k, lua.LString(e))
 		}
-		return t, nil
+		return r.Table(), nil
 	case map[any]any:
 		t := L.CreateTable(0, len(x))
 		for k, e := range x {

@@ -1527,7 +1527,9 @@ func (ls *LState) checkTableGrowth(tb *LTable, key LValue, value LValue) {
 	ls.RaiseError("table overflow: a table may hold at most %d entries", ls.Options.MaxTableEntries)
 }
 
-func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
+// proctor: lkey is key's box when the caller has one (a constant of the
+// function), else nil (see rawSetString).
+func (ls *LState) setFieldString(obj LValue, key string, lkey LValue, value LValue) {
 	curobj := obj
 	for i := 0; i < MaxTableGetLoop; i++ {
 		tb, istable := curobj.(*LTable)
@@ -1545,7 +1547,7 @@ func (ls *LState) setFieldString(obj LValue, key string, value LValue) {
 			if ls.tableFull(tb) { // proctor: see Options.MaxTableEntries
 				ls.checkTableGrowth(tb, LString(key), value)
 			}
-			tb.RawSetString(key, value)
+			tb.rawSetString(key, lkey, value)
 			return
 		}
 		if metaindex.Type() == LTFunction {
@@ -2110,7 +2112,7 @@ func (ls *LState) RawSetInt(tb *LTable, key int, value LValue) {
 }
 
 func (ls *LState) SetField(obj LValue, key string, value LValue) {
-	ls.setFieldString(obj, key, value)
+	ls.setFieldString(obj, key, nil, value)
 }
 
 func (ls *LState) SetTable(obj LValue, key LValue, value LValue) {

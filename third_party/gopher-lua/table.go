@@ -48,21 +48,26 @@ func (tb *LTable) strGet(key string) (LValue, bool) {
 	return nil, false
 }
 
-// strSet sets a string key; LNil deletes it.
-func (tb *LTable) strSet(key string, value LValue) {
+// strSet sets a string key; LNil deletes it. proctor: had says whether
+// the key held a value before (then it is in the key order already).
+func (tb *LTable) strSet(key string, value LValue) (had bool) {
 	if tb.strdict != nil {
 		if value == LNil {
+			_, had = tb.strdict[key]
 			delete(tb.strdict, key)
 		} else {
+			n := len(tb.strdict)
 			tb.strdict[key] = value
+			had = len(tb.strdict) == n
 		}
-		return
+		return had
 	}
 	free := -1
 	for i := range tb.strs {
 		if tb.strs[i].key == key {
+			had = tb.strs[i].value != LNil
 			tb.strs[i].value = value
-			return
+			return had
 		}
 		if free < 0 && tb.strs[i].value == LNil {
 			free = i
@@ -84,6 +89,7 @@ func (tb *LTable) strSet(key string, value LValue) {
 		m[key] = value
 		tb.strdict, tb.strs = m, nil
 	}
+	return false
 }
 
 // strLen returns how many string keys the table holds.
@@ -289,22 +295,31 @@ func newLTable(acap int, hcap int) *LTable {
 	if hcap < 0 {
 		hcap = 0
 	}
-	tb := &LTable{}
+	var tb *LTable
+	if hcap != 0 && hcap <= smallStrKeys {
+		// proctor: the table, its string entries and its key order are
+		// one block (see NewRecord): three allocations were a table
+		// constructor's ({status = 200, body = s}) cost.
+		var strs []strEntry
+		var keys []LValue
+		tb, strs, keys, _ = newRecordBlock(hcap, false)
+		tb.strs, tb.keys = strs, keys
+	} else {
+		tb = &LTable{}
+	}
 	tb.Metatable = LNil
 	if acap != 0 {
 		tb.array = make([]LValue, 0, acap)
 	}
 	if hcap > smallStrKeys {
 		tb.strdict = make(map[string]LValue, hcap)
-	} else if hcap != 0 {
-		tb.strs = make([]strEntry, 0, hcap) // proctor: see smallStrKeys
 	}
 	// proctor: the key order of a table made for a few fields (a copy
 	// from Go, a constructor) is sized for them too, rather than grown
 	// by appending (1, 2, 4, 8…: four allocations for five fields). A
 	// larger hint (NewTable's 32, the globals' 64) is a guess, not a
 	// count: its key order grows as keys come, as before.
-	if hcap != 0 && hcap <= sizedKeys {
+	if hcap > smallStrKeys && hcap <= sizedKeys {
 		tb.keys = make([]LValue, 0, hcap)
 	}
 	return tb
@@ -463,14 +478,25 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 
 // RawSetString sets a given LValue to a given string index without the __newindex metamethod.
 func (tb *LTable) RawSetString(key string, value LValue) {
+	tb.rawSetString(key, nil, value)
+}
+
+// proctor: rawSetString is RawSetString given key's box when the caller
+// has one (the VM: a constant of the function), nil otherwise: a new key
+// takes it in the key order instead of a box made for it (an allocation
+// a field of each table a script built).
+func (tb *LTable) rawSetString(key string, lkey LValue, value LValue) {
 	if tb.keys == nil {
 		tb.keys = []LValue{}
 	}
 
 	// TODO tb.keys and tb.k2i should also be removed for LNil
-	tb.strSet(key, value) // proctor: see smallStrKeys
-	if value != LNil {
-		lkey := LString(key)
+	// proctor: a key that held a value is in the key order: setting it
+	// again does not look for it there.
+	if had := tb.strSet(key, value); value != LNil && !had { // proctor: see smallStrKeys
+		if lkey == nil {
+			lkey = LString(key)
+		}
 		if _, ok := tb.keyIndex(lkey); !ok {
 			tb.addKey(lkey) // proctor
 		}
