@@ -274,6 +274,12 @@ func (p *process) finish(e Exit) {
 		defer close(x.done)
 	}
 	n.procs.delete(p.pid.ID, n.nextID.Load())
+	// Names go before the count drops: whoever sees Count fall (a test
+	// waiting for "no process left", a restart that spawns under the same
+	// name) finds them free.
+	for _, name := range names {
+		n.names.CompareAndDelete(name, p.pid)
+	}
 	n.live.Add(-1)
 	n.retireHighWater(p.mb.highWater())
 	if p.behavior != nil && p.mb.len() > 0 {
@@ -296,9 +302,6 @@ func (p *process) finish(e Exit) {
 	x.events.close()
 	if len(relNodes) > 0 {
 		n.unrelate(p.pid, relNodes)
-	}
-	for _, name := range names {
-		n.names.CompareAndDelete(name, p.pid)
 	}
 	for t := range watching {
 		n.dropMonitor(t, p.pid)

@@ -325,11 +325,12 @@ func TestStartFailsWhenRouteesCannotSpawn(t *testing.T) {
 	// Two routees spawned, the third fails: the two are stopped again.
 	h.reg.failSpawn.Store(false)
 	h.reg.failAfter.Store(2)
-	if _, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Size: 3, Strategy: RoundRobin, Timeout: time.Second}); err == nil {
+	_, err = Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Size: 3, Strategy: RoundRobin, Timeout: time.Second})
+	if err == nil {
 		t.Fatal("started with a routee missing")
 	}
 	if h.reg.spawned.Load() != 2 {
-		t.Fatalf("%d spawned", h.reg.spawned.Load())
+		t.Fatalf("%d spawned (%v)", h.reg.spawned.Load(), err)
 	}
 	eventually(t, "the spawned routees stopped", func() bool { return h.node.Count() == 0 })
 	if _, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Strategy: RoundRobin, Timeout: time.Second}); value.KindOf(err) != value.KindInvalid {
