@@ -11,7 +11,8 @@ type collectSink []process.DeadLetter
 func (c *collectSink) DeadLetter(d process.DeadLetter) { *c = append(*c, d) }
 
 // TestQuietDeadLetters: a pg message to a scope not registered (yet) on
-// this node is no dead letter; anything else still is.
+// this node, or to one that has just stopped, is no dead letter; anything
+// else still is.
 func TestQuietDeadLetters(t *testing.T) {
 	var got collectSink
 	sink := QuietDeadLetters(&got)
@@ -24,6 +25,10 @@ func TestQuietDeadLetters(t *testing.T) {
 		{process.DeadLetter{From: remote, To: "kv:pg", Topic: topicSync, Reason: process.DeadNameNotFound}, false},
 		{process.DeadLetter{From: remote, To: "kv:pg", Topic: topicDiscover, Reason: process.DeadNameNotFound}, false},
 		{process.DeadLetter{From: remote, To: "kv:pg", Topic: topicOps, Reason: process.DeadNameNotFound}, false},
+		// A scope that has just stopped: the sender learns from its monitor.
+		{process.DeadLetter{From: remote, To: "<n2.2.7>", Topic: topicSync, Reason: process.DeadNoProcess}, false},
+		{process.DeadLetter{From: remote, To: "<n2.2.7>", Topic: topicOps, Reason: process.DeadNoProcess}, false},
+		{process.DeadLetter{From: remote, To: "<n2.2.7>", Topic: "get", Reason: process.DeadNoProcess}, true},
 		{process.DeadLetter{From: remote, To: "kv:pg", Topic: topicSync, Reason: process.DeadMailboxFull}, true},
 		{process.DeadLetter{From: remote, To: "kv:svc", Topic: "pg.helloo", Reason: process.DeadNameNotFound}, true},
 		{process.DeadLetter{From: remote, To: "kv:svc", Topic: "get", Reason: process.DeadNameNotFound}, true},
