@@ -4,11 +4,13 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -419,15 +421,21 @@ func TestRejoinSimultaneousStart(t *testing.T) {
 }
 
 // freeGossipAddr returns a 127.0.0.1 address whose port was free for TCP
-// and UDP both (memberlist binds both).
+// and UDP both (memberlist binds both). The port is below the kernel's
+// ephemeral range: it stays free between this check and the runner's
+// bind, where a port the kernel handed out to a :0 listen could go to
+// another runner's transport or HTTP listener meanwhile (CI: n3's
+// "bind: address already in use" on the port n2's transport had got).
 func freeGossipAddr(t *testing.T) string {
 	t.Helper()
-	for range 20 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+	low := ephemeralLow()
+	for range 200 {
+		port := 10000 + rand.IntN(low-10000)
+		addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+		l, err := net.Listen("tcp", addr)
 		if err != nil {
-			t.Fatal(err)
+			continue
 		}
-		addr := l.Addr().String()
 		u, err := net.ListenPacket("udp", addr)
 		l.Close()
 		if err == nil {
@@ -437,4 +445,16 @@ func freeGossipAddr(t *testing.T) string {
 	}
 	t.Fatal("no port free for TCP and UDP on 127.0.0.1")
 	return ""
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's
+// ip_local_port_range; 32768, its default, where it cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if f := strings.Fields(string(b)); err == nil && len(f) == 2 {
+		if n, err := strconv.Atoi(f[0]); err == nil && n > 11000 {
+			return n
+		}
+	}
+	return 32768
 }
