@@ -2,7 +2,6 @@ package main
 
 import (
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -25,12 +24,7 @@ func TestHTTPExample(t *testing.T) {
 			t.Errorf("docs/kinds/http.md does not show %s as it is", f)
 		}
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t) // below the ephemeral range: no :0 listen takes it meanwhile
 	r := startEnv(t, []string{"HTTP_LISTEN=" + addr}, "run", "--no-watch", "--log-format", "json", "docs/kinds/http.example.yaml")
 	base := "http://" + addr
 	do := func(method, path, body string) (int, string) {
@@ -73,12 +67,7 @@ func TestHTTPExample(t *testing.T) {
 
 // The demo's JSON API answers the curl lines of the README.
 func TestDemoHTTPAPI(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
+	addr := freeAddr(t) // below the ephemeral range: no :0 listen takes it meanwhile
 	r := startEnv(t, []string{"DEMO_HTTP=" + addr}, "run", "--no-watch", "--log-format", "json", "config.example.yaml")
 	body := func(method, path string) string {
 		req, _ := http.NewRequest(method, "http://"+addr+path, nil)

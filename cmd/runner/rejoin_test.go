@@ -398,7 +398,7 @@ func TestRejoinSimultaneousStart(t *testing.T) {
 				c := newRCluster(t)
 				addrs := make([]string, n)
 				for i := range addrs {
-					addrs[i] = freeGossipAddr(t)
+					addrs[i] = freeAddr(t)
 				}
 				join := func(i int) string {
 					switch {
@@ -420,13 +420,14 @@ func TestRejoinSimultaneousStart(t *testing.T) {
 	}
 }
 
-// freeGossipAddr returns a 127.0.0.1 address whose port was free for TCP
-// and UDP both (memberlist binds both). The port is below the kernel's
-// ephemeral range: it stays free between this check and the runner's
-// bind, where a port the kernel handed out to a :0 listen could go to
-// another runner's transport or HTTP listener meanwhile (CI: n3's
-// "bind: address already in use" on the port n2's transport had got).
-func freeGossipAddr(t *testing.T) string {
+// freeAddr returns a 127.0.0.1 address whose port was free for TCP and
+// UDP both (memberlist binds both), for a listener a test must name before
+// it starts. The port is below the kernel's ephemeral range: it stays free
+// between this check and the runner's bind, where a port the kernel handed
+// out to a :0 listen could go to another runner's transport or HTTP
+// listener meanwhile (CI: n3's "bind: address already in use" on the port
+// n2's transport had got).
+func freeAddr(t *testing.T) string {
 	t.Helper()
 	low := ephemeralLow()
 	for range 200 {
