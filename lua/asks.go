@@ -47,12 +47,19 @@ func (h *heldAsks) answered(m *askMessage) {
 	}
 }
 
-// askOver reports whether r's asker has stopped waiting: its ask was
-// settled, or its deadline passed.
+// askOver reports whether r's asker has stopped waiting: its ask's
+// deadline passed by now. A zero now is read from the clock, and only for
+// an ask that names a deadline.
 func askOver(r *process.Received, now time.Time) bool {
 	m := r.Message()
 	d, ok := m.Deadline()
-	return ok && d.Before(now)
+	if !ok {
+		return false
+	}
+	if now.IsZero() {
+		now = time.Now()
+	}
+	return d.Before(now)
 }
 
 // dropExpired reports whether r is an ask whose asker has stopped waiting,
@@ -63,14 +70,10 @@ func askOver(r *process.Received, now time.Time) bool {
 // every ask behind them timing out too. Only an ask that names a deadline
 // reads the clock; a tell costs a nil check.
 func (mb *mailbox) dropExpired(r *process.Received) bool {
-	if !r.CanReply() {
+	if !r.CanReply() || !askOver(r, time.Time{}) {
 		return false
 	}
 	m := r.Message()
-	d, ok := m.Deadline()
-	if !ok || !d.Before(time.Now()) {
-		return false
-	}
 	p := mb.p
 	p.Node().DeadLetter(process.DeadLetter{From: m.From, To: p.self.String(), Topic: m.Topic, Reason: process.DeadExpired})
 	return true
