@@ -49,6 +49,8 @@ return { main = function()
     local r = msg:payload()
     if r.path == "/never" then
       -- never replies
+    elseif r.path == "/hold" then
+      log.info("holding the request")
     elseif r.path == "/sleep" then
       time.sleep("1500ms")
       msg:reply("slept")
@@ -62,6 +64,19 @@ return { main = function()
       msg:reply(nil, errors.new({kind = r.query.kind or "internal", message = "failed on purpose"}))
     elseif r.path == "/crash" then
       error("boom")
+    elseif r.path == "/raise" then
+      error(errors.new({kind = "not_found", message = "secret 12345"}))
+    elseif r.path == "/exit" then
+      return "done"
+    elseif r.path == "/exiterr" then
+      return nil, errors.new({kind = "invalid", message = "secret 12345"})
+    elseif r.path == "/header" then
+      local name, val = "x-big", "v"
+      if r.query.name then name = string.rep("x", tonumber(r.query.name)) end
+      if r.query.value then val = string.rep("v", tonumber(r.query.value)) end
+      local h = {[name] = val}
+      for i = 1, tonumber(r.query.many or 0) do h["x-h" .. i] = string.rep("w", 1000) end
+      msg:reply({headers = h, body = "headers"})
     elseif r.path == "/string" then
       msg:reply("plain " .. r.method)
     elseif r.path == "/json" then
@@ -365,19 +380,66 @@ func wantSeries(t *testing.T, series, want map[string]float64) {
 	}
 }
 
+// A handler that ends with the request unanswered: a failure of its own
+// (a script error, an error value raised whatever its kind, main
+// returning nil, err) and a normal exit (main returned) are 500 internal
+// with a fixed message; why, and the script's data, go to the log only.
+// The node and its other entries serve on.
 func TestCrashIs500AndNodeLives(t *testing.T) {
-	n := start(t, base)
+	cases := []struct{ path, message, logged string }{
+		{"/crash", "the handler failed before it replied", "boom"},
+		{"/raise", "the handler failed before it replied", "secret 12345"},
+		{"/exiterr", "the handler failed before it replied", "secret 12345"},
+		{"/exit", "the handler exited without replying", "exited (normal)"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			n := start(t, base)
+			c := client()
+			defer c.CloseIdleConnections()
+			status, _, body := get(t, c, "GET", n.url(tc.path), "")
+			want := `{"error":{"kind":"internal","message":"` + tc.message + `"}}` + "\n"
+			if status != 500 || body != want {
+				t.Errorf("%s: %d %s, want 500 %s", tc.path, status, body, want)
+			}
+			if !strings.Contains(n.log.String(), tc.logged) {
+				t.Errorf("%s: the exit is not logged:\n%s", tc.path, n.log.String())
+			}
+			// The server still serves (the target is gone: 503).
+			if status, _, body := get(t, c, "GET", n.url("/string"), ""); status != 503 || !strings.Contains(body, `"kind":"stopped"`) {
+				t.Errorf("after: %d %s", status, body)
+			}
+		})
+	}
+}
+
+// A handler stopped from outside while it holds a request (shut down by a
+// supervisor, a reload, an operator) is a target that is stopping: 503
+// stopped, which a client may retry.
+func TestHandlerStoppedMidRequestIs503(t *testing.T) {
+	n := start(t, strings.Replace(base, "timeout: 300ms", "timeout: 10s", 1))
 	c := client()
 	defer c.CloseIdleConnections()
-	status, _, body := get(t, c, "GET", n.url("/crash"), "")
-	if status != 503 {
-		t.Errorf("crash: %d %s", status, body)
+	node := n.rt.Env().Node
+	pid, err := node.Resolve("app:echo")
+	if err != nil {
+		t.Fatal(err)
 	}
-	if body != `{"error":{"kind":"stopped","message":"the handler exited before it replied"}}`+"\n" {
-		t.Errorf("crash body: %s", body)
+	type answer struct {
+		status int
+		body   string
 	}
-	if !strings.Contains(n.log.String(), "boom") {
-		t.Errorf("the crash is not logged:\n%s", n.log.String())
+	got := make(chan answer, 1)
+	go func() { s, _, b := get(t, c, "GET", n.url("/hold"), ""); got <- answer{s, b} }()
+	testutil.Eventually(t, "the handler holds the request", func() bool {
+		return strings.Contains(n.log.String(), "holding the request")
+	})
+	if err := node.Terminate(pid); err != nil {
+		t.Fatal(err)
+	}
+	a := <-got
+	if a.status != 503 || a.body != `{"error":{"kind":"stopped","message":"the handler was stopped before it replied"}}`+"\n" {
+		t.Errorf("stopped mid-request: %d %s", a.status, a.body)
 	}
 }
 

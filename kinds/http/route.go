@@ -85,8 +85,9 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 	if errors.Is(err, process.ErrExited) {
 		// Why it died (a script's error, its file and line) is for the
 		// log, not for the client.
-		rt.s.log.Warn("http route: the handler exited before it replied", "route", string(rt.id), "error", clip(err.Error(), maxErrorMessage))
-		return *errorResponse(StatusOf(err), value.NewError(value.KindStopped, "the handler exited before it replied"))
+		resp, how := exitedResponse(err)
+		rt.s.log.Warn("http route: the handler exited before it replied", "route", string(rt.id), "how", how, "error", clip(err.Error(), maxErrorMessage))
+		return *resp
 	}
 	if err != nil {
 		return *ErrorResponse(err)
