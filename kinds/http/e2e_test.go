@@ -1363,3 +1363,36 @@ func clipped(s string) string {
 	}
 	return s
 }
+
+// A reply's headers are bounded (MaxReplyHeaderBytes, 64 KiB as sent):
+// a 2 MB value, a 200 KB name or many headers adding up past it are a 500
+// internal naming the largest header (its name clipped), never its data;
+// a set under the bound is sent whole, and the connection stays usable.
+func TestReplyHeaderBytesBounded(t *testing.T) {
+	n := start(t, base)
+	c := client()
+	defer c.CloseIdleConnections()
+	cases := []struct {
+		query  string
+		status int
+		want   string
+	}{
+		{"value=2000000", 500, `{"error":{"kind":"internal","message":"the handler's reply headers are 2000`},
+		{"value=2000000", 500, `; the largest is X-Big (2000009 bytes)"}}`},
+		{"name=200000", 500, `; the largest is X` + strings.Repeat("x", 63) + `… (200005 bytes)"}}`},
+		{"many=70", 500, `more than 65536; the largest is X-H`},
+		{"value=60000", 200, "headers"},
+	}
+	for _, tc := range cases {
+		status, h, body := get(t, c, "GET", n.url("/header?"+tc.query), "")
+		if status != tc.status || !strings.Contains(body, tc.want) || strings.Contains(body, "vvvv") || len(body) > 2048 {
+			t.Errorf("%s: %d %s, want %d with %s", tc.query, status, clipped(body), tc.status, tc.want)
+		}
+		if status == 500 && (h.Get("X-Big") != "" || h.Get("X-H1") != "") {
+			t.Errorf("%s: the refused headers were sent", tc.query)
+		}
+		if status == 200 && len(h.Get("X-Big")) != 60000 {
+			t.Errorf("%s: X-Big of %d bytes", tc.query, len(h.Get("X-Big")))
+		}
+	}
+}

@@ -95,6 +95,11 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 	// Straight into the connection's headers: w's header map is empty
 	// here (the paths that set Connection returned above).
 	resp, err := replyInto(reply, w.Header())
+	if err == nil {
+		if err = checkHeaderBytes(resp.Header); err != nil {
+			clear(resp.Header)
+		}
+	}
 	if err != nil {
 		rt.s.log.Warn("http route: the handler's reply is no response", "route", string(rt.id), "error", err)
 		return *ErrorResponse(err)
