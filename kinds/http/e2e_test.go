@@ -493,6 +493,21 @@ func TestValidation(t *testing.T) {
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
   - {name: r, kind: http.route, server: web, path: "/x/{id}", to: echo, key: path.ib}`, `key: path has no wildcard {ib} (did you mean "path.id"?)`, ""},
 		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to: echo, to_name: billing}`, `app.yaml:5:75: app:r: to_name: set to (an entry) or to_name (a registered name), not both`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x}`, `app:r: to: required: the entry that answers the requests (or to_name: a name a process registers at run time)`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to_name: "app:echo"}`, `app.yaml:5:65: app:r: to_name: "app:echo" has a ':', which only entry IDs have (process.register refuses it): for the entry write to: app:echo`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to_name: billing@n2}`, `to_name: "billing@n2" names another node's process`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to: echo, max_pending: 0}`, `max_pending: `, ""},
+		{`
   - {name: web, kind: http.server, listen: nohost}`, `listen: want host:port`, ""},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}

@@ -21,6 +21,8 @@ type metrics struct {
 	active    *prometheus.GaugeVec
 	refused   *prometheus.CounterVec
 	oversized *prometheus.CounterVec
+	// refusedRequests are the requests a route turned away at max_pending.
+	refusedRequests *prometheus.CounterVec
 }
 
 // durationBuckets are OpenTelemetry's advice for
@@ -47,6 +49,10 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 			Name: "http_server_oversized_bodies_total",
 			Help: "Requests answered 413 because their body was larger than the server's max_body, by server and route pattern.",
 		}, []string{"server", "route"}),
+		refusedRequests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "http_server_refused_requests_total",
+			Help: "Requests answered 429 at once because their route was serving max_pending requests, by server and route pattern.",
+		}, []string{"server", "route"}),
 	}
 	if reg == nil {
 		return m
@@ -55,6 +61,7 @@ func newMetrics(reg *prometheus.Registry) *metrics {
 	m.active = promreg.Register(reg, m.active)
 	m.refused = promreg.Register(reg, m.refused)
 	m.oversized = promreg.Register(reg, m.oversized)
+	m.refusedRequests = promreg.Register(reg, m.refusedRequests)
 	return m
 }
 
@@ -64,6 +71,7 @@ func (m *metrics) forget(server, pattern string) {
 	m.duration.DeletePartialMatch(prometheus.Labels{"server": server, "route": pattern})
 	m.active.DeleteLabelValues(server, pattern)
 	m.oversized.DeleteLabelValues(server, pattern)
+	m.refusedRequests.DeleteLabelValues(server, pattern)
 }
 
 // methodLabel bounds the method label: a method no route can name is

@@ -29,13 +29,22 @@ type route struct {
 
 	active    prometheus.Gauge
 	oversized prometheus.Counter
-	obs       atomic.Pointer[map[obsKey]prometheus.Observer] // see observe
+	// pending counts the route's requests being served (see admit); a
+	// changed route keeps its predecessor's, which its requests still in
+	// flight count down.
+	pending *atomic.Int64
+	refused prometheus.Counter
+	obs     atomic.Pointer[map[obsKey]prometheus.Observer] // see observe
 }
 
 func (rt *route) init() {
 	if rt.active == nil {
 		rt.active = rt.s.m.active.WithLabelValues(string(rt.s.id), rt.spec.Path)
 		rt.oversized = rt.s.m.oversized.WithLabelValues(string(rt.s.id), rt.spec.Path)
+		rt.refused = rt.s.m.refusedRequests.WithLabelValues(string(rt.s.id), rt.spec.Path)
+	}
+	if rt.pending == nil {
+		rt.pending = new(atomic.Int64)
 	}
 	if rt.obs.Load() == nil {
 		rt.obs.Store(&map[obsKey]prometheus.Observer{})
@@ -54,6 +63,10 @@ func (rt *route) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 }
 
 func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
+	if !rt.admit() {
+		return rt.overloaded()
+	}
+	defer rt.pending.Add(-1)
 	max := rt.s.spec.Load().MaxBody
 	if r.ContentLength > max {
 		// Not read: the server closes the connection after the answer
@@ -189,6 +202,13 @@ func (rt *route) ask(ctx context.Context, payload map[string]any) (any, error) {
 	spec := rt.spec
 	env := rt.s.env
 	m := process.Message{Topic: Topic, Payload: payload}
+	if spec.ToName != "" {
+		pid, ok := rt.s.node.Whereis(spec.ToName)
+		if !ok {
+			return nil, fmt.Errorf("route %s: to_name %s: %w", rt.id, spec.ToName, process.ErrNameNotFound)
+		}
+		return rt.askPID(ctx, pid, m)
+	}
 	e, ok := env.Entries.Entry(spec.To)
 	if !ok {
 		return nil, fmt.Errorf("route %s: %s: %w", rt.id, spec.To, registry.ErrNotRunning)
@@ -233,7 +253,7 @@ func (rt *route) askPID(ctx context.Context, pid process.PID, m process.Message)
 	r, err := c.Wait(timeout, ctx.Done())
 	switch {
 	case errors.Is(err, process.ErrTimeout):
-		return nil, fmt.Errorf("route %s: %s did not reply within %s: %w", rt.id, rt.spec.To, timeout, err)
+		return nil, fmt.Errorf("route %s: %s did not reply within %s: %w", rt.id, rt.spec.target(), timeout, err)
 	case err != nil:
 		return nil, fmt.Errorf("route %s: the client went away: %w", rt.id, err)
 	}

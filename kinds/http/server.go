@@ -116,6 +116,12 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 		IdleTimeout:       spec.IdleTimeout,
 		MaxHeaderBytes:    spec.MaxHeaderBytes,
 		ConnState:         b.lim.ConnState,
+		// HTTP/1.1 only, said outright (the TLS config offers only
+		// http/1.1 too): one request at a time on a connection, so the
+		// requests in flight are bounded by max_connections and each
+		// route's max_pending. HTTP/2 would let each connection carry
+		// many streams (Go's default is 250 each).
+		Protocols: http1Only,
 		// What hostile clients make the server say (bad handshakes,
 		// broken requests) is not worth a warning each.
 		ErrorLog: slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
@@ -135,6 +141,14 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 	s.bound.Store(b)
 	return sv, nil
 }
+
+// http1Only is the servers' Protocols: HTTP/1 alone, no HTTP/2 over TLS
+// and no unencrypted HTTP/2.
+var http1Only = func() *nethttp.Protocols {
+	p := new(nethttp.Protocols)
+	p.SetHTTP1(true)
+	return p
+}()
 
 // Addr returns the address the server is bound to.
 func (s *Server) Addr() string { return *s.addr.Load() }
@@ -293,8 +307,12 @@ func (s *Server) setRoute(ctx context.Context, id registry.ID, spec *RouteSpec) 
 		rt := &route{id: id, spec: spec, s: s}
 		if prev != nil && prev.spec.Path == spec.Path {
 			// The same series: no label lookups for the new route.
-			rt.oversized, rt.active = prev.oversized, prev.active
+			rt.oversized, rt.active, rt.refused = prev.oversized, prev.active, prev.refused
 			rt.obs.Store(prev.obs.Load())
+		}
+		if prev != nil {
+			// Its requests in flight count against the new max_pending.
+			rt.pending = prev.pending
 		}
 		rt.init()
 		next[id] = rt

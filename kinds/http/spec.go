@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/proctor-run/proctor/internal/suggest"
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
 
@@ -37,10 +38,15 @@ const (
 	DefaultMaxConnections    = 1024
 	// DefaultRouteTimeout is how long a route waits for its target's reply.
 	DefaultRouteTimeout = 5 * time.Second
+	// DefaultMaxPending is how many of a route's requests may be served
+	// at once (read, asked, waiting for the reply): as many as a server's
+	// default max_connections.
+	DefaultMaxPending = 1024
 
 	MaxBody         = 1 << 30
 	MaxHeaderBytes  = 16 << 20
 	MaxConnections  = 1_000_000
+	MaxPending      = 1_000_000
 	maxTimeout      = 24 * time.Hour
 	maxRouteTimeout = time.Hour
 )
@@ -88,8 +94,13 @@ type RouteSpec struct {
 	Methods []string // upper case; nil: any
 	Path    string
 	To      registry.ID
-	Key     *KeySpec
-	Timeout time.Duration
+	// ToName is a process name registered at run time
+	// (process.register), which the route asks instead of an entry; "" when
+	// To is set. Exactly one of To and ToName is set.
+	ToName     string
+	Key        *KeySpec
+	Timeout    time.Duration
+	MaxPending int
 
 	params    []string // the wildcards of Path, in order
 	keyFailed bool     // key was given but is no key (reported at decode)
@@ -127,15 +138,19 @@ var (
 	fMethod = registry.StringsField("method", "A method or a list of them (GET also answers HEAD); absent: any method.")
 	fPath   = registry.StringField("path", "", "A net/http ServeMux path pattern: /users/{id}, /files/{rest...}, /static/ (a prefix).").
 		Require("required: the path pattern, such as /users/{id}")
+	// to is required unless to_name is given: decodeRoute says so.
 	fTo = registry.RefField("to", registry.RefRunning, targetKinds,
-		"Where requests go: a process.lua entry (its registered process), a router.pool, a router.group or a supervisor.partition.").
-		Require("required: the entry that answers the requests")
+		"Where requests go: a process.lua entry (its registered process), a router.pool, a router.group or a supervisor.partition (or set to_name instead).")
+	fToName = registry.StringField("to_name", "",
+		"Instead of to: a process name registered at run time (process.register), asked whoever holds it when a request comes; none holds it: 503.")
 	fKey = registry.StringField("key", "",
 		"path.NAME, query.NAME or header.NAME: the request's routing key (payload.key), which picks the partition worker or the consistent-hash routee.")
 	fRouteTimeout = registry.DurationField("timeout", DefaultRouteTimeout, "How long to wait for the reply; past it the client gets 504.").
 			Positive().AtMost(maxRouteTimeout)
+	fMaxPending = registry.IntField("max_pending", DefaultMaxPending, MaxPending,
+		"Requests of this route being served at once (each holds its body until its reply); past it 429 at once.").AtLeast(1, "")
 
-	routeFields = []*registry.Field{fServer, fMethod, fPath, fTo, fKey, fRouteTimeout}
+	routeFields = []*registry.Field{fServer, fMethod, fPath, fTo, fToName, fKey, fRouteTimeout, fMaxPending}
 )
 
 func decodeServer(d *registry.Decoder) *ServerSpec {
@@ -187,11 +202,14 @@ var knownMethods = []string{
 
 func decodeRoute(d *registry.Decoder) *RouteSpec {
 	s := &RouteSpec{
-		Server:  fServer.Ref(d),
-		Path:    fPath.Str(d),
-		To:      fTo.Ref(d),
-		Timeout: fRouteTimeout.Duration(d),
+		Server:     fServer.Ref(d),
+		Path:       fPath.Str(d),
+		To:         fTo.Ref(d),
+		ToName:     fToName.Str(d),
+		Timeout:    fRouteTimeout.Duration(d),
+		MaxPending: fMaxPending.Int(d),
 	}
+	checkTarget(d, s)
 	for _, m := range fMethod.Strings(d) {
 		u := strings.ToUpper(strings.TrimSpace(m))
 		if !slices.Contains(knownMethods, u) {
@@ -226,6 +244,52 @@ func decodeRoute(d *registry.Decoder) *RouteSpec {
 		}
 	}
 	return s
+}
+
+// checkTarget checks that the route names exactly one target, to or
+// to_name, and that a to_name is a name process.register takes.
+func checkTarget(d *registry.Decoder, s *RouteSpec) {
+	hasTo, hasName := d.Has(fTo.Name), d.Has(fToName.Name)
+	switch {
+	case hasTo && hasName:
+		d.Errorf(fToName.Name, "set to (an entry) or to_name (a registered name), not both")
+		return
+	case !hasTo && !hasName:
+		d.Errorf(fTo.Name, "required: the entry that answers the requests (or to_name: a name a process registers at run time)")
+		return
+	case !hasName || d.Failed(fToName.Name):
+		return
+	}
+	if err := checkName(s.ToName); err != nil {
+		d.Errorf(fToName.Name, "%v", err)
+	}
+}
+
+// checkName checks a to_name as process.register would take it: a name
+// with ':' is an entry's (write it in to), one with '@' names another
+// node's, and a PID is no name.
+func checkName(name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("an empty name")
+	case len(name) > process.MaxNameSize:
+		return fmt.Errorf("a name of %d bytes (at most %d)", len(name), process.MaxNameSize)
+	case strings.ContainsRune(name, ':'):
+		return fmt.Errorf("%q has a ':', which only entry IDs have (process.register refuses it): for the entry write to: %s", name, name)
+	case strings.ContainsRune(name, '@'):
+		return fmt.Errorf("%q names another node's process (name@node); a route asks a name registered on its own node", name)
+	case process.IsPIDString(name):
+		return fmt.Errorf("%q is a PID, not a name", name)
+	}
+	return nil
+}
+
+// target names what the route asks, for messages: its entry or its name.
+func (s *RouteSpec) target() string {
+	if s.ToName != "" {
+		return "the name " + strconv.Quote(s.ToName)
+	}
+	return string(s.To)
 }
 
 // checkPattern checks path as a ServeMux pattern without a method or a

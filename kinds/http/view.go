@@ -2,7 +2,6 @@ package http
 
 import (
 	"github.com/proctor-run/proctor/internal/words"
-	"github.com/proctor-run/proctor/registry"
 )
 
 // ServerView is the JSON view of a server under /v1 (GET /v1/entries/{id}).
@@ -22,9 +21,13 @@ type RouteView struct {
 	Methods []string `json:"methods"`
 	Path    string   `json:"path"`
 	To      string   `json:"to"`
+	ToName  string   `json:"to_name,omitempty"`
 	Key     string   `json:"key,omitempty"`
 	Timeout string   `json:"timeout"`
 	Server  string   `json:"server"`
+	// MaxPending is the route's bound; Pending its requests being served.
+	MaxPending int   `json:"max_pending"`
+	Pending    int64 `json:"pending"`
 }
 
 // View implements registry.Viewer; it reads snapshots.
@@ -34,7 +37,7 @@ func (s *Server) View() any {
 		MaxConnections: spec.MaxConnections, Routes: []RouteView{}}
 	t := s.table.Load()
 	for _, rt := range t.routes {
-		v.Routes = append(v.Routes, routeView(rt.id, s.id, rt.spec))
+		v.Routes = append(v.Routes, routeView(rt))
 	}
 	v.Connections = s.conns()
 	return v
@@ -48,9 +51,10 @@ func (s *Server) conns() int {
 	return 0
 }
 
-func routeView(id, server registry.ID, spec *RouteSpec) RouteView {
-	v := RouteView{ID: string(id), Methods: spec.Methods, Path: spec.Path, To: string(spec.To),
-		Timeout: words.Duration(spec.Timeout), Server: string(server)}
+func routeView(rt *route) RouteView {
+	spec := rt.spec
+	v := RouteView{ID: string(rt.id), Methods: spec.Methods, Path: spec.Path, To: string(spec.To), ToName: spec.ToName,
+		Timeout: words.Duration(spec.Timeout), Server: string(rt.s.id), MaxPending: spec.MaxPending, Pending: rt.pending.Load()}
 	if v.Methods == nil {
 		v.Methods = []string{}
 	}
@@ -64,7 +68,7 @@ func routeView(id, server registry.ID, spec *RouteSpec) RouteView {
 func (r *Route) View() any {
 	for _, rt := range r.server.table.Load().routes {
 		if rt.id == r.id {
-			return routeView(r.id, r.server.id, rt.spec)
+			return routeView(rt)
 		}
 	}
 	return map[string]string{"id": string(r.id), "status": "not in its server's table"}

@@ -1,0 +1,106 @@
+package http_test
+
+import (
+	"os"
+	"strings"
+	"testing"
+
+	"github.com/proctor-run/proctor/internal/testutil"
+	httpkind "github.com/proctor-run/proctor/kinds/http"
+	"github.com/proctor-run/proctor/process"
+)
+
+// The example of docs/kinds/http.md's "A route to a registered name", as
+// the page shows it.
+const (
+	toNameYAML = `  - name: greeter
+    kind: process.lua
+    source: file://greeter.lua
+    lifecycle: {auto_start: true}
+
+  - name: hello
+    kind: http.route
+    server: web
+    method: GET
+    path: /hello
+    to_name: greeter.current   # a name greeter.lua registers
+    lifecycle: {auto_start: true, depends_on: [greeter]}
+`
+	toNameLua = `-- Registers the name the route asks; whichever process holds
+-- "greeter.current" when a request comes answers it.
+return {
+  init = function()
+    assert(process.register("greeter.current"))
+  end,
+  main = function()
+    local inbox = process.inbox()
+    while true do
+      local msg = inbox:receive()
+      local name = msg:payload().query.name or "world"
+      msg:reply({body = {hello = name}})
+    end
+  end,
+}
+`
+)
+
+// A route with to_name asks whoever holds the name when the request
+// comes; when no process holds it the answer is 503 stopped, as for an
+// entry that is not running. The page shows this example as it is run.
+func TestToName(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/kinds/http.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{toNameYAML, toNameLua} {
+		if !strings.Contains(string(doc), s) {
+			t.Errorf("docs/kinds/http.md does not show the to_name example as it is:\n%s", s)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(dir+"/greeter.lua", []byte(toNameLua), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startIn(t, dir, `namespace: app
+entries:
+  - name: web
+    kind: http.server
+    listen: 127.0.0.1:0
+    lifecycle: {auto_start: true}
+
+`+toNameYAML)
+	c := client()
+	defer c.CloseIdleConnections()
+	if status, h, body := get(t, c, "GET", n.url("/hello?name=Ann"), ""); status != 200 || body != `{"hello":"Ann"}`+"\n" || h.Get("Content-Type") != "application/json" {
+		t.Errorf("to_name: %d %v %q", status, h, body)
+	}
+	if v := n.server("app:web").View().(httpkind.ServerView); len(v.Routes) != 1 || v.Routes[0].ToName != "greeter.current" || v.Routes[0].To != "" {
+		t.Errorf("view: %+v", v.Routes)
+	}
+	node := n.rt.Env().Node
+	pid, ok := node.Whereis("greeter.current")
+	if !ok {
+		t.Fatal("greeter.current is not registered")
+	}
+	if err := node.Terminate(pid); err != nil {
+		t.Fatal(err)
+	}
+	testutil.Eventually(t, "the name released", func() bool { _, ok := node.Whereis("greeter.current"); return !ok })
+	want := `{"error":{"kind":"stopped","message":"route app:hello: to_name greeter.current: no process registered under that name"}}` + "\n"
+	if status, _, body := get(t, c, "GET", n.url("/hello"), ""); status != 503 || body != want {
+		t.Errorf("no process holds the name: %d %s, want 503 %s", status, body, want)
+	}
+	// Another process takes the name: the route asks it from the next
+	// request on.
+	if _, err := node.Spawn(standby{}, process.SpawnOptions{Name: "greeter.current"}); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, body := get(t, c, "GET", n.url("/hello"), ""); status != 200 || body != "standby" {
+		t.Errorf("the name taken over: %d %q", status, body)
+	}
+}
+
+// standby answers every ask with "standby".
+type standby struct{}
+
+func (standby) Receive(c process.Context, m process.Message) { _, _ = c.Reply(&m, "standby", nil) }
