@@ -68,13 +68,13 @@ func StartServer(ctx context.Context, env *registry.Env, id registry.ID, spec *S
 	if spec.TLS != nil {
 		c, err := loadCerts(*spec.TLS, s.log)
 		if err != nil {
-			return nil, value.NewError(value.KindInvalid, "http server %s: %v", id, err)
+			return nil, value.Wrap(value.FromError(at(spec.tlsAt, value.NewError(value.KindInvalid, "%v", err))), fmt.Sprintf("http server %s", id), nil)
 		}
 		s.certs = c
 	}
 	sv, err := s.serve(spec, nil)
 	if err != nil {
-		return nil, value.Wrap(value.FromError(err), fmt.Sprintf("http server %s", id), nil)
+		return nil, value.Wrap(value.FromError(at(spec.listenAt, err)), fmt.Sprintf("http server %s", id), nil)
 	}
 	s.cur = sv
 	s.loop = process.NewLoop(process.LoopOptions{})
@@ -194,7 +194,7 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 		if ns.TLS != nil && (old.TLS == nil || *ns.TLS != *old.TLS) {
 			c, err := loadCerts(*ns.TLS, s.log)
 			if err != nil {
-				return err
+				return at(ns.tlsAt, value.NewError(value.KindInvalid, "%v", err))
 			}
 			s.certs = c
 		}
@@ -204,7 +204,7 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 		}
 		sv, err := s.serve(ns, keep)
 		if err != nil {
-			return err
+			return at(ns.listenAt, err)
 		}
 		prev := s.cur
 		s.cur = sv
@@ -222,6 +222,7 @@ func onlyLimit(a, b *ServerSpec) bool {
 	x, y := *a, *b
 	x.MaxConnections, y.MaxConnections = 0, 0
 	x.TLS, y.TLS = nil, nil
+	x.listenAt, y.listenAt, x.tlsAt, y.tlsAt = registry.Pos{}, registry.Pos{}, registry.Pos{}, registry.Pos{}
 	return x == y && (a.TLS == nil) == (b.TLS == nil) && (a.TLS == nil || *a.TLS == *b.TLS)
 }
 

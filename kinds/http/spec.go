@@ -13,6 +13,7 @@ import (
 	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
 )
 
 // Kind names.
@@ -62,6 +63,11 @@ type ServerSpec struct {
 	MaxHeaderBytes    int
 	MaxConnections    int
 	TLS               *TLSSpec // nil: plain HTTP
+
+	// Where listen and tls are written, for the errors of a start (a
+	// taken address, a pair that does not load); zero for a spec built
+	// in Go.
+	listenAt, tlsAt registry.Pos
 }
 
 // TLSSpec names a certificate and its key (absolute paths); they are
@@ -164,6 +170,7 @@ func decodeServer(d *registry.Decoder) *ServerSpec {
 		MaxHeaderBytes:    fMaxHeaderBytes.Size(d),
 		MaxConnections:    fMaxConnections.Int(d),
 	}
+	s.listenAt, s.tlsAt = d.Pos(fListen.Name), d.Pos(fTLS.Name)
 	if s.Listen != "" && !d.Failed(fListen.Name) {
 		if err := checkListen(s.Listen); err != nil {
 			d.Errorf(fListen.Name, "%v", err)
@@ -179,6 +186,14 @@ func decodeServer(d *registry.Decoder) *ServerSpec {
 		s.TLS = t
 	}
 	return s
+}
+
+// at puts where a field is written before a start's error about it.
+func at(pos registry.Pos, err error) error {
+	if pos.Line == 0 {
+		return err
+	}
+	return value.Wrap(value.FromError(err), pos.String(), nil)
 }
 
 // checkListen checks a host:port.
