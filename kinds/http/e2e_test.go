@@ -1412,3 +1412,41 @@ func TestReplyHeaderBytesBounded(t *testing.T) {
 		}
 	}
 }
+
+// A routee of a router.pool that fails before it replies is the same 500
+// internal (the pool restarts it in its slot and serves on).
+func TestPoolRouteeCrashIs500(t *testing.T) {
+	n := start(t, base+`  - name: pl
+    kind: router.pool
+    routee: echo
+    size: 2
+    lifecycle: {auto_start: true}
+  - name: crash_pool
+    kind: http.route
+    server: web
+    method: GET
+    path: /crash
+    to: pl
+    lifecycle: {auto_start: true}
+  - name: pool_echo
+    kind: http.route
+    server: web
+    method: POST
+    path: /pool/echo
+    to: pl
+    lifecycle: {auto_start: true}
+`)
+	c := client()
+	defer c.CloseIdleConnections()
+	status, _, body := get(t, c, "GET", n.url("/crash"), "")
+	if want := `{"error":{"kind":"internal","message":"the handler failed before it replied"}}` + "\n"; status != 500 || body != want {
+		t.Errorf("a routee's crash: %d %s, want 500 %s", status, body, want)
+	}
+	// Both routees serve (round robin): the crashed one was restarted.
+	for i := 0; i < 2; i++ {
+		testutil.Eventually(t, "the pool serves", func() bool {
+			status, _, body := get(t, c, "POST", n.url("/pool/echo"), "hi")
+			return status == 200 && body == "hi"
+		})
+	}
+}
