@@ -165,8 +165,10 @@
       var v = s.view || {};
       var parts = [el("h3", null, s.id + " ", el("span", { cls: "meta", text: v.addr + (v.tls ? " · TLS" : "") }))];
       parts.push(el("p", { cls: "meta", text: v.connections + " of " + v.max_connections + " connections · max body " + v.max_body + " bytes" }));
-      parts.push(table(["route", "methods", "path", "to", "key", "timeout"], (v.routes || []).map(function (r) {
-        return el("tr", null, td(r.id), td((r.methods || []).join(", ") || "any"), td(r.path), td(r.to), td(r.key || ""), td(r.timeout));
+      parts.push(table(["route", "methods", "path", "to", "key", "timeout", "pending"], (v.routes || []).map(function (r) {
+        var to = r.to || (r.to_name ? "name " + r.to_name : "");
+        return el("tr", null, td(r.id), td((r.methods || []).join(", ") || "any"), td(r.path), td(to), td(r.key || ""), td(r.timeout),
+          td(r.pending + " of " + r.max_pending));
       })));
       return el("div", { "data-http": s.id }, parts);
     }));
