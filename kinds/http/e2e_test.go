@@ -500,6 +500,12 @@ func TestValidation(t *testing.T) {
   - {name: r, kind: http.route, server: web, path: /x}`, `app:r: to: required: the entry that answers the requests (or to_name: a name a process registers at run time)`, ""},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to: ""}`, `app:r: to: required: the entry that answers the requests`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to_name: ""}`, `app:r: to_name: an empty name`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
   - {name: r, kind: http.route, server: web, path: /x, to_name: "app:echo"}`, `app.yaml:5:65: app:r: to_name: "app:echo" has a ':', which only entry IDs have (process.register refuses it): for the entry write to: app:echo`, ""},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}

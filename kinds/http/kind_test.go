@@ -50,3 +50,14 @@ func TestCheckRefsWantsAKey(t *testing.T) {
 		}
 	}
 }
+
+// A RouteSpec built in Go without MaxPending gets the default bound, not
+// a bound of 0 that would refuse every request.
+func TestMaxPendingZeroIsDefault(t *testing.T) {
+	if got := (&RouteSpec{}).maxPending(); got != DefaultMaxPending {
+		t.Errorf("zero MaxPending: %d, want %d", got, DefaultMaxPending)
+	}
+	if got := (&RouteSpec{MaxPending: 3}).maxPending(); got != 3 {
+		t.Errorf("MaxPending 3: %d", got)
+	}
+}

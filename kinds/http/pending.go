@@ -19,7 +19,7 @@ import (
 // admit counts a request in, unless the route already serves max_pending;
 // an admitted request counts itself out when it is answered.
 func (rt *route) admit() bool {
-	if rt.pending.Add(1) > int64(rt.spec.MaxPending) {
+	if rt.pending.Add(1) > int64(rt.spec.maxPending()) {
 		rt.pending.Add(-1)
 		return false
 	}
@@ -30,5 +30,5 @@ func (rt *route) admit() bool {
 func (rt *route) overloaded() Response {
 	rt.refused.Inc()
 	return *errorResponse(nethttp.StatusTooManyRequests, value.NewError(value.KindLimit,
-		"route %s is serving max_pending (%d) requests: try again later", rt.id, rt.spec.MaxPending))
+		"route %s is serving max_pending (%d) requests: try again later", rt.id, rt.spec.maxPending()))
 }

@@ -103,9 +103,11 @@ type RouteSpec struct {
 	// ToName is a process name registered at run time
 	// (process.register), which the route asks instead of an entry; "" when
 	// To is set. Exactly one of To and ToName is set.
-	ToName     string
-	Key        *KeySpec
-	Timeout    time.Duration
+	ToName  string
+	Key     *KeySpec
+	Timeout time.Duration
+	// MaxPending bounds the route's requests served at once; 0 means
+	// DefaultMaxPending.
 	MaxPending int
 
 	params    []string // the wildcards of Path, in order
@@ -269,7 +271,7 @@ func checkTarget(d *registry.Decoder, s *RouteSpec) {
 	case hasTo && hasName:
 		d.Errorf(fToName.Name, "set to (an entry) or to_name (a registered name), not both")
 		return
-	case !hasTo && !hasName:
+	case !hasTo && !hasName, hasTo && s.To == "" && !d.Failed(fTo.Name):
 		d.Errorf(fTo.Name, "required: the entry that answers the requests (or to_name: a name a process registers at run time)")
 		return
 	case !hasName || d.Failed(fToName.Name):
@@ -297,6 +299,14 @@ func checkName(name string) error {
 		return fmt.Errorf("%q is a PID, not a name", name)
 	}
 	return nil
+}
+
+// maxPending is the route's bound on requests served at once.
+func (s *RouteSpec) maxPending() int {
+	if s.MaxPending <= 0 {
+		return DefaultMaxPending
+	}
+	return s.MaxPending
 }
 
 // target names what the route asks, for messages: its entry or its name.

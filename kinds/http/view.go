@@ -54,7 +54,7 @@ func (s *Server) conns() int {
 func routeView(rt *route) RouteView {
 	spec := rt.spec
 	v := RouteView{ID: string(rt.id), Methods: spec.Methods, Path: spec.Path, To: string(spec.To), ToName: spec.ToName,
-		Timeout: words.Duration(spec.Timeout), Server: string(rt.s.id), MaxPending: spec.MaxPending, Pending: rt.pending.Load()}
+		Timeout: words.Duration(spec.Timeout), Server: string(rt.s.id), MaxPending: spec.maxPending(), Pending: rt.pending.Load()}
 	if v.Methods == nil {
 		v.Methods = []string{}
 	}
