@@ -21,6 +21,7 @@ var boundsBase = map[string]string{
 	"supervisor.partition":  "kind: supervisor.partition\n    process: w\n",
 	"router.group":          "kind: router.group\n    scope: pg\n    group: g\n",
 	"http.server":           "kind: http.server\n    listen: 127.0.0.1:0\n",
+	"http.route":            "kind: http.route\n    server: web\n    path: /x\n    to: w\n",
 	"lifecycle.restart.max": "kind: pg.scope\n",
 }
 
@@ -37,7 +38,7 @@ func TestKindBounds(t *testing.T) {
 		t.Helper()
 		dir := t.TempDir()
 		os.WriteFile(filepath.Join(dir, "w.lua"), []byte("return {main = function() end}"), 0o644)
-		yaml := "namespace: app\nentries:\n  - {name: w, kind: process.lua, source: \"file://w.lua\"}\n  - {name: pg, kind: pg.scope}\n  - name: x\n    " + base
+		yaml := "namespace: app\nentries:\n  - {name: w, kind: process.lua, source: \"file://w.lua\"}\n  - {name: pg, kind: pg.scope}\n  - {name: web, kind: http.server, listen: \"127.0.0.1:0\"}\n  - name: x\n    " + base
 		path := strings.Split(field, ".")
 		for i, p := range path[:len(path)-1] {
 			yaml += "    " + strings.Repeat("  ", i) + p + ":\n"

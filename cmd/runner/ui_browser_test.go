@@ -142,8 +142,8 @@ func TestLiveViewInABrowser(t *testing.T) {
 	}
 	rows := eval[[][]string](t, ctx, `[...`+panel+`.querySelectorAll('tbody tr')].map(r => [...r.cells].map(c => c.textContent))`)
 	want := [][]string{
-		{"app:api_count", "GET, POST", "/api/count", "app:api", "", "2s"},
-		{"app:api_hello", "GET", "/api/hello/{name}", "app:api", "", "2s"},
+		{"app:api_count", "GET, POST", "/api/count", "app:api", "", "2s", "0 of 1024"},
+		{"app:api_hello", "GET", "/api/hello/{name}", "app:api", "", "2s", "0 of 1024"},
 	}
 	if fmt.Sprint(rows) != fmt.Sprint(want) {
 		t.Errorf("HTTP panel routes:\n got %q\nwant %q", rows, want)
