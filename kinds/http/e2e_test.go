@@ -122,6 +122,12 @@ func start(t testing.TB, config string) *node {
 // startIn is start in dir.
 func startIn(t testing.TB, dir, yamlText string) *node {
 	t.Helper()
+	return startOn(t, dir, yamlText, nil)
+}
+
+// startOn is startIn on pn (nil: a node of its own, logging to n.log).
+func startOn(t testing.TB, dir, yamlText string, pn *process.Node) *node {
+	t.Helper()
 	n := &node{t: t, dir: dir, kind: newKinds(), log: &testutil.SyncBuffer{}}
 	n.write("echo.lua", echoLua)
 	n.write("app.yaml", yamlText)
@@ -130,7 +136,9 @@ func startIn(t testing.TB, dir, yamlText string) *node {
 		t.Fatal(err)
 	}
 	logger := slog.New(slog.NewTextHandler(n.log, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	pn := process.NewNode(process.Options{Name: "t", Logger: logger})
+	if pn == nil {
+		pn = process.NewNode(process.Options{Name: "t", Logger: logger})
+	}
 	n.rt = runtime.NewRuntime(runtime.RuntimeOptions{Node: pn, Kinds: n.kind, Logger: logger})
 	if err := n.rt.Start(context.Background(), cfg); err != nil {
 		n.rt.Stop(context.Background())
@@ -509,7 +517,7 @@ func TestValidation(t *testing.T) {
   - {name: r, kind: http.route, server: web, path: /x, to_name: "app:echo"}`, `app.yaml:5:65: app:r: to_name: "app:echo" has a ':', which only entry IDs have (process.register refuses it): for the entry write to: app:echo`, ""},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
-  - {name: r, kind: http.route, server: web, path: /x, to_name: billing@n2}`, `to_name: "billing@n2" names another node's process`, ""},
+  - {name: r, kind: http.route, server: web, path: /x, to_name: billing@}`, `to_name: "billing@" is neither a name nor name@node`, ""},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
   - {name: r, kind: http.route, server: web, path: /x, to: echo, max_pending: 0}`, `max_pending: `, ""},

@@ -203,11 +203,7 @@ func (rt *route) ask(ctx context.Context, payload map[string]any) (any, error) {
 	env := rt.s.env
 	m := process.Message{Topic: Topic, Payload: payload}
 	if spec.ToName != "" {
-		pid, ok := rt.s.node.Whereis(spec.ToName)
-		if !ok {
-			return nil, fmt.Errorf("route %s: to_name %s: %w", rt.id, spec.ToName, process.ErrNameNotFound)
-		}
-		return rt.askPID(ctx, pid, m)
+		return rt.askName(ctx, m)
 	}
 	e, ok := env.Entries.Entry(spec.To)
 	if !ok {
@@ -241,9 +237,20 @@ func (rt *route) ask(ctx context.Context, payload map[string]any) (any, error) {
 
 // askPID asks pid, giving up at the route's timeout or when ctx ends.
 func (rt *route) askPID(ctx context.Context, pid process.PID, m process.Message) (any, error) {
+	return rt.askAt(ctx, pid, "", "", m)
+}
+
+// askAt asks pid or, with node, the process registered as name there.
+func (rt *route) askAt(ctx context.Context, pid process.PID, node, name string, m process.Message) (any, error) {
 	timeout := rt.spec.Timeout
 	c := process.NewCall()
-	if err := rt.s.node.Send(pid, c.MessageWithin(m, timeout)); err != nil {
+	var err error
+	if node != "" {
+		err = rt.s.node.SendName(node, name, c.MessageWithin(m, timeout))
+	} else {
+		err = rt.s.node.Send(pid, c.MessageWithin(m, timeout))
+	}
+	if err != nil {
 		r, err := c.Abandon(err)
 		if err != nil {
 			return nil, err

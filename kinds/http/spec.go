@@ -150,7 +150,7 @@ var (
 	fTo = registry.RefField("to", registry.RefRunning, targetKinds,
 		"Where requests go: a process.lua entry (its registered process), a router.pool, a router.group or a supervisor.partition (or set to_name instead).")
 	fToName = registry.StringField("to_name", "",
-		"Instead of to: a process name registered at run time (process.register), asked whoever holds it when a request comes; none holds it: 503.")
+		"Instead of to: a process name registered at run time (process.register), or name@node, asked whoever holds it when a request comes; none holds it: 503.")
 	fKey = registry.StringField("key", "",
 		"path.NAME, query.NAME or header.NAME: the request's routing key (payload.key), which picks the partition worker or the consistent-hash routee.")
 	fRouteTimeout = registry.DurationField("timeout", DefaultRouteTimeout, "How long to wait for the reply; past it the client gets 504.").
@@ -282,19 +282,24 @@ func checkTarget(d *registry.Decoder, s *RouteSpec) {
 	}
 }
 
-// checkName checks a to_name as process.register would take it: a name
-// with ':' is an entry's (write it in to), one with '@' names another
-// node's, and a PID is no name.
-func checkName(name string) error {
+// checkName checks a to_name as process.register would take it, or
+// name@node for a name registered on another node (as process.send
+// takes it): a name with ':' is an entry's (write it in to), and a PID
+// is no name.
+func checkName(dest string) error {
+	name := dest
+	if n, _, ok := process.SplitNodeName(dest); ok {
+		name = n
+	} else if strings.ContainsRune(dest, '@') {
+		return fmt.Errorf("%q is neither a name nor name@node", dest)
+	}
 	switch {
 	case name == "":
 		return fmt.Errorf("an empty name")
-	case len(name) > process.MaxNameSize:
-		return fmt.Errorf("a name of %d bytes (at most %d)", len(name), process.MaxNameSize)
+	case len(dest) > process.MaxNameSize:
+		return fmt.Errorf("a name of %d bytes (at most %d)", len(dest), process.MaxNameSize)
 	case strings.ContainsRune(name, ':'):
 		return fmt.Errorf("%q has a ':', which only entry IDs have (process.register refuses it): for the entry write to: %s", name, name)
-	case strings.ContainsRune(name, '@'):
-		return fmt.Errorf("%q names another node's process (name@node); a route asks a name registered on its own node", name)
 	case process.IsPIDString(name):
 		return fmt.Errorf("%q is a PID, not a name", name)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/proctor-run/proctor/cluster/clustertest"
 	"github.com/proctor-run/proctor/internal/testutil"
 	httpkind "github.com/proctor-run/proctor/kinds/http"
 	"github.com/proctor-run/proctor/process"
@@ -104,3 +105,43 @@ entries:
 type standby struct{}
 
 func (standby) Receive(c process.Context, m process.Message) { _, _ = c.Reply(&m, "standby", nil) }
+
+// to_name: name@node asks the process registered under name on that
+// node: 503 stopped while none holds it there (the node rejects the ask at
+// once), its answer once one does, and 503 noconnection once the node has
+// gone.
+func TestToNameOnAnotherNode(t *testing.T) {
+	c := clustertest.New(t, clustertest.Options{}, "n1", "n2")
+	c.Converged()
+	n := startOn(t, t.TempDir(), `namespace: app
+entries:
+  - name: web
+    kind: http.server
+    listen: 127.0.0.1:0
+    lifecycle: {auto_start: true}
+  - name: remote
+    kind: http.route
+    server: web
+    path: /remote
+    to_name: greeter@n2
+    timeout: 5s
+    lifecycle: {auto_start: true}
+`, c.Node("n1"))
+	cl := client()
+	defer cl.CloseIdleConnections()
+	status, _, body := get(t, cl, "GET", n.url("/remote"), "")
+	if status != 503 || !strings.Contains(body, `{"error":{"kind":"stopped","message":"\"greeter\" on node n2: no process registered under that name`) {
+		t.Errorf("no process holds the name on n2: %d %s", status, body)
+	}
+	if _, err := c.Node("n2").Spawn(standby{}, process.SpawnOptions{Name: "greeter"}); err != nil {
+		t.Fatal(err)
+	}
+	if status, _, body := get(t, cl, "GET", n.url("/remote"), ""); status != 200 || body != "standby" {
+		t.Errorf("to_name greeter@n2: %d %q", status, body)
+	}
+	c.Stop("n2")
+	testutil.Eventually(t, "n2 gone: 503 noconnection", func() bool {
+		status, _, body := get(t, cl, "GET", n.url("/remote"), "")
+		return status == 503 && strings.Contains(body, `"kind":"noconnection"`)
+	})
+}
