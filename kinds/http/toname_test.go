@@ -145,3 +145,30 @@ entries:
 		return status == 503 && strings.Contains(body, `"kind":"noconnection"`)
 	})
 }
+
+// A Go handler that panics with the request in hand is the same 500 as a
+// Lua script's error (reached here by to_name).
+func TestPanickingHandlerIs500(t *testing.T) {
+	n := start(t, base+`  - name: panics
+    kind: http.route
+    server: web
+    method: GET
+    path: /panics
+    to_name: panicker
+    lifecycle: {auto_start: true}
+`)
+	if _, err := n.rt.Env().Node.Spawn(panicker{}, process.SpawnOptions{Name: "panicker"}); err != nil {
+		t.Fatal(err)
+	}
+	c := client()
+	defer c.CloseIdleConnections()
+	status, _, body := get(t, c, "GET", n.url("/panics"), "")
+	if want := `{"error":{"kind":"internal","message":"the handler failed before it replied"}}` + "\n"; status != 500 || body != want {
+		t.Errorf("a panic: %d %s, want 500 %s", status, body, want)
+	}
+}
+
+// panicker panics on every message.
+type panicker struct{}
+
+func (panicker) Receive(process.Context, process.Message) { panic("secret 12345") }
