@@ -146,7 +146,7 @@ func (c *toGo) conv(lv lua.LValue, depth int) (any, error) {
 	case lua.LBool:
 		return bool(v), nil
 	case lua.LNumber:
-		return float64(v), nil
+		return numberValue(float64(v)), nil
 	case lua.LString:
 		return lua.AnyString(lv), nil // shares lv's box: no copy of it
 	case *lua.LTable:
@@ -169,6 +169,22 @@ func (c *toGo) conv(lv lua.LValue, depth int) (any, error) {
 		return nil, value.NewError(value.KindInvalid, "%s: a coroutine cannot cross a process boundary", c.place())
 	}
 	return nil, value.NewError(value.KindInvalid, "%s: a %s cannot cross a process boundary", c.place(), lv.Type())
+}
+
+// smallNumbers are the integers 0 to 1023 as Go values, boxed once: a
+// status, a count or an index copied from Lua costs no allocation.
+var smallNumbers = func() (ns [1024]any) {
+	for i := range ns {
+		ns[i] = float64(i)
+	}
+	return ns
+}()
+
+func numberValue(f float64) any {
+	if i := int(f); f >= 0 && f < float64(len(smallNumbers)) && float64(i) == f && !math.Signbit(f) {
+		return smallNumbers[i]
+	}
+	return f
 }
 
 func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
@@ -354,6 +370,18 @@ func toLua(L *lua.LState, v any, depth int) (lua.LValue, error) {
 		// fork's NewRecord).
 		r := lua.NewRecord(len(x))
 		for k, e := range x {
+			lv, err := toLua(L, e, depth+1)
+			if err != nil {
+				return lua.LNil, err
+			}
+			r.Set(k, lv)
+		}
+		return r.Table(), nil
+	case value.Record:
+		// Its fields straight into the record: no map in between.
+		r := lua.NewRecord(x.Len())
+		for i := range x.Len() {
+			k, e := x.Field(i)
 			lv, err := toLua(L, e, depth+1)
 			if err != nil {
 				return lua.LNil, err

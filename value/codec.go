@@ -192,6 +192,21 @@ func (e *encoder) value(v any, depth int) error {
 				return err
 			}
 		}
+	case Record:
+		e.buf = append(e.buf, tagMap)
+		e.uvarint(uint64(x.Len()))
+		for i := range x.Len() {
+			k, el := x.Field(i)
+			if err := e.str(k); err != nil {
+				return err
+			}
+			e.push(step{name: k, isName: true})
+			err := e.value(el, depth+1)
+			e.pop()
+			if err != nil {
+				return err
+			}
+		}
 	case map[any]any:
 		e.buf = append(e.buf, tagMixMap)
 		e.uvarint(uint64(len(x)))

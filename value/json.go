@@ -65,6 +65,20 @@ func jsonForm(v any, depth int, path string) (any, error) {
 			out[k] = c
 		}
 		return out, nil
+	case Record:
+		out := make(map[string]any, x.Len())
+		for i := range x.Len() {
+			k, e := x.Field(i)
+			if !utf8.ValidString(k) {
+				return nil, NewError(KindInvalid, "%s: a key that is not valid UTF-8 has no JSON form", path)
+			}
+			c, err := jsonForm(e, depth+1, path+"."+k)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = c
+		}
+		return out, nil
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {

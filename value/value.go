@@ -137,6 +137,19 @@ func (c *copier) copy(v any, depth int, path string) (any, error) {
 			out[k] = ce
 		}
 		return out, nil
+	case Record:
+		// A record is not a container a copy can meet again: its own
+		// fields are made fresh each time it lists them.
+		out := make(map[string]any, x.Len())
+		for i := range x.Len() {
+			k, e := x.Field(i)
+			ce, err := c.copy(e, depth+1, path+"."+k)
+			if err != nil {
+				return nil, err
+			}
+			out[k] = ce
+		}
+		return out, nil
 	case map[any]any:
 		if x == nil {
 			return map[any]any(nil), nil
