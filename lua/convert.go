@@ -213,17 +213,30 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 		defer func() { c.mark(t, c.n-start) }()
 	}
 
-	n := t.Len()
-	count, strKeys := 0, 0
-	t.ForEach(func(k, _ lua.LValue) {
-		count++
-		if _, ok := k.(lua.LString); ok {
-			strKeys++
+	var err error
+	if n, ok := t.StringKeyed(); ok {
+		// A record (most tables a script sends) or an empty table: no pass
+		// to count its keys and their kinds.
+		out := make(map[string]any, n)
+		t.ForEachString(func(k string, lv lua.LValue) {
+			if err != nil {
+				return
+			}
+			var v any
+			c.down(step{name: k})
+			v, err = c.conv(lv, depth+1)
+			c.up()
+			out[k] = v
+		})
+		if err != nil {
+			return nil, err
 		}
-	})
-	if count == 0 {
-		return map[string]any{}, nil
+		return out, nil
 	}
+	// An array, or a table of mixed keys.
+	n := t.Len()
+	count := 0
+	t.ForEach(func(lua.LValue, lua.LValue) { count++ })
 	if n == count {
 		out := make([]any, n)
 		for i := 1; i <= n; i++ {
@@ -234,24 +247,6 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 				return nil, err
 			}
 			out[i-1] = v
-		}
-		return out, nil
-	}
-	var err error
-	if strKeys == count {
-		out := make(map[string]any, count)
-		t.ForEach(func(k, lv lua.LValue) {
-			if err != nil {
-				return
-			}
-			var v any
-			c.down(step{name: string(k.(lua.LString))})
-			v, err = c.conv(lv, depth+1)
-			c.up()
-			out[string(k.(lua.LString))] = v
-		})
-		if err != nil {
-			return nil, err
 		}
 		return out, nil
 	}

@@ -98,6 +98,7 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 		rt.s.log.Warn("http route: the handler's reply is no response", "route", string(rt.id), "error", err)
 		return *ErrorResponse(err)
 	}
+	resp.Header = nil // w's already: write has none to copy
 	return resp
 }
 
