@@ -222,11 +222,7 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 			if err != nil {
 				return
 			}
-			var v any
-			c.down(step{name: k})
-			v, err = c.conv(lv, depth+1)
-			c.up()
-			out[k] = v
+			out[k], err = c.at(step{name: k}, lv, depth)
 		})
 		if err != nil {
 			return nil, err
@@ -240,9 +236,7 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 	if n == count {
 		out := make([]any, n)
 		for i := 1; i <= n; i++ {
-			c.down(step{index: i})
-			v, err := c.conv(t.RawGetInt(i), depth+1)
-			c.up()
+			v, err := c.at(step{index: i}, t.RawGetInt(i), depth)
 			if err != nil {
 				return nil, err
 			}
@@ -267,16 +261,20 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 			err = value.NewError(value.KindInvalid, "%s: a %s cannot be a table key across a process boundary", c.place(), k.Type())
 			return
 		}
-		var v any
-		c.down(step{key: k})
-		v, err = c.conv(lv, depth+1)
-		c.up()
-		out[gk] = v
+		out[gk], err = c.at(step{key: k}, lv, depth)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// at copies lv, one step s down from a table at depth.
+func (c *toGo) at(s step, lv lua.LValue, depth int) (any, error) {
+	c.down(s)
+	v, err := c.conv(lv, depth+1)
+	c.up()
+	return v, err
 }
 
 // ToLua builds a Lua value from a Go value of the value model (and a few
