@@ -75,14 +75,7 @@ func jsonForm(v any, depth int, path string) (any, error) {
 		}
 		return out, nil
 	case Record:
-		out := make(map[string]any, x.Len())
-		for i := range x.Len() {
-			k, e := x.Field(i)
-			if err := jsonField(out, k, e, depth, path); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return recordMap(x, func(out map[string]any, k string, e any) error { return jsonField(out, k, e, depth, path) })
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {

@@ -27,3 +27,16 @@ func field(r Record, key string) (any, bool) {
 	}
 	return nil, false
 }
+
+// recordMap makes the map of r's fields, each set by set (a copy, a JSON
+// form).
+func recordMap(r Record, set func(out map[string]any, k string, v any) error) (map[string]any, error) {
+	out := make(map[string]any, r.Len())
+	for i := range r.Len() {
+		k, v := r.Field(i)
+		if err := set(out, k, v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}

@@ -146,14 +146,7 @@ func (c *copier) copy(v any, depth int, path string) (any, error) {
 		}
 		return out, nil
 	case Record:
-		out := make(map[string]any, x.Len())
-		for i := range x.Len() {
-			k, e := x.Field(i)
-			if err := c.field(out, k, e, depth, path); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return recordMap(x, func(out map[string]any, k string, e any) error { return c.field(out, k, e, depth, path) })
 	case map[any]any:
 		if x == nil {
 			return map[any]any(nil), nil
