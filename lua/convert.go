@@ -146,7 +146,7 @@ func (c *toGo) conv(lv lua.LValue, depth int) (any, error) {
 	case lua.LBool:
 		return bool(v), nil
 	case lua.LNumber:
-		return float64(v), nil
+		return numberValue(float64(v)), nil
 	case lua.LString:
 		return lua.AnyString(lv), nil // shares lv's box: no copy of it
 	case *lua.LTable:
@@ -169,6 +169,22 @@ func (c *toGo) conv(lv lua.LValue, depth int) (any, error) {
 		return nil, value.NewError(value.KindInvalid, "%s: a coroutine cannot cross a process boundary", c.place())
 	}
 	return nil, value.NewError(value.KindInvalid, "%s: a %s cannot cross a process boundary", c.place(), lv.Type())
+}
+
+// smallNumbers are the integers 0 to 1023 as Go values, boxed once: a
+// status, a count or an index copied from Lua costs no allocation.
+var smallNumbers = func() (ns [1024]any) {
+	for i := range ns {
+		ns[i] = float64(i)
+	}
+	return ns
+}()
+
+func numberValue(f float64) any {
+	if i := int(f); f >= 0 && f < float64(len(smallNumbers)) && float64(i) == f && !math.Signbit(f) {
+		return smallNumbers[i]
+	}
+	return f
 }
 
 func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
@@ -197,45 +213,34 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 		defer func() { c.mark(t, c.n-start) }()
 	}
 
-	n := t.Len()
-	count, strKeys := 0, 0
-	t.ForEach(func(k, _ lua.LValue) {
-		count++
-		if _, ok := k.(lua.LString); ok {
-			strKeys++
+	var err error
+	if n, ok := t.StringKeyed(); ok {
+		// A record (most tables a script sends) or an empty table: no pass
+		// to count its keys and their kinds.
+		out := make(map[string]any, n)
+		t.ForEachString(func(k string, lv lua.LValue) {
+			if err != nil {
+				return
+			}
+			out[k], err = c.at(step{name: k}, lv, depth)
+		})
+		if err != nil {
+			return nil, err
 		}
-	})
-	if count == 0 {
-		return map[string]any{}, nil
+		return out, nil
 	}
+	// An array, or a table of mixed keys.
+	n := t.Len()
+	count := 0
+	t.ForEach(func(lua.LValue, lua.LValue) { count++ })
 	if n == count {
 		out := make([]any, n)
 		for i := 1; i <= n; i++ {
-			c.down(step{index: i})
-			v, err := c.conv(t.RawGetInt(i), depth+1)
-			c.up()
+			v, err := c.at(step{index: i}, t.RawGetInt(i), depth)
 			if err != nil {
 				return nil, err
 			}
 			out[i-1] = v
-		}
-		return out, nil
-	}
-	var err error
-	if strKeys == count {
-		out := make(map[string]any, count)
-		t.ForEach(func(k, lv lua.LValue) {
-			if err != nil {
-				return
-			}
-			var v any
-			c.down(step{name: string(k.(lua.LString))})
-			v, err = c.conv(lv, depth+1)
-			c.up()
-			out[string(k.(lua.LString))] = v
-		})
-		if err != nil {
-			return nil, err
 		}
 		return out, nil
 	}
@@ -256,16 +261,20 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 			err = value.NewError(value.KindInvalid, "%s: a %s cannot be a table key across a process boundary", c.place(), k.Type())
 			return
 		}
-		var v any
-		c.down(step{key: k})
-		v, err = c.conv(lv, depth+1)
-		c.up()
-		out[gk] = v
+		out[gk], err = c.at(step{key: k}, lv, depth)
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// at copies lv, one step s down from a table at depth.
+func (c *toGo) at(s step, lv lua.LValue, depth int) (any, error) {
+	c.down(s)
+	v, err := c.conv(lv, depth+1)
+	c.up()
+	return v, err
 }
 
 // ToLua builds a Lua value from a Go value of the value model (and a few
@@ -354,6 +363,18 @@ func toLua(L *lua.LState, v any, depth int) (lua.LValue, error) {
 		// fork's NewRecord).
 		r := lua.NewRecord(len(x))
 		for k, e := range x {
+			lv, err := toLua(L, e, depth+1)
+			if err != nil {
+				return lua.LNil, err
+			}
+			r.Set(k, lv)
+		}
+		return r.Table(), nil
+	case value.Record:
+		// Its fields straight into the record: no map in between.
+		r := lua.NewRecord(x.Len())
+		for i := range x.Len() {
+			k, e := x.Field(i)
 			lv, err := toLua(L, e, depth+1)
 			if err != nil {
 				return lua.LNil, err

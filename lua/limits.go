@@ -108,6 +108,13 @@ func valueSize(v any) float64 {
 			n += 2 + float64(len(k)) + valueSize(e)
 		}
 		return n
+	case value.Record:
+		n := 2.0
+		for i := range x.Len() {
+			k, e := x.Field(i)
+			n += 2 + float64(len(k)) + valueSize(e)
+		}
+		return n
 	case map[any]any:
 		n := 2.0
 		for k, e := range x {

@@ -156,10 +156,15 @@ type limitListener struct {
 	once   sync.Once
 	open   atomic.Int64 // the connections holding a slot
 	peak   atomic.Int64 // the most connections ever open at once
-	// idle are the served connections waiting for their next request,
-	// with when they turned idle; the server's ConnState hook keeps it.
-	mu   sync.Mutex
-	idle map[*limitConn]time.Time
+	// conns are the connections holding a slot. Each says itself whether
+	// it waits for its next request (limitConn.idleSince, which the
+	// server's ConnState hook sets without a lock: twice a request);
+	// closeIdlest reads them only at the limit.
+	mu    sync.Mutex
+	conns map[*limitConn]struct{}
+	// idleSeq orders the turns to idle: the smallest idleSince is the
+	// connection idle the longest.
+	idleSeq atomic.Int64
 	// freed wakes an Accept that waits for a slot when a connection
 	// turns idle or closes, or the limit rises.
 	freed chan struct{}
@@ -170,7 +175,7 @@ type limitListener struct {
 
 func newLimitListener(ln net.Listener, n int) *limitListener {
 	l := &limitListener{Listener: ln, closed: make(chan struct{}),
-		idle: map[*limitConn]time.Time{}, freed: make(chan struct{}, 1)}
+		conns: map[*limitConn]struct{}{}, freed: make(chan struct{}, 1)}
 	l.max.Store(int64(n))
 	return l
 }
@@ -230,26 +235,44 @@ func (l *limitListener) Accept() (net.Conn, error) {
 			return nil, net.ErrClosed
 		}
 	}
-	return &limitConn{Conn: c, l: l}, nil
+	lc := &limitConn{Conn: c, l: l}
+	l.mu.Lock()
+	l.conns[lc] = struct{}{}
+	l.mu.Unlock()
+	return lc, nil
 }
 
 // closeIdlest closes the connection idle the longest; false if none is.
 func (l *limitListener) closeIdlest() bool {
 	l.mu.Lock()
 	var oldest *limitConn
-	var since time.Time
-	for c, t := range l.idle {
-		if oldest == nil || t.Before(since) {
+	var since int64
+	for c := range l.conns {
+		if t := c.idleSince.Load(); t != 0 && (oldest == nil || t < since) {
 			oldest, since = c, t
 		}
 	}
-	delete(l.idle, oldest)
 	l.mu.Unlock()
-	if oldest == nil {
-		return false
+	// Claimed, so that a second Accept at the limit picks another; one
+	// that turned active meanwhile is left alone.
+	if oldest == nil || !oldest.idleSince.CompareAndSwap(since, 0) {
+		return oldest != nil // another try: the next is idle the longest now
 	}
 	oldest.Close()
 	return true
+}
+
+// idleConns is how many connections wait for their next request.
+func (l *limitListener) idleConns() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for c := range l.conns {
+		if c.idleSince.Load() != 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // track is the server's ConnState hook.
@@ -258,16 +281,12 @@ func (l *limitListener) track(nc net.Conn, state http.ConnState) {
 	if !ok {
 		return
 	}
-	l.mu.Lock()
 	if state == http.StateIdle {
-		l.idle[c] = time.Now()
-	} else {
-		delete(l.idle, c)
-	}
-	l.mu.Unlock()
-	if state == http.StateIdle {
+		c.idleSince.Store(l.idleSeq.Add(1))
 		l.wake()
+		return
 	}
+	c.idleSince.Store(0)
 }
 
 func (l *limitListener) Close() error {
@@ -279,6 +298,9 @@ type limitConn struct {
 	net.Conn
 	l    *limitListener
 	once sync.Once
+	// idleSince is when the connection turned idle (see idleSeq), 0
+	// while it is not.
+	idleSince atomic.Int64
 }
 
 // Unwrap returns the connection accepted.
@@ -290,8 +312,9 @@ type connKey struct{}
 func (c *limitConn) Close() error {
 	err := c.Conn.Close()
 	c.once.Do(func() {
+		c.idleSince.Store(0)
 		c.l.mu.Lock()
-		delete(c.l.idle, c)
+		delete(c.l.conns, c)
 		c.l.mu.Unlock()
 		c.l.open.Add(-1)
 		c.l.wake()

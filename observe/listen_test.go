@@ -183,9 +183,7 @@ func TestIdleConnectionsDoNotStarveProbes(t *testing.T) {
 		// order they were opened in.
 		want := min(len(idle), DefaultMaxConns)
 		testutil.Eventually(t, "the connection to turn idle", func() bool {
-			s.ln.mu.Lock()
-			defer s.ln.mu.Unlock()
-			return len(s.ln.idle) == want
+			return s.ln.idleConns() == want
 		})
 	}
 	probe := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}

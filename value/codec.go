@@ -137,6 +137,17 @@ func (e *encoder) number(f float64) {
 // value encodes v. Every value costs at least one byte, and each is
 // checked against the limit before it is written, so neither a long
 // string nor a table expanding through sharing gets far past it.
+// field writes a string key and its value, a field of a table at depth.
+func (e *encoder) field(k string, el any, depth int) error {
+	if err := e.str(k); err != nil {
+		return err
+	}
+	e.push(step{name: k, isName: true})
+	err := e.value(el, depth+1)
+	e.pop()
+	return err
+}
+
 func (e *encoder) value(v any, depth int) error {
 	if depth > MaxDepth {
 		return NewError(KindInvalid, "%s: nested deeper than %d levels", e.path(), MaxDepth)
@@ -182,13 +193,16 @@ func (e *encoder) value(v any, depth int) error {
 		e.buf = append(e.buf, tagMap)
 		e.uvarint(uint64(len(x)))
 		for k, el := range x {
-			if err := e.str(k); err != nil {
+			if err := e.field(k, el, depth); err != nil {
 				return err
 			}
-			e.push(step{name: k, isName: true})
-			err := e.value(el, depth+1)
-			e.pop()
-			if err != nil {
+		}
+	case Record:
+		e.buf = append(e.buf, tagMap)
+		e.uvarint(uint64(x.Len()))
+		for i := range x.Len() {
+			k, el := x.Field(i)
+			if err := e.field(k, el, depth); err != nil {
 				return err
 			}
 		}

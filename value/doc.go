@@ -9,6 +9,7 @@
 //	[]any              an array (a Lua sequence 1..n),
 //	map[string]any     a map with string keys,
 //	map[any]any        a map with mixed keys (string, float64 or bool),
+//	Record             a map with string keys given by its fields (see Record),
 //	*Error             an error value.
 //
 // Integers of any Go integer type are accepted by Check and Copy and are

@@ -17,6 +17,20 @@ import (
 // not modified.
 func JSONForm(v any) (any, error) { return jsonForm(v, 0, "value") }
 
+// jsonField sets out[k] to the JSON form of e, a field of the table at
+// path.
+func jsonField(out map[string]any, k string, e any, depth int, path string) error {
+	if !utf8.ValidString(k) {
+		return NewError(KindInvalid, "%s: a key that is not valid UTF-8 has no JSON form", path)
+	}
+	c, err := jsonForm(e, depth+1, path+"."+k)
+	if err != nil {
+		return err
+	}
+	out[k] = c
+	return nil
+}
+
 func jsonForm(v any, depth int, path string) (any, error) {
 	if depth > MaxDepth {
 		return nil, NewError(KindInvalid, "%s: nested deeper than %d levels", path, MaxDepth)
@@ -55,16 +69,13 @@ func jsonForm(v any, depth int, path string) (any, error) {
 	case map[string]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			if !utf8.ValidString(k) {
-				return nil, NewError(KindInvalid, "%s: a key that is not valid UTF-8 has no JSON form", path)
-			}
-			c, err := jsonForm(e, depth+1, path+"."+k)
-			if err != nil {
+			if err := jsonField(out, k, e, depth, path); err != nil {
 				return nil, err
 			}
-			out[k] = c
 		}
 		return out, nil
+	case Record:
+		return recordMap(x, func(out map[string]any, k string, e any) error { return jsonField(out, k, e, depth, path) })
 	case map[any]any:
 		out := make(map[string]any, len(x))
 		for k, e := range x {

@@ -24,6 +24,11 @@ func Key(payload any) (key string, ok bool) {
 			return scalarKey(k)
 		}
 		return "", false
+	case Record:
+		if k, found := field(x, "key"); found {
+			return scalarKey(k)
+		}
+		return "", false
 	}
 	return scalarKey(payload)
 }

@@ -39,6 +39,16 @@ func (c *copier) enter(p uintptr, path string) error {
 	return nil
 }
 
+// field sets out[k] to a copy of e, a field of the table at path.
+func (c *copier) field(out map[string]any, k string, e any, depth int, path string) error {
+	ce, err := c.copy(e, depth+1, path+"."+k)
+	if err != nil {
+		return err
+	}
+	out[k] = ce
+	return nil
+}
+
 func (c *copier) copy(v any, depth int, path string) (any, error) {
 	if depth > MaxDepth {
 		return nil, NewError(KindInvalid, "%s: nested deeper than %d levels", path, MaxDepth)
@@ -130,13 +140,13 @@ func (c *copier) copy(v any, depth int, path string) (any, error) {
 		defer delete(c.seen, p)
 		out := make(map[string]any, len(x))
 		for k, e := range x {
-			ce, err := c.copy(e, depth+1, path+"."+k)
-			if err != nil {
+			if err := c.field(out, k, e, depth, path); err != nil {
 				return nil, err
 			}
-			out[k] = ce
 		}
 		return out, nil
+	case Record:
+		return recordMap(x, func(out map[string]any, k string, e any) error { return c.field(out, k, e, depth, path) })
 	case map[any]any:
 		if x == nil {
 			return map[any]any(nil), nil

@@ -8,6 +8,7 @@ import (
 	"math"
 	nethttp "net/http"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -39,7 +40,11 @@ const (
 // times is a list of its values, in order. params are the path's
 // wildcards, by name. An invalid request (a control character in its
 // path, too many parameters, a key it lacks) is an invalid error.
-func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySpec) (map[string]any, error) {
+//
+// The payload is a value.Record, the map[string]any of those fields
+// without the maps: a Lua process makes its tables straight from it, and
+// value.Copy gives the map.
+func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySpec) (value.Record, error) {
 	path := r.URL.Path
 	if bad := strings.IndexFunc(path, func(c rune) bool { return c < 0x20 || c == 0x7f }); bad >= 0 {
 		return nil, value.NewError(value.KindInvalid, "the path holds a control character (0x%02x at offset %d)", path[bad], bad)
@@ -47,37 +52,126 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 	if !utf8.ValidString(path) {
 		return nil, value.NewError(value.KindInvalid, "the path is not valid UTF-8")
 	}
-	ps := make(map[string]any, len(params))
-	for _, name := range params {
-		ps[name] = r.PathValue(name)
-	}
 	q, err := queryOf(r.URL.RawQuery)
 	if err != nil {
 		return nil, err
 	}
-	hs := make(map[string]any, len(r.Header)+1) // and host
-	for name, vs := range r.Header {
-		hs[lowerName(name)] = strings.Join(vs, ", ")
+	p := &payload{method: methodValue(r.Method), path: path, query: q, body: body, remote: r.RemoteAddr}
+	p.params.fs = p.paramFields[:0]
+	for _, name := range params {
+		p.params.fs = append(p.params.fs, field{name, r.PathValue(name)})
 	}
-	if r.Host != "" {
-		hs["host"] = r.Host
-	}
-	p := make(map[string]any, 8)
-	p["method"] = methodValue(r.Method)
-	p["path"] = path
-	p["params"] = ps
-	p["query"] = q
-	p["headers"] = hs
-	p["body"] = body
-	p["remote"] = r.RemoteAddr
+	p.headers.fs = headerFields(p.headerFields[:0], r)
 	if key != nil {
 		k, ok := keyOf(r, *key)
 		if !ok {
 			return nil, value.NewError(value.KindInvalid, "the request has no %s (the route's key)", key)
 		}
-		p["key"] = k
+		p.key = k
 	}
 	return p, nil
+}
+
+// payload is what RequestPayload makes, in one allocation: the payload's
+// fields, the records it holds (params, headers) and room for their
+// fields (more spill into a slice of their own).
+type payload struct {
+	method, path, query, body, remote, key any // key: nil when the route has none
+	params, headers                        record
+	paramFields                            [2]field
+	headerFields                           [8]field
+}
+
+// payloadKeys are the payload's field names, in Field's order.
+var payloadKeys = [...]string{"method", "path", "params", "query", "headers", "body", "remote", "key"}
+
+func (p *payload) Len() int {
+	if p.key == nil {
+		return len(payloadKeys) - 1
+	}
+	return len(payloadKeys)
+}
+
+func (p *payload) Field(i int) (string, any) {
+	var v any
+	switch i {
+	case 0:
+		v = p.method
+	case 1:
+		v = p.path
+	case 2:
+		v = &p.params
+	case 3:
+		v = p.query
+	case 4:
+		v = &p.headers
+	case 5:
+		v = p.body
+	case 6:
+		v = p.remote
+	case 7:
+		v = p.key
+	}
+	return payloadKeys[i], v
+}
+
+// A record is a value.Record: a table's fields.
+type record struct{ fs []field }
+
+type field struct {
+	key string
+	v   any
+}
+
+func (r *record) Len() int                  { return len(r.fs) }
+func (r *record) Field(i int) (string, any) { return r.fs[i].key, r.fs[i].v }
+
+// noFields is the empty record (of a request with no query). Nothing
+// changes a record once made.
+var noFields = &record{}
+
+// headerFields appends r's headers to fs: lower-case names, the values of
+// a name given several times joined with ", ", and host (r.Host, which
+// net/http takes out of the header map).
+func headerFields(fs []field, r *nethttp.Request) []field {
+	common := true // every name one of commonNames: their lower-case forms are distinct
+	for name, vs := range r.Header {
+		l, ok := lowerNames[name]
+		if !ok {
+			l, common = strings.ToLower(name), false
+		}
+		fs = append(fs, field{l, strings.Join(vs, ", ")})
+	}
+	if !common {
+		// Names that differ only in case ("X-A", "x-a": a map built by
+		// hand, not net/http's parser) are one header: the last stays.
+		fs = distinctLast(fs)
+	}
+	if r.Host != "" {
+		for i := range fs {
+			if fs[i].key == "host" {
+				fs = slices.Delete(fs, i, i+1)
+				break
+			}
+		}
+		fs = append(fs, field{"host", r.Host})
+	}
+	return fs
+}
+
+// distinctLast keeps the last field of each key.
+func distinctLast(fs []field) []field {
+	at := make(map[string]int, len(fs))
+	out := fs[:0]
+	for _, f := range fs {
+		if i, ok := at[f.key]; ok {
+			out[i].v = f.v
+			continue
+		}
+		at[f.key] = len(out)
+		out = append(out, f)
+	}
+	return out
 }
 
 // methodValue is the payload's method: the standard methods are constant
@@ -142,10 +236,10 @@ func canonicalName(name string) string {
 	return nethttp.CanonicalHeaderKey(name)
 }
 
-func queryOf(raw string) (map[string]any, error) {
-	out := map[string]any{}
+// queryOf is the payload's query: a map, or noFields when there is none.
+func queryOf(raw string) (any, error) {
 	if raw == "" {
-		return out, nil
+		return noFields, nil
 	}
 	if n := strings.Count(raw, "&") + strings.Count(raw, ";") + 1; n > MaxQueryParams {
 		return nil, value.NewError(value.KindInvalid, "more than %d query parameters", MaxQueryParams)
@@ -154,6 +248,7 @@ func queryOf(raw string) (map[string]any, error) {
 	if err != nil {
 		return nil, value.NewError(value.KindInvalid, "query: %v", err)
 	}
+	out := make(map[string]any, len(vals))
 	for k, vs := range vals {
 		if len(vs) == 1 {
 			out[k] = vs[0]

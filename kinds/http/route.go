@@ -117,6 +117,7 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 		rt.s.log.Warn("http route: the handler's reply is no response", "route", string(rt.id), "error", err)
 		return *ErrorResponse(err)
 	}
+	resp.Header = nil // w's already: write has none to copy
 	return resp
 }
 
@@ -198,7 +199,7 @@ func readBody(w nethttp.ResponseWriter, r *nethttp.Request, limit int64) (string
 
 // ask sends the request to the route's target and waits for the reply,
 // the route's timeout, or the client to go away.
-func (rt *route) ask(ctx context.Context, payload map[string]any) (any, error) {
+func (rt *route) ask(ctx context.Context, payload value.Record) (any, error) {
 	spec := rt.spec
 	env := rt.s.env
 	m := process.Message{Topic: Topic, Payload: payload}
@@ -222,7 +223,7 @@ func (rt *route) ask(ctx context.Context, payload map[string]any) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		pid, err := sup.Route(payload["key"])
+		pid, err := sup.Route(payload) // its key field, as value.Key reads it
 		if err != nil {
 			return nil, value.Wrap(value.NewError(value.KindStopped, "%v", err), "no worker", nil)
 		}

@@ -595,6 +595,41 @@ func (tb *LTable) RawGetString(key string) LValue {
 	return LNil
 }
 
+// proctor: StringKeyed reports whether tb holds string keys only (no
+// element in its array part, no other key in its hash part), and how
+// many: a host copying a table to a record of its own learns it without
+// a pass over every key to count them.
+func (tb *LTable) StringKeyed() (n int, ok bool) {
+	if len(tb.dict) != 0 {
+		return 0, false
+	}
+	for _, v := range tb.array {
+		if v != LNil {
+			return 0, false
+		}
+	}
+	return tb.strLen(), true
+}
+
+// proctor: ForEachString calls cb for each string key that holds a value,
+// in no set order: the string entries as they are kept, without a lookup
+// of each key of the key order.
+func (tb *LTable) ForEachString(cb func(string, LValue)) {
+	if tb.strdict != nil {
+		for k, v := range tb.strdict {
+			if v != LNil {
+				cb(k, v)
+			}
+		}
+		return
+	}
+	for i := range tb.strs {
+		if e := &tb.strs[i]; e.value != LNil {
+			cb(e.key, e.value)
+		}
+	}
+}
+
 // ForEach iterates over this table of elements, yielding each in turn to a given function.
 func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 	if tb.array != nil {

@@ -3,6 +3,7 @@ package lua
 import (
 	"fmt"
 	"math/rand"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -454,5 +455,53 @@ func TestSmallStringKeys(t *testing.T) {
 	// A constructor's hint of a few keys makes a list, not a map.
 	if c := newLTable(0, 3); c.strdict != nil || cap(c.strs) != 3 {
 		t.Fatal("newLTable(0, 3) made a map")
+	}
+}
+
+// TestStringKeyed: StringKeyed says whether a table holds string keys
+// only and how many, and ForEachString visits exactly those that hold a
+// value, whether the table keeps them in its list or its map, after
+// deletes too.
+func TestStringKeyed(t *testing.T) {
+	L := NewState()
+	defer L.Close()
+	for _, tc := range []struct {
+		src  string
+		n    int
+		ok   bool
+		keys string
+	}{
+		{`return {}`, 0, true, ""},
+		{`return {a = 1, b = 2}`, 2, true, "a,b"},
+		{`local t = {a = 1, b = 2, c = 3}; t.b = nil; return t`, 2, true, "a,c"},
+		{`local t = {}; for i = 1, 20 do t["k" .. i] = i end; for i = 2, 20 do t["k" .. i] = nil end; return t`, 1, true, "k1"},
+		{`local t = {1, a = 1}; t[1] = nil; return t`, 1, true, "a"},
+		{`return {1, a = 1}`, 0, false, ""},
+		{`return {[true] = 1, a = 1}`, 0, false, ""},
+		{`return {[2.5] = 1}`, 0, false, ""},
+	} {
+		if err := L.DoString(tc.src); err != nil {
+			t.Fatal(err)
+		}
+		tb := L.Get(-1).(*LTable)
+		L.Pop(1)
+		n, ok := tb.StringKeyed()
+		if n != tc.n || ok != tc.ok {
+			t.Errorf("%s: StringKeyed %d, %v; want %d, %v", tc.src, n, ok, tc.n, tc.ok)
+		}
+		if !ok {
+			continue
+		}
+		var keys []string
+		tb.ForEachString(func(k string, v LValue) {
+			if v == LNil || tb.RawGetString(k) != v {
+				t.Errorf("%s: %s = %v", tc.src, k, v)
+			}
+			keys = append(keys, k)
+		})
+		sort.Strings(keys)
+		if got := strings.Join(keys, ","); got != tc.keys {
+			t.Errorf("%s: ForEachString visits %s, want %s", tc.src, got, tc.keys)
+		}
 	}
 }

@@ -1,0 +1,42 @@
+package value
+
+// A Record is a table with string keys given by its fields instead of as
+// a map[string]any: a sender whose data is in another form (an HTTP
+// request's parts) lists them where a map would be built only for the
+// receiver to copy it again (into a Lua table, onto the wire). It is the
+// same Value as the map[string]any of its fields: Copy returns that map,
+// Encode writes that map's wire form (Decode gives the map), and JSONForm
+// and Key read it as the map.
+//
+// A Record must not change once it is sent, and Field may be called any
+// number of times from any goroutine. Its keys are distinct; its values
+// are Values (a Record among them).
+type Record interface {
+	// Len is the number of fields.
+	Len() int
+	// Field is the i-th field, 0 <= i < Len(), in no particular order.
+	Field(i int) (key string, v any)
+}
+
+// field returns the value of r's field named key.
+func field(r Record, key string) (any, bool) {
+	for i := range r.Len() {
+		if k, v := r.Field(i); k == key {
+			return v, true
+		}
+	}
+	return nil, false
+}
+
+// recordMap makes the map of r's fields, each set by set (a copy, a JSON
+// form).
+func recordMap(r Record, set func(out map[string]any, k string, v any) error) (map[string]any, error) {
+	out := make(map[string]any, r.Len())
+	for i := range r.Len() {
+		k, v := r.Field(i)
+		if err := set(out, k, v); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
