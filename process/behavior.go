@@ -177,7 +177,7 @@ func (p *process) receiveBatch(c Context) (n int, held *meta, exit Exit, ok bool
 	}()
 	b := p.behavior
 	for {
-		e, more := p.mb.pop()
+		e, more := p.mb.popPaced()
 		if !more {
 			return n, nil, Exit{}, true
 		}
