@@ -2,6 +2,7 @@ package process
 
 import (
 	"math"
+	"runtime"
 	"sync"
 	"sync/atomic"
 
@@ -224,6 +225,12 @@ func (q *queue[T]) pop() (T, bool) {
 // both. Waiting lets the producer fill whole chunks that the consumer then
 // reads, with the count, once per chunk.
 //
+// Each of the wait's slices yields first (runtime.Gosched): goroutines
+// queued behind the dispatcher run meanwhile — a pool's other routees,
+// say, that share its core — and what is left of the slice spins. A
+// pure spin held the core from them: a round-robin pool of four ran
+// slower than before.
+//
 // Only a stream waits: a refill that finds nothing (the consumer is about
 // to go idle, or to hand its core to the goroutine it just answered) or a
 // chunk's worth starts the count of short refills over, and it takes
@@ -236,6 +243,7 @@ func (q *queue[T]) popPaced() (T, bool) {
 	if q.ready == 0 && q.short >= paceAfter {
 		n := q.popped.Load()
 		for i := 0; i < paceSlices; i++ {
+			runtime.Gosched()
 			pace()
 			if whilePacing != nil {
 				whilePacing()
@@ -257,12 +265,13 @@ var whilePacing func()
 const (
 	paceRun    = chunkSize // a refill that finds fewer items is short
 	paceAfter  = 2         // short refills in a row before popPaced waits
-	paceSlices = 6         // popPaced's looks while it waits
+	paceSlices = 6         // popPaced's slices of waiting, each ending with a look
 	paceSpins  = 1000      // pace's rounds: about 0.5 µs on a 3 GHz core
 )
 
 // pace spins for a while without touching memory that another core may
-// write. Its result is there only to keep the loop.
+// write (a slice of popPaced's wait). Its result is there only to keep
+// the loop.
 //
 //go:noinline
 func pace() int {
