@@ -270,16 +270,15 @@ const (
 )
 
 // pace spins for a while without touching memory that another core may
-// write (a slice of popPaced's wait). Its result is there only to keep
-// the loop.
+// write (a slice of popPaced's wait).
 //
 //go:noinline
-func pace() int {
+func pace() {
 	x := 1
 	for i := 0; i < paceSpins; i++ {
 		x = x*3 + i
 	}
-	return x
+	runtime.KeepAlive(x) // the loop's work is its result
 }
 
 // trim gives back the last chunk when everything in it was consumed, and
