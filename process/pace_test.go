@@ -91,3 +91,29 @@ func TestPopPacedWaitsOnlyInAStream(t *testing.T) {
 		t.Fatalf("popPaced waited after a full refill: %d spins", spins)
 	}
 }
+
+// A bounded mailbox never waits: its senders would find it full while its
+// receiver waited for more than it can hold.
+func TestPopPacedNeverWaitsOnABoundedQueue(t *testing.T) {
+	spins := 0
+	whilePacing = func() { spins++ }
+	defer func() { whilePacing = nil }()
+	var q queue[envelope]
+	q.setLimit(10)
+	e := envelope{payload: 1}
+	for r := 0; r < 10; r++ {
+		for i := 0; i < 3; i++ {
+			if ok, _ := q.push(&e); !ok {
+				t.Fatal("push refused below the limit")
+			}
+		}
+		for i := 0; i < 3; i++ {
+			if _, ok := q.popPaced(); !ok {
+				t.Fatal("lost an item")
+			}
+		}
+	}
+	if spins != 0 {
+		t.Fatalf("a bounded queue's consumer waited: %d spins", spins)
+	}
+}

@@ -29,7 +29,7 @@ type queue[T any] struct {
 	tail   *chunk[T] // guarded by mu
 	tailN  int32     // slots of tail written; guarded by mu
 	closed bool      // guarded by mu
-	limit  int64     // guarded by mu; 0 = unbounded
+	limit  int64     // guarded by mu; 0 = unbounded (popPaced reads a mailbox's, fixed at spawn)
 
 	pushed atomic.Int64             // written under mu
 	hw     atomic.Int64             // high-water mark (see mark); written under mu
@@ -239,8 +239,14 @@ func (q *queue[T]) pop() (T, bool) {
 // items says the producer is slow: it starts the count over too, so a
 // process that receives a trickle goes idle as before instead of spinning
 // from one item to the next.
+//
+// A bounded queue never waits: its producers would find it full while its
+// consumer waited for items it could never hold, and get errors that a
+// consumer keeping up never gave them. The consumer reads the limit
+// without the lock, so popPaced is only for a queue whose limit is set
+// before its consumer starts and never changes (a mailbox: SpawnOptions).
 func (q *queue[T]) popPaced() (T, bool) {
-	if q.ready == 0 && q.short >= paceAfter {
+	if q.ready == 0 && q.short >= paceAfter && q.limit == 0 {
 		n := q.popped.Load()
 		for i := 0; i < paceSlices; i++ {
 			runtime.Gosched()
