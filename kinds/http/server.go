@@ -350,9 +350,12 @@ func (s *Server) setRoutes(next map[registry.ID]*route) error {
 	return nil
 }
 
-// removeRoute drops the route id.
-func (s *Server) removeRoute(ctx context.Context, id registry.ID) error {
-	return s.call(ctx, func() error {
+// removeRoute drops the route id and returns the count of its requests
+// still being served (nil when the server had no such route), which the
+// requests that matched it before count down.
+func (s *Server) removeRoute(ctx context.Context, id registry.ID) (*atomic.Int64, error) {
+	var pending *atomic.Int64
+	err := s.call(ctx, func() error {
 		prev, ok := s.routes[id]
 		if !ok {
 			return nil
@@ -362,9 +365,11 @@ func (s *Server) removeRoute(ctx context.Context, id registry.ID) error {
 		if err := s.setRoutes(next); err != nil {
 			return err
 		}
+		pending = prev.pending
 		s.forgetUnused(prev.spec.Path)
 		return nil
 	})
+	return pending, err
 }
 
 func maps(m map[registry.ID]*route) map[registry.ID]*route {

@@ -293,6 +293,11 @@ func checkName(dest string) error {
 	} else if strings.ContainsRune(dest, '@') {
 		return fmt.Errorf("%q is neither a name nor name@node", dest)
 	}
+	if strings.ContainsRune(name, '@') {
+		// a@b@n2 splits at its last '@': the name a@b is one no process
+		// can hold, so the route could never be answered.
+		return fmt.Errorf("%q is neither a name nor name@node (a name has no '@': process.register refuses it)", dest)
+	}
 	switch {
 	case name == "":
 		return fmt.Errorf("an empty name")
