@@ -115,7 +115,7 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 		WriteTimeout:      spec.WriteTimeout,
 		IdleTimeout:       spec.IdleTimeout,
 		MaxHeaderBytes:    spec.MaxHeaderBytes,
-		ConnState:         b.lim.ConnState,
+		ConnState:         connState(b.lim.ConnState),
 		// HTTP/1.1 only, said outright (the TLS config offers only
 		// http/1.1 too): one request at a time on a connection, so the
 		// requests in flight are bounded by max_connections and each
@@ -130,6 +130,12 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 	var ln net.Listener = v
 	if spec.TLS != nil {
 		ln = tls.NewListener(ln, s.certs.config())
+	} else {
+		// net/http's own answers go out in JSON (protoerr.go).
+		ln = errorListener{Listener: ln, maxHeaderBytes: spec.MaxHeaderBytes}
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		}
 	}
 	sv := &serving{b: b, v: v, srv: srv, done: make(chan struct{})}
 	go func() {
@@ -423,6 +429,7 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 // mux answers itself when no route matched (404, 405 with Allow, a
 // redirect to the clean path) is kept in the dispatch and given in JSON.
 func (s *Server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
+	markBusy(r)
 	d := dispatches.Get().(*dispatch)
 	d.w = w
 	d.start = time.Now()
