@@ -147,8 +147,10 @@ var (
 	fPath   = registry.StringField("path", "", "A net/http ServeMux path pattern: /users/{id}, /files/{rest...}, /static/ (a prefix).").
 		Require("required: the path pattern, such as /users/{id}")
 	// to is required unless to_name is given: decodeRoute says so.
+	// Each request finds the target anew (ask), so a restart of the
+	// target does not restart the route: PerUse.
 	fTo = registry.RefField("to", registry.RefRunning, targetKinds,
-		"Where requests go: a process.lua entry (its registered process), a router.pool, a router.group or a supervisor.partition (or set to_name instead).")
+		"Where requests go: a process.lua entry (its registered process), a router.pool, a router.group or a supervisor.partition (or set to_name instead).").PerUse()
 	fToName = registry.StringField("to_name", "",
 		"Instead of to: a process name registered at run time (process.register), or name@node, asked whoever holds it when a request comes; none holds it: 503.")
 	fKey = registry.StringField("key", "",
