@@ -35,10 +35,13 @@ type Server struct {
 	loop *process.Loop
 	stop context.CancelFunc
 
-	spec     atomic.Pointer[ServerSpec]
-	table    atomic.Pointer[table]
-	addr     atomic.Pointer[string] // the address bound, for views and tests
-	bound    atomic.Pointer[binding]
+	spec  atomic.Pointer[ServerSpec]
+	table atomic.Pointer[table]
+	addr  atomic.Pointer[string] // the address bound, for views and tests
+	bound atomic.Pointer[binding]
+	// sending counts the bytes of large reply bodies being sent (see
+	// holdReply).
+	sending  atomic.Int64
 	halted   chan struct{}
 	haltOnce sync.Once
 
@@ -190,12 +193,12 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 		sameAddr := ns.Listen == old.Listen
 		if sameAddr && ns.MaxConnections != old.MaxConnections {
 			s.cur.b.lim.SetMax(ns.MaxConnections)
-			if onlyLimit(old, ns) {
-				s.spec.Store(ns)
-				applied = true
-				s.log.Info("http server max_connections changed in place", "max_connections", ns.MaxConnections)
-				return nil
-			}
+		}
+		if sameAddr && onlyLimit(old, ns) {
+			s.spec.Store(ns)
+			applied = true
+			s.log.Info("http server limits changed in place", "max_connections", ns.MaxConnections, "max_reply_bytes", ns.maxReplyBytes())
+			return nil
 		}
 		if ns.TLS != nil && (old.TLS == nil || *ns.TLS != *old.TLS) {
 			c, err := loadCerts(*ns.TLS, s.log)
@@ -223,10 +226,12 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 	return applied, err
 }
 
-// onlyLimit says whether a and b differ in nothing but max_connections.
+// onlyLimit says whether a and b differ in nothing but max_connections
+// and max_reply_bytes (read for each reply).
 func onlyLimit(a, b *ServerSpec) bool {
 	x, y := *a, *b
 	x.MaxConnections, y.MaxConnections = 0, 0
+	x.MaxReplyBytes, y.MaxReplyBytes = 0, 0
 	x.TLS, y.TLS = nil, nil
 	x.listenAt, y.listenAt, x.tlsAt, y.tlsAt = registry.Pos{}, registry.Pos{}, registry.Pos{}, registry.Pos{}
 	return x == y && (a.TLS == nil) == (b.TLS == nil) && (a.TLS == nil || *a.TLS == *b.TLS)
