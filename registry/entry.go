@@ -160,6 +160,10 @@ type Ref struct {
 	To    ID       // the referenced entry
 	Kinds []string // kinds the referenced entry may have; empty means any
 	Mode  RefMode
+	// PerUse (RefRunning only): the referrer finds the referenced entry's
+	// instance anew each time it uses it (by its registered name, or in
+	// the registry), so a restart of that entry does not restart it.
+	PerUse bool
 }
 
 // Source is a Lua source file an entry uses.

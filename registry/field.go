@@ -108,6 +108,8 @@ type Field struct {
 	// entries it names, and the kinds they may have (none: any).
 	RefMode  RefMode
 	RefKinds []string
+	// RefPerUse marks the references a TypeRef field records PerUse.
+	RefPerUse bool
 
 	required string  // message when absent (or empty); "" when optional
 	bound    int     // TypeInt: the default upper bound
@@ -201,6 +203,13 @@ func ObjectsField(name, doc string, fields ...*Field) *Field {
 
 // Require makes the field required: absent, or empty, it is the error
 // msg ("required: the pg.scope entry whose group this router routes to").
+// PerUse says that the entry finds what this TypeRef field names anew
+// each time it uses it (see Ref.PerUse).
+func (f *Field) PerUse() *Field {
+	f.RefPerUse = true
+	return f
+}
+
 func (f *Field) Require(msg string) *Field {
 	f.required = msg
 	return f
@@ -490,6 +499,9 @@ func (f *Field) DurationOr(d *Decoder) (time.Duration, string) {
 func (f *Field) Ref(d *Decoder) ID {
 	f.want(TypeRef)
 	id := d.Ref(f.Name, f.RefMode, f.RefKinds...)
+	if id != "" && f.RefPerUse {
+		d.entry.Refs[len(d.entry.Refs)-1].PerUse = true
+	}
 	if id == "" && f.required != "" {
 		if _, v := d.KeyValue(f.Name); v == nil || IsNull(v) || v.Value == "" {
 			d.Errorf(f.Name, "%s", f.required)

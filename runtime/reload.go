@@ -222,13 +222,14 @@ func (rt *Runtime) apply(ctx context.Context, cfg *config.Config) ReloadSummary 
 		restart[id] = true
 	}
 	// Dependents holding a running reference (other than depends_on) to a
-	// restarted entry restart with it.
+	// restarted entry restart with it, unless they find it anew each time
+	// they use it (an http.route's to).
 	for _, id := range cfg.Order {
 		if restart[id] || !isLive(slots[id]) {
 			continue
 		}
 		for _, r := range cfg.Entries[id].Refs {
-			if r.Mode == registry.RefRunning && restart[r.To] && !strings.HasPrefix(r.Field, "lifecycle.depends_on") {
+			if r.Mode == registry.RefRunning && !r.PerUse && restart[r.To] && !strings.HasPrefix(r.Field, "lifecycle.depends_on") {
 				restart[id] = true
 				break
 			}

@@ -520,6 +520,9 @@ func TestValidation(t *testing.T) {
   - {name: r, kind: http.route, server: web, path: /x, to_name: billing@}`, `to_name: "billing@" is neither a name nor name@node`, ""},
 		{`
   - {name: web, kind: http.server, listen: 127.0.0.1:0}
+  - {name: r, kind: http.route, server: web, path: /x, to_name: a@b@n2}`, `to_name: "a@b@n2" is neither a name nor name@node (a name has no '@': process.register refuses it)`, ""},
+		{`
+  - {name: web, kind: http.server, listen: 127.0.0.1:0}
   - {name: r, kind: http.route, server: web, path: /x, to: echo, max_pending: 0}`, `max_pending: `, ""},
 		{`
   - {name: web, kind: http.server, listen: nohost}`, `listen: want host:port`, ""},

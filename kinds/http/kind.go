@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/proctor-run/proctor/kinds/pool"
 	"github.com/proctor-run/proctor/process"
@@ -161,16 +163,47 @@ func (r *Route) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 	return true, nil
 }
 
-// Stop takes the route out of its server's table and ends its process.
+// Stop takes the route out of its server's table, waits for the requests
+// it is serving (up to ctx: the entry's stop_timeout), and ends its
+// process. The wait is what lets a target that only this route kept
+// running (its `to`, started as a reference) outlive the requests sent to
+// it: the runtime stops the target after the route.
 func (r *Route) Stop(ctx context.Context) error {
-	err := r.server.removeRoute(ctx, r.id)
+	pending, err := r.server.removeRoute(ctx, r.id)
 	if errors.Is(err, ErrStopped) {
 		err = nil
+	}
+	if err == nil && pending != nil {
+		err = r.drain(ctx, pending)
 	}
 	if _, serr := r.node.Stop(ctx, r.pid); serr != nil && !errors.Is(serr, process.ErrNoProcess) && err == nil {
 		err = serr
 	}
 	return err
+}
+
+// drainPoll is how often Stop looks at the count of a removed route's
+// requests: they count themselves out without telling anyone, and a stop
+// is rare enough that a few milliseconds' polling costs nothing.
+const drainPoll = 5 * time.Millisecond
+
+// drain waits until no request counts in pending, or ctx is done.
+func (r *Route) drain(ctx context.Context, pending *atomic.Int64) error {
+	if pending.Load() <= 0 {
+		return nil
+	}
+	tick := time.NewTicker(drainPoll)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("http route %s: stopped with %d requests still being served: %w", r.id, pending.Load(), ctx.Err())
+		case <-tick.C:
+			if pending.Load() <= 0 {
+				return nil
+			}
+		}
+	}
 }
 
 // routeProc stands for a route; it ends when the server it monitors does.

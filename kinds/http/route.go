@@ -57,7 +57,11 @@ func (rt *route) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	w, start := writer(w)
 	rt.active.Inc()
 	resp := rt.serve(w, r)
+	held := rt.s.holdReply(w, &resp)
 	resp.write(w)
+	if held > 0 {
+		rt.s.sending.Add(-held)
+	}
 	rt.active.Dec()
 	rt.observe(r.Method, resp.Status, time.Since(start))
 }

@@ -35,10 +35,13 @@ type Server struct {
 	loop *process.Loop
 	stop context.CancelFunc
 
-	spec     atomic.Pointer[ServerSpec]
-	table    atomic.Pointer[table]
-	addr     atomic.Pointer[string] // the address bound, for views and tests
-	bound    atomic.Pointer[binding]
+	spec  atomic.Pointer[ServerSpec]
+	table atomic.Pointer[table]
+	addr  atomic.Pointer[string] // the address bound, for views and tests
+	bound atomic.Pointer[binding]
+	// sending counts the bytes of large reply bodies being sent (see
+	// holdReply).
+	sending  atomic.Int64
 	halted   chan struct{}
 	haltOnce sync.Once
 
@@ -115,7 +118,7 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 		WriteTimeout:      spec.WriteTimeout,
 		IdleTimeout:       spec.IdleTimeout,
 		MaxHeaderBytes:    spec.MaxHeaderBytes,
-		ConnState:         b.lim.ConnState,
+		ConnState:         connState(b.lim.ConnState),
 		// HTTP/1.1 only, said outright (the TLS config offers only
 		// http/1.1 too): one request at a time on a connection, so the
 		// requests in flight are bounded by max_connections and each
@@ -130,6 +133,12 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 	var ln net.Listener = v
 	if spec.TLS != nil {
 		ln = tls.NewListener(ln, s.certs.config())
+	} else {
+		// net/http's own answers go out in JSON (protoerr.go).
+		ln = errorListener{Listener: ln, maxHeaderBytes: spec.MaxHeaderBytes}
+		srv.ConnContext = func(ctx context.Context, c net.Conn) context.Context {
+			return context.WithValue(ctx, connKey{}, c)
+		}
 	}
 	sv := &serving{b: b, v: v, srv: srv, done: make(chan struct{})}
 	go func() {
@@ -184,12 +193,12 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 		sameAddr := ns.Listen == old.Listen
 		if sameAddr && ns.MaxConnections != old.MaxConnections {
 			s.cur.b.lim.SetMax(ns.MaxConnections)
-			if onlyLimit(old, ns) {
-				s.spec.Store(ns)
-				applied = true
-				s.log.Info("http server max_connections changed in place", "max_connections", ns.MaxConnections)
-				return nil
-			}
+		}
+		if sameAddr && onlyLimit(old, ns) {
+			s.spec.Store(ns)
+			applied = true
+			s.log.Info("http server limits changed in place", "max_connections", ns.MaxConnections, "max_reply_bytes", ns.maxReplyBytes())
+			return nil
 		}
 		if ns.TLS != nil && (old.TLS == nil || *ns.TLS != *old.TLS) {
 			c, err := loadCerts(*ns.TLS, s.log)
@@ -217,10 +226,12 @@ func (s *Server) Update(ctx context.Context, e *registry.Entry) (bool, error) {
 	return applied, err
 }
 
-// onlyLimit says whether a and b differ in nothing but max_connections.
+// onlyLimit says whether a and b differ in nothing but max_connections
+// and max_reply_bytes (read for each reply).
 func onlyLimit(a, b *ServerSpec) bool {
 	x, y := *a, *b
 	x.MaxConnections, y.MaxConnections = 0, 0
+	x.MaxReplyBytes, y.MaxReplyBytes = 0, 0
 	x.TLS, y.TLS = nil, nil
 	x.listenAt, y.listenAt, x.tlsAt, y.tlsAt = registry.Pos{}, registry.Pos{}, registry.Pos{}, registry.Pos{}
 	return x == y && (a.TLS == nil) == (b.TLS == nil) && (a.TLS == nil || *a.TLS == *b.TLS)
@@ -350,9 +361,12 @@ func (s *Server) setRoutes(next map[registry.ID]*route) error {
 	return nil
 }
 
-// removeRoute drops the route id.
-func (s *Server) removeRoute(ctx context.Context, id registry.ID) error {
-	return s.call(ctx, func() error {
+// removeRoute drops the route id and returns the count of its requests
+// still being served (nil when the server had no such route), which the
+// requests that matched it before count down.
+func (s *Server) removeRoute(ctx context.Context, id registry.ID) (*atomic.Int64, error) {
+	var pending *atomic.Int64
+	err := s.call(ctx, func() error {
 		prev, ok := s.routes[id]
 		if !ok {
 			return nil
@@ -362,9 +376,11 @@ func (s *Server) removeRoute(ctx context.Context, id registry.ID) error {
 		if err := s.setRoutes(next); err != nil {
 			return err
 		}
+		pending = prev.pending
 		s.forgetUnused(prev.spec.Path)
 		return nil
 	})
+	return pending, err
 }
 
 func maps(m map[registry.ID]*route) map[registry.ID]*route {
@@ -418,6 +434,7 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 // mux answers itself when no route matched (404, 405 with Allow, a
 // redirect to the clean path) is kept in the dispatch and given in JSON.
 func (s *Server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
+	markBusy(r)
 	d := dispatches.Get().(*dispatch)
 	d.w = w
 	d.start = time.Now()

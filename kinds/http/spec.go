@@ -37,6 +37,9 @@ const (
 	DefaultMaxBody           = 1 << 20
 	DefaultMaxHeaderBytes    = 64 << 10
 	DefaultMaxConnections    = 1024
+	// DefaultMaxReplyBytes is how many bytes of large reply bodies a
+	// server holds at once while it sends them (see holdReply).
+	DefaultMaxReplyBytes = 256 << 20
 	// DefaultRouteTimeout is how long a route waits for its target's reply.
 	DefaultRouteTimeout = 5 * time.Second
 	// DefaultMaxPending is how many of a route's requests may be served
@@ -46,6 +49,7 @@ const (
 
 	MaxBody         = 1 << 30
 	MaxHeaderBytes  = 16 << 20
+	MaxReplyBytes   = 64 << 30
 	MaxConnections  = 1_000_000
 	MaxPending      = 1_000_000
 	maxTimeout      = 24 * time.Hour
@@ -62,6 +66,7 @@ type ServerSpec struct {
 	MaxBody           int64
 	MaxHeaderBytes    int
 	MaxConnections    int
+	MaxReplyBytes     int64
 	TLS               *TLSSpec // nil: plain HTTP
 
 	// Where listen and tls are written, for the errors of a start (a
@@ -127,6 +132,8 @@ var (
 		"How long a keep-alive connection may wait for its next request.").Positive().AtMost(maxTimeout)
 	fMaxBody = registry.SizeField("max_body", DefaultMaxBody, MaxBody,
 		"The largest request body: bytes, or 64KiB, 1MiB…; a larger one gets 413 unread.").AtLeast(0, "no body")
+	fMaxReplyBytes = registry.SizeField("max_reply_bytes", DefaultMaxReplyBytes, MaxReplyBytes,
+		"The bytes of reply bodies over 64KiB the server holds at once while sending them; a reply past it gets 503 instead.").AtLeast(1<<20, "")
 	fMaxHeaderBytes = registry.SizeField("max_header_bytes", DefaultMaxHeaderBytes, MaxHeaderBytes,
 		"The most bytes of request headers; more gets 431.").AtLeast(1024, "")
 	fMaxConnections = registry.IntField("max_connections", DefaultMaxConnections, MaxConnections,
@@ -138,7 +145,7 @@ var (
 	fTLS = registry.ObjectField("tls", "Serve HTTPS with this certificate and key (TLS 1.2 or later).", fCertFile, fKeyFile)
 
 	serverFields = []*registry.Field{fListen, fReadHeaderTimeout, fReadTimeout, fWriteTimeout, fIdleTimeout,
-		fMaxBody, fMaxHeaderBytes, fMaxConnections, fTLS}
+		fMaxBody, fMaxHeaderBytes, fMaxConnections, fMaxReplyBytes, fTLS}
 
 	fServer = registry.RefField("server", registry.RefRunning, []string{ServerKindName},
 		"The http.server entry that serves this route (started first).").
@@ -147,8 +154,10 @@ var (
 	fPath   = registry.StringField("path", "", "A net/http ServeMux path pattern: /users/{id}, /files/{rest...}, /static/ (a prefix).").
 		Require("required: the path pattern, such as /users/{id}")
 	// to is required unless to_name is given: decodeRoute says so.
+	// Each request finds the target anew (ask), so a restart of the
+	// target does not restart the route: PerUse.
 	fTo = registry.RefField("to", registry.RefRunning, targetKinds,
-		"Where requests go: a process.lua entry (its registered process), a router.pool, a router.group or a supervisor.partition (or set to_name instead).")
+		"Where requests go: a process.lua entry (its registered process), a router.pool, a router.group or a supervisor.partition (or set to_name instead).").PerUse()
 	fToName = registry.StringField("to_name", "",
 		"Instead of to: a process name registered at run time (process.register), or name@node, asked whoever holds it when a request comes; none holds it: 503.")
 	fKey = registry.StringField("key", "",
@@ -171,6 +180,7 @@ func decodeServer(d *registry.Decoder) *ServerSpec {
 		MaxBody:           int64(fMaxBody.Size(d)),
 		MaxHeaderBytes:    fMaxHeaderBytes.Size(d),
 		MaxConnections:    fMaxConnections.Int(d),
+		MaxReplyBytes:     int64(fMaxReplyBytes.Size(d)),
 	}
 	s.listenAt, s.tlsAt = d.Pos(fListen.Name), d.Pos(fTLS.Name)
 	if s.Listen != "" && !d.Failed(fListen.Name) {
@@ -292,6 +302,11 @@ func checkName(dest string) error {
 		name = n
 	} else if strings.ContainsRune(dest, '@') {
 		return fmt.Errorf("%q is neither a name nor name@node", dest)
+	}
+	if strings.ContainsRune(name, '@') {
+		// a@b@n2 splits at its last '@': the name a@b is one no process
+		// can hold, so the route could never be answered.
+		return fmt.Errorf("%q is neither a name nor name@node (a name has no '@': process.register refuses it)", dest)
 	}
 	switch {
 	case name == "":

@@ -6,13 +6,17 @@ import (
 
 // ServerView is the JSON view of a server under /v1 (GET /v1/entries/{id}).
 type ServerView struct {
-	ID             string      `json:"id"`
-	Addr           string      `json:"addr"`
-	TLS            bool        `json:"tls"`
-	MaxBody        int64       `json:"max_body"`
-	MaxConnections int         `json:"max_connections"`
-	Connections    int         `json:"connections"`
-	Routes         []RouteView `json:"routes"`
+	ID             string `json:"id"`
+	Addr           string `json:"addr"`
+	TLS            bool   `json:"tls"`
+	MaxBody        int64  `json:"max_body"`
+	MaxConnections int    `json:"max_connections"`
+	Connections    int    `json:"connections"`
+	// MaxReplyBytes is the bound on large reply bodies held while they
+	// are sent; Sending the bytes of those being sent now.
+	MaxReplyBytes int64       `json:"max_reply_bytes"`
+	Sending       int64       `json:"sending"`
+	Routes        []RouteView `json:"routes"`
 }
 
 // RouteView is one route of a server's view, and a route's own view.
@@ -34,7 +38,7 @@ type RouteView struct {
 func (s *Server) View() any {
 	spec := s.spec.Load()
 	v := ServerView{ID: string(s.id), Addr: s.Addr(), TLS: spec.TLS != nil, MaxBody: spec.MaxBody,
-		MaxConnections: spec.MaxConnections, Routes: []RouteView{}}
+		MaxConnections: spec.MaxConnections, MaxReplyBytes: spec.maxReplyBytes(), Sending: s.sending.Load(), Routes: []RouteView{}}
 	t := s.table.Load()
 	for _, rt := range t.routes {
 		v.Routes = append(v.Routes, routeView(rt))
