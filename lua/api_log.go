@@ -59,6 +59,16 @@ const (
 	MaxLogFieldDepth = 8
 )
 
+// lineKeys are the keys every line already carries: the handler's own
+// (time, level, msg) and the process's tags (entry, pid). A script's field
+// of one of these names is written as fields.NAME, so that a JSON line
+// never holds one key twice and no script can pass its field for the
+// line's own pid or entry.
+var lineKeys = map[string]bool{
+	slog.TimeKey: true, slog.LevelKey: true, slog.MessageKey: true, slog.SourceKey: true,
+	"entry": true, "pid": true,
+}
+
 // logFields converts the fields table of a log call, its keys sorted,
 // within one budget for the whole line.
 func logFields(t *lua.LTable) []slog.Attr {
@@ -78,6 +88,9 @@ func logFields(t *lua.LTable) []slog.Attr {
 		}
 		c.left -= 2 // " " and "="
 		k := c.str(f.k)
+		if lineKeys[k] {
+			k = "fields." + k
+		}
 		attrs = append(attrs, slog.Any(k, c.value(f.v, 1)))
 	}
 	return attrs

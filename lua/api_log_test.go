@@ -100,3 +100,29 @@ end }`))
 		t.Fatalf("printed %d bytes: %.100q ... %q", len(out), out, out[max(len(out)-100, 0):])
 	}
 }
+
+// TestLogFieldsNeverShadowTheLine: a field named as one of the line's own
+// keys (pid, entry, msg, ...) was written beside it, so a JSON line held
+// "pid" twice and a reader took the script's for the process's.
+func TestLogFieldsNeverShadowTheLine(t *testing.T) {
+	h := newHarness(t)
+	h.Check(h.Entry("logger", `
+return { main = function()
+  log.info("forged", {pid = "<vm.6.1>", entry = "app:other", msg = "m", level = "x", time = 1, ok = 1})
+  return "ok"
+end }`))
+	logs := h.Logs.String()
+	for _, want := range []string{
+		"entry=test:logger", "fields.entry=app:other", "fields.pid=<vm.6.1>", "fields.msg=m",
+		"fields.level=x", "fields.time=1", " ok=1",
+	} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("logs lack %q:\n%s", want, logs)
+		}
+	}
+	for _, key := range []string{" pid=", " entry=", " msg="} {
+		if n := strings.Count(logs, key); n != 1 {
+			t.Errorf("%q appears %d times:\n%s", key, n, logs)
+		}
+	}
+}
