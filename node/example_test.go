@@ -79,6 +79,6 @@ entries:
 	fmt.Println(ask("monde"))
 	// Output:
 	// hello world
-	// reload: added=0 updated=1 removed=0 unchanged=0
+	// reload: added=0 updated=1 removed=0 unchanged=0 restarted=1
 	// bonjour monde
 }

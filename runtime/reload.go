@@ -48,6 +48,12 @@ func (s ReloadSummary) String() string {
 	if u := s.Upgrades; u.Total() > 0 {
 		msg += fmt.Sprintf(" upgraded=%d upgrade_timeouts=%d upgrade_failures=%d", u.OK, u.Timeout, u.Failed)
 	}
+	// restarted: the updated entries that were stopped and started again,
+	// and the unchanged ones restarted with an entry they hold (a
+	// router.group with its scope), which no other count shows.
+	if len(s.Restarted) > 0 {
+		msg += fmt.Sprintf(" restarted=%d", len(s.Restarted))
+	}
 	return msg
 }
 

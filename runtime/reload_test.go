@@ -123,7 +123,7 @@ entries:
 	if fmt.Sprint(sum) != fmt.Sprint(want) || fmt.Sprintf("%v", sum.Restarted) != fmt.Sprintf("%v", want.Restarted) {
 		t.Fatalf("summary\n got  %+v\n want %+v", sum, want)
 	}
-	if sum.String() != "added=1 updated=2 removed=1 unchanged=2" {
+	if sum.String() != "added=1 updated=2 removed=1 unchanged=2 restarted=2" {
 		t.Fatalf("summary line %q", sum.String())
 	}
 	for _, id := range []registry.ID{"a:keep", "a:upd", "a:dependent"} {
