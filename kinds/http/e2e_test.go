@@ -464,17 +464,7 @@ func TestNotFoundAndPaths(t *testing.T) {
 		t.Errorf("..: %d %v", status, h)
 	}
 	// Raw, so no client cleans it first.
-	conn, err := net.Dial("tcp", n.server("app:web").Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close()
-	fmt.Fprintf(conn, "GET /users/%%2e%%2e/x HTTP/1.1\r\nHost: x\r\n\r\n")
-	resp, err := nethttp.ReadResponse(bufio.NewReader(conn), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
+	resp := rawExchange(t, n.server("app:web").Addr(), "GET /users/%2e%2e/x HTTP/1.1\r\nHost: x\r\n\r\n")[0]
 	if resp.StatusCode == 200 {
 		t.Errorf("%%2e%%2e served: %d", resp.StatusCode)
 	}

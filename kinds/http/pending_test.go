@@ -1,11 +1,9 @@
 package http_test
 
 import (
-	"bufio"
 	"crypto/tls"
 	"fmt"
 	"io"
-	"net"
 	nethttp "net/http"
 	"strings"
 	"testing"
@@ -104,17 +102,7 @@ func TestNoHTTP2(t *testing.T) {
 	conn.Close()
 
 	plain := start(t, base)
-	raw, err := net.Dial("tcp", plain.server("app:web").Addr())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer raw.Close()
-	fmt.Fprint(raw, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")
-	r, err := nethttp.ReadResponse(bufio.NewReader(raw), nil)
-	if err != nil {
-		t.Fatalf("h2c preface: %v", err)
-	}
-	r.Body.Close()
+	r := rawExchange(t, plain.server("app:web").Addr(), "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")[0]
 	if r.ProtoMajor != 1 || r.StatusCode < 400 {
 		t.Errorf("h2c preface: %s %d, want an HTTP/1.1 refusal", r.Proto, r.StatusCode)
 	}
