@@ -16,12 +16,7 @@ import (
 // client's five headers, one wildcard, 64 bytes of body) made into its
 // payload and the payload into the Lua tables a script reads.
 func BenchmarkPayloadToLua(b *testing.B) {
-	r := httptest.NewRequest("POST", "/echo", nil)
-	r.Header = nethttp.Header{"Content-Type": {"text/plain"}, "User-Agent": {"proctor-bench"},
-		"Accept-Encoding": {"gzip"}, "Content-Length": {"64"}}
-	r.Host, r.RemoteAddr = "127.0.0.1:8090", "127.0.0.1:40000"
-	r.SetPathValue("what", "echo")
-	body := strings.Repeat("0123456789abcdef", 4)
+	r, body := echoRequest()
 	L := glua.NewState()
 	defer L.Close()
 	b.ReportAllocs()
@@ -34,4 +29,15 @@ func BenchmarkPayloadToLua(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+// echoRequest is what net/http's server makes of BenchmarkHTTPEcho's
+// request to its route (/{what...}), and its body.
+func echoRequest() (*nethttp.Request, string) {
+	r := httptest.NewRequest("POST", "/echo", nil)
+	r.Header = nethttp.Header{"Content-Type": {"text/plain"}, "User-Agent": {"proctor-bench"},
+		"Accept-Encoding": {"gzip"}, "Content-Length": {"64"}}
+	r.Host, r.RemoteAddr = "127.0.0.1:8090", "127.0.0.1:40000"
+	r.SetPathValue("what", "echo")
+	return r, strings.Repeat("0123456789abcdef", 4)
 }

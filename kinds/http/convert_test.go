@@ -289,12 +289,7 @@ func TestPayloadToLuaAllocations(t *testing.T) {
 // (value.BoxedRecord), not one box a key in each table's block (1,936
 // before).
 func TestPayloadToLuaBytes(t *testing.T) {
-	r := httptest.NewRequest("POST", "/echo", nil)
-	r.Header = nethttp.Header{"Content-Type": {"text/plain"}, "User-Agent": {"proctor-bench"},
-		"Accept-Encoding": {"gzip"}, "Content-Length": {"64"}}
-	r.Host, r.RemoteAddr = "127.0.0.1:8090", "127.0.0.1:40000"
-	r.SetPathValue("what", "echo")
-	body := strings.Repeat("0123456789abcdef", 4)
+	r, body := echoRequest()
 	L := glua.NewState()
 	defer L.Close()
 	got := bytesPerRun(200, func() {
