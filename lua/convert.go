@@ -370,6 +370,18 @@ func toLua(L *lua.LState, v any, depth int) (lua.LValue, error) {
 			r.Set(k, lv)
 		}
 		return r.Table(), nil
+	case value.BoxedRecord:
+		// As a Record, with the keys' boxes it holds.
+		r := lua.NewKeyedRecord(x.Len())
+		for i := range x.Len() {
+			k, e := x.FieldBox(i)
+			lv, err := toLua(L, e, depth+1)
+			if err != nil {
+				return lua.LNil, err
+			}
+			r.SetKey(lua.StringValue(k), lv)
+		}
+		return r.Table(), nil
 	case value.Record:
 		// Its fields straight into the record: no map in between.
 		r := lua.NewRecord(x.Len())

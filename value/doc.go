@@ -9,7 +9,8 @@
 //	[]any              an array (a Lua sequence 1..n),
 //	map[string]any     a map with string keys,
 //	map[any]any        a map with mixed keys (string, float64 or bool),
-//	Record             a map with string keys given by its fields (see Record),
+//	Record             a map with string keys given by its fields (see Record;
+//	                   a BoxedRecord also gives its keys boxed),
 //	*Error             an error value.
 //
 // Integers of any Go integer type are accepted by Check and Copy and are

@@ -18,6 +18,16 @@ type Record interface {
 	Field(i int) (key string, v any)
 }
 
+// A BoxedRecord is a Record that also holds its keys as Values: each an
+// any holding the key's string that stays as it is (a constant, a name
+// boxed once). A copy into Lua shares those boxes instead of making one a
+// key (16 bytes each).
+type BoxedRecord interface {
+	Record
+	// FieldBox is Field with the key as the any that holds it.
+	FieldBox(i int) (key any, v any)
+}
+
 // field returns the value of r's field named key.
 func field(r Record, key string) (any, bool) {
 	for i := range r.Len() {

@@ -77,13 +77,15 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 // fields (more spill into a slice of their own).
 type payload struct {
 	method, path, query, body, remote, key any // key: nil when the route has none
-	params, headers                        record
+	params                                 record
+	headers                                boxedRecord
 	paramFields                            [2]field
-	headerFields                           [8]field
+	headerFields                           [8]boxedField
 }
 
-// payloadKeys are the payload's field names, in Field's order.
-var payloadKeys = [...]string{"method", "path", "params", "query", "headers", "body", "remote", "key"}
+// payloadKeys are the payload's field names, in Field's order, boxed once
+// (see value.BoxedRecord).
+var payloadKeys = [...]any{"method", "path", "params", "query", "headers", "body", "remote", "key"}
 
 func (p *payload) Len() int {
 	if p.key == nil {
@@ -93,6 +95,11 @@ func (p *payload) Len() int {
 }
 
 func (p *payload) Field(i int) (string, any) {
+	k, v := p.FieldBox(i)
+	return k.(string), v
+}
+
+func (p *payload) FieldBox(i int) (any, any) {
 	var v any
 	switch i {
 	case 0:
@@ -126,6 +133,19 @@ type field struct {
 func (r *record) Len() int                  { return len(r.fs) }
 func (r *record) Field(i int) (string, any) { return r.fs[i].key, r.fs[i].v }
 
+// A boxedRecord is a value.BoxedRecord: the headers, whose common names
+// are boxed once (lowerNames).
+type boxedRecord struct{ fs []boxedField }
+
+type boxedField struct {
+	key any // a string
+	v   any
+}
+
+func (r *boxedRecord) Len() int                  { return len(r.fs) }
+func (r *boxedRecord) Field(i int) (string, any) { return r.fs[i].key.(string), r.fs[i].v }
+func (r *boxedRecord) FieldBox(i int) (any, any) { return r.fs[i].key, r.fs[i].v }
+
 // noFields is the empty record (of a request with no query). Nothing
 // changes a record once made.
 var noFields = &record{}
@@ -133,14 +153,14 @@ var noFields = &record{}
 // headerFields appends r's headers to fs: lower-case names, the values of
 // a name given several times joined with ", ", and host (r.Host, which
 // net/http takes out of the header map).
-func headerFields(fs []field, r *nethttp.Request) []field {
+func headerFields(fs []boxedField, r *nethttp.Request) []boxedField {
 	common := true // every name one of commonNames: their lower-case forms are distinct
 	for name, vs := range r.Header {
 		l, ok := lowerNames[name]
 		if !ok {
 			l, common = strings.ToLower(name), false
 		}
-		fs = append(fs, field{l, strings.Join(vs, ", ")})
+		fs = append(fs, boxedField{l, strings.Join(vs, ", ")})
 	}
 	if !common {
 		// Names that differ only in case ("X-A", "x-a": a map built by
@@ -154,14 +174,14 @@ func headerFields(fs []field, r *nethttp.Request) []field {
 				break
 			}
 		}
-		fs = append(fs, field{"host", r.Host})
+		fs = append(fs, boxedField{"host", r.Host})
 	}
 	return fs
 }
 
 // distinctLast keeps the last field of each key.
-func distinctLast(fs []field) []field {
-	at := make(map[string]int, len(fs))
+func distinctLast(fs []boxedField) []boxedField {
+	at := make(map[any]int, len(fs))
 	out := fs[:0]
 	for _, f := range fs {
 		if i, ok := at[f.key]; ok {
@@ -213,8 +233,10 @@ var commonNames = []string{"Accept", "Accept-Encoding", "Accept-Language", "Acce
 // lowerNames maps the canonical form of each common name (as net/http
 // gives a request's names) to its lower-case form; canonicalNames the
 // lower-case form (as a reply usually names them) to the canonical one.
-var lowerNames, canonicalNames = func() (lower, canonical map[string]string) {
-	lower, canonical = map[string]string{}, map[string]string{}
+// lowerNames' values are strings boxed once: a request's header names are
+// the keys of its headers record (value.BoxedRecord).
+var lowerNames, canonicalNames = func() (lower map[string]any, canonical map[string]string) {
+	lower, canonical = map[string]any{}, map[string]string{}
 	for _, n := range commonNames {
 		c, l := nethttp.CanonicalHeaderKey(n), strings.ToLower(n)
 		lower[c], canonical[l] = l, c
@@ -224,7 +246,7 @@ var lowerNames, canonicalNames = func() (lower, canonical map[string]string) {
 
 func lowerName(name string) string {
 	if l, ok := lowerNames[name]; ok {
-		return l
+		return l.(string)
 	}
 	return strings.ToLower(name)
 }

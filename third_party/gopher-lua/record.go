@@ -67,6 +67,37 @@ func (r *Record) Set(key string, value LValue) {
 	tb.addKey(lkey)
 }
 
+// NewKeyedRecord is NewRecord for keys whose boxes the caller holds and
+// gives to SetKey: the block has no room for boxes of its own (16 bytes a
+// key less). Set still works on it, at what RawSetString costs a new key.
+// proctor: the fields of an HTTP request and its common header names are
+// constants, boxed once by the host.
+func NewKeyedRecord(n int) Record {
+	return Record{tb: newLTable(0, max(n, 0)), fresh: true}
+}
+
+// SetKey is Set with the key's box given: key is an LString value that
+// stays as it is (a constant, a name boxed once), which the key order
+// holds instead of a box made for it. It panics if key is not an LString.
+func (r *Record) SetKey(key LValue, value LValue) {
+	s, ok := key.(LString)
+	if !ok {
+		panic("lua.Record.SetKey: the key is not a string")
+	}
+	if value == LNil {
+		r.Set(string(s), value)
+		return
+	}
+	if !r.fresh {
+		r.tb.rawSetString(string(s), key, value)
+		return
+	}
+	if r.tb.strSet(string(s), value) {
+		return // a key set again: it is in the key order already
+	}
+	r.tb.addKey(key)
+}
+
 // Table returns the table built.
 func (r *Record) Table() *LTable { return r.tb }
 

@@ -179,3 +179,85 @@ func TestConstructorAllocations(t *testing.T) {
 		}
 	}
 }
+
+// TestKeyedRecordMatchesRawSetString: a table built with SetKey (and Set
+// among them) on a NewKeyedRecord holds what RawSetString builds from the
+// same sets, in the same next() order, after collections; its key order
+// holds the boxes given.
+func TestKeyedRecordMatchesRawSetString(t *testing.T) {
+	boxes := make([]LValue, 14)
+	for i := range boxes {
+		boxes[i] = LString(fmt.Sprintf("k%d", i))
+	}
+	rng := rand.New(rand.NewSource(52))
+	for round := 0; round < 2000; round++ {
+		hint := rng.Intn(12)
+		r := NewKeyedRecord(hint)
+		want := newLTable(0, hint)
+		for i, ops := 0, rng.Intn(20); i < ops; i++ {
+			k := rng.Intn(len(boxes))
+			var v LValue = LNumber(i)
+			if rng.Intn(6) == 0 {
+				v = LNil
+			}
+			if rng.Intn(4) == 0 {
+				r.Set(string(boxes[k].(LString)), v)
+			} else {
+				r.SetKey(boxes[k], v)
+			}
+			want.RawSetString(string(boxes[k].(LString)), v)
+		}
+		runtime.GC()
+		if d := diffTables(r.Table(), want); d != "" {
+			t.Fatalf("round %d (hint %d): %s", round, hint, d)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("SetKey with a number key did not panic")
+		}
+	}()
+	r := NewKeyedRecord(1)
+	r.SetKey(LNumber(1), LTrue)
+}
+
+// TestKeyedRecordBytes: a keyed record of n keys set with their boxes is
+// one allocation, 16 bytes a key smaller than NewRecord's.
+func TestKeyedRecordBytes(t *testing.T) {
+	keys := []LValue{LString("method"), LString("path"), LString("params"), LString("query"),
+		LString("headers"), LString("body"), LString("remote"), LString("key")}
+	for n := 1; n <= len(keys); n++ {
+		var keyed, boxed uint64
+		var ms runtime.MemStats
+		measure := func(build func()) uint64 {
+			runtime.ReadMemStats(&ms)
+			before := ms.TotalAlloc
+			for range 100 {
+				build()
+			}
+			runtime.ReadMemStats(&ms)
+			return (ms.TotalAlloc - before) / 100
+		}
+		allocs := testing.AllocsPerRun(100, func() {
+			r := NewKeyedRecord(n)
+			for _, k := range keys[:n] {
+				r.SetKey(k, LTrue)
+			}
+		})
+		keyed = measure(func() {
+			r := NewKeyedRecord(n)
+			for _, k := range keys[:n] {
+				r.SetKey(k, LTrue)
+			}
+		})
+		boxed = measure(func() {
+			r := NewRecord(n)
+			for _, k := range keys[:n] {
+				r.Set(string(k.(LString)), LTrue)
+			}
+		})
+		if allocs != 1 || keyed >= boxed || keyed > 112+48*uint64(n)+16 {
+			t.Errorf("%d keys: %v allocations, %d bytes (NewRecord %d); want 1, at most %d", n, allocs, keyed, boxed, 112+48*n+16)
+		}
+	}
+}
