@@ -331,7 +331,8 @@ func ReplyResponse(v any) (*Response, error) {
 
 // replyInto is ReplyResponse with the response's headers added to h
 // (the connection's own header map when a route serves): the Response's
-// Header is h. On an error what it added to h is cleared.
+// Header is h. Headers past MaxReplyHeaderBytes are an error, and on an
+// error what it added to h is cleared.
 func replyInto(v any, h nethttp.Header) (Response, error) {
 	var resp Response
 	var err error
@@ -345,6 +346,9 @@ func replyInto(v any, h nethttp.Header) (Response, error) {
 		resp, err = tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), h)
 	default:
 		return Response{}, value.NewError(value.KindInternal, "the handler replied with %s; want a table {status=, headers=, body=} or a string", typeName(v))
+	}
+	if err == nil {
+		err = checkHeaderBytes(h)
 	}
 	if err != nil {
 		clear(h)

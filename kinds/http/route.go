@@ -112,11 +112,6 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 	// Straight into the connection's headers: w's header map is empty
 	// here (the paths that set Connection returned above).
 	resp, err := replyInto(reply, w.Header())
-	if err == nil {
-		if err = checkHeaderBytes(resp.Header); err != nil {
-			clear(resp.Header)
-		}
-	}
 	if err != nil {
 		rt.s.log.Warn("http route: the handler's reply is no response", "route", string(rt.id), "error", err)
 		return *ErrorResponse(err)
@@ -242,20 +237,15 @@ func (rt *route) ask(ctx context.Context, payload value.Record) (any, error) {
 
 // askPID asks pid, giving up at the route's timeout or when ctx ends.
 func (rt *route) askPID(ctx context.Context, pid process.PID, m process.Message) (any, error) {
-	return rt.askAt(ctx, pid, "", "", m)
+	return rt.call(ctx, m, func(m process.Message) error { return rt.s.node.Send(pid, m) })
 }
 
-// askAt asks pid or, with node, the process registered as name there.
-func (rt *route) askAt(ctx context.Context, pid process.PID, node, name string, m process.Message) (any, error) {
+// call sends m, as an ask, by send, and waits for the reply as askPID
+// says.
+func (rt *route) call(ctx context.Context, m process.Message, send func(process.Message) error) (any, error) {
 	timeout := rt.spec.Timeout
 	c := process.NewCall()
-	var err error
-	if node != "" {
-		err = rt.s.node.SendName(node, name, c.MessageWithin(m, timeout))
-	} else {
-		err = rt.s.node.Send(pid, c.MessageWithin(m, timeout))
-	}
-	if err != nil {
+	if err := send(c.MessageWithin(m, timeout)); err != nil {
 		r, err := c.Abandon(err)
 		if err != nil {
 			return nil, err
