@@ -33,8 +33,11 @@ var benchBody = []byte(strings.Repeat("0123456789abcdef", 4)) // 64 bytes
 // Reported: req/s, the p50 and p99 latency of one request in µs, the
 // CPU time the process spent per request (cpu-µs/req: clients, server
 // and Lua together, user and system), which a busy machine disturbs
-// less than the wall-clock figures, and the collections per 1,000
-// requests (gc/kreq).
+// less than the wall-clock figures, the collections per 1,000 requests
+// (gc/kreq), the collector's CPU per request (gc-cpu-µs/req) and the p99
+// of the scheduler's latencies (sched-p99-µs); see runtimeStats. The
+// latencies are kept in a histogram of a fixed size (latencies), so the
+// benchmark's own memory does not change with b.N.
 //
 // The clients are rawClient: one goroutine and one connection each,
 // the request's bytes made once and the response read with a minimal
