@@ -222,7 +222,8 @@ func benchEcho(b *testing.B, newClients func(b *testing.B, url string) []echoCli
 // where a request's time goes besides its own work: the collections
 // (how often the collector's pauses and assists come upon the requests
 // in flight), the collector's CPU time (the runtime's estimate: its
-// workers, assists and pauses), and the histogram of scheduling
+// workers, assists and pauses, added up at the end of each cycle, so a
+// run with no completed cycle shows 0), and the histogram of scheduling
 // latencies (how long goroutines were runnable before they ran: at 64
 // requests in flight on 2 cores, nearly all of a request's latency).
 type runtimeStats struct {
