@@ -114,7 +114,7 @@ func procAsk(L *lua.LState) int {
 		return ReturnError(L, err)
 	}
 	if w := p.asked; w != nil && w.active {
-		return p.askOn(L, w, dest, topic, timeout)
+		return p.askOn(L, w, dest, topic, timeout, false)
 	}
 	payload, err := PayloadArg(L, 3)
 	if err != nil {
@@ -136,7 +136,7 @@ func procAsk(L *lua.LState) int {
 		// only if the ask suspends (drive).
 		w.call, w.active = c, true
 		w.deadline, _ = c.Deadline()
-		return p.askOn(L, w, dest, topic, timeout)
+		return p.askOn(L, w, dest, topic, timeout, true)
 	}
 	var res process.Reply
 	if serr := p.send("ask", dest, m); serr != nil {
@@ -148,14 +148,15 @@ func procAsk(L *lua.LState) int {
 }
 
 // askOn looks at a suspended ask: its reply, its deadline, a stop. When
-// none has come, it suspends again.
-func (p *Process) askOn(L *lua.LState, w *askWait, dest, topic string, timeout time.Duration) int {
-	for {
+// none has come, it suspends again. fresh is the look right after the
+// send, which need not read the clock: the deadline is a timeout away.
+func (p *Process) askOn(L *lua.LState, w *askWait, dest, topic string, timeout time.Duration, fresh bool) int {
+	for ; ; fresh = false {
 		var res process.Reply
 		var err error
 		if r, ok := w.call.Poll(); ok {
 			res = r
-		} else if time.Until(w.deadline) <= 0 {
+		} else if !fresh && time.Until(w.deadline) <= 0 {
 			res, err = w.call.Abandon(process.ErrTimeout)
 		} else if p.stopRequested() {
 			res, err = w.call.Abandon(process.ErrCallAbandoned)
