@@ -114,7 +114,7 @@ func procAsk(L *lua.LState) int {
 		return ReturnError(L, err)
 	}
 	if w := p.asked; w != nil && w.active {
-		return p.askOn(L, w, dest, topic, timeout)
+		return p.askOn(L, w, dest, topic, timeout, false)
 	}
 	payload, err := PayloadArg(L, 3)
 	if err != nil {
@@ -126,15 +126,17 @@ func procAsk(L *lua.LState) int {
 		c.WakeOnSettle(p.proc)
 		if serr := p.send("ask", dest, m); serr != nil {
 			res, err := c.Abandon(serr)
-			return askReturn(L, res, err, dest, topic, timeout)
+			return askReturn(L, res, err, dest, topic, timeout, nil)
 		}
 		if p.asked == nil {
 			p.asked = &askWait{}
 		}
 		w := p.asked
-		w.call, w.deadline, w.active = c, time.Now().Add(timeout), true
-		p.alarm(w.deadline)
-		return p.askOn(L, w, dest, topic, timeout)
+		// The message's own deadline: no clock read. The alarm is set
+		// only if the ask suspends (drive).
+		w.call, w.active = c, true
+		w.deadline, _ = c.Deadline()
+		return p.askOn(L, w, dest, topic, timeout, true)
 	}
 	var res process.Reply
 	if serr := p.send("ask", dest, m); serr != nil {
@@ -142,18 +144,19 @@ func procAsk(L *lua.LState) int {
 	} else {
 		res, err = c.Wait(timeout, p.proc.Context().Done())
 	}
-	return askReturn(L, res, err, dest, topic, timeout)
+	return askReturn(L, res, err, dest, topic, timeout, p.asked)
 }
 
 // askOn looks at a suspended ask: its reply, its deadline, a stop. When
-// none has come, it suspends again.
-func (p *Process) askOn(L *lua.LState, w *askWait, dest, topic string, timeout time.Duration) int {
-	for {
+// none has come, it suspends again. fresh is the look right after the
+// send, which need not read the clock: the deadline is a timeout away.
+func (p *Process) askOn(L *lua.LState, w *askWait, dest, topic string, timeout time.Duration, fresh bool) int {
+	for ; ; fresh = false {
 		var res process.Reply
 		var err error
 		if r, ok := w.call.Poll(); ok {
 			res = r
-		} else if !time.Now().Before(w.deadline) {
+		} else if !fresh && time.Until(w.deadline) <= 0 {
 			res, err = w.call.Abandon(process.ErrTimeout)
 		} else if p.stopRequested() {
 			res, err = w.call.Abandon(process.ErrCallAbandoned)
@@ -164,14 +167,16 @@ func (p *Process) askOn(L *lua.LState, w *askWait, dest, topic string, timeout t
 			continue
 		}
 		w.active, w.call = false, process.Call{}
-		p.disarmAlarm()
-		return askReturn(L, res, err, dest, topic, timeout)
+		return askReturn(L, res, err, dest, topic, timeout, w)
 	}
 }
 
 // askReturn pushes what process.ask returns for a wait that ended with
-// res, err.
-func askReturn(L *lua.LState, res process.Reply, err error, dest, topic string, timeout time.Duration) int {
+// res, err. w, when not nil, keeps the replier's PID value of the last
+// reply: a process that asks the same replier again and again gets the
+// same string, instead of formatting and boxing one per ask (two of an
+// ask's allocations).
+func askReturn(L *lua.LState, res process.Reply, err error, dest, topic string, timeout time.Duration, w *askWait) int {
 	switch {
 	case errors.Is(err, process.ErrTimeout):
 		return ReturnError(L, fmt.Errorf("ask %q of %s after %s: %w", topic, dest, timeout, err))
@@ -187,7 +192,16 @@ func askReturn(L *lua.LState, res process.Reply, err error, dest, topic string, 
 	if err != nil {
 		return ReturnError(L, err)
 	}
-	return ReturnReply(L, lv, res.From)
+	if w == nil {
+		return ReturnReply(L, lv, res.From)
+	}
+	if w.fromV == nil || w.from != res.From {
+		w.from, w.fromV = res.From, PIDValue(res.From)
+	}
+	L.Push(lv)
+	L.Push(lua.LNil)
+	L.Push(w.fromV)
+	return 3
 }
 
 // ReturnReply pushes what an ask returns on success: the reply, nil in the

@@ -45,19 +45,17 @@ func timeSleep(L *lua.LState) int {
 			p.slept = w
 		}
 		if !w.active {
+			// The alarm is set only if the sleep suspends (drive).
 			w.at, w.active = time.Now().Add(d), true
-			p.alarm(w.at)
 		}
 		for {
 			if w.ready() {
 				w.active = false
-				p.disarmAlarm()
 				L.Push(lua.LTrue)
 				return 1
 			}
 			if p.stopRequested() {
 				w.active = false
-				p.disarmAlarm()
 				return ReturnError(L, errStopping)
 			}
 			if ret, done := p.suspendOn(L, w); done {
@@ -152,5 +150,5 @@ func (p *Process) stopTimers() {
 		}
 		p.more.timers = timerList{}
 	}
-	p.disarmAlarm()
+	p.stopAlarm()
 }

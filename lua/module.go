@@ -48,7 +48,7 @@ type Process struct {
 
 	// The suspended main call (suspend.go).
 	waiting waiter        // what the suspended call waits for
-	alarmT  *time.Timer   // wakes a suspended wait at its deadline; made on first use
+	alarmT  *alarmTimer   // wakes a suspended wait at its deadline; made on first use
 	asked   *askWait      // a suspended process.ask; made on first use
 	slept   *deadlineWait // a suspended time.sleep; made on first use
 

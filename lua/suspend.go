@@ -2,6 +2,7 @@ package lua
 
 import (
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	lua "github.com/yuin/gopher-lua"
@@ -144,6 +145,10 @@ func (p *Process) drive(step func() (suspended bool, v any, err error)) (v any, 
 		// going on, on another goroutine, once Commit has succeeded.
 		w := p.waiting
 		p.proc.Suspend(p.goOn)
+		if t, ok := w.(timedWaiter); ok {
+			// After Suspend: the alarm's wake-up, however soon, is noted.
+			p.armAlarm(t.wakeAt())
+		}
 		if w.ready() || p.stopRequested() {
 			p.proc.Reclaim()
 			continue
@@ -178,21 +183,61 @@ func (p *Process) continueMain() (bool, any, error) {
 	return false, v, err
 }
 
-// alarm wakes the process at t (a deadline it waits for while suspended).
-// One timer per process, made on first use, serves every wait.
-func (p *Process) alarm(t time.Time) {
-	d := time.Until(t)
-	if p.alarmT == nil {
-		p.alarmT = time.AfterFunc(d, p.notify)
-		return
-	}
-	p.alarmT.Reset(d)
+// A timedWaiter is a wait with a deadline (an ask, a sleep): a suspended
+// process is woken at wakeAt by its alarm.
+type timedWaiter interface {
+	waiter
+	wakeAt() time.Time
 }
 
-// disarmAlarm stops the timer of a wait that is over.
-func (p *Process) disarmAlarm() {
+// alarmTimer is the one timer of a process, made on first use, that wakes
+// it at the deadline of a suspended wait. It is set only when a wait
+// suspends, not for every wait with a deadline (most asks are answered
+// while the asker spins, suspendOn), and never stopped when a wait ends:
+// setting and stopping a timer per ask was a tenth of an ask's cost. A
+// timer set for an earlier deadline than a new wait's serves that wait
+// too: it wakes the process early, the builtin looks again, and the
+// suspend sets the timer again, for the wait's own deadline. A wait that
+// ended thus costs at most one wake-up of nothing, at its deadline.
+type alarmTimer struct {
+	t  *time.Timer
+	at atomic.Int64 // when t fires, as nanoseconds since alarmEpoch; 0: not set (or fired)
+}
+
+// alarmEpoch is the origin of alarmTimer.at: a reading of the monotonic
+// clock, so at is a deadline's offset without a clock read.
+var alarmEpoch = time.Now()
+
+// armAlarm makes sure the process is woken by t: the timer already fires
+// no later, or it is set for t. Called between Suspend and the last look,
+// so a wake-up by the timer, however soon, is noted.
+func (p *Process) armAlarm(t time.Time) {
+	at := max(int64(t.Sub(alarmEpoch)), 1)
+	a := p.alarmT
+	if a == nil {
+		a = &alarmTimer{}
+		a.at.Store(at)
+		a.t = time.AfterFunc(time.Until(t), func() {
+			// Before the wake-up: a process that looks at the timer
+			// after its wake-up must see it fired.
+			a.at.Store(0)
+			p.notify()
+		})
+		p.alarmT = a
+		return
+	}
+	if cur := a.at.Load(); cur != 0 && cur <= at {
+		return // it fires by t: its wake-up comes after this look
+	}
+	a.at.Store(at)
+	a.t.Reset(time.Until(t))
+}
+
+// stopAlarm stops the timer for good, as the process ends: a timer left
+// set would hold the ended process until it fired.
+func (p *Process) stopAlarm() {
 	if p.alarmT != nil {
-		p.alarmT.Stop()
+		p.alarmT.t.Stop()
 	}
 }
 
@@ -203,7 +248,9 @@ type deadlineWait struct {
 	active bool
 }
 
-func (w *deadlineWait) ready() bool { return !time.Now().Before(w.at) }
+func (w *deadlineWait) ready() bool { return time.Until(w.at) <= 0 }
+
+func (w *deadlineWait) wakeAt() time.Time { return w.at }
 
 // askWait is a suspended process.ask: its call and deadline, kept for the
 // call that goes on.
@@ -211,9 +258,16 @@ type askWait struct {
 	call     process.Call
 	deadline time.Time
 	active   bool
+	// The replier of the last reply and its PID value (askReturn).
+	from  process.PID
+	fromV lua.LValue
 }
 
-func (w *askWait) ready() bool { return w.call.Settled() || !time.Now().Before(w.deadline) }
+// ready reads the clock only while the ask is not settled; Until reads
+// only the monotonic clock (w.deadline carries a reading of it).
+func (w *askWait) ready() bool { return w.call.Settled() || time.Until(w.deadline) <= 0 }
+
+func (w *askWait) wakeAt() time.Time { return w.deadline }
 
 // selectWait is a suspended channel.select.
 type selectWait struct{ cases []*selectCase }

@@ -119,6 +119,11 @@ func (c Call) MessageWithin(m Message, timeout time.Duration) Message {
 	return m.WithReply(c.r, c.token)
 }
 
+// Deadline is the deadline MessageWithin gave c's message, read without
+// the clock (it carries a monotonic reading); ok is false when c's message
+// names none.
+func (c Call) Deadline() (time.Time, bool) { return deadlineOf(c.r.deadline.Load()) }
+
 // take receives the reply that settled c and releases it.
 func (c Call) take() Reply {
 	res := <-c.r.ch
