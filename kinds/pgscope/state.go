@@ -95,9 +95,6 @@ type groupState struct {
 	count  int
 	// dirty: changed by exits not yet published (see settleDowns).
 	dirty bool
-	// lastOne is the version of one member the group had when it last
-	// emptied, while it stays empty (see version).
-	lastOne *groupView
 }
 
 // procState is a local process the scope monitors: because it joined
@@ -492,7 +489,7 @@ func (st *state) publish(name string, gs *groupState) {
 			gs.cell = newCell(name, gs.local, gs.remote, gs.count)
 			st.insert(gs.cell)
 			st.live++
-		case gs.cell.cur.Swap(st.version(gs)) == nil:
+		case gs.cell.cur.Swap(newGroupView(gs.local, gs.remote, gs.count)) == nil:
 			st.live++
 			st.vacant--
 		}
@@ -500,10 +497,7 @@ func (st *state) publish(name string, gs *groupState) {
 		// Never published (a sync that brought nothing): nothing to undo.
 		delete(st.groups, name)
 		st.recycleGroup(gs)
-	case gs.cell.cur.Load() != nil:
-		if old := gs.cell.cur.Swap(nil); old.n == 1 && old.big == nil {
-			gs.lastOne = old
-		}
+	case gs.cell.cur.Swap(nil) != nil:
 		st.live--
 		st.vacant++
 		if st.vacant > max(64, st.live) {
@@ -513,31 +507,6 @@ func (st *state) publish(name string, gs *groupState) {
 	s.ngroups.Store(int64(st.live))
 	s.m.groups.Set(float64(st.live))
 	s.m.members.Set(float64(st.members))
-}
-
-// version is the group's next version to publish. A group that empties
-// and fills again with the same one member — a worker that joins while it
-// is idle and leaves while it is busy, the pg pattern — gets back the
-// version it had: equal in every field, never changed once published
-// (its distinct lists, computed on first use, are of the same member), so
-// no reader can tell it from a new one. That saves the join its one
-// allocation, and the collector the garbage of every such round.
-func (st *state) version(gs *groupState) *groupView {
-	if v := gs.lastOne; v != nil {
-		gs.lastOne = nil
-		if gs.count == 1 && v.nlocal == gs.local.len() {
-			var one process.PID
-			if v.nlocal == 1 {
-				one = gs.local.first()
-			} else if len(gs.remote) == 1 && len(gs.remote[0].pids) == 1 {
-				one = gs.remote[0].pids[0]
-			}
-			if one == v.one {
-				return v
-			}
-		}
-	}
-	return newGroupView(gs.local, gs.remote, gs.count)
 }
 
 // sweep removes the vacant cells from the index and forgets their groups.
@@ -562,7 +531,7 @@ func (st *state) sweep() {
 // recycleGroup keeps a forgotten groupState for the next new group, so
 // that churn over many names costs few allocations.
 func (st *state) recycleGroup(gs *groupState) {
-	gs.cell, gs.name, gs.lastOne = nil, "", nil
+	gs.cell, gs.name = nil, ""
 	gs.local, gs.next = memberSet{}, 0
 	if len(st.spareGroups) < 64 && len(gs.remote) == 0 {
 		st.spareGroups = append(st.spareGroups, gs)
