@@ -96,7 +96,9 @@ func before(a, b ast.Position) bool {
 // rescan reads src's tokens. It returns the innermost bracket or block
 // still open at the end of the input (nil when nothing is, or when the
 // nesting cannot be followed), and the token the scanner failed on with
-// its error.
+// its error. Past parse.MaxSyntaxLevels open constructs it gives up (the
+// parser refuses a chunk nested that deep): a source of millions of '{'
+// would otherwise hold a token for each, gigabytes for 4 MiB.
 func rescan(name string, src []byte) (open *ast.Token, bad ast.Token, err error) {
 	sc := parse.NewScanner(bytes.NewReader(src), name)
 	lx := &parse.Lexer{}
@@ -148,6 +150,9 @@ func rescan(name string, src []byte) (open *ast.Token, bad ast.Token, err error)
 				return nil, bad, nil
 			}
 			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > parse.MaxSyntaxLevels {
+			return nil, bad, nil
 		}
 	}
 }
