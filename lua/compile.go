@@ -14,6 +14,8 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/ast"
 	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // Compiled is a Lua source parsed and compiled once; its proto is read-only
@@ -76,12 +78,17 @@ func syntaxError(name string, src []byte, pe *parse.Error) error {
 	return fmt.Errorf("%s:%d:%d: %s%s", name, pe.Pos.Line, pe.Pos.Column, msg, near(pe.Token))
 }
 
+// maxNearToken is the most of a token a syntax error quotes: a string
+// literal may be megabytes, and the error goes to the log and /healthz.
+const maxNearToken = 200
+
 // near renders the token an error is near, escaped when it is not
-// printable UTF-8.
+// printable UTF-8, cut at maxNearToken with the total size said.
 func near(tok string) string {
 	if tok == "" {
 		return ""
 	}
+	tok = value.Clip(tok, maxNearToken)
 	q := strconv.Quote(tok)
 	if q[1:len(q)-1] != tok {
 		tok = q[1 : len(q)-1]

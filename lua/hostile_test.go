@@ -1,6 +1,7 @@
 package lua
 
 import (
+	"fmt"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -88,6 +89,21 @@ func TestDeepSourceIsRefusedCheaply(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestSyntaxErrorQuotesLittleOfAToken: a syntax error quoted the token
+// it is near whole, 3 MiB for an unterminated string of 3 MiB, in the
+// log, /healthz and runner validate's output (issue 22).
+func TestSyntaxErrorQuotesLittleOfAToken(t *testing.T) {
+	for _, src := range []string{
+		"return \"" + strings.Repeat("a", 3<<20) + "\n",
+		"return 1 " + strings.Repeat("b", 3<<20),
+	} {
+		_, err := Compile("long.lua", []byte(src))
+		if err == nil || len(err.Error()) > 1024 || !strings.Contains(err.Error(), "bytes cut)") {
+			t.Errorf("%d bytes of error: %.200s", len(fmt.Sprint(err)), err)
+		}
 	}
 }
 
