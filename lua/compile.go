@@ -14,6 +14,8 @@ import (
 	lua "github.com/yuin/gopher-lua"
 	"github.com/yuin/gopher-lua/ast"
 	"github.com/yuin/gopher-lua/parse"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // Compiled is a Lua source parsed and compiled once; its proto is read-only
@@ -76,12 +78,17 @@ func syntaxError(name string, src []byte, pe *parse.Error) error {
 	return fmt.Errorf("%s:%d:%d: %s%s", name, pe.Pos.Line, pe.Pos.Column, msg, near(pe.Token))
 }
 
+// maxNearToken is the most of a token a syntax error quotes: a string
+// literal may be megabytes, and the error goes to the log and /healthz.
+const maxNearToken = 200
+
 // near renders the token an error is near, escaped when it is not
-// printable UTF-8.
+// printable UTF-8, cut at maxNearToken with the total size said.
 func near(tok string) string {
 	if tok == "" {
 		return ""
 	}
+	tok = value.Clip(tok, maxNearToken)
 	q := strconv.Quote(tok)
 	if q[1:len(q)-1] != tok {
 		tok = q[1 : len(q)-1]
@@ -96,7 +103,9 @@ func before(a, b ast.Position) bool {
 // rescan reads src's tokens. It returns the innermost bracket or block
 // still open at the end of the input (nil when nothing is, or when the
 // nesting cannot be followed), and the token the scanner failed on with
-// its error.
+// its error. Past parse.MaxSyntaxLevels open constructs it gives up (the
+// parser refuses a chunk nested that deep): a source of millions of '{'
+// would otherwise hold a token for each, gigabytes for 4 MiB.
 func rescan(name string, src []byte) (open *ast.Token, bad ast.Token, err error) {
 	sc := parse.NewScanner(bytes.NewReader(src), name)
 	lx := &parse.Lexer{}
@@ -148,6 +157,9 @@ func rescan(name string, src []byte) (open *ast.Token, bad ast.Token, err error)
 				return nil, bad, nil
 			}
 			stack = stack[:len(stack)-1]
+		}
+		if len(stack) > parse.MaxSyntaxLevels {
+			return nil, bad, nil
 		}
 	}
 }

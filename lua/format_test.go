@@ -13,6 +13,8 @@ func TestStringFormatAsLua51(t *testing.T) {
 		{"not_a_number", `return string.format('%d', 'x')`, "bad argument #2 to 'format' (number expected, got string)"},
 		{"nil_for_s", `return string.format('%s', nil)`, "bad argument #2 to 'format' (string expected, got nil)"},
 		{"invalid_option", `return string.format('%y', 1)`, "invalid option '%y' to 'format'"},
+		{"percent_at_the_end", `return string.format('%5', 1)`, "invalid option '%' to 'format'"},
+		{"invalid_option_byte", "return string.format('%\\255', 1)", "invalid option '%\xff' to 'format'"},
 		{"repeated_flags", `return string.format('%------5d', 1)`, "invalid format (repeated flags)"},
 		{"quoted", `assert(string.format('%q', 'a\0b\r\n"\\') == '"a\\000b\\r\\\n\\"\\\\"') return "ok"`, ""},
 		{"strings", `assert(string.format('[%5.2s][%-5s][%.0s][%c]', 'abc', 'x', 'yy', 65) == '[   ab][x    ][][A]') return "ok"`, ""},

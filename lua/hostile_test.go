@@ -1,6 +1,8 @@
 package lua
 
 import (
+	"fmt"
+	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -59,6 +61,49 @@ func TestSourceNestingIsBounded(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestDeepSourceIsRefusedCheaply: a 4 MiB source of '{' or '(' is refused
+// by the lexer at the 201st bracket (fork patch 39), but Compile then
+// scanned the whole source again to place the error, holding every open
+// bracket: 1.1 GB and 2.5 s from runner validate (issue 22). What Compile
+// allocates to refuse it is a small multiple of the source.
+func TestDeepSourceIsRefusedCheaply(t *testing.T) {
+	const size = 4 << 20
+	for _, tc := range []struct{ name, src, want string }{
+		{"braces", "return " + strings.Repeat("{", size), "deep.lua:1:1: chunk has too many syntax levels (more than 200 nested)"},
+		{"parens", "return " + strings.Repeat("(", size), "deep.lua:1:1: chunk has too many syntax levels (more than 200 nested)"},
+		{"mixed", "return " + strings.Repeat("{(", size/2), "deep.lua:1:1: chunk has too many syntax levels (more than 200 nested)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var before, after runtime.MemStats
+			runtime.GC()
+			runtime.ReadMemStats(&before)
+			_, err := Compile("deep.lua", []byte(tc.src))
+			runtime.ReadMemStats(&after)
+			if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 8*size {
+				t.Errorf("refusing %d bytes of source allocated %d MiB", len(tc.src), alloc>>20)
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("got %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestSyntaxErrorQuotesLittleOfAToken: a syntax error quoted the token
+// it is near whole, 3 MiB for an unterminated string of 3 MiB, in the
+// log, /healthz and runner validate's output (issue 22).
+func TestSyntaxErrorQuotesLittleOfAToken(t *testing.T) {
+	for _, src := range []string{
+		"return \"" + strings.Repeat("a", 3<<20) + "\n",
+		"return 1 " + strings.Repeat("b", 3<<20),
+	} {
+		_, err := Compile("long.lua", []byte(src))
+		if err == nil || len(err.Error()) > 1024 || !strings.Contains(err.Error(), "bytes cut)") {
+			t.Errorf("%d bytes of error: %.200s", len(fmt.Sprint(err)), err)
+		}
 	}
 }
 

@@ -331,10 +331,10 @@ func (i *instance) Update(ctx context.Context, e *registry.Entry) (bool, error) 
 			return true, nil
 		case registry.UpgradeFailed:
 			i.digest.Store(&e.Digest)
-			i.env.EntryLogger(e.ID).Warn("upgrade failed: the new code raised; the process crashed and restarts on the new code", "pid", i.pid.String(), "error", err)
+			i.env.EntryLogger(e.ID).Warn("upgrade failed: the new code raised; the process crashed and restarts on the new code", "pid", i.pid.String(), "error", e.ShowError(err))
 			return true, nil
 		case registry.UpgradeTimeout:
-			i.env.EntryLogger(e.ID).Warn("no upgrade within the upgrade timeout; restarting on the new code", "pid", i.pid.String(), "error", err)
+			i.env.EntryLogger(e.ID).Warn("no upgrade within the upgrade timeout; restarting on the new code", "pid", i.pid.String(), "error", e.ShowError(err))
 		}
 	}
 	return false, nil

@@ -480,12 +480,12 @@ func strFormat(L *lua.LState) int {
 			prec, hasPrec = digits(), true
 		}
 		if i >= len(f) {
-			L.RaiseError("invalid option '%%' to 'format'")
+			L.RaiseError("%s", "invalid option '%' to 'format'")
 		}
 		conv := f[i]
 		arg++
 		if strings.IndexByte("cdiouxXeEfgGqs", conv) < 0 {
-			L.RaiseError("invalid option '%%%c' to 'format'", conv)
+			L.RaiseError("invalid option '%%%s' to 'format'", f[i:i+1]) // the byte, as C's %c: not a rune
 		}
 		if arg > L.GetTop() {
 			formatArgError(L, arg, "no value")

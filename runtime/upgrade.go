@@ -47,7 +47,7 @@ func (rt *Runtime) Upgrade(ctx context.Context, pid process.PID, id registry.ID)
 		return registry.UpgradeNone, nil
 	}
 	res, err := u.Upgrade(ctx, rt.env, pid, s.entry)
-	rt.upgrades.add(id, res, err)
+	rt.upgrades.add(id, res, s.entry.ShowError(err))
 	if res == registry.UpgradeOK {
 		// A spawned process now runs the definition in force: no longer
 		// outdated.
@@ -86,7 +86,10 @@ func newUpgradeLog(reg *prometheus.Registry) *upgradeLog {
 	return l
 }
 
-func (l *upgradeLog) add(id registry.ID, res registry.UpgradeResult, err error) {
+// add counts an upgrade; msg is its error as shown (Entry.ShowError: a
+// script's error may be of any size, and the reload's warnings reach
+// /healthz).
+func (l *upgradeLog) add(id registry.ID, res registry.UpgradeResult, msg string) {
 	if l == nil || res == registry.UpgradeNone {
 		return
 	}
@@ -107,10 +110,6 @@ func (l *upgradeLog) add(id registry.ID, res registry.UpgradeResult, err error) 
 	}
 	key := fmt.Sprintf("%s: %s", id, res)
 	if _, ok := l.first[key]; !ok && len(l.first) < maxSettleWarnings {
-		msg := ""
-		if err != nil {
-			msg = err.Error()
-		}
 		l.first[key] = msg
 	}
 }

@@ -83,3 +83,59 @@ entries:
 		t.Errorf("no log line says the error's total size")
 	}
 }
+
+// A hot upgrade whose new code raises a huge error: the reload's warning
+// kept the error whole, so /healthz (no token needed) answered twice its
+// size (67 MB for 32 MiB) after each such reload, and the log line of
+// the failed upgrade was cut only by the logging backstop (64 KiB).
+func TestLargeUpgradeErrorsAreCutWhereShown(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	src := filepath.Join(dir, "up.lua")
+	const serve = `main = function()
+  local events = process.events()
+  while true do
+    if events:receive().kind == "UPGRADE" then process.upgrade("state") end
+  end
+end }`
+	if err := os.WriteFile(src, []byte("return { "+serve), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "c.yaml"), []byte(`namespace: app
+entries:
+  - name: up
+    kind: process.lua
+    source: file://up.lua
+    on_reload: upgrade
+    lifecycle: {auto_start: true}
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", filepath.Join(dir, "c.yaml"))
+	addr := r.httpAddr(t)
+	r.waitFor(t, "app:up running", func() bool {
+		_, body := httpGet(t, "http://"+addr+"/v1/entries/app:up")
+		return strings.Contains(body, `"running"`)
+	})
+	raise := `return { upgrade = function() error(string.rep("U", 8 * 1024 * 1024)) end, ` + serve
+	if err := os.WriteFile(src, []byte(raise), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r.waitFor(t, "the upgrade failed, in the reload's warnings", func() bool {
+		_, body := httpGet(t, "http://"+addr+"/healthz")
+		return strings.Contains(body, "upgrade app:up: failed")
+	})
+	for _, path := range []string{"/healthz", "/v1/reload"} {
+		code, body := httpGet(t, "http://"+addr+path)
+		if code != 200 || len(body) > 64<<10 || !strings.Contains(body, "bytes cut)") {
+			t.Errorf("%s: %d, %d bytes: %.300s", path, code, len(body), body)
+		}
+	}
+	r.mu.Lock()
+	for _, line := range r.stderr {
+		if len(line) > 16<<10 {
+			t.Errorf("a log line of %d bytes: %.200s", len(line), line)
+		}
+	}
+	r.mu.Unlock()
+}

@@ -428,6 +428,9 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		case string:
 			vals = []string{x}
 		case float64:
+			if math.IsInf(x, 0) || math.IsNaN(x) { // as json.encode: no text would say what the script meant
+				return value.NewError(value.KindInternal, "the handler's reply header %s is %s; want a finite number", cn, shortValue(x))
+			}
 			vals = []string{strconv.FormatFloat(x, 'f', -1, 64)}
 		case []any:
 			for _, e := range x {

@@ -311,6 +311,14 @@ func (s *Supervisor) call(ctx context.Context, fn func() error) error {
 // id (up to max_children); a static one only restarts a child of its own
 // that is terminated (OTP's restart_child); a partition supervisor refuses.
 func (s *Supervisor) StartChild(ctx context.Context, spec ChildSpec) (process.PID, error) {
+	// The id and the name are labels (views, log lines, a metric's
+	// child label): bounded before anything quotes them.
+	if err := process.CheckName(fmt.Sprintf("supervisor %s: start child: id", s.id), spec.ID); err != nil {
+		return process.PID{}, err
+	}
+	if err := process.CheckName(fmt.Sprintf("supervisor %s: start child: name", s.id), spec.Name); err != nil {
+		return process.PID{}, err
+	}
 	if s.kind == KindPartition {
 		return process.PID{}, fmt.Errorf("supervisor %s: start child %q: %w", s.id, spec.ID, ErrFixedChildren)
 	}
