@@ -182,12 +182,12 @@ func (p *process) notify() {
 		}
 		switch w {
 		case waitSuspended:
-			// This wake-up won the process: it goes on, on a goroutine of
-			// its own (suspend.go).
+			// This wake-up won the process: it goes on, on a worker
+			// (suspend.go, workers.go).
 			x := p.ext.Load()
 			fn := x.cont
 			x.cont = nil
-			go p.runFunc(fn)
+			workers.start(p, fn)
 		case waitArmed:
 			select {
 			case p.wake <- struct{}{}:
