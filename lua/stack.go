@@ -7,7 +7,10 @@ package lua
 // its stack in the middle of that work: a growth copies the stack frame by
 // frame, and runtime.copystack was about 17 % of the CPU profile of
 // BenchmarkLuaSpawn. growStack grows it in one step while the goroutine is
-// only a few frames deep, where the copy is cheapest.
+// only a few frames deep, where the copy is cheapest. The process core now
+// runs a process on a worker that keeps its grown stack from run to run
+// (process/workers.go), so this is a check that finds room, except on a
+// goroutine the core had to start.
 
 // vmStackFrame (stack_race.go, stack_norace.go) is growStack's frame: a
 // stack grows to fit a frame plus a guard, by doubling.

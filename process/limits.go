@@ -44,8 +44,7 @@ func (p *process) setLimits(l Limits) {
 		return
 	}
 	x := p.extLocked()
-	x.limits = l
-	x.events.setLimit(l.MaxEvents)
+	x.limits = l // MaxEvents bounds the event queue when it is made
 }
 
 // roomFor returns ErrProcessLimit, with what was refused, when a set of

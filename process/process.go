@@ -51,7 +51,7 @@ type procExt struct {
 	cont   ProcFunc     // goroutine process: what the next wake-up runs while suspended (suspend.go)
 	busy   atomic.Bool  // goroutine process: its wait is not for mail (Proc.Busy)
 
-	events queue[Event]
+	events lazyEvents // made by the first event (deliverEvent)
 
 	monitors   map[PID]struct{} // processes that monitor this one
 	watching   map[PID]struct{} // processes this one monitors
@@ -66,6 +66,51 @@ type procExt struct {
 	done       chan struct{} // closed at teardown; created by the first waiter
 	held       []*meta       // goroutine process: asks it holds unanswered (Proc.Unanswered)
 	limits     Limits        // SpawnOptions.Limits (limits.go)
+}
+
+// lazyEvents is a process's event queue, made when its first event comes:
+// most processes never get one, and a queue held in procExt was 144 bytes
+// of every goroutine process (a million idle Lua processes: 137 MiB). Its
+// methods are the queue's; on a queue not yet made they find it empty.
+type lazyEvents struct{ q atomic.Pointer[queue[Event]] }
+
+// made returns the queue, making it with the process's MaxEvents; p.mu
+// must be held, and the process not dead: finish closes what exists once
+// it has marked the process dead, so no queue can be made after that.
+func (l *lazyEvents) made(x *procExt) *queue[Event] {
+	q := l.q.Load()
+	if q == nil {
+		q = new(queue[Event])
+		q.setLimit(x.limits.MaxEvents)
+		l.q.Store(q)
+	}
+	return q
+}
+
+func (l *lazyEvents) len() int {
+	if q := l.q.Load(); q != nil {
+		return q.len()
+	}
+	return 0
+}
+
+func (l *lazyEvents) pop() (Event, bool) {
+	if q := l.q.Load(); q != nil {
+		return q.pop()
+	}
+	return Event{}, false
+}
+
+func (l *lazyEvents) trim() {
+	if q := l.q.Load(); q != nil {
+		q.trim()
+	}
+}
+
+func (l *lazyEvents) close() {
+	if q := l.q.Load(); q != nil {
+		q.close()
+	}
 }
 
 // extLocked returns p.ext.Load(), allocating it; p.mu must be held.
@@ -143,8 +188,9 @@ func (p *process) deliverEvent(e Event) {
 		return
 	}
 	x := p.extLocked()
+	q := x.events.made(x)
 	p.mu.Unlock()
-	if ok, full := x.events.push(&e); !ok {
+	if ok, full := q.push(&e); !ok {
 		if full { // Limits.MaxEvents
 			p.node.eventDropped(p.pid, &e)
 		}
@@ -182,12 +228,12 @@ func (p *process) notify() {
 		}
 		switch w {
 		case waitSuspended:
-			// This wake-up won the process: it goes on, on a goroutine of
-			// its own (suspend.go).
+			// This wake-up won the process: it goes on, on a worker
+			// (suspend.go, workers.go).
 			x := p.ext.Load()
 			fn := x.cont
 			x.cont = nil
-			go p.runFunc(fn)
+			workers.start(p, fn)
 		case waitArmed:
 			select {
 			case p.wake <- struct{}{}:

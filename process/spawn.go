@@ -75,7 +75,7 @@ func (n *Node) SpawnFunc(fn ProcFunc, opts SpawnOptions) (PID, error) {
 		x.cancel()
 		return PID{}, err
 	}
-	go p.runFunc(fn)
+	workers.start(p, fn) // workers.go
 	return p.pid, nil
 }
 

@@ -7,9 +7,10 @@ import "errors"
 // each, a gigabyte or more for a million idle processes. A process whose
 // function can stop and go on later (the Lua host, whose VM keeps its own
 // call stack) suspends instead: it hands the core the function that goes on
-// and returns, and its goroutine ends. The next wake-up — a message, an
-// event, Notify, a stop request, a Kill — starts that function on a new
-// goroutine. Between the two, the process is only its state.
+// and returns, and its goroutine is free for other runs. The next wake-up
+// — a message, an event, Notify, a stop request, a Kill — runs that
+// function on a worker (workers.go). Between the two, the process is only
+// its state.
 
 // States of a goroutine process's wait (process.wait).
 const (
@@ -36,8 +37,8 @@ func (h *Proc) Looking() { h.p.wait.Store(waitLooking) }
 // good.
 var ErrSuspended = errors.New("process: suspended")
 
-// Suspend prepares to suspend the process: fn is to run on a new goroutine
-// at the process's next wake-up (a message, an event, Notify, a stop
+// Suspend prepares to suspend the process: fn is to run on a worker
+// (workers.go) at the process's next wake-up (a message, an event, Notify, a stop
 // request), instead of a goroutine waiting for it. Like Arm, it comes
 // before the last look for work; a wake-up that comes from now on is
 // noted. When the look finds work, Reclaim withdraws Suspend; otherwise
