@@ -6,10 +6,8 @@ import "testing"
 // handler, to a Lua process and through a router.pool of 2, allocates no
 // Go map for the reply: the route's ask takes a value.Record
 // (process.Call.AcceptRecord), so the Lua handler's reply table and its
-// headers are one allocation each, not two; and the pool's route sends
-// the route's own ask (Router.Send) instead of asking through the pool's
-// AskContext, whose routing function escaped. Before: 44 and 40; 42 and
-// 36 now.
+// headers are one allocation each, not two. Before: 44 and 38; 42 and
+// 36 now (BenchmarkHTTPServe serial).
 func TestServeAllocations(t *testing.T) {
 	if raceEnabled {
 		t.Skip("allocation counts mean nothing under -race")
