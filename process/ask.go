@@ -128,12 +128,6 @@ func (c Call) MessageWithin(m Message, timeout time.Duration) Message {
 	return m.WithReply(c.r, c.token)
 }
 
-// AcceptRecord says that c's caller takes a value.Record as the reply
-// wherever a map[string]any would be (Message.AcceptsRecord): a replier
-// that has the reply in another form (a Lua table) lists its fields
-// instead of building a map. Call it before the message is delivered.
-func (c Call) AcceptRecord() { c.r.record.Store(true) }
-
 // take receives the reply that settled c and releases it.
 func (c Call) take() Reply {
 	res := <-c.r.ch
@@ -146,6 +140,12 @@ func (c Call) take() Reply {
 // looks with Poll when it goes on, and ends the call with Abandon when it
 // gives up. Call it before the message is delivered.
 func (c Call) WakeOnSettle(h *Proc) { c.r.wake = h }
+
+// AcceptRecord says that c's caller takes a value.Record as the reply
+// wherever a map[string]any would be (Message.AcceptsRecord): a replier
+// that has the reply in another form (a Lua table) lists its fields
+// instead of building a map. Call it before the message is delivered.
+func (c Call) AcceptRecord() { c.r.record.Store(true) }
 
 // Poll returns the reply that settled c, and releases c; ok is false while
 // c is not settled.
