@@ -30,6 +30,15 @@ func ToGoAt(lv lua.LValue, what string) (any, error) {
 	return c.conv(lv, 0)
 }
 
+// ToGoRecordAt is ToGoAt for an asker that takes value.Records
+// (process.Message.AcceptsRecord): a table with only string keys, at any
+// depth, is a value.Record of its fields, the same Value as its
+// map[string]any without building the map.
+func ToGoRecordAt(lv lua.LValue, what string) (any, error) {
+	c := toGo{base: what, records: true}
+	return c.conv(lv, 0)
+}
+
 // maxRepeatedValues bounds what copying the same table again (a table
 // reachable by several paths) may add to a copy. A table is copied once per
 // path that reaches it, so a few dozen tables that each hold the previous
@@ -56,6 +65,8 @@ type toGo struct {
 	steps [8]step
 	more  []step
 	depth int
+
+	records bool // string-keyed tables become tableRecords (ToGoRecordAt)
 }
 
 type seenTable struct {
@@ -217,6 +228,9 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 	if n, ok := t.StringKeyed(); ok {
 		// A record (most tables a script sends) or an empty table: no pass
 		// to count its keys and their kinds.
+		if c.records {
+			return c.record(t, n, depth)
+		}
 		out := make(map[string]any, n)
 		t.ForEachString(func(k string, lv lua.LValue) {
 			if err != nil {
@@ -262,6 +276,45 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 			return
 		}
 		out[gk], err = c.at(step{key: k}, lv, depth)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// tableRecord is a table with only string keys copied as a value.Record
+// (ToGoRecordAt): one allocation for up to len(small) fields, where a map
+// of as many is two and about twice the bytes.
+type tableRecord struct {
+	fs    []recordField
+	small [4]recordField
+}
+
+type recordField struct {
+	key string
+	v   any
+}
+
+func (r *tableRecord) Len() int                  { return len(r.fs) }
+func (r *tableRecord) Field(i int) (string, any) { return r.fs[i].key, r.fs[i].v }
+
+// record copies t, a table of n string keys, as a tableRecord.
+func (c *toGo) record(t *lua.LTable, n, depth int) (any, error) {
+	out := &tableRecord{}
+	if n <= len(out.small) {
+		out.fs = out.small[:0]
+	} else {
+		out.fs = make([]recordField, 0, n)
+	}
+	var err error
+	t.ForEachString(func(k string, lv lua.LValue) {
+		if err != nil {
+			return
+		}
+		var v any
+		v, err = c.at(step{name: k}, lv, depth)
+		out.fs = append(out.fs, recordField{k, v})
 	})
 	if err != nil {
 		return nil, err

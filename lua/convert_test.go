@@ -2,6 +2,7 @@ package lua
 
 import (
 	"math"
+	"reflect"
 	"runtime"
 	"strings"
 	"testing"
@@ -282,4 +283,97 @@ func TestToLuaBoxedRecord(t *testing.T) {
 	if _, err := ToLua(L, boxedFields{recordFields{{"f", func() {}}}}); err == nil {
 		t.Error("a boxed record holding a function: no error")
 	}
+}
+
+// TestToGoRecordAt: for an asker that takes Records, every table with
+// only string keys is a value.Record, the same Value as ToGoAt's map
+// (value.Copy gives it); lists and mixed tables are as ToGoAt makes them,
+// and a value that cannot be copied is the same error, at the same place.
+func TestToGoRecordAt(t *testing.T) {
+	L := lua.NewState()
+	defer L.Close()
+	for _, tc := range []struct {
+		lua     string
+		records int // tables that became Records
+		err     string
+	}{
+		{`v = {status = 200, headers = {["x-echo"] = "yes"}, body = "b"}`, 2, ""},
+		{`v = {}`, 1, ""},
+		{`v = {a = 1, b = 2, c = 3, d = 4, e = 5, f = {g = {h = true}}}`, 3, ""},
+		{`v = {1, 2, {x = 1}}`, 1, ""},
+		{`v = {1, x = {y = 1}}`, 1, ""},
+		{`v = {[true] = {k = "v"}}`, 1, ""},
+		{`v = "s"`, 0, ""},
+		{`local t = {a = 1}; v = {x = t, y = t}`, 3, ""},
+		{`v = {}; v.self = v`, 0, "reply.self: cycle"},
+		{`v = {headers = {x = {f = print}}}`, 0, "reply.headers.x.f: a function"},
+	} {
+		if err := L.DoString(tc.lua); err != nil {
+			t.Fatal(err)
+		}
+		lv := L.GetGlobal("v")
+		got, err := ToGoRecordAt(lv, "reply")
+		want, werr := ToGoAt(lv, "reply")
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) || werr == nil || err.Error() != werr.Error() {
+				t.Errorf("%s: %v, want %q as ToGoAt's %v", tc.lua, err, tc.err, werr)
+			}
+			continue
+		}
+		if err != nil || werr != nil {
+			t.Fatalf("%s: %v, %v", tc.lua, err, werr)
+		}
+		if n := countRecords(got); n != tc.records {
+			t.Errorf("%s: %d Records, want %d", tc.lua, n, tc.records)
+		}
+		cp, err := value.Copy(got)
+		if err != nil || !reflect.DeepEqual(cp, want) {
+			t.Errorf("%s: copied %#v (%v), want %#v", tc.lua, cp, err, want)
+		}
+	}
+	// A reply {status, headers, body} is one allocation a table, where
+	// maps were two (TestToGoAllocations).
+	if err := L.DoString(`reply = {status = 200, headers = {["x-echo"] = "yes"}, body = "0123456789"}`); err != nil {
+		t.Fatal(err)
+	}
+	reply := L.GetGlobal("reply")
+	if a := testing.AllocsPerRun(200, func() {
+		if _, err := ToGoRecordAt(reply, "reply"); err != nil {
+			t.Fatal(err)
+		}
+	}); a > 2 {
+		t.Errorf("%.0f allocations, want at most 2", a)
+	}
+}
+
+// countRecords counts the value.Records in v.
+func countRecords(v any) int {
+	switch x := v.(type) {
+	case value.Record:
+		n := 1
+		for i := range x.Len() {
+			_, e := x.Field(i)
+			n += countRecords(e)
+		}
+		return n
+	case []any:
+		n := 0
+		for _, e := range x {
+			n += countRecords(e)
+		}
+		return n
+	case map[any]any:
+		n := 0
+		for _, e := range x {
+			n += countRecords(e)
+		}
+		return n
+	case map[string]any:
+		n := 0
+		for _, e := range x {
+			n += countRecords(e)
+		}
+		return n
+	}
+	return 0
 }

@@ -134,7 +134,11 @@ func msgReply(L *lua.LState) int {
 	if L.GetTop() >= 3 && L.Get(3) != lua.LNil {
 		rej = errorFromLua(L, L.Get(3))
 	} else {
-		v, cerr = ToGoAt(L.Get(2), "reply")
+		if msg := m.r.Message(); msg.AcceptsRecord() {
+			v, cerr = ToGoRecordAt(L.Get(2), "reply") // an HTTP route's ask
+		} else {
+			v, cerr = ToGoAt(L.Get(2), "reply")
+		}
 		if cerr != nil {
 			if !m.r.CanReply() {
 				return ReturnError(L, cerr)

@@ -2,6 +2,7 @@ package lua
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 	"unsafe"
@@ -176,4 +177,46 @@ return { main = function()
   return "ok"
 end }`)
 	h.Check(e)
+}
+
+// TestReplyIsARecordForAnAskerThatTakesOne: msg:reply gives a table as a
+// value.Record to an asker whose call said it takes one
+// (process.Call.AcceptRecord: an HTTP route), and as maps to every other.
+func TestReplyIsARecordForAnAskerThatTakesOne(t *testing.T) {
+	h := newHarness(t)
+	e := h.Entry("replier", `
+return { main = function()
+  local inbox = process.inbox()
+  for _ = 1, 2 do
+    local msg = inbox:receive()
+    assert(msg:reply({status = 200, headers = {["x-a"] = "b"}, body = msg:payload()}))
+  end
+end }`)
+	pid := h.Spawn(e)
+	for _, record := range []bool{true, false} {
+		c := process.NewCall()
+		if record {
+			c.AcceptRecord()
+		}
+		if err := h.Node.Send(pid, c.MessageWithin(process.Message{Topic: "t", Payload: "x"}, time.Minute)); err != nil {
+			t.Fatal(err)
+		}
+		r, err := c.Wait(time.Minute, nil)
+		if err != nil || r.Err != nil {
+			t.Fatalf("ask: %v, %v", err, r.Err)
+		}
+		_, isRecord := r.Value.(value.Record)
+		_, isMap := r.Value.(map[string]any)
+		if isRecord != record || isMap == record {
+			t.Fatalf("accepting a record %v: reply %T", record, r.Value)
+		}
+		cp, err := value.Copy(r.Value)
+		want := map[string]any{"status": 200.0, "headers": map[string]any{"x-a": "b"}, "body": "x"}
+		if err != nil || !reflect.DeepEqual(cp, want) {
+			t.Fatalf("reply %#v, want %#v", cp, want)
+		}
+	}
+	if ex := h.Wait(pid, time.Minute); ex.Err != nil {
+		t.Fatal(ex.Err)
+	}
 }

@@ -25,6 +25,7 @@ type askRef struct {
 	ch       chan askResult
 	timer    *time.Timer // fires expire; armed by Wait
 	wake     *Proc       // notified when the call settles; see WakeOnSettle
+	record   atomic.Bool // the caller takes a value.Record reply; see AcceptRecord
 }
 
 // beforeExpire, set only by tests, runs as an ask's timer fires, before
@@ -53,6 +54,7 @@ func (r *askRef) expire() {
 // release puts r back in the pool, holding no process.
 func (r *askRef) release() {
 	r.wake = nil
+	r.record.Store(false)
 	askPool.Put(r)
 }
 
@@ -75,6 +77,13 @@ func (r *askRef) Settle(token uint64, from PID, v any, err error) bool {
 		wake.Notify()
 	}
 	return true
+}
+
+// AcceptsRecord implements RecordAcceptor: the current call, token, said
+// it takes a value.Record (AcceptRecord). A late replier may read the next
+// call's word; its reply is dropped all the same.
+func (r *askRef) AcceptsRecord(token uint64) bool {
+	return r.state.Load() == token && r.record.Load()
 }
 
 // Reply is what settled an ask: the value, the process that replied, and
@@ -136,6 +145,12 @@ func (c Call) take() Reply {
 // looks with Poll when it goes on, and ends the call with Abandon when it
 // gives up. Call it before the message is delivered.
 func (c Call) WakeOnSettle(h *Proc) { c.r.wake = h }
+
+// AcceptRecord says that c's caller takes a value.Record as the reply
+// wherever a map[string]any would be (Message.AcceptsRecord): a replier
+// that has the reply in another form (a Lua table) lists its fields
+// instead of building a map. Call it before the message is delivered.
+func (c Call) AcceptRecord() { c.r.record.Store(true) }
 
 // Poll returns the reply that settled c, and releases c; ok is false while
 // c is not settled.

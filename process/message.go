@@ -114,6 +114,23 @@ func (m *Message) Deadline() (deadline time.Time, ok bool) {
 	return time.Time{}, false
 }
 
+// A RecordAcceptor is a ReplyTarget whose asker may take a value.Record as
+// the reply wherever a map[string]any would be (see Call.AcceptRecord).
+type RecordAcceptor interface {
+	AcceptsRecord(token uint64) bool
+}
+
+// AcceptsRecord reports whether the asker of m takes a value.Record reply
+// (value.Copy gives its map); false for a tell and for every asker that
+// did not say so, which gets maps.
+func (m *Message) AcceptsRecord() bool {
+	if m.reply == nil {
+		return false
+	}
+	a, ok := m.reply.target.(RecordAcceptor)
+	return ok && a.AcceptsRecord(m.reply.token)
+}
+
 // CanReply reports whether m has a reply target (it came from an ask, or a
 // tell that named one).
 func (m *Message) CanReply() bool { return m.reply != nil }

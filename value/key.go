@@ -25,7 +25,7 @@ func Key(payload any) (key string, ok bool) {
 		}
 		return "", false
 	case Record:
-		if k, found := field(x, "key"); found {
+		if k, found := RecordField(x, "key"); found {
 			return scalarKey(k)
 		}
 		return "", false

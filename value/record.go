@@ -28,8 +28,9 @@ type BoxedRecord interface {
 	FieldBox(i int) (key any, v any)
 }
 
-// field returns the value of r's field named key.
-func field(r Record, key string) (any, bool) {
+// RecordField returns the value of r's field named key, as a map's
+// index would.
+func RecordField(r Record, key string) (any, bool) {
 	for i := range r.Len() {
 		if k, v := r.Field(i); k == key {
 			return v, true

@@ -99,7 +99,7 @@ end }
 `
 
 // startBench runs config with its Lua processes running benchLua.
-func startBench(b *testing.B, config string) *node {
+func startBench(b testing.TB, config string) *node {
 	dir := b.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "bench.lua"), []byte(benchLua), 0o644); err != nil {
 		b.Fatal(err)
@@ -305,19 +305,7 @@ func BenchmarkHTTPServe(b *testing.B) {
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			srv := startBench(b, tc.config).server("app:web")
-			serve := func() {
-				// What net/http's server makes of the clients' request.
-				w := discard{h: nethttp.Header{}}
-				r := &nethttp.Request{Method: "POST", URL: &url.URL{Path: tc.path}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
-					Header: nethttp.Header{"Content-Type": {"text/plain"}, "User-Agent": {"Go-http-client/1.1"},
-						"Accept-Encoding": {"gzip"}, "Content-Length": {"64"}},
-					Body: io.NopCloser(bytes.NewReader(benchBody)), ContentLength: int64(len(benchBody)),
-					Host: "127.0.0.1:8090", RemoteAddr: "127.0.0.1:40000", RequestURI: tc.path}
-				srv.ServeHTTP(&w, r)
-				if w.code != 200 || w.n != len(benchBody) {
-					b.Errorf("%d, %d bytes", w.code, w.n)
-				}
-			}
+			serve := func() { serveEcho(b, srv, tc.path) }
 			b.Run("serial", func(b *testing.B) {
 				b.ReportAllocs()
 				for b.Loop() {
@@ -334,6 +322,21 @@ func BenchmarkHTTPServe(b *testing.B) {
 				})
 			})
 		})
+	}
+}
+
+// serveEcho serves srv one echo request to path as net/http's server
+// makes it of the clients' request, and checks the response.
+func serveEcho(tb testing.TB, srv nethttp.Handler, path string) {
+	w := discard{h: nethttp.Header{}}
+	r := &nethttp.Request{Method: "POST", URL: &url.URL{Path: path}, Proto: "HTTP/1.1", ProtoMajor: 1, ProtoMinor: 1,
+		Header: nethttp.Header{"Content-Type": {"text/plain"}, "User-Agent": {"Go-http-client/1.1"},
+			"Accept-Encoding": {"gzip"}, "Content-Length": {"64"}},
+		Body: io.NopCloser(bytes.NewReader(benchBody)), ContentLength: int64(len(benchBody)),
+		Host: "127.0.0.1:8090", RemoteAddr: "127.0.0.1:40000", RequestURI: path}
+	srv.ServeHTTP(&w, r)
+	if w.code != 200 || w.n != len(benchBody) || w.h.Get("X-Echo") != "yes" {
+		tb.Errorf("%d, %d bytes, X-Echo %q", w.code, w.n, w.h.Get("X-Echo"))
 	}
 }
 

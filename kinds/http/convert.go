@@ -344,6 +344,9 @@ func replyInto(v any, h nethttp.Header) (Response, error) {
 		resp, err = tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), h)
 	case map[any]any:
 		resp, err = tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), h)
+	case value.Record:
+		// A Lua handler's reply to a route's ask (route.call accepts one).
+		resp, err = tableResponse(func(k string) (any, bool) { return value.RecordField(x, k) }, x.Len(), h)
 	default:
 		return Response{}, value.NewError(value.KindInternal, "the handler replied with %s; want a table {status=, headers=, body=} or a string", typeName(v))
 	}
@@ -469,6 +472,15 @@ func replyHeaders(dst nethttp.Header, h any) error {
 				return err
 			}
 		}
+	case value.Record:
+		if err := tooMany(x.Len()); err != nil {
+			return err
+		}
+		for i := range x.Len() {
+			if err := add(x.Field(i)); err != nil {
+				return err
+			}
+		}
 	case map[any]any:
 		if err := tooMany(len(x)); err != nil {
 			return err
@@ -500,7 +512,7 @@ func typeName(v any) string {
 		return "a string"
 	case []any:
 		return "a list"
-	case map[string]any, map[any]any:
+	case map[string]any, map[any]any, value.Record:
 		return "a table"
 	case *value.Error:
 		return "an error"

@@ -111,17 +111,40 @@ func TestReplyResponse(t *testing.T) {
 		{nil, 0, "", "", "replied with nil"},
 	}
 	for _, c := range cases {
-		r, err := ReplyResponse(c.reply)
-		if c.err != "" {
-			if err == nil || !strings.Contains(err.Error(), c.err) || value.KindOf(err) != value.KindInternal {
-				t.Errorf("%v: %v, want %q", c.reply, err, c.err)
+		// A Lua handler's table reaches a route as a value.Record (its
+		// ask takes one): the same response, or the same error.
+		for _, reply := range []any{c.reply, asRecord(c.reply)} {
+			r, err := ReplyResponse(reply)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) || value.KindOf(err) != value.KindInternal {
+					t.Errorf("%#v: %v, want %q", reply, err, c.err)
+				}
+				continue
 			}
-			continue
-		}
-		if err != nil || r.Status != c.status || r.Header.Get("Content-Type") != c.ctype || r.Body != c.body {
-			t.Errorf("%v: %+v %v", c.reply, r, err)
+			if err != nil || r.Status != c.status || r.Header.Get("Content-Type") != c.ctype || r.Body != c.body {
+				t.Errorf("%#v: %+v %v", reply, r, err)
+			}
 		}
 	}
+}
+
+// asRecord is v with each map[string]any in it a value.Record.
+func asRecord(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		r := &record{}
+		for k, e := range x {
+			r.fs = append(r.fs, field{k, asRecord(e)})
+		}
+		return r
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = asRecord(e)
+		}
+		return out
+	}
+	return v
 }
 
 // FuzzRequestPayload: whatever a client sends, the payload is a value
@@ -174,6 +197,10 @@ func FuzzReplyResponse(f *testing.F) {
 		}
 		reply := map[string]any{"status": status, "headers": map[string]any{hname: hval}, "body": b}
 		r, err := ReplyResponse(reply)
+		rr, rerr := ReplyResponse(asRecord(reply))
+		if (err == nil) != (rerr == nil) || err == nil && (rr.Status != r.Status || rr.Body != r.Body || !reflect.DeepEqual(rr.Header, r.Header)) {
+			t.Fatalf("as a Record: %+v, %v; as a map: %+v, %v", rr, rerr, r, err)
+		}
 		if err != nil {
 			if value.KindOf(err) != value.KindInternal {
 				t.Fatalf("kind %s: %v", value.KindOf(err), err)
@@ -237,6 +264,15 @@ func TestReplyIntoAllocations(t *testing.T) {
 	// stack).
 	if a > 3 {
 		t.Errorf("%.0f allocations, want at most 3", a)
+	}
+	// As much for the reply as a Record.
+	rec := asRecord(reply)
+	if a := testing.AllocsPerRun(200, func() {
+		if _, err := replyInto(rec, nethttp.Header{}); err != nil {
+			t.Fatal(err)
+		}
+	}); a > 3 {
+		t.Errorf("as a Record: %.0f allocations, want at most 3", a)
 	}
 }
 

@@ -215,8 +215,9 @@ func (rt *route) ask(ctx context.Context, payload value.Record) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		v, _, err := r.AskContext(ctx, m, spec.Timeout)
-		return v, err
+		// Routed with the route's own call, whose reply target the
+		// router hands on (Send): so the reply may be a Record too.
+		return rt.callWithin(ctx, m, r.CallerTimeout(spec.Timeout), r.Send)
 	case partitionKind:
 		sup, err := registry.Find[*supervisor.Supervisor](env, "supervisor", string(spec.To), supervisor.KindPartition)
 		if err != nil {
@@ -243,8 +244,15 @@ func (rt *route) askPID(ctx context.Context, pid process.PID, m process.Message)
 // call sends m, as an ask, by send, and waits for the reply as askPID
 // says.
 func (rt *route) call(ctx context.Context, m process.Message, send func(process.Message) error) (any, error) {
-	timeout := rt.spec.Timeout
+	return rt.callWithin(ctx, m, rt.spec.Timeout, send)
+}
+
+// callWithin is call with the wait's timeout. The reply may be a
+// value.Record (a Lua handler's table; replyInto reads it): no Go map is
+// built only to be read once.
+func (rt *route) callWithin(ctx context.Context, m process.Message, timeout time.Duration, send func(process.Message) error) (any, error) {
 	c := process.NewCall()
+	c.AcceptRecord()
 	if err := send(c.MessageWithin(m, timeout)); err != nil {
 		r, err := c.Abandon(err)
 		if err != nil {

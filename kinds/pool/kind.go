@@ -120,6 +120,10 @@ type Router interface {
 	PID() process.PID
 	Send(m process.Message) error
 	AskContext(ctx context.Context, m process.Message, timeout time.Duration) (any, process.PID, error)
+	// CallerTimeout is how long a caller that routes its own ask (Send
+	// with a reply target) waits for a timeout it was given (see
+	// Pool.CallerTimeout).
+	CallerTimeout(t time.Duration) time.Duration
 	Size() int
 	Routees() []string
 }
