@@ -13,7 +13,10 @@ func TestScriptDeadLetters(t *testing.T) {
 	h.Entry("server", `
 return { main = function()
   local msg = process.inbox():receive()
-  time.sleep(50)
+  -- Far past the asker's 10 ms: a reply that finds the ask still
+  -- waiting (its alarm late under load) is taken, as Erlang's receive
+  -- takes a reply that came before its after-timer ran.
+  time.sleep(500)
   process.send(msg:payload(), "settled", msg:reply("too late"))
   time.sleep(100000)
 end }`)
