@@ -24,6 +24,7 @@ import (
 	"github.com/proctor-run/proctor/internal/readfile"
 	"github.com/proctor-run/proctor/internal/suggest"
 	"github.com/proctor-run/proctor/registry"
+	"github.com/proctor-run/proctor/value"
 )
 
 // Config is a loaded, validated configuration.
@@ -223,8 +224,14 @@ type load struct {
 	decode registry.DecoderOptions // what the entries' decoders ask of this load
 }
 
+// maxFailMsg bounds what a load error quotes of the file: a message quotes
+// a scalar, a name or a value, and a 4 MiB file given where a config was
+// expected (runner validate app.lua) was one scalar, quoted whole.
+const maxFailMsg = 4 << 10
+
 func (ld *load) fail(pos registry.Pos, entry registry.ID, field, format string, args ...any) {
-	ld.errs = append(ld.errs, &registry.FieldError{Pos: pos, Entry: entry, Field: field, Msg: fmt.Sprintf(format, args...)})
+	msg := value.Clip(fmt.Sprintf(format, args...), maxFailMsg)
+	ld.errs = append(ld.errs, &registry.FieldError{Pos: pos, Entry: entry, Field: field, Msg: msg})
 }
 
 // failRead records that a file could not be read, keeping the cause, so

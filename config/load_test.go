@@ -112,6 +112,8 @@ func TestLoadMistakes(t *testing.T) {
 		{"whitespace only", "  \n\n", "c.yaml:1:1: empty file"},
 		{"comment only", "# nothing\n", "c.yaml:1:1: empty file"},
 		{"scalar", "hello\n", `c.yaml:1:1: the file must be a mapping with namespace and entries, not the scalar "hello"`},
+		// a 4 MiB Lua file given as the config is one scalar: quoted in part
+		{"long scalar", strings.Repeat("do ", 1<<20) + "\n", `c.yaml:1:1: the file must be a mapping with namespace and entries, not the scalar "do do do`},
 		{"bad namespace", "namespace: App\n", `c.yaml:1:12: namespace: invalid namespace "App"`},
 		{"entries not a list", "namespace: a\nentries: {x: 1}\n", "c.yaml:2:10: entries: must be a list of entries"},
 		{"unknown top field", "namespace: a\nentrie: []\n", `c.yaml:2:1: entrie: unknown field (did you mean "entries"?)`},
@@ -155,6 +157,9 @@ func TestLoadMistakes(t *testing.T) {
 			}
 			if !strings.HasPrefix(err.Error(), "c.yaml") {
 				t.Fatalf("error does not name the file first: %v", err)
+			}
+			if n := len(err.Error()); n > maxFailMsg+100 {
+				t.Fatalf("an error of %d bytes: %.300s", n, err)
 			}
 		})
 	}

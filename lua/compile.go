@@ -64,8 +64,8 @@ func Compile(name string, src []byte) (*Compiled, error) {
 // where the reader must look ('{' on line 3, not the last line).
 func syntaxError(name string, src []byte, pe *parse.Error) error {
 	msg := strings.TrimSpace(pe.Message)
-	open, bad, lexErr := rescan(name, src)
 	eof := pe.Pos.Line == parse.EOF
+	open, bad, lexErr := rescan(name, src, pe.Pos, !eof)
 	switch {
 	case lexErr != nil && (eof || !before(pe.Pos, bad.Pos)):
 		// The parser's error is the scanner's, at the token that failed.
@@ -105,8 +105,10 @@ func before(a, b ast.Position) bool {
 // nesting cannot be followed), and the token the scanner failed on with
 // its error. Past parse.MaxSyntaxLevels open constructs it gives up (the
 // parser refuses a chunk nested that deep): a source of millions of '{'
-// would otherwise hold a token for each, gigabytes for 4 MiB.
-func rescan(name string, src []byte) (open *ast.Token, bad ast.Token, err error) {
+// would otherwise hold a token for each, gigabytes for 4 MiB. When stop is
+// set it ends past pos, where the parser failed: what follows cannot place
+// that error, and scanning megabytes more costs a token each.
+func rescan(name string, src []byte, pos ast.Position, stop bool) (open *ast.Token, bad ast.Token, err error) {
 	sc := parse.NewScanner(bytes.NewReader(src), name)
 	lx := &parse.Lexer{}
 	type opener struct {
@@ -121,6 +123,9 @@ func rescan(name string, src []byte) (open *ast.Token, bad ast.Token, err error)
 			return nil, tok, err
 		}
 		lx.PrevTokenType, lx.Token = tok.Type, tok
+		if stop && before(pos, tok.Pos) {
+			return nil, bad, nil
+		}
 		top := -1
 		if len(stack) > 0 {
 			top = stack[len(stack)-1].tok.Type

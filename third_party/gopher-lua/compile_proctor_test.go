@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/yuin/gopher-lua/ast"
 	"github.com/yuin/gopher-lua/parse"
 )
 
@@ -64,6 +65,30 @@ func concatChain(n int) string {
 	return `local a = "x" return a` + strings.Repeat(" .. a", n-1)
 }
 
+// concatChunk is concatChain(n) as a tree, built here: the parser refuses
+// more than 200 operands as C Lua does (patch 70), so only a tree built
+// by hand reaches the compiler with a longer chain.
+func concatChunk(t testing.TB, n int) []ast.Stmt {
+	chunk, err := parse.Parse(strings.NewReader(concatChain(2)), "chain")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ret := chunk[len(chunk)-1].(*ast.ReturnStmt)
+	operand := func() ast.Expr {
+		e := &ast.IdentExpr{Value: "a"}
+		e.SetLine(1)
+		return e
+	}
+	chain := operand()
+	for i := 1; i < n; i++ {
+		c := &ast.StringConcatOpExpr{Lhs: operand(), Rhs: chain}
+		c.SetLine(1)
+		chain = c
+	}
+	ret.Exprs = []ast.Expr{chain}
+	return chunk
+}
+
 // TestConcatChain: a chain of .. compiles in one loop (it was quadratic:
 // 100,000 operands took minutes to fail with "register overflow"); a chain
 // longer than the registers is refused at its line.
@@ -80,19 +105,18 @@ func TestConcatChain(t *testing.T) {
 	if err := L.DoString(`local a, b = "x", "y" local s = (a .. b) .. a .. (b .. a) assert(s == "xyxyx", s)`); err != nil {
 		t.Fatal(err)
 	}
-	if err := L.DoString(concatChain(1000)); err == nil || !strings.Contains(err.Error(), "line(1) <string>: too many operands of .. (1000)") {
+	// The parser refuses a longer chain, as luac5.1 does past 197 (patch 70)
+	if err := L.DoString(concatChain(1000)); err == nil || !strings.Contains(err.Error(), "chunk has too many syntax levels (more than 200 nested)") {
 		t.Fatalf("got %v", err)
 	}
-	// Only the compiler is timed: parsing 400,000 operands takes seconds
-	// of CPU under -race (its garbage), and more on a loaded machine,
-	// while the compiler takes about 10 ms (100 ms under -race) now; the
-	// quadratic one took minutes.
-	chunk, err := parse.Parse(strings.NewReader(concatChain(400_000)), "chain")
-	if err != nil {
-		t.Fatal(err)
+	if _, err := Compile(concatChunk(t, 1000), "chain"); err == nil || !strings.Contains(err.Error(), "line(1) chain: too many operands of .. (1000)") {
+		t.Fatalf("got %v", err)
 	}
+	// The compiler takes about 10 ms (100 ms under -race) now; the
+	// quadratic one took minutes.
+	chunk := concatChunk(t, 400_000)
 	start := time.Now()
-	_, err = Compile(chunk, "chain")
+	_, err := Compile(chunk, "chain")
 	if err == nil || !strings.Contains(err.Error(), "too many operands of .. (400000)") {
 		t.Fatalf("got %v", err)
 	}
@@ -105,13 +129,9 @@ func TestConcatChain(t *testing.T) {
 // ns/operand stays flat when the compiler is linear.
 func BenchmarkCompileConcatChain(b *testing.B) {
 	for _, n := range []int{1_000, 10_000, 100_000} {
-		src := concatChain(n)
+		chunk := concatChunk(b, n)
 		b.Run(fmt.Sprint(n), func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				chunk, err := parse.Parse(strings.NewReader(src), "chain")
-				if err != nil {
-					b.Fatal(err)
-				}
 				if _, err := Compile(chunk, "chain"); err == nil {
 					b.Fatal("compiled")
 				}
@@ -144,5 +164,65 @@ func TestDeepBracketsAreRefusedEarly(t *testing.T) {
 		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > 32<<20 {
 			t.Errorf("%q…: parsing allocated %d MB", open, alloc>>20)
 		}
+	}
+}
+
+// TestNestingAsLua51: the lexer refuses a chunk once more than 200
+// brackets, blocks, function bodies and pending operators are open
+// (patches 39 and 70). Each construct nests to the depth `luac5.1 -p`
+// accepts (its largest n, measured with Debian's lua5.1 5.1.5), and past
+// it is refused as C Lua refuses it. Chains C Lua parses in a loop stay
+// accepted up to patch 9's chain limit.
+func TestNestingAsLua51(t *testing.T) {
+	for _, tc := range []struct {
+		name                   string
+		head, open, mid, close string
+		lua51                  int // the largest n luac5.1 accepts
+	}{
+		{"minus", "return ", "- ", "1", "", 197},
+		{"not", "return ", "not ", "1", "", 197},
+		{"length", "return ", "#", "'a'", "", 197},
+		{"minus then pow", "return ", "-1^", "1", "", 98},
+		{"concat", "return 'a'", "..'a'", "", "", 197},
+		{"pow", "return 2", "^2", "", "", 197},
+		{"concat of calls", "local f return f''", "..f''", "", "", 197},
+		{"concat of functions", "return 'a'", "..function() end", "", "", 196},
+		{"functions", "return ", "function() return ", "1", " end", 98},
+		{"do", "", "do ", "", "end ", 198},
+		{"if", "local x ", "if x then ", "", "end ", 198},
+		{"while", "local x ", "while x do ", "", "end ", 198},
+		{"repeat", "local x ", "repeat ", "", "until x ", 198},
+		{"parens", "return ", "(", "1", ")", 197},
+		{"braces", "return ", "{", "", "}", 198},
+		{"index", "local a = {} return a", "[a", "", "]", 197},
+		// luac5.1 refuses 51: "main function has more than 200 local variables"
+		{"for", "", "for i = 1, 2 do ", "", "end ", 50},
+		// chains luac5.1 parses in a loop: it accepts 20,000, patch 9 10,000
+		{"sum", "return 1", "+1", "", "", 9000},
+		{"comparisons", "local x return x", "==x", "", "", 9000},
+		{"sum of negatives", "return 1", "+-1", "", "", 9000},
+		{"and not", "local x return x", " and not x", "", "", 9000},
+		{"fields", "local a return a", ".b", "", "", 9000},
+		{"calls", "local f return f", "()", "", "", 9000},
+		{"methods", "local a return a", ":b()", "", "", 9000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := func(n int) string {
+				return tc.head + strings.Repeat(tc.open, n) + tc.mid + strings.Repeat(tc.close, n)
+			}
+			chunk, err := parse.Parse(strings.NewReader(src(tc.lua51)), "nest.lua")
+			if err != nil {
+				t.Fatalf("n=%d, which luac5.1 accepts: %v", tc.lua51, err)
+			}
+			if _, err := Compile(chunk, "nest.lua"); err != nil {
+				t.Fatalf("n=%d, which luac5.1 accepts: %v", tc.lua51, err)
+			}
+			if tc.lua51 >= 200 {
+				return
+			}
+			if _, err := parse.Parse(strings.NewReader(src(201)), "nest.lua"); err == nil || !strings.Contains(err.Error(), "chunk has too many syntax levels (more than 200 nested)") {
+				t.Fatalf("n=201, which luac5.1 refuses: %v", err)
+			}
+		})
 	}
 }

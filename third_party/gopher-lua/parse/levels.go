@@ -162,7 +162,12 @@ func (w levels) expr(e ast.Expr, level, chain int) {
 		}
 		w.expr(e.Rhs, level+1, 0)
 	case *ast.RelationalOpExpr:
-		w.expr(e.Lhs, level+1, 0)
+		// a == b == c is a chain as in C Lua, not a level per operand
+		if l, ok := e.Lhs.(*ast.RelationalOpExpr); ok && l.Operator == e.Operator {
+			w.expr(l, level, chain+1)
+		} else {
+			w.expr(e.Lhs, level+1, 0)
+		}
 		w.expr(e.Rhs, level+1, 0)
 	case *ast.ArithmeticOpExpr:
 		if l, ok := e.Lhs.(*ast.ArithmeticOpExpr); ok && l.Operator == e.Operator {

@@ -456,12 +456,13 @@ type Lexer struct {
 	PNewLine      bool
 	Token         ast.Token
 	PrevTokenType int
-	// proctor: brackets is how many (, [ and { are open. Past
-	// MaxSyntaxLevels the chunk is refused at once: C Lua refuses it too
-	// (each bracket is a level of its parser's recursion), and the parser
-	// would hold every open bracket on its stack first (a 4 MiB source of
-	// "{{{{…" took 2.37 GB and 5 s before checkLevels refused the tree).
-	brackets int
+	// proctor: nesting is what the parser holds open (nesting.go). Past
+	// MaxSyntaxLevels open brackets, blocks, function bodies and pending
+	// operators the chunk is refused at once (patches 39 and 70): C Lua
+	// refuses it too, and the parser would hold every level on its stack
+	// first (a 4 MiB source of "{{{{…" took 2.37 GB and 5 s, of "- - - …"
+	// 1.1 GB, before checkLevels refused the tree).
+	nesting nesting
 }
 
 func (lx *Lexer) Lex(lval *yySymType) int {
@@ -475,16 +476,11 @@ func (lx *Lexer) Lex(lval *yySymType) int {
 	}
 	lval.token = tok
 	lx.Token = tok
-	switch tok.Type {
-	case '(', '[', '{':
-		if lx.brackets++; lx.brackets > MaxSyntaxLevels {
-			panic(&Error{
-				Pos:     ast.Position{Source: lx.scanner.Pos.Source, Line: tok.Pos.Line, Column: 1},
-				Message: fmt.Sprintf("chunk has too many syntax levels (more than %d nested)", MaxSyntaxLevels),
-			})
-		}
-	case ')', ']', '}':
-		lx.brackets--
+	if !lx.nesting.next(tok.Type) {
+		panic(&Error{
+			Pos:     ast.Position{Source: lx.scanner.Pos.Source, Line: tok.Pos.Line, Column: 1},
+			Message: fmt.Sprintf("chunk has too many syntax levels (more than %d nested)", MaxSyntaxLevels),
+		})
 	}
 	return int(tok.Type)
 }
@@ -498,7 +494,7 @@ func (lx *Lexer) TokenError(tok ast.Token, message string) {
 }
 
 func Parse(reader io.Reader, name string) (chunk []ast.Stmt, err error) {
-	lexer := &Lexer{NewScanner(reader, name), nil, false, ast.Token{Str: ""}, TNil, 0}
+	lexer := &Lexer{scanner: NewScanner(reader, name), Token: ast.Token{Str: ""}, PrevTokenType: TNil}
 	chunk = nil
 	defer func() {
 		if e := recover(); e != nil {
