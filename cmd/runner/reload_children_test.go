@@ -155,7 +155,11 @@ func TestReloadReachesEveryChild(t *testing.T) {
 		t.Fatalf("reload metrics before any reload:\n%s", m)
 	}
 	waitFor("start-up done", func() bool {
-		return strings.Contains(r.logs(), `"msg":"started"`) && strings.Contains(r.logs(), `"msg":"lobby ready"`) && len(rooms()) == 3
+		// "service up" is the service's own line, from its main: it can
+		// come just after the runner's "started", which follows the
+		// entry's start, not its script's first line.
+		logs := r.logs()
+		return strings.Contains(logs, `"msg":"started"`) && strings.Contains(logs, `"msg":"lobby ready"`) && strings.Contains(logs, `"msg":"service up"`) && len(rooms()) == 3
 	})
 	logs := r.logs()
 	if i, j := strings.Index(logs, `"msg":"migrated"`), strings.Index(logs, `"msg":"service up"`); i < 0 || j < 0 || j < i {
