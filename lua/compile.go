@@ -47,6 +47,12 @@ func Compile(name string, src []byte) (*Compiled, error) {
 		if errors.As(err, &ce) && ce.Line > 0 {
 			return nil, fmt.Errorf("%s:%d: %s", name, ce.Line, ce.Message)
 		}
+		if ce != nil {
+			// Line 0 is the main chunk's (its LineDefined): the error's
+			// own text would say "compile error near line(0)" and the
+			// chunk's name twice.
+			return nil, fmt.Errorf("%s: the main chunk: %s", name, ce.Message)
+		}
 		return nil, fmt.Errorf("%s: %w", name, err)
 	}
 	c := &Compiled{Name: name, Proto: proto}

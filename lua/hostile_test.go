@@ -75,6 +75,18 @@ func TestSourceNestingIsBounded(t *testing.T) {
 // refuses them in the lexer), and Compile's rescan then read every token to
 // the end of the source. What Compile allocates to refuse each is a small
 // multiple of the source.
+// A compile error in the main chunk, which the compiler places at line 0
+// (its LineDefined), names the file and the main chunk once, not as
+// "compile error near line(0) f.lua: ...". luac5.1 refuses the same
+// source ("main function has more than 200 local variables").
+func TestMainChunkCompileError(t *testing.T) {
+	src := strings.Repeat("for i = 1, 2 do ", 60) + strings.Repeat("end ", 60)
+	_, err := Compile("locals.lua", []byte(src))
+	if err == nil || err.Error() != "locals.lua: the main chunk: too many local variables" {
+		t.Fatalf("got %v", err)
+	}
+}
+
 func TestDeepSourceIsRefusedCheaply(t *testing.T) {
 	const size = 4 << 20
 	// fill repeats open up to size bytes and closes what it opened.

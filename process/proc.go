@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime/debug"
 )
@@ -147,14 +148,28 @@ func (p *process) runFunc(fn ProcFunc) {
 	h := &Proc{p}
 	var e Exit
 	suspended := false
+	// goexit stays set when fn neither returns nor panics: it called
+	// runtime.Goexit. The process ends all the same (it stayed in the
+	// process table for good, its links and monitors never told), and the
+	// goroutine ends with it: a worker is not pending, so the pool does
+	// not miss it.
+	goexit := true
+	defer func() {
+		if goexit {
+			p.node.log.Error("process called runtime.Goexit", "pid", p.pid.String())
+			p.endRun(Exit{Err: errGoexit})
+		}
+	}()
 	func() {
 		defer func() {
 			if r := recover(); r != nil {
+				goexit = false
 				p.node.log.Error("process panicked", "pid", p.pid.String(), "panic", r, "stack", string(debug.Stack()))
 				e = Exit{Err: fmt.Errorf("panic: %v", r)}
 			}
 		}()
 		v, err := fn(h)
+		goexit = false
 		if err == ErrSuspended {
 			// fn goes on at the next wake-up, perhaps already.
 			suspended = true
@@ -165,6 +180,15 @@ func (p *process) runFunc(fn ProcFunc) {
 	if suspended {
 		return
 	}
+	p.endRun(e)
+}
+
+// errGoexit is the exit reason of a process whose function called
+// runtime.Goexit.
+var errGoexit = errors.New("the process's function called runtime.Goexit")
+
+// endRun ends the process with e, what its function's last run returned.
+func (p *process) endRun(e Exit) {
 	p.node.returned(p, &p.ext.Load().run)
 	e = p.exitReason(e)
 	p.finish(e)

@@ -2,6 +2,7 @@ package process
 
 import (
 	"runtime"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +114,28 @@ func TestIdleWorkersEnd(t *testing.T) {
 		workers.mu.Unlock()
 		return idle == 0 && runtime.NumGoroutine() <= before
 	})
+}
+
+// A ProcFunc that calls runtime.Goexit ends its process, with an error
+// that says so, as a panic does: it stayed in the process table for good
+// (Done never closed), and the runs after it still start.
+func TestGoexitEndsTheProcess(t *testing.T) {
+	n := NewNode(Options{Name: "t"})
+	pid, err := n.SpawnFunc(func(*Proc) (any, error) { runtime.Goexit(); return nil, nil }, SpawnOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done, exit, ok := n.Done(pid)
+	if ok {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("a process whose function called runtime.Goexit never exited (%d processes)", n.Count())
+		}
+		if e := exit(); e.Err == nil || !strings.Contains(e.Err.Error(), "runtime.Goexit") {
+			t.Fatalf("exit %+v, want an error naming runtime.Goexit", e)
+		}
+	}
+	testutil.Eventually(t, "the process table to empty", func() bool { return n.Count() == 0 })
+	spawnWait(t, n, func(*Proc) (any, error) { return nil, nil })
 }

@@ -45,6 +45,12 @@ func TestSyntaxLevels(t *testing.T) {
 		{"parens_ok", "return " + deep("(", "1", ")", 190), ""},
 		{"parens", "return " + deep("(", "1", ")", 1_000_000), "chunk has too many syntax levels"},
 		{"indexes", "local t = {} return t" + strings.Repeat("[t", 300) + strings.Repeat("]", 300), "chunk has too many syntax levels"},
+		// A left operand is read at its operator's level, as C Lua reads
+		// it: luac5.1 accepts 90 brackets of this (a level or two each),
+		// which counting each left operand of another operator as a level
+		// refused past 28.
+		{"left_operands_ok", "local x = 1 return " + deep("(", "x", `^1*1+1 .. "" < "1" and 1 or 1)`, 90), ""},
+		{"left_operands", "local x = 1 return " + deep("(", "x", `^1*1+1 .. "" < "1" and 1 or 1)`, 300), "chunk has too many syntax levels"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			L := NewState()

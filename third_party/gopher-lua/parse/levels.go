@@ -154,27 +154,23 @@ func (w levels) expr(e ast.Expr, level, chain int) {
 			w.expr(e.Receiver, level, chain+1)
 		}
 		w.exprs(e.Args, level+1)
+	// The left operand of a binary operator is read at the operator's
+	// own level, as C Lua's subexpr reads it before the operator (a + b
+	// + c, a * b + c, (x ^ y * z) + w): a link of a chain, not a level.
+	// Only the right operand is a level deeper. Counting a left operand
+	// of another operator as a level refused what luac5.1 accepts:
+	// thirty brackets of (x ^ 1 * 1 + 1 .. 1 < 1 and 1 or 1) made 210
+	// levels of a tree that C Lua parses 60 deep. The brackets are
+	// counted by the lexer (nesting.go); a left spine of any length is
+	// bounded by MaxChainLength, so the compiler's recursion is too.
 	case *ast.LogicalOpExpr:
-		if l, ok := e.Lhs.(*ast.LogicalOpExpr); ok && l.Operator == e.Operator {
-			w.expr(l, level, chain+1)
-		} else {
-			w.expr(e.Lhs, level+1, 0)
-		}
+		w.expr(e.Lhs, level, chain+1)
 		w.expr(e.Rhs, level+1, 0)
 	case *ast.RelationalOpExpr:
-		// a == b == c is a chain as in C Lua, not a level per operand
-		if l, ok := e.Lhs.(*ast.RelationalOpExpr); ok && l.Operator == e.Operator {
-			w.expr(l, level, chain+1)
-		} else {
-			w.expr(e.Lhs, level+1, 0)
-		}
+		w.expr(e.Lhs, level, chain+1)
 		w.expr(e.Rhs, level+1, 0)
 	case *ast.ArithmeticOpExpr:
-		if l, ok := e.Lhs.(*ast.ArithmeticOpExpr); ok && l.Operator == e.Operator {
-			w.expr(l, level, chain+1)
-		} else {
-			w.expr(e.Lhs, level+1, 0)
-		}
+		w.expr(e.Lhs, level, chain+1)
 		w.expr(e.Rhs, level+1, 0)
 	case *ast.StringConcatOpExpr:
 		// The compiler handles a chain of .. in one loop (see
