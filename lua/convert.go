@@ -284,20 +284,12 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 }
 
 // tableRecord is a table with only string keys copied as a value.Record
-// (ToGoRecordAt): one allocation for up to len(small) fields, where a map
-// of as many is two and about twice the bytes.
+// (ToGoRecordAt): its value.Fields and room for a few in one allocation,
+// where a map of as many is two and about twice the bytes.
 type tableRecord struct {
-	fs    []recordField
-	small [4]recordField
+	fs    value.Fields
+	small [4]value.Field
 }
-
-type recordField struct {
-	key string
-	v   any
-}
-
-func (r *tableRecord) Len() int                  { return len(r.fs) }
-func (r *tableRecord) Field(i int) (string, any) { return r.fs[i].key, r.fs[i].v }
 
 // record copies t, a table of n string keys, as a tableRecord.
 func (c *toGo) record(t *lua.LTable, n, depth int) (any, error) {
@@ -305,7 +297,7 @@ func (c *toGo) record(t *lua.LTable, n, depth int) (any, error) {
 	if n <= len(out.small) {
 		out.fs = out.small[:0]
 	} else {
-		out.fs = make([]recordField, 0, n)
+		out.fs = make(value.Fields, 0, n)
 	}
 	var err error
 	t.ForEachString(func(k string, lv lua.LValue) {
@@ -314,12 +306,12 @@ func (c *toGo) record(t *lua.LTable, n, depth int) (any, error) {
 		}
 		var v any
 		v, err = c.at(step{name: k}, lv, depth)
-		out.fs = append(out.fs, recordField{k, v})
+		out.fs = append(out.fs, value.Field{Key: k, Value: v})
 	})
 	if err != nil {
 		return nil, err
 	}
-	return out, nil
+	return &out.fs, nil // a pointer into out: the one allocation
 }
 
 // at copies lv, one step s down from a table at depth.

@@ -28,6 +28,20 @@ type BoxedRecord interface {
 	FieldBox(i int) (key any, v any)
 }
 
+// Fields is a Record held as a list of its fields (a pointer to it is the
+// Record): the form for a sender that collects fields one by one, such as
+// a converter from another table form. Its keys must be distinct.
+type Fields []Field
+
+// Field is one of Fields: a key and its Value.
+type Field struct {
+	Key   string
+	Value any
+}
+
+func (f *Fields) Len() int                  { return len(*f) }
+func (f *Fields) Field(i int) (string, any) { return (*f)[i].Key, (*f)[i].Value }
+
 // RecordField returns the value of r's field named key, as a map's
 // index would.
 func RecordField(r Record, key string) (any, bool) {

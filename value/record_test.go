@@ -6,27 +6,16 @@ import (
 	"testing"
 )
 
-// fields is a Record for the tests: the fields of a map, in a slice.
-type fields []struct {
-	k string
-	v any
-}
-
-func (f fields) Len() int                  { return len(f) }
-func (f fields) Field(i int) (string, any) { return f[i].k, f[i].v }
-
-func recordOf(m map[string]any) fields {
-	var f fields
+// recordOf is m as Fields, its maps as Fields too, at any depth.
+func recordOf(m map[string]any) *Fields {
+	var f Fields
 	for k, v := range m {
 		if sub, ok := v.(map[string]any); ok {
 			v = recordOf(sub)
 		}
-		f = append(f, struct {
-			k string
-			v any
-		}{k, v})
+		f = append(f, Field{Key: k, Value: v})
 	}
-	return f
+	return &f
 }
 
 // TestRecordIsItsMap: a Record is the same Value as the map[string]any of

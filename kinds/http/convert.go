@@ -57,9 +57,9 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		return nil, err
 	}
 	p := &payload{method: methodValue(r.Method), path: path, query: q, body: body, remote: r.RemoteAddr}
-	p.params.fs = p.paramFields[:0]
+	p.params = p.paramFields[:0]
 	for _, name := range params {
-		p.params.fs = append(p.params.fs, field{name, r.PathValue(name)})
+		p.params = append(p.params, value.Field{Key: name, Value: r.PathValue(name)})
 	}
 	p.headers.fs = headerFields(p.headerFields[:0], r)
 	if key != nil {
@@ -77,9 +77,9 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 // fields (more spill into a slice of their own).
 type payload struct {
 	method, path, query, body, remote, key any // key: nil when the route has none
-	params                                 record
+	params                                 value.Fields
 	headers                                boxedRecord
-	paramFields                            [2]field
+	paramFields                            [2]value.Field
 	headerFields                           [8]boxedField
 }
 
@@ -122,17 +122,6 @@ func (p *payload) FieldBox(i int) (any, any) {
 	return payloadKeys[i], v
 }
 
-// A record is a value.Record: a table's fields.
-type record struct{ fs []field }
-
-type field struct {
-	key string
-	v   any
-}
-
-func (r *record) Len() int                  { return len(r.fs) }
-func (r *record) Field(i int) (string, any) { return r.fs[i].key, r.fs[i].v }
-
 // A boxedRecord is a value.BoxedRecord: the headers, whose common names
 // are boxed once (lowerNames).
 type boxedRecord struct{ fs []boxedField }
@@ -148,7 +137,7 @@ func (r *boxedRecord) FieldBox(i int) (any, any) { return r.fs[i].key, r.fs[i].v
 
 // noFields is the empty record (of a request with no query). Nothing
 // changes a record once made.
-var noFields = &record{}
+var noFields = &value.Fields{}
 
 // headerFields appends r's headers to fs: lower-case names, the values of
 // a name given several times joined with ", ", and host (r.Host, which

@@ -132,9 +132,9 @@ func TestReplyResponse(t *testing.T) {
 func asRecord(v any) any {
 	switch x := v.(type) {
 	case map[string]any:
-		r := &record{}
+		r := &value.Fields{}
 		for k, e := range x {
-			r.fs = append(r.fs, field{k, asRecord(e)})
+			*r = append(*r, value.Field{Key: k, Value: asRecord(e)})
 		}
 		return r
 	case []any:
