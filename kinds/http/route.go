@@ -217,7 +217,7 @@ func (rt *route) ask(ctx context.Context, payload value.Record) (any, error) {
 		}
 		// Routed with the route's own call, whose reply target the
 		// router hands on (Send): so the reply may be a Record too.
-		return rt.callWithin(ctx, m, r.CallerTimeout(spec.Timeout), r.Send)
+		return rt.call(ctx, m, r.CallerTimeout(spec.Timeout), r.Send)
 	case partitionKind:
 		sup, err := registry.Find[*supervisor.Supervisor](env, "supervisor", string(spec.To), supervisor.KindPartition)
 		if err != nil {
@@ -238,19 +238,14 @@ func (rt *route) ask(ctx context.Context, payload value.Record) (any, error) {
 
 // askPID asks pid, giving up at the route's timeout or when ctx ends.
 func (rt *route) askPID(ctx context.Context, pid process.PID, m process.Message) (any, error) {
-	return rt.call(ctx, m, func(m process.Message) error { return rt.s.node.Send(pid, m) })
+	return rt.call(ctx, m, rt.spec.Timeout, func(m process.Message) error { return rt.s.node.Send(pid, m) })
 }
 
-// call sends m, as an ask, by send, and waits for the reply as askPID
-// says.
-func (rt *route) call(ctx context.Context, m process.Message, send func(process.Message) error) (any, error) {
-	return rt.callWithin(ctx, m, rt.spec.Timeout, send)
-}
-
-// callWithin is call with the wait's timeout. The reply may be a
-// value.Record (a Lua handler's table; replyInto reads it): no Go map is
-// built only to be read once.
-func (rt *route) callWithin(ctx context.Context, m process.Message, timeout time.Duration, send func(process.Message) error) (any, error) {
+// call sends m, as an ask, by send, and waits for the reply at most
+// timeout (the route's, or a router's for it) or until ctx ends. The
+// reply may be a value.Record (a Lua handler's table; replyInto reads
+// it): no Go map is built only to be read once.
+func (rt *route) call(ctx context.Context, m process.Message, timeout time.Duration, send func(process.Message) error) (any, error) {
 	c := process.NewCall()
 	c.AcceptRecord()
 	if err := send(c.MessageWithin(m, timeout)); err != nil {

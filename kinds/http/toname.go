@@ -16,7 +16,7 @@ func (rt *route) askName(ctx context.Context, m process.Message) (any, error) {
 	dest := rt.spec.ToName
 	if name, node, ok := process.SplitNodeName(dest); ok {
 		if node != rt.s.node.Name() {
-			return rt.call(ctx, m, func(m process.Message) error { return rt.s.node.SendName(node, name, m) })
+			return rt.call(ctx, m, rt.spec.Timeout, func(m process.Message) error { return rt.s.node.SendName(node, name, m) })
 		}
 		dest = name
 	}
