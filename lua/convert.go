@@ -66,7 +66,7 @@ type toGo struct {
 	more  []step
 	depth int
 
-	records bool // string-keyed tables become tableRecords (ToGoRecordAt)
+	records bool // string-keyed tables become value.Fields (ToGoRecordAt)
 }
 
 type seenTable struct {
@@ -283,22 +283,61 @@ func (c *toGo) table(t *lua.LTable, depth int) (any, error) {
 	return out, nil
 }
 
-// tableRecord is a table with only string keys copied as a value.Record
-// (ToGoRecordAt): its value.Fields and room for a few in one allocation,
-// where a map of as many is two and about twice the bytes.
-type tableRecord struct {
+// A table with only string keys copied as a value.Record (ToGoRecordAt)
+// is a value.Fields and room for its fields in one allocation, sized for
+// them (up to eight: 64 bytes for one field, 128 for three), where a map of
+// as many is two and about twice the bytes.
+type sizedFields[A any] struct {
 	fs    value.Fields
-	small [4]value.Field
+	array A
 }
 
-// record copies t, a table of n string keys, as a tableRecord.
-func (c *toGo) record(t *lua.LTable, n, depth int) (any, error) {
-	out := &tableRecord{}
-	if n <= len(out.small) {
-		out.fs = out.small[:0]
-	} else {
-		out.fs = make(value.Fields, 0, n)
+// newFields returns empty Fields with room for n in one allocation (two
+// past eight).
+func newFields(n int) *value.Fields {
+	switch n {
+	case 0:
+		return &value.Fields{}
+	case 1:
+		b := new(sizedFields[[1]value.Field])
+		b.fs = b.array[:0]
+		return &b.fs
+	case 2:
+		b := new(sizedFields[[2]value.Field])
+		b.fs = b.array[:0]
+		return &b.fs
+	case 3:
+		b := new(sizedFields[[3]value.Field])
+		b.fs = b.array[:0]
+		return &b.fs
+	case 4:
+		b := new(sizedFields[[4]value.Field])
+		b.fs = b.array[:0]
+		return &b.fs
+	case 5:
+		b := new(sizedFields[[5]value.Field])
+		b.fs = b.array[:0]
+		return &b.fs
+	case 6:
+		b := new(sizedFields[[6]value.Field])
+		b.fs = b.array[:0]
+		return &b.fs
+	case 7:
+		b := new(sizedFields[[7]value.Field])
+		b.fs = b.array[:0]
+		return &b.fs
+	case 8:
+		b := new(sizedFields[[8]value.Field])
+		b.fs = b.array[:0]
+		return &b.fs
 	}
+	fs := make(value.Fields, 0, n)
+	return &fs
+}
+
+// record copies t, a table of n string keys, as a value.Record.
+func (c *toGo) record(t *lua.LTable, n, depth int) (any, error) {
+	out := newFields(n)
 	var err error
 	t.ForEachString(func(k string, lv lua.LValue) {
 		if err != nil {
@@ -306,12 +345,12 @@ func (c *toGo) record(t *lua.LTable, n, depth int) (any, error) {
 		}
 		var v any
 		v, err = c.at(step{name: k}, lv, depth)
-		out.fs = append(out.fs, value.Field{Key: k, Value: v})
+		*out = append(*out, value.Field{Key: k, Value: v})
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &out.fs, nil // a pointer into out: the one allocation
+	return out, nil
 }
 
 // at copies lv, one step s down from a table at depth.

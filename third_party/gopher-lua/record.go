@@ -58,7 +58,7 @@ func (r *Record) Set(key string, value LValue) {
 		tb.RawSetString(key, value)
 		return
 	}
-	if tb.strSet(key, value) {
+	if tb.strAdd(key, value) { // proctor: fresh, so no entry is free (patch 71)
 		return // a key set again: it is in the key order already
 	}
 	r.boxes = append(r.boxes, key)
@@ -92,7 +92,7 @@ func (r *Record) SetKey(key LValue, value LValue) {
 		r.tb.rawSetString(string(s), key, value)
 		return
 	}
-	if r.tb.strSet(string(s), value) {
+	if r.tb.strAdd(string(s), value) { // proctor: fresh (patch 71)
 		return // a key set again: it is in the key order already
 	}
 	r.tb.addKey(key)

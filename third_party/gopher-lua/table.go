@@ -92,6 +92,24 @@ func (tb *LTable) strSet(key string, value LValue) (had bool) {
 	return false
 }
 
+// proctor: strAdd is strSet of a value that is not LNil in a table none
+// of whose string keys was deleted (a Record being built, see
+// Record.fresh): no entry is free, so a key not found is appended without
+// looking for a free entry (patch 71).
+func (tb *LTable) strAdd(key string, value LValue) (had bool) {
+	if tb.strdict != nil || len(tb.strs) >= smallStrKeys {
+		return tb.strSet(key, value)
+	}
+	for i := range tb.strs {
+		if tb.strs[i].key == key {
+			tb.strs[i].value = value
+			return true
+		}
+	}
+	tb.strs = append(tb.strs, strEntry{key, value})
+	return false
+}
+
 // strLen returns how many string keys the table holds.
 func (tb *LTable) strLen() int {
 	if tb.strdict != nil {
@@ -239,6 +257,12 @@ func (tb *LTable) addKey(key LValue) {
 // key is added, which next() does not allow during a traversal, so a
 // traversal that clears fields is unaffected.
 func (tb *LTable) compactKeys() {
+	// proctor: below 64 keys there is nothing to drop, whatever is live:
+	// no count of the live keys (a pass over the string entries) for each
+	// key added to a small table (patch 71).
+	if len(tb.keys) < 64 {
+		return
+	}
 	live := tb.strLen() + len(tb.dict)
 	if len(tb.keys) < 2*live+64 {
 		return
