@@ -3,9 +3,11 @@ package lua
 import (
 	"strings"
 	"testing"
+	"time"
 
 	lua "github.com/yuin/gopher-lua"
 
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -47,6 +49,50 @@ func BenchmarkToGoRecordReply(b *testing.B) {
 	for b.Loop() {
 		if _, err := ToGoRecordAt(lv, "reply"); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkLuaServeRecord: a Lua process's turn for an HTTP-style ask from
+// Go, 64 in flight: receive, the request-shaped payload into Lua, a reply
+// table copied out as Records (the asker takes them), the reply settled.
+func BenchmarkLuaServeRecord(b *testing.B) {
+	h := newHarness(b)
+	srv := h.Entry("srv", `
+return { main = function()
+  local inbox = process.inbox()
+  while true do
+    local msg = inbox:receive()
+    msg:reply({status = 200, headers = {["x-echo"] = "yes"}, body = msg:payload().body})
+  end
+end }`)
+	pid := h.Spawn(srv)
+	defer func() { _ = h.Node.Terminate(pid) }()
+	r := requestRecord()
+	const inFlight = 64
+	calls := make(chan process.Call, inFlight)
+	ask := func() {
+		c := process.NewCall()
+		c.AcceptRecord()
+		if err := h.Node.Send(pid, c.MessageWithin(process.Message{Topic: "request", Payload: r}, 10*time.Second)); err != nil {
+			b.Fatal(err)
+		}
+		calls <- c
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	n := b.N
+	for i := 0; i < min(n, inFlight); i++ {
+		ask()
+	}
+	for i := 0; i < n; i++ {
+		c := <-calls
+		rep, err := c.Wait(10*time.Second, nil)
+		if err != nil || rep.Err != nil {
+			b.Fatal(err, rep.Err)
+		}
+		if i+inFlight < n {
+			ask()
 		}
 	}
 }
