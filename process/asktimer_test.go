@@ -3,6 +3,7 @@ package process
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 )
@@ -151,6 +152,54 @@ func TestCallFarTimerStopped(t *testing.T) {
 		}
 		if !used {
 			t.Fatalf("timeout %s: the call never took the waiter put in the pool", tc.timeout)
+		}
+	}
+}
+
+// Many askers at once, on refs whose timers keep crossing their replies:
+// each gets its own reply or times out, never before its own timeout, and
+// nobody waits past a timeout by much.
+func TestAskTimersUnderLoad(t *testing.T) {
+	n := newTestNode()
+	replier := behaviorFunc(func(c Context, m Message) {
+		d := m.Payload.(time.Duration)
+		time.AfterFunc(d, func() { c.Node().Reply(&m, c.Self(), d, nil) })
+	})
+	pid, _ := n.Spawn(replier, SpawnOptions{})
+	defer n.Kill(pid)
+	timeouts := []time.Duration{time.Millisecond, 2 * time.Millisecond, 40 * time.Millisecond}
+	errs := make(chan error, 16)
+	asker := func(g int) error {
+		end := time.Now().Add(500 * time.Millisecond)
+		for i := g; time.Now().Before(end); i++ {
+			timeout := timeouts[i%len(timeouts)]
+			answer := time.Duration(i%7) * 500 * time.Microsecond
+			c := NewCall()
+			if err := n.Send(pid, c.MessageWithin(Message{Payload: answer}, timeout)); err != nil {
+				return err
+			}
+			start := time.Now()
+			r, err := c.Wait(timeout, nil)
+			took := time.Since(start)
+			switch {
+			case errors.Is(err, ErrTimeout) && took < timeout:
+				return fmt.Errorf("timed out after %s, before its %s timeout", took, timeout)
+			case err == nil && r.Value != answer:
+				return fmt.Errorf("got %v, the reply to another ask (want %v)", r.Value, answer)
+			case err != nil && !errors.Is(err, ErrTimeout):
+				return err
+			case took > timeout+time.Second:
+				return fmt.Errorf("waited %s for a %s timeout", took, timeout)
+			}
+		}
+		return nil
+	}
+	for g := 0; g < 16; g++ {
+		go func() { errs <- asker(g) }()
+	}
+	for g := 0; g < 16; g++ {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
 		}
 	}
 }
