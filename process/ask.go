@@ -3,6 +3,7 @@ package process
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -19,14 +20,42 @@ type askResult struct {
 // pooled; state holds the current ask's token (even) or token+1 once
 // settled, so a late reply to an earlier ask on the same ref fails its
 // compare-and-swap and is dropped.
+//
+// Its timer is not set and stopped per ask, which was a large part of an
+// ask's cost (a timer's Reset and Stop each lock it and the heap of
+// timers it sits in): as a call's waiter's (call.go), it stays set across
+// the asks that reuse the ref, and a Wait only writes its deadline (due,
+// for the call of dueToken) and sets the timer when it would fire too
+// late for that deadline, or not at all. When the timer fires, expire
+// times out the call whose Wait set its deadline, if that call is still
+// the ref's pending one and its deadline has passed, and otherwise sets
+// the timer again for that deadline; with no such call it stays unset
+// until the next Wait. A settled call's token no longer matches any
+// compare-and-swap, so a late expiry can strike only a call whose own
+// deadline has passed, and a ref is always reused, whatever its timer
+// did. A ref left set for more than farArm is stopped when its call ends
+// (release), so a ref the pool lets go is not held by its timer for
+// longer than that.
 type askRef struct {
 	state    atomic.Uint64
-	deadline atomic.Int64 // of the current call, 0 for none; see ReplyDeadline
-	ch       chan askResult
-	timer    *time.Timer // fires expire; armed by Wait
-	wake     *Proc       // notified when the call settles; see WakeOnSettle
-	record   atomic.Bool // the caller takes a value.Record reply; see AcceptRecord
+	deadline atomic.Int64  // of the current call, 0 for none; see ReplyDeadline
+	ch       chan struct{} // capacity 1: whoever settles the call sends once
+	res      askResult     // the call's result: written by its settler before the send on ch
+	wake     *Proc         // notified when the call settles; see WakeOnSettle
+	record   atomic.Bool   // the caller takes a value.Record reply; see AcceptRecord
+	far      bool          // the timer may be set beyond farArm: release stops it
+
+	mu       sync.Mutex  // orders the setting of the timer, and guards what follows
+	timer    *time.Timer // fires expire; made once per pooled ref
+	armed    bool        // the timer is set, for when
+	when     int64       // since epoch
+	dueToken uint64      // the call whose Wait set due
+	due      int64       // when that Wait times out, since epoch
 }
+
+// farArm bounds how long a released ref's timer stays set: a Wait longer
+// than this stops the timer when it ends (release).
+const farArm = time.Minute
 
 // beforeExpire, set only by tests, runs as an ask's timer fires, before
 // expire looks at the call: it widens the window in which a fired timer
@@ -37,29 +66,73 @@ var beforeExpire atomic.Pointer[func()]
 // replier can send.
 var errExpired = errors.New("process: ask expired")
 
+// arm makes sure the timer fires by timeout from now for the call of
+// token, the ref's pending one.
+func (r *askRef) arm(token uint64, timeout time.Duration) {
+	now := int64(time.Since(epoch))
+	due := int64(math.MaxInt64)
+	if timeout < time.Duration(math.MaxInt64-now) {
+		due = now + int64(timeout)
+	}
+	if timeout > farArm {
+		r.far = true
+	}
+	r.mu.Lock()
+	r.dueToken, r.due = token, due
+	if !r.armed || r.when > due {
+		r.timer.Reset(time.Duration(due - now))
+		r.armed, r.when = true, due
+	}
+	r.mu.Unlock()
+}
+
 // expire settles the current call as timed out, from the timer's
-// goroutine: Wait then receives on ch alone instead of a select with a
-// timer channel, a large part of an ask's cost (as a Call's waiter does,
-// call.go). A ref whose timer fired while a reply came is not reused
-// (Wait), so expire never sees a later call's token.
+// goroutine, once its deadline has passed: Wait then receives on ch alone
+// instead of a select with a timer channel, a large part of an ask's cost
+// (as a Call's waiter does, call.go). Otherwise it sets the timer again
+// for that deadline.
 func (r *askRef) expire() {
 	if h := beforeExpire.Load(); h != nil {
 		(*h)()
 	}
-	if t := r.state.Load(); t&1 == 0 && r.state.CompareAndSwap(t, t+1) {
-		r.ch <- askResult{err: errExpired}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.armed = false
+	t := r.dueToken
+	if r.state.Load() != t {
+		return // settled: nothing to time until the next Wait
+	}
+	if now := int64(time.Since(epoch)); now < r.due {
+		r.timer.Reset(time.Duration(r.due - now))
+		r.armed, r.when = true, r.due
+		return
+	}
+	if r.state.CompareAndSwap(t, t+1) {
+		r.res = askResult{err: errExpired}
+		r.ch <- struct{}{}
 	}
 }
 
-// release puts r back in the pool, holding no process.
+// release puts r, settled and its result taken, back in the pool, holding
+// no process and no result.
 func (r *askRef) release() {
+	if r.far {
+		r.far = false
+		r.mu.Lock()
+		if r.armed {
+			r.timer.Stop()
+			r.armed = false
+		}
+		r.mu.Unlock()
+	}
+	r.res = askResult{}
 	r.wake = nil
 	r.record.Store(false)
 	askPool.Put(r)
 }
 
 var askPool = sync.Pool{New: func() any {
-	r := &askRef{ch: make(chan askResult, 1)}
+	r := &askRef{ch: make(chan struct{}, 1)}
 	r.timer = time.AfterFunc(time.Hour, r.expire)
 	r.timer.Stop()
 	return r
@@ -72,7 +145,8 @@ func (r *askRef) Settle(token uint64, from PID, v any, err error) bool {
 	// Read before the send: once the caller has the result, r may be
 	// released and reused.
 	wake := r.wake
-	r.ch <- askResult{value: v, from: from, err: err}
+	r.res = askResult{value: v, from: from, err: err}
+	r.ch <- struct{}{}
 	if wake != nil {
 		wake.Notify()
 	}
@@ -135,8 +209,10 @@ func (c Call) Deadline() (time.Time, bool) { return deadlineOf(c.r.deadline.Load
 
 // take receives the reply that settled c and releases it.
 func (c Call) take() Reply {
-	res := <-c.r.ch
-	c.r.release()
+	r := c.r
+	<-r.ch
+	res := r.res
+	r.release()
 	return Reply{Value: res.value, From: res.from, Err: res.err}
 }
 
@@ -156,7 +232,8 @@ func (c Call) AcceptRecord() { c.r.record.Store(true) }
 // c is not settled.
 func (c Call) Poll() (r Reply, ok bool) {
 	select {
-	case res := <-c.r.ch:
+	case <-c.r.ch:
+		res := c.r.res
 		c.r.release()
 		return Reply{Value: res.value, From: res.from, Err: res.err}, true
 	default:
@@ -184,41 +261,36 @@ func (c Call) Abandon(err error) (Reply, error) {
 // ErrTimeout when the deadline passed first, ErrCallAbandoned when done
 // closed first.
 func (c Call) Wait(timeout time.Duration, done <-chan struct{}) (Reply, error) {
-	if timeout <= 0 {
-		timeout = DefaultAskTimeout
-	}
 	r := c.r
-	r.timer.Reset(timeout)
-	var res askResult
-	if done == nil {
-		res = <-r.ch
-	} else {
-		select {
-		case res = <-r.ch:
-		case <-done:
-			if r.state.CompareAndSwap(c.token, c.token+1) {
-				c.drop()
-				return Reply{}, ErrCallAbandoned
-			}
-			res = <-r.ch // settled meanwhile, by a reply or the clock
+	if r.state.Load() == c.token {
+		// Not settled yet: time the wait. (Settled already, the
+		// reply is on its way: nothing to time, nothing to watch.)
+		if timeout <= 0 {
+			timeout = DefaultAskTimeout
 		}
+		r.arm(c.token, timeout)
+		if done == nil {
+			<-r.ch
+		} else {
+			select {
+			case <-r.ch:
+			case <-done:
+				if r.state.CompareAndSwap(c.token, c.token+1) {
+					r.release()
+					return Reply{}, ErrCallAbandoned
+				}
+				<-r.ch // settled meanwhile, by a reply or the clock
+			}
+		}
+	} else {
+		<-r.ch
 	}
+	res := r.res
+	r.release()
 	if res.err == errExpired {
-		r.release() // expire has done all it does
 		return Reply{}, ErrTimeout
 	}
-	c.drop()
 	return Reply{Value: res.value, From: res.from, Err: res.err}, nil
-}
-
-// drop ends a call that the clock did not settle: it stops the timer and
-// releases the ref, unless the timer fired meanwhile — then its expire
-// may still be on its way, and would settle the next call that reused the
-// ref as timed out at once, so the ref is left to the collector instead.
-func (c Call) drop() {
-	if c.r.timer.Stop() {
-		c.r.release()
-	}
 }
 
 // Ask sends m to to and waits for its reply at most timeout (0 means

@@ -239,7 +239,9 @@ func runOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) (ran, er
 // passed, and otherwise sets the timer again for that deadline; with no
 // call in progress the timer stays unset until the next call with a
 // deadline. A settled call's state no longer matches any CAS, so a late
-// expiry can strike only a call whose own deadline has passed.
+// expiry can strike only a call whose own deadline has passed. A call with
+// a deadline more than farArm away stops the timer as it ends (release),
+// so a waiter the pool lets go is not held by its timer for decades.
 type waiter struct {
 	done  chan struct{} // capacity 1: whoever settles the call sends once
 	state atomic.Uint64 // the call's deadline (since epoch; 0: none) << 2 | its status
@@ -251,6 +253,7 @@ type waiter struct {
 	timer *time.Timer // fires expire; made once per pooled waiter
 	armed bool        // guarded by mu: the timer is set, for when
 	when  int64       // guarded by mu
+	far   bool        // the caller's: the timer may be set beyond farArm, release stops it
 }
 
 // A call's status, the low bits of waiter.state.
@@ -310,6 +313,10 @@ func (w *waiter) arm(deadline, now int64) {
 	if deadline == 0 {
 		return
 	}
+	if deadline-now > int64(farArm) {
+		// A waiter the pool lets go is not held for long by its timer.
+		w.far = true
+	}
 	w.mu.Lock()
 	if !w.armed || w.when > deadline {
 		w.timer.Reset(time.Duration(deadline - now))
@@ -347,6 +354,15 @@ func (w *waiter) expire() {
 // holding nothing of its call.
 func (w *waiter) release() {
 	w.state.Store(waitDone) // a free waiter has no call for expire to strike
+	if w.far {
+		w.far = false
+		w.mu.Lock()
+		if w.armed {
+			w.timer.Stop()
+			w.armed = false
+		}
+		w.mu.Unlock()
+	}
 	w.err, w.cmd = nil, nil
 	waiters.Put(w)
 }
