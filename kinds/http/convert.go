@@ -52,6 +52,9 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 	if !utf8.ValidString(path) {
 		return nil, value.NewError(value.KindInvalid, "the path is not valid UTF-8")
 	}
+	if at, seg := dotSegment(path); at >= 0 {
+		return nil, value.NewError(value.KindInvalid, "the path has a '%s' segment (at offset %d) once decoded", seg, at)
+	}
 	q, err := queryOf(r.URL.RawQuery)
 	if err != nil {
 		return nil, err
@@ -70,6 +73,28 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		p.key = k
 	}
 	return p, nil
+}
+
+// dotSegment returns the offset of the first "." or ".." segment of the
+// decoded path, and the segment, or -1. ServeMux redirects such a path as
+// written to its clean form, so one that reaches a route was encoded
+// (/a%2F..%2Fb, /%2e%2e/b): served, a handler joining its params to a
+// directory would walk out of it.
+func dotSegment(path string) (int, string) {
+	for i := strings.Index(path, "/."); i >= 0; {
+		rest := path[i+1:]
+		for _, seg := range [...]string{"..", "."} {
+			if strings.HasPrefix(rest, seg) && (len(rest) == len(seg) || rest[len(seg)] == '/') {
+				return i + 1, seg
+			}
+		}
+		j := strings.Index(path[i+1:], "/.")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return -1, ""
 }
 
 // payload is what RequestPayload makes, in one allocation: the payload's
