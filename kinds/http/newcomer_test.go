@@ -1,6 +1,9 @@
 package http_test
 
 import (
+	"context"
+	"fmt"
+	"github.com/proctor-run/proctor/config"
 	"os"
 	"path/filepath"
 	"strings"
@@ -80,5 +83,31 @@ func TestToNotRunning(t *testing.T) {
 	// The other routes serve meanwhile.
 	if status, _, body := get(t, c, "POST", n.url("/echo"), "hi"); status != 200 || body != "hi" {
 		t.Errorf("POST /echo: %d %q", status, body)
+	}
+}
+
+// TestPatternConflictNamesBoth: a route whose pattern conflicts with
+// another route's fails to start naming both routes, not only both
+// patterns (issue 26, newcomer pass: the newcomer had to guess which
+// entry held "GET /{what...}").
+func TestPatternConflictNamesBoth(t *testing.T) {
+	n := start(t, base)
+	conf := base + `
+  - name: down
+    kind: http.route
+    server: web
+    path: /down
+    to: echo
+    lifecycle: {auto_start: true}
+`
+	n.write("app.yaml", conf)
+	_, _, err := n.rt.Reload(context.Background(), &config.Loader{Kinds: newKinds()}, n.dir)
+	msg := fmt.Sprint(err)
+	if err == nil {
+		msg = n.log.String()
+	}
+	msg = strings.ReplaceAll(msg, `\"`, `"`) // the log quotes them
+	if !strings.Contains(msg, `pattern "/down" conflicts with route app:any's pattern "GET /{what...}"`) {
+		t.Fatalf("the conflict does not name both routes: %s", msg)
 	}
 }
