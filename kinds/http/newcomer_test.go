@@ -38,7 +38,7 @@ func TestEncodedDotSegments(t *testing.T) {
 	}
 	// Dots that are not a whole segment, and an encoded slash alone, are
 	// served.
-	for _, p := range []string{"/echo", "/x%2Fy", "/x/..y", "/x/.well-known", "/x/a.b"} {
+	for _, p := range []string{"/echo", "/x%2Fy", "/x/..y", "/x/.well-known", "/x/a.b", "/x/..%5C..%5Cy"} {
 		if status, _, body := get(t, c, "POST", n.url(p), "hi"); status == 400 {
 			t.Errorf("POST %s: %d %s, want it served", p, status, body)
 		}
