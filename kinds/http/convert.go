@@ -429,6 +429,18 @@ func tableResponse(get func(string) (any, bool), n int, h nethttp.Header) (Respo
 // they would break the framing of the connection.
 var framingHeaders = []string{"Content-Length", "Transfer-Encoding", "Connection", "Trailer", "Upgrade"}
 
+// ctlByte returns the offset of the first byte of s that a header value
+// may not hold (RFC 9110 §5.5: a control character other than a tab:
+// a line break, NUL, ESC, DEL), or -1.
+func ctlByte(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return i
+		}
+	}
+	return -1
+}
+
 func replyHeaders(dst nethttp.Header, h any) error {
 	add := func(name string, v any) error {
 		if !validToken(name) {
@@ -461,8 +473,12 @@ func replyHeaders(dst nethttp.Header, h any) error {
 			return value.NewError(value.KindInternal, "the handler's reply header %s is %s; want a string, a number or a list of strings", cn, typeName(v))
 		}
 		for _, s := range vals {
-			if strings.ContainsAny(s, "\r\n\x00") {
-				return value.NewError(value.KindInternal, "the handler's reply header %s holds a line break or NUL", cn)
+			if bad := ctlByte(s); bad >= 0 {
+				what := "a control character"
+				if s[bad] == '\r' || s[bad] == '\n' {
+					what = "a line break"
+				}
+				return value.NewError(value.KindInternal, "the handler's reply header %s holds %s (0x%02x at offset %d)", cn, what, s[bad], bad)
 			}
 			dst[cn] = append(dst[cn], s) // cn is canonical: Add would make it so again
 		}

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"github.com/proctor-run/proctor/config"
+	httpkind "github.com/proctor-run/proctor/kinds/http"
+	"github.com/proctor-run/proctor/value"
 	"os"
 	"path/filepath"
 	"strings"
@@ -109,5 +111,31 @@ func TestPatternConflictNamesBoth(t *testing.T) {
 	msg = strings.ReplaceAll(msg, `\"`, `"`) // the log quotes them
 	if !strings.Contains(msg, `pattern "/down" conflicts with route app:any's pattern "GET /{what...}"`) {
 		t.Fatalf("the conflict does not name both routes: %s", msg)
+	}
+}
+
+// TestReplyHeaderControlBytes: a reply header value with a control
+// character other than a tab (RFC 9110 §5.5: not a field value; ESC
+// sequences reach a terminal running curl -v, and proxies refuse such a
+// response) is a 500 naming the header and the byte, as a line break is
+// (issue 26, attacker pass: a handler echoing a query into a header sent
+// 0x01, 0x1b and 0x7f raw). A tab and bytes from 0x80 (obs-text) are sent.
+func TestReplyHeaderControlBytes(t *testing.T) {
+	for _, tc := range []struct{ v, want string }{
+		{"a\x01b", "the handler's reply header X-A holds a control character (0x01 at offset 1)"},
+		{"\x1b[31m", "the handler's reply header X-A holds a control character (0x1b at offset 0)"},
+		{"ab\x7f", "the handler's reply header X-A holds a control character (0x7f at offset 2)"},
+		{"a\r\nX-Evil: 1", "the handler's reply header X-A holds a line break (0x0d at offset 1)"},
+		{"a\x00", "the handler's reply header X-A holds a control character (0x00 at offset 1)"},
+	} {
+		_, err := httpkind.ReplyResponse(map[string]any{"headers": map[string]any{"x-a": tc.v}, "body": "x"})
+		if err == nil || value.KindOf(err) != value.KindInternal || err.Error() != tc.want {
+			t.Errorf("header %q: %v, want %q", tc.v, err, tc.want)
+		}
+	}
+	for _, v := range []string{"a\tb", "caf\xc3\xa9", "\xff\xfe", ""} {
+		if _, err := httpkind.ReplyResponse(map[string]any{"headers": map[string]any{"x-a": v}, "body": "x"}); err != nil {
+			t.Errorf("header %q: %v, want it sent", v, err)
+		}
 	}
 }
