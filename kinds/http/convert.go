@@ -52,6 +52,9 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 	if !utf8.ValidString(path) {
 		return nil, value.NewError(value.KindInvalid, "the path is not valid UTF-8")
 	}
+	if at, seg := dotSegment(path); at >= 0 {
+		return nil, value.NewError(value.KindInvalid, "the path has a '%s' segment (at offset %d) once decoded", seg, at)
+	}
 	q, err := queryOf(r.URL.RawQuery)
 	if err != nil {
 		return nil, err
@@ -70,6 +73,28 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		p.key = k
 	}
 	return p, nil
+}
+
+// dotSegment returns the offset of the first "." or ".." segment of the
+// decoded path, and the segment, or -1. ServeMux redirects such a path as
+// written to its clean form, so one that reaches a route was encoded
+// (/a%2F..%2Fb, /%2e%2e/b): served, a handler joining its params to a
+// directory would walk out of it.
+func dotSegment(path string) (int, string) {
+	for i := strings.Index(path, "/."); i >= 0; {
+		rest := path[i+1:]
+		for _, seg := range [...]string{"..", "."} {
+			if strings.HasPrefix(rest, seg) && (len(rest) == len(seg) || rest[len(seg)] == '/') {
+				return i + 1, seg
+			}
+		}
+		j := strings.Index(path[i+1:], "/.")
+		if j < 0 {
+			break
+		}
+		i += 1 + j
+	}
+	return -1, ""
 }
 
 // payload is what RequestPayload makes, in one allocation: the payload's
@@ -404,6 +429,18 @@ func tableResponse(get func(string) (any, bool), n int, h nethttp.Header) (Respo
 // they would break the framing of the connection.
 var framingHeaders = []string{"Content-Length", "Transfer-Encoding", "Connection", "Trailer", "Upgrade"}
 
+// ctlByte returns the offset of the first byte of s that a header value
+// may not hold (RFC 9110 §5.5: a control character other than a tab:
+// a line break, NUL, ESC, DEL), or -1.
+func ctlByte(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return i
+		}
+	}
+	return -1
+}
+
 func replyHeaders(dst nethttp.Header, h any) error {
 	add := func(name string, v any) error {
 		if !validToken(name) {
@@ -436,8 +473,12 @@ func replyHeaders(dst nethttp.Header, h any) error {
 			return value.NewError(value.KindInternal, "the handler's reply header %s is %s; want a string, a number or a list of strings", cn, typeName(v))
 		}
 		for _, s := range vals {
-			if strings.ContainsAny(s, "\r\n\x00") {
-				return value.NewError(value.KindInternal, "the handler's reply header %s holds a line break or NUL", cn)
+			if bad := ctlByte(s); bad >= 0 {
+				what := "a control character"
+				if s[bad] == '\r' || s[bad] == '\n' {
+					what = "a line break"
+				}
+				return value.NewError(value.KindInternal, "the handler's reply header %s holds %s (0x%02x at offset %d)", cn, what, s[bad], bad)
 			}
 			dst[cn] = append(dst[cn], s) // cn is canonical: Add would make it so again
 		}

@@ -231,7 +231,10 @@ func (rt *route) ask(ctx context.Context, payload value.Record) (any, error) {
 	}
 	pid, ok := rt.s.node.Whereis(string(spec.To))
 	if !ok {
-		return nil, fmt.Errorf("route %s: %s: %w", rt.id, spec.To, process.ErrNameNotFound)
+		// The entry is declared but its process is not up (starting,
+		// restarting, stopped): "not running", as above, not the name
+		// lookup's "no process registered", which reads as a typo.
+		return nil, fmt.Errorf("route %s: %s: %w", rt.id, spec.To, registry.ErrNotRunning)
 	}
 	return rt.askPID(ctx, pid, m)
 }

@@ -399,6 +399,9 @@ type table struct {
 
 var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
 
+// conflictsWith finds the other pattern in the mux's conflict message.
+var conflictsWith = regexp.MustCompile(`conflicts with pattern "([^"]*)"`)
+
 var emptyTable = &table{mux: nethttp.NewServeMux()}
 
 // buildTable makes the table of routes; a pattern that conflicts with
@@ -411,10 +414,17 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 	}
 	slices.Sort(ids)
 	var cur registry.ID
+	owner := map[string]registry.ID{} // pattern → the route that registered it
 	defer func() {
 		if r := recover(); r != nil {
 			// The mux names its own source lines: not the user's business.
 			msg := registeredAt.ReplaceAllString(fmt.Sprint(r), "")
+			// It names the other pattern, not whose it is: name the route.
+			if m := conflictsWith.FindStringSubmatchIndex(msg); m != nil {
+				if other, ok := owner[msg[m[2]:m[3]]]; ok {
+					msg = msg[:m[0]] + fmt.Sprintf("conflicts with route %s's pattern %q", other, msg[m[2]:m[3]]) + msg[m[1]:]
+				}
+			}
 			t, err = nil, value.NewError(value.KindInvalid, "route %s: %s", cur, strings.ReplaceAll(msg, ":\n", ": "))
 		}
 	}()
@@ -423,6 +433,7 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 		rt := routes[id]
 		for _, p := range rt.spec.patterns() {
 			t.mux.Handle(p, rt)
+			owner[p] = id
 		}
 		t.routes = append(t.routes, rt)
 	}
