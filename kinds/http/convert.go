@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/proctor-run/proctor/process"
@@ -240,11 +242,56 @@ func lowerName(name string) string {
 	return strings.ToLower(name)
 }
 
+// canonicalName is name's canonical form: a common name's from the
+// table, another's made by net/http and learned (see replyNames) so that
+// the next reply naming it costs no allocation.
 func canonicalName(name string) string {
-	if c, ok := canonicalNames[name]; ok {
+	if c, ok := (*replyNames.Load())[name]; ok {
 		return c
 	}
-	return nethttp.CanonicalHeaderKey(name)
+	c := nethttp.CanonicalHeaderKey(name)
+	if c != name && len(name) <= maxLearnedName {
+		learnName(name, c)
+	}
+	return c
+}
+
+// replyNames are canonicalNames and the other names replies were seen to
+// give not in canonical form (a Lua handler's "x-request-kind"), at most
+// maxLearned of them, each at most maxLearnedName bytes: a handler names
+// the same few headers in every reply, and one that makes up names
+// cannot grow the table past its bound (past it a name is canonicalized
+// each time, as before). Read without a lock; a name learned copies the
+// table (at most maxLearned times in the process's life).
+var (
+	replyNames   atomic.Pointer[map[string]string]
+	replyNamesMu sync.Mutex
+	learned      int
+)
+
+const (
+	maxLearned     = 256
+	maxLearnedName = 64
+)
+
+func init() { replyNames.Store(&canonicalNames) }
+
+func learnName(name, canonical string) {
+	replyNamesMu.Lock()
+	defer replyNamesMu.Unlock()
+	cur := *replyNames.Load()
+	if _, ok := cur[name]; ok || learned >= maxLearned {
+		return
+	}
+	next := make(map[string]string, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	// Its own copy: name may be a view of a larger string (a Lua
+	// handler's), which the table must not keep alive.
+	next[strings.Clone(name)] = canonical
+	learned++
+	replyNames.Store(&next)
 }
 
 // queryOf is the payload's query: a map, or noFields when there is none.
@@ -405,7 +452,26 @@ func tableResponse(get func(string) (any, bool), n int, h nethttp.Header) (Respo
 var framingHeaders = []string{"Content-Length", "Transfer-Encoding", "Connection", "Trailer", "Upgrade"}
 
 func replyHeaders(dst nethttp.Header, h any) error {
+	// The headers' first values share one slice, made for as many as
+	// remain when the first is added (a value slice per header was an
+	// allocation each); a header's further values, or one named again in
+	// another case, grow its own (its capacity is its length).
+	var spare []string
+	left := 0 // headers not yet given to add
+	put := func(cn, s string) {
+		if cur, ok := dst[cn]; ok {
+			dst[cn] = append(cur, s)
+			return
+		}
+		if len(spare) == 0 {
+			spare = make([]string, left+1) // this one and those left
+		}
+		spare[0] = s
+		dst[cn] = spare[:1:1]
+		spare = spare[1:]
+	}
 	add := func(name string, v any) error {
+		left--
 		if !validToken(name) {
 			return value.NewError(value.KindInternal, "the handler's reply sets the header %q, which is no header name", clip(name, 64))
 		}
@@ -415,31 +481,32 @@ func replyHeaders(dst nethttp.Header, h any) error {
 				return value.NewError(value.KindInternal, "the handler's reply sets %s, which the server sets itself", cn)
 			}
 		}
-		var vals []string
+		// cn is canonical: Add would make it so again.
 		switch x := v.(type) {
 		case string:
-			vals = []string{x}
+			if !headerValue(x) {
+				return badValue(cn)
+			}
+			put(cn, x)
 		case float64:
 			if math.IsInf(x, 0) || math.IsNaN(x) { // as json.encode: no text would say what the script meant
 				return value.NewError(value.KindInternal, "the handler's reply header %s is %s; want a finite number", cn, shortValue(x))
 			}
-			vals = []string{strconv.FormatFloat(x, 'f', -1, 64)}
+			put(cn, strconv.FormatFloat(x, 'f', -1, 64))
 		case []any:
 			for _, e := range x {
-				s, ok := e.(string)
-				if !ok {
+				if _, ok := e.(string); !ok {
 					return value.NewError(value.KindInternal, "the handler's reply header %s holds %s; want strings", cn, typeName(e))
 				}
-				vals = append(vals, s)
+			}
+			for _, e := range x {
+				if !headerValue(e.(string)) {
+					return badValue(cn)
+				}
+				put(cn, e.(string))
 			}
 		default:
 			return value.NewError(value.KindInternal, "the handler's reply header %s is %s; want a string, a number or a list of strings", cn, typeName(v))
-		}
-		for _, s := range vals {
-			if strings.ContainsAny(s, "\r\n\x00") {
-				return value.NewError(value.KindInternal, "the handler's reply header %s holds a line break or NUL", cn)
-			}
-			dst[cn] = append(dst[cn], s) // cn is canonical: Add would make it so again
 		}
 		return nil
 	}
@@ -456,6 +523,7 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		if err := tooMany(len(x)); err != nil {
 			return err
 		}
+		left = len(x)
 		for k, v := range x {
 			if err := add(k, v); err != nil {
 				return err
@@ -465,6 +533,7 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		if err := tooMany(x.Len()); err != nil {
 			return err
 		}
+		left = x.Len()
 		for i := range x.Len() {
 			if err := add(x.Field(i)); err != nil {
 				return err
@@ -474,6 +543,7 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		if err := tooMany(len(x)); err != nil {
 			return err
 		}
+		left = len(x)
 		for k, v := range x {
 			name, ok := k.(string)
 			if !ok {
@@ -487,6 +557,14 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		return value.NewError(value.KindInternal, "the handler's reply headers are %s; want a table of name = value", typeName(h))
 	}
 	return nil
+}
+
+// headerValue says whether s may be a header's value: no line break, no
+// NUL.
+func headerValue(s string) bool { return !strings.ContainsAny(s, "\r\n\x00") }
+
+func badValue(cn string) error {
+	return value.NewError(value.KindInternal, "the handler's reply header %s holds a line break or NUL", cn)
 }
 
 func typeName(v any) string {
