@@ -48,7 +48,7 @@ const (
 // value.Copy gives the map.
 func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySpec) (value.Record, error) {
 	path := r.URL.Path
-	if bad := strings.IndexFunc(path, func(c rune) bool { return c < 0x20 || c == 0x7f }); bad >= 0 {
+	if bad := controlAt(path); bad >= 0 {
 		return nil, value.NewError(value.KindInvalid, "the path holds a control character (0x%02x at offset %d)", path[bad], bad)
 	}
 	if !utf8.ValidString(path) {
@@ -72,6 +72,18 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		p.key = k
 	}
 	return p, nil
+}
+
+// controlAt is the offset of the first ASCII control character in s, or
+// -1. Byte by byte: in UTF-8 a byte below 0x80 is always a character of
+// its own, so this is what strings.IndexFunc finds, without decoding.
+func controlAt(s string) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == 0x7f {
+			return i
+		}
+	}
+	return -1
 }
 
 // payload is what RequestPayload makes, in one allocation: the payload's

@@ -467,3 +467,14 @@ func TestReplyHeadersShareOneSlice(t *testing.T) {
 		t.Errorf("X-E: %q", got)
 	}
 }
+
+// TestControlAt: what strings.IndexFunc finds of ASCII control
+// characters, in valid and invalid UTF-8.
+func TestControlAt(t *testing.T) {
+	for _, s := range []string{"", "/a/b", "/a\x00", "\x1f/", "/é\x7f", "/\xff\x01", "/\xe2\x82", "/日本\n", "/ok\x80"} {
+		want := strings.IndexFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f })
+		if got := controlAt(s); got != want {
+			t.Errorf("controlAt(%q) = %d, want %d", s, got, want)
+		}
+	}
+}
