@@ -9,8 +9,8 @@ import (
 
 // deadlineConn gives a plain-HTTP connection the deadlines net/http sets
 // on it when they can matter: at the next read or write, or at once when
-// one is in progress. net/http moves a connection's read deadline four
-// to six times per request when the server has read, write and idle
+// one is in progress. net/http moves a connection's read deadline six
+// times per request when the server has read, write and idle
 // timeouts (the header's, the whole request's, none while its background
 // read waits, a long-ago one to stop that read, none again, the idle
 // one), and most of those are replaced before any read: each was a
@@ -19,7 +19,9 @@ import (
 // is in progress is the same absolute time when the next one begins, so
 // what every read and write is held to is unchanged; a read waiting
 // (net/http's background read, which notices a client leaving) gets a
-// new deadline at once, as before.
+// new deadline at once, as before. (Setting one while idle reports no
+// error, even on a closed connection; net/http ignores those errors, and
+// the next read or write reports the closed connection itself.)
 type deadlineConn struct {
 	net.Conn
 	mu     sync.Mutex
