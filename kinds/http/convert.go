@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"unicode/utf8"
 
 	"github.com/proctor-run/proctor/process"
@@ -46,7 +48,7 @@ const (
 // value.Copy gives the map.
 func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySpec) (value.Record, error) {
 	path := r.URL.Path
-	if bad := strings.IndexFunc(path, func(c rune) bool { return c < 0x20 || c == 0x7f }); bad >= 0 {
+	if bad := controlAt(path, false); bad >= 0 {
 		return nil, value.NewError(value.KindInvalid, "the path holds a control character (0x%02x at offset %d)", path[bad], bad)
 	}
 	if !utf8.ValidString(path) {
@@ -95,6 +97,19 @@ func dotSegment(path string) (int, string) {
 		i += 1 + j
 	}
 	return -1, ""
+}
+
+// controlAt is the offset of the first ASCII control character in s
+// (below 0x20, or DEL), a tab excepted when tab is true, or -1. Byte by
+// byte: in UTF-8 a byte below 0x80 is always a character of its own, so
+// this is what strings.IndexFunc finds, without decoding.
+func controlAt(s string, tab bool) int {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && !(tab && c == '\t') || c == 0x7f {
+			return i
+		}
+	}
+	return -1
 }
 
 // payload is what RequestPayload makes, in one allocation: the payload's
@@ -265,11 +280,56 @@ func lowerName(name string) string {
 	return strings.ToLower(name)
 }
 
+// canonicalName is name's canonical form: a common name's from the
+// table, another's made by net/http and learned (see replyNames) so that
+// the next reply naming it costs no allocation.
 func canonicalName(name string) string {
-	if c, ok := canonicalNames[name]; ok {
+	if c, ok := (*replyNames.Load())[name]; ok {
 		return c
 	}
-	return nethttp.CanonicalHeaderKey(name)
+	c := nethttp.CanonicalHeaderKey(name)
+	if c != name && len(name) <= maxLearnedName {
+		learnName(name, c)
+	}
+	return c
+}
+
+// replyNames are canonicalNames and the other names replies were seen to
+// give not in canonical form (a Lua handler's "x-request-kind"), at most
+// maxLearned of them, each at most maxLearnedName bytes: a handler names
+// the same few headers in every reply, and one that makes up names
+// cannot grow the table past its bound (past it a name is canonicalized
+// each time, as before). Read without a lock; a name learned copies the
+// table (at most maxLearned times in the process's life).
+var (
+	replyNames   atomic.Pointer[map[string]string]
+	replyNamesMu sync.Mutex
+	learned      int
+)
+
+const (
+	maxLearned     = 256
+	maxLearnedName = 64
+)
+
+func init() { replyNames.Store(&canonicalNames) }
+
+func learnName(name, canonical string) {
+	replyNamesMu.Lock()
+	defer replyNamesMu.Unlock()
+	cur := *replyNames.Load()
+	if _, ok := cur[name]; ok || learned >= maxLearned {
+		return
+	}
+	next := make(map[string]string, len(cur)+1)
+	for k, v := range cur {
+		next[k] = v
+	}
+	// Its own copy: name may be a view of a larger string (a Lua
+	// handler's), which the table must not keep alive.
+	next[strings.Clone(name)] = canonical
+	learned++
+	replyNames.Store(&next)
 }
 
 // queryOf is the payload's query: a map, or noFields when there is none.
@@ -429,20 +489,27 @@ func tableResponse(get func(string) (any, bool), n int, h nethttp.Header) (Respo
 // they would break the framing of the connection.
 var framingHeaders = []string{"Content-Length", "Transfer-Encoding", "Connection", "Trailer", "Upgrade"}
 
-// ctlByte returns the offset of the first byte of s that a header value
-// may not hold (RFC 9110 §5.5: a control character other than a tab:
-// a line break, NUL, ESC, DEL), or -1.
-func ctlByte(s string) int {
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
-			return i
-		}
-	}
-	return -1
-}
-
 func replyHeaders(dst nethttp.Header, h any) error {
+	// The headers' first values share one slice, made for as many as
+	// remain when the first is added (a value slice per header was an
+	// allocation each); a header's further values, or one named again in
+	// another case, grow its own (its capacity is its length).
+	var spare []string
+	left := 0 // headers not yet given to add
+	put := func(cn, s string) {
+		if cur, ok := dst[cn]; ok {
+			dst[cn] = append(cur, s)
+			return
+		}
+		if len(spare) == 0 {
+			spare = make([]string, left+1) // this one and those left
+		}
+		spare[0] = s
+		dst[cn] = spare[:1:1]
+		spare = spare[1:]
+	}
 	add := func(name string, v any) error {
+		left--
 		if !validToken(name) {
 			return value.NewError(value.KindInternal, "the handler's reply sets the header %q, which is no header name", clip(name, 64))
 		}
@@ -452,35 +519,32 @@ func replyHeaders(dst nethttp.Header, h any) error {
 				return value.NewError(value.KindInternal, "the handler's reply sets %s, which the server sets itself", cn)
 			}
 		}
-		var vals []string
+		// cn is canonical: Add would make it so again.
 		switch x := v.(type) {
 		case string:
-			vals = []string{x}
+			if err := badValue(cn, x); err != nil {
+				return err
+			}
+			put(cn, x)
 		case float64:
 			if math.IsInf(x, 0) || math.IsNaN(x) { // as json.encode: no text would say what the script meant
 				return value.NewError(value.KindInternal, "the handler's reply header %s is %s; want a finite number", cn, shortValue(x))
 			}
-			vals = []string{strconv.FormatFloat(x, 'f', -1, 64)}
+			put(cn, strconv.FormatFloat(x, 'f', -1, 64))
 		case []any:
 			for _, e := range x {
-				s, ok := e.(string)
-				if !ok {
+				if _, ok := e.(string); !ok {
 					return value.NewError(value.KindInternal, "the handler's reply header %s holds %s; want strings", cn, typeName(e))
 				}
-				vals = append(vals, s)
+			}
+			for _, e := range x {
+				if err := badValue(cn, e.(string)); err != nil {
+					return err
+				}
+				put(cn, e.(string))
 			}
 		default:
 			return value.NewError(value.KindInternal, "the handler's reply header %s is %s; want a string, a number or a list of strings", cn, typeName(v))
-		}
-		for _, s := range vals {
-			if bad := ctlByte(s); bad >= 0 {
-				what := "a control character"
-				if s[bad] == '\r' || s[bad] == '\n' {
-					what = "a line break"
-				}
-				return value.NewError(value.KindInternal, "the handler's reply header %s holds %s (0x%02x at offset %d)", cn, what, s[bad], bad)
-			}
-			dst[cn] = append(dst[cn], s) // cn is canonical: Add would make it so again
 		}
 		return nil
 	}
@@ -497,6 +561,7 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		if err := tooMany(len(x)); err != nil {
 			return err
 		}
+		left = len(x)
 		for k, v := range x {
 			if err := add(k, v); err != nil {
 				return err
@@ -506,6 +571,7 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		if err := tooMany(x.Len()); err != nil {
 			return err
 		}
+		left = x.Len()
 		for i := range x.Len() {
 			if err := add(x.Field(i)); err != nil {
 				return err
@@ -515,6 +581,7 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		if err := tooMany(len(x)); err != nil {
 			return err
 		}
+		left = len(x)
 		for k, v := range x {
 			name, ok := k.(string)
 			if !ok {
@@ -528,6 +595,21 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		return value.NewError(value.KindInternal, "the handler's reply headers are %s; want a table of name = value", typeName(h))
 	}
 	return nil
+}
+
+// badValue is the error for a reply header value that holds a byte no
+// header value may (RFC 9110 §5.5: a control character other than a tab:
+// a line break, NUL, ESC, DEL), or nil.
+func badValue(cn, s string) error {
+	bad := controlAt(s, true)
+	if bad < 0 {
+		return nil
+	}
+	what := "a control character"
+	if s[bad] == '\r' || s[bad] == '\n' {
+		what = "a line break"
+	}
+	return value.NewError(value.KindInternal, "the handler's reply header %s holds %s (0x%02x at offset %d)", cn, what, s[bad], bad)
 }
 
 func typeName(v any) string {

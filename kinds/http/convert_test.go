@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -407,5 +408,73 @@ func TestRequestPayloadFields(t *testing.T) {
 	m := got.(map[string]any)
 	if _, ok := m["key"]; ok || len(m["query"].(map[string]any)) != 0 || len(m["params"].(map[string]any)) != 0 || len(m) != 7 {
 		t.Errorf("payload %#v", m)
+	}
+}
+
+// TestLearnedNames: a reply's name not in canonical form is learned once
+// (the next costs no allocation), at most maxLearned of them, and each
+// gives net/http's canonical form whether learned or not.
+func TestLearnedNames(t *testing.T) {
+	for i := range maxLearned + 50 {
+		n := fmt.Sprintf("x-learn-%d-name", i)
+		for range 2 {
+			if got, want := canonicalName(n), nethttp.CanonicalHeaderKey(n); got != want {
+				t.Fatalf("canonicalName(%q) = %q, want %q", n, got, want)
+			}
+		}
+	}
+	if n := len(*replyNames.Load()); n > len(canonicalNames)+maxLearned {
+		t.Errorf("%d names known, bound %d", n, len(canonicalNames)+maxLearned)
+	}
+	long := "x-" + strings.Repeat("a", maxLearnedName)
+	if got := canonicalName(long); got != nethttp.CanonicalHeaderKey(long) {
+		t.Errorf("long name: %q", got)
+	}
+	if _, ok := (*replyNames.Load())[long]; ok {
+		t.Errorf("a name longer than %d bytes was learned", maxLearnedName)
+	}
+	if a := testing.AllocsPerRun(100, func() { _ = canonicalName("x-learn-0-name") }); a != 0 {
+		t.Errorf("a learned name: %v allocations", a)
+	}
+}
+
+// TestReplyHeadersShareOneSlice: the headers' values are as before, one
+// slice each of its values, and appending to one does not touch another.
+func TestReplyHeadersShareOneSlice(t *testing.T) {
+	h := nethttp.Header{}
+	err := replyHeaders(h, map[string]any{"x-a": "1", "x-b": 2.0, "x-c": []any{"3", "4"}, "X-D": "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := nethttp.Header{"X-A": {"1"}, "X-B": {"2"}, "X-C": {"3", "4"}, "X-D": {"5"}}
+	if !reflect.DeepEqual(h, want) {
+		t.Fatalf("got %v, want %v", h, want)
+	}
+	for k := range h {
+		h.Add(k, "more")
+	}
+	for k, vs := range want {
+		if got := h[k]; len(got) != len(vs)+1 || !slices.Equal(got[:len(vs)], vs) || got[len(vs)] != "more" {
+			t.Errorf("%s after Add: %q", k, got)
+		}
+	}
+	// A name given twice in other cases is one header of both values.
+	h = nethttp.Header{}
+	if err := replyHeaders(h, map[any]any{"x-e": "1", "X-E": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	if got := h["X-E"]; len(got) != 2 {
+		t.Errorf("X-E: %q", got)
+	}
+}
+
+// TestControlAt: what strings.IndexFunc finds of ASCII control
+// characters, in valid and invalid UTF-8.
+func TestControlAt(t *testing.T) {
+	for _, s := range []string{"", "/a/b", "/a\x00", "\x1f/", "/é\x7f", "/\xff\x01", "/\xe2\x82", "/日本\n", "/ok\x80"} {
+		want := strings.IndexFunc(s, func(c rune) bool { return c < 0x20 || c == 0x7f })
+		if got := controlAt(s, false); got != want {
+			t.Errorf("controlAt(%q) = %d, want %d", s, got, want)
+		}
 	}
 }

@@ -40,7 +40,7 @@ func (l errorListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &errorConn{Conn: c, maxHeaderBytes: l.maxHeaderBytes}, nil
+	return &errorConn{Conn: &deadlineConn{Conn: c}, maxHeaderBytes: l.maxHeaderBytes}, nil
 }
 
 // errorConn rewrites net/http's own text answers in JSON.
@@ -52,7 +52,7 @@ type errorConn struct {
 
 // NetConn returns the connection wrapped, which the server's ConnState
 // hook tracks (as it does a *tls.Conn's).
-func (c *errorConn) NetConn() net.Conn { return c.Conn }
+func (c *errorConn) NetConn() net.Conn { return c.Conn.(*deadlineConn).Conn }
 
 func (c *errorConn) Write(b []byte) (int, error) {
 	if !c.busy.Load() {
