@@ -478,3 +478,32 @@ func TestControlAt(t *testing.T) {
 		}
 	}
 }
+
+// TestRequestPayloadHeaderCounts: every header reaches the payload
+// whatever room its block has for them (newPayload's sizes and past them).
+func TestRequestPayloadHeaderCounts(t *testing.T) {
+	for _, n := range []int{0, 3, 4, 5, 7, 8, 11, 12, 15, 16, 17, 40} {
+		r := httptest.NewRequest("GET", "/x", nil)
+		r.Header = nethttp.Header{}
+		for i := range n {
+			r.Header.Set(fmt.Sprintf("X-H%d", i), fmt.Sprint(i))
+		}
+		p, err := RequestPayload(r, "", nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := value.Copy(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		hs := c.(map[string]any)["headers"].(map[string]any)
+		if len(hs) != n+1 || hs["host"] != "example.com" {
+			t.Fatalf("%d headers: %v", n, hs)
+		}
+		for i := range n {
+			if hs[fmt.Sprintf("x-h%d", i)] != fmt.Sprint(i) {
+				t.Fatalf("%d headers: x-h%d is %v", n, i, hs[fmt.Sprintf("x-h%d", i)])
+			}
+		}
+	}
+}
