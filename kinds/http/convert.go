@@ -436,8 +436,8 @@ func replyHeaders(dst nethttp.Header, h any) error {
 			return value.NewError(value.KindInternal, "the handler's reply header %s is %s; want a string, a number or a list of strings", cn, typeName(v))
 		}
 		for _, s := range vals {
-			if strings.ContainsAny(s, "\r\n\x00") {
-				return value.NewError(value.KindInternal, "the handler's reply header %s holds a line break or NUL", cn)
+			if hasControl(s) {
+				return value.NewError(value.KindInternal, "the handler's reply header %s holds a control character (a line break, NUL, another byte below 0x20 but a tab, or DEL)", cn)
 			}
 			dst[cn] = append(dst[cn], s) // cn is canonical: Add would make it so again
 		}
@@ -487,6 +487,19 @@ func replyHeaders(dst nethttp.Header, h any) error {
 		return value.NewError(value.KindInternal, "the handler's reply headers are %s; want a table of name = value", typeName(h))
 	}
 	return nil
+}
+
+// hasControl reports whether a header value holds a byte RFC 9110 §5.5
+// forbids a sender to generate: CTLs but HTAB (CR, LF and NUL among them,
+// which would also break the framing) and DEL. Bytes from 0x80 (obs-text)
+// are allowed, as net/http's own check (httpguts.ValidHeaderFieldValue).
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' || c == 0x7f {
+			return true
+		}
+	}
+	return false
 }
 
 func typeName(v any) string {
