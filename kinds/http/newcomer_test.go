@@ -4,6 +4,7 @@ package http_test
 // bug the pass found, and failed before its fix.
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,5 +65,28 @@ func TestNewcomerReplyHeaderControlBytes(t *testing.T) {
 		if status != 200 || h.Get("X-A") != want || body != "sent" {
 			t.Errorf("%s: %d %q %s", v, status, h.Get("X-A"), body)
 		}
+	}
+}
+
+// TestNewcomerAsteriskTargetIsJSON: a request for "*" by another method
+// than OPTIONS, which net/http's mux refuses with a bare 400, is answered
+// in the JSON of every other refusal, the connection closed; OPTIONS *
+// stays net/http's 200. Before the fix the 400 had an empty body.
+func TestNewcomerAsteriskTargetIsJSON(t *testing.T) {
+	n := start(t, base)
+	addr := n.server("app:web").Addr()
+	resp := rawExchange(t, addr, "GET * HTTP/1.1\r\nHost: x\r\n\r\n")[0]
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 400 || resp.Header.Get("Content-Type") != "application/json" || !resp.Close ||
+		string(b) != `{"error":{"kind":"invalid","message":"the request target * is only for OPTIONS"}}`+"\n" {
+		t.Errorf("GET *: %d %v close=%v %q", resp.StatusCode, resp.Header, resp.Close, b)
+	}
+	resp = rawExchange(t, addr, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")[0]
+	if resp.StatusCode != 200 {
+		t.Errorf("OPTIONS *: %d", resp.StatusCode)
+	}
+	// The node still serves.
+	if status, _, body := get(t, client(), "GET", n.url("/string"), ""); status != 200 || body != "plain GET" {
+		t.Errorf("after: %d %s", status, body)
 	}
 }

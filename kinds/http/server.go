@@ -450,14 +450,20 @@ func (s *Server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 // matched.
 func (s *Server) unrouted(w nethttp.ResponseWriter, r *nethttp.Request, d *dispatch, start time.Time) {
 	status := d.code
-	switch status {
-	case nethttp.StatusNotFound:
+	switch {
+	case status == nethttp.StatusNotFound:
 		errorResponse(status, value.NewError(value.KindNotFound, "no route for %s", clip(r.URL.Path, 256))).write(w)
-	case nethttp.StatusMethodNotAllowed:
+	case status == nethttp.StatusMethodNotAllowed:
 		if a := d.Header().Get("Allow"); a != "" {
 			w.Header().Set("Allow", a)
 		}
 		errorResponse(status, value.NewError(value.KindInvalid, "method %s is not allowed here", clip(r.Method, 32))).write(w)
+	case status == nethttp.StatusBadRequest && r.RequestURI == "*":
+		// The mux's one 400: a request for "*" by another method than
+		// OPTIONS (net/http answers OPTIONS * itself). It closes the
+		// connection, as the mux asks.
+		w.Header().Set("Connection", "close")
+		errorResponse(status, value.NewError(value.KindInvalid, "the request target * is only for OPTIONS")).write(w)
 	default:
 		for k, vs := range d.Header() {
 			if k == "Location" || k == "Allow" {
