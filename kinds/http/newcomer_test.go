@@ -90,3 +90,93 @@ func TestNewcomerAsteriskTargetIsJSON(t *testing.T) {
 		t.Errorf("after: %d %s", status, body)
 	}
 }
+
+// The example of docs/kinds/http.md's "A route to a partition or a pool",
+// as the page shows it.
+const (
+	partitionYAML = `  - name: counter
+    kind: process.lua
+    source: file://counter.lua
+
+  # Four counters; a name always reaches the same one.
+  - name: counters
+    kind: supervisor.partition
+    process: counter
+    partitions: 4
+    lifecycle: {auto_start: true}
+
+  - name: count
+    kind: http.route
+    server: web
+    method: POST
+    path: /count/{name}
+    to: counters
+    key: path.name        # hashed to pick the worker: required for a partition
+    lifecycle: {auto_start: true}
+
+  # Two counters taking turns: each counts only what it saw.
+  - name: pair
+    kind: router.pool
+    routee: counter
+    size: 2
+    strategy: round_robin
+    lifecycle: {auto_start: true}
+
+  - name: count_any
+    kind: http.route
+    server: web
+    method: POST
+    path: /any/{name}
+    to: pair
+    lifecycle: {auto_start: true}
+`
+	partitionLua = `-- Counts requests by name: each POST adds one and answers the count.
+return { main = function()
+  local counts = {}
+  local inbox = process.inbox()
+  while true do
+    local msg = inbox:receive()
+    local name = msg:payload().params.name
+    counts[name] = (counts[name] or 0) + 1
+    msg:reply({body = {name = name, count = counts[name]}})
+  end
+end }
+`
+)
+
+// TestNewcomerPartitionAndPoolExample runs the page's example: through
+// the partition a name's count goes 1, 2, 3 (one worker holds it), through
+// the round-robin pool 1, 1, 2, 2 (each routee counts its half).
+func TestNewcomerPartitionAndPoolExample(t *testing.T) {
+	doc, err := os.ReadFile("../../docs/kinds/http.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{partitionYAML, partitionLua} {
+		if !strings.Contains(string(doc), s) {
+			t.Errorf("docs/kinds/http.md does not show the partition example as it is:\n%s", s)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "counter.lua"), []byte(partitionLua), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n := startIn(t, dir, `namespace: app
+entries:
+  - name: web
+    kind: http.server
+    listen: 127.0.0.1:0
+    lifecycle: {auto_start: true}
+
+`+partitionYAML)
+	c := client()
+	defer c.CloseIdleConnections()
+	for path, counts := range map[string][]string{"/count/ann": {"1", "2", "3", "4"}, "/count/bob": {"1", "2"}, "/any/ann": {"1", "1", "2", "2"}} {
+		for _, want := range counts {
+			status, h, body := get(t, c, "POST", n.url(path), "")
+			if status != 200 || h.Get("Content-Type") != "application/json" || body != `{"count":`+want+`,"name":"`+path[strings.LastIndex(path, "/")+1:]+`"}`+"\n" {
+				t.Errorf("POST %s: %d %q, want count %s", path, status, body, want)
+			}
+		}
+	}
+}
