@@ -58,7 +58,36 @@ type serving struct {
 	v    *view
 	srv  *nethttp.Server
 	done chan struct{}
+	// retired is set when a change has replaced the server: its
+	// responses close their connections (see servingHandler).
+	retired atomic.Bool
 }
+
+// servingHandler serves the requests of one http.Server. Once a change
+// has replaced that server, each response says Connection: close, so a
+// keep-alive client in the middle of its requests reconnects (to the new
+// server) after a response, instead of having its connection closed
+// under the next request it is sending, which is what Shutdown does to a
+// connection idle between two requests (wrk counts a read error, and a
+// client does not retry a POST). (A reply refused as no response clears
+// the headers, this one too: that connection is closed as idle.)
+type servingHandler struct {
+	s  *Server
+	sv *serving
+}
+
+func (h servingHandler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
+	if h.sv.retired.Load() {
+		w.Header().Set("Connection", "close")
+	}
+	h.s.ServeHTTP(w, r)
+}
+
+// retireLinger is how long a replaced server keeps its idle keep-alive
+// connections before its Shutdown closes them: a busy client's next
+// request comes well within it and is answered with Connection: close.
+// Bounded by the server's stop_timeout; a stop of the server ends it.
+const retireLinger = 500 * time.Millisecond
 
 // StartServer binds spec.Listen and serves; the routes come as they
 // start. A taken address fails the start.
@@ -111,8 +140,9 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 			return nil, err
 		}
 	}
+	sv := &serving{b: b, done: make(chan struct{})}
 	srv := &nethttp.Server{
-		Handler:           s,
+		Handler:           servingHandler{s: s, sv: sv},
 		ReadHeaderTimeout: spec.ReadHeaderTimeout,
 		ReadTimeout:       spec.ReadTimeout,
 		WriteTimeout:      spec.WriteTimeout,
@@ -140,7 +170,7 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 			return context.WithValue(ctx, connKey{}, c)
 		}
 	}
-	sv := &serving{b: b, v: v, srv: srv, done: make(chan struct{})}
+	sv.v, sv.srv = v, srv
 	go func() {
 		defer close(sv.done)
 		_ = srv.Serve(ln)
@@ -247,11 +277,18 @@ func (s *Server) retire(sv *serving, closeBinding bool, grace time.Duration) {
 	if closeBinding {
 		sv.b.close()
 	}
+	sv.retired.Store(true)
 	s.drained.Add(1)
 	go func() {
 		defer s.drained.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
+		linger := time.NewTimer(min(retireLinger, grace/2))
+		select {
+		case <-linger.C:
+		case <-s.halted:
+			linger.Stop()
+		}
 		if err := sv.srv.Shutdown(ctx); err != nil {
 			sv.srv.Close()
 		}
