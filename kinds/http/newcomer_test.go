@@ -85,6 +85,13 @@ func TestNewcomerAsteriskTargetIsJSON(t *testing.T) {
 		string(b) != `{"error":{"kind":"invalid","message":"the request target * is only for OPTIONS"}}`+"\n" {
 		t.Errorf("GET *: %d %v close=%v %q", resp.StatusCode, resp.Header, resp.Close, b)
 	}
+	// HTTP/2's preface reaches the mux as PRI *: said so, in JSON.
+	resp = rawExchange(t, addr, "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")[0]
+	b, _ = io.ReadAll(resp.Body)
+	if resp.StatusCode != 505 || resp.ProtoMajor != 1 || !resp.Close ||
+		string(b) != `{"error":{"kind":"invalid","message":"HTTP/2 is not offered: the server speaks HTTP/1.1"}}`+"\n" {
+		t.Errorf("PRI *: %d %v close=%v %q", resp.StatusCode, resp.Header, resp.Close, b)
+	}
 	resp = rawExchange(t, addr, "OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n")[0]
 	if resp.StatusCode != 200 {
 		t.Errorf("OPTIONS *: %d", resp.StatusCode)

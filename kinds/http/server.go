@@ -500,6 +500,13 @@ func (s *Server) unrouted(w nethttp.ResponseWriter, r *nethttp.Request, d *dispa
 		// OPTIONS (net/http answers OPTIONS * itself). It closes the
 		// connection, as the mux asks.
 		w.Header().Set("Connection", "close")
+		if r.Method == "PRI" {
+			// HTTP/2's preface (PRI * HTTP/2.0), which net/http passes
+			// on when it does not serve unencrypted HTTP/2.
+			status = nethttp.StatusHTTPVersionNotSupported
+			errorResponse(status, value.NewError(value.KindInvalid, "HTTP/2 is not offered: the server speaks HTTP/1.1")).write(w)
+			break
+		}
 		errorResponse(status, value.NewError(value.KindInvalid, "the request target * is only for OPTIONS")).write(w)
 	default:
 		for k, vs := range d.Header() {
