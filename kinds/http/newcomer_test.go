@@ -260,3 +260,45 @@ func TestNewcomerServerSwapKeepsBusyConnections(t *testing.T) {
 		t.Errorf("only %d requests served", ok.Load())
 	}
 }
+
+// TestNewcomerReplyOverMaxReplyBytesIs500: a reply larger than
+// max_reply_bytes itself can never be sent, so it is the handler's
+// failure, a 500 that says so and a warning naming the route; not the
+// 503 "try again later" of a reply that does not fit beside others being
+// sent, which tells clients to retry for ever. Before the fix: 503.
+func TestNewcomerReplyOverMaxReplyBytesIs500(t *testing.T) {
+	cfg := strings.Replace(base, "max_header_bytes: 4096", "max_header_bytes: 4096\n    max_reply_bytes: 1MiB", 1)
+	n := start(t, cfg)
+	n.write("big.lua", `return { main = function()
+  local inbox = process.inbox()
+  while true do
+    local msg = inbox:receive()
+    msg:reply(string.rep("b", tonumber(msg:payload().query.n)))
+  end
+end }`)
+	n.reload(cfg + `  - name: big
+    kind: process.lua
+    source: file://big.lua
+  - name: rbig
+    kind: http.route
+    server: web
+    method: GET
+    path: /big
+    to: big
+    lifecycle: {auto_start: true}
+`)
+	c := client()
+	defer c.CloseIdleConnections()
+	status, h, body := get(t, c, "GET", n.url("/big?n=2000000"), "")
+	want := `{"error":{"kind":"internal","message":"the reply is 2000000 bytes, more than max_reply_bytes (1048576): it cannot be sent"}}` + "\n"
+	if status != 500 || body != want || h.Get("Content-Type") != "application/json" {
+		t.Errorf("over max_reply_bytes: %d %q", status, body)
+	}
+	if !strings.Contains(n.log.String(), "route=app:rbig") || !strings.Contains(n.log.String(), "larger than max_reply_bytes") {
+		t.Errorf("no warning naming the route:\n%s", n.log.String())
+	}
+	// One that fits is sent.
+	if status, _, body := get(t, c, "GET", n.url("/big?n=1000000"), ""); status != 200 || len(body) != 1000000 {
+		t.Errorf("within max_reply_bytes: %d %d bytes", status, len(body))
+	}
+}

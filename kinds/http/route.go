@@ -57,7 +57,7 @@ func (rt *route) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	w, start := writer(w)
 	rt.active.Inc()
 	resp := rt.serve(w, r)
-	held := rt.s.holdReply(w, &resp)
+	held := rt.s.holdReply(w, &resp, string(rt.id))
 	resp.write(w)
 	if held > 0 {
 		rt.s.sending.Add(-held)
