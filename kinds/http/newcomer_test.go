@@ -5,6 +5,7 @@ package http_test
 
 import (
 	"fmt"
+	"github.com/proctor-run/proctor/internal/testutil"
 	"io"
 	"os"
 	"path/filepath"
@@ -300,5 +301,25 @@ end }`)
 	// One that fits is sent.
 	if status, _, body := get(t, c, "GET", n.url("/big?n=1000000"), ""); status != 200 || len(body) != 1000000 {
 		t.Errorf("within max_reply_bytes: %d %d bytes", status, len(body))
+	}
+}
+
+// TestNewcomerConflictNamesBothRoutes: a route whose pattern conflicts
+// with another's fails to start with an error naming the other route's
+// ID, not only its pattern. Before the fix the error named the pattern
+// alone when the new route's ID sorted after the other's.
+func TestNewcomerConflictNamesBothRoutes(t *testing.T) {
+	n := start(t, base)
+	n.reload(base + `  - name: zz
+    kind: http.route
+    server: web
+    path: /x
+    to: echo
+    lifecycle: {auto_start: true}
+`)
+	testutil.Eventually(t, "the conflict logged", func() bool { return strings.Contains(n.log.String(), "conflicts with") })
+	log := n.log.String()
+	if !strings.Contains(log, `pattern \"/x\" conflicts with pattern \"GET /{what...}\" of route app:any:`) {
+		t.Errorf("the conflict does not name route app:any:\n%s", log)
 	}
 }

@@ -434,7 +434,10 @@ type table struct {
 	routes []*route // by ID
 }
 
-var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
+var (
+	registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
+	conflictWith = regexp.MustCompile(`conflicts with pattern "([^"]*)"`)
+)
 
 var emptyTable = &table{mux: nethttp.NewServeMux()}
 
@@ -448,10 +451,17 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 	}
 	slices.Sort(ids)
 	var cur registry.ID
+	owner := make(map[string]registry.ID) // pattern -> its route
 	defer func() {
 		if r := recover(); r != nil {
 			// The mux names its own source lines: not the user's business.
 			msg := registeredAt.ReplaceAllString(fmt.Sprint(r), "")
+			// It names the other pattern, not its route: add the route.
+			if m := conflictWith.FindStringSubmatchIndex(msg); m != nil {
+				if id, ok := owner[msg[m[2]:m[3]]]; ok {
+					msg = msg[:m[1]] + " of route " + string(id) + msg[m[1]:]
+				}
+			}
 			t, err = nil, value.NewError(value.KindInvalid, "route %s: %s", cur, strings.ReplaceAll(msg, ":\n", ": "))
 		}
 	}()
@@ -460,6 +470,7 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 		rt := routes[id]
 		for _, p := range rt.spec.patterns() {
 			t.mux.Handle(p, rt)
+			owner[p] = id
 		}
 		t.routes = append(t.routes, rt)
 	}
