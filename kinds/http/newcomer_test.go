@@ -65,6 +65,10 @@ func TestNewcomerReplyHeaderControlBytes(t *testing.T) {
 			t.Errorf("%s: %d %q %s", v, status, h.Get("X-A"), body)
 		}
 	}
+	// The warning names the route and the entry that replied.
+	if !strings.Contains(n.log.String(), `msg="http route: the handler's reply is no response" entry=app:web route=app:any to=app:echo error="the handler's reply header X-A holds a control character`) {
+		t.Errorf("the warning does not name the route and its target:\n%s", n.log.String())
+	}
 	for v, want := range map[string]string{"tab": "a\tb", "high": "caf\xc3\xa9\xff"} {
 		status, h, body := get(t, c, "GET", n.url("/x?v="+v), "")
 		if status != 200 || h.Get("X-A") != want || body != "sent" {
