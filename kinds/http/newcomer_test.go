@@ -327,3 +327,34 @@ func TestNewcomerConflictNamesBothRoutes(t *testing.T) {
 		t.Errorf("the conflict does not name route app:any:\n%s", log)
 	}
 }
+
+// TestNewcomerTargetNotRunningSaysSo: a route whose `to` entry is not
+// running (here its script fails at once and is being restarted) answers
+// 503 saying the entry is not running, not the "no process registered
+// under that name" of a to_name. Before the fix: the latter.
+func TestNewcomerTargetNotRunningSaysSo(t *testing.T) {
+	n := start(t, base)
+	n.write("dead.lua", `return { main = function() error("dead on arrival") end }`)
+	n.reload(base + `  - name: dead
+    kind: process.lua
+    source: file://dead.lua
+  - name: rdead
+    kind: http.route
+    server: web
+    method: GET
+    path: /dead
+    to: dead
+    lifecycle: {auto_start: true}
+`)
+	c := client()
+	defer c.CloseIdleConnections()
+	want := `{"error":{"kind":"stopped","message":"route app:rdead: app:dead: not running"}}` + "\n"
+	testutil.Eventually(t, "503 not running", func() bool {
+		status, _, body := get(t, c, "GET", n.url("/dead"), "")
+		return status == 503 && body == want
+	})
+	// The node's other routes serve meanwhile.
+	if status, _, body := get(t, c, "GET", n.url("/string"), ""); status != 200 || body != "plain GET" {
+		t.Errorf("other route: %d %s", status, body)
+	}
+}

@@ -231,7 +231,9 @@ func (rt *route) ask(ctx context.Context, payload value.Record) (any, error) {
 	}
 	pid, ok := rt.s.node.Whereis(string(spec.To))
 	if !ok {
-		return nil, fmt.Errorf("route %s: %s: %w", rt.id, spec.To, process.ErrNameNotFound)
+		// The entry is declared, its service not up (starting, restarting
+		// after a crash, stopped): say so, as for an entry not running.
+		return nil, fmt.Errorf("route %s: %s: %w", rt.id, spec.To, registry.ErrNotRunning)
 	}
 	return rt.askPID(ctx, pid, m)
 }
