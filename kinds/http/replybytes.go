@@ -29,13 +29,23 @@ func (s *ServerSpec) maxReplyBytes() int64 {
 
 // holdReply counts resp's body in the bytes being sent and returns how
 // many it counted (0 for a small one), for the caller to count out when
-// it is sent; past max_reply_bytes resp becomes the 503.
-func (s *Server) holdReply(w nethttp.ResponseWriter, resp *Response) int64 {
+// it is sent; past max_reply_bytes resp becomes the 503. A reply larger
+// than max_reply_bytes itself can never be sent: it is the handler's
+// failure, a 500 (a 503 would have clients retry for ever), logged with
+// the route's ID.
+func (s *Server) holdReply(w nethttp.ResponseWriter, resp *Response, route string) int64 {
 	n := int64(len(resp.Body))
 	if n <= smallReply {
 		return 0
 	}
 	max := s.spec.Load().maxReplyBytes()
+	if n > max {
+		clear(w.Header())
+		err := value.NewError(value.KindInternal, "the reply is %d bytes, more than max_reply_bytes (%d): it cannot be sent", n, max)
+		s.log.Warn("http route: the handler's reply is larger than max_reply_bytes", "route", route, "error", err)
+		*resp = *errorResponse(nethttp.StatusInternalServerError, err)
+		return 0
+	}
 	if s.sending.Add(n) <= max {
 		return n
 	}

@@ -57,7 +57,7 @@ func (rt *route) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 	w, start := writer(w)
 	rt.active.Inc()
 	resp := rt.serve(w, r)
-	held := rt.s.holdReply(w, &resp)
+	held := rt.s.holdReply(w, &resp, string(rt.id))
 	resp.write(w)
 	if held > 0 {
 		rt.s.sending.Add(-held)
@@ -103,7 +103,7 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 		// Why it died (a script's error, its file and line) is for the
 		// log, not for the client.
 		resp, how := exitedResponse(err)
-		rt.s.log.Warn("http route: the handler exited before it replied", "route", string(rt.id), "how", how, "error", clip(err.Error(), maxErrorMessage))
+		rt.s.log.Warn("http route: the handler exited before it replied", "route", string(rt.id), "to", rt.spec.target(), "how", how, "error", clip(err.Error(), maxErrorMessage))
 		return *resp
 	}
 	if err != nil {
@@ -113,7 +113,7 @@ func (rt *route) serve(w nethttp.ResponseWriter, r *nethttp.Request) Response {
 	// here (the paths that set Connection returned above).
 	resp, err := replyInto(reply, w.Header())
 	if err != nil {
-		rt.s.log.Warn("http route: the handler's reply is no response", "route", string(rt.id), "error", err)
+		rt.s.log.Warn("http route: the handler's reply is no response", "route", string(rt.id), "to", rt.spec.target(), "error", err)
 		return *ErrorResponse(err)
 	}
 	resp.Header = nil // w's already: write has none to copy

@@ -58,7 +58,36 @@ type serving struct {
 	v    *view
 	srv  *nethttp.Server
 	done chan struct{}
+	// retired is set when a change has replaced the server: its
+	// responses close their connections (see servingHandler).
+	retired atomic.Bool
 }
+
+// servingHandler serves the requests of one http.Server. Once a change
+// has replaced that server, each response says Connection: close, so a
+// keep-alive client in the middle of its requests reconnects (to the new
+// server) after a response, instead of having its connection closed
+// under the next request it is sending, which is what Shutdown does to a
+// connection idle between two requests (wrk counts a read error, and a
+// client does not retry a POST). (A reply refused as no response clears
+// the headers, this one too: that connection is closed as idle.)
+type servingHandler struct {
+	s  *Server
+	sv *serving
+}
+
+func (h servingHandler) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
+	if h.sv.retired.Load() {
+		w.Header().Set("Connection", "close")
+	}
+	h.s.ServeHTTP(w, r)
+}
+
+// retireLinger is how long a replaced server keeps its idle keep-alive
+// connections before its Shutdown closes them: a busy client's next
+// request comes well within it and is answered with Connection: close.
+// Bounded by the server's stop_timeout; a stop of the server ends it.
+const retireLinger = 500 * time.Millisecond
 
 // StartServer binds spec.Listen and serves; the routes come as they
 // start. A taken address fails the start.
@@ -111,8 +140,9 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 			return nil, err
 		}
 	}
+	sv := &serving{b: b, done: make(chan struct{})}
 	srv := &nethttp.Server{
-		Handler:           s,
+		Handler:           servingHandler{s: s, sv: sv},
 		ReadHeaderTimeout: spec.ReadHeaderTimeout,
 		ReadTimeout:       spec.ReadTimeout,
 		WriteTimeout:      spec.WriteTimeout,
@@ -140,7 +170,7 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 			return context.WithValue(ctx, connKey{}, c)
 		}
 	}
-	sv := &serving{b: b, v: v, srv: srv, done: make(chan struct{})}
+	sv.v, sv.srv = v, srv
 	go func() {
 		defer close(sv.done)
 		_ = srv.Serve(ln)
@@ -247,11 +277,18 @@ func (s *Server) retire(sv *serving, closeBinding bool, grace time.Duration) {
 	if closeBinding {
 		sv.b.close()
 	}
+	sv.retired.Store(true)
 	s.drained.Add(1)
 	go func() {
 		defer s.drained.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), grace)
 		defer cancel()
+		linger := time.NewTimer(min(retireLinger, grace/2))
+		select {
+		case <-linger.C:
+		case <-s.halted:
+			linger.Stop()
+		}
 		if err := sv.srv.Shutdown(ctx); err != nil {
 			sv.srv.Close()
 		}
@@ -461,14 +498,27 @@ func (s *Server) ServeHTTP(w nethttp.ResponseWriter, r *nethttp.Request) {
 // matched.
 func (s *Server) unrouted(w nethttp.ResponseWriter, r *nethttp.Request, d *dispatch, start time.Time) {
 	status := d.code
-	switch status {
-	case nethttp.StatusNotFound:
+	switch {
+	case status == nethttp.StatusNotFound:
 		errorResponse(status, value.NewError(value.KindNotFound, "no route for %s", clip(r.URL.Path, 256))).write(w)
-	case nethttp.StatusMethodNotAllowed:
+	case status == nethttp.StatusMethodNotAllowed:
 		if a := d.Header().Get("Allow"); a != "" {
 			w.Header().Set("Allow", a)
 		}
 		errorResponse(status, value.NewError(value.KindInvalid, "method %s is not allowed here", clip(r.Method, 32))).write(w)
+	case status == nethttp.StatusBadRequest && r.RequestURI == "*":
+		// The mux's one 400: a request for "*" by another method than
+		// OPTIONS (net/http answers OPTIONS * itself). It closes the
+		// connection, as the mux asks.
+		w.Header().Set("Connection", "close")
+		if r.Method == "PRI" {
+			// HTTP/2's preface (PRI * HTTP/2.0), which net/http passes
+			// on when it does not serve unencrypted HTTP/2.
+			status = nethttp.StatusHTTPVersionNotSupported
+			errorResponse(status, value.NewError(value.KindInvalid, "HTTP/2 is not offered: the server speaks HTTP/1.1")).write(w)
+			break
+		}
+		errorResponse(status, value.NewError(value.KindInvalid, "the request target * is only for OPTIONS")).write(w)
 	default:
 		for k, vs := range d.Header() {
 			if k == "Location" || k == "Allow" {
