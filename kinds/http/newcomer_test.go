@@ -3,14 +3,12 @@ package http_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"testing"
+
 	"github.com/proctor-run/proctor/config"
 	httpkind "github.com/proctor-run/proctor/kinds/http"
 	"github.com/proctor-run/proctor/value"
-	"os"
-	"path/filepath"
-	"strings"
-	"testing"
-	"time"
 )
 
 // TestEncodedDotSegments: net/http's ServeMux redirects a path with a
@@ -44,47 +42,6 @@ func TestEncodedDotSegments(t *testing.T) {
 		if status, _, body := get(t, c, "POST", n.url(p), "hi"); status == 400 {
 			t.Errorf("POST %s: %d %s, want it served", p, status, body)
 		}
-	}
-}
-
-// TestToNotRunning: a route whose `to` is an entry that is not running
-// (here, crashing and restarted with a backoff) answers 503 `stopped`
-// saying so, not "no process registered under that name", which reads as
-// a typo of a name when the entry is declared (issue 26, newcomer pass).
-func TestToNotRunning(t *testing.T) {
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "down.lua"), []byte(`return { main = function() error("always fails") end }`), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n := startIn(t, dir, base+`
-  - name: down
-    kind: process.lua
-    source: file://down.lua
-  - name: downroute
-    kind: http.route
-    server: web
-    method: GET
-    path: /down
-    to: down
-    lifecycle: {auto_start: true}
-`)
-	c := client()
-	defer c.CloseIdleConnections()
-	want := `{"error":{"kind":"stopped","message":"route app:downroute: app:down: not running"}}`
-	var status int
-	var body string
-	for i := 0; i < 50; i++ {
-		if status, _, body = get(t, c, "GET", n.url("/down"), ""); status == 503 {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	if status != 503 || strings.TrimSpace(body) != want {
-		t.Fatalf("GET /down: %d %s, want 503 %s", status, body, want)
-	}
-	// The other routes serve meanwhile.
-	if status, _, body := get(t, c, "POST", n.url("/echo"), "hi"); status != 200 || body != "hi" {
-		t.Errorf("POST /echo: %d %q", status, body)
 	}
 }
 
