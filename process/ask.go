@@ -43,19 +43,11 @@ type askRef struct {
 	res      askResult     // the call's result: written by its settler before the send on ch
 	wake     *Proc         // notified when the call settles; see WakeOnSettle
 	record   atomic.Bool   // the caller takes a value.Record reply; see AcceptRecord
-	far      bool          // the timer may be set beyond farArm: release stops it
 
-	mu       sync.Mutex  // orders the setting of the timer, and guards what follows
-	timer    *time.Timer // fires expire; made once per pooled ref
-	armed    bool        // the timer is set, for when
-	when     int64       // since epoch
-	dueToken uint64      // the call whose Wait set due
-	due      int64       // when that Wait times out, since epoch
+	timer    keptTimer // fires expire; its mu guards what follows
+	dueToken uint64    // the call whose Wait set due
+	due      int64     // when that Wait times out, since epoch
 }
-
-// farArm bounds how long a released ref's timer stays set: a Wait longer
-// than this stops the timer when it ends (release).
-const farArm = time.Minute
 
 // beforeExpire, set only by tests, runs as an ask's timer fires, before
 // expire looks at the call: it widens the window in which a fired timer
@@ -74,16 +66,11 @@ func (r *askRef) arm(token uint64, timeout time.Duration) {
 	if timeout < time.Duration(math.MaxInt64-now) {
 		due = now + int64(timeout)
 	}
-	if timeout > farArm {
-		r.far = true
-	}
-	r.mu.Lock()
+	r.timer.markFar(due, now)
+	r.timer.mu.Lock()
 	r.dueToken, r.due = token, due
-	if !r.armed || r.when > due {
-		r.timer.Reset(time.Duration(due - now))
-		r.armed, r.when = true, due
-	}
-	r.mu.Unlock()
+	r.timer.setBy(due, now)
+	r.timer.mu.Unlock()
 }
 
 // expire settles the current call as timed out, from the timer's
@@ -95,16 +82,15 @@ func (r *askRef) expire() {
 	if h := beforeExpire.Load(); h != nil {
 		(*h)()
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.armed = false
+	r.timer.mu.Lock()
+	defer r.timer.mu.Unlock()
+	r.timer.armed = false
 	t := r.dueToken
 	if r.state.Load() != t {
 		return // settled: nothing to time until the next Wait
 	}
 	if now := int64(time.Since(epoch)); now < r.due {
-		r.timer.Reset(time.Duration(r.due - now))
-		r.armed, r.when = true, r.due
+		r.timer.setBy(r.due, now)
 		return
 	}
 	if r.state.CompareAndSwap(t, t+1) {
@@ -116,15 +102,7 @@ func (r *askRef) expire() {
 // release puts r, settled and its result taken, back in the pool, holding
 // no process and no result.
 func (r *askRef) release() {
-	if r.far {
-		r.far = false
-		r.mu.Lock()
-		if r.armed {
-			r.timer.Stop()
-			r.armed = false
-		}
-		r.mu.Unlock()
-	}
+	r.timer.releaseFar()
 	r.res = askResult{}
 	r.wake = nil
 	r.record.Store(false)
@@ -133,8 +111,7 @@ func (r *askRef) release() {
 
 var askPool = sync.Pool{New: func() any {
 	r := &askRef{ch: make(chan struct{}, 1)}
-	r.timer = time.AfterFunc(time.Hour, r.expire)
-	r.timer.Stop()
+	r.timer.init(r.expire)
 	return r
 }}
 

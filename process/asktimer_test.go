@@ -81,9 +81,9 @@ func TestAskFarTimerStopped(t *testing.T) {
 		if _, err := c.Wait(tc.timeout, nil); err != nil {
 			t.Fatal(err)
 		}
-		r.mu.Lock()
-		armed, far, ahead := r.armed, r.far, time.Duration(r.when-int64(time.Since(epoch)))
-		r.mu.Unlock()
+		r.timer.mu.Lock()
+		armed, far, ahead := r.timer.armed, r.timer.far, time.Duration(r.timer.when-int64(time.Since(epoch)))
+		r.timer.mu.Unlock()
 		if far {
 			t.Fatalf("timeout %s: far still set after release", tc.timeout)
 		}
@@ -142,10 +142,10 @@ func TestCallFarTimerStopped(t *testing.T) {
 			if err := RunOn(context.Background(), l, &counter{}, CallOptions{Timeout: tc.timeout}); err != nil {
 				t.Fatal(err)
 			}
-			w.mu.Lock()
+			w.timer.mu.Lock()
 			used = w.err == nil // release clears it
-			armed, far := w.armed, w.far
-			w.mu.Unlock()
+			armed, far := w.timer.armed, w.timer.far
+			w.timer.mu.Unlock()
 			if used && (armed != tc.armed || far) {
 				t.Fatalf("timeout %s: after the call the timer is set %v (far %v), want %v", tc.timeout, armed, far, tc.armed)
 			}

@@ -208,10 +208,9 @@ func runOn(ctx context.Context, o Owner, cmd Command, opts CallOptions) (ran, er
 			// The command may still run; the waiter is left to it, never
 			// reused, so its late completion touches nobody. Its timer
 			// has nothing more to time.
-			w.mu.Lock()
-			w.timer.Stop()
-			w.armed = false
-			w.mu.Unlock()
+			w.timer.mu.Lock()
+			w.timer.stop()
+			w.timer.mu.Unlock()
 			return nil, gone
 		}
 		<-w.done // settled meanwhile, by the command, the clock or the stop
@@ -249,11 +248,7 @@ type waiter struct {
 	cmd   Command
 	runFn func() // w.run, bound once: a method value per Submit would allocate
 
-	mu    sync.Mutex  // orders the setting of the timer
-	timer *time.Timer // fires expire; made once per pooled waiter
-	armed bool        // guarded by mu: the timer is set, for when
-	when  int64       // guarded by mu
-	far   bool        // the caller's: the timer may be set beyond farArm, release stops it
+	timer keptTimer // fires expire
 }
 
 // A call's status, the low bits of waiter.state.
@@ -272,8 +267,7 @@ var waiters = sync.Pool{New: func() any {
 	// The deadline settles the call from the timer's goroutine, so the
 	// caller waits on w.done alone instead of a select with a timer
 	// channel, a large part of a round trip's cost.
-	w.timer = time.AfterFunc(time.Hour, w.expire)
-	w.timer.Stop()
+	w.timer.init(w.expire)
 	w.runFn = w.run
 	w.state.Store(waitDone)
 	return w
@@ -313,24 +307,18 @@ func (w *waiter) arm(deadline, now int64) {
 	if deadline == 0 {
 		return
 	}
-	if deadline-now > int64(farArm) {
-		// A waiter the pool lets go is not held for long by its timer.
-		w.far = true
-	}
-	w.mu.Lock()
-	if !w.armed || w.when > deadline {
-		w.timer.Reset(time.Duration(deadline - now))
-		w.armed, w.when = true, deadline
-	}
-	w.mu.Unlock()
+	w.timer.markFar(deadline, now)
+	w.timer.mu.Lock()
+	w.timer.setBy(deadline, now)
+	w.timer.mu.Unlock()
 }
 
 // expire runs when the timer fires: it times out the call in progress
 // once its deadline has passed, or sets the timer for that deadline.
 func (w *waiter) expire() {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.armed = false
+	w.timer.mu.Lock()
+	defer w.timer.mu.Unlock()
+	w.timer.armed = false
 	for {
 		s := w.state.Load()
 		deadline := int64(s >> 2)
@@ -338,8 +326,7 @@ func (w *waiter) expire() {
 			return // nothing to time until the next call arms the timer
 		}
 		if now := int64(time.Since(epoch)); now < deadline {
-			w.timer.Reset(time.Duration(deadline - now))
-			w.armed, w.when = true, deadline
+			w.timer.setBy(deadline, now)
 			return
 		}
 		if w.state.CompareAndSwap(s, s|waitGone) {
@@ -354,15 +341,7 @@ func (w *waiter) expire() {
 // holding nothing of its call.
 func (w *waiter) release() {
 	w.state.Store(waitDone) // a free waiter has no call for expire to strike
-	if w.far {
-		w.far = false
-		w.mu.Lock()
-		if w.armed {
-			w.timer.Stop()
-			w.armed = false
-		}
-		w.mu.Unlock()
-	}
+	w.timer.releaseFar()
 	w.err, w.cmd = nil, nil
 	waiters.Put(w)
 }
