@@ -16,8 +16,8 @@ import (
 func TestAskTimerAcrossReusedRefs(t *testing.T) {
 	const short, long = 30 * time.Millisecond, 300 * time.Millisecond
 	// ask waits for a reply that comes after answer (never if negative),
-	// and reports the wait's error, how long it took, and the ref.
-	ask := func(timeout, answer time.Duration) (error, time.Duration, *askRef) {
+	// and reports how long the wait took, the ref, and its error.
+	ask := func(timeout, answer time.Duration) (time.Duration, *askRef, error) {
 		c := NewCall()
 		r := c.r
 		m := c.MessageWithin(Message{Payload: 1}, timeout)
@@ -29,29 +29,29 @@ func TestAskTimerAcrossReusedRefs(t *testing.T) {
 		}
 		start := time.Now()
 		_, err := c.Wait(timeout, nil)
-		return err, time.Since(start), r
+		return time.Since(start), r, err
 	}
 	reused := 0
 	for i := 0; i < 8; i++ {
 		// A long wait answered at once leaves the timer set for its
 		// deadline; the short wait that reuses the ref must not wait
 		// for that.
-		err, _, r1 := ask(long, 0)
+		_, r1, err := ask(long, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err, took, r2 := ask(short, -1)
+		took, r2, err := ask(short, -1)
 		if !errors.Is(err, ErrTimeout) || took < short || took > long*2/3 {
 			t.Fatalf("short wait after a long one: %v after %s (timeout %s)", err, took, short)
 		}
 		// The short wait's expiry is over; a long wait answered after
 		// the short timeout (on a ref whose timer was set for a short
 		// one) gets its reply.
-		err, _, _ = ask(short, 0)
+		_, _, err = ask(short, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
-		err, took, r3 := ask(long, 2*short)
+		took, r3, err := ask(long, 2*short)
 		if err != nil {
 			t.Fatalf("long wait answered after %s: %v after %s", 2*short, err, took)
 		}
