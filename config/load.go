@@ -857,6 +857,7 @@ func (ld *load) checkRefs(cfg *Config) {
 		cfg.Deps[e.ID] = deps
 		ld.checkTargets(cfg, e)
 	}
+	ld.checkSets(cfg)
 }
 
 // Defaults of a Loader's bounds on reading (Loader.MaxConfigSize,

@@ -20,3 +20,12 @@ func (f *Field) Strings(d *Decoder) []string {
 	f.want(TypeStrings)
 	return d.StringList(f.Name)
 }
+
+// SetChecker is implemented by kinds whose entries are valid only
+// together: two http.routes of one server whose patterns conflict, which
+// neither entry alone shows. CheckSet is given every entry of the kind
+// that decoded, by ID, once the references are resolved; it reports
+// through report, naming the entry at fault.
+type SetChecker interface {
+	CheckSet(entries []*Entry, report func(e *Entry, pos Pos, field, msg string))
+}

@@ -389,7 +389,7 @@ func (s *Server) forgetUnused(pattern string) {
 // setRoutes makes next the routes in force and publishes their table, on
 // the server's loop; a table that cannot be built changes nothing.
 func (s *Server) setRoutes(next map[registry.ID]*route) error {
-	t, err := buildTable(next)
+	t, _, err := buildTable(next)
 	if err != nil {
 		return err
 	}
@@ -442,8 +442,9 @@ var conflictsWith = regexp.MustCompile(`conflicts with pattern "([^"]*)"`)
 var emptyTable = &table{mux: nethttp.NewServeMux()}
 
 // buildTable makes the table of routes; a pattern that conflicts with
-// another route's is an invalid error naming both.
-func buildTable(routes map[registry.ID]*route) (t *table, err error) {
+// another route's is an invalid error naming both, and bad the route
+// whose pattern was refused (the later of the two in ID order).
+func buildTable(routes map[registry.ID]*route) (t *table, bad registry.ID, err error) {
 	t = &table{mux: nethttp.NewServeMux()}
 	ids := make([]registry.ID, 0, len(routes))
 	for id := range routes {
@@ -462,7 +463,7 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 					msg = msg[:m[0]] + fmt.Sprintf("conflicts with route %s's pattern %q", other, msg[m[2]:m[3]]) + msg[m[1]:]
 				}
 			}
-			t, err = nil, value.NewError(value.KindInvalid, "route %s: %s", cur, strings.ReplaceAll(msg, ":\n", ": "))
+			t, bad, err = nil, cur, value.NewError(value.KindInvalid, "route %s: %s", cur, strings.ReplaceAll(msg, ":\n", ": "))
 		}
 	}()
 	for _, id := range ids {
@@ -474,7 +475,7 @@ func buildTable(routes map[registry.ID]*route) (t *table, err error) {
 		}
 		t.routes = append(t.routes, rt)
 	}
-	return t, nil
+	return t, "", nil
 }
 
 // ServeHTTP serves a request by the route table in force. The mux

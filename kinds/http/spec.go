@@ -115,8 +115,10 @@ type RouteSpec struct {
 	// DefaultMaxPending.
 	MaxPending int
 
-	params    []string // the wildcards of Path, in order
-	keyFailed bool     // key was given but is no key (reported at decode)
+	params    []string     // the wildcards of Path, in order
+	keyFailed bool         // key was given but is no key (reported at decode)
+	pathAt    registry.Pos // where path is written, for CheckSet's errors
+	badPath   bool         // path is no pattern (reported at decode)
 }
 
 var (
@@ -236,6 +238,7 @@ func decodeRoute(d *registry.Decoder) *RouteSpec {
 		Timeout:    fRouteTimeout.Duration(d),
 		MaxPending: fMaxPending.Int(d),
 	}
+	s.pathAt = d.Pos(fPath.Name)
 	checkTarget(d, s)
 	for _, m := range fMethod.Strings(d) {
 		u := strings.ToUpper(strings.TrimSpace(m))
@@ -258,6 +261,7 @@ func decodeRoute(d *registry.Decoder) *RouteSpec {
 		params, err := checkPattern(s.Path)
 		if err != nil {
 			d.Errorf(fPath.Name, "%v", err)
+			s.badPath = true
 		}
 		s.params = params
 	}
