@@ -40,30 +40,29 @@ func (l errorListener) Accept() (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &errorConn{Conn: &deadlineConn{Conn: c}, maxHeaderBytes: l.maxHeaderBytes}, nil
+	return &errorConn{deadlineConn: deadlineConn{Conn: c}, maxHeaderBytes: l.maxHeaderBytes}, nil
 }
 
-// errorConn rewrites net/http's own text answers in JSON.
+// errorConn rewrites net/http's own text answers in JSON; its deadlines
+// are a deadlineConn's. Its NetConn (deadlineConn's) is the connection
+// accepted, which the server's ConnState hook tracks (as it does a
+// *tls.Conn's).
 type errorConn struct {
-	net.Conn
+	deadlineConn
 	maxHeaderBytes int
 	busy           atomic.Bool
 }
 
-// NetConn returns the connection wrapped, which the server's ConnState
-// hook tracks (as it does a *tls.Conn's).
-func (c *errorConn) NetConn() net.Conn { return c.Conn.(*deadlineConn).Conn }
-
 func (c *errorConn) Write(b []byte) (int, error) {
 	if !c.busy.Load() {
 		if j, ok := protocolError(b, c.maxHeaderBytes); ok {
-			if _, err := c.Conn.Write(j); err != nil {
+			if _, err := c.deadlineConn.Write(j); err != nil {
 				return 0, err
 			}
 			return len(b), nil
 		}
 	}
-	return c.Conn.Write(b)
+	return c.deadlineConn.Write(b)
 }
 
 // connKey is the request context's key of its *errorConn.
