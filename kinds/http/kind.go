@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -107,37 +106,23 @@ func (RouteKind) CheckRefs(e *registry.Entry, target func(registry.ID) (*registr
 // validation, at the path of the one a server would refuse as it starts
 // it (the later in ID order), rather than when it starts.
 func (RouteKind) CheckSet(entries []*registry.Entry, report func(*registry.Entry, registry.Pos, string, string)) {
-	byServer := map[registry.ID]map[registry.ID]*route{}
-	at := map[registry.ID]*registry.Entry{}
+	tables := map[registry.ID]*table{} // by server; entries come by ID, as buildTable adds them
 	for _, e := range entries {
 		s, ok := e.Spec.(*RouteSpec)
 		if !ok || s.Path == "" || s.badPath {
 			continue
 		}
-		if byServer[s.Server] == nil {
-			byServer[s.Server] = map[registry.ID]*route{}
+		t := tables[s.Server]
+		if t == nil {
+			t = newTable()
+			tables[s.Server] = t
 		}
-		byServer[s.Server][e.ID] = &route{id: e.ID, spec: s}
-		at[e.ID] = e
-	}
-	for _, routes := range byServer {
-		// A conflict drops the route at fault and looks again, so
-		// each is reported once.
-		for {
-			_, bad, err := buildTable(routes)
-			if err == nil {
-				break
-			}
-			e, ok := at[bad]
-			if !ok {
-				break // not one of these (buildTable names the route it refused)
-			}
-			pos := e.Spec.(*RouteSpec).pathAt
+		if err := t.add(&route{id: e.ID, spec: s}); err != nil {
+			pos := s.pathAt
 			if pos.Line == 0 {
 				pos = e.Pos
 			}
-			report(e, pos, fPath.Name, strings.TrimPrefix(err.Error(), "route "+string(bad)+": "))
-			delete(routes, bad)
+			report(e, pos, fPath.Name, err.Message)
 		}
 	}
 }

@@ -61,3 +61,33 @@ func TestMaxPendingZeroIsDefault(t *testing.T) {
 		t.Errorf("MaxPending 3: %d", got)
 	}
 }
+
+// TestCheckSetReportsEachConflictOnce: CheckSet goes through a server's
+// routes once, in ID order; each route whose pattern conflicts with an
+// earlier one is reported once, at its path, naming the route it
+// conflicts with, and routes of another server are not compared.
+func TestCheckSetReportsEachConflictOnce(t *testing.T) {
+	route := func(id, server, path string, line int) *registry.Entry {
+		return &registry.Entry{ID: registry.ID(id), Kind: RouteKindName, Pos: registry.Pos{File: "app.yaml", Line: line - 1},
+			Spec: &RouteSpec{Server: registry.ID(server), Path: path, pathAt: registry.Pos{File: "app.yaml", Line: line, Col: 11}}}
+	}
+	entries := []*registry.Entry{
+		route("app:a", "app:web", "/x", 10),
+		route("app:b", "app:web", "/x", 20),
+		route("app:c", "app:web", "/x", 30),
+		route("app:d", "app:other", "/x", 40),
+		route("app:e", "app:web", "/y", 50),
+	}
+	var got []string
+	RouteKind{}.CheckSet(entries, func(e *registry.Entry, pos registry.Pos, field, msg string) {
+		got = append(got, pos.String()+" "+string(e.ID)+" "+field+": "+msg)
+	})
+	if len(got) != 2 {
+		t.Fatalf("reports: %q, want one for app:b and one for app:c", got)
+	}
+	for i, want := range []string{`app.yaml:20:11 app:b path: pattern "/x" conflicts with route app:a's pattern "/x"`, `app.yaml:30:11 app:c path: pattern "/x" conflicts with route app:a's pattern "/x"`} {
+		if !strings.HasPrefix(got[i], want) {
+			t.Errorf("report %d: %q, want it to start %q", i, got[i], want)
+		}
+	}
+}

@@ -389,7 +389,7 @@ func (s *Server) forgetUnused(pattern string) {
 // setRoutes makes next the routes in force and publishes their table, on
 // the server's loop; a table that cannot be built changes nothing.
 func (s *Server) setRoutes(next map[registry.ID]*route) error {
-	t, _, err := buildTable(next)
+	t, err := buildTable(next)
 	if err != nil {
 		return err
 	}
@@ -431,7 +431,8 @@ func maps(m map[registry.ID]*route) map[registry.ID]*route {
 // table is an immutable route table: a ServeMux of the routes' patterns.
 type table struct {
 	mux    *nethttp.ServeMux
-	routes []*route // by ID
+	routes []*route               // by ID
+	owner  map[string]registry.ID // pattern → the route that registered it
 }
 
 var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
@@ -439,43 +440,50 @@ var registeredAt = regexp.MustCompile(` \(registered at [^)]*\)`)
 // conflictsWith finds the other pattern in the mux's conflict message.
 var conflictsWith = regexp.MustCompile(`conflicts with pattern "([^"]*)"`)
 
-var emptyTable = &table{mux: nethttp.NewServeMux()}
+var emptyTable = newTable()
 
 // buildTable makes the table of routes; a pattern that conflicts with
-// another route's is an invalid error naming both, and bad the route
-// whose pattern was refused (the later of the two in ID order).
-func buildTable(routes map[registry.ID]*route) (t *table, bad registry.ID, err error) {
-	t = &table{mux: nethttp.NewServeMux()}
+// another route's is an invalid error naming both.
+func buildTable(routes map[registry.ID]*route) (*table, error) {
+	t := newTable()
 	ids := make([]registry.ID, 0, len(routes))
 	for id := range routes {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	var cur registry.ID
-	owner := map[string]registry.ID{} // pattern → the route that registered it
+	for _, id := range ids {
+		if err := t.add(routes[id]); err != nil {
+			return nil, value.NewError(value.KindInvalid, "route %s: %s", id, err.Message)
+		}
+	}
+	return t, nil
+}
+
+func newTable() *table { return &table{mux: nethttp.NewServeMux(), owner: map[string]registry.ID{}} }
+
+// add puts rt's patterns in the table; one that conflicts with another
+// route's is an invalid error naming both (the patterns before it stay:
+// the mux refuses a pattern before it changes anything).
+func (t *table) add(rt *route) (err *value.Error) {
 	defer func() {
 		if r := recover(); r != nil {
 			// The mux names its own source lines: not the user's business.
 			msg := registeredAt.ReplaceAllString(fmt.Sprint(r), "")
 			// It names the other pattern, not whose it is: name the route.
 			if m := conflictsWith.FindStringSubmatchIndex(msg); m != nil {
-				if other, ok := owner[msg[m[2]:m[3]]]; ok {
+				if other, ok := t.owner[msg[m[2]:m[3]]]; ok {
 					msg = msg[:m[0]] + fmt.Sprintf("conflicts with route %s's pattern %q", other, msg[m[2]:m[3]]) + msg[m[1]:]
 				}
 			}
-			t, bad, err = nil, cur, value.NewError(value.KindInvalid, "route %s: %s", cur, strings.ReplaceAll(msg, ":\n", ": "))
+			err = value.NewError(value.KindInvalid, "%s", strings.ReplaceAll(msg, ":\n", ": "))
 		}
 	}()
-	for _, id := range ids {
-		cur = id
-		rt := routes[id]
-		for _, p := range rt.spec.patterns() {
-			t.mux.Handle(p, rt)
-			owner[p] = id
-		}
-		t.routes = append(t.routes, rt)
+	for _, p := range rt.spec.patterns() {
+		t.mux.Handle(p, rt)
+		t.owner[p] = rt.id
 	}
-	return t, "", nil
+	t.routes = append(t.routes, rt)
+	return nil
 }
 
 // ServeHTTP serves a request by the route table in force. The mux
