@@ -66,6 +66,12 @@ type procExt struct {
 	done       chan struct{} // closed at teardown; created by the first waiter
 	held       []*meta       // goroutine process: asks it holds unanswered (Proc.Unanswered)
 	limits     Limits        // SpawnOptions.Limits (limits.go)
+
+	// The handle every run of a goroutine process is given (runFunc),
+	// made once. Last, away from cont, busy and run, which other
+	// goroutines write while the process runs: its methods read it at
+	// every call.
+	self Proc
 }
 
 // lazyEvents is a process's event queue, made when its first event comes:

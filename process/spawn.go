@@ -71,6 +71,7 @@ func (n *Node) SpawnFunc(fn ProcFunc, opts SpawnOptions) (PID, error) {
 		x.ctx, x.cancel = context.WithCancel(opts.Context)
 	}
 	x.run.Store(runStarted)
+	x.self = Proc{p}
 	if err := n.install(p, opts); err != nil {
 		x.cancel()
 		return PID{}, err
