@@ -42,7 +42,7 @@ type askRef struct {
 	ch       chan struct{} // capacity 1: whoever settles the call sends once
 	res      askResult     // the call's result: written by its settler before the send on ch
 	wake     *Proc         // notified when the call settles; see WakeOnSettle
-	record   atomic.Bool   // the caller takes a value.Record reply; see AcceptRecord
+	record   atomic.Uint64 // the call (its token) whose caller takes a value.Record reply; see AcceptRecord
 
 	timer    keptTimer // fires expire; its mu guards what follows
 	dueToken uint64    // the call whose Wait set due
@@ -105,7 +105,8 @@ func (r *askRef) release() {
 	r.timer.releaseFar()
 	r.res = askResult{}
 	r.wake = nil
-	r.record.Store(false)
+	// record needs no reset: it names a call, and the ref's next call
+	// has another token.
 	askPool.Put(r)
 }
 
@@ -134,7 +135,7 @@ func (r *askRef) Settle(token uint64, from PID, v any, err error) bool {
 // it takes a value.Record (AcceptRecord). A late replier may read the next
 // call's word; its reply is dropped all the same.
 func (r *askRef) AcceptsRecord(token uint64) bool {
-	return r.state.Load() == token && r.record.Load()
+	return r.state.Load() == token && r.record.Load() == token
 }
 
 // Reply is what settled an ask: the value, the process that replied, and
@@ -203,7 +204,7 @@ func (c Call) WakeOnSettle(h *Proc) { c.r.wake = h }
 // wherever a map[string]any would be (Message.AcceptsRecord): a replier
 // that has the reply in another form (a Lua table) lists its fields
 // instead of building a map. Call it before the message is delivered.
-func (c Call) AcceptRecord() { c.r.record.Store(true) }
+func (c Call) AcceptRecord() { c.r.record.Store(c.token) }
 
 // Poll returns the reply that settled c, and releases c; ok is false while
 // c is not settled.
