@@ -38,7 +38,9 @@ const maxArrayGap = 64
 // nil (a traversal that clears fields goes on from it), a key set again
 // finds its entry, a new key is appended, and a full list with deleted
 // entries is copied to a new one without them (at most half of it live)
-// or moved to the map; the list is never cut and appended to again.
+// or moved to the map; the list is never cut and appended to again. As
+// a Record's boxes, a box kept (a value, or a key of a larger table's key
+// order) keeps the table's block alive, and what its entries hold.
 const smallStrKeys = 8
 
 type strEntry struct {
