@@ -17,22 +17,17 @@ import "unsafe"
 // when the key is added, and never again: the box reads the same string
 // for as long as anything holds it, and it keeps the block alive.
 //
-// proctor (patch 72): a table's first smallStrKeys string keys are boxed
-// so by the table itself, from its list's entries (strBox); a Record's
-// own boxes are for the keys of a record made for more.
+// proctor (patch 72): a table's first smallStrKeys string keys are their
+// own key order: an entry holds its key's box (see smallStrKeys), so a
+// Record's block is the table, the entries and, for NewRecord, the boxes
+// of the keys it is given as Go strings: 80 + 48n bytes (NewKeyedRecord,
+// whose keys come boxed: 80 + 32n).
 
 // Record builds a table from string keys; see NewRecord. Its zero value is
 // not usable.
-//
-// proctor (patch 72): a table's first smallStrKeys string keys are their
-// own key order, boxed from their entries (see smallStrKeys): a record of
-// up to that many keys needs no boxes of its own, and NewRecord and
-// NewKeyedRecord make the same block (80 + 32n bytes). The boxes below
-// are for a record made for more keys, whose keys go to a map and the
-// key order from the start.
 type Record struct {
 	tb    *LTable
-	boxes []string // the keys' boxes past smallStrKeys, appended to while there is room
+	boxes []string // the keys' boxes (NewRecord), appended to while there is room
 	fresh bool     // no key was deleted: a key not in the table is not in its key order either
 }
 
@@ -46,7 +41,20 @@ func NewRecord(n int) Record {
 	if n > smallStrKeys {
 		return Record{tb: newLTable(0, n), boxes: make([]string, 0, n), fresh: true}
 	}
-	return Record{tb: newLTable(0, max(n, 0)), fresh: true}
+	if n <= 0 {
+		return Record{tb: newLTable(0, 0), fresh: true}
+	}
+	tb, strs, boxes := newRecordBlock(n, true)
+	tb.Metatable = LNil
+	tb.strs = strs
+	return Record{tb: tb, boxes: boxes, fresh: true}
+}
+
+// box returns the box of the key appended last to r.boxes.
+func (r *Record) box() LValue {
+	lkey := lstringBox
+	(*iface)(unsafe.Pointer(&lkey)).word = unsafe.Pointer(&r.boxes[len(r.boxes)-1])
+	return lkey
 }
 
 // Set sets tb[key] = value, as RawSetString.
@@ -59,8 +67,19 @@ func (r *Record) Set(key string, value LValue) {
 		tb.RawSetString(key, value)
 		return
 	}
-	if tb.strdict == nil || !r.fresh || len(r.boxes) == cap(r.boxes) {
-		tb.rawSetString(key, nil, value) // proctor: the list needs no box (patch 72)
+	if !r.fresh || len(r.boxes) == cap(r.boxes) {
+		tb.rawSetString(key, nil, value)
+		return
+	}
+	if tb.strdict == nil {
+		// proctor (patch 72): the list holds the key's box; a key set
+		// again keeps the box it has.
+		if _, ok := tb.strGet(key); ok {
+			tb.rawSetString(key, nil, value)
+			return
+		}
+		r.boxes = append(r.boxes, key)
+		tb.rawSetString(key, r.box(), value)
 		return
 	}
 	n := len(tb.strdict)
@@ -68,9 +87,7 @@ func (r *Record) Set(key string, value LValue) {
 		return // a key set again: it is in the key order already
 	}
 	r.boxes = append(r.boxes, key)
-	lkey := lstringBox
-	(*iface)(unsafe.Pointer(&lkey)).word = unsafe.Pointer(&r.boxes[len(r.boxes)-1])
-	tb.addKey(lkey)
+	tb.addKey(r.box())
 }
 
 // NewKeyedRecord is NewRecord for keys whose boxes the caller holds and
@@ -142,40 +159,75 @@ func AnyString(lv LValue) any {
 // into the values AnyString makes.
 var stringAny any = ""
 
-// recordBlock is a table and the room for its first string keys' entries
-// (proctor: patch 72; they are the key order of those keys too).
-type recordBlock[E any] struct {
-	t    LTable
-	strs E
+// recordBlock is a table, the room for its first string keys' entries
+// (proctor: patch 72; they are the key order of those keys too) and, for
+// a Record that boxes its keys (NewRecord), the room for their boxes. The
+// boxes come first: a trailing zero-size field would be padded.
+type recordBlock[B, E any] struct {
+	boxes B
+	t     LTable
+	strs  E
 }
 
 // newRecordBlock allocates a table with room for n (1..smallStrKeys)
-// string keys, in one allocation.
-func newRecordBlock(n int) (*LTable, []strEntry) {
+// string keys, in one allocation; boxed adds room for their boxes.
+func newRecordBlock(n int, boxed bool) (*LTable, []strEntry, []string) {
 	switch n {
 	case 1:
-		b := new(recordBlock[[1]strEntry])
-		return &b.t, b.strs[:0]
+		if !boxed {
+			b := new(recordBlock[struct{}, [1]strEntry])
+			return &b.t, b.strs[:0], nil
+		}
+		b := new(recordBlock[[1]string, [1]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 2:
-		b := new(recordBlock[[2]strEntry])
-		return &b.t, b.strs[:0]
+		if !boxed {
+			b := new(recordBlock[struct{}, [2]strEntry])
+			return &b.t, b.strs[:0], nil
+		}
+		b := new(recordBlock[[2]string, [2]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 3:
-		b := new(recordBlock[[3]strEntry])
-		return &b.t, b.strs[:0]
+		if !boxed {
+			b := new(recordBlock[struct{}, [3]strEntry])
+			return &b.t, b.strs[:0], nil
+		}
+		b := new(recordBlock[[3]string, [3]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 4:
-		b := new(recordBlock[[4]strEntry])
-		return &b.t, b.strs[:0]
+		if !boxed {
+			b := new(recordBlock[struct{}, [4]strEntry])
+			return &b.t, b.strs[:0], nil
+		}
+		b := new(recordBlock[[4]string, [4]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 5:
-		b := new(recordBlock[[5]strEntry])
-		return &b.t, b.strs[:0]
+		if !boxed {
+			b := new(recordBlock[struct{}, [5]strEntry])
+			return &b.t, b.strs[:0], nil
+		}
+		b := new(recordBlock[[5]string, [5]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 6:
-		b := new(recordBlock[[6]strEntry])
-		return &b.t, b.strs[:0]
+		if !boxed {
+			b := new(recordBlock[struct{}, [6]strEntry])
+			return &b.t, b.strs[:0], nil
+		}
+		b := new(recordBlock[[6]string, [6]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 7:
-		b := new(recordBlock[[7]strEntry])
-		return &b.t, b.strs[:0]
+		if !boxed {
+			b := new(recordBlock[struct{}, [7]strEntry])
+			return &b.t, b.strs[:0], nil
+		}
+		b := new(recordBlock[[7]string, [7]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	default:
-		b := new(recordBlock[[smallStrKeys]strEntry])
-		return &b.t, b.strs[:0]
+		if !boxed {
+			b := new(recordBlock[struct{}, [smallStrKeys]strEntry])
+			return &b.t, b.strs[:0], nil
+		}
+		b := new(recordBlock[[smallStrKeys]string, [smallStrKeys]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	}
 }

@@ -29,23 +29,35 @@ const maxArrayGap = 64
 // proctor (patch 72): while the string keys are in the list, the list is
 // their key order too: next() walks the array part, the list, then the
 // key order of the other keys (hash.keys, which then holds no string
-// key). The key order held a copy of each string key (16 bytes a key,
-// and the box of a key a host gave as a Go string, 16 more). The box
-// next() returns for a listed key is an LString whose data word points at
-// the entry's key (strBox), as a Record's boxes do: no allocation a call.
-// That is sound because an entry's key is written once, when the entry is
-// appended, and never again: a deleted key keeps its entry with the value
-// nil (a traversal that clears fields goes on from it), a key set again
-// finds its entry, a new key is appended, and a full list with deleted
-// entries is copied to a new one without them (at most half of it live)
-// or moved to the map; the list is never cut and appended to again. As
-// a Record's boxes, a box kept (a value, or a key of a larger table's key
-// order) keeps the table's block alive, and what its entries hold.
+// key). The key order held a copy of each string key (16 bytes a key).
+// An entry holds its key as the LString box it was set with (a constant
+// of the function that set it, a host's boxed name, a Record's box; one
+// made for a key given as a Go string), and next() returns that box: no
+// allocation a call, and a key a script keeps keeps only its box, not
+// the table (a box pointing into the table's block would keep the block
+// and every value its entries hold, a request's body among them). A
+// deleted key keeps its entry with the value nil (a traversal that clears
+// fields goes on from it), a key set again finds its entry, a new key is
+// appended, and a full list with deleted entries is copied to a new one
+// without them (at most half of it live) or moved to the map.
 const smallStrKeys = 8
 
 type strEntry struct {
-	key   string
+	key   LValue // an LString: the box the key came with (see strBox)
 	value LValue
+}
+
+// proctor: str returns the entry's key as a string, reading the header
+// its box points at (key is always an LString).
+func (e *strEntry) str() string {
+	return *(*string)((*iface)(unsafe.Pointer(&e.key)).word)
+}
+
+// proctor: is reports whether the entry's key is key: the same box (a
+// constant of the function looking it up) or the same string.
+func (e *strEntry) is(key string) bool {
+	k := e.str()
+	return len(k) == len(key) && (len(k) == 0 || unsafe.StringData(k) == unsafe.StringData(key) || k == key)
 }
 
 // proctor: tableHash is the part of a table most tables do not use: the
@@ -86,13 +98,9 @@ func (tb *LTable) dictGet(key LValue) (LValue, bool) {
 	return v, ok
 }
 
-// proctor: strBox returns the LString of strs[i]'s key, sharing the
-// entry's string header (see smallStrKeys).
-func (tb *LTable) strBox(i int) LValue {
-	k := lstringBox
-	(*iface)(unsafe.Pointer(&k)).word = unsafe.Pointer(&tb.strs[i].key)
-	return k
-}
+// proctor: strBox returns the LString of strs[i]'s key: the box it was
+// set with (see smallStrKeys).
+func (tb *LTable) strBox(i int) LValue { return tb.strs[i].key }
 
 // strGet returns the value of a string key and whether the table holds
 // it.
@@ -102,7 +110,7 @@ func (tb *LTable) strGet(key string) (LValue, bool) {
 		return v, ok
 	}
 	for i := range tb.strs {
-		if tb.strs[i].key == key {
+		if tb.strs[i].is(key) {
 			v := tb.strs[i].value
 			return v, v != LNil
 		}
@@ -114,9 +122,12 @@ func (tb *LTable) strGet(key string) (LValue, bool) {
 // LNil, while the table has no map for its string keys; it reports false
 // when the list is full and it made the map instead (the caller then
 // adds the key to the map and the key order).
-func (tb *LTable) strAppend(key string, value LValue) bool {
+func (tb *LTable) strAppend(key string, lkey LValue, value LValue) bool {
+	if lkey == nil {
+		lkey = LString(key)
+	}
 	if len(tb.strs) < smallStrKeys {
-		tb.strs = append(tb.strs, strEntry{key, value})
+		tb.strs = append(tb.strs, strEntry{lkey, value})
 		return true
 	}
 	live := 0
@@ -136,7 +147,7 @@ func (tb *LTable) strAppend(key string, value LValue) bool {
 				strs = append(strs, e)
 			}
 		}
-		tb.strs = append(strs, strEntry{key, value})
+		tb.strs = append(strs, strEntry{lkey, value})
 		return true
 	}
 	tb.toStrMap()
@@ -153,7 +164,7 @@ func (tb *LTable) toStrMap() {
 	keys := make([]LValue, 0, len(tb.strs)+len(h.dict)+4)
 	for i := range tb.strs {
 		if e := &tb.strs[i]; e.value != LNil {
-			m[e.key] = e.value
+			m[e.str()] = e.value
 			keys = append(keys, tb.strBox(i))
 		}
 	}
@@ -400,7 +411,7 @@ func newLTable(acap int, hcap int) *LTable {
 		// allocations were a table constructor's ({status = 200, body =
 		// s}) cost.
 		var strs []strEntry
-		tb, strs = newRecordBlock(hcap)
+		tb, strs, _ = newRecordBlock(hcap, false)
 		tb.strs = strs
 	} else {
 		tb = &LTable{}
@@ -590,12 +601,12 @@ func (tb *LTable) rawSetString(key string, lkey LValue, value LValue) {
 		// key found is set (or cleared) in its entry, a new one is
 		// appended, and neither touches the key order.
 		for i := range tb.strs {
-			if tb.strs[i].key == key {
+			if tb.strs[i].is(key) {
 				tb.strs[i].value = value
 				return
 			}
 		}
-		if value == LNil || tb.strAppend(key, value) {
+		if value == LNil || tb.strAppend(key, lkey, value) {
 			return
 		}
 	}
@@ -730,7 +741,7 @@ func (tb *LTable) ForEachString(cb func(string, LValue)) {
 	}
 	for i := range tb.strs {
 		if e := &tb.strs[i]; e.value != LNil {
-			cb(e.key, e.value)
+			cb(e.str(), e.value)
 		}
 	}
 }
@@ -820,7 +831,7 @@ func (tb *LTable) NextKey(key LValue) (LValue, LValue, bool) {
 func (tb *LTable) hashIndex(key LValue) (int, bool) {
 	if s, ok := key.(LString); ok && tb.strdict == nil {
 		for i := range tb.strs {
-			if tb.strs[i].key == string(s) {
+			if tb.strs[i].is(string(s)) {
 				return i, true
 			}
 		}

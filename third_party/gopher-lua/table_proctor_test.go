@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Tests of Proctor's table patches (see PATCHES.md).
@@ -418,7 +419,7 @@ func TestSmallStringKeys(t *testing.T) {
 	if tb.strdict != nil || len(tb.strs) != smallStrKeys {
 		t.Fatalf("%d keys: map %v, list %d", smallStrKeys, tb.strdict != nil, len(tb.strs))
 	}
-	// proctor: an entry's key is never rewritten (patch 72): a full
+	// proctor: a deleted key's entry is not reused (patch 72): a full
 	// list at most half of whose keys are live is copied without the
 	// deleted ones; one more live than that becomes the map.
 	for _, k := range []string{"c", "d", "e", "f"} {
@@ -429,7 +430,7 @@ func TestSmallStringKeys(t *testing.T) {
 	}
 	old := tb.strs
 	tb.RawSetString("i", LNumber(100))
-	if tb.strdict != nil || len(tb.strs) != 5 || tb.RawGetString("i") != LNumber(100) || old[2].key != "c" {
+	if tb.strdict != nil || len(tb.strs) != 5 || tb.RawGetString("i") != LNumber(100) || old[2].str() != "c" {
 		t.Fatalf("a key after deletes: map %v, list %d, old list %v", tb.strdict != nil, len(tb.strs), old)
 	}
 	order := func() (keys []string) {
@@ -636,7 +637,7 @@ func TestStringListMatchesModel(t *testing.T) {
 }
 
 // TestNextAllocatesNothing (patch 72): next() over a table's listed
-// string keys, set as Go strings, boxes them from their entries.
+// string keys, set as Go strings, returns the boxes their entries hold.
 func TestNextAllocatesNothing(t *testing.T) {
 	tb := newLTable(0, 0)
 	for _, k := range []string{"status", "headers", "body"} {
@@ -652,5 +653,36 @@ func TestNextAllocatesNothing(t *testing.T) {
 	}
 	if tb.hash != nil {
 		t.Fatal("a table of string keys made its hash part")
+	}
+}
+
+// TestKeptKeyKeepsOnlyItsBox (patch 72): a key next() returned, kept
+// after its table is dropped, keeps its box and not the table's block
+// (with the values its entries hold: here a megabyte).
+func TestKeptKeyKeepsOnlyItsBox(t *testing.T) {
+	freed := make(chan struct{})
+	var kept LValue
+	func() {
+		tb := newLTable(0, 2) // one block: the table first, then its entries
+		tb.RawSetString("body", LString(strings.Repeat("x", 1<<20)))
+		tb.RawSetString("path", LString("/"))
+		runtime.SetFinalizer(tb, func(*LTable) { close(freed) })
+		kept, _ = tb.Next(LNil)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-freed:
+			if kept.String() != "body" {
+				t.Fatalf("the kept key reads %q", kept.String())
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a kept key keeps its table alive")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
