@@ -16,12 +16,18 @@ import "unsafe"
 // allocator does for numbers, see LNumber2I). The header is written once,
 // when the key is added, and never again: the box reads the same string
 // for as long as anything holds it, and it keeps the block alive.
+//
+// proctor (patch 72): a table's first smallStrKeys string keys are their
+// own key order: an entry holds its key's box (see smallStrKeys), so a
+// Record's block is the table, the entries and, for NewRecord, the boxes
+// of the keys it is given as Go strings: 80 + 48n bytes (NewKeyedRecord,
+// whose keys come boxed: 80 + 32n).
 
 // Record builds a table from string keys; see NewRecord. Its zero value is
 // not usable.
 type Record struct {
 	tb    *LTable
-	boxes []string // the keys' boxes, appended to while there is room
+	boxes []string // the keys' boxes (NewRecord), appended to while there is room
 	fresh bool     // no key was deleted: a key not in the table is not in its key order either
 }
 
@@ -32,16 +38,23 @@ var lstringBox LValue = LString("")
 // NewRecord returns a builder for a table that will hold about n string
 // keys (Set any number; past n they cost what RawSetString does).
 func NewRecord(n int) Record {
-	if n <= 0 {
-		return Record{tb: newLTable(0, 0), fresh: true}
-	}
 	if n > smallStrKeys {
 		return Record{tb: newLTable(0, n), boxes: make([]string, 0, n), fresh: true}
 	}
-	tb, strs, keys, boxes := newRecordBlock(n, true)
+	if n <= 0 {
+		return Record{tb: newLTable(0, 0), fresh: true}
+	}
+	tb, strs, boxes := newRecordBlock(n, true)
 	tb.Metatable = LNil
-	tb.strs, tb.keys = strs, keys
+	tb.strs = strs
 	return Record{tb: tb, boxes: boxes, fresh: true}
+}
+
+// box returns the box of the key appended last to r.boxes.
+func (r *Record) box() LValue {
+	lkey := lstringBox
+	(*iface)(unsafe.Pointer(&lkey)).word = unsafe.Pointer(&r.boxes[len(r.boxes)-1])
+	return lkey
 }
 
 // Set sets tb[key] = value, as RawSetString.
@@ -55,23 +68,33 @@ func (r *Record) Set(key string, value LValue) {
 		return
 	}
 	if !r.fresh || len(r.boxes) == cap(r.boxes) {
-		tb.RawSetString(key, value)
+		tb.rawSetString(key, nil, value)
 		return
 	}
-	if tb.strAdd(key, value) { // proctor: fresh, so no entry is free (patch 71)
+	if tb.strdict == nil {
+		// proctor (patch 72): the list holds the key's box; a key set
+		// again keeps the box it has.
+		if _, ok := tb.strGet(key); ok {
+			tb.rawSetString(key, nil, value)
+			return
+		}
+		r.boxes = append(r.boxes, key)
+		tb.rawSetString(key, r.box(), value)
+		return
+	}
+	n := len(tb.strdict)
+	if tb.strdict[key] = value; len(tb.strdict) == n {
 		return // a key set again: it is in the key order already
 	}
 	r.boxes = append(r.boxes, key)
-	lkey := lstringBox
-	(*iface)(unsafe.Pointer(&lkey)).word = unsafe.Pointer(&r.boxes[len(r.boxes)-1])
-	tb.addKey(lkey)
+	tb.addKey(r.box())
 }
 
 // NewKeyedRecord is NewRecord for keys whose boxes the caller holds and
-// gives to SetKey: the block has no room for boxes of its own (16 bytes a
-// key less). Set still works on it, at what RawSetString costs a new key.
-// proctor: the fields of an HTTP request and its common header names are
-// constants, boxed once by the host.
+// gives to SetKey: past smallStrKeys keys, the key order holds the boxes
+// given, and the record makes none. Set still works on it, at what
+// RawSetString costs a new key. proctor: the fields of an HTTP request
+// and its common header names are constants, boxed once by the host.
 func NewKeyedRecord(n int) Record {
 	return Record{tb: newLTable(0, max(n, 0)), fresh: true}
 }
@@ -88,14 +111,16 @@ func (r *Record) SetKey(key LValue, value LValue) {
 		r.Set(string(s), value)
 		return
 	}
-	if !r.fresh {
-		r.tb.rawSetString(string(s), key, value)
+	tb := r.tb
+	if tb.strdict == nil || !r.fresh {
+		tb.rawSetString(string(s), key, value)
 		return
 	}
-	if r.tb.strAdd(string(s), value) { // proctor: fresh (patch 71)
+	n := len(tb.strdict)
+	if tb.strdict[string(s)] = value; len(tb.strdict) == n {
 		return // a key set again: it is in the key order already
 	}
-	r.tb.addKey(key)
+	tb.addKey(key)
 }
 
 // Table returns the table built.
@@ -134,76 +159,75 @@ func AnyString(lv LValue) any {
 // into the values AnyString makes.
 var stringAny any = ""
 
-// recordBlock is a table and the room for n string keys: the keys' boxes
-// (none for a table a script builds: its keys are boxed constants), the
-// entries and the key order. The boxes come first: a trailing zero-size
-// field would be padded.
-type recordBlock[B, E, K any] struct {
+// recordBlock is a table, the room for its first string keys' entries
+// (proctor: patch 72; they are the key order of those keys too) and, for
+// a Record that boxes its keys (NewRecord), the room for their boxes. The
+// boxes come first: a trailing zero-size field would be padded.
+type recordBlock[B, E any] struct {
 	boxes B
 	t     LTable
 	strs  E
-	keys  K
 }
 
 // newRecordBlock allocates a table with room for n (1..smallStrKeys)
 // string keys, in one allocation; boxed adds room for their boxes.
-func newRecordBlock(n int, boxed bool) (*LTable, []strEntry, []LValue, []string) {
+func newRecordBlock(n int, boxed bool) (*LTable, []strEntry, []string) {
 	switch n {
 	case 1:
 		if !boxed {
-			b := new(recordBlock[struct{}, [1]strEntry, [1]LValue])
-			return &b.t, b.strs[:0], b.keys[:0], nil
+			b := new(recordBlock[struct{}, [1]strEntry])
+			return &b.t, b.strs[:0], nil
 		}
-		b := new(recordBlock[[1]string, [1]strEntry, [1]LValue])
-		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
+		b := new(recordBlock[[1]string, [1]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 2:
 		if !boxed {
-			b := new(recordBlock[struct{}, [2]strEntry, [2]LValue])
-			return &b.t, b.strs[:0], b.keys[:0], nil
+			b := new(recordBlock[struct{}, [2]strEntry])
+			return &b.t, b.strs[:0], nil
 		}
-		b := new(recordBlock[[2]string, [2]strEntry, [2]LValue])
-		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
+		b := new(recordBlock[[2]string, [2]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 3:
 		if !boxed {
-			b := new(recordBlock[struct{}, [3]strEntry, [3]LValue])
-			return &b.t, b.strs[:0], b.keys[:0], nil
+			b := new(recordBlock[struct{}, [3]strEntry])
+			return &b.t, b.strs[:0], nil
 		}
-		b := new(recordBlock[[3]string, [3]strEntry, [3]LValue])
-		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
+		b := new(recordBlock[[3]string, [3]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 4:
 		if !boxed {
-			b := new(recordBlock[struct{}, [4]strEntry, [4]LValue])
-			return &b.t, b.strs[:0], b.keys[:0], nil
+			b := new(recordBlock[struct{}, [4]strEntry])
+			return &b.t, b.strs[:0], nil
 		}
-		b := new(recordBlock[[4]string, [4]strEntry, [4]LValue])
-		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
+		b := new(recordBlock[[4]string, [4]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 5:
 		if !boxed {
-			b := new(recordBlock[struct{}, [5]strEntry, [5]LValue])
-			return &b.t, b.strs[:0], b.keys[:0], nil
+			b := new(recordBlock[struct{}, [5]strEntry])
+			return &b.t, b.strs[:0], nil
 		}
-		b := new(recordBlock[[5]string, [5]strEntry, [5]LValue])
-		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
+		b := new(recordBlock[[5]string, [5]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 6:
 		if !boxed {
-			b := new(recordBlock[struct{}, [6]strEntry, [6]LValue])
-			return &b.t, b.strs[:0], b.keys[:0], nil
+			b := new(recordBlock[struct{}, [6]strEntry])
+			return &b.t, b.strs[:0], nil
 		}
-		b := new(recordBlock[[6]string, [6]strEntry, [6]LValue])
-		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
+		b := new(recordBlock[[6]string, [6]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	case 7:
 		if !boxed {
-			b := new(recordBlock[struct{}, [7]strEntry, [7]LValue])
-			return &b.t, b.strs[:0], b.keys[:0], nil
+			b := new(recordBlock[struct{}, [7]strEntry])
+			return &b.t, b.strs[:0], nil
 		}
-		b := new(recordBlock[[7]string, [7]strEntry, [7]LValue])
-		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
+		b := new(recordBlock[[7]string, [7]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	default:
 		if !boxed {
-			b := new(recordBlock[struct{}, [smallStrKeys]strEntry, [smallStrKeys]LValue])
-			return &b.t, b.strs[:0], b.keys[:0], nil
+			b := new(recordBlock[struct{}, [smallStrKeys]strEntry])
+			return &b.t, b.strs[:0], nil
 		}
-		b := new(recordBlock[[smallStrKeys]string, [smallStrKeys]strEntry, [smallStrKeys]LValue])
-		return &b.t, b.strs[:0], b.keys[:0], b.boxes[:0]
+		b := new(recordBlock[[smallStrKeys]string, [smallStrKeys]strEntry])
+		return &b.t, b.strs[:0], b.boxes[:0]
 	}
 }

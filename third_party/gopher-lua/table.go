@@ -1,5 +1,7 @@
 package lua
 
+import "unsafe"
+
 const defaultArrayCap = 32
 const defaultHashCap = 32
 
@@ -22,15 +24,83 @@ const maxArrayGap = 64
 // (strs) before it makes a Go map (strdict). The smallest Go map is about
 // 340 bytes and each Lua process had one for its first global (a library
 // it uses); most tables with string keys (a module, a record, a message)
-// have a few, found as fast by comparing strings as by hashing. Deleted
-// keys keep their entry with the value nil, as in the map's key order
-// (keys), and the entry is reused by the next key added.
+// have a few, found as fast by comparing strings as by hashing.
+//
+// proctor (patch 72): while the string keys are in the list, the list is
+// their key order too: next() walks the array part, the list, then the
+// key order of the other keys (hash.keys, which then holds no string
+// key). The key order held a copy of each string key (16 bytes a key).
+// An entry holds its key as the LString box it was set with (a constant
+// of the function that set it, a host's boxed name, a Record's box; one
+// made for a key given as a Go string), and next() returns that box: no
+// allocation a call, and a key a script keeps keeps only its box, not
+// the table (a box pointing into the table's block would keep the block
+// and every value its entries hold, a request's body among them). A
+// deleted key keeps its entry with the value nil (a traversal that clears
+// fields goes on from it), a key set again finds its entry, a new key is
+// appended, and a full list with deleted entries is copied to a new one
+// without them (at most half of it live) or moved to the map.
 const smallStrKeys = 8
 
 type strEntry struct {
-	key   string
+	key   LValue // an LString: the box the key came with (see strBox)
 	value LValue
 }
+
+// proctor: str returns the entry's key as a string, reading the header
+// its box points at (key is always an LString).
+func (e *strEntry) str() string {
+	return *(*string)((*iface)(unsafe.Pointer(&e.key)).word)
+}
+
+// proctor: is reports whether the entry's key is key: the same box (a
+// constant of the function looking it up) or the same string.
+func (e *strEntry) is(key string) bool {
+	k := e.str()
+	return len(k) == len(key) && (len(k) == 0 || unsafe.StringData(k) == unsafe.StringData(key) || k == key)
+}
+
+// proctor: tableHash is the part of a table most tables do not use: the
+// keys other than strings and array elements, and the key order of the
+// hash part past the string list (patch 73). Behind one pointer, the
+// table's header is 80 bytes, not 112: a record of n string keys is
+// 80 + 32n bytes (the allocator's classes for n = 0..8: 80, 112, 144,
+// 176, 208, 240, 288, 320, 352), where it was 112 + 48n.
+type tableHash struct {
+	dict map[LValue]LValue
+	keys []LValue
+	k2i  map[LValue]int
+}
+
+// proctor: hashPart returns the table's tableHash, making it.
+func (tb *LTable) hashPart() *tableHash {
+	if tb.hash == nil {
+		tb.hash = &tableHash{}
+	}
+	return tb.hash
+}
+
+// proctor: dictLen is how many keys other than strings the hash part
+// holds.
+func (tb *LTable) dictLen() int {
+	if tb.hash == nil {
+		return 0
+	}
+	return len(tb.hash.dict)
+}
+
+// proctor: dictGet reads a key other than a string from the hash part.
+func (tb *LTable) dictGet(key LValue) (LValue, bool) {
+	if tb.hash == nil || tb.hash.dict == nil {
+		return LNil, false
+	}
+	v, ok := tb.hash.dict[key]
+	return v, ok
+}
+
+// proctor: strBox returns the LString of strs[i]'s key: the box it was
+// set with (see smallStrKeys).
+func (tb *LTable) strBox(i int) LValue { return tb.strs[i].key }
 
 // strGet returns the value of a string key and whether the table holds
 // it.
@@ -40,7 +110,7 @@ func (tb *LTable) strGet(key string) (LValue, bool) {
 		return v, ok
 	}
 	for i := range tb.strs {
-		if tb.strs[i].key == key {
+		if tb.strs[i].is(key) {
 			v := tb.strs[i].value
 			return v, v != LNil
 		}
@@ -48,66 +118,69 @@ func (tb *LTable) strGet(key string) (LValue, bool) {
 	return nil, false
 }
 
-// strSet sets a string key; LNil deletes it. proctor: had says whether
-// the key held a value before (then it is in the key order already).
-func (tb *LTable) strSet(key string, value LValue) (had bool) {
-	if tb.strdict != nil {
-		if value == LNil {
-			_, had = tb.strdict[key]
-			delete(tb.strdict, key)
-		} else {
-			n := len(tb.strdict)
-			tb.strdict[key] = value
-			had = len(tb.strdict) == n
-		}
-		return had
+// proctor: strAppend adds a string key the list does not hold, value not
+// LNil, while the table has no map for its string keys; it reports false
+// when the list is full and it made the map instead (the caller then
+// adds the key to the map and the key order).
+func (tb *LTable) strAppend(key string, lkey LValue, value LValue) bool {
+	if lkey == nil {
+		lkey = LString(key)
 	}
-	free := -1
+	if len(tb.strs) < smallStrKeys {
+		tb.strs = append(tb.strs, strEntry{lkey, value})
+		return true
+	}
+	live := 0
 	for i := range tb.strs {
-		if tb.strs[i].key == key {
-			had = tb.strs[i].value != LNil
-			tb.strs[i].value = value
-			return had
-		}
-		if free < 0 && tb.strs[i].value == LNil {
-			free = i
+		if tb.strs[i].value != LNil {
+			live++
 		}
 	}
-	switch {
-	case value == LNil:
-	case free >= 0:
-		tb.strs[free] = strEntry{key, value}
-	case len(tb.strs) < smallStrKeys:
-		tb.strs = append(tb.strs, strEntry{key, value})
-	default:
-		m := make(map[string]LValue, 2*smallStrKeys)
+	if live <= smallStrKeys/2 {
+		// A new list, not the old one compacted: boxes of the old keys
+		// may be held (see smallStrKeys). At least half of it is free,
+		// so a table whose keys come and go copies it once every four
+		// keys or more.
+		strs := make([]strEntry, 0, smallStrKeys)
 		for _, e := range tb.strs {
 			if e.value != LNil {
-				m[e.key] = e.value
+				strs = append(strs, e)
 			}
 		}
-		m[key] = value
-		tb.strdict, tb.strs = m, nil
+		tb.strs = append(strs, strEntry{lkey, value})
+		return true
 	}
+	tb.toStrMap()
 	return false
 }
 
-// proctor: strAdd is strSet of a value that is not LNil in a table none
-// of whose string keys was deleted (a Record being built, see
-// Record.fresh): no entry is free, so a key not found is appended without
-// looking for a free entry (patch 71).
-func (tb *LTable) strAdd(key string, value LValue) (had bool) {
-	if tb.strdict != nil || len(tb.strs) >= smallStrKeys {
-		return tb.strSet(key, value)
-	}
+// proctor: toStrMap moves the string keys from the list to a map, and
+// into the key order ahead of the other keys: the order next() followed
+// (the list, then the key order). It runs when a key is added, which a
+// traversal does not allow, so it drops the deleted keys from the order.
+func (tb *LTable) toStrMap() {
+	m := make(map[string]LValue, 2*smallStrKeys)
+	h := tb.hashPart()
+	keys := make([]LValue, 0, len(tb.strs)+len(h.dict)+4)
 	for i := range tb.strs {
-		if tb.strs[i].key == key {
-			tb.strs[i].value = value
-			return true
+		if e := &tb.strs[i]; e.value != LNil {
+			m[e.str()] = e.value
+			keys = append(keys, tb.strBox(i))
 		}
 	}
-	tb.strs = append(tb.strs, strEntry{key, value})
-	return false
+	for _, k := range h.keys {
+		if _, ok := h.dict[k]; ok && k != LNil {
+			keys = append(keys, k)
+		}
+	}
+	h.keys, h.k2i = keys, nil
+	if len(keys) >= smallKeys {
+		h.k2i = make(map[LValue]int, 2*len(keys))
+		for i, k := range keys {
+			h.k2i[k] = i
+		}
+	}
+	tb.strdict, tb.strs = m, nil
 }
 
 // strLen returns how many string keys the table holds.
@@ -128,7 +201,7 @@ func (tb *LTable) strLen() int {
 // array part (nil slots included) and the number of keys of its hash part.
 // proctor: what Options.MaxTableEntries bounds.
 func (tb *LTable) Entries() int {
-	return len(tb.array) + tb.strLen() + len(tb.dict)
+	return len(tb.array) + tb.strLen() + tb.dictLen()
 }
 
 // proctor: growArray sets t[index+1] = value where index >= len(array):
@@ -142,13 +215,13 @@ func (tb *LTable) Entries() int {
 // repeat keys.
 func (tb *LTable) growArray(index int, value LValue) {
 	alen := len(tb.array)
-	if tb.dict != nil {
+	if h := tb.hash; h != nil && h.dict != nil {
 		key := LNumber(index + 1)
-		if _, ok := tb.dict[key]; ok || value == LNil {
+		if _, ok := h.dict[key]; ok || value == LNil {
 			if value == LNil {
-				delete(tb.dict, key)
+				delete(h.dict, key)
 			} else {
-				tb.dict[key] = value
+				h.dict[key] = value
 			}
 			return
 		}
@@ -163,7 +236,7 @@ func (tb *LTable) growArray(index int, value LValue) {
 	if tb.array == nil {
 		tb.array = make([]LValue, 0, defaultArrayCap)
 	}
-	if len(tb.dict) == 0 {
+	if tb.dictLen() == 0 {
 		for i := alen; i < index; i++ {
 			tb.array = append(tb.array, LNil)
 		}
@@ -181,7 +254,7 @@ func (tb *LTable) growArray(index int, value LValue) {
 // proctor: pullFromHash moves the keys that continue the array part out of
 // the hash part, after the array grew.
 func (tb *LTable) pullFromHash() {
-	for len(tb.dict) > 0 {
+	for tb.dictLen() > 0 {
 		v := tb.takeH(len(tb.array) + 1)
 		if v == LNil {
 			return
@@ -194,19 +267,20 @@ func (tb *LTable) pullFromHash() {
 // its value (LNil when it was not there).
 func (tb *LTable) takeH(k int) LValue {
 	key := LNumber(k)
-	v, ok := tb.dict[key]
+	v, ok := tb.dictGet(key)
 	if !ok {
 		return LNil
 	}
-	delete(tb.dict, key)
+	h := tb.hash
+	delete(h.dict, key)
 	// proctor: the key leaves the key order too (a hole no key equals):
 	// next() from it, once a table.remove in a traversal shrank the array
 	// part below it, must start the hash part, not go on from where the
 	// key was in it.
 	if i, found := tb.keyIndex(key); found {
-		tb.keys[i] = LNil
-		if tb.k2i != nil {
-			delete(tb.k2i, key)
+		h.keys[i] = LNil
+		if h.k2i != nil {
+			delete(h.k2i, key)
 		}
 	}
 	return v
@@ -222,11 +296,15 @@ const smallKeys = 8
 // proctor: keyIndex returns the position of key in the key order (0 when
 // it is not there, as upstream's k2i[key] read).
 func (tb *LTable) keyIndex(key LValue) (int, bool) {
-	if tb.k2i != nil {
-		i, ok := tb.k2i[key]
+	h := tb.hash
+	if h == nil {
+		return 0, false
+	}
+	if h.k2i != nil {
+		i, ok := h.k2i[key]
 		return i, ok
 	}
-	for i, k := range tb.keys {
+	for i, k := range h.keys {
 		if k == key {
 			return i, true
 		}
@@ -237,17 +315,18 @@ func (tb *LTable) keyIndex(key LValue) (int, bool) {
 // proctor: addKey appends a key the key order does not hold yet, indexing
 // the order once it is longer than smallKeys.
 func (tb *LTable) addKey(key LValue) {
+	h := tb.hashPart()
 	tb.compactKeys()
-	if tb.k2i == nil && len(tb.keys) >= smallKeys {
-		tb.k2i = make(map[LValue]int, 2*len(tb.keys))
-		for i, k := range tb.keys {
-			tb.k2i[k] = i
+	if h.k2i == nil && len(h.keys) >= smallKeys {
+		h.k2i = make(map[LValue]int, 2*len(h.keys))
+		for i, k := range h.keys {
+			h.k2i[k] = i
 		}
 	}
-	if tb.k2i != nil {
-		tb.k2i[key] = len(tb.keys)
+	if h.k2i != nil {
+		h.k2i[key] = len(h.keys)
 	}
-	tb.keys = append(tb.keys, key)
+	h.keys = append(h.keys, key)
 }
 
 // proctor: compactKeys drops deleted keys from the key order that next()
@@ -260,15 +339,21 @@ func (tb *LTable) compactKeys() {
 	// proctor: below 64 keys there is nothing to drop, whatever is live:
 	// no count of the live keys (a pass over the string entries) for each
 	// key added to a small table (patch 71).
-	if len(tb.keys) < 64 {
+	h := tb.hash
+	if len(h.keys) < 64 {
 		return
 	}
-	live := tb.strLen() + len(tb.dict)
-	if len(tb.keys) < 2*live+64 {
+	// proctor: the key order holds string keys only once they are in
+	// the map (patch 72).
+	live := len(h.dict)
+	if tb.strdict != nil {
+		live += len(tb.strdict)
+	}
+	if len(h.keys) < 2*live+64 {
 		return
 	}
 	keys := make([]LValue, 0, live+live/2)
-	for _, k := range tb.keys {
+	for _, k := range h.keys {
 		if tb.RawGetH(k) != LNil {
 			keys = append(keys, k)
 		}
@@ -280,7 +365,7 @@ func (tb *LTable) compactKeys() {
 			k2i[k] = i
 		}
 	}
-	tb.keys, tb.k2i = keys, k2i
+	h.keys, h.k2i = keys, k2i
 }
 
 type lValueArraySorter struct {
@@ -321,13 +406,13 @@ func newLTable(acap int, hcap int) *LTable {
 	}
 	var tb *LTable
 	if hcap != 0 && hcap <= smallStrKeys {
-		// proctor: the table, its string entries and its key order are
-		// one block (see NewRecord): three allocations were a table
-		// constructor's ({status = 200, body = s}) cost.
+		// proctor: the table and its string entries (their key order
+		// too, patch 72) are one block (see NewRecord): three
+		// allocations were a table constructor's ({status = 200, body =
+		// s}) cost.
 		var strs []strEntry
-		var keys []LValue
-		tb, strs, keys, _ = newRecordBlock(hcap, false)
-		tb.strs, tb.keys = strs, keys
+		tb, strs, _ = newRecordBlock(hcap, false)
+		tb.strs = strs
 	} else {
 		tb = &LTable{}
 	}
@@ -344,7 +429,7 @@ func newLTable(acap int, hcap int) *LTable {
 	// larger hint (NewTable's 32, the globals' 64) is a guess, not a
 	// count: its key order grows as keys come, as before.
 	if hcap > smallStrKeys && hcap <= sizedKeys {
-		tb.keys = make([]LValue, 0, hcap)
+		tb.hash = &tableHash{keys: make([]LValue, 0, hcap)}
 	}
 	return tb
 }
@@ -468,7 +553,7 @@ func (tb *LTable) RawSet(key LValue, value LValue) {
 			switch alen := len(tb.array); {
 			case index < alen:
 				tb.array[index] = value
-			case index == alen && alen > 0 && value != LNil && len(tb.dict) == 0:
+			case index == alen && alen > 0 && value != LNil && tb.dictLen() == 0:
 				tb.array = append(tb.array, value)
 			default:
 				tb.growArray(index, value) // proctor: see maxArrayGap
@@ -493,7 +578,7 @@ func (tb *LTable) RawSetInt(key int, value LValue) {
 	switch alen := len(tb.array); {
 	case index < alen:
 		tb.array[index] = value
-	case index == alen && alen > 0 && value != LNil && len(tb.dict) == 0:
+	case index == alen && alen > 0 && value != LNil && tb.dictLen() == 0:
 		tb.array = append(tb.array, value)
 	default:
 		tb.growArray(index, value) // proctor: see maxArrayGap
@@ -508,22 +593,40 @@ func (tb *LTable) RawSetString(key string, value LValue) {
 // proctor: rawSetString is RawSetString given key's box when the caller
 // has one (the VM: a constant of the function), nil otherwise: a new key
 // takes it in the key order instead of a box made for it (an allocation
-// a field of each table a script built).
+// a field of each table a script built). proctor: only a table past
+// smallStrKeys string keys uses it; the list boxes its own (patch 72).
 func (tb *LTable) rawSetString(key string, lkey LValue, value LValue) {
-	if tb.keys == nil {
-		tb.keys = []LValue{}
+	if tb.strdict == nil {
+		// proctor: the list is the key order of its keys (patch 72): a
+		// key found is set (or cleared) in its entry, a new one is
+		// appended, and neither touches the key order.
+		for i := range tb.strs {
+			if tb.strs[i].is(key) {
+				tb.strs[i].value = value
+				return
+			}
+		}
+		if value == LNil || tb.strAppend(key, lkey, value) {
+			return
+		}
 	}
-
-	// TODO tb.keys and tb.k2i should also be removed for LNil
+	if value == LNil {
+		// TODO tb.keys and tb.k2i should also be removed for LNil
+		delete(tb.strdict, key)
+		return
+	}
 	// proctor: a key that held a value is in the key order: setting it
 	// again does not look for it there.
-	if had := tb.strSet(key, value); value != LNil && !had { // proctor: see smallStrKeys
-		if lkey == nil {
-			lkey = LString(key)
-		}
-		if _, ok := tb.keyIndex(lkey); !ok {
-			tb.addKey(lkey) // proctor
-		}
+	n := len(tb.strdict)
+	tb.strdict[key] = value
+	if len(tb.strdict) == n {
+		return
+	}
+	if lkey == nil {
+		lkey = LString(key)
+	}
+	if _, ok := tb.keyIndex(lkey); !ok {
+		tb.addKey(lkey) // proctor
 	}
 }
 
@@ -533,18 +636,16 @@ func (tb *LTable) RawSetH(key LValue, value LValue) {
 		tb.RawSetString(string(s), value)
 		return
 	}
-	if tb.dict == nil {
-		tb.dict = make(map[LValue]LValue, tb.strLen())
-	}
-	if tb.keys == nil {
-		tb.keys = []LValue{}
+	h := tb.hashPart()
+	if h.dict == nil {
+		h.dict = make(map[LValue]LValue, tb.strLen())
 	}
 
 	if value == LNil {
 		// TODO tb.keys and tb.k2i should also be removed
-		delete(tb.dict, key)
+		delete(h.dict, key)
 	} else {
-		tb.dict[key] = value
+		h.dict[key] = value
 		if _, ok := tb.keyIndex(key); !ok {
 			tb.addKey(key) // proctor
 		}
@@ -568,10 +669,7 @@ func (tb *LTable) RawGet(key LValue) LValue {
 		}
 		return LNil
 	}
-	if tb.dict == nil {
-		return LNil
-	}
-	if v, ok := tb.dict[key]; ok {
+	if v, ok := tb.dictGet(key); ok {
 		return v
 	}
 	return LNil
@@ -585,10 +683,7 @@ func (tb *LTable) RawGetInt(key int) LValue {
 	}
 	// proctor: past the array part, the key may be in the hash part (see
 	// maxArrayGap).
-	if tb.dict == nil {
-		return LNil
-	}
-	if v, ok := tb.dict[LNumber(key)]; ok {
+	if v, ok := tb.dictGet(LNumber(key)); ok {
 		return v
 	}
 	return LNil
@@ -602,10 +697,7 @@ func (tb *LTable) RawGetH(key LValue) LValue {
 		}
 		return LNil
 	}
-	if tb.dict == nil {
-		return LNil
-	}
-	if v, ok := tb.dict[key]; ok {
+	if v, ok := tb.dictGet(key); ok {
 		return v
 	}
 	return LNil
@@ -624,7 +716,7 @@ func (tb *LTable) RawGetString(key string) LValue {
 // many: a host copying a table to a record of its own learns it without
 // a pass over every key to count them.
 func (tb *LTable) StringKeyed() (n int, ok bool) {
-	if len(tb.dict) != 0 {
+	if tb.dictLen() != 0 {
 		return 0, false
 	}
 	for _, v := range tb.array {
@@ -649,7 +741,7 @@ func (tb *LTable) ForEachString(cb func(string, LValue)) {
 	}
 	for i := range tb.strs {
 		if e := &tb.strs[i]; e.value != LNil {
-			cb(e.key, e.value)
+			cb(e.str(), e.value)
 		}
 	}
 }
@@ -666,8 +758,17 @@ func (tb *LTable) ForEach(cb func(LValue, LValue)) {
 	// proctor: the hash part is visited in its key order, which holds
 	// every key of it (and cleared ones, and holes, that hold no value):
 	// the keys are LValues already, where ranging over the Go map made an
-	// LString of each string key, an allocation per key.
-	for _, k := range tb.keys {
+	// LString of each string key, an allocation per key. The string list
+	// comes first (patch 72), its keys boxed without an allocation.
+	for i := range tb.strs {
+		if v := tb.strs[i].value; v != LNil {
+			cb(tb.strBox(i), v)
+		}
+	}
+	if tb.hash == nil {
+		return
+	}
+	for _, k := range tb.hash.keys {
 		if k == LNil {
 			continue
 		}
@@ -706,10 +807,10 @@ func (tb *LTable) NextKey(key LValue) (LValue, LValue, bool) {
 					return LNumber(index + 1), v, true
 				}
 			}
-			return tb.nextInHash(-1)
+			return tb.nextInHash(0)
 		}
 	}
-	at, ok := tb.keyIndex(key)
+	at, ok := tb.hashIndex(key)
 	if !ok {
 		kv, isNum := key.(LNumber)
 		if !isNum || !isInteger(kv) || kv < 1 || kv >= LNumber(MaxArrayIndex) {
@@ -720,14 +821,40 @@ func (tb *LTable) NextKey(key LValue) (LValue, LValue, bool) {
 		// from its start.
 		at = -1
 	}
-	return tb.nextInHash(at)
+	return tb.nextInHash(at + 1)
 }
 
-// proctor: nextInHash returns the first live key of the hash part after
-// position at of the key order.
+// proctor: hashIndex returns the position of key in the hash part's
+// order: the string list's entries first (patch 72), then the key order.
+// A string key is in one of them: the list while there is no map, else
+// the key order.
+func (tb *LTable) hashIndex(key LValue) (int, bool) {
+	if s, ok := key.(LString); ok && tb.strdict == nil {
+		for i := range tb.strs {
+			if tb.strs[i].is(string(s)) {
+				return i, true
+			}
+		}
+		return 0, false
+	}
+	i, ok := tb.keyIndex(key)
+	return len(tb.strs) + i, ok
+}
+
+// proctor: nextInHash returns the first live key of the hash part from
+// position at of its order (see hashIndex).
 func (tb *LTable) nextInHash(at int) (LValue, LValue, bool) {
-	for i := at + 1; i < len(tb.keys); i++ {
-		key := tb.keys[i]
+	for ; at < len(tb.strs); at++ {
+		if v := tb.strs[at].value; v != LNil {
+			return tb.strBox(at), v, true
+		}
+	}
+	if tb.hash == nil {
+		return LNil, LNil, true
+	}
+	keys := tb.hash.keys
+	for i := at - len(tb.strs); i < len(keys); i++ {
+		key := keys[i]
 		if v := tb.RawGetH(key); v != LNil {
 			return key, v, true
 		}

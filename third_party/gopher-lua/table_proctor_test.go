@@ -3,9 +3,11 @@ package lua
 import (
 	"fmt"
 	"math/rand"
+	"runtime"
 	"sort"
 	"strings"
 	"testing"
+	"time"
 )
 
 // Tests of Proctor's table patches (see PATCHES.md).
@@ -45,8 +47,8 @@ func TestArrayTakesKeysFromHash(t *testing.T) {
 	for i := n; i >= 1; i-- {
 		tb.RawSetInt(i, LNumber(i))
 	}
-	if len(tb.array) != n || len(tb.dict) != 0 {
-		t.Fatalf("array %d, hash %d", len(tb.array), len(tb.dict))
+	if len(tb.array) != n || len(tb.hashPart().dict) != 0 {
+		t.Fatalf("array %d, hash %d", len(tb.array), len(tb.hashPart().dict))
 	}
 	if tb.Len() != n {
 		t.Fatalf("#t = %d, want %d", tb.Len(), n)
@@ -57,8 +59,8 @@ func TestArrayTakesKeysFromHash(t *testing.T) {
 	for i := 2; i <= 499; i++ {
 		tb.Insert(i, LNumber(i))
 	}
-	if tb.Len() != 500 || tb.RawGetInt(500) != LString("far") || len(tb.dict) != 0 {
-		t.Fatalf("#t = %d, t[500] = %v, hash %d", tb.Len(), tb.RawGetInt(500), len(tb.dict))
+	if tb.Len() != 500 || tb.RawGetInt(500) != LString("far") || len(tb.hashPart().dict) != 0 {
+		t.Fatalf("#t = %d, t[500] = %v, hash %d", tb.Len(), tb.RawGetInt(500), len(tb.hashPart().dict))
 	}
 }
 
@@ -134,7 +136,7 @@ func TestTableModel(t *testing.T) {
 		if (n > 0 && model[LNumber(n)] == nil) || model[LNumber(n+1)] != nil {
 			t.Fatalf("round %d: #t = %d is not a border", round, n)
 		}
-		for k := range tb.dict {
+		for k := range tb.hashPart().dict {
 			if n, ok := k.(LNumber); ok && isArrayKey(n) && int(n) <= len(tb.array)+1 {
 				t.Fatalf("round %d: hash part holds %v, array part has %d slots", round, k, len(tb.array))
 			}
@@ -152,8 +154,8 @@ func TestDeletedKeysAreDropped(t *testing.T) {
 		tb.RawSetString(string(rune(i)), LNil)
 		tb.RawSetH(LNumber(float64(i)+0.5), LNil)
 	}
-	if len(tb.keys) > 200 || len(tb.k2i) > 200 {
-		t.Fatalf("%d keys kept for an empty table", len(tb.keys))
+	if len(tb.hashPart().keys) > 200 || len(tb.hashPart().k2i) > 200 {
+		t.Fatalf("%d keys kept for an empty table", len(tb.hashPart().keys))
 	}
 }
 
@@ -193,23 +195,27 @@ func TestSmallTableHasNoKeyIndex(t *testing.T) {
 			t.Fatalf("%s: next() saw %d keys, the table holds %d", step, len(seen), len(model))
 		}
 	}
+	// proctor: string keys are in the list, not the key order, until
+	// the table has more than smallStrKeys of them (patch 72): the key
+	// order is of the other keys.
 	for i := range smallKeys - 1 {
-		set(LString(fmt.Sprint("k", i)), LNumber(i))
+		set(LNumber(float64(i)+0.5), LNumber(i))
 	}
-	set(LNumber(0.5), LTrue)
-	if tb.k2i != nil {
-		t.Fatalf("a table with %d keys has an index", len(tb.keys))
+	set(LString("s"), LTrue)
+	set(LTrue, LTrue)
+	if tb.hashPart().k2i != nil || len(tb.hashPart().keys) != smallKeys {
+		t.Fatalf("a table with %d keys in its order has an index", len(tb.hashPart().keys))
 	}
 	check("small")
-	set(LString("k3"), LNil)
-	set(LString("k3"), LNumber(33))
-	if len(tb.keys) != smallKeys || tb.k2i != nil {
-		t.Fatalf("a key set again was added again: %d keys", len(tb.keys))
+	set(LNumber(3.5), LNil)
+	set(LNumber(3.5), LNumber(33))
+	if len(tb.hashPart().keys) != smallKeys || tb.hashPart().k2i != nil {
+		t.Fatalf("a key set again was added again: %d keys", len(tb.hashPart().keys))
 	}
 	check("set again")
-	set(LString("more"), LTrue)
-	if tb.k2i == nil || len(tb.k2i) != len(tb.keys) {
-		t.Fatalf("a table with %d keys has no full index (%d)", len(tb.keys), len(tb.k2i))
+	set(LNumber(100.5), LTrue)
+	if tb.hashPart().k2i == nil || len(tb.hashPart().k2i) != len(tb.hashPart().keys) {
+		t.Fatalf("a table with %d keys has no full index (%d)", len(tb.hashPart().keys), len(tb.hashPart().k2i))
 	}
 	check("indexed")
 	for i := range 100 {
@@ -395,15 +401,15 @@ func TestSizedTableGrowsNoKeyOrder(t *testing.T) {
 	// A large hint is a guess (NewTable, the globals): no key order is
 	// made for it before keys come.
 	for _, hcap := range []int{defaultHashCap, 64} {
-		if c := cap(newLTable(0, hcap).keys); c != 0 {
+		if c := cap(newLTable(0, hcap).hashPart().keys); c != 0 {
 			t.Errorf("newLTable(0, %d): key order of %d made ahead", hcap, c)
 		}
 	}
 }
 
 // A table keeps its first string keys in a list (smallStrKeys) and moves
-// them into a map at the one after: lookups, deletes, reuse of a deleted
-// key's entry, Entries and next()'s order are the same on both sides.
+// them into a map at the one after: lookups, deletes, a new list without
+// the deleted keys, Entries and next()'s order are the same on both sides.
 func TestSmallStringKeys(t *testing.T) {
 	tb := newLTable(0, 0)
 	names := []string{"a", "b", "c", "d", "e", "f", "g", "h", "i", "j"}
@@ -413,13 +419,19 @@ func TestSmallStringKeys(t *testing.T) {
 	if tb.strdict != nil || len(tb.strs) != smallStrKeys {
 		t.Fatalf("%d keys: map %v, list %d", smallStrKeys, tb.strdict != nil, len(tb.strs))
 	}
-	tb.RawSetString("c", LNil)
-	if tb.RawGetString("c") != LNil || tb.RawGet(LString("c")) != LNil || tb.Entries() != smallStrKeys-1 {
+	// proctor: a deleted key's entry is not reused (patch 72): a full
+	// list at most half of whose keys are live is copied without the
+	// deleted ones; one more live than that becomes the map.
+	for _, k := range []string{"c", "d", "e", "f"} {
+		tb.RawSetString(k, LNil)
+	}
+	if tb.RawGetString("c") != LNil || tb.RawGet(LString("c")) != LNil || tb.Entries() != smallStrKeys-4 {
 		t.Fatalf("deleted key: %v, %d entries", tb.RawGetString("c"), tb.Entries())
 	}
-	tb.RawSetString("i", LNumber(100)) // reuses c's entry
-	if tb.strdict != nil || len(tb.strs) != smallStrKeys || tb.RawGetString("i") != LNumber(100) {
-		t.Fatalf("a key after a delete: map %v, list %d", tb.strdict != nil, len(tb.strs))
+	old := tb.strs
+	tb.RawSetString("i", LNumber(100))
+	if tb.strdict != nil || len(tb.strs) != 5 || tb.RawGetString("i") != LNumber(100) || old[2].str() != "c" {
+		t.Fatalf("a key after deletes: map %v, list %d, old list %v", tb.strdict != nil, len(tb.strs), old)
 	}
 	order := func() (keys []string) {
 		for k, _ := tb.Next(LNil); k != LNil; k, _ = tb.Next(k) {
@@ -427,29 +439,37 @@ func TestSmallStringKeys(t *testing.T) {
 		}
 		return keys
 	}
+	if got := strings.Join(order(), " "); got != "a b g h i" {
+		t.Fatalf("next() order %q", got)
+	}
+	for i, k := range []string{"j", "k", "l"} {
+		tb.RawSetString(k, LNumber(200+i))
+	}
+	tb.RawSetString("g", LNil)
+	tb.RawSetString("g", LNumber(6))
 	before := strings.Join(order(), " ")
-	tb.RawSetString("j", LNumber(200)) // the ninth live key: a map
+	tb.RawSetString("m", LNumber(300)) // the ninth live key: a map
 	if tb.strdict == nil || tb.strs != nil {
 		t.Fatal("nine keys are still in a list")
 	}
-	if got := strings.Join(order(), " "); got != before+" j" {
-		t.Fatalf("next() order %q, want %q", got, before+" j")
+	if got := strings.Join(order(), " "); got != before+" m" || before != "a b g h i j k l" {
+		t.Fatalf("next() order %q, want %q", got, before+" m")
 	}
 	for i, k := range names[:smallStrKeys] {
 		want := LValue(LNumber(i))
-		if k == "c" {
+		if strings.Contains("cdef", k) {
 			want = LNil
 		}
 		if got := tb.RawGetH(LString(k)); got != want {
 			t.Fatalf("%s = %v, want %v", k, got, want)
 		}
 	}
-	if tb.Entries() != smallStrKeys+1 {
-		t.Fatalf("%d entries, want %d", tb.Entries(), smallStrKeys+1)
+	if tb.Entries() != 9 {
+		t.Fatalf("%d entries, want %d", tb.Entries(), 9)
 	}
 	n := 0
 	tb.ForEach(func(LValue, LValue) { n++ })
-	if n != smallStrKeys+1 {
+	if n != 9 {
 		t.Fatalf("ForEach saw %d keys", n)
 	}
 	// A constructor's hint of a few keys makes a list, not a map.
@@ -503,5 +523,166 @@ func TestStringKeyed(t *testing.T) {
 		if got := strings.Join(keys, ","); got != tc.keys {
 			t.Errorf("%s: ForEachString visits %s, want %s", tc.src, got, tc.keys)
 		}
+	}
+}
+
+// TestStringListMatchesModel (patches 72, 73): tables driven with random
+// sets and deletes of string keys (few and many, so that the list is
+// copied, moved to the map, or neither) mixed with other keys hold what a
+// Go map holds; every traversal sees each live key once, also one that
+// assigns to and clears fields as it goes (Lua 5.1 allows both), and the
+// keys next() returned keep their strings after the table changed and a
+// collection ran (their boxes share the list's entries).
+func TestStringListMatchesModel(t *testing.T) {
+	rng := rand.New(rand.NewSource(72))
+	type held struct {
+		box LValue
+		s   string
+	}
+	var kept []held
+	for round := 0; round < 3000; round++ {
+		tb := newLTable(0, rng.Intn(12))
+		model := map[LValue]LValue{}
+		nstr := 1 + rng.Intn(16)
+		key := func() LValue {
+			switch rng.Intn(8) {
+			case 0:
+				return LNumber(float64(rng.Intn(5)) + 0.5)
+			case 1:
+				return LNumber(rng.Intn(4) + 1)
+			case 2:
+				return LTrue
+			default:
+				return LString(fmt.Sprint("k", rng.Intn(nstr)))
+			}
+		}
+		check := func(step string) {
+			t.Helper()
+			seen := map[LValue]bool{}
+			for k, v := tb.Next(LNil); k != LNil; k, v = tb.Next(k) {
+				if seen[k] || model[k] != v {
+					t.Fatalf("round %d %s: next() gave %v = %v, want %v (seen %v)", round, step, k, v, model[k], seen[k])
+				}
+				seen[k] = true
+				if s, ok := k.(LString); ok && rng.Intn(4) == 0 {
+					kept = append(kept, held{k, string(s)})
+				}
+			}
+			if len(seen) != len(model) {
+				t.Fatalf("round %d %s: next() saw %d keys, want %d", round, step, len(seen), len(model))
+			}
+			n := 0
+			tb.ForEach(func(k, v LValue) {
+				if model[k] != v {
+					t.Fatalf("round %d %s: ForEach gave %v = %v", round, step, k, v)
+				}
+				n++
+			})
+			if n != len(model) || tb.Entries() < len(model) {
+				t.Fatalf("round %d %s: ForEach saw %d, Entries %d, want %d", round, step, n, tb.Entries(), len(model))
+			}
+			for k, v := range model {
+				if tb.RawGet(k) != v {
+					t.Fatalf("round %d %s: t[%v] = %v, want %v", round, step, k, tb.RawGet(k), v)
+				}
+			}
+		}
+		for op, ops := 0, rng.Intn(40); op < ops; op++ {
+			k := key()
+			var v LValue = LNumber(op)
+			if rng.Intn(3) == 0 {
+				v = LNil
+			}
+			tb.RawSet(k, v)
+			if v == LNil {
+				delete(model, k)
+			} else {
+				model[k] = v
+			}
+			if rng.Intn(8) == 0 {
+				check("ops")
+			}
+		}
+		check("built")
+		// A traversal that clears some fields and assigns to others.
+		seen := map[LValue]bool{}
+		want := len(model)
+		for k, _ := tb.Next(LNil); k != LNil; k, _ = tb.Next(k) {
+			if seen[k] {
+				t.Fatalf("round %d: traversal with clears gave %v twice", round, k)
+			}
+			seen[k] = true
+			if rng.Intn(2) == 0 {
+				tb.RawSet(k, LNil)
+				delete(model, k)
+			} else {
+				tb.RawSet(k, LFalse)
+				model[k] = LFalse
+			}
+		}
+		if len(seen) != want {
+			t.Fatalf("round %d: traversal with clears saw %d keys, want %d", round, len(seen), want)
+		}
+		check("after clears")
+		if round%100 == 0 {
+			runtime.GC()
+			for _, h := range kept {
+				if s := string(h.box.(LString)); s != h.s {
+					t.Fatalf("a key next() returned reads %q, was %q", s, h.s)
+				}
+			}
+			kept = kept[:0]
+		}
+	}
+}
+
+// TestNextAllocatesNothing (patch 72): next() over a table's listed
+// string keys, set as Go strings, returns the boxes their entries hold.
+func TestNextAllocatesNothing(t *testing.T) {
+	tb := newLTable(0, 0)
+	for _, k := range []string{"status", "headers", "body"} {
+		tb.RawSetString(k+"", LTrue)
+	}
+	n := testing.AllocsPerRun(100, func() {
+		for k, _ := tb.Next(LNil); k != LNil; k, _ = tb.Next(k) {
+		}
+		tb.ForEach(func(LValue, LValue) {})
+	})
+	if n != 0 {
+		t.Fatalf("a traversal allocates %v times", n)
+	}
+	if tb.hash != nil {
+		t.Fatal("a table of string keys made its hash part")
+	}
+}
+
+// TestKeptKeyKeepsOnlyItsBox (patch 72): a key next() returned, kept
+// after its table is dropped, keeps its box and not the table's block
+// (with the values its entries hold: here a megabyte).
+func TestKeptKeyKeepsOnlyItsBox(t *testing.T) {
+	freed := make(chan struct{})
+	var kept LValue
+	func() {
+		tb := newLTable(0, 2) // one block: the table first, then its entries
+		tb.RawSetString("body", LString(strings.Repeat("x", 1<<20)))
+		tb.RawSetString("path", LString("/"))
+		runtime.SetFinalizer(tb, func(*LTable) { close(freed) })
+		kept, _ = tb.Next(LNil)
+	}()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		runtime.GC()
+		select {
+		case <-freed:
+			if kept.String() != "body" {
+				t.Fatalf("the kept key reads %q", kept.String())
+			}
+			return
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("a kept key keeps its table alive")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }

@@ -156,12 +156,12 @@ func TestTableRawSetH(t *testing.T) {
 	tbl := newLTable(0, 0)
 	tbl.RawSetH(LString("key"), LTrue)
 	tbl.RawSetH(LString("key"), LNil)
-	_, found := tbl.dict[LString("key")]
+	_, found := tbl.hashPart().dict[LString("key")]
 	errorIfNotEqual(t, false, found)
 
 	tbl.RawSetH(LTrue, LTrue)
 	tbl.RawSetH(LTrue, LNil)
-	_, foundb := tbl.dict[LTrue]
+	_, foundb := tbl.hashPart().dict[LTrue]
 	errorIfNotEqual(t, false, foundb)
 }
 

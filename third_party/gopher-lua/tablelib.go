@@ -40,7 +40,11 @@ func tableGetN(L *LState) int {
 func tableMaxN(L *LState) int {
 	tbl := L.CheckTable(1)
 	max := LNumber(tbl.MaxN())
-	for k := range tbl.dict {
+	var dict map[LValue]LValue // proctor: see tableHash
+	if tbl.hash != nil {
+		dict = tbl.hash.dict
+	}
+	for k := range dict {
 		if n, ok := k.(LNumber); ok && n > max {
 			max = n
 		}

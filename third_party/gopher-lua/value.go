@@ -181,11 +181,9 @@ type LTable struct {
 	Metatable LValue
 
 	array   []LValue
-	dict    map[LValue]LValue
 	strdict map[string]LValue
 	strs    []strEntry // proctor: the string keys while there are few (see smallStrKeys)
-	keys    []LValue
-	k2i     map[LValue]int
+	hash    *tableHash // proctor: the other keys and the key order (patch 73)
 }
 
 func (tb *LTable) String() string   { return fmt.Sprintf("table: %p", tb) }
