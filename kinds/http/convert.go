@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -62,21 +63,62 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		return nil, err
 	}
 	p, room := newPayload(len(r.Header) + 1) // host too
-	p.method, p.path, p.query, p.body, p.remote = methodValue(r.Method), path, q, body, r.RemoteAddr
+	// The path, the remote address, the params' and the headers' values
+	// (and the host, and the key) boxed in one block; the body boxed on
+	// its own (see stringBoxes).
+	n := 2 + len(params) + len(r.Header) + 1 // path, remote, params, headers, host
+	if key != nil {
+		n++
+	}
+	sb := newStringBoxes(n)
+	p.method, p.path, p.query, p.body, p.remote = methodValue(r.Method), sb.box(path), q, body, sb.box(r.RemoteAddr)
 	p.params = p.paramFields[:0]
 	for _, name := range params {
-		p.params = append(p.params, value.Field{Key: name, Value: r.PathValue(name)})
+		p.params = append(p.params, value.Field{Key: name, Value: sb.box(r.PathValue(name))})
 	}
-	p.headers.fs = headerFields(room, r)
+	p.headers.fs = headerFields(room, r, &sb)
 	if key != nil {
 		k, ok := keyOf(r, *key)
 		if !ok {
 			return nil, value.NewError(value.KindInvalid, "the request has no %s (the route's key)", key)
 		}
-		p.key = k
+		p.key = sb.box(k)
 	}
 	return p, nil
 }
+
+// stringBoxes boxes a payload's strings into one block: each string put
+// in an interface (a field's value) was an allocation of its own, eight
+// for a request with five headers, and a Lua process shares the boxes
+// (lua.StringValue). A string boxed here keeps the block alive, and the
+// other strings it holds: the path, the remote address, params, header
+// values and the key, which the request's header limit (max_header_bytes)
+// bounds. Not the body: a script that keeps a header value (or a path)
+// would keep a body of up to max_body with it.
+type stringBoxes struct{ s []string }
+
+func newStringBoxes(n int) stringBoxes { return stringBoxes{make([]string, 0, n)} }
+
+// box returns s in an interface whose box is s's place in the block; past
+// the block's room (it is sized for the payload's strings), s boxed on
+// its own. A place is written once, before its box is made: an interface
+// holding a string is never written through.
+func (b *stringBoxes) box(s string) any {
+	if len(b.s) == cap(b.s) {
+		return s
+	}
+	b.s = append(b.s, s)
+	v := stringAny
+	(*eface)(unsafe.Pointer(&v)).data = unsafe.Pointer(&b.s[len(b.s)-1])
+	return v
+}
+
+// eface is the layout of an interface{}: its type's word, then a pointer
+// to its value.
+type eface struct{ typ, data unsafe.Pointer }
+
+// stringAny holds a string: box copies its type word.
+var stringAny any = ""
 
 // dotSegment returns the offset of the first "." or ".." segment of the
 // decoded path, and the segment, or -1. ServeMux redirects such a path as
@@ -222,14 +264,14 @@ var noFields = &value.Fields{}
 // headerFields appends r's headers to fs: lower-case names, the values of
 // a name given several times joined with ", ", and host (r.Host, which
 // net/http takes out of the header map).
-func headerFields(fs []boxedField, r *nethttp.Request) []boxedField {
+func headerFields(fs []boxedField, r *nethttp.Request, sb *stringBoxes) []boxedField {
 	common := true // every name one of commonNames: their lower-case forms are distinct
 	for name, vs := range r.Header {
 		l, ok := lowerNames[name]
 		if !ok {
 			l, common = strings.ToLower(name), false
 		}
-		fs = append(fs, boxedField{l, strings.Join(vs, ", ")})
+		fs = append(fs, boxedField{l, sb.box(strings.Join(vs, ", "))})
 	}
 	if !common {
 		// Names that differ only in case ("X-A", "x-a": a map built by
@@ -243,7 +285,7 @@ func headerFields(fs []boxedField, r *nethttp.Request) []boxedField {
 				break
 			}
 		}
-		fs = append(fs, boxedField{"host", r.Host})
+		fs = append(fs, boxedField{"host", sb.box(r.Host)})
 	}
 	return fs
 }
