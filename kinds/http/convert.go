@@ -502,7 +502,7 @@ func replyInto(v any, h nethttp.Header) (Response, error) {
 		resp, err = tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), h)
 	case value.Record:
 		// A Lua handler's reply to a route's ask (route.call accepts one).
-		resp, err = tableResponse(func(k string) (any, bool) { return value.RecordField(x, k) }, x.Len(), h)
+		resp, err = recordResponse(x, h)
 	default:
 		return Response{}, value.NewError(value.KindInternal, "the handler replied with %s; want a table {status=, headers=, body=} or a string", typeName(v))
 	}
@@ -518,29 +518,63 @@ func replyInto(v any, h nethttp.Header) (Response, error) {
 var replyFields = []string{"status", "headers", "body"}
 
 func tableResponse(get func(string) (any, bool), n int, h nethttp.Header) (Response, error) {
-	known := 0
-	for _, f := range replyFields {
-		if _, ok := get(f); ok {
-			known++
+	var f replyTable
+	for i, name := range replyFields {
+		if v, ok := get(name); ok {
+			f.v[i], f.has[i] = v, true
+			n--
 		}
 	}
-	if known != n {
-		return Response{}, value.NewError(value.KindInternal, "the handler's reply has fields besides status, headers and body")
+	if n != 0 {
+		return Response{}, errOtherFields()
 	}
+	return f.response(h)
+}
+
+// recordResponse is tableResponse of a Record, in one pass over its
+// fields (a lookup of each of the three names was a pass each, twice).
+// A name given twice is a field besides, as it was: the three found
+// did not count all of them.
+func recordResponse(r value.Record, h nethttp.Header) (Response, error) {
+	var f replyTable
+	for i := range r.Len() {
+		k, v := r.Field(i)
+		j := slices.Index(replyFields, k)
+		if j < 0 || f.has[j] {
+			return Response{}, errOtherFields()
+		}
+		f.v[j], f.has[j] = v, true
+	}
+	return f.response(h)
+}
+
+func errOtherFields() error {
+	return value.NewError(value.KindInternal, "the handler's reply has fields besides status, headers and body")
+}
+
+// replyTable is a reply's status, headers and body (replyFields' order),
+// and which of them it has.
+type replyTable struct {
+	v   [3]any
+	has [3]bool
+}
+
+func (f *replyTable) response(h nethttp.Header) (Response, error) {
+	get := func(i int) (any, bool) { return f.v[i], f.has[i] }
 	resp := Response{Status: nethttp.StatusOK, Header: h}
-	if s, ok := get("status"); ok {
+	if s, ok := get(0); ok {
 		f, isNum := s.(float64)
 		if !isNum || f != math.Trunc(f) || f < 200 || f > 599 {
 			return Response{}, value.NewError(value.KindInternal, "the handler's reply has status %s; want an integer from 200 to 599", shortValue(s))
 		}
 		resp.Status = int(f)
 	}
-	if hs, ok := get("headers"); ok {
+	if hs, ok := get(1); ok {
 		if err := replyHeaders(h, hs); err != nil {
 			return Response{}, err
 		}
 	}
-	b, _ := get("body")
+	b, _ := get(2)
 	switch x := b.(type) {
 	case nil:
 	case string:

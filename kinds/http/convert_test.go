@@ -129,6 +129,16 @@ func TestReplyResponse(t *testing.T) {
 	}
 }
 
+// TestRecordReplyNameTwice: a Record naming a field twice (Go's, not a
+// Lua table's) has a field besides status, headers and body, as when
+// each name was looked up.
+func TestRecordReplyNameTwice(t *testing.T) {
+	r := &value.Fields{{Key: "status", Value: 200.0}, {Key: "body", Value: "a"}, {Key: "status", Value: 201.0}}
+	if _, err := ReplyResponse(r); err == nil || !strings.Contains(err.Error(), "besides status") {
+		t.Errorf("%v, want the fields-besides error", err)
+	}
+}
+
 // asRecord is v with each map[string]any in it a value.Record.
 func asRecord(v any) any {
 	switch x := v.(type) {
