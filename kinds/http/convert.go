@@ -14,6 +14,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
@@ -62,21 +63,73 @@ func RequestPayload(r *nethttp.Request, body string, params []string, key *KeySp
 		return nil, err
 	}
 	p, room := newPayload(len(r.Header) + 1) // host too
-	p.method, p.path, p.query, p.body, p.remote = methodValue(r.Method), path, q, body, r.RemoteAddr
+	// The path, the remote address, the params' and the headers' values
+	// (and the host, and the key) boxed in one block; the body boxed on
+	// its own (see stringBoxes).
+	n := 2 + len(params) + len(r.Header) + 1 // path, remote, params, headers, host
+	if key != nil {
+		n++
+	}
+	sb := newStringBoxes(n)
+	p.method, p.path, p.query, p.body, p.remote = methodValue(r.Method), sb.box(path), q, body, sb.box(r.RemoteAddr)
 	p.params = p.paramFields[:0]
 	for _, name := range params {
-		p.params = append(p.params, value.Field{Key: name, Value: r.PathValue(name)})
+		p.params = append(p.params, value.Field{Key: name, Value: sb.box(r.PathValue(name))})
 	}
-	p.headers.fs = headerFields(room, r)
+	p.headers.fs = headerFields(room, r, &sb)
 	if key != nil {
 		k, ok := keyOf(r, *key)
 		if !ok {
 			return nil, value.NewError(value.KindInvalid, "the request has no %s (the route's key)", key)
 		}
-		p.key = k
+		p.key = sb.box(k)
 	}
 	return p, nil
 }
+
+// stringBoxes boxes a payload's strings into one block: each string put
+// in an interface (a field's value) was an allocation of its own, eight
+// for a request with five headers, and a Lua process shares the boxes
+// (lua.StringValue). A string boxed here keeps the block alive, and the
+// other strings it holds: the path, the remote address, params, header
+// values and the key, which the request's header limit (max_header_bytes)
+// bounds. Not the body: a script that keeps a header value (or a path)
+// would keep a body of up to max_body with it.
+type stringBoxes struct{ s []string }
+
+func newStringBoxes(n int) stringBoxes { return stringBoxes{make([]string, 0, n)} }
+
+// box returns s in an interface whose box is s's place in the block.
+func (b *stringBoxes) box(s string) any { return anyAt(b.at(s)) }
+
+// at returns s's place in the block; past the block's room (it is sized
+// for the payload's strings), a place of its own. A place is written
+// once, before any interface is made of it: an interface holding a string
+// is never written through.
+func (b *stringBoxes) at(s string) *string {
+	if len(b.s) == cap(b.s) {
+		p := new(string) // not &s: s would move to the heap on every call
+		*p = s
+		return p
+	}
+	b.s = append(b.s, s)
+	return &b.s[len(b.s)-1]
+}
+
+// anyAt is the interface holding *p whose box is p: no copy of the
+// string. *p must not change after.
+func anyAt(p *string) any {
+	v := stringAny
+	(*eface)(unsafe.Pointer(&v)).data = unsafe.Pointer(p)
+	return v
+}
+
+// eface is the layout of an interface{}: its type's word, then a pointer
+// to its value.
+type eface struct{ typ, data unsafe.Pointer }
+
+// stringAny holds a string: box copies its type word.
+var stringAny any = ""
 
 // dotSegment returns the offset of the first "." or ".." segment of the
 // decoded path, and the segment, or -1. ServeMux redirects such a path as
@@ -124,9 +177,9 @@ type payload struct {
 }
 
 // newPayload makes a payload with room for n headers in its block: the
-// smallest of a few sizes that holds them (a request with 5 headers in a
-// block of 416 bytes, one with 15 in 768 rather than a block of 480 and
-// a slice of 512), or for more a slice of their own.
+// smallest of a few sizes that holds them (a request with 5 headers and
+// its host in a block of 352 bytes, one with 15 in 640 rather than a
+// block of 416 and a slice of 384), or for more a slice of their own.
 func newPayload(n int) (*payload, []boxedField) {
 	switch {
 	case n <= 4:
@@ -206,14 +259,18 @@ func (p *payload) FieldBox(i int) (any, any) {
 // are boxed once (lowerNames).
 type boxedRecord struct{ fs []boxedField }
 
+// A boxedField's value is its place in the payload's stringBoxes: the
+// interface FieldBox gives is made from it (anyAt), 8 bytes a header
+// fewer than an interface each (a request with five headers and its host
+// fits the block of 352 bytes, not 416).
 type boxedField struct {
 	key any // a string
-	v   any
+	v   *string
 }
 
 func (r *boxedRecord) Len() int                  { return len(r.fs) }
-func (r *boxedRecord) Field(i int) (string, any) { return r.fs[i].key.(string), r.fs[i].v }
-func (r *boxedRecord) FieldBox(i int) (any, any) { return r.fs[i].key, r.fs[i].v }
+func (r *boxedRecord) Field(i int) (string, any) { return r.fs[i].key.(string), anyAt(r.fs[i].v) }
+func (r *boxedRecord) FieldBox(i int) (any, any) { return r.fs[i].key, anyAt(r.fs[i].v) }
 
 // noFields is the empty record (of a request with no query). Nothing
 // changes a record once made.
@@ -222,14 +279,14 @@ var noFields = &value.Fields{}
 // headerFields appends r's headers to fs: lower-case names, the values of
 // a name given several times joined with ", ", and host (r.Host, which
 // net/http takes out of the header map).
-func headerFields(fs []boxedField, r *nethttp.Request) []boxedField {
+func headerFields(fs []boxedField, r *nethttp.Request, sb *stringBoxes) []boxedField {
 	common := true // every name one of commonNames: their lower-case forms are distinct
 	for name, vs := range r.Header {
 		l, ok := lowerNames[name]
 		if !ok {
 			l, common = strings.ToLower(name), false
 		}
-		fs = append(fs, boxedField{l, strings.Join(vs, ", ")})
+		fs = append(fs, boxedField{l, sb.at(strings.Join(vs, ", "))})
 	}
 	if !common {
 		// Names that differ only in case ("X-A", "x-a": a map built by
@@ -243,7 +300,7 @@ func headerFields(fs []boxedField, r *nethttp.Request) []boxedField {
 				break
 			}
 		}
-		fs = append(fs, boxedField{"host", r.Host})
+		fs = append(fs, boxedField{"host", sb.at(r.Host)})
 	}
 	return fs
 }
@@ -460,7 +517,7 @@ func replyInto(v any, h nethttp.Header) (Response, error) {
 		resp, err = tableResponse(func(k string) (any, bool) { c, ok := x[k]; return c, ok }, len(x), h)
 	case value.Record:
 		// A Lua handler's reply to a route's ask (route.call accepts one).
-		resp, err = tableResponse(func(k string) (any, bool) { return value.RecordField(x, k) }, x.Len(), h)
+		resp, err = recordResponse(x, h)
 	default:
 		return Response{}, value.NewError(value.KindInternal, "the handler replied with %s; want a table {status=, headers=, body=} or a string", typeName(v))
 	}
@@ -476,29 +533,63 @@ func replyInto(v any, h nethttp.Header) (Response, error) {
 var replyFields = []string{"status", "headers", "body"}
 
 func tableResponse(get func(string) (any, bool), n int, h nethttp.Header) (Response, error) {
-	known := 0
-	for _, f := range replyFields {
-		if _, ok := get(f); ok {
-			known++
+	var f replyTable
+	for i, name := range replyFields {
+		if v, ok := get(name); ok {
+			f.v[i], f.has[i] = v, true
+			n--
 		}
 	}
-	if known != n {
-		return Response{}, value.NewError(value.KindInternal, "the handler's reply has fields besides status, headers and body")
+	if n != 0 {
+		return Response{}, errOtherFields()
 	}
+	return f.response(h)
+}
+
+// recordResponse is tableResponse of a Record, in one pass over its
+// fields (a lookup of each of the three names was a pass each, twice).
+// A name given twice is a field besides, as it was: the three found
+// did not count all of them.
+func recordResponse(r value.Record, h nethttp.Header) (Response, error) {
+	var f replyTable
+	for i := range r.Len() {
+		k, v := r.Field(i)
+		j := slices.Index(replyFields, k)
+		if j < 0 || f.has[j] {
+			return Response{}, errOtherFields()
+		}
+		f.v[j], f.has[j] = v, true
+	}
+	return f.response(h)
+}
+
+func errOtherFields() error {
+	return value.NewError(value.KindInternal, "the handler's reply has fields besides status, headers and body")
+}
+
+// replyTable is a reply's status, headers and body (replyFields' order),
+// and which of them it has.
+type replyTable struct {
+	v   [3]any
+	has [3]bool
+}
+
+func (f *replyTable) response(h nethttp.Header) (Response, error) {
+	get := func(i int) (any, bool) { return f.v[i], f.has[i] }
 	resp := Response{Status: nethttp.StatusOK, Header: h}
-	if s, ok := get("status"); ok {
+	if s, ok := get(0); ok {
 		f, isNum := s.(float64)
 		if !isNum || f != math.Trunc(f) || f < 200 || f > 599 {
 			return Response{}, value.NewError(value.KindInternal, "the handler's reply has status %s; want an integer from 200 to 599", shortValue(s))
 		}
 		resp.Status = int(f)
 	}
-	if hs, ok := get("headers"); ok {
+	if hs, ok := get(1); ok {
 		if err := replyHeaders(h, hs); err != nil {
 			return Response{}, err
 		}
 	}
-	b, _ := get("body")
+	b, _ := get(2)
 	switch x := b.(type) {
 	case nil:
 	case string:

@@ -6,8 +6,11 @@ import (
 	"net"
 	nethttp "net/http"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/proctor-run/proctor/value"
 )
 
 // BenchmarkConnDeadlines: one keep-alive request's moves of the read and
@@ -82,6 +85,19 @@ func BenchmarkConnDeadlines(b *testing.B) {
 func BenchmarkReplyInto(b *testing.B) {
 	reply := map[string]any{"status": 200.0, "body": "hello",
 		"headers": map[string]any{"x-request-kind": "echo", "cache-control": "no-store", "x-trace": "abc"}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := replyInto(reply, nethttp.Header{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkReplyIntoRecord: a Lua handler's reply as a route gets it (a
+// value.Record of status, one header, body), into a fresh header map.
+func BenchmarkReplyIntoRecord(b *testing.B) {
+	reply := &value.Fields{{Key: "status", Value: 200.0}, {Key: "headers", Value: &value.Fields{{Key: "x-echo", Value: "yes"}}},
+		{Key: "body", Value: strings.Repeat("x", 64)}}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := replyInto(reply, nethttp.Header{}); err != nil {
