@@ -113,9 +113,12 @@ entries:
 	}
 	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", filepath.Join(dir, "c.yaml"))
 	addr := r.httpAddr(t)
-	r.waitFor(t, "app:up running", func() bool {
+	// "started" comes once the runner watches its files: a save before
+	// it, while the entries start (they serve /v1/entries already), is
+	// not seen (a flake under load: the edit was lost and no reload came).
+	r.waitFor(t, "app:up running, the files watched", func() bool {
 		_, body := httpGet(t, "http://"+addr+"/v1/entries/app:up")
-		return strings.Contains(body, `"running"`)
+		return strings.Contains(body, `"running"`) && strings.Contains(r.logs(), `"msg":"started"`)
 	})
 	raise := `return { upgrade = function() error(string.rep("U", 8 * 1024 * 1024)) end, ` + serve
 	if err := os.WriteFile(src, []byte(raise), 0o644); err != nil {
