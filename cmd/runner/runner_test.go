@@ -252,9 +252,11 @@ func startEnv(t *testing.T, env []string, args ...string) *runner {
 		r.done <- r.cmd.Wait()
 	}()
 	t.Cleanup(func() {
-		if r.cmd.ProcessState == nil {
-			r.cmd.Process.Kill()
-		}
+		// Kill, not a look at ProcessState first: the goroutine above
+		// writes it in Wait, and a runner that exited on its own (a
+		// failing test's) made that a race. Kill of a process waited
+		// for only returns os.ErrProcessDone.
+		r.cmd.Process.Kill()
 	})
 	return r
 }
