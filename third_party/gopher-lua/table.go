@@ -37,9 +37,9 @@ const maxArrayGap = 64
 // the table (a box pointing into the table's block would keep the block
 // and every value its entries hold, a request's body among them). A
 // deleted key keeps its entry with the value nil (a traversal that clears
-// fields goes on from it), a key set again finds its entry, a new key is
-// appended, and a full list with deleted entries is copied to a new one
-// without them (at most half of it live) or moved to the map.
+// fields goes on from it), a key set again finds its entry, and a new key
+// takes a deleted key's entry (adding a key is what a traversal may not
+// do) or is appended; a full list moves to the map.
 const smallStrKeys = 8
 
 type strEntry struct {
@@ -119,39 +119,24 @@ func (tb *LTable) strGet(key string) (LValue, bool) {
 }
 
 // proctor: strAppend adds a string key the list does not hold, value not
-// LNil, while the table has no map for its string keys; it reports false
-// when the list is full and it made the map instead (the caller then
-// adds the key to the map and the key order).
-func (tb *LTable) strAppend(key string, lkey LValue, value LValue) bool {
+// LNil, while the table has no map for its string keys: in the entry of
+// a deleted key, free (-1 for none), else at the end of the list. It
+// reports false when the list is full and it made the map instead (the
+// caller then adds the key to the map and the key order).
+func (tb *LTable) strAppend(key string, lkey LValue, value LValue, free int) bool {
 	if lkey == nil {
 		lkey = LString(key)
 	}
-	if len(tb.strs) < smallStrKeys {
+	switch {
+	case free >= 0:
+		tb.strs[free] = strEntry{lkey, value}
+	case len(tb.strs) < smallStrKeys:
 		tb.strs = append(tb.strs, strEntry{lkey, value})
-		return true
+	default:
+		tb.toStrMap()
+		return false
 	}
-	live := 0
-	for i := range tb.strs {
-		if tb.strs[i].value != LNil {
-			live++
-		}
-	}
-	if live <= smallStrKeys/2 {
-		// A new list, not the old one compacted: boxes of the old keys
-		// may be held (see smallStrKeys). At least half of it is free,
-		// so a table whose keys come and go copies it once every four
-		// keys or more.
-		strs := make([]strEntry, 0, smallStrKeys)
-		for _, e := range tb.strs {
-			if e.value != LNil {
-				strs = append(strs, e)
-			}
-		}
-		tb.strs = append(strs, strEntry{lkey, value})
-		return true
-	}
-	tb.toStrMap()
-	return false
+	return true
 }
 
 // proctor: toStrMap moves the string keys from the list to a map, and
@@ -600,13 +585,17 @@ func (tb *LTable) rawSetString(key string, lkey LValue, value LValue) {
 		// proctor: the list is the key order of its keys (patch 72): a
 		// key found is set (or cleared) in its entry, a new one is
 		// appended, and neither touches the key order.
+		free := -1
 		for i := range tb.strs {
 			if tb.strs[i].is(key) {
 				tb.strs[i].value = value
 				return
 			}
+			if free < 0 && tb.strs[i].value == LNil {
+				free = i
+			}
 		}
-		if value == LNil || tb.strAppend(key, lkey, value) {
+		if value == LNil || tb.strAppend(key, lkey, value, free) {
 			return
 		}
 	}
