@@ -125,6 +125,35 @@ func startIn(t testing.TB, dir, yamlText string) *node {
 	return startOn(t, dir, yamlText, nil)
 }
 
+// startExample starts a node that runs an example docs/kinds/http.md
+// shows as it is: it fails t unless the page holds yamlText and luaText,
+// writes luaText to file in the node's directory, and serves yamlText's
+// entries behind an http.server app:web.
+func startExample(t *testing.T, what, file, luaText, yamlText string) *node {
+	t.Helper()
+	doc, err := os.ReadFile("../../docs/kinds/http.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []string{yamlText, luaText} {
+		if !strings.Contains(string(doc), s) {
+			t.Errorf("docs/kinds/http.md does not show the %s example as it is:\n%s", what, s)
+		}
+	}
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, file), []byte(luaText), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return startIn(t, dir, `namespace: app
+entries:
+  - name: web
+    kind: http.server
+    listen: 127.0.0.1:0
+    lifecycle: {auto_start: true}
+
+`+yamlText)
+}
+
 // startOn is startIn on pn (nil: a node of its own, logging to n.log).
 func startOn(t testing.TB, dir, yamlText string, pn *process.Node) *node {
 	t.Helper()

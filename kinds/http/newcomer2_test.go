@@ -147,27 +147,7 @@ end }
 // the partition a name's count goes 1, 2, 3 (one worker holds it), through
 // the round-robin pool 1, 1, 2, 2 (each routee counts its half).
 func TestNewcomerPartitionAndPoolExample(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/kinds/http.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{partitionYAML, partitionLua} {
-		if !strings.Contains(string(doc), s) {
-			t.Errorf("docs/kinds/http.md does not show the partition example as it is:\n%s", s)
-		}
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "counter.lua"), []byte(partitionLua), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n := startIn(t, dir, `namespace: app
-entries:
-  - name: web
-    kind: http.server
-    listen: 127.0.0.1:0
-    lifecycle: {auto_start: true}
-
-`+partitionYAML)
+	n := startExample(t, "partition", "counter.lua", partitionLua, partitionYAML)
 	c := client()
 	defer c.CloseIdleConnections()
 	for path, counts := range map[string][]string{"/count/ann": {"1", "2", "3", "4"}, "/count/bob": {"1", "2"}, "/any/ann": {"1", "1", "2", "2"}} {

@@ -1,7 +1,6 @@
 package http_test
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -49,27 +48,7 @@ return {
 // comes; when no process holds it the answer is 503 stopped, as for an
 // entry that is not running. The page shows this example as it is run.
 func TestToName(t *testing.T) {
-	doc, err := os.ReadFile("../../docs/kinds/http.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range []string{toNameYAML, toNameLua} {
-		if !strings.Contains(string(doc), s) {
-			t.Errorf("docs/kinds/http.md does not show the to_name example as it is:\n%s", s)
-		}
-	}
-	dir := t.TempDir()
-	if err := os.WriteFile(dir+"/greeter.lua", []byte(toNameLua), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	n := startIn(t, dir, `namespace: app
-entries:
-  - name: web
-    kind: http.server
-    listen: 127.0.0.1:0
-    lifecycle: {auto_start: true}
-
-`+toNameYAML)
+	n := startExample(t, "to_name", "greeter.lua", toNameLua, toNameYAML)
 	c := client()
 	defer c.CloseIdleConnections()
 	if status, h, body := get(t, c, "GET", n.url("/hello?name=Ann"), ""); status != 200 || body != `{"hello":"Ann"}`+"\n" || h.Get("Content-Type") != "application/json" {
