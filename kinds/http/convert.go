@@ -575,22 +575,20 @@ type replyTable struct {
 }
 
 func (f *replyTable) response(h nethttp.Header) (Response, error) {
-	get := func(i int) (any, bool) { return f.v[i], f.has[i] }
 	resp := Response{Status: nethttp.StatusOK, Header: h}
-	if s, ok := get(0); ok {
-		f, isNum := s.(float64)
-		if !isNum || f != math.Trunc(f) || f < 200 || f > 599 {
-			return Response{}, value.NewError(value.KindInternal, "the handler's reply has status %s; want an integer from 200 to 599", shortValue(s))
+	if f.has[0] {
+		n, isNum := f.v[0].(float64)
+		if !isNum || n != math.Trunc(n) || n < 200 || n > 599 {
+			return Response{}, value.NewError(value.KindInternal, "the handler's reply has status %s; want an integer from 200 to 599", shortValue(f.v[0]))
 		}
-		resp.Status = int(f)
+		resp.Status = int(n)
 	}
-	if hs, ok := get(1); ok {
-		if err := replyHeaders(h, hs); err != nil {
+	if f.has[1] {
+		if err := replyHeaders(h, f.v[1]); err != nil {
 			return Response{}, err
 		}
 	}
-	b, _ := get(2)
-	switch x := b.(type) {
+	switch x := f.v[2].(type) { // nil when the reply has no body
 	case nil:
 	case string:
 		resp.Body = x
