@@ -141,17 +141,17 @@ func (tb *LTable) strAppend(key string, lkey LValue, value LValue, free int) boo
 
 // proctor: toStrMap moves the string keys from the list to a map, and
 // into the key order ahead of the other keys: the order next() followed
-// (the list, then the key order). It runs when a key is added, which a
-// traversal does not allow, so it drops the deleted keys from the order.
+// (the list, then the key order). It runs when a key is added to a full
+// list, whose keys are all live (strAppend reuses a deleted key's entry),
+// and adding is what a traversal does not allow, so it drops the deleted
+// other keys from the order.
 func (tb *LTable) toStrMap() {
 	m := make(map[string]LValue, 2*smallStrKeys)
 	h := tb.hashPart()
 	keys := make([]LValue, 0, len(tb.strs)+len(h.dict)+4)
 	for i := range tb.strs {
-		if e := &tb.strs[i]; e.value != LNil {
-			m[e.str()] = e.value
-			keys = append(keys, tb.strBox(i))
-		}
+		m[tb.strs[i].str()] = tb.strs[i].value
+		keys = append(keys, tb.strBox(i))
 	}
 	for _, k := range h.keys {
 		if _, ok := h.dict[k]; ok && k != LNil {
