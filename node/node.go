@@ -155,8 +155,9 @@ func (n *Node) start(ctx context.Context, cfg *config.Config) error {
 			log.Warn("reloading is off", "error", err)
 		}
 	}
-	// Logged once the files are watched: a save from then on is seen (one
-	// made before, while the entries started, is not).
+	// Logged once the files are watched: a save from then on is seen, and
+	// one made before, while the entries started, is found by the
+	// watcher's look again a debounce period later (Watch's rescan).
 	log.Info("started", "node", n.proc.Name(), "entries", len(cfg.Entries), "running", running)
 	return nil
 }

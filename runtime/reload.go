@@ -57,11 +57,28 @@ func (s ReloadSummary) String() string {
 	return msg
 }
 
+// changed reports whether a reload changed anything: an entry added,
+// updated (or restarted), removed, or one that should run and did not
+// start, or renewals that failed or upgraded. A reload of files as they
+// were loaded changes nothing.
+func (s ReloadSummary) changed() bool {
+	return len(s.Added)+len(s.Updated)+len(s.Restarted)+len(s.Removed)+len(s.Failed) > 0 ||
+		s.NotStarted > 0 || s.Upgrades.Total() > 0 || len(s.Warnings) > 0
+}
+
 // Reload loads paths and applies the result. An invalid configuration
 // changes nothing: the Errors are returned and counted as rejected. A load
 // that failed for a reason that may pass (Transient) or was abandoned with
 // ctx changes nothing either, and is not counted: the caller retries.
 func (rt *Runtime) Reload(ctx context.Context, l *config.Loader, paths ...string) (*config.Config, ReloadSummary, error) {
+	return rt.reload(ctx, l, false, paths...)
+}
+
+// reload is Reload. With quiet (the watcher's look again at what it has
+// just started to watch, which nobody asked for) an applied reload that
+// changed nothing is neither counted nor recorded in the history: the
+// last reload stays the last one that did something.
+func (rt *Runtime) reload(ctx context.Context, l *config.Loader, quiet bool, paths ...string) (*config.Config, ReloadSummary, error) {
 	defer rt.history.begin()()
 	cfg, err := l.LoadContext(ctx, paths...)
 	if err != nil {
@@ -71,7 +88,7 @@ func (rt *Runtime) Reload(ctx context.Context, l *config.Loader, paths ...string
 		}
 		return nil, ReloadSummary{}, err
 	}
-	sum, err := rt.Apply(ctx, cfg)
+	sum, err := rt.applyConfig(ctx, cfg, quiet)
 	if err != nil {
 		return nil, sum, err
 	}
@@ -92,6 +109,12 @@ func (rt *Runtime) Reload(ctx context.Context, l *config.Loader, paths ...string
 // hold the old instance; an explicit depends_on alone does not restart
 // the dependent, since processes reach each other by registered name.
 func (rt *Runtime) Apply(ctx context.Context, cfg *config.Config) (ReloadSummary, error) {
+	return rt.applyConfig(ctx, cfg, false)
+}
+
+// applyConfig is Apply; with quiet, an apply that changed nothing is not
+// counted or recorded (see reload).
+func (rt *Runtime) applyConfig(ctx context.Context, cfg *config.Config, quiet bool) (ReloadSummary, error) {
 	defer rt.history.begin()()
 	// When ctx ends first, do returns while the loop may still run the
 	// apply: the summary comes back through a channel that nobody need
@@ -99,6 +122,10 @@ func (rt *Runtime) Apply(ctx context.Context, cfg *config.Config) (ReloadSummary
 	res := make(chan ReloadSummary, 1)
 	if err := rt.do(ctx, func() {
 		sum := rt.apply(ctx, cfg)
+		if quiet && !sum.changed() {
+			res <- sum
+			return
+		}
 		// Recorded on the loop, before any exit it reports: a crash of
 		// what the reload started amends this attempt (settle.go).
 		rt.reloads.WithLabelValues(ReloadApplied).Inc()

@@ -318,7 +318,27 @@ func (w *Watcher) run() {
 		timer = stdTimer{t}
 	}
 	defer timer.Stop()
-	pending := false
+	// pending is the cause of the reload the quiet period ends in ("" for
+	// none): "change" for a file event, "rescan" for a look again at
+	// directories newly watched, which a change overrides.
+	pending := ""
+	// rescan looks again once the directories newly watched have been
+	// quiet for a debounce period: at start, what was saved between the
+	// load and the watch (while the entries started) produced no event.
+	rescan := func() {
+		if !w.rescan {
+			return
+		}
+		w.rescan = false
+		if pending == "" {
+			pending = "rescan"
+		}
+		timer.Reset(w.opts.Debounce)
+	}
+	changed := func() {
+		pending = "change"
+		timer.Reset(w.opts.Debounce)
+	}
 	// A reload that failed for a transient reason is tried again after a
 	// growing delay; any reload resets it.
 	retry := time.NewTimer(time.Hour)
@@ -349,6 +369,8 @@ func (w *Watcher) run() {
 				w.log.Info("a reload is under way; this one follows it", "cause", cause)
 			}
 			// A signal also rereads the environment: it wins over a change.
+			// (A rescan never comes here: a reload started since it was
+			// armed is its look again, and clears it.)
 			if queued != "signal" {
 				queued = cause
 			}
@@ -358,7 +380,12 @@ func (w *Watcher) run() {
 			w.opts.Loader.ReadEnvironment()
 		}
 		running = true
+		// This reload loads after every directory it knows is watched: it
+		// is the look again a rescan would be.
 		w.rescan = false
+		if pending == "rescan" {
+			pending = ""
+		}
 		asked, askedNext = askedNext, nil
 		go func() { results <- w.reload(cause) }()
 	}
@@ -369,11 +396,7 @@ func (w *Watcher) run() {
 		if out.track {
 			w.track(out.cfg)
 		}
-		if w.rescan {
-			w.rescan = false
-			pending = true
-			timer.Reset(w.opts.Debounce)
-		}
+		rescan()
 		if out.retry {
 			delay := backoff.Policy{Initial: w.opts.RetryDelay, Max: w.opts.RetryMaxDelay}.Delay(failures)
 			failures++
@@ -394,6 +417,7 @@ func (w *Watcher) run() {
 		}
 		answer(askedNext, reloadOutcome{err: ErrWatcherClosed})
 	}()
+	rescan() // Watch's track watched every directory anew
 	for {
 		select {
 		case <-w.ctx.Done():
@@ -405,8 +429,7 @@ func (w *Watcher) run() {
 				return
 			}
 			if w.relevant(ev) {
-				pending = true
-				timer.Reset(w.opts.Debounce)
+				changed()
 			}
 		case err, ok := <-errs:
 			if !ok {
@@ -414,24 +437,23 @@ func (w *Watcher) run() {
 			}
 			if errors.Is(err, fsnotify.ErrEventOverflow) {
 				w.log.Warn("file events were lost; rescanning the configuration")
-				pending = true
-				timer.Reset(w.opts.Debounce)
+				changed()
 				continue
 			}
 			w.log.Warn("watching the configuration", "error", err)
 		case <-w.trigger:
 			timer.Stop()
-			pending = false
+			pending = ""
 			start("signal")
 		case c := <-w.asks:
 			timer.Stop()
-			pending = false
+			pending = ""
 			askedNext = append(askedNext, c)
 			start("signal")
 		case <-timer.Chan():
-			if pending {
-				pending = false
-				start("change")
+			if cause := pending; cause != "" {
+				pending = ""
+				start(cause)
 			}
 		case <-retry.C:
 			start("retry")
@@ -457,7 +479,10 @@ type reloadOutcome struct {
 func (w *Watcher) reload(cause string) reloadOutcome {
 	ctx := w.ctx // Close abandons the load
 	start := time.Now()
-	cfg, sum, err := w.opts.Runtime.Reload(ctx, w.opts.Loader, w.opts.Paths...)
+	// A rescan that finds the files as they were loaded is no reload
+	// anyone asked for: the runtime neither counts nor records it.
+	rescan := cause == "rescan"
+	cfg, sum, err := w.opts.Runtime.reload(ctx, w.opts.Loader, rescan, w.opts.Paths...)
 	if err != nil {
 		if ctx.Err() != nil {
 			return reloadOutcome{err: ErrWatcherClosed} // closing: the load was abandoned
@@ -481,7 +506,12 @@ func (w *Watcher) reload(cause string) reloadOutcome {
 		w.log.Error("reload failed", "error", err)
 		return reloadOutcome{err: err}
 	}
-	w.log.Info("reload applied: "+sum.String(), "cause", cause, "took", time.Since(start).Round(time.Microsecond))
+	took := time.Since(start).Round(time.Microsecond)
+	if rescan && !sum.changed() {
+		w.log.Debug("rescan: the files are as they were loaded; nothing changed", "cause", cause, "took", took)
+	} else {
+		w.log.Info("reload applied: "+sum.String(), "cause", cause, "took", took)
+	}
 	w.log.Debug("reload details", "added", sum.Added, "updated", sum.Updated, "restarted", sum.Restarted, "removed", sum.Removed, "unchanged", sum.Unchanged)
 	if len(sum.Failed) > 0 {
 		w.log.Warn("reload: some entries did not start", "failed", sum.Failed)

@@ -113,9 +113,9 @@ entries:
 	}
 	r := start(t, "run", "--log-format", "json", "--http", "127.0.0.1:0", filepath.Join(dir, "c.yaml"))
 	addr := r.httpAddr(t)
-	// "started" comes once the runner watches its files: a save before
-	// it, while the entries start (they serve /v1/entries already), is
-	// not seen (a flake under load: the edit was lost and no reload came).
+	// "started" comes once the runner watches its files: a save from then
+	// on reloads on its own event (one before it, while the entries start,
+	// waits for the watcher's rescan a debounce period later).
 	r.waitFor(t, "app:up running, the files watched", func() bool {
 		_, body := httpGet(t, "http://"+addr+"/v1/entries/app:up")
 		return strings.Contains(body, `"running"`) && strings.Contains(r.logs(), `"msg":"started"`)

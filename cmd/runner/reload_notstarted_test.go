@@ -76,8 +76,9 @@ entries:
 		json.Unmarshal([]byte(body), &h)
 		return h.Checks["reload"]
 	}
-	// "started" comes once the runner watches its files: a save before it
-	// may be lost.
+	// "started" comes once the runner watches its files: a save from then
+	// on reloads on its own event (one before it, while the entries start,
+	// waits for the watcher's rescan a debounce period later).
 	r.waitFor(t, "entries running, the files watched", func() bool {
 		code, body := httpGet(t, base+"/v1/entries")
 		return code == 200 && strings.Count(body, `"running"`) == 2 && strings.Contains(r.logs(), `"msg":"started"`)

@@ -127,8 +127,9 @@ func TestReloadEndToEnd(t *testing.T) {
 		return d.PID
 	}
 	waitFor := func(what string, cond func() bool) { t.Helper(); r.waitFor(t, what, cond) }
-	// "started" comes once the runner watches its files: a save before it
-	// may be lost.
+	// "started" comes once the runner watches its files: a save from then
+	// on reloads on its own event (one before it, while the entries start,
+	// waits for the watcher's rescan a debounce period later).
 	waitFor("start", func() bool {
 		return strings.Contains(r.logs(), `"msg":"started"`) && pid("app:counter") != "" && pid("app:scope") != "" && pid("other:w") != ""
 	})

@@ -1,0 +1,156 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/proctor-run/proctor/internal/kindtest"
+	"github.com/proctor-run/proctor/process"
+)
+
+// recordLog is a slog handler that keeps every record, at every level.
+type recordLog struct {
+	mu   sync.Mutex
+	recs []slog.Record
+}
+
+func (l *recordLog) Enabled(context.Context, slog.Level) bool { return true }
+func (l *recordLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *recordLog) WithGroup(string) slog.Handler            { return l }
+func (l *recordLog) Handle(_ context.Context, r slog.Record) error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.recs = append(l.recs, r.Clone())
+	return nil
+}
+
+// find returns the attributes of the records at level whose message
+// starts with prefix, one map per record.
+func (l *recordLog) find(level slog.Level, prefix string) []map[string]string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []map[string]string
+	for _, r := range l.recs {
+		if r.Level != level || !strings.HasPrefix(r.Message, prefix) {
+			continue
+		}
+		attrs := map[string]string{}
+		r.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+		out = append(out, attrs)
+	}
+	return out
+}
+
+func (l *recordLog) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var b strings.Builder
+	for _, r := range l.recs {
+		b.WriteString(r.Level.String() + " " + r.Message + "\n")
+	}
+	return b.String()
+}
+
+// watchQuiet starts watching r's files from the configuration in force,
+// with a debounce the test ends (quiet) and a logger that keeps every
+// record.
+func (r *reloadEnv) watchQuiet() (*manualTimer, *recordLog) {
+	r.t.Helper()
+	quiet, logs := newManualTimer(), &recordLog{}
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: slog.New(logs), quiet: quiet})
+	if err != nil {
+		r.t.Fatal(err)
+	}
+	r.t.Cleanup(func() { w.Close() })
+	return quiet, logs
+}
+
+// TestWatchAppliesSaveMadeDuringStart: a file saved after the load the
+// runtime started from but before the watch was armed produced no event;
+// the watcher looks again once it watches (after its debounce) and
+// applies it, with no further file event.
+func TestWatchAppliesSaveMadeDuringStart(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, body string
+		applied          func(r *reloadEnv, x process.PID) bool
+	}{
+		{"yaml entry", "c.yaml", strings.Replace(watchBase, "kind: test.svc,", "kind: test.svc, size: 2,", 1),
+			func(r *reloadEnv, _ process.PID) bool {
+				e, ok := r.rt.Entry("a:x")
+				return ok && e.Spec.(*kindtest.SvcSpec).Size == 2 && !r.pid("a:x").IsZero()
+			}},
+		{"lua source", "lua/w.lua", "return 2",
+			func(r *reloadEnv, x process.PID) bool { p := r.pid("a:x"); return !p.IsZero() && p != x }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+			x := r.pid("a:x")
+			// Saved while the entries started: the runtime runs the
+			// configuration loaded before it, and the watch below is the
+			// first, so no event reports the save.
+			r.write(tc.file, tc.body)
+			if tc.applied(r, x) {
+				t.Fatal("the save applied before any reload")
+			}
+			quiet, logs := r.watchQuiet()
+			waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
+			if n := quiet.resets.Load(); n != 1 {
+				t.Fatalf("%d debounce resets before the quiet period ended: want the rescan's alone (no file event)", n)
+			}
+			quiet.fire()
+			waitUntil(t, "the save made during start-up applied", func() bool { return tc.applied(r, x) })
+			waitUntil(t, "the reload that applied it logged", func() bool {
+				return len(logs.find(slog.LevelInfo, "reload applied: ")) > 0
+			})
+			got := logs.find(slog.LevelInfo, "reload applied: ")
+			if len(got) != 1 || got[0]["cause"] != "rescan" {
+				t.Fatalf("want one applied reload, caused by the rescan:\n%s", logs)
+			}
+			if r.applied() != 1 || len(r.rt.ReloadHistory()) != 1 {
+				t.Fatalf("a rescan that changed something: counted %v, recorded %d; want 1, 1", r.applied(), len(r.rt.ReloadHistory()))
+			}
+		})
+	}
+}
+
+// TestWatchQuietRescanAtStart: when nothing changed between the load and
+// the watch, the watcher's look again changes nothing and says so at
+// debug level only: no "reload applied" line right after start, no
+// restart, nothing counted or recorded. A save after that reloads and
+// logs as always.
+func TestWatchQuietRescanAtStart(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+	x := r.pid("a:x")
+	quiet, logs := r.watchQuiet()
+	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
+	quiet.fire()
+	waitUntil(t, "the rescan done", func() bool {
+		return len(logs.find(slog.LevelDebug, "rescan: the files are as they were loaded; nothing changed")) == 1
+	})
+	if got := logs.find(slog.LevelInfo, "reload applied"); len(got) != 0 {
+		t.Fatalf("a rescan that changed nothing logged at info:\n%s", logs)
+	}
+	if r.pid("a:x") != x {
+		t.Fatal("a rescan that changed nothing restarted a:x")
+	}
+	if r.applied() != 0 || len(r.rt.ReloadHistory()) != 0 {
+		t.Fatalf("a rescan that changed nothing: counted %v, recorded %d; want 0, 0", r.applied(), len(r.rt.ReloadHistory()))
+	}
+
+	resets := quiet.resets.Load()
+	saveRename(t, filepath.Join(r.dir, "c.yaml"), watchBase+"  - {name: y, kind: test.svc, lifecycle: {auto_start: true}}\n")
+	waitUntil(t, "the save seen", func() bool { return quiet.resets.Load() > resets })
+	quiet.fire()
+	waitUntil(t, "the save applied and logged", func() bool {
+		got := logs.find(slog.LevelInfo, "reload applied: added=1 ")
+		return !r.pid("a:y").IsZero() && len(got) == 1 && got[0]["cause"] == "change"
+	})
+	if r.pid("a:x") != x || r.applied() != 1 {
+		t.Fatalf("after a save: a:x %v (was %v), %v reloads counted", r.pid("a:x"), x, r.applied())
+	}
+}
