@@ -112,7 +112,7 @@ func (r *askRef) release() {
 
 var askPool = sync.Pool{New: func() any {
 	r := &askRef{ch: make(chan struct{}, 1)}
-	r.timer.init(r.expire)
+	initKeptTimer(&r.timer, r, (*askRef).expire)
 	return r
 }}
 

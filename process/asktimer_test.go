@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
+	"weak"
 )
 
 // A ref's timer stays set across the asks that reuse it (askRef): a short
@@ -201,5 +203,60 @@ func TestAskTimersUnderLoad(t *testing.T) {
 		if err := <-errs; err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A ref (or a RunOn waiter) the pool lets go while its timer is set is
+// collected: the timer holds it weakly, and is stopped once it is gone.
+// A timer that held it kept every such ref alive until it fired, up to a
+// route's timeout later.
+func TestKeptTimerHoldsNoRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		make func() (weak.Pointer[keptTimer], *time.Timer)
+	}{
+		{"askRef", func() (weak.Pointer[keptTimer], *time.Timer) {
+			r := askPool.New().(*askRef)
+			r.state.Store(2)
+			c := Call{r: r, token: 2}
+			m := c.MessageWithin(Message{}, time.Hour)
+			go m.Reply(PID{}, 1, nil)
+			if _, err := c.Wait(time.Hour, nil); err != nil {
+				t.Fatal(err)
+			}
+			// Released to the pool with its timer set; taken out of it
+			// again here so that only the timer could hold it.
+			return weak.Make(&r.timer), r.timer.t
+		}},
+		{"waiter", func() (weak.Pointer[keptTimer], *time.Timer) {
+			w := waiters.New().(*waiter)
+			w.timer.mu.Lock()
+			now := int64(time.Since(epoch))
+			w.timer.setBy(now+int64(time.Hour), now)
+			w.timer.mu.Unlock()
+			return weak.Make(&w.timer), w.timer.t
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wp, tm := tc.make()
+			deadline := time.Now().Add(10 * time.Second)
+			for wp.Value() != nil {
+				if time.Now().After(deadline) {
+					t.Fatal("the record is still alive: its set timer holds it")
+				}
+				runtime.GC()
+			}
+			// The cleanup stops the timer once the record is gone: Reset
+			// reports whether the timer was set (and leaves it set, for
+			// the cleanup to stop, until it is found stopped).
+			for tm.Reset(time.Hour) {
+				if time.Now().After(deadline) {
+					t.Fatal("the collected record's timer is still set")
+				}
+				runtime.GC()
+				time.Sleep(time.Millisecond)
+			}
+			tm.Stop()
+		})
 	}
 }

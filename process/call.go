@@ -267,7 +267,7 @@ var waiters = sync.Pool{New: func() any {
 	// The deadline settles the call from the timer's goroutine, so the
 	// caller waits on w.done alone instead of a select with a timer
 	// channel, a large part of a round trip's cost.
-	w.timer.init(w.expire)
+	initKeptTimer(&w.timer, w, (*waiter).expire)
 	w.runFn = w.run
 	w.state.Store(waitDone)
 	return w
