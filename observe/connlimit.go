@@ -28,9 +28,18 @@ func (c *ConnLimit) Listener() net.Listener { return c.l }
 
 // ConnState must be the http.Server's ConnState hook (of every server that
 // serves connections of this listener): it tells idle connections apart.
-// A TLS connection is tracked by the connection it runs over.
+// A connection that wraps the one accepted (a *tls.Conn, and what a
+// server wraps that in or under) is tracked by the one accepted, found
+// through their NetConn methods.
 func (c *ConnLimit) ConnState(nc net.Conn, state http.ConnState) {
-	if t, ok := nc.(interface{ NetConn() net.Conn }); ok {
+	for {
+		if _, ok := nc.(*limitConn); ok {
+			break
+		}
+		t, ok := nc.(interface{ NetConn() net.Conn })
+		if !ok {
+			break
+		}
 		nc = t.NetConn()
 	}
 	c.l.track(nc, state)

@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// deadlineConn gives a plain-HTTP connection the deadlines net/http sets
+// deadlineConn gives a connection the deadlines net/http sets
 // on it when they can matter: at the next read or write, or at once when
 // one is in progress. net/http moves a connection's read deadline six
 // times per request when the server has read, write and idle
@@ -90,4 +90,17 @@ func (c *deadlineConn) SetWriteDeadline(t time.Time) error {
 
 func (c *deadlineConn) SetDeadline(t time.Time) error {
 	return errors.Join(c.SetReadDeadline(t), c.SetWriteDeadline(t))
+}
+
+// deadlineListener gives each connection it accepts a deadlineConn: the
+// one a TLS server's tls.Conn runs over, whose deadlines tls.Conn sets
+// (a plain server's errorConn is one itself).
+type deadlineListener struct{ net.Listener }
+
+func (l deadlineListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return &deadlineConn{Conn: c}, nil
 }

@@ -995,6 +995,82 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+// A TLS server's connections keep their deadlines and their places in
+// max_connections through the tls.Conn they are served by (which runs
+// over a deadlineConn): a connection that never starts its handshake,
+// and one whose headers never end, are cut at read_header_timeout; an
+// idle keep-alive connection gives its place to a new one at the limit.
+func TestTLSDeadlinesAndIdleLimit(t *testing.T) {
+	dir := t.TempDir()
+	writeCert(t, dir, "web")
+	n := startIn(t, dir, strings.Replace(base, "max_body: 1024",
+		"max_body: 1024\n    max_connections: 2\n    tls: {cert_file: web.crt, key_file: web.key}", 1))
+	addr := n.server("app:web").Addr()
+	cut := func(what string, c net.Conn) {
+		t.Helper()
+		began := time.Now()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := io.ReadAll(c)
+		if d := time.Since(began); d > 5*time.Second {
+			t.Errorf("%s held for %s (%v); read_header_timeout is 500ms", what, d, err)
+		}
+	}
+	noHandshake, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noHandshake.Close()
+	cut("a connection that never starts its handshake", noHandshake)
+	loris, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loris.Close()
+	fmt.Fprintf(loris, "GET /string HTTP/1.1\r\nHost: x\r\n")
+	cut("headers that never end", loris)
+
+	// Two keep-alive connections served one request each, then idle.
+	request := func(c *tls.Conn) error {
+		fmt.Fprintf(c, "GET /string HTTP/1.1\r\nHost: x\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := nethttp.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	var idle []*tls.Conn
+	for i := 0; i < 2; i++ {
+		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := request(c); err != nil {
+			t.Fatalf("keep-alive connection %d: %v", i, err)
+		}
+		idle = append(idle, c)
+	}
+	third, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatalf("a third connection at max_connections 2 with two idle: %v", err)
+	}
+	defer third.Close()
+	if err := request(third); err != nil {
+		t.Fatalf("a third connection at max_connections 2 with two idle: %v", err)
+	}
+	// The one idle the longest gave its place.
+	idle[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil {
+		t.Error("the connection idle the longest is still open")
+	}
+}
+
 // A flood of 10,000 connections held open at once against
 // max_connections 1,000 (the client's 10,000 ends and the server's 1,000
 // stay within the 20,000 descriptors a test process has here) is turned

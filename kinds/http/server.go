@@ -162,7 +162,8 @@ func (s *Server) serve(spec *ServerSpec, keep *binding) (*serving, error) {
 	v := newView(b)
 	var ln net.Listener = v
 	if spec.TLS != nil {
-		ln = tls.NewListener(ln, s.certs.config())
+		// Deadlines under TLS too: tls.Conn sets the connection's own.
+		ln = tls.NewListener(deadlineListener{ln}, s.certs.config())
 	} else {
 		// net/http's own answers go out in JSON (protoerr.go).
 		ln = errorListener{Listener: ln, maxHeaderBytes: spec.MaxHeaderBytes}
