@@ -56,7 +56,8 @@ type scenario struct {
 // scenarios are the headline figures of every layer, in the order they
 // print. Targets are issue 28's where it sets one (they must hold on any
 // machine: the Go tell's is a ratio to protoactor-go in the same run, as
-// absolute rates differ between processors), issue 15's, and each
+// absolute rates differ between processors), issue 15's, issue 26's (the
+// HTTP echo's, ratios to plain net/http in the same run), and each
 // package's documented ones.
 var scenarios = []scenario{
 	{figure: "Go tell", dir: "bench", pkg: ".", bench: "BenchmarkTell/proctor", peer: "BenchmarkTell/protoactor",
@@ -135,6 +136,20 @@ var scenarios = []scenario{
 		units: []string{"p99-ns"}, scale: 1, kind: duration, benchtime: "3x", slow: true},
 	{figure: "cluster ask p50, plain", dir: ".", pkg: "./cluster", bench: "BenchmarkRemoteAsk/plain",
 		units: []string{"p50-ns"}, scale: 1, kind: duration, benchtime: "3x", slow: true},
+
+	// HTTP ingress (issue 26): 64 keep-alive clients echoing 64 bytes
+	// through a route to one Lua process and to a pool of 2, against a
+	// plain net/http handler doing the same work in the same run.
+	{figure: "HTTP echo, Lua route", dir: ".", pkg: "./kinds/http", bench: "BenchmarkHTTPEcho/lua", peer: "BenchmarkHTTPEcho/nethttp",
+		units: []string{"req/s"}, scale: 1, kind: rate, benchtime: "60000x", ratio: 0.4},
+	{figure: "HTTP echo, pool of 2 Lua routees", dir: ".", pkg: "./kinds/http", bench: "BenchmarkHTTPEcho/pool2", peer: "BenchmarkHTTPEcho/nethttp",
+		units: []string{"req/s"}, scale: 1, kind: rate, benchtime: "60000x", ratio: 0.6},
+	{figure: "HTTP echo, Lua route p99 at 64 clients", dir: ".", pkg: "./kinds/http", bench: "BenchmarkHTTPEcho/lua",
+		units: []string{"p99-µs"}, scale: 1e3, kind: duration, benchtime: "60000x", limit: 5e6},
+	{figure: "HTTP echo, pool of 2 p99 at 64 clients", dir: ".", pkg: "./kinds/http", bench: "BenchmarkHTTPEcho/pool2",
+		units: []string{"p99-µs"}, scale: 1e3, kind: duration, benchtime: "60000x", limit: 5e6},
+	{figure: "HTTP echo, net/http p99 at 64 clients", dir: ".", pkg: "./kinds/http", bench: "BenchmarkHTTPEcho/nethttp",
+		units: []string{"p99-µs"}, scale: 1e3, kind: duration, benchtime: "60000x"},
 
 	{figure: "pg fan-out to 64 nodes, per op", dir: ".", pkg: "./pgdist", bench: "BenchmarkPGFanout64",
 		units: []string{"ns/op"}, scale: 1, kind: duration, benchtime: "20000x", limit: 60e3},
