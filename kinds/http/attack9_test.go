@@ -1,0 +1,201 @@
+package http_test
+
+import (
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	httpkind "github.com/proctor-run/proctor/kinds/http"
+)
+
+// attack9: TLS servers' connections under today's deadlineListener.
+
+const bigLua = `
+return { main = function()
+  local inbox = process.inbox()
+  local big = string.rep("x", 16 * 1024 * 1024)
+  while true do
+    local msg = inbox:receive()
+    msg:reply(big)
+  end
+end }
+`
+
+func tlsBase(extra string) string {
+	return strings.Replace(base, "max_body: 1024",
+		"max_body: 1024\n    tls: {cert_file: web.crt, key_file: web.key}"+extra, 1) + `  - name: big
+    kind: process.lua
+    source: file://big.lua
+  - name: bigroute
+    kind: http.route
+    server: web
+    method: [GET]
+    path: /big
+    to: big
+    timeout: 5s
+    lifecycle: {auto_start: true}
+`
+}
+
+func startTLS(t *testing.T, extra string) *node {
+	t.Helper()
+	dir := t.TempDir()
+	writeCert(t, dir, "web")
+	if err := writeFile(dir, "big.lua", bigLua); err != nil {
+		t.Fatal(err)
+	}
+	return startIn(t, dir, tlsBase(extra))
+}
+
+func writeFile(dir, name, text string) error {
+	return osWriteFile(dir+"/"+name, []byte(text))
+}
+
+func conns(n *node) int {
+	return n.server("app:web").View().(httpkind.ServerView).Connections
+}
+
+// waitConns polls until the server serves want connections, or fails.
+func waitConns(t *testing.T, n *node, want int, within time.Duration, what string) time.Duration {
+	t.Helper()
+	began := time.Now()
+	for conns(n) != want {
+		if time.Since(began) > within {
+			t.Fatalf("%s: still %d connections after %s (want %d)", what, conns(n), within, want)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return time.Since(began)
+}
+
+// dripConn writes one byte at a time, every gap.
+type dripConn struct {
+	net.Conn
+	gap time.Duration
+}
+
+func (c dripConn) Write(b []byte) (int, error) {
+	for i := range b {
+		time.Sleep(c.gap)
+		if _, err := c.Conn.Write(b[i : i+1]); err != nil {
+			return i, err
+		}
+	}
+	return len(b), nil
+}
+
+// A handshake trickled one byte every 20 ms is cut at the handshake's
+// timeout (read_header_timeout 500ms), not served for as long as it drips.
+func TestAttack9TLSTrickledHandshakeIsCut(t *testing.T) {
+	n := startTLS(t, "")
+	addr := n.server("app:web").Addr()
+	raw, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer raw.Close()
+	c := tls.Client(dripConn{Conn: raw, gap: 20 * time.Millisecond}, &tls.Config{InsecureSkipVerify: true})
+	began := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- c.Handshake() }()
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Errorf("a handshake trickled over %s completed; read_header_timeout is 500ms", time.Since(began))
+		}
+		if d := time.Since(began); d > 5*time.Second {
+			t.Errorf("trickled handshake held %s", d)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("trickled handshake still going after 20s")
+	}
+	waitConns(t, n, 0, 10*time.Second, "after the trickled handshake")
+}
+
+// A TLS client that never reads a large reply is cut at write_timeout.
+func TestAttack9TLSWriteTimeoutCutsNonReader(t *testing.T) {
+	n := startTLS(t, "\n    write_timeout: 1s")
+	addr := n.server("app:web").Addr()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /big HTTP/1.1\r\nHost: x\r\n\r\n")
+	d := waitConns(t, n, 0, 15*time.Second, "a client that never reads 16 MiB")
+	t.Logf("cut after %s", d)
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	got, _ := io.Copy(io.Discard, c)
+	if got >= 16<<20 {
+		t.Errorf("read %d bytes: the whole reply was sent", got)
+	}
+}
+
+// An idle TLS keep-alive connection is closed at idle_timeout.
+func TestAttack9TLSIdleTimeout(t *testing.T) {
+	n := startTLS(t, "\n    idle_timeout: 300ms")
+	addr := n.server("app:web").Addr()
+	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Fprintf(c, "GET /string HTTP/1.1\r\nHost: x\r\n\r\n")
+	c.SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 4096)
+	if _, err := c.Read(buf); err != nil {
+		t.Fatal(err)
+	}
+	began := time.Now()
+	for {
+		if _, err := c.Read(buf); err != nil {
+			break
+		}
+	}
+	if d := time.Since(began); d > 5*time.Second {
+		t.Errorf("idle TLS connection held %s; idle_timeout 300ms", d)
+	}
+	waitConns(t, n, 0, 10*time.Second, "after idle_timeout")
+}
+
+// Connections mid-handshake when the server is updated (a new
+// http.Server) and then stopped leave nothing behind (goleak at
+// TestMain), and the update does not wait for them.
+func TestAttack9TLSReloadAndStopMidHandshake(t *testing.T) {
+	dir := t.TempDir()
+	writeCert(t, dir, "web")
+	if err := writeFile(dir, "big.lua", bigLua); err != nil {
+		t.Fatal(err)
+	}
+	n := startIn(t, dir, tlsBase(""))
+	addr := n.server("app:web").Addr()
+	var held []net.Conn
+	defer func() {
+		for _, c := range held {
+			c.Close()
+		}
+	}()
+	for i := 0; i < 5; i++ {
+		raw, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		held = append(held, raw)
+		raw.Write([]byte{0x16, 0x03, 0x01}) // the start of a record, no more
+	}
+	waitConns(t, n, 5, 10*time.Second, "five handshakes begun")
+	fixed := strings.Replace(tlsBase("\n    write_timeout: 3s"), "listen: 127.0.0.1:0", "listen: "+addr, 1)
+	began := time.Now()
+	sum := n.reload(fixed)
+	t.Logf("reload %v took %s", sum, time.Since(began))
+	if cn, err := peerCN(t, addr); err != nil || cn != "web" {
+		t.Errorf("after the update: %q %v", cn, err)
+	}
+}
+
+func osWriteFile(name string, b []byte) error { return os.WriteFile(name, b, 0o644) }
