@@ -1,0 +1,125 @@
+package runtime
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/proctor-run/proctor/internal/readfile"
+)
+
+// attack9: the watcher's start-up rescan.
+
+// A rescan whose load fails for a transient reason is retried; the retry
+// finds the files as they were loaded. It is still the rescan nobody
+// asked for, so it should be as quiet as the rescan would have been: not
+// counted, not recorded, no "reload applied" line.
+func TestAttack9RescanRetriedAfterTransientFailureIsQuiet(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+	x := r.pid("a:x")
+	var failing atomic.Int32
+	readfile.OpenFile = func(name string, flag int, perm os.FileMode) (*os.File, error) {
+		if failing.Add(-1) >= 0 {
+			return nil, &os.PathError{Op: "open", Path: name, Err: syscall.EMFILE}
+		}
+		return os.OpenFile(name, flag, perm)
+	}
+	t.Cleanup(func() { readfile.OpenFile = os.OpenFile })
+	quiet, logs := newManualTimer(), &recordLog{}
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: slog.New(logs), quiet: quiet, RetryDelay: 10 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
+	failing.Store(1) // the rescan's first open fails: EMFILE
+	quiet.fire()
+	waitUntil(t, "the rescan failed and its retry ran", func() bool {
+		return len(logs.find(slog.LevelWarn, "reload will be retried")) == 1 &&
+			(len(logs.find(slog.LevelInfo, "reload applied")) > 0 ||
+				len(logs.find(slog.LevelDebug, "rescan: the files are as they were loaded")) > 0 ||
+				len(logs.find(slog.LevelDebug, "reload details")) > 0)
+	})
+	if r.pid("a:x") != x {
+		t.Fatal("a:x restarted")
+	}
+	if got := logs.find(slog.LevelInfo, "reload applied"); len(got) != 0 {
+		t.Errorf("the retry of a rescan that found nothing changed logged at info (cause %q):\n%s", got[0]["cause"], logs)
+	}
+	if r.applied() != 0 || len(r.rt.ReloadHistory()) != 0 {
+		t.Errorf("the retry of a rescan that found nothing changed: counted %v, recorded %d; want 0, 0",
+			r.applied(), len(r.rt.ReloadHistory()))
+	}
+}
+
+// A SIGHUP (Trigger) and Reload racing the start-up rescan: every Reload
+// gets an answer, the asked reload is counted, the rescan adds nothing.
+func TestAttack9SignalRacesRescan(t *testing.T) {
+	for i := 0; i < 20; i++ {
+		r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+		quiet, logs := newManualTimer(), &recordLog{}
+		w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+			Logger: slog.New(logs), quiet: quiet})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			_, err := w.Reload(ctx)
+			done <- err
+		}()
+		if i%2 == 0 {
+			quiet.fire()
+		} else {
+			w.Trigger()
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: Reload: %v", i, err)
+		}
+		w.Close()
+		if r.applied() < 1 {
+			t.Fatalf("round %d: the asked reload was not counted (%v)", i, r.applied())
+		}
+		if n := len(logs.find(slog.LevelError, "")); n != 0 {
+			t.Fatalf("round %d: errors logged:\n%s", i, logs)
+		}
+	}
+}
+
+// Files broken between the load and the watch: the rescan rejects them,
+// nothing stops, and the fix is applied.
+func TestAttack9RescanOfBrokenFilesThenFix(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+	x := r.pid("a:x")
+	r.write("c.yaml", "namespace: a\nentries: [ {name: x, kind: \n")
+	quiet, logs := newManualTimer(), &recordLog{}
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: slog.New(logs), quiet: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
+	quiet.fire()
+	waitUntil(t, "the rescan rejected", func() bool { return r.rejected() == 1 })
+	if r.pid("a:x") != x {
+		t.Fatal("a:x changed on a rejected rescan")
+	}
+	resets := quiet.resets.Load()
+	saveRename(t, filepath.Join(r.dir, "c.yaml"), watchBase+"  - {name: y, kind: test.svc, lifecycle: {auto_start: true}}\n")
+	waitUntil(t, "the fix seen", func() bool { return quiet.resets.Load() > resets })
+	quiet.fire()
+	waitUntil(t, "the fix applied", func() bool { return !r.pid("a:y").IsZero() })
+	if !strings.Contains(logs.String(), "reload rejected") {
+		t.Errorf("no rejection logged:\n%s", logs)
+	}
+}
