@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/internal/readfile"
 )
 
@@ -122,4 +123,51 @@ func TestAttack9RescanOfBrokenFilesThenFix(t *testing.T) {
 	if !strings.Contains(logs.String(), "reload rejected") {
 		t.Errorf("no rejection logged:\n%s", logs)
 	}
+}
+
+// A change adds an entry whose source is in a new directory, and its start
+// fails: the change's reload is counted (Failed); the watch of the new
+// directory arms a rescan, which finds the files as they were loaded and
+// stays quiet: it neither retries the failed start nor counts.
+func TestAttack9RescanAfterFailedStartIsQuiet(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+	quiet, logs := newManualTimer(), &recordLog{}
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: slog.New(logs), quiet: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
+	quiet.fire()
+	waitUntil(t, "the rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	kindsSvc(r).FailStarts.Store(1)
+	resets := quiet.resets.Load()
+	os.MkdirAll(filepath.Join(r.dir, "lua2"), 0o755)
+	r.write("lua2/y.lua", "return 1")
+	saveRename(t, filepath.Join(r.dir, "c.yaml"), watchBase+"  - {name: y, kind: test.svc, source: \"file://lua2/y.lua\", lifecycle: {auto_start: true, restart: {type: temporary}}}\n")
+	waitUntil(t, "the save seen", func() bool { return quiet.resets.Load() > resets })
+	quiet.fire()
+	waitUntil(t, "the change applied", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 2 })
+	t.Logf("after the change: %s", logs)
+	resets = quiet.resets.Load()
+	// The new directory lua2 (watched since the change's reload, if it
+	// was not already) arms a rescan.
+	select {
+	case quiet.c <- time.Now():
+	case <-time.After(5 * time.Second):
+		t.Fatal("no quiet period to end")
+	}
+	waitUntil(t, "the rescan after the change done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 3 })
+	if got := logs.find(slog.LevelInfo, "reload applied"); len(got) != 1 {
+		t.Errorf("want one applied reload (the change's):\n%s", logs)
+	}
+	if r.applied() != 1 || len(r.rt.ReloadHistory()) != 1 {
+		t.Errorf("counted %v, recorded %d; want 1, 1", r.applied(), len(r.rt.ReloadHistory()))
+	}
+}
+
+func kindsSvc(r *reloadEnv) *kindtest.SvcKind {
+	k, _ := r.loader.Kinds.Kind("test.svc")
+	return k.(*kindtest.SvcKind)
 }
