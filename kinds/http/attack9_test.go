@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/testutil"
 	httpkind "github.com/proctor-run/proctor/kinds/http"
 )
 
@@ -199,3 +200,54 @@ func TestAttack9TLSReloadAndStopMidHandshake(t *testing.T) {
 }
 
 func osWriteFile(name string, b []byte) error { return os.WriteFile(name, b, 0o644) }
+
+// TLS at max_connections 1 with the one connection busy (a request the
+// handler never answers, within a 5s route timeout): a second TLS
+// connection is turned away at once (closed, counted), and once the first
+// is done a new one is served.
+func TestAttack9TLSRefusedAtLimit(t *testing.T) {
+	dir := t.TempDir()
+	writeCert(t, dir, "web")
+	if err := writeFile(dir, "big.lua", bigLua); err != nil {
+		t.Fatal(err)
+	}
+	cfg := strings.Replace(tlsBase("\n    max_connections: 1"), "timeout: 300ms", "timeout: 3s", 1)
+	cfg = strings.Replace(cfg, "read_header_timeout: 500ms", "read_header_timeout: 5s", 1)
+	n := startIn(t, dir, cfg)
+	addr := n.server("app:web").Addr()
+	busy, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	fmt.Fprintf(busy, "GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
+	testutilEventually(t, "the held request active", func() bool { return activeRequests(t, n) == 1 })
+	before := refused(t, n)
+	began := time.Now()
+	second, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err == nil {
+		second.SetReadDeadline(time.Now().Add(10 * time.Second))
+		fmt.Fprintf(second, "GET /string HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, err = second.Read(make([]byte, 1))
+		second.Close()
+	}
+	if err == nil {
+		t.Fatal("a second TLS connection was served at max_connections 1")
+	}
+	if d := time.Since(began); d > 2*time.Second {
+		t.Errorf("turned away after %s", d)
+	}
+	testutilEventually(t, "the refusal counted", func() bool { return refused(t, n) == before+1 })
+	busy.SetReadDeadline(time.Now().Add(10 * time.Second))
+	b := make([]byte, 4096)
+	if _, err := busy.Read(b); err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 504") {
+		t.Fatalf("the held request: %v %q", err, b[:20])
+	}
+	busy.Close()
+	testutilEventually(t, "a new TLS connection served", func() bool {
+		cn, err := peerCN(t, addr)
+		return err == nil && cn == "web"
+	})
+}
+
+var testutilEventually = testutil.Eventually
