@@ -149,21 +149,32 @@ func TestAttack9RescanAfterFailedStartIsQuiet(t *testing.T) {
 	waitUntil(t, "the save seen", func() bool { return quiet.resets.Load() > resets })
 	quiet.fire()
 	waitUntil(t, "the change applied", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 2 })
-	t.Logf("after the change: %s", logs)
-	resets = quiet.resets.Load()
-	// The new directory lua2 (watched since the change's reload, if it
-	// was not already) arms a rescan.
-	select {
-	case quiet.c <- time.Now():
-	case <-time.After(5 * time.Second):
-		t.Fatal("no quiet period to end")
+	// The new directory lua2 (watched since the change's reload) arms a
+	// rescan: end quiet periods until it has run (an end with nothing
+	// pending does nothing).
+	deadline := time.Now().Add(10 * time.Second)
+	for len(logs.find(slog.LevelDebug, "reload details")) < 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("no rescan after the change:\n%s", logs)
+		}
+		select {
+		case quiet.c <- time.Now():
+		case <-time.After(10 * time.Millisecond):
+		}
 	}
-	waitUntil(t, "the rescan after the change done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 3 })
-	if got := logs.find(slog.LevelInfo, "reload applied"); len(got) != 1 {
-		t.Errorf("want one applied reload (the change's):\n%s", logs)
+	// (A late file event of the save may make the third reload a change,
+	// which is the look again too: counted, as a change is.)
+	got := logs.find(slog.LevelInfo, "reload applied")
+	for _, a := range got {
+		if a["cause"] == "rescan" {
+			t.Errorf("a rescan that changed nothing logged at info:\n%s", logs)
+		}
 	}
-	if r.applied() != 1 || len(r.rt.ReloadHistory()) != 1 {
-		t.Errorf("counted %v, recorded %d; want 1, 1", r.applied(), len(r.rt.ReloadHistory()))
+	if int(r.applied()) != len(got) || len(r.rt.ReloadHistory()) != len(got) {
+		t.Errorf("counted %v, recorded %d; want %d (the reloads logged, none a rescan)", r.applied(), len(r.rt.ReloadHistory()), len(got))
+	}
+	if in, _ := r.rt.Info("a:y"); in.Status != StatusFailed {
+		t.Errorf("a:y is %v: a reload that changed nothing tried its start again", in.Status)
 	}
 }
 
