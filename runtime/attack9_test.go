@@ -182,3 +182,57 @@ func kindsSvc(r *reloadEnv) *kindtest.SvcKind {
 	k, _ := r.loader.Kinds.Kind("test.svc")
 	return k.(*kindtest.SvcKind)
 }
+
+// A configuration directory replaced within one quiet period (rm -rf
+// conf.d && cp -r new conf.d): the reload applies the new files, and a
+// save in the new directory afterwards is seen. inotify drops the watch
+// of a deleted directory; the watcher must watch the new one.
+func TestAttack9ReplacedDirectoryStaysWatched(t *testing.T) {
+	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1",
+		"conf.d/d.yaml": "namespace: d\nentries:\n  - {name: p, kind: test.svc, lifecycle: {auto_start: true}}\n"})
+	quiet, logs := newManualTimer(), &recordLog{}
+	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
+		Logger: slog.New(logs), quiet: quiet})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
+	quiet.fire()
+	waitUntil(t, "the rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	resets := quiet.resets.Load()
+	d := filepath.Join(r.dir, "conf.d")
+	if err := os.RemoveAll(d); err != nil {
+		t.Fatal(err)
+	}
+	r.write("conf.d/d.yaml", "namespace: d\nentries:\n  - {name: p, kind: test.svc, lifecycle: {auto_start: true}}\n  - {name: q, kind: test.svc, lifecycle: {auto_start: true}}\n")
+	waitUntil(t, "the replacement seen", func() bool { return quiet.resets.Load() > resets })
+	deadline := time.Now().Add(10 * time.Second)
+	for r.pid("d:q").IsZero() {
+		if time.Now().After(deadline) {
+			t.Fatalf("the replaced directory's files were not applied:\n%s", logs)
+		}
+		select {
+		case quiet.c <- time.Now():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	// Let any rescan the reload armed run too.
+	n := len(logs.find(slog.LevelDebug, "reload details"))
+	for i := 0; i < 20; i++ {
+		select {
+		case quiet.c <- time.Now():
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	waitUntil(t, "reloads settled", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) >= n })
+	resets = quiet.resets.Load()
+	saveRename(t, filepath.Join(d, "d.yaml"), "namespace: d\nentries:\n  - {name: p, kind: test.svc, lifecycle: {auto_start: true}}\n  - {name: q, kind: test.svc, lifecycle: {auto_start: true}}\n  - {name: s, kind: test.svc, lifecycle: {auto_start: true}}\n")
+	began := time.Now()
+	for quiet.resets.Load() == resets {
+		if time.Since(began) > 5*time.Second {
+			t.Fatalf("a save in the replaced conf.d produced no reload (its watch was lost):\n%s", logs)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
