@@ -345,12 +345,16 @@ func (w *Watcher) run() {
 	retry.Stop()
 	defer retry.Stop()
 	failures := 0
+	// retryCause is the cause the retry starts with: a rescan's retry is
+	// the same look again nobody asked for, as quiet as the rescan.
+	retryCause := "retry"
 	// One reload runs at a time, on its own goroutine, so that changes
 	// and signals that come meanwhile (a slow start may hold a reload for
 	// its whole start timeout) are still read: they coalesce into one
 	// reload that starts when the running one ends.
 	var (
 		running bool
+		current string // the cause of the reload running (or last run)
 		queued  string // the cause of the reload to run next; "" for none
 		results = make(chan reloadOutcome, 1)
 		// Reload's callers: those of the reload running, and those of
@@ -379,7 +383,7 @@ func (w *Watcher) run() {
 		if cause == "signal" {
 			w.opts.Loader.ReadEnvironment()
 		}
-		running = true
+		running, current = true, cause
 		// This reload loads after every directory it knows is watched: it
 		// is the look again a rescan would be.
 		w.rescan = false
@@ -401,6 +405,10 @@ func (w *Watcher) run() {
 			delay := backoff.Policy{Initial: w.opts.RetryDelay, Max: w.opts.RetryMaxDelay}.Delay(failures)
 			failures++
 			w.log.Warn("reload will be retried", "in", delay, "attempt", failures)
+			retryCause = "retry"
+			if current == "rescan" {
+				retryCause = "rescan"
+			}
 			retry.Reset(delay)
 		} else {
 			failures = 0
@@ -431,6 +439,13 @@ func (w *Watcher) run() {
 			if w.relevant(ev) {
 				changed()
 			}
+			// A watched directory removed or renamed has lost its watch
+			// (the kernel drops it): forget it, so the next track watches
+			// what is there anew and looks again.
+			if (ev.Op.Has(fsnotify.Remove) || ev.Op.Has(fsnotify.Rename)) && w.dirs[ev.Name] {
+				_ = w.fs.Remove(ev.Name)
+				delete(w.dirs, ev.Name)
+			}
 		case err, ok := <-errs:
 			if !ok {
 				return
@@ -456,7 +471,7 @@ func (w *Watcher) run() {
 				start(cause)
 			}
 		case <-retry.C:
-			start("retry")
+			start(retryCause)
 		}
 	}
 }

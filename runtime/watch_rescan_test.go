@@ -15,13 +15,14 @@ import (
 	"github.com/proctor-run/proctor/internal/readfile"
 )
 
-// attack9: the watcher's start-up rescan.
+// The watcher's start-up rescan against retries, signals, broken files
+// and directories replaced.
 
 // A rescan whose load fails for a transient reason is retried; the retry
 // finds the files as they were loaded. It is still the rescan nobody
 // asked for, so it should be as quiet as the rescan would have been: not
 // counted, not recorded, no "reload applied" line.
-func TestAttack9RescanRetriedAfterTransientFailureIsQuiet(t *testing.T) {
+func TestRescanRetriedAfterTransientFailureIsQuiet(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
 	x := r.pid("a:x")
 	var failing atomic.Int32
@@ -62,7 +63,7 @@ func TestAttack9RescanRetriedAfterTransientFailureIsQuiet(t *testing.T) {
 
 // A SIGHUP (Trigger) and Reload racing the start-up rescan: every Reload
 // gets an answer, the asked reload is counted, the rescan adds nothing.
-func TestAttack9SignalRacesRescan(t *testing.T) {
+func TestSignalRacesRescan(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
 		quiet, logs := newManualTimer(), &recordLog{}
@@ -98,7 +99,7 @@ func TestAttack9SignalRacesRescan(t *testing.T) {
 
 // Files broken between the load and the watch: the rescan rejects them,
 // nothing stops, and the fix is applied.
-func TestAttack9RescanOfBrokenFilesThenFix(t *testing.T) {
+func TestRescanOfBrokenFilesThenFix(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
 	x := r.pid("a:x")
 	r.write("c.yaml", "namespace: a\nentries: [ {name: x, kind: \n")
@@ -129,7 +130,7 @@ func TestAttack9RescanOfBrokenFilesThenFix(t *testing.T) {
 // fails: the change's reload is counted (Failed); the watch of the new
 // directory arms a rescan, which finds the files as they were loaded and
 // stays quiet: it neither retries the failed start nor counts.
-func TestAttack9RescanAfterFailedStartIsQuiet(t *testing.T) {
+func TestRescanAfterFailedStartIsQuiet(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
 	quiet, logs := newManualTimer(), &recordLog{}
 	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
@@ -187,7 +188,7 @@ func kindsSvc(r *reloadEnv) *kindtest.SvcKind {
 // conf.d && cp -r new conf.d): the reload applies the new files, and a
 // save in the new directory afterwards is seen. inotify drops the watch
 // of a deleted directory; the watcher must watch the new one.
-func TestAttack9ReplacedDirectoryStaysWatched(t *testing.T) {
+func TestReplacedDirectoryStaysWatched(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1",
 		"conf.d/d.yaml": "namespace: d\nentries:\n  - {name: p, kind: test.svc, lifecycle: {auto_start: true}}\n"})
 	quiet, logs := newManualTimer(), &recordLog{}
@@ -201,6 +202,8 @@ func TestAttack9ReplacedDirectoryStaysWatched(t *testing.T) {
 	quiet.fire()
 	waitUntil(t, "the rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
 	resets := quiet.resets.Load()
+	rescans := len(logs.find(slog.LevelDebug, "rescan: "))
+	idle := len(logs.find(slog.LevelInfo, "reload applied: added=0 updated=0 removed=0"))
 	d := filepath.Join(r.dir, "conf.d")
 	if err := os.RemoveAll(d); err != nil {
 		t.Fatal(err)
@@ -217,15 +220,24 @@ func TestAttack9ReplacedDirectoryStaysWatched(t *testing.T) {
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	// Let any rescan the reload armed run too.
-	n := len(logs.find(slog.LevelDebug, "reload details"))
-	for i := 0; i < 20; i++ {
+	// The new conf.d is watched once the reload's track has run, which
+	// arms a rescan (a directory newly watched): the reload after it —
+	// that rescan, quiet, or one a late event of the rewrite started —
+	// finds the files as loaded. Only then is a save there sure to be
+	// seen.
+	lookedAgain := func() bool {
+		return len(logs.find(slog.LevelDebug, "rescan: ")) > rescans ||
+			len(logs.find(slog.LevelInfo, "reload applied: added=0 updated=0 removed=0")) > idle
+	}
+	for !lookedAgain() {
+		if time.Now().After(deadline) {
+			t.Fatalf("no rescan after the replaced directory was watched again:\n%s", logs)
+		}
 		select {
 		case quiet.c <- time.Now():
 		case <-time.After(10 * time.Millisecond):
 		}
 	}
-	waitUntil(t, "reloads settled", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) >= n })
 	resets = quiet.resets.Load()
 	saveRename(t, filepath.Join(d, "d.yaml"), "namespace: d\nentries:\n  - {name: p, kind: test.svc, lifecycle: {auto_start: true}}\n  - {name: q, kind: test.svc, lifecycle: {auto_start: true}}\n  - {name: s, kind: test.svc, lifecycle: {auto_start: true}}\n")
 	began := time.Now()

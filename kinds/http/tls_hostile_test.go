@@ -14,7 +14,8 @@ import (
 	httpkind "github.com/proctor-run/proctor/kinds/http"
 )
 
-// attack9: TLS servers' connections under today's deadlineListener.
+// Hostile TLS clients against a server whose connections run over a
+// deadlineConn (deadlineListener).
 
 const bigLua = `
 return { main = function()
@@ -92,7 +93,7 @@ func (c dripConn) Write(b []byte) (int, error) {
 
 // A handshake trickled one byte every 20 ms is cut at the handshake's
 // timeout (read_header_timeout 500ms), not served for as long as it drips.
-func TestAttack9TLSTrickledHandshakeIsCut(t *testing.T) {
+func TestTLSTrickledHandshakeIsCut(t *testing.T) {
 	n := startTLS(t, "")
 	addr := n.server("app:web").Addr()
 	raw, err := net.Dial("tcp", addr)
@@ -119,7 +120,7 @@ func TestAttack9TLSTrickledHandshakeIsCut(t *testing.T) {
 }
 
 // A TLS client that never reads a large reply is cut at write_timeout.
-func TestAttack9TLSWriteTimeoutCutsNonReader(t *testing.T) {
+func TestTLSWriteTimeoutCutsNonReader(t *testing.T) {
 	n := startTLS(t, "\n    write_timeout: 1s")
 	addr := n.server("app:web").Addr()
 	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
@@ -138,7 +139,7 @@ func TestAttack9TLSWriteTimeoutCutsNonReader(t *testing.T) {
 }
 
 // An idle TLS keep-alive connection is closed at idle_timeout.
-func TestAttack9TLSIdleTimeout(t *testing.T) {
+func TestTLSIdleTimeout(t *testing.T) {
 	n := startTLS(t, "\n    idle_timeout: 300ms")
 	addr := n.server("app:web").Addr()
 	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
@@ -167,7 +168,7 @@ func TestAttack9TLSIdleTimeout(t *testing.T) {
 // Connections mid-handshake when the server is updated (a new
 // http.Server) and then stopped leave nothing behind (goleak at
 // TestMain), and the update does not wait for them.
-func TestAttack9TLSReloadAndStopMidHandshake(t *testing.T) {
+func TestTLSReloadAndStopMidHandshake(t *testing.T) {
 	dir := t.TempDir()
 	writeCert(t, dir, "web")
 	if err := writeFile(dir, "big.lua", bigLua); err != nil {
@@ -205,7 +206,7 @@ func osWriteFile(name string, b []byte) error { return os.WriteFile(name, b, 0o6
 // handler never answers, within a 5s route timeout): a second TLS
 // connection is turned away at once (closed, counted), and once the first
 // is done a new one is served.
-func TestAttack9TLSRefusedAtLimit(t *testing.T) {
+func TestTLSRefusedAtLimit(t *testing.T) {
 	dir := t.TempDir()
 	writeCert(t, dir, "web")
 	if err := writeFile(dir, "big.lua", bigLua); err != nil {

@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// attack9: kept timers hold their records weakly. A record a caller
+// Kept timers hold their records weakly. A record a caller
 // waits on must stay reachable (the caller's stack, a message's reply)
 // so its timeout fires; collections meanwhile must not lose it.
 
@@ -18,7 +18,7 @@ import (
 // caller) and asks whose message sits in a mailbox nobody reads, each
 // waited on with a short timeout while collections run back to back:
 // every Wait returns ErrTimeout, promptly.
-func TestAttack9AskTimeoutSurvivesCollections(t *testing.T) {
+func TestAskTimeoutSurvivesCollections(t *testing.T) {
 	stop := make(chan struct{})
 	var gcs sync.WaitGroup
 	gcs.Add(1)
@@ -83,7 +83,7 @@ func TestAttack9AskTimeoutSurvivesCollections(t *testing.T) {
 
 // RunOn calls whose command the owner never runs (a loop that is not
 // running) time out while collections run.
-func TestAttack9RunOnTimeoutSurvivesCollections(t *testing.T) {
+func TestRunOnTimeoutSurvivesCollections(t *testing.T) {
 	l := NewLoop(LoopOptions{})
 	stop := make(chan struct{})
 	go func() {
