@@ -33,13 +33,7 @@ func TestRescanRetriedAfterTransientFailureIsQuiet(t *testing.T) {
 		return os.OpenFile(name, flag, perm)
 	}
 	t.Cleanup(func() { readfile.OpenFile = os.OpenFile })
-	quiet, logs := newManualTimer(), &recordLog{}
-	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
-		Logger: slog.New(logs), quiet: quiet, RetryDelay: 10 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	_, quiet, logs := r.watchWith(WatchOptions{RetryDelay: 10 * time.Millisecond})
 	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
 	failing.Store(1) // the rescan's first open fails: EMFILE
 	quiet.fire()
@@ -66,12 +60,7 @@ func TestRescanRetriedAfterTransientFailureIsQuiet(t *testing.T) {
 func TestSignalRacesRescan(t *testing.T) {
 	for i := 0; i < 20; i++ {
 		r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
-		quiet, logs := newManualTimer(), &recordLog{}
-		w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
-			Logger: slog.New(logs), quiet: quiet})
-		if err != nil {
-			t.Fatal(err)
-		}
+		w, quiet, logs := r.watchWith(WatchOptions{})
 		done := make(chan error, 1)
 		go func() {
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -103,13 +92,7 @@ func TestRescanOfBrokenFilesThenFix(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
 	x := r.pid("a:x")
 	r.write("c.yaml", "namespace: a\nentries: [ {name: x, kind: \n")
-	quiet, logs := newManualTimer(), &recordLog{}
-	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
-		Logger: slog.New(logs), quiet: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	quiet, logs := r.watchQuiet()
 	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
 	quiet.fire()
 	waitUntil(t, "the rescan rejected", func() bool { return r.rejected() == 1 })
@@ -132,13 +115,7 @@ func TestRescanOfBrokenFilesThenFix(t *testing.T) {
 // stays quiet: it neither retries the failed start nor counts.
 func TestRescanAfterFailedStartIsQuiet(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
-	quiet, logs := newManualTimer(), &recordLog{}
-	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
-		Logger: slog.New(logs), quiet: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	quiet, logs := r.watchQuiet()
 	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
 	quiet.fire()
 	waitUntil(t, "the rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
@@ -191,13 +168,7 @@ func kindsSvc(r *reloadEnv) *kindtest.SvcKind {
 func TestReplacedDirectoryStaysWatched(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1",
 		"conf.d/d.yaml": "namespace: d\nentries:\n  - {name: p, kind: test.svc, lifecycle: {auto_start: true}}\n"})
-	quiet, logs := newManualTimer(), &recordLog{}
-	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
-		Logger: slog.New(logs), quiet: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
+	quiet, logs := r.watchQuiet()
 	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
 	quiet.fire()
 	waitUntil(t, "the rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })

@@ -60,14 +60,23 @@ func (l *recordLog) String() string {
 // record.
 func (r *reloadEnv) watchQuiet() (*manualTimer, *recordLog) {
 	r.t.Helper()
+	_, quiet, logs := r.watchWith(WatchOptions{})
+	return quiet, logs
+}
+
+// watchWith is watchQuiet with opts (its runtime, loader, paths, config,
+// logger and debounce are set here) and the watcher too.
+func (r *reloadEnv) watchWith(opts WatchOptions) (*Watcher, *manualTimer, *recordLog) {
+	r.t.Helper()
 	quiet, logs := newManualTimer(), &recordLog{}
-	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{r.dir}, Config: r.rt.Config(),
-		Logger: slog.New(logs), quiet: quiet})
+	opts.Runtime, opts.Loader, opts.Paths, opts.Config = r.rt, r.loader, []string{r.dir}, r.rt.Config()
+	opts.Logger, opts.quiet = slog.New(logs), quiet
+	w, err := Watch(opts)
 	if err != nil {
 		r.t.Fatal(err)
 	}
 	r.t.Cleanup(func() { w.Close() })
-	return quiet, logs
+	return w, quiet, logs
 }
 
 // TestWatchAppliesSaveMadeDuringStart: a file saved after the load the
