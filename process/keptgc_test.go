@@ -19,21 +19,7 @@ import (
 // waited on with a short timeout while collections run back to back:
 // every Wait returns ErrTimeout, promptly.
 func TestAskTimeoutSurvivesCollections(t *testing.T) {
-	stop := make(chan struct{})
-	var gcs sync.WaitGroup
-	gcs.Add(1)
-	go func() {
-		defer gcs.Done()
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				runtime.GC()
-			}
-		}
-	}()
-	defer func() { close(stop); gcs.Wait() }()
+	defer collectBackToBack()()
 
 	var held sync.Mutex
 	var mailbox []Message // a mailbox nobody reads
@@ -85,18 +71,7 @@ func TestAskTimeoutSurvivesCollections(t *testing.T) {
 // running) time out while collections run.
 func TestRunOnTimeoutSurvivesCollections(t *testing.T) {
 	l := NewLoop(LoopOptions{})
-	stop := make(chan struct{})
-	go func() {
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-				runtime.GC()
-			}
-		}
-	}()
-	defer close(stop)
+	defer collectBackToBack()()
 	var wg sync.WaitGroup
 	for g := 0; g < 16; g++ {
 		wg.Add(1)
@@ -121,4 +96,24 @@ func TestRunOnTimeoutSurvivesCollections(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	l.Run(ctx)
+}
+
+// collectBackToBack runs collections one after another on a goroutine
+// of its own until the returned func is called, which waits for it.
+func collectBackToBack() (stop func()) {
+	done := make(chan struct{})
+	var gcs sync.WaitGroup
+	gcs.Add(1)
+	go func() {
+		defer gcs.Done()
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				runtime.GC()
+			}
+		}
+	}()
+	return func() { close(done); gcs.Wait() }
 }
