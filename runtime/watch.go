@@ -345,16 +345,13 @@ func (w *Watcher) run() {
 	retry.Stop()
 	defer retry.Stop()
 	failures := 0
-	// retryCause is the cause the retry starts with: a rescan's retry is
-	// the same look again nobody asked for, as quiet as the rescan.
-	retryCause := "retry"
 	// One reload runs at a time, on its own goroutine, so that changes
 	// and signals that come meanwhile (a slow start may hold a reload for
 	// its whole start timeout) are still read: they coalesce into one
 	// reload that starts when the running one ends.
 	var (
 		running bool
-		current string // the cause of the reload running (or last run)
+		current string // the cause of the reload running, or of the last one
 		queued  string // the cause of the reload to run next; "" for none
 		results = make(chan reloadOutcome, 1)
 		// Reload's callers: those of the reload running, and those of
@@ -405,10 +402,6 @@ func (w *Watcher) run() {
 			delay := backoff.Policy{Initial: w.opts.RetryDelay, Max: w.opts.RetryMaxDelay}.Delay(failures)
 			failures++
 			w.log.Warn("reload will be retried", "in", delay, "attempt", failures)
-			retryCause = "retry"
-			if current == "rescan" {
-				retryCause = "rescan"
-			}
 			retry.Reset(delay)
 		} else {
 			failures = 0
@@ -471,7 +464,14 @@ func (w *Watcher) run() {
 				start(cause)
 			}
 		case <-retry.C:
-			start(retryCause)
+			// The reload to retry is the last one (any other start stops
+			// the retry); a rescan's retry is the same look again nobody
+			// asked for, as quiet as the rescan.
+			if current == "rescan" {
+				start("rescan")
+			} else {
+				start("retry")
+			}
 		}
 	}
 }

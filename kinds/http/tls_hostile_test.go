@@ -1,11 +1,14 @@
 package http_test
 
 import (
+	"bufio"
 	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
+	nethttp "net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -44,34 +47,29 @@ func tlsBase(extra string) string {
 `
 }
 
-func startTLS(t *testing.T, extra string) *node {
+// startTLS starts config (a tlsBase) in a directory with its certificate
+// and big.lua.
+func startTLS(t *testing.T, config string) *node {
 	t.Helper()
 	dir := t.TempDir()
 	writeCert(t, dir, "web")
-	if err := writeFile(dir, "big.lua", bigLua); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "big.lua"), []byte(bigLua), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return startIn(t, dir, tlsBase(extra))
-}
-
-func writeFile(dir, name, text string) error {
-	return osWriteFile(dir+"/"+name, []byte(text))
+	return startIn(t, dir, config)
 }
 
 func conns(n *node) int {
 	return n.server("app:web").View().(httpkind.ServerView).Connections
 }
 
-// waitConns polls until the server serves want connections, or fails.
+// waitConns waits until the server serves want connections, and returns
+// how long that took.
 func waitConns(t *testing.T, n *node, want int, within time.Duration, what string) time.Duration {
 	t.Helper()
 	began := time.Now()
-	for conns(n) != want {
-		if time.Since(began) > within {
-			t.Fatalf("%s: still %d connections after %s (want %d)", what, conns(n), within, want)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testutil.EventuallyExplained(t, within, what, func() bool { return conns(n) == want },
+		func() string { return fmt.Sprintf("%d connections, want %d", conns(n), want) })
 	return time.Since(began)
 }
 
@@ -94,7 +92,7 @@ func (c dripConn) Write(b []byte) (int, error) {
 // A handshake trickled one byte every 20 ms is cut at the handshake's
 // timeout (read_header_timeout 500ms), not served for as long as it drips.
 func TestTLSTrickledHandshakeIsCut(t *testing.T) {
-	n := startTLS(t, "")
+	n := startTLS(t, tlsBase(""))
 	addr := n.server("app:web").Addr()
 	raw, err := net.Dial("tcp", addr)
 	if err != nil {
@@ -121,7 +119,7 @@ func TestTLSTrickledHandshakeIsCut(t *testing.T) {
 
 // A TLS client that never reads a large reply is cut at write_timeout.
 func TestTLSWriteTimeoutCutsNonReader(t *testing.T) {
-	n := startTLS(t, "\n    write_timeout: 1s")
+	n := startTLS(t, tlsBase("\n    write_timeout: 1s"))
 	addr := n.server("app:web").Addr()
 	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	if err != nil {
@@ -140,7 +138,7 @@ func TestTLSWriteTimeoutCutsNonReader(t *testing.T) {
 
 // An idle TLS keep-alive connection is closed at idle_timeout.
 func TestTLSIdleTimeout(t *testing.T) {
-	n := startTLS(t, "\n    idle_timeout: 300ms")
+	n := startTLS(t, tlsBase("\n    idle_timeout: 300ms"))
 	addr := n.server("app:web").Addr()
 	c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	if err != nil {
@@ -169,12 +167,7 @@ func TestTLSIdleTimeout(t *testing.T) {
 // http.Server) and then stopped leave nothing behind (goleak at
 // TestMain), and the update does not wait for them.
 func TestTLSReloadAndStopMidHandshake(t *testing.T) {
-	dir := t.TempDir()
-	writeCert(t, dir, "web")
-	if err := writeFile(dir, "big.lua", bigLua); err != nil {
-		t.Fatal(err)
-	}
-	n := startIn(t, dir, tlsBase(""))
+	n := startTLS(t, tlsBase(""))
 	addr := n.server("app:web").Addr()
 	var held []net.Conn
 	defer func() {
@@ -200,21 +193,13 @@ func TestTLSReloadAndStopMidHandshake(t *testing.T) {
 	}
 }
 
-func osWriteFile(name string, b []byte) error { return os.WriteFile(name, b, 0o644) }
-
 // TLS at max_connections 1 with the one connection busy (a request the
 // handler never answers, within a 5s route timeout): a second TLS
 // connection is turned away at once (closed, counted), and once the first
 // is done a new one is served.
 func TestTLSRefusedAtLimit(t *testing.T) {
-	dir := t.TempDir()
-	writeCert(t, dir, "web")
-	if err := writeFile(dir, "big.lua", bigLua); err != nil {
-		t.Fatal(err)
-	}
 	cfg := strings.Replace(tlsBase("\n    max_connections: 1"), "timeout: 300ms", "timeout: 3s", 1)
-	cfg = strings.Replace(cfg, "read_header_timeout: 500ms", "read_header_timeout: 5s", 1)
-	n := startIn(t, dir, cfg)
+	n := startTLS(t, strings.Replace(cfg, "read_header_timeout: 500ms", "read_header_timeout: 5s", 1))
 	addr := n.server("app:web").Addr()
 	busy, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
 	if err != nil {
@@ -222,7 +207,7 @@ func TestTLSRefusedAtLimit(t *testing.T) {
 	}
 	defer busy.Close()
 	fmt.Fprintf(busy, "GET /never HTTP/1.1\r\nHost: x\r\n\r\n")
-	testutilEventually(t, "the held request active", func() bool { return activeRequests(t, n) == 1 })
+	testutil.Eventually(t, "the held request active", func() bool { return activeRequests(t, n) == 1 })
 	before := refused(t, n)
 	began := time.Now()
 	second, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
@@ -238,17 +223,88 @@ func TestTLSRefusedAtLimit(t *testing.T) {
 	if d := time.Since(began); d > 2*time.Second {
 		t.Errorf("turned away after %s", d)
 	}
-	testutilEventually(t, "the refusal counted", func() bool { return refused(t, n) == before+1 })
+	testutil.Eventually(t, "the refusal counted", func() bool { return refused(t, n) == before+1 })
 	busy.SetReadDeadline(time.Now().Add(10 * time.Second))
 	b := make([]byte, 4096)
 	if _, err := busy.Read(b); err != nil || !strings.HasPrefix(string(b), "HTTP/1.1 504") {
 		t.Fatalf("the held request: %v %q", err, b[:20])
 	}
 	busy.Close()
-	testutilEventually(t, "a new TLS connection served", func() bool {
+	testutil.Eventually(t, "a new TLS connection served", func() bool {
 		cn, err := peerCN(t, addr)
 		return err == nil && cn == "web"
 	})
 }
 
-var testutilEventually = testutil.Eventually
+// A TLS server's connections keep their deadlines and their places in
+// max_connections through the tls.Conn they are served by (which runs
+// over a deadlineConn): a connection that never starts its handshake,
+// and one whose headers never end, are cut at read_header_timeout; an
+// idle keep-alive connection gives its place to a new one at the limit.
+func TestTLSDeadlinesAndIdleLimit(t *testing.T) {
+	n := startTLS(t, tlsBase("\n    max_connections: 2"))
+	addr := n.server("app:web").Addr()
+	cut := func(what string, c net.Conn) {
+		t.Helper()
+		began := time.Now()
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		_, err := io.ReadAll(c)
+		if d := time.Since(began); d > 5*time.Second {
+			t.Errorf("%s held for %s (%v); read_header_timeout is 500ms", what, d, err)
+		}
+	}
+	noHandshake, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer noHandshake.Close()
+	cut("a connection that never starts its handshake", noHandshake)
+	loris, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer loris.Close()
+	fmt.Fprintf(loris, "GET /string HTTP/1.1\r\nHost: x\r\n")
+	cut("headers that never end", loris)
+
+	// Two keep-alive connections served one request each, then idle.
+	request := func(c *tls.Conn) error {
+		fmt.Fprintf(c, "GET /string HTTP/1.1\r\nHost: x\r\n\r\n")
+		c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		resp, err := nethttp.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			return err
+		}
+		io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 {
+			return fmt.Errorf("status %d", resp.StatusCode)
+		}
+		return nil
+	}
+	var idle []*tls.Conn
+	for i := 0; i < 2; i++ {
+		c, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		if err := request(c); err != nil {
+			t.Fatalf("keep-alive connection %d: %v", i, err)
+		}
+		idle = append(idle, c)
+	}
+	third, err := tls.Dial("tcp", addr, &tls.Config{InsecureSkipVerify: true})
+	if err != nil {
+		t.Fatalf("a third connection at max_connections 2 with two idle: %v", err)
+	}
+	defer third.Close()
+	if err := request(third); err != nil {
+		t.Fatalf("a third connection at max_connections 2 with two idle: %v", err)
+	}
+	// The one idle the longest gave its place.
+	idle[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	if _, err := idle[0].Read(make([]byte, 1)); err == nil {
+		t.Error("the connection idle the longest is still open")
+	}
+}
