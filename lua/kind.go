@@ -353,10 +353,12 @@ func (i *instance) CountOutdated(add func(def registry.ID, n int)) {
 }
 
 // Start implements registry.Starter: one instance, registered under the
-// entry's ID so process.send("app:worker", ...) reaches it.
-func (h *Host) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+// entry's ID so process.send("app:worker", ...) reaches it, and
+// monitored by opts.MonitorBy from its spawn: a script may fail the
+// moment its start returns.
+func (h *Host) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	// Managed: the instance offers its process the new code (Update).
-	pid, err := h.Spawn(env, e, registry.SpawnOptions{SpawnOptions: process.SpawnOptions{Name: string(e.ID)}, Managed: true})
+	pid, err := h.Spawn(env, e, registry.SpawnOptions{SpawnOptions: process.SpawnOptions{Name: string(e.ID), MonitorBy: opts.MonitorBy}, Managed: true})
 	if err != nil {
 		return nil, err
 	}

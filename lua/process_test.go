@@ -11,6 +11,7 @@ import (
 	lua "github.com/yuin/gopher-lua"
 
 	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
 )
 
@@ -202,7 +203,7 @@ return { main = function(greeting)
     msg:reply(greeting .. " " .. msg:payload())
   end
 end }`, `args: ["hello"]`)
-	inst, err := h.Kind.(*Host).Start(t.Context(), h.Env, svc)
+	inst, err := h.Kind.(*Host).Start(t.Context(), h.Env, svc, registry.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

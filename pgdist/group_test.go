@@ -45,7 +45,7 @@ func (pc *pgCluster) group(name, id, g string, st pool.Strategy, timeout time.Du
 	env := *n.env
 	env.Entries = entries{scope: func() *pgscope.Scope { return pc.scope(name) }}
 	gr, err := pool.StartGroup(context.Background(), &env, registry.ID(id),
-		&pool.GroupSpec{Scope: scopeID, Group: g, Strategy: st, Timeout: timeout})
+		&pool.GroupSpec{Scope: scopeID, Group: g, Strategy: st, Timeout: timeout}, registry.StartOptions{})
 	if err != nil {
 		pc.t.Fatal(err)
 	}

@@ -18,7 +18,7 @@ func (mp *memPG) startKindScope(name string, ctx context.Context) *pgscope.Scope
 	mp.t.Helper()
 	n := mp.nodes[name]
 	spec := mp.spec
-	inst, err := pgscope.Kind{Distributor: n.d}.Start(ctx, n.env, &registry.Entry{ID: scopeID, Kind: "pg.scope", Spec: &spec})
+	inst, err := pgscope.Kind{Distributor: n.d}.Start(ctx, n.env, &registry.Entry{ID: scopeID, Kind: "pg.scope", Spec: &spec}, registry.StartOptions{})
 	if err != nil {
 		mp.t.Fatal(err)
 	}

@@ -30,6 +30,26 @@ func (n *Node) Monitor(watcher, target PID) error {
 	return nil
 }
 
+// Monitors reports whether watcher monitors target, a live process of
+// this node. Both are false once target is gone: its monitors then have
+// their EXIT, or will. (The root supervisor asks it to find kinds that did
+// not monitor their instance from its spawn.)
+func (n *Node) Monitors(watcher, target PID) (monitors, alive bool) {
+	tp := n.lookup(target)
+	if tp == nil {
+		return false, false
+	}
+	tp.mu.Lock()
+	defer tp.mu.Unlock()
+	if tp.dead.Load() {
+		return false, false
+	}
+	if x := tp.ext.Load(); x != nil {
+		_, monitors = x.monitors[watcher]
+	}
+	return monitors, true
+}
+
 // monitorRemote records the monitor before the transport carries it, so an
 // answer that comes back at once (the target is gone) finds it.
 func (n *Node) monitorRemote(w *process, target PID) error {

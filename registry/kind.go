@@ -39,7 +39,25 @@ type Declared interface {
 type Starter interface {
 	// Start brings e up and returns once it is running. The instance's
 	// process stands for the entry: its exit is the entry's failure.
-	Start(ctx context.Context, env *Env, e *Entry) (Instance, error)
+	Start(ctx context.Context, env *Env, e *Entry, opts StartOptions) (Instance, error)
+}
+
+// StartOptions configure one Start.
+type StartOptions struct {
+	// MonitorBy is the process that supervises the instance (the
+	// runtime's root supervisor); zero: none. Start spawns the instance's
+	// process with process.SpawnOptions.MonitorBy set to it, as OTP's
+	// supervisor links at the spawn: an instance may end the moment its
+	// start returns (a script's, a supervisor's whose children keep
+	// failing, a route's whose server went), and only a monitor in place
+	// from the spawn sees that exit with its reason. A start that fails
+	// after the spawn had better drop the monitor before its process
+	// exits (process.Node.Demonitor), as lua's and the supervisor's do:
+	// the EXIT of an instance the root is never given is only forgotten
+	// past a bound (kinds/supervisor's earlyExits). A kind
+	// that ignores MonitorBy is monitored late, with an error logged, and
+	// an exit before that is reported without its reason.
+	MonitorBy process.PID
 }
 
 // Instance is a running entry.

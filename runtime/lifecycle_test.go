@@ -89,7 +89,7 @@ func (k *hangKind) Decode(d *registry.Decoder) any {
 	return d.Enum("mode", "hang", "hang", "stubborn")
 }
 
-func (k *hangKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k *hangKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	k.starts.Add(1)
 	if e.Spec == "hang" {
 		<-ctx.Done()
@@ -98,7 +98,7 @@ func (k *hangKind) Start(ctx context.Context, env *registry.Env, e *registry.Ent
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		<-k.release
 		return nil, nil
-	}, process.SpawnOptions{})
+	}, process.SpawnOptions{MonitorBy: opts.MonitorBy})
 	return kindtest.NewInstance(pid), err
 }
 
@@ -328,11 +328,11 @@ type refreshInstance struct {
 func (k refreshKind) Name() string                   { return "test.refresh" }
 func (k refreshKind) Decode(d *registry.Decoder) any { return d.Int("size", 0) }
 
-func (k refreshKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k refreshKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		<-p.Context().Done()
 		return nil, nil
-	}, process.SpawnOptions{})
+	}, process.SpawnOptions{MonitorBy: opts.MonitorBy})
 	return &refreshInstance{SvcInstance: kindtest.NewInstance(pid), calls: k.calls}, err
 }
 

@@ -25,7 +25,7 @@ type idleInstance struct{ pid process.PID }
 
 func (i idleInstance) PID() process.PID { return i.pid }
 
-func (idleKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (idleKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		<-p.Context().Done()
 		return nil, nil
@@ -38,6 +38,7 @@ func (idleKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry)
 type silentOwner struct{ alive atomic.Bool }
 
 func (*silentOwner) Watch(registry.ID, registry.Instance) {}
+func (*silentOwner) PID() process.PID                     { return process.PID{} }
 func (o *silentOwner) Alive() bool                        { return o.alive.Load() }
 
 // TestDeadProcessNeverReportedRunning: an entry whose process exited while

@@ -51,6 +51,9 @@ type Owner interface {
 	// Watch is told of every instance the runtime started. It is called
 	// on the runtime's loop and must not block.
 	Watch(id registry.ID, inst registry.Instance)
+	// PID is the owner's process, which every Start is asked to have
+	// monitor the instance from its spawn (registry.StartOptions).
+	PID() process.PID
 }
 
 // RuntimeOptions configure a Runtime. Node is required; the zero value of

@@ -25,6 +25,9 @@ type fakeOwner struct {
 	watched []registry.ID
 }
 
+// PID is zero: no instance is monitored from its spawn.
+func (o *fakeOwner) PID() process.PID { return process.PID{} }
+
 func (o *fakeOwner) Watch(id registry.ID, inst registry.Instance) {
 	o.mu.Lock()
 	o.watched = append(o.watched, id)
@@ -169,12 +172,12 @@ type failAfter struct {
 	ok int
 }
 
-func (f *failAfter) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (f *failAfter) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	if f.ok == 0 {
 		return nil, errors.New("refusing to start")
 	}
 	f.ok--
-	return f.SvcKind.Start(ctx, env, e)
+	return f.SvcKind.Start(ctx, env, e, opts)
 }
 
 func TestRuntimeOwnerProtocol(t *testing.T) {
@@ -323,7 +326,7 @@ type stubbornInstance struct {
 func (s *stubbornInstance) PID() process.PID { return s.pid }
 func (s *stubbornInstance) release()         { close(s.gate) }
 
-func (stubbornKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (stubbornKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	gate := make(chan struct{})
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		<-gate
@@ -347,7 +350,7 @@ type slowKind struct{ timeout time.Duration }
 func (slowKind) Name() string                 { return "test.slow" }
 func (slowKind) Decode(*registry.Decoder) any { return nil }
 
-func (k slowKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k slowKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		<-p.Context().Done()
 		time.Sleep(150 * time.Millisecond) // a graceful stop that takes its time

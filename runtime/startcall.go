@@ -38,17 +38,22 @@ func (rt *Runtime) callStart(ctx context.Context, st registry.Starter, e *regist
 	d := rt.env.StartTimeout(e)
 	sctx, cancel := context.WithTimeout(ctx, d)
 	res := make(chan startResult, 1)
+	ob := rt.owner.Load()
+	var opts registry.StartOptions
+	if ob != nil {
+		// The owner monitors the instance from its spawn, where the kind
+		// honours it: one that exits the moment its start returns is
+		// still seen with its own exit, not as "no such process".
+		opts.MonitorBy = ob.o.PID()
+	}
 	go func() {
-		inst, err := rt.runStart(sctx, st, e)
-		if err == nil {
-			// The owner watches at once, on this goroutine: an instance
-			// that exits right after its start must be seen with its own
-			// exit, and the sooner its monitor is in place, the surer.
-			// One whose start is then abandoned is stopped by the orphan,
-			// and that exit the owner is told is not current.
-			if ob := rt.owner.Load(); ob != nil {
-				ob.o.Watch(e.ID, inst)
-			}
+		inst, err := rt.runStart(sctx, st, e, opts)
+		if err == nil && ob != nil {
+			// The owner watches at once, on this goroutine, and monitors
+			// there what the kind left to it. One whose start is then
+			// abandoned is stopped by the orphan, and that exit the
+			// owner is told is not current.
+			ob.o.Watch(e.ID, inst)
 		}
 		res <- startResult{inst, err}
 	}()
@@ -72,13 +77,13 @@ func (rt *Runtime) callStart(ctx context.Context, st registry.Starter, e *regist
 }
 
 // runStart calls the kind's Start, turning a panic into an error.
-func (rt *Runtime) runStart(ctx context.Context, st registry.Starter, e *registry.Entry) (inst registry.Instance, err error) {
+func (rt *Runtime) runStart(ctx context.Context, st registry.Starter, e *registry.Entry, opts registry.StartOptions) (inst registry.Instance, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			inst, err = nil, fmt.Errorf("kind %s panicked while starting: %v", e.Kind, r)
 		}
 	}()
-	inst, err = st.Start(ctx, rt.env, e)
+	inst, err = st.Start(ctx, rt.env, e, opts)
 	if err != nil {
 		// A failed start has no instance to stop: a kind may return a
 		// typed nil beside its error (*Supervisor(nil)), which is no nil

@@ -29,15 +29,15 @@ type gateKind struct {
 func (gateKind) Name() string                 { return "test.gate" }
 func (gateKind) Decode(*registry.Decoder) any { return nil }
 
-func (k gateKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
-	opts := process.SpawnOptions{}
+func (k gateKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, _ registry.StartOptions) (registry.Instance, error) {
+	so := process.SpawnOptions{}
 	if k.named {
-		opts.Name = string(e.ID)
+		so.Name = string(e.ID)
 	}
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		_, err := p.Receive(context.Background())
 		return nil, err
-	}, opts)
+	}, so)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +179,7 @@ func (i *typedNilInstance) ShutdownTimeout() time.Duration { return i.timeout }
 func (typedNilKind) Name() string                 { return "test.typednil" }
 func (typedNilKind) Decode(*registry.Decoder) any { return nil }
 
-func (k typedNilKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k typedNilKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	close(k.started)
 	<-ctx.Done()
 	var none *typedNilInstance

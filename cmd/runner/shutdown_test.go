@@ -28,11 +28,11 @@ type stuckInstance struct{ pid process.PID }
 
 func (s stuckInstance) PID() process.PID { return s.pid }
 
-func (k stuckKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k stuckKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		<-k.gate
 		return nil, nil
-	}, process.SpawnOptions{})
+	}, process.SpawnOptions{MonitorBy: opts.MonitorBy})
 	return stuckInstance{pid}, err
 }
 

@@ -81,7 +81,7 @@ func (i *SvcInstance) PID() process.PID { return i.pid }
 
 func (i *SvcInstance) View() any { return map[string]any{"pid": i.pid.String()} }
 
-func (k *SvcKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k *SvcKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	if k.FailStarts.Load() > 0 {
 		k.FailStarts.Add(-1)
 		return nil, errors.New("refusing to start")
@@ -105,7 +105,7 @@ func (k *SvcKind) Start(ctx context.Context, env *registry.Env, e *registry.Entr
 				return "done", nil
 			}
 		}
-	}, process.SpawnOptions{Name: string(e.ID)})
+	}, process.SpawnOptions{Name: string(e.ID), MonitorBy: opts.MonitorBy})
 	if err != nil {
 		return nil, err
 	}
@@ -180,8 +180,8 @@ type UpdInstance struct {
 	Offered atomic.Int64 // calls of Update
 }
 
-func (k updKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
-	inst, err := k.Svc.Start(ctx, env, e)
+func (k updKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
+	inst, err := k.Svc.Start(ctx, env, e, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -45,12 +45,12 @@ func (ServerKind) Fields() []*registry.Field { return serverFields }
 func (ServerKind) Decode(d *registry.Decoder) any { return decodeServer(d) }
 
 // Start implements registry.Starter.
-func (ServerKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (ServerKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	spec, ok := e.Spec.(*ServerSpec)
 	if !ok {
 		return nil, value.NewError(value.KindInvalid, "http server %s: spec is a %T, not a *http.ServerSpec", e.ID, e.Spec)
 	}
-	return StartServer(ctx, env, e.ID, spec)
+	return StartServer(ctx, env, e.ID, spec, opts)
 }
 
 // Name implements registry.Kind.
@@ -128,12 +128,12 @@ func (RouteKind) CheckSet(entries []*registry.Entry, report func(*registry.Entry
 }
 
 // Start implements registry.Starter: the route joins its server's table.
-func (RouteKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (RouteKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	spec, ok := e.Spec.(*RouteSpec)
 	if !ok {
 		return nil, value.NewError(value.KindInvalid, "http route %s: spec is a %T, not a *http.RouteSpec", e.ID, e.Spec)
 	}
-	return StartRoute(ctx, env, e.ID, spec)
+	return StartRoute(ctx, env, e.ID, spec, opts)
 }
 
 // Route is a running http.route entry: a process that stands for it
@@ -148,13 +148,13 @@ type Route struct {
 }
 
 // StartRoute adds the route to its server, which must be running.
-func StartRoute(ctx context.Context, env *registry.Env, id registry.ID, spec *RouteSpec) (*Route, error) {
+func StartRoute(ctx context.Context, env *registry.Env, id registry.ID, spec *RouteSpec, opts registry.StartOptions) (*Route, error) {
 	srv, err := registry.Find[*Server](env, "http server", string(spec.Server), ServerKindName)
 	if err != nil {
 		return nil, fmt.Errorf("http route %s: %w", id, err)
 	}
 	rt := &Route{id: id, server: srv, node: env.Node}
-	pid, err := env.Node.Spawn(routeProc{}, process.SpawnOptions{System: true})
+	pid, err := env.Node.Spawn(routeProc{}, process.SpawnOptions{System: true, MonitorBy: opts.MonitorBy})
 	if err != nil {
 		return nil, fmt.Errorf("http route %s: spawn: %w", id, err)
 	}

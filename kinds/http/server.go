@@ -91,7 +91,7 @@ const retireLinger = 500 * time.Millisecond
 
 // StartServer binds spec.Listen and serves; the routes come as they
 // start. A taken address fails the start.
-func StartServer(ctx context.Context, env *registry.Env, id registry.ID, spec *ServerSpec) (*Server, error) {
+func StartServer(ctx context.Context, env *registry.Env, id registry.ID, spec *ServerSpec, opts registry.StartOptions) (*Server, error) {
 	s := &Server{id: id, env: env, node: env.Node, log: env.EntryLogger(id), m: newMetrics(env.Metrics),
 		routes: map[registry.ID]*route{}, halted: make(chan struct{})}
 	s.spec.Store(spec)
@@ -113,7 +113,7 @@ func StartServer(ctx context.Context, env *registry.Env, id registry.ID, spec *S
 	lctx, cancel := context.WithCancel(context.Background())
 	s.stop = cancel
 	go s.loop.Run(lctx)
-	pid, err := env.Node.Spawn(serverProc{s}, process.SpawnOptions{System: true})
+	pid, err := env.Node.Spawn(serverProc{s}, process.SpawnOptions{System: true, MonitorBy: opts.MonitorBy})
 	if err != nil {
 		s.halt()
 		return nil, fmt.Errorf("http server %s: spawn: %w", id, err)

@@ -66,13 +66,12 @@ var (
 )
 
 // Start implements registry.Starter.
-func (k Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, so registry.StartOptions) (registry.Instance, error) {
 	spec, ok := e.Spec.(*Spec)
 	if !ok || spec == nil {
 		return nil, fmt.Errorf("pg scope %s: spec is %T, not *pgscope.Spec", e.ID, e.Spec)
 	}
-	var opts Options
-	opts.Distributor = k.Distributor
+	opts := Options{Distributor: k.Distributor, MonitorBy: so.MonitorBy}
 	if opts.Distributor == nil {
 		// The node's pg distribution, when it is in a cluster (package
 		// node hands it to the runtime for every kind's Env).
@@ -101,6 +100,9 @@ type Options struct {
 	// Distributor, when set, keeps the scope in step with the scopes of
 	// the same entry on other nodes (the cluster layer's).
 	Distributor Distributor
+	// MonitorBy monitors the scope's process from its spawn (see
+	// registry.StartOptions); zero: nobody does.
+	MonitorBy process.PID
 }
 
 // New starts a scope outside the registry (for Go embedders and tests).
@@ -156,7 +158,7 @@ func NewWithOptions(env *registry.Env, id registry.ID, spec Spec, opts Options) 
 		<-started // s.pid is set: closed as SpawnFunc returns
 		s.loop.RunProc(h, scopeProc{s})
 		return nil, nil
-	}, process.SpawnOptions{System: true, Context: ctx})
+	}, process.SpawnOptions{System: true, Context: ctx, MonitorBy: opts.MonitorBy})
 	if err != nil {
 		s.halt()
 		return nil, fmt.Errorf("pg scope %s: spawn scope process: %w", id, err)

@@ -80,12 +80,12 @@ func (GroupKind) Decode(d *registry.Decoder) any {
 }
 
 // Start implements registry.Starter.
-func (GroupKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (GroupKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	spec, ok := e.Spec.(*GroupSpec)
 	if !ok {
 		return nil, value.NewError(value.KindInvalid, "group %s: spec is a %T, not a *pool.GroupSpec", e.ID, e.Spec)
 	}
-	return StartGroup(ctx, env, e.ID, spec)
+	return StartGroup(ctx, env, e.ID, spec, opts)
 }
 
 // validate is the one set of rules of a group router's values, for a
@@ -151,7 +151,7 @@ func (b groupBehavior) Terminate(process.Context, process.Exit) {
 }
 
 // StartGroup runs a group router; the scope must be running.
-func StartGroup(ctx context.Context, env *registry.Env, id registry.ID, spec *GroupSpec) (*Group, error) {
+func StartGroup(ctx context.Context, env *registry.Env, id registry.ID, spec *GroupSpec, opts registry.StartOptions) (*Group, error) {
 	if err := spec.check(); err != nil {
 		return nil, value.NewError(value.KindInvalid, "group %s: %v", id, err)
 	}
@@ -169,7 +169,7 @@ func StartGroup(ctx context.Context, env *registry.Env, id registry.ID, spec *Gr
 		return nil, fmt.Errorf("group %s: %w", id, err)
 	}
 	g.scope.Store(s)
-	pid, err := env.Node.Spawn(groupBehavior{g}, process.SpawnOptions{System: true, Name: string(id)})
+	pid, err := env.Node.Spawn(groupBehavior{g}, process.SpawnOptions{System: true, Name: string(id), MonitorBy: opts.MonitorBy})
 	if err != nil {
 		return nil, fmt.Errorf("group %s: %w", id, err)
 	}

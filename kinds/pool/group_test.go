@@ -98,7 +98,7 @@ func (h *groupHarness) startGroupNamed(t *testing.T, id registry.ID, spec *Group
 	if spec.Strategy == "" {
 		spec.Strategy = RoundRobin
 	}
-	g, err := StartGroup(context.Background(), h.env, id, spec)
+	g, err := StartGroup(context.Background(), h.env, id, spec, registry.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestGroupScatterGather(t *testing.T) {
 		t.Errorf("no-reply-target %v", n)
 	}
 	// An empty group: nobody to scatter to.
-	g2, err := StartGroup(context.Background(), h.env, "app:empty", &GroupSpec{Scope: "app:pg", Group: "none", Strategy: ScatterGather, Timeout: time.Second})
+	g2, err := StartGroup(context.Background(), h.env, "app:empty", &GroupSpec{Scope: "app:pg", Group: "none", Strategy: ScatterGather, Timeout: time.Second}, registry.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +185,7 @@ func TestGroupScatterGather(t *testing.T) {
 	// Failing members: one aggregate.
 	h.member(t, &replica{fail: value.NewError(value.KindNotFound, "miss")}, "broken")
 	h.member(t, &replica{fail: value.NewError(value.KindNotFound, "miss")}, "broken")
-	g3, err := StartGroup(context.Background(), h.env, "app:broken", &GroupSpec{Scope: "app:pg", Group: "broken", Strategy: ScatterGather, Timeout: time.Second})
+	g3, err := StartGroup(context.Background(), h.env, "app:broken", &GroupSpec{Scope: "app:pg", Group: "broken", Strategy: ScatterGather, Timeout: time.Second}, registry.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestGroupConsistentHashAndBroadcast(t *testing.T) {
 	got := make(chan process.PID, 10)
 	h.member(t, &replica{log: got}, "all")
 	h.member(t, &replica{log: got}, "all")
-	b, err := StartGroup(context.Background(), h.env, "app:bcast", &GroupSpec{Scope: "app:pg", Group: "all", Strategy: Broadcast, Timeout: time.Second})
+	b, err := StartGroup(context.Background(), h.env, "app:bcast", &GroupSpec{Scope: "app:pg", Group: "all", Strategy: Broadcast, Timeout: time.Second}, registry.StartOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

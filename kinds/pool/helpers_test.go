@@ -141,7 +141,7 @@ func (h *harness) start(t testing.TB, spec *Spec) *Pool {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	p, err := Start(ctx, h.env, "app:pool", spec)
+	p, err := Start(ctx, h.env, "app:pool", spec, registry.StartOptions{})
 	if err != nil {
 		t.Fatalf("start: %v", err)
 	}

@@ -32,12 +32,12 @@ func (Kind) Name() string { return KindName }
 func (Kind) Decode(d *registry.Decoder) any { return decodeSpec(d) }
 
 // Start implements registry.Starter.
-func (Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	spec, ok := e.Spec.(*Spec)
 	if !ok {
 		return nil, value.NewError(value.KindInvalid, "pool %s: spec is a %T, not a *pool.Spec", e.ID, e.Spec)
 	}
-	return Start(ctx, env, e.ID, spec)
+	return Start(ctx, env, e.ID, spec, opts)
 }
 
 // Update applies a changed spec in place: size, timeout, interval and the

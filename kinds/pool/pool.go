@@ -164,7 +164,7 @@ func (b behavior) Terminate(process.Context, process.Exit) { b.p.teardown() }
 
 // Start runs a pool for spec under entry ID id, and returns once its
 // initial routees run.
-func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (*Pool, error) {
+func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, opts registry.StartOptions) (*Pool, error) {
 	if err := spec.check(); err != nil {
 		return nil, value.NewError(value.KindInvalid, "pool %s: %v", id, err)
 	}
@@ -189,7 +189,7 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec) (
 	p.publishView()
 	// Registered under its entry ID, like a process.lua service, so
 	// process.send("app:pool", ...) routes too.
-	pid, err := env.Node.Spawn(behavior{p}, process.SpawnOptions{System: true, Name: string(id)})
+	pid, err := env.Node.Spawn(behavior{p}, process.SpawnOptions{System: true, Name: string(id), MonitorBy: opts.MonitorBy})
 	if err != nil {
 		return nil, fmt.Errorf("pool %s: %w", id, err)
 	}

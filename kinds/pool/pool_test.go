@@ -317,7 +317,7 @@ func TestStartFailsWhenRouteesCannotSpawn(t *testing.T) {
 	h.reg.failSpawn.Store(true)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Size: 2, Strategy: RoundRobin, Timeout: time.Second})
+	_, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Size: 2, Strategy: RoundRobin, Timeout: time.Second}, registry.StartOptions{})
 	if err == nil || !strings.Contains(err.Error(), "pool app:pool") || !strings.Contains(err.Error(), "spawn routee app:worker") {
 		t.Fatalf("err %v", err)
 	}
@@ -325,7 +325,7 @@ func TestStartFailsWhenRouteesCannotSpawn(t *testing.T) {
 	// Two routees spawned, the third fails: the two are stopped again.
 	h.reg.failSpawn.Store(false)
 	h.reg.failAfter.Store(2)
-	_, err = Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Size: 3, Strategy: RoundRobin, Timeout: time.Second})
+	_, err = Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Size: 3, Strategy: RoundRobin, Timeout: time.Second}, registry.StartOptions{})
 	if err == nil {
 		t.Fatal("started with a routee missing")
 	}
@@ -333,7 +333,7 @@ func TestStartFailsWhenRouteesCannotSpawn(t *testing.T) {
 		t.Fatalf("%d spawned (%v)", h.reg.spawned.Load(), err)
 	}
 	eventually(t, "the spawned routees stopped", func() bool { return h.node.Count() == 0 })
-	if _, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Strategy: RoundRobin, Timeout: time.Second}); value.KindOf(err) != value.KindInvalid {
+	if _, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Strategy: RoundRobin, Timeout: time.Second}, registry.StartOptions{}); value.KindOf(err) != value.KindInvalid {
 		t.Errorf("size 0 without resizer: %v", err)
 	}
 }

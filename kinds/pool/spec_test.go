@@ -211,7 +211,7 @@ func TestStartValidatesGoResizer(t *testing.T) {
 			h := newHarness(t)
 			h.routee("app:worker", func() process.Behavior { return &worker{} })
 			spec := &Spec{Routee: "app:worker", Strategy: RoundRobin, Timeout: time.Second, Resizer: tc.rz}
-			p, err := Start(context.Background(), h.env, "app:pool", spec)
+			p, err := Start(context.Background(), h.env, "app:pool", spec, registry.StartOptions{})
 			if err == nil {
 				defer func() { _ = p.Stop(context.Background()) }()
 				_ = p.Tell("x")

@@ -51,12 +51,12 @@ func specOf(e *registry.Entry) (*Spec, error) {
 // registered under the entry's ID, as every entry's is (OTP registers
 // supervisors locally by name); trees nested in others (Spawn) are not,
 // since one entry may be instantiated many times.
-func (k *SupervisorKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k *SupervisorKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	spec, err := specOf(e)
 	if err != nil {
 		return nil, err
 	}
-	return Start(ctx, env, e.ID, spec, process.SpawnOptions{Name: string(e.ID)})
+	return Start(ctx, env, e.ID, spec, process.SpawnOptions{Name: string(e.ID), MonitorBy: opts.MonitorBy})
 }
 
 // Spawn implements registry.Template: a fresh tree with its own children,

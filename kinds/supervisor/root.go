@@ -71,7 +71,19 @@ type Root struct {
 type rootWatch struct {
 	id   registry.ID
 	inst registry.Instance
+	// gone: the instance's process had exited when Watch ran, and the
+	// root did not know whether it monitored it (see unseenGrace).
+	gone bool
 }
+
+// rootUnseen asks whether the EXIT of a process gone at its watch came.
+type rootUnseen struct{ pid process.PID }
+
+// unseenGrace is how long the root waits for the EXIT of an instance
+// whose process was gone when Watch ran. Monitored from its spawn, its
+// EXIT is sent by its teardown the moment after; if none comes, its kind
+// ignored StartOptions.MonitorBy and the exit is lost.
+const unseenGrace = time.Second
 
 type rootRestart struct {
 	id  registry.ID
@@ -124,16 +136,24 @@ func (r *Root) Exit() process.Exit { return r.exit() }
 // (starting) from one nobody will restart any more (failed).
 func (r *Root) Alive() bool { return r.node.Alive(r.pid) }
 
-// Watch implements runtime.Owner: the root starts monitoring inst. It
-// never blocks (the runtime calls it from its loop).
+// Watch implements runtime.Owner: the root starts watching inst, which
+// it monitors from its spawn (registry.StartOptions.MonitorBy is the
+// root's PID). It never blocks (the runtime calls it from its loop).
 func (r *Root) Watch(id registry.ID, inst registry.Instance) {
-	// Monitor now, on the caller's goroutine, so an instance that exits
-	// right after it starts (even normally) is seen with its real exit;
-	// the root may then get the EXIT before the watch message.
-	if err := r.node.Monitor(r.pid, inst.PID()); err != nil {
-		r.log.Error("root supervisor cannot monitor entry", "entry", string(id), "error", err)
+	pid := inst.PID()
+	monitored, alive := r.node.Monitors(r.pid, pid)
+	if alive && !monitored {
+		// Its kind ignored StartOptions.MonitorBy: monitor it now, on the
+		// caller's goroutine, and say so, since an exit of such an
+		// instance in the moment before this is lost. (Monitoring a
+		// process monitored from its spawn would deliver a second EXIT
+		// once it is gone, hence only here.)
+		r.log.Error("root supervisor: the kind of entry did not have the root monitor its instance from its spawn (registry.StartOptions.MonitorBy); monitoring it now", "entry", string(id), "pid", pid.String())
+		if err := r.node.Monitor(r.pid, pid); err != nil {
+			r.log.Error("root supervisor cannot monitor entry", "entry", string(id), "error", err)
+		}
 	}
-	if err := r.node.Send(r.pid, process.Message{Topic: "watch", Payload: rootWatch{id: id, inst: inst}}); err != nil {
+	if err := r.node.Send(r.pid, process.Message{Topic: "watch", Payload: rootWatch{id: id, inst: inst, gone: !alive}}); err != nil {
 		r.log.Error("root supervisor cannot watch entry", "entry", string(id), "error", err)
 	}
 }
@@ -152,7 +172,7 @@ type rootState struct {
 	r        *Root
 	p        *process.Proc
 	byPID    map[process.PID]rootRunning
-	early    map[process.PID]process.Event // EXITs that beat their watch message
+	early    earlyExits // EXITs that beat their watch message
 	attempts map[registry.ID]int
 	timers   map[registry.ID]rootTimer
 	own      map[process.PID]bool // instances of the root's own restarts, until watched
@@ -171,7 +191,7 @@ type rootRunning struct {
 }
 
 func (r *Root) run(p *process.Proc) (any, error) {
-	s := &rootState{r: r, p: p, byPID: map[process.PID]rootRunning{}, early: map[process.PID]process.Event{}, attempts: map[registry.ID]int{}, timers: map[registry.ID]rootTimer{}, own: map[process.PID]bool{}}
+	s := &rootState{r: r, p: p, byPID: map[process.PID]rootRunning{}, attempts: map[registry.ID]int{}, timers: map[registry.ID]rootTimer{}, own: map[process.PID]bool{}}
 	defer func() {
 		for _, t := range s.timers {
 			t.t.Stop()
@@ -212,7 +232,11 @@ func (r *Root) run(p *process.Proc) (any, error) {
 func (s *rootState) message(m process.Message) {
 	switch v := m.Payload.(type) {
 	case rootWatch:
-		s.watch(v.id, v.inst)
+		s.watch(v.id, v.inst, v.gone)
+	case rootUnseen:
+		if _, ok := s.byPID[v.pid]; ok {
+			s.event(process.Event{Kind: process.EventExit, From: v.pid, Exit: process.Exit{Err: process.ErrNoProcess}})
+		}
 	case rootRestart:
 		// Only the latest pending restart of an entry counts: an older
 		// one, already sent when it was superseded, is for an instance
@@ -225,7 +249,7 @@ func (s *rootState) message(m process.Message) {
 	}
 }
 
-func (s *rootState) watch(id registry.ID, inst registry.Instance) {
+func (s *rootState) watch(id registry.ID, inst registry.Instance, gone bool) {
 	pid := inst.PID()
 	if s.own[pid] {
 		delete(s.own, pid)
@@ -241,9 +265,13 @@ func (s *rootState) watch(id registry.ID, inst registry.Instance) {
 		delete(s.attempts, id)
 	}
 	s.byPID[pid] = rootRunning{id: id, since: time.Now()}
-	if e, ok := s.early[pid]; ok {
-		delete(s.early, pid)
+	if e, ok := s.early.take(pid); ok {
 		s.event(e)
+	} else if gone {
+		self, node := s.p.Self(), s.r.node
+		time.AfterFunc(unseenGrace, func() {
+			_ = node.Send(self, process.Message{Topic: "unseen", Payload: rootUnseen{pid: pid}})
+		})
 	}
 }
 
@@ -253,17 +281,17 @@ func (s *rootState) event(e process.Event) {
 	}
 	w, ok := s.byPID[e.From]
 	if !ok {
-		// Watch monitors before it sends the watch message, and every
-		// monitored PID is watched, so this EXIT's watch is on its way.
-		s.early[e.From] = e
+		// The instance is monitored from its spawn: this EXIT's watch
+		// is on its way, or it never comes (see earlyExits).
+		s.early.add(e)
 		return
 	}
 	delete(s.byPID, e.From)
 	if errors.Is(e.Exit.Err, process.ErrNoProcess) {
-		// The instance was gone before its monitor was in place: its
-		// own exit is lost to the root, so say what happened rather
-		// than a bare "no such process".
-		e.Exit.Err = fmt.Errorf("its process %s exited as soon as it started, before the root supervisor could monitor it (its crash report, if any, has the error): %w", e.From, e.Exit.Err)
+		// Its kind ignored MonitorBy, and it was gone by the time Watch
+		// could monitor it: its own exit is lost to the root, so say
+		// what happened rather than a bare "no such process".
+		e.Exit.Err = fmt.Errorf("its process %s exited as soon as it started, before the root supervisor could monitor it (its kind did not have it monitored from its spawn; its crash report, if any, has the error): %w", e.From, e.Exit.Err)
 	}
 	restart, err := s.r.rt.Exited(s.p.Context(), w.id, e.From, e.Exit)
 	if err != nil || !restart {

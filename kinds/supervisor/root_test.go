@@ -33,7 +33,7 @@ type rootTestInstance struct{ pid process.PID }
 
 func (i rootTestInstance) PID() process.PID { return i.pid }
 
-func (rootTestKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (rootTestKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		for {
 			m, err := p.Receive(context.Background())
@@ -47,7 +47,7 @@ func (rootTestKind) Start(ctx context.Context, env *registry.Env, e *registry.En
 				return "done", nil
 			}
 		}
-	}, process.SpawnOptions{})
+	}, process.SpawnOptions{MonitorBy: opts.MonitorBy})
 	return rootTestInstance{pid}, err
 }
 
@@ -64,6 +64,8 @@ func rootSetupLogged(t *testing.T, yaml string, log *slog.Logger) (*runtime.Runt
 	kinds.Register(rootTestKind{})
 	kinds.Register(rootLoopKind{})
 	kinds.Register(rootGoneKind{})
+	kinds.Register(rootGoneKind{ignore: true})
+	kinds.Register(rootLateKind{})
 	p := filepath.Join(t.TempDir(), "c.yaml")
 	if err := os.WriteFile(p, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
@@ -169,11 +171,11 @@ type rootLoopKind struct{}
 func (rootLoopKind) Name() string                 { return "roottest.loop" }
 func (rootLoopKind) Decode(*registry.Decoder) any { return nil }
 
-func (rootLoopKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (rootLoopKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		time.Sleep(20 * time.Millisecond)
 		return nil, errors.New("crashed again")
-	}, process.SpawnOptions{})
+	}, process.SpawnOptions{MonitorBy: opts.MonitorBy})
 	return rootTestInstance{pid}, err
 }
 
@@ -371,7 +373,7 @@ type rootQuickKind struct {
 func (rootQuickKind) Name() string                 { return "roottest.quick" }
 func (rootQuickKind) Decode(*registry.Decoder) any { return nil }
 
-func (k rootQuickKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k rootQuickKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
 	first := k.starts.Add(1) == 1
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		if !first {
@@ -383,7 +385,7 @@ func (k rootQuickKind) Start(ctx context.Context, env *registry.Env, e *registry
 			return nil, err
 		}
 		return nil, fmt.Errorf("crashed on %s", m.Topic)
-	}, process.SpawnOptions{})
+	}, process.SpawnOptions{MonitorBy: opts.MonitorBy})
 	if err != nil {
 		return nil, err
 	}
@@ -732,17 +734,27 @@ func TestReloadDropsAWaitingStart(t *testing.T) {
 	}
 }
 
-// rootGoneKind's instance has exited by the time Start returns: the root
-// cannot monitor it in time.
-type rootGoneKind struct{}
+// rootGoneKind's instance has exited by the time Start returns, as a
+// script's may that fails at once. Spawned with opts.MonitorBy unless
+// ignore is set (a kind that breaks registry.StartOptions' contract).
+type rootGoneKind struct{ ignore bool }
 
-func (rootGoneKind) Name() string                 { return "roottest.gone" }
+func (k rootGoneKind) Name() string {
+	if k.ignore {
+		return "roottest.gone_unmonitored"
+	}
+	return "roottest.gone"
+}
 func (rootGoneKind) Decode(*registry.Decoder) any { return nil }
 
-func (rootGoneKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry) (registry.Instance, error) {
+func (k rootGoneKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, opts registry.StartOptions) (registry.Instance, error) {
+	so := process.SpawnOptions{MonitorBy: opts.MonitorBy}
+	if k.ignore {
+		so.MonitorBy = process.PID{}
+	}
 	pid, err := env.Node.SpawnFunc(func(p *process.Proc) (any, error) {
 		return nil, errors.New("crashed at once")
-	}, process.SpawnOptions{})
+	}, so)
 	if err != nil {
 		return nil, err
 	}
@@ -752,17 +764,54 @@ func (rootGoneKind) Start(ctx context.Context, env *registry.Env, e *registry.En
 	return rootTestInstance{pid}, nil
 }
 
-// An instance that is gone before the root could monitor it is reported
-// as such, not as a bare "no such process", and still counts toward
-// max_attempts.
-func TestRootInstanceGoneBeforeItsMonitor(t *testing.T) {
-	rt, _ := rootSetup(t, "namespace: a\nentries:\n  - {name: s, kind: roottest.gone, lifecycle: {auto_start: true, restart: {initial_delay: 1ms, max_attempts: 2}}}\n")
-	rootWaitFor(t, "a:s failed", func() bool {
-		info, _ := rt.Info("a:s")
-		return info.Status == runtime.StatusFailed
+// An instance that is gone before its start returns is seen with its own
+// exit, since the root monitors it from its spawn, and counts toward
+// max_attempts; one of a kind that ignored StartOptions.MonitorBy is
+// reported as gone before its monitor, not as a bare "no such process".
+func TestRootInstanceGoneBeforeItsStartReturns(t *testing.T) {
+	for _, tc := range []struct {
+		kind, want string
+	}{
+		{"roottest.gone", "gave up after 2 restart attempts: crashed at once"},
+		{"roottest.gone_unmonitored", "gave up after 2 restart attempts: its process"},
+	} {
+		t.Run(tc.kind, func(t *testing.T) {
+			rt, _ := rootSetup(t, "namespace: a\nentries:\n  - {name: s, kind: "+tc.kind+", lifecycle: {auto_start: true, restart: {initial_delay: 1ms, max_attempts: 2}}}\n")
+			rootWaitFor(t, "a:s failed", func() bool {
+				info, _ := rt.Info("a:s")
+				return info.Status == runtime.StatusFailed
+			})
+			info, _ := rt.Info("a:s")
+			msg := info.Err.Error()
+			if !strings.Contains(msg, tc.want) {
+				t.Fatalf("error %q, want it to contain %q", msg, tc.want)
+			}
+			if gone := strings.Contains(msg, "exited as soon as it started, before the root supervisor could monitor it"); gone != (tc.kind == "roottest.gone_unmonitored") {
+				t.Fatalf("error %q", msg)
+			}
+		})
+	}
+}
+
+// rootLateKind ignores StartOptions.MonitorBy, and its instance lives: the
+// root monitors it late, says so, and still restarts it when it crashes.
+type rootLateKind struct{ rootTestKind }
+
+func (rootLateKind) Name() string { return "roottest.late" }
+
+func (k rootLateKind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, _ registry.StartOptions) (registry.Instance, error) {
+	return k.rootTestKind.Start(ctx, env, e, registry.StartOptions{})
+}
+
+func TestRootMonitorsLateWhatItsKindLeftUnmonitored(t *testing.T) {
+	var buf testutil.SyncBuffer
+	rt, _ := rootSetupLogged(t, "namespace: a\nentries:\n  - {name: s, kind: roottest.late, lifecycle: {auto_start: true, restart: {initial_delay: 1ms}}}\n", slog.New(slog.NewTextHandler(&buf, nil)))
+	old := rootCrash(t, rt, "a:s", "crash")
+	rootWaitFor(t, "a:s restarted", func() bool {
+		inst, ok := rt.Instance("a:s")
+		return ok && inst.PID() != old
 	})
-	info, _ := rt.Info("a:s")
-	if msg := info.Err.Error(); !strings.Contains(msg, "gave up after 2 restart attempts: its process") || !strings.Contains(msg, "exited as soon as it started, before the root supervisor could monitor it") {
-		t.Fatalf("error %q", msg)
+	if !strings.Contains(buf.String(), "did not have the root monitor its instance from its spawn") {
+		t.Fatalf("no line about the late monitor in:\n%s", buf.String())
 	}
 }

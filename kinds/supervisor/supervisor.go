@@ -66,6 +66,7 @@ type Supervisor struct {
 	logs      logging.Limiter // child exits: a crash loop is a few lines, then a count
 	met       *supMetrics
 	parent    process.PID
+	monitorBy process.PID // the spawner's monitor, dropped if the start fails
 	ancestors []registry.ID
 	pid       process.PID
 	owner     process.Owner // the supervisor's process; set before Start returns
@@ -126,18 +127,19 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 		return nil, fmt.Errorf("supervisor %s: %w", id, err)
 	}
 	s := &Supervisor{
-		id:       id,
-		callErrs: process.CallErrors{What: "supervisor " + string(id), Stopped: ErrStopped},
-		env:      env,
-		node:     env.Node,
-		met:      newSupMetrics(env.Metrics),
-		parent:   opts.LinkTo,
-		ran:      make(chan struct{}),
-		exited:   make(chan struct{}),
-		spec:     spec.withDefaults(),
-		byID:     map[string]*child{},
-		byPID:    map[process.PID]*child{},
-		spent:    map[string]ChildSpec{},
+		id:        id,
+		callErrs:  process.CallErrors{What: "supervisor " + string(id), Stopped: ErrStopped},
+		env:       env,
+		node:      env.Node,
+		met:       newSupMetrics(env.Metrics),
+		parent:    opts.LinkTo,
+		monitorBy: opts.MonitorBy,
+		ran:       make(chan struct{}),
+		exited:    make(chan struct{}),
+		spec:      spec.withDefaults(),
+		byID:      map[string]*child{},
+		byPID:     map[process.PID]*child{},
+		spent:     map[string]ChildSpec{},
 	}
 	s.kind = s.spec.Kind
 	if env.Logger != nil {
@@ -383,6 +385,12 @@ func (s *Supervisor) run(h *process.Proc, initDone chan<- error) (any, error) {
 		close(s.ran)
 	}()
 	if err := s.startInitial(); err != nil {
+		// The spawner learns of the failure from Start's error: its
+		// monitor goes first, or the exit reaches it too, as that of an
+		// instance it was never given (registry.StartOptions).
+		if !s.monitorBy.IsZero() {
+			s.node.Demonitor(s.monitorBy, s.pid)
+		}
 		s.publishStatus(StatusFailed)
 		s.exitErr.Store(&err)
 		initDone <- err
