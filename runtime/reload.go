@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -77,14 +78,20 @@ func (rt *Runtime) Reload(ctx context.Context, l *config.Loader, paths ...string
 // reload is Reload. With quiet (the watcher's look again at what it has
 // just started to watch, which nobody asked for) an applied reload that
 // changed nothing is neither counted nor recorded in the history: the
-// last reload stays the last one that did something.
+// last reload stays the last one that did something. Nor is a rejection
+// with the errors of the last attempt's (the files as broken as they
+// were): its error then also holds errRejectedAgain.
 func (rt *Runtime) reload(ctx context.Context, l *config.Loader, quiet bool, paths ...string) (*config.Config, ReloadSummary, error) {
 	defer rt.history.begin()()
 	cfg, err := l.LoadContext(ctx, paths...)
 	if err != nil {
 		if ctx.Err() == nil && !config.Transient(err) {
+			a := rejectedAttempt(err)
+			if last, ok := rt.LastReload(); quiet && ok && last.Result == ReloadRejected && slices.Equal(last.Errors, a.Errors) {
+				return nil, ReloadSummary{}, errors.Join(errRejectedAgain, err)
+			}
 			rt.reloads.WithLabelValues(ReloadRejected).Inc()
-			rt.history.record(rejectedAttempt(err))
+			rt.history.record(a)
 		}
 		return nil, ReloadSummary{}, err
 	}
@@ -94,6 +101,10 @@ func (rt *Runtime) reload(ctx context.Context, l *config.Loader, quiet bool, pat
 	}
 	return cfg, sum, nil
 }
+
+// errRejectedAgain marks a quiet reload's rejection that repeats the last
+// attempt's (see reload).
+var errRejectedAgain = errors.New("rejected again, as the last reload was")
 
 // Apply puts cfg in force in place of the running configuration: entries
 // are matched by ID and compared by Digest. Removed entries stop (reverse

@@ -509,6 +509,10 @@ func (w *Watcher) reload(cause string) reloadOutcome {
 			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, retry: true, err: err}
 		}
 		var es config.Errors
+		if errors.As(err, &es) && errors.Is(err, errRejectedAgain) {
+			w.log.Debug("rescan: the configuration is as invalid as the last reload found it; nothing changed", "errors", len(es), "cause", cause)
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, err: err}
+		}
 		if errors.As(err, &es) {
 			w.log.Error("reload rejected: the new configuration is invalid; nothing changed", "errors", len(es), "cause", cause)
 			for _, e := range es {

@@ -163,3 +163,47 @@ func TestWatchQuietRescanAtStart(t *testing.T) {
 		t.Fatalf("after a save: a:x %v (was %v), %v reloads counted", r.pid("a:x"), x, r.applied())
 	}
 }
+
+// A rescan that finds the configuration as broken as the reload before it
+// found it is no second rejection: it is neither counted nor recorded nor
+// logged at error again. (A save that broke the files and made a
+// directory had them rejected twice: by the reload, then by the rescan of
+// the new directory.) Broken in another way, it is a rejection again.
+func TestWatchQuietRescanOfARejectedConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		atRescan      string // the field the files are broken with when the rescan loads them
+		wantRejected  float64
+		wantErrorLogs int
+	}{
+		{"as broken as before", "nonsense", 1, 0},
+		{"broken another way", "other_nonsense", 2, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
+			broken := func(field string) {
+				r.write("c.yaml", watchBase+"  - {name: y, kind: test.svc, "+field+": 1}\n")
+			}
+			// A reload rejected before the watcher starts is the last
+			// attempt its start-up rescan finds.
+			broken("nonsense")
+			if _, _, err := r.rt.Reload(context.Background(), r.loader, r.dir); err == nil {
+				t.Fatal("the broken files were not rejected")
+			}
+			broken(tc.atRescan)
+			quiet, logs := r.watchQuiet()
+			waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
+			quiet.fire()
+			rejections := func() int {
+				return len(logs.find(slog.LevelError, "reload rejected: the new configuration is invalid; nothing changed"))
+			}
+			waitUntil(t, "the rescan done", func() bool {
+				return rejections() == 1 || len(logs.find(slog.LevelDebug, "rescan: the configuration is as invalid as the last reload found it; nothing changed")) == 1
+			})
+			if rejections() != tc.wantErrorLogs || r.rejected() != tc.wantRejected || len(r.rt.ReloadHistory()) != int(tc.wantRejected) {
+				t.Fatalf("after the rescan: %d rejections logged, %v counted, %d recorded; want %d, %v, %v:\n%s",
+					rejections(), r.rejected(), len(r.rt.ReloadHistory()), tc.wantErrorLogs, tc.wantRejected, tc.wantRejected, logs)
+			}
+		})
+	}
+}
