@@ -267,6 +267,11 @@ func TestOutdatedProcesses(t *testing.T) {
 	if !strings.Contains(r.logs.String(), `"entries":"a:w=1"`) {
 		t.Fatalf("warning line: %s", r.logs.String())
 	}
+	// The watcher's quiet look again, which changes nothing, does not
+	// warn of them again: the reload that left them did.
+	if sum, err := r.rt.applyConfig(context.Background(), r.rt.Config(), true); err != nil || sum.Outdated != 1 || warnings() != 1 {
+		t.Fatalf("a quiet apply: %+v, %v, %d warnings", sum, err, warnings())
+	}
 	if v, ok := testutil.MetricSeries(t, r.rt.opts.Metrics, "runner_outdated_processes", map[string]string{"entry": "a:w"}); !ok || v != 1 {
 		t.Fatalf("runner_outdated_processes{entry=a:w} %v (present %v)", v, ok)
 	}

@@ -137,6 +137,12 @@ func (rt *Runtime) applyConfig(ctx context.Context, cfg *config.Config, quiet bo
 			res <- sum
 			return
 		}
+		// Not for a quiet look again that changed nothing: the processes
+		// left on old code were warned about by the reload that left them.
+		if sum.Outdated > 0 {
+			rt.log.Warn("reload left processes on old code: they run their old definition until they exit or are renewed",
+				"outdated", sum.Outdated, "entries", outdatedText(sum.OutdatedBy))
+		}
 		// Recorded on the loop, before any exit it reports: a crash of
 		// what the reload started amends this attempt (settle.go).
 		rt.reloads.WithLabelValues(ReloadApplied).Inc()
@@ -339,10 +345,6 @@ func (rt *Runtime) apply(ctx context.Context, cfg *config.Config) ReloadSummary 
 	sum.OutdatedBy = rt.outdatedAll()
 	for _, n := range sum.OutdatedBy {
 		sum.Outdated += n
-	}
-	if sum.Outdated > 0 {
-		rt.log.Warn("reload left processes on old code: they run their old definition until they exit or are renewed",
-			"outdated", sum.Outdated, "entries", outdatedText(sum.OutdatedBy))
 	}
 	for _, l := range [][]registry.ID{sum.Added, sum.Updated, sum.Restarted, sum.Removed, sum.Unchanged, sum.Failed} {
 		slices.Sort(l)
