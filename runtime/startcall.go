@@ -3,8 +3,10 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
+	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/value"
 )
@@ -20,6 +22,13 @@ import (
 // startGrace is how long past its start timeout a kind that does not
 // honor its context is waited for before the start is abandoned.
 const startGrace = time.Second
+
+// The claims on a start's result (see callStart).
+const (
+	startPending int32 = iota
+	startDelivered
+	startAbandoned
+)
 
 type startResult struct {
 	inst registry.Instance
@@ -46,13 +55,18 @@ func (rt *Runtime) callStart(ctx context.Context, st registry.Starter, e *regist
 		// still seen with its own exit, not as "no such process".
 		opts.MonitorBy = ob.o.PID()
 	}
+	// Who has the start's result: the start's goroutine claims it as
+	// delivered, or callStart as abandoned, whichever comes first. The
+	// instance of an abandoned start is never watched: the owner would
+	// take it for one the runtime started itself and drop the restart it
+	// has pending for the entry (and its attempt count), and the orphan
+	// stops it anyway.
+	var claim atomic.Int32 // startPending, startDelivered, startAbandoned
 	go func() {
 		inst, err := rt.runStart(sctx, st, e, opts)
-		if err == nil && ob != nil {
+		if claim.CompareAndSwap(startPending, startDelivered) && err == nil && ob != nil {
 			// The owner watches at once, on this goroutine, and monitors
-			// there what the kind left to it. One whose start is then
-			// abandoned is stopped by the orphan, and that exit the
-			// owner is told is not current.
+			// there what the kind left to it.
 			ob.o.Watch(e.ID, inst)
 		}
 		res <- startResult{inst, err}
@@ -71,8 +85,15 @@ func (rt *Runtime) callStart(ctx context.Context, st registry.Starter, e *regist
 	case <-late.C:
 		why = value.NewError(value.KindTimeout, "did not start within its start timeout of %s", d)
 	}
+	if !claim.CompareAndSwap(startPending, startAbandoned) {
+		// The start ended just now, and its instance is watched: it is
+		// the result, as if it had come first.
+		r := <-res
+		cancel()
+		return r.inst, r.err
+	}
 	cancel()
-	rt.abandonStart(e, res)
+	rt.abandonStart(e, res, opts.MonitorBy)
 	return nil, fmt.Errorf("start %s abandoned: %w", e.ID, why)
 }
 
@@ -101,10 +122,19 @@ func (rt *Runtime) runStart(ctx context.Context, st registry.Starter, e *registr
 // orphan goroutine that stops the instance if one comes. A process
 // already registered under e's ID is the instance being started (a
 // process.lua entry's, waiting in its init): it is killed, so the start
-// ends now rather than at its timeout.
-func (rt *Runtime) abandonStart(e *registry.Entry, res <-chan startResult) {
-	if pid, ok := rt.opts.Node.Whereis(string(e.ID)); ok {
-		_ = rt.opts.Node.Kill(pid)
+// ends now rather than at its timeout. Both drop the monitor of
+// monitorBy (the owner, StartOptions.MonitorBy) first: the owner is never
+// told of the instance, so its exit is nothing of the owner's.
+func (rt *Runtime) abandonStart(e *registry.Entry, res <-chan startResult, monitorBy process.PID) {
+	node := rt.opts.Node
+	drop := func(pid process.PID) {
+		if !monitorBy.IsZero() {
+			node.Demonitor(monitorBy, pid)
+		}
+	}
+	if pid, ok := node.Whereis(string(e.ID)); ok {
+		drop(pid)
+		_ = node.Kill(pid)
 	}
 	rt.log.Warn("start abandoned", "entry", string(e.ID))
 	rt.orphans.Add(1)
@@ -114,6 +144,7 @@ func (rt *Runtime) abandonStart(e *registry.Entry, res <-chan startResult) {
 		if r.inst == nil {
 			return
 		}
+		drop(r.inst.PID())
 		if err := rt.stopInstance(e.ID, e, r.inst); err != nil {
 			rt.log.Warn("the instance of an abandoned start did not stop cleanly", "entry", string(e.ID), "error", e.ShowError(err))
 		}

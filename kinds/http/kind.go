@@ -159,13 +159,20 @@ func StartRoute(ctx context.Context, env *registry.Env, id registry.ID, spec *Ro
 		return nil, fmt.Errorf("http route %s: spawn: %w", id, err)
 	}
 	rt.pid = pid
-	if err := env.Node.Monitor(pid, srv.PID()); err != nil {
+	// A failed start drops the supervisor's monitor before it stops the
+	// process: the error tells of it (registry.StartOptions).
+	fail := func(err error) (*Route, error) {
+		if !opts.MonitorBy.IsZero() {
+			env.Node.Demonitor(opts.MonitorBy, pid)
+		}
 		_, _ = env.Node.Stop(ctx, pid)
 		return nil, fmt.Errorf("http route %s: %w", id, err)
 	}
+	if err := env.Node.Monitor(pid, srv.PID()); err != nil {
+		return fail(err)
+	}
 	if err := srv.setRoute(ctx, id, spec); err != nil {
-		_, _ = env.Node.Stop(ctx, pid)
-		return nil, fmt.Errorf("http route %s: %w", id, err)
+		return fail(err)
 	}
 	return rt, nil
 }

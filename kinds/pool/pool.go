@@ -116,6 +116,9 @@ type Pool struct {
 	core
 	env   *registry.Env
 	gauge prometheus.Gauge
+	// monitorBy is the start's supervisor (registry.StartOptions): a
+	// failed start drops its monitor before the process ends.
+	monitorBy process.PID
 
 	cfg  atomic.Pointer[config]
 	snap atomic.Pointer[snapshot]
@@ -174,12 +177,13 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 			what: "pool", id: id, node: env.Node, log: env.EntryLogger(id), met: met,
 			routed: met.routed.WithLabelValues(string(id), string(spec.Strategy)),
 		},
-		env:      env,
-		gauge:    met.routees.WithLabelValues(string(id)),
-		ready:    make(chan error, 1),
-		spec:     spec,
-		byPID:    map[process.PID]*slot{},
-		retiring: map[process.PID]*retiree{},
+		env:       env,
+		monitorBy: opts.MonitorBy,
+		gauge:     met.routees.WithLabelValues(string(id)),
+		ready:     make(chan error, 1),
+		spec:      spec,
+		byPID:     map[process.PID]*slot{},
+		retiring:  map[process.PID]*retiree{},
 	}
 	if spec.Resizer != nil {
 		p.rz = newResizer(*spec.Resizer, nil)
@@ -203,6 +207,9 @@ func Start(ctx context.Context, env *registry.Env, id registry.ID, spec *Spec, o
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		p.stopping.Store(true)
+		if !opts.MonitorBy.IsZero() {
+			env.Node.Demonitor(opts.MonitorBy, pid)
+		}
 		_, _ = env.Node.Stop(sctx, pid)
 		return nil, fmt.Errorf("pool %s: start: %w", id, ctx.Err())
 	}
@@ -214,7 +221,11 @@ func (p *Pool) init(self process.PID, owner process.Owner) error {
 	for i := 0; i < p.spec.Size; i++ {
 		if err := p.addSlot(); err != nil {
 			// Returning the error ends the process; its Terminator
-			// (teardown) stops the routees spawned so far.
+			// (teardown) stops the routees spawned so far. Start's error
+			// tells of it: the supervisor's monitor goes first.
+			if !p.monitorBy.IsZero() {
+				p.env.Node.Demonitor(p.monitorBy, self)
+			}
 			p.ready <- err
 			return err
 		}
