@@ -51,10 +51,11 @@ type StartOptions struct {
 	// start returns (a script's, a supervisor's whose children keep
 	// failing, a route's whose server went), and only a monitor in place
 	// from the spawn sees that exit with its reason. A start that fails
-	// after the spawn had better drop the monitor before its process
-	// exits (process.Node.Demonitor), as lua's and the supervisor's do:
-	// the EXIT of an instance the root is never given is only forgotten
-	// past a bound (kinds/supervisor's earlyExits). A kind
+	// after the spawn drops the monitor before its process exits
+	// (process.Node.Demonitor), as every shipped kind's does, and so does
+	// the runtime for a start it abandons: the EXIT of an instance the
+	// root is never given is only forgotten past a bound
+	// (kinds/supervisor's earlyExits). A kind
 	// that ignores MonitorBy is monitored late, with an error logged, and
 	// an exit before that is reported without its reason.
 	MonitorBy process.PID

@@ -85,6 +85,9 @@ func (k Kind) Start(ctx context.Context, env *registry.Env, e *registry.Entry, s
 	// is (OTP's pg registers its scope by name), on one node too; in a
 	// cluster the distribution already did (peers address it by name).
 	if err := env.Node.Register(string(e.ID), s.pid); err != nil {
+		if !so.MonitorBy.IsZero() {
+			env.Node.Demonitor(so.MonitorBy, s.pid) // the error tells of it
+		}
 		_ = s.Stop(context.Background())
 		return nil, fmt.Errorf("pg scope %s: %w", e.ID, err)
 	}

@@ -177,6 +177,9 @@ func StartGroup(ctx context.Context, env *registry.Env, id registry.ID, spec *Gr
 	case <-g.ready:
 		return g, nil
 	case <-ctx.Done():
+		if !opts.MonitorBy.IsZero() {
+			env.Node.Demonitor(opts.MonitorBy, pid) // the error tells of it
+		}
 		_ = env.Node.Kill(pid)
 		return nil, fmt.Errorf("group %s: start: %w", id, ctx.Err())
 	}

@@ -10,8 +10,9 @@ const maxEarlyExits = 256
 // An instance is monitored from its spawn (registry.StartOptions), so its
 // EXIT can come before the runtime has called Watch, which it does the
 // moment the start returns. Most such EXITs are taken within
-// microseconds; one whose watch never comes is of a start that failed or
-// was abandoned after the spawn, by a kind that did not drop its monitor.
+// microseconds; one whose watch never comes is of a start that failed
+// after the spawn, by a kind that did not drop its monitor (the shipped
+// kinds and the runtime's abandoned starts drop it).
 // Those must not pile up in a node that runs for months: past
 // maxEarlyExits the oldest goes. Starts run one at a time on the
 // runtime's loop, so the EXIT whose watch is on its way is among the
