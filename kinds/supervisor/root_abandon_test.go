@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
-	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/runtime"
 )
@@ -57,24 +54,12 @@ func TestAbandonedRestartsLateInstanceKeepsThePendingRestart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := process.NewNode(process.Options{Name: "crashtest"})
-	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds})
-	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.SetOwner(root)
-	if err := rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	rt, _ := rootStart(t, kinds, cfg, nil)
 	released := false
-	t.Cleanup(func() {
+	t.Cleanup(func() { // before rootStart's: a blocked Start holds the runtime's stop
 		if !released {
 			close(k.release)
 		}
-		rt.Stop(context.Background())
-		root.Stop(context.Background())
-		goleak.VerifyNone(t)
 	})
 	first := rootCrash(t, rt, "a:s", "crash")
 	// The first restart (after 3 s) blocks in Start and is abandoned 1.1 s

@@ -10,11 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
 	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
-	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/runtime"
 )
@@ -56,21 +53,7 @@ func TestReloadReplacesAnEntryWhileItCrashes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	node := process.NewNode(process.Options{Name: "crashtest"})
-	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds})
-	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.SetOwner(root)
-	t.Cleanup(func() {
-		rt.Stop(context.Background())
-		root.Stop(context.Background())
-		goleak.VerifyNone(t)
-	})
-	if err := rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	rt, _ := rootStart(t, kinds, cfg, nil)
 	var before int32
 	reload := func(kind string) {
 		t.Helper()

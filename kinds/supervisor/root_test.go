@@ -74,6 +74,14 @@ func rootSetupLogged(t *testing.T, yaml string, log *slog.Logger) (*runtime.Runt
 	if err != nil {
 		t.Fatal(err)
 	}
+	return rootStart(t, kinds, cfg, log)
+}
+
+// rootStart starts cfg of kinds on a runtime of a new node under a root
+// supervisor (log: nil for the default logger), and stops both, checking
+// for leaks, when the test ends.
+func rootStart(t *testing.T, kinds *registry.Registry, cfg *config.Config, log *slog.Logger) (*runtime.Runtime, *Root) {
+	t.Helper()
 	node := process.NewNode(process.Options{Name: "root-test"})
 	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds, Logger: log})
 	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }, Logger: log})
@@ -81,14 +89,14 @@ func rootSetupLogged(t *testing.T, yaml string, log *slog.Logger) (*runtime.Runt
 		t.Fatal(err)
 	}
 	rt.SetOwner(root)
-	if err := rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
 	t.Cleanup(func() {
 		rt.Stop(context.Background())
 		root.Stop(context.Background())
 		goleak.VerifyNone(t)
 	})
+	if err := rt.Start(context.Background(), cfg); err != nil {
+		t.Fatal(err)
+	}
 	return rt, root
 }
 
