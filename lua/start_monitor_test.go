@@ -5,65 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/proctor-run/proctor/process"
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/registry"
 )
-
-// exitCounter spawns a process that counts the EXITs it got; ask
-// returns how many came from pid so far (the zero PID: from any).
-func exitCounter(t *testing.T, n *process.Node) (process.PID, func(pid process.PID) int) {
-	t.Helper()
-	type ask struct {
-		pid   process.PID
-		reply chan int
-	}
-	seen := map[process.PID]int{}
-	w, err := n.SpawnFunc(func(p *process.Proc) (any, error) {
-		for {
-			m, err := p.Receive(p.Context())
-			if err != nil {
-				return nil, nil
-			}
-			for {
-				e, ok := p.TryEvent()
-				if !ok {
-					break
-				}
-				if e.Kind == process.EventExit {
-					seen[e.From]++
-				}
-			}
-			if a, ok := m.Payload.(ask); ok {
-				total := 0
-				for _, c := range seen {
-					total += c
-				}
-				if a.pid.IsZero() {
-					a.reply <- total
-				} else {
-					a.reply <- seen[a.pid]
-				}
-			}
-		}
-	}, process.SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = n.Kill(w) })
-	return w, func(pid process.PID) int {
-		r := make(chan int, 1)
-		if err := n.Send(w, process.Message{Topic: "ask", Payload: ask{pid, r}}); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case c := <-r:
-			return c
-		case <-time.After(10 * time.Second):
-			t.Fatal("watcher did not answer")
-			return 0
-		}
-	}
-}
 
 // a Lua start that fails after the spawn must drop the spawner's
 // monitor before its process exits (registry.StartOptions), or the root
@@ -75,7 +19,7 @@ func exitCounter(t *testing.T, n *process.Node) (process.PID, func(pid process.P
 func TestFailedLuaStartLeavesNoExitForItsMonitor(t *testing.T) {
 	h := newHarness(t)
 	node := h.Env.Node
-	w, exits := exitCounter(t, node)
+	w, events := kindtest.EventWatcher(t, node)
 	host := h.Kind.(*Host)
 
 	t.Run("init raises", func(t *testing.T) {
@@ -84,7 +28,7 @@ func TestFailedLuaStartLeavesNoExitForItsMonitor(t *testing.T) {
 		if err == nil {
 			t.Fatal("start succeeded")
 		}
-		if n := exits(process.PID{}); n != 0 {
+		if n := len(events()); n != 0 {
 			t.Errorf("the monitor of a start that failed got %d EXIT(s) (held by the root's earlyExits)", n)
 		}
 	})
@@ -101,7 +45,7 @@ func TestFailedLuaStartLeavesNoExitForItsMonitor(t *testing.T) {
 				<-done
 			}
 		}
-		if n := exits(process.PID{}); n != 0 {
+		if n := len(events()); n != 0 {
 			t.Errorf("the monitor of a start that timed out got %d EXIT(s) (held by the root's earlyExits)", n)
 		}
 	})

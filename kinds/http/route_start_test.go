@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/internal/testutil"
 	httpkind "github.com/proctor-run/proctor/kinds/http"
 	"github.com/proctor-run/proctor/process"
@@ -22,50 +23,15 @@ func TestRouteWhoseServerIsGone(t *testing.T) {
 	n := start(t, base)
 	srv := n.server("app:web")
 	node := n.rt.Env().Node
-	// The watcher passes on its EXITs each time it is asked ("drain").
-	seen := make(chan process.Event, 16)
-	drained := make(chan struct{}, 16)
-	w, err := node.SpawnFunc(func(p *process.Proc) (any, error) {
-		for {
-			if _, err := p.Receive(p.Context()); err != nil {
-				return nil, nil
-			}
-			for {
-				e, ok := p.TryEvent()
-				if !ok {
-					break
-				}
-				seen <- e
-			}
-			drained <- struct{}{}
-		}
-	}, process.SpawnOptions{})
-	drain := func() {
-		t.Helper()
-		if err := node.Send(w, process.Message{Topic: "drain"}); err != nil {
-			t.Fatal(err)
-		}
-		select {
-		case <-drained:
-		case <-time.After(10 * time.Second):
-			t.Fatal("the watcher did not drain")
-		}
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer node.Kill(w)
+	w, events := kindtest.EventWatcher(t, node)
 	// A route whose start fails after its spawn, its server alive (its
 	// pattern conflicts with app:any's): no EXIT of its process may reach
 	// the monitor.
 	if _, err := httpkind.StartRoute(context.Background(), n.rt.Env(), "app:conflict", &httpkind.RouteSpec{Server: "app:web", Path: "/conflict", To: "app:echo"}, registry.StartOptions{MonitorBy: w}); err == nil {
 		t.Fatal("a conflicting route started")
 	}
-	drain()
-	select {
-	case e := <-seen:
+	for _, e := range events() {
 		t.Errorf("failed start (conflict): the monitor got an EXIT of %s (%v): the root would hold it in earlyExits", e.From, e.Exit.Err)
-	default:
 	}
 	_ = node.Kill(srv.PID())
 	if done, _, ok := node.Done(srv.PID()); ok {
@@ -74,32 +40,22 @@ func TestRouteWhoseServerIsGone(t *testing.T) {
 	route, err := httpkind.StartRoute(context.Background(), n.rt.Env(), "app:route", &httpkind.RouteSpec{Server: "app:web", Methods: []string{"GET"}, Path: "/zz/route", To: "app:echo"}, registry.StartOptions{MonitorBy: w})
 	if err == nil {
 		// Started: its process must go, with a reason, and be the EXIT.
-		var e process.Event
+		var got []process.Event
 		testutil.EventuallyWithin(t, 10*time.Second, "the route of a gone server to exit", func() bool {
-			drain()
-			select {
-			case e = <-seen:
-				return true
-			default:
-				return false
-			}
+			got = append(got, events()...)
+			return len(got) > 0
 		})
-		{
-			if e.From != route.PID() {
-				t.Fatalf("EXIT of %s, want the route's %s", e.From, route.PID())
-			}
-			t.Logf("route started, then exited: %v", e.Exit.Err)
+		if e := got[0]; e.From != route.PID() {
+			t.Fatalf("EXIT of %s, want the route's %s", e.From, route.PID())
 		}
+		t.Logf("route started, then exited: %v", got[0].Exit.Err)
 		return
 	}
 	t.Logf("start failed: %v", err)
 	// The start failed: no EXIT of its process may reach the monitor. Its
 	// process is stopped before StartRoute returns, so its EXIT, if any,
 	// is queued by now.
-	drain()
-	select {
-	case e := <-seen:
+	for _, e := range events() {
 		t.Errorf("the monitor of a route whose start failed got an EXIT of %s (%v): the root would hold it in earlyExits", e.From, e.Exit.Err)
-	default:
 	}
 }

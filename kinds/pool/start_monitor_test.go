@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/proctor-run/proctor/internal/kindtest"
 	"github.com/proctor-run/proctor/process"
 	"github.com/proctor-run/proctor/registry"
 )
@@ -18,49 +19,14 @@ func TestFailedPoolStartLeavesNoExitForItsMonitor(t *testing.T) {
 	h := newHarness(t)
 	h.routee("app:worker", func() process.Behavior { return &replica{} })
 	h.reg.failSpawn.Store(true)
-	seen := make(chan process.Event, 16)
-	drained := make(chan struct{}, 16)
-	w, err := h.node.SpawnFunc(func(p *process.Proc) (any, error) {
-		for {
-			if _, err := p.Receive(p.Context()); err != nil {
-				return nil, nil
-			}
-			for {
-				e, ok := p.TryEvent()
-				if !ok {
-					break
-				}
-				seen <- e
-			}
-			drained <- struct{}{}
-		}
-	}, process.SpawnOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		if done, _, ok := h.node.Done(w); ok {
-			_ = h.node.Kill(w)
-			<-done
-		}
-	}()
+	w, events := kindtest.EventWatcher(t, h.node)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	if _, err := Start(ctx, h.env, "app:pool", &Spec{Routee: "app:worker", Size: 2, Strategy: RoundRobin, Timeout: time.Second}, registry.StartOptions{MonitorBy: w}); err == nil {
 		t.Fatal("the pool started")
 	}
 	eventually(t, "only the watcher left", func() bool { return h.node.Count() == 1 })
-	if err := h.node.Send(w, process.Message{Topic: "drain"}); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-drained:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the watcher did not drain")
-	}
-	select {
-	case e := <-seen:
+	for _, e := range events() {
 		t.Errorf("the monitor of a pool whose start failed got an EXIT of %s (%v): the root would hold it in earlyExits", e.From, e.Exit.Err)
-	default:
 	}
 }
