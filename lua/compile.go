@@ -62,26 +62,47 @@ func Compile(name string, src []byte) (*Compiled, error) {
 
 // syntaxError renders a parse error as name:line:col: message. The parser
 // places some errors badly: at the end of the input it gives no position
-// at all, and a token the scanner cannot read (an unterminated string, a
-// byte that starts no token, such as one that is not UTF-8) is placed
-// where the scanner gave up, often on the next line at column 0. The
-// tokens are scanned again to place them: at the token's first byte, and
-// at the end of the input at the innermost construct left open, which is
-// where the reader must look ('{' on line 3, not the last line).
+// at all, a token the scanner cannot read (an unterminated string, a byte
+// that starts no token, such as one that is not UTF-8) is placed where the
+// scanner gave up, often on the next line at column 0, and any other token
+// at its last character. The tokens are scanned again to place them: at
+// the token's first byte, and at the end of the input at the innermost
+// construct left open, which is where the reader must look ('{' on line 3,
+// not the last line). A statement after a return or break in the same
+// block (a debugging return left in, code after a module's return) is
+// said as C Lua says it, with what the block needed instead: "'end'
+// expected (to close 'function' at line 1) near 'x'", "'<eof>' expected".
 func syntaxError(name string, src []byte, pe *parse.Error) error {
 	msg := strings.TrimSpace(pe.Message)
 	eof := pe.Pos.Line == parse.EOF
-	open, bad, lexErr := rescan(name, src, pe.Pos, !eof)
+	sc := rescan(name, src, pe.Pos, !eof)
 	switch {
-	case lexErr != nil && (eof || !before(pe.Pos, bad.Pos)):
+	case sc.err != nil && (eof || !before(pe.Pos, sc.bad.Pos)):
 		// The parser's error is the scanner's, at the token that failed.
-		return fmt.Errorf("%s:%d:%d: %s%s", name, bad.Pos.Line, max(bad.Pos.Column, 1), msg, near(pe.Token))
-	case eof && open != nil:
-		return fmt.Errorf("%s:%d:%d: unexpected end of file: '%s' is not closed", name, open.Pos.Line, open.Pos.Column, open.Str)
+		return fmt.Errorf("%s:%d:%d: %s%s", name, sc.bad.Pos.Line, max(sc.bad.Pos.Column, 1), msg, near(pe.Token))
+	case eof && sc.open != nil:
+		return fmt.Errorf("%s:%d:%d: unexpected end of file: '%s' is not closed", name, sc.open.Pos.Line, sc.open.Pos.Column, sc.open.Str)
 	case eof:
 		return fmt.Errorf("%s:%d: unexpected end of file: %s", name, lastLine(src), msg)
 	}
-	return fmt.Errorf("%s:%d:%d: %s%s", name, pe.Pos.Line, pe.Pos.Column, msg, near(pe.Token))
+	pos := pe.Pos
+	if sc.found {
+		pos = sc.at.Pos
+	}
+	if sc.ender != "" {
+		want, closes := "'<eof>'", ""
+		if sc.block != nil {
+			want = "'end'"
+			if sc.block.Type == parse.TRepeat {
+				want = "'until'"
+			}
+			if sc.block.Pos.Line != pos.Line {
+				closes = fmt.Sprintf(" (to close '%s' at line %d)", sc.block.Str, sc.block.Pos.Line)
+			}
+		}
+		return fmt.Errorf("%s:%d:%d: %s expected%s%s: a %s must be the last statement of its block", name, pos.Line, pos.Column, want, closes, near(pe.Token), sc.ender)
+	}
+	return fmt.Errorf("%s:%d:%d: %s%s", name, pos.Line, pos.Column, msg, near(pe.Token))
 }
 
 // maxNearToken is the most of a token a syntax error quotes: a string
@@ -106,31 +127,78 @@ func before(a, b ast.Position) bool {
 	return a.Line < b.Line || a.Line == b.Line && a.Column < b.Column
 }
 
-// rescan reads src's tokens. It returns the innermost bracket or block
-// still open at the end of the input (nil when nothing is, or when the
-// nesting cannot be followed), and the token the scanner failed on with
-// its error. Past parse.MaxSyntaxLevels open constructs it gives up (the
-// parser refuses a chunk nested that deep): a source of millions of '{'
-// would otherwise hold a token for each, gigabytes for 4 MiB. When stop is
-// set it ends past pos, where the parser failed: what follows cannot place
-// that error, and scanning megabytes more costs a token each.
-func rescan(name string, src []byte, pos ast.Position, stop bool) (open *ast.Token, bad ast.Token, err error) {
+// scan is what rescan found.
+type scan struct {
+	// open is the innermost bracket or block still open at the end of
+	// the input (nil when nothing is, or when the nesting cannot be
+	// followed).
+	open *ast.Token
+	// bad is the token the scanner failed on, and err its error.
+	bad ast.Token
+	err error
+	// With stop: at is the token the parser failed on, the last one that
+	// starts at or before its position (found says there was one).
+	at    ast.Token
+	found bool
+	// With stop: ender is "return" or "break" when at starts a statement
+	// after one in the same block, and block that block's opener (nil for
+	// the chunk's own).
+	ender string
+	block *ast.Token
+}
+
+// statementStart is whether a token of type t can begin a statement.
+func statementStart(t int) bool {
+	switch t {
+	case parse.TLocal, parse.TFunction, parse.TIf, parse.TWhile, parse.TFor, parse.TDo, parse.TRepeat, parse.TReturn, parse.TBreak, parse.TIdent:
+		return true
+	}
+	return false
+}
+
+// rescan reads src's tokens (see scan). Past parse.MaxSyntaxLevels open
+// constructs it gives up (the parser refuses a chunk nested that deep): a
+// source of millions of '{' would otherwise hold a token for each,
+// gigabytes for 4 MiB. When stop is set it ends past pos, where the parser
+// failed: what follows cannot place that error, and scanning megabytes
+// more costs a token each.
+func rescan(name string, src []byte, pos ast.Position, stop bool) (r scan) {
 	sc := parse.NewScanner(bytes.NewReader(src), name)
 	lx := &parse.Lexer{}
 	type opener struct {
 		tok    ast.Token
-		wantDo bool // a while or for whose do has not come yet
+		wantDo bool   // a while or for whose do has not come yet
+		ended  string // the return or break that ended the block it opened
 	}
 	var stack []opener
+	chunkEnded := "" // the return or break that ended the chunk's own block
+	// ended is the ender of the innermost block: its opener's, or the chunk's.
+	ended := func() *string {
+		if len(stack) == 0 {
+			return &chunkEnded
+		}
+		return &stack[len(stack)-1].ended
+	}
 	closes := map[int]int{')': '(', '}': '{', ']': '['}
 	for {
 		tok, err := sc.Scan(lx)
 		if err != nil {
-			return nil, tok, err
+			r.bad, r.err = tok, err
+			return r
 		}
 		lx.PrevTokenType, lx.Token = tok.Type, tok
 		if stop && before(pos, tok.Pos) {
-			return nil, bad, nil
+			return r
+		}
+		if stop && tok.Type != parse.EOF {
+			r.at, r.found = tok, true
+			r.ender, r.block = "", nil
+			if e := *ended(); e != "" && statementStart(tok.Type) {
+				r.ender = e
+				if len(stack) > 0 {
+					r.block = &stack[len(stack)-1].tok
+				}
+			}
 		}
 		top := -1
 		if len(stack) > 0 {
@@ -138,10 +206,16 @@ func rescan(name string, src []byte, pos ast.Position, stop bool) (open *ast.Tok
 		}
 		switch tok.Type {
 		case parse.EOF:
-			if len(stack) == 0 {
-				return nil, bad, nil
+			if len(stack) > 0 {
+				r.open = &stack[len(stack)-1].tok
 			}
-			return &stack[len(stack)-1].tok, bad, nil
+			return r
+		case parse.TReturn, parse.TBreak:
+			*ended() = tok.Str
+		case parse.TElse, parse.TElseIf:
+			if top == parse.TIf {
+				stack[len(stack)-1].ended = "" // a block of its own
+			}
 		case '(', '{', '[', parse.TFunction, parse.TIf, parse.TRepeat:
 			stack = append(stack, opener{tok: tok})
 		case parse.TWhile, parse.TFor:
@@ -165,12 +239,13 @@ func rescan(name string, src []byte, pos ast.Position, stop bool) (open *ast.Tok
 			if !ok {
 				// Not the nesting this follows (the parser stops here
 				// first): do not guess.
-				return nil, bad, nil
+				r.ender, r.block = "", nil
+				return r
 			}
 			stack = stack[:len(stack)-1]
 		}
 		if len(stack) > parse.MaxSyntaxLevels {
-			return nil, bad, nil
+			return scan{bad: r.bad, err: r.err, at: r.at, found: r.found}
 		}
 	}
 }
