@@ -168,10 +168,16 @@ func StartRoute(ctx context.Context, env *registry.Env, id registry.ID, spec *Ro
 		_, _ = env.Node.Stop(ctx, pid)
 		return nil, fmt.Errorf("http route %s: %w", id, err)
 	}
-	if err := env.Node.Monitor(pid, srv.PID()); err != nil {
+	// The route is set before its process monitors the server: a server
+	// already gone sends that monitor its DOWN at once, and the process
+	// would end with it (an EXIT to MonitorBy) while the start failed
+	// and its Demonitor had not come yet. Set first, a server gone fails
+	// setRoute, and one gone after it ends a route that has started.
+	if err := srv.setRoute(ctx, id, spec); err != nil {
 		return fail(err)
 	}
-	if err := srv.setRoute(ctx, id, spec); err != nil {
+	if err := env.Node.Monitor(pid, srv.PID()); err != nil {
+		_, _ = srv.removeRoute(ctx, id)
 		return fail(err)
 	}
 	return rt, nil
