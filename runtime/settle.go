@@ -20,47 +20,62 @@ const ReloadSettleWindow = 10 * time.Second
 // maxSettleWarnings bounds the warnings one reload gathers this way.
 const maxSettleWarnings = 20
 
-// settleLog is the last applied reload while its window runs: the entries
-// it added or changed, and which of those failed already. The runtime's
-// exits and the kinds' (Env.Crashed, from their own goroutines) report to
-// it, so it has its own lock, as renewalLog does.
+// settleLog holds, for each entry an applied reload added or changed
+// while that reload's window runs, the reload's time and whether the
+// entry failed already. A later reload that leaves the entry alone (one
+// that changed nothing, or changed another entry) does not end its
+// window: the crash of the code the first one started still counts
+// against it. The runtime's exits and the kinds' (Env.Crashed, from their
+// own goroutines) report to it, so it has its own lock, as renewalLog
+// does.
 type settleLog struct {
 	mu      sync.Mutex
 	history *reloadHistory
-	at      time.Time
-	entries map[registry.ID]bool
-	crashed map[registry.ID]bool
+	entries map[registry.ID]*settling
 }
 
-// begin starts the window of the reload recorded at at, which added or
-// changed sum's entries.
+// settling is one entry's window.
+type settling struct {
+	at      time.Time // the reload's, as recorded
+	crashed bool
+}
+
+// begin starts the window of the reload recorded at at for each entry it
+// added or changed, and forgets the windows that have passed.
 func (l *settleLog) begin(at time.Time, sum ReloadSummary) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.at, l.entries, l.crashed = at, map[registry.ID]bool{}, map[registry.ID]bool{}
-	for _, id := range sum.Added {
-		l.entries[id] = true
+	if l.entries == nil {
+		l.entries = map[registry.ID]*settling{}
 	}
-	for _, id := range sum.Updated {
-		l.entries[id] = true
+	for id, s := range l.entries {
+		if at.Sub(s.at) > ReloadSettleWindow {
+			delete(l.entries, id)
+		}
+	}
+	for _, ids := range [][]registry.ID{sum.Added, sum.Updated} {
+		for _, id := range ids {
+			l.entries[id] = &settling{at: at}
+		}
 	}
 }
 
-// failed counts a failure of what runs id against the last reload when it
-// added or changed id and its window still runs: once per entry.
+// failed counts a failure of what runs id against the reload that last
+// added or changed id while its window runs: once per entry and reload.
 func (l *settleLog) failed(id registry.ID, e *registry.Entry, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.entries[id] || l.crashed[id] {
+	s := l.entries[id]
+	if s == nil || s.crashed {
 		return
 	}
-	since := time.Since(l.at)
+	since := time.Since(s.at)
 	if since > ReloadSettleWindow {
-		l.entries = nil
+		delete(l.entries, id)
 		return
 	}
-	l.crashed[id] = true
-	l.history.amend(l.at, func(a *ReloadAttempt) {
+	s.crashed = true
+	l.history.amend(s.at, func(a *ReloadAttempt) {
 		a.Crashed++
 		if len(a.Warnings) < maxSettleWarnings {
 			a.Warnings = append(a.Warnings, fmt.Sprintf("%s failed %s after the reload: %s", id, since.Round(time.Microsecond*100), e.ShowError(err)))
