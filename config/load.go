@@ -101,6 +101,7 @@ type Loader struct {
 	mu     sync.Mutex
 	cache  *loadCache
 	warned map[string]bool
+	read   []string          // what the last load read or tried to (Read)
 	env    map[string]string // the snapshot ${env:…} reads
 }
 
@@ -160,12 +161,16 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 		return nil, err
 	}
 	// The cache keeps what this load used, and nothing older.
+	read := slices.Clone(files)
 	for p, sf := range ld.seenSources {
+		read = append(read, p)
 		if sf.err == nil {
 			next.sources[p] = sf
 		}
 	}
 	l.cache = next
+	slices.Sort(read)
+	l.read = slices.Compact(read)
 	ld.checkRefs(cfg)
 	// Kahn's order places every entry unless there is a cycle; only then
 	// are the cycles looked for, to be reported.
@@ -179,6 +184,18 @@ func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, err
 		return nil, ld.errors()
 	}
 	return cfg, nil
+}
+
+// Read returns the paths the last load read or tried to read, whether it
+// succeeded or not: its configuration files and the Lua sources their
+// entries named, sorted (a source that is missing or does not compile
+// too). A watcher that watches them sees the edit that fixes a rejected
+// load, such as the script written after the YAML that names it; the
+// running configuration's own files do not hold that script.
+func (l *Loader) Read() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return slices.Clone(l.read)
 }
 
 // warn logs that a file was skipped, once per path.

@@ -434,7 +434,9 @@ func (d *Decoder) Source(field string) *Source {
 // file is read once per load, and not at all when it has not changed
 // since the last one; every entry naming it shares its bytes.
 func (d *Decoder) LoadSource(field, rel string) *Source {
-	path := rel
+	// Clean, as Join makes a relative one: the watcher and the loader's
+	// cache know a file by its clean path (a file event carries it).
+	path := filepath.Clean(rel)
 	if !filepath.IsAbs(path) {
 		path = filepath.Join(d.Dir(), rel)
 	}

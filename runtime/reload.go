@@ -39,6 +39,9 @@ type ReloadSummary struct {
 	// whose upgrades timed out or failed.
 	Upgrades UpgradeCounts
 	Warnings []string
+	// unrecorded: a quiet reload that changed nothing, and whose files
+	// are as the last reload reported them (see reload).
+	unrecorded bool
 }
 
 func (s ReloadSummary) String() string {
@@ -77,17 +80,19 @@ func (rt *Runtime) Reload(ctx context.Context, l *config.Loader, paths ...string
 
 // reload is Reload. With quiet (the watcher's look again at what it has
 // just started to watch, which nobody asked for) an applied reload that
-// changed nothing is neither counted nor recorded in the history: the
-// last reload stays the last one that did something. Nor is a rejection
-// with the errors of the last attempt's (the files as broken as they
-// were): its error then also holds errRejectedAgain.
+// changed nothing is neither counted nor recorded in the history, unless
+// the last attempt was a rejection (the files were fixed meanwhile: the
+// rejection is no longer what holds): the last reload stays the last one
+// that did something. Nor is a rejection with the errors of the last
+// attempt's (the files as broken as they were): its error then also
+// holds errRejectedAgain.
 func (rt *Runtime) reload(ctx context.Context, l *config.Loader, quiet bool, paths ...string) (*config.Config, ReloadSummary, error) {
 	defer rt.history.begin()()
 	cfg, err := l.LoadContext(ctx, paths...)
 	if err != nil {
 		if ctx.Err() == nil && !config.Transient(err) {
 			a := rejectedAttempt(err)
-			if last, ok := rt.LastReload(); quiet && ok && last.Result == ReloadRejected && slices.Equal(last.Errors, a.Errors) {
+			if last, ok := rt.LastReload(); quiet && ok && last.Result == ReloadRejected && last.allErrors == a.allErrors {
 				return nil, ReloadSummary{}, errors.Join(errRejectedAgain, err)
 			}
 			rt.reloads.WithLabelValues(ReloadRejected).Inc()
@@ -134,8 +139,11 @@ func (rt *Runtime) applyConfig(ctx context.Context, cfg *config.Config, quiet bo
 	if err := rt.do(ctx, func() {
 		sum := rt.apply(ctx, cfg)
 		if quiet && !sum.changed() {
-			res <- sum
-			return
+			if last, ok := rt.LastReload(); !ok || last.Result != ReloadRejected {
+				sum.unrecorded = true
+				res <- sum
+				return
+			}
 		}
 		// Not for a quiet look again that changed nothing: the processes
 		// left on old code were warned about by the reload that left them.

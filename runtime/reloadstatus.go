@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -57,6 +58,10 @@ type ReloadAttempt struct {
 	Upgrades UpgradeCounts `json:"upgrades"`
 	Warnings []string      `json:"warnings,omitempty"`
 	Errors   []string      `json:"errors,omitempty"` // FILE:LINE:COL: ENTRY_ID: FIELD: message
+	// allErrors is a digest of every error of a rejection, Errors keeping
+	// only the first reloadErrorsKept: a look again that finds one past
+	// them changed is no repeat (see Runtime.reload).
+	allErrors [sha256.Size]byte
 }
 
 // Degraded reports whether an applied reload left something not running
@@ -196,16 +201,21 @@ func (rt *Runtime) LastReload() (ReloadAttempt, bool) {
 func rejectedAttempt(err error) ReloadAttempt {
 	a := ReloadAttempt{Time: time.Now(), Result: ReloadRejected}
 	var es config.Errors
+	h := sha256.New()
 	if errors.As(err, &es) {
 		for i, e := range es {
-			if i == reloadErrorsKept {
+			text := e.Error()
+			fmt.Fprintf(h, "%d:%s", len(text), text)
+			if i < reloadErrorsKept {
+				a.Errors = append(a.Errors, text)
+			} else if i == reloadErrorsKept {
 				a.Errors = append(a.Errors, fmt.Sprintf("… and %d more", len(es)-i))
-				break
 			}
-			a.Errors = append(a.Errors, e.Error())
 		}
 	} else {
 		a.Errors = []string{err.Error()}
+		h.Write([]byte(err.Error()))
 	}
+	h.Sum(a.allErrors[:0])
 	return a
 }

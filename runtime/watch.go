@@ -85,7 +85,14 @@ type Watcher struct {
 	rescan bool // a directory was newly watched: reload once more
 	dirs   map[string]bool
 	files  map[string]bool // YAML files and sources in use (absolute)
-	roots  []string        // configuration directories (absolute)
+	// awaited are directories of files not made yet (the directory of
+	// a script a rejected load named): the nearest one that exists is
+	// watched instead, and its making is a change.
+	awaited map[string]bool
+	// links are the symbolic links the files in use resolve through
+	// (linkChain): one replaced changes what a file names.
+	links map[string]bool
+	roots []string // configuration directories (absolute)
 
 	stat func(string) (fs.FileInfo, error) // os.Stat; tests make it hang
 }
@@ -175,8 +182,9 @@ func (w *Watcher) Close() error {
 	return nil
 }
 
-// track updates the watch set for cfg.
-func (w *Watcher) track(cfg *config.Config) {
+// track updates the watch set for cfg, and for the files read names (a
+// failed load's: Loader.Read).
+func (w *Watcher) track(cfg *config.Config, read ...string) {
 	if w.fs == nil {
 		return // Manual: nothing is watched
 	}
@@ -234,6 +242,45 @@ func (w *Watcher) track(cfg *config.Config) {
 			want[filepath.Dir(s)] = true
 		}
 	}
+	for _, f := range read {
+		w.files[f] = true
+		want[filepath.Dir(f)] = true
+	}
+	w.links = map[string]bool{}
+	for f := range w.files {
+		var chain []string
+		if err := w.within(f, func() { chain = linkChain(f) }); err != nil {
+			continue
+		}
+		for _, l := range chain {
+			w.links[l] = true
+			want[filepath.Dir(l)] = true
+		}
+	}
+	w.awaited = map[string]bool{}
+	for d := range want {
+		if w.dirs[d] {
+			continue
+		}
+		// A directory not made yet cannot be watched: watch the nearest
+		// one that exists, to see it made.
+		for a := d; ; {
+			_, err := readfile.Stat(w.ctx, a, w.readTimeout(), w.stat)
+			if err == nil || !errors.Is(err, fs.ErrNotExist) {
+				if a != d {
+					want[a] = true
+				}
+				break
+			}
+			w.awaited[a] = true
+			delete(want, a)
+			up := filepath.Dir(a)
+			if up == a {
+				break
+			}
+			a = up
+		}
+	}
 	for d := range w.dirs {
 		if !want[d] {
 			w.fs.Remove(d)
@@ -253,6 +300,48 @@ func (w *Watcher) track(cfg *config.Config) {
 		// produced no event: look again once it is watched.
 		w.rescan = true
 	}
+}
+
+// maxLinkHops bounds linkChain, as the kernel's ELOOP does (40 on Linux).
+const maxLinkHops = 40
+
+// linkChain returns the symbolic links that resolving path goes through:
+// path itself when it is one, and any on the way, each as an absolute
+// path. Kubernetes mounts a ConfigMap's key as c.yaml -> ..data/c.yaml,
+// with ..data -> ..2026_12_03_…, and updates it by renaming a new ..data
+// link over the old one: nothing happens to c.yaml itself, and ..data is
+// a dot name, which the watcher otherwise takes for an editor's
+// temporary file.
+func linkChain(path string) []string {
+	sep := string(filepath.Separator)
+	split := func(p string) []string { return strings.Split(strings.TrimPrefix(filepath.Clean(p), sep), sep) }
+	var out []string
+	cur, rest := sep, split(path)
+	for len(rest) > 0 {
+		next := filepath.Join(cur, rest[0])
+		rest = rest[1:]
+		fi, err := os.Lstat(next)
+		if err != nil {
+			return out
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			cur = next
+			continue
+		}
+		if len(out) == maxLinkHops {
+			return out
+		}
+		out = append(out, next)
+		target, err := os.Readlink(next)
+		if err != nil {
+			return out
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(cur, target)
+		}
+		cur, rest = sep, append(split(target), rest...)
+	}
+	return out
 }
 
 // readTimeout is the loader's read deadline (zero: readfile's default).
@@ -275,6 +364,9 @@ func (w *Watcher) relevant(ev fsnotify.Event) bool {
 		return false
 	}
 	if w.files[ev.Name] {
+		return true
+	}
+	if ev.Op.Has(fsnotify.Create) && w.awaited[ev.Name] || w.links[ev.Name] {
 		return true
 	}
 	base := filepath.Base(ev.Name)
@@ -395,7 +487,7 @@ func (w *Watcher) run() {
 		answer(asked, out)
 		asked = nil
 		if out.track {
-			w.track(out.cfg)
+			w.track(out.cfg, out.read...)
 		}
 		rescan()
 		if out.retry {
@@ -482,6 +574,7 @@ func (w *Watcher) run() {
 type reloadOutcome struct {
 	cfg   *config.Config
 	track bool
+	read  []string // a failed load's files and sources, watched too (Loader.Read)
 	retry bool
 	sum   ReloadSummary
 	err   error
@@ -506,27 +599,28 @@ func (w *Watcher) reload(cause string) reloadOutcome {
 			w.log.Error("reload failed for a reason that may pass; nothing changed", "cause", cause, "error", transientText(err))
 			// The directories may have changed meanwhile; watching them
 			// may have failed for the same reason.
-			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, retry: true, err: err}
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, read: w.opts.Loader.Read(), retry: true, err: err}
 		}
 		var es config.Errors
 		if errors.As(err, &es) && errors.Is(err, errRejectedAgain) {
 			w.log.Debug("rescan: the configuration is as invalid as the last reload found it; nothing changed", "errors", len(es), "cause", cause)
-			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, err: err}
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, read: w.opts.Loader.Read(), err: err}
 		}
 		if errors.As(err, &es) {
 			w.log.Error("reload rejected: the new configuration is invalid; nothing changed", "errors", len(es), "cause", cause)
 			for _, e := range es {
 				w.log.Error(e.Error())
 			}
-			// New directories may exist even though the config is broken:
-			// keep watching them so the fix is seen.
-			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, err: err}
+			// New directories may exist even though the config is broken,
+			// and the fix may be a file only the rejected load named (a
+			// script written after the YAML naming it): watch them too.
+			return reloadOutcome{cfg: w.opts.Runtime.Config(), track: true, read: w.opts.Loader.Read(), err: err}
 		}
 		w.log.Error("reload failed", "error", err)
 		return reloadOutcome{err: err}
 	}
 	took := time.Since(start).Round(time.Microsecond)
-	if rescan && !sum.changed() {
+	if sum.unrecorded {
 		w.log.Debug("rescan: the files are as they were loaded; nothing changed", "cause", cause, "took", took)
 	} else {
 		w.log.Info("reload applied: "+sum.String(), "cause", cause, "took", took)

@@ -22,8 +22,11 @@ import (
 	"github.com/proctor-run/proctor/registry"
 )
 
-// Attacks on the hot-reload path: rejected configurations, the watcher's
-// quiet look again, and what the node says about its last reload.
+// Sequences of edits the watcher must follow: a rejected configuration
+// and the edit that fixes it (a script written after the YAML naming it,
+// in a directory not made yet), its quiet look again, links swapped under
+// a file (a Kubernetes ConfigMap), and what the node says about its last
+// reload meanwhile.
 
 // lastSuccess is runner_reload_last_success.
 func (r *reloadEnv) lastSuccess() float64 {
@@ -251,17 +254,17 @@ func TestBrokenFixedBrokenAgainEachReported(t *testing.T) {
 	}
 }
 
-// compileKind is test.svc under the name attack.compile, whose decode
+// compileKind is test.svc under the name compiling.svc, whose decode
 // compiles its source as process.lua does: a source holding "broken" is a
 // validation error ("syntax error"), memoized per version of the file.
 type compileKind struct{ *kindtest.SvcKind }
 
-func (compileKind) Name() string { return "attack.compile" }
+func (compileKind) Name() string { return "compiling.svc" }
 
 func (k compileKind) Decode(d *registry.Decoder) any {
 	s := k.SvcKind.Decode(d)
 	if src := s.(*kindtest.SvcSpec).Source; src != nil {
-		if _, err := src.Memo("attack.compile", func() (any, error) {
+		if _, err := src.Memo("compiling.svc", func() (any, error) {
 			if strings.Contains(string(src.Bytes), "broken") {
 				return nil, errors.New("syntax error near 'broken'")
 			}
@@ -296,7 +299,7 @@ func newCompileEnv(t *testing.T, files map[string]string) *reloadEnv {
 
 const compileBase = `namespace: a
 entries:
-  - {name: x, kind: attack.compile, source: "file://lua/w.lua", lifecycle: {auto_start: true}}
+  - {name: x, kind: compiling.svc, source: "file://lua/w.lua", lifecycle: {auto_start: true}}
 `
 
 // The YAML moves an entry to a new script, lua/v2.lua, which does not
