@@ -32,6 +32,12 @@ type reloadEnv struct {
 func newReloadEnv(t *testing.T, files map[string]string) *reloadEnv {
 	t.Helper()
 	kinds, _ := kindtest.Kinds()
+	return newReloadEnvOf(t, kinds, files)
+}
+
+// newReloadEnvOf is newReloadEnv with kinds.
+func newReloadEnvOf(t *testing.T, kinds *registry.Registry, files map[string]string) *reloadEnv {
+	t.Helper()
 	r := &reloadEnv{t: t, dir: t.TempDir(), loader: &config.Loader{Kinds: kinds}, logs: &syncBuffer{}}
 	for name, body := range files {
 		r.write(name, body)

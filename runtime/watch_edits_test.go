@@ -28,6 +28,17 @@ import (
 // a file (a Kubernetes ConfigMap), and what the node says about its last
 // reload meanwhile.
 
+// watchSettled watches paths (r.dir when none) and waits for the look
+// again the watcher makes once it watches, which finds nothing changed.
+func (r *reloadEnv) watchSettled(paths ...string) (*manualTimer, *recordLog) {
+	r.t.Helper()
+	_, quiet, logs := r.watchWith(WatchOptions{Paths: paths})
+	waitUntil(r.t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
+	quiet.fire()
+	waitUntil(r.t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	return quiet, logs
+}
+
 // lastSuccess is runner_reload_last_success.
 func (r *reloadEnv) lastSuccess() float64 {
 	var m dto.Metric
@@ -63,10 +74,7 @@ func fireUntil(t *testing.T, quiet *manualTimer, logs *recordLog, what string, c
 // the node stays on the rejection until some other save.
 func TestWatchSeesMissingSourceWrittenAfterRejection(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
-	quiet, logs := r.watchQuiet()
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled()
 
 	resets := quiet.resets.Load()
 	saveRename(t, filepath.Join(r.dir, "c.yaml"), watchBase+"  - {name: y, kind: test.svc, source: \"file://lua/y.lua\", lifecycle: {auto_start: true}}\n")
@@ -96,16 +104,7 @@ func TestWatchSeesMissingSourceWrittenAfterRejection(t *testing.T) {
 func TestWatchSeesSourceInNewDirectoryAfterRejection(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
 	c := filepath.Join(r.dir, "c.yaml")
-	quiet, logs := newManualTimer(), &recordLog{}
-	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{c}, Config: r.rt.Config(),
-		Logger: slog.New(logs), quiet: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled(c)
 
 	resets := quiet.resets.Load()
 	saveRename(t, c, watchBase+"  - {name: y, kind: test.svc, source: \"file://lib/y.lua\", lifecycle: {auto_start: true}}\n")
@@ -161,10 +160,7 @@ func TestRescanFindingRejectedFilesFixedIsRecorded(t *testing.T) {
 		return os.Stat(p)
 	}
 	t.Cleanup(func() { watchStat = os.Stat })
-	quiet, logs := r.watchQuiet()
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled()
 	x := r.pid("a:x")
 
 	resets := quiet.resets.Load()
@@ -232,10 +228,7 @@ func TestRejectedAgainComparesEveryError(t *testing.T) {
 // counts follow the changes: rejected, applied, rejected.
 func TestBrokenFixedBrokenAgainEachReported(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
-	quiet, logs := r.watchQuiet()
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled()
 	c := filepath.Join(r.dir, "c.yaml")
 	broken := watchBase + "  - {name: y, kind: test.svc, sise: 2}\n"
 	for i, step := range []struct {
@@ -280,21 +273,7 @@ func newCompileEnv(t *testing.T, files map[string]string) *reloadEnv {
 	t.Helper()
 	kinds, svc := kindtest.Kinds()
 	kinds.Register(compileKind{svc})
-	r := &reloadEnv{t: t, dir: t.TempDir(), loader: &config.Loader{Kinds: kinds}, logs: &syncBuffer{}}
-	for name, body := range files {
-		r.write(name, body)
-	}
-	log := slog.New(slog.NewJSONHandler(r.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	r.rt = NewRuntime(RuntimeOptions{Node: process.NewNode(process.Options{Name: "t"}), Kinds: kinds, Logger: log, StopTimeout: time.Second})
-	t.Cleanup(func() { r.rt.Stop(context.Background()) })
-	cfg, err := r.loader.Load(r.dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
-	return r
+	return newReloadEnvOf(t, kinds, files)
 }
 
 const compileBase = `namespace: a
@@ -313,10 +292,7 @@ func TestWatchSeesFixOfNewScriptThatDidNotCompile(t *testing.T) {
 	if x.IsZero() {
 		t.Fatal("a:x not running")
 	}
-	quiet, logs := r.watchQuiet()
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled()
 
 	r.write("lua/v2.lua", "return 'broken")
 	resets := quiet.resets.Load()
@@ -347,10 +323,7 @@ func TestWatchSeesFixOfNewScriptThatDidNotCompile(t *testing.T) {
 func TestScriptBrokenTwiceWithTheSameErrorCountsTwice(t *testing.T) {
 	r := newCompileEnv(t, map[string]string{"c.yaml": compileBase, "lua/w.lua": "return 1"})
 	x := r.pid("a:x")
-	quiet, logs := r.watchQuiet()
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled()
 	w := filepath.Join(r.dir, "lua", "w.lua")
 	for i, body := range []string{"return 'broken", "return 'broken -- again"} {
 		resets := quiet.resets.Load()
@@ -380,16 +353,7 @@ func TestNamedFileDeletedThenRestored(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
 	c := filepath.Join(r.dir, "c.yaml")
 	x := r.pid("a:x")
-	quiet, logs := newManualTimer(), &recordLog{}
-	w, err := Watch(WatchOptions{Runtime: r.rt, Loader: r.loader, Paths: []string{c}, Config: r.rt.Config(),
-		Logger: slog.New(logs), quiet: quiet})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { w.Close() })
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled(c)
 	resets := quiet.resets.Load()
 	os.Remove(c)
 	waitUntil(t, "the delete seen", func() bool { return quiet.resets.Load() > resets })
@@ -411,10 +375,7 @@ func TestNamedFileDeletedThenRestored(t *testing.T) {
 // subdirectory (rm -rf) applies and clears the rejection.
 func TestBrokenNewSubdirectoryRemoved(t *testing.T) {
 	r := newReloadEnv(t, map[string]string{"c.yaml": watchBase, "lua/w.lua": "return 1"})
-	quiet, logs := r.watchQuiet()
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled()
 	resets := quiet.resets.Load()
 	r.write("sub/bad.yaml", "namespace: b\nentries:\n  - {name: z, kind: test.svc, sise: 2}\n")
 	waitUntil(t, "the new directory seen", func() bool { return quiet.resets.Load() > resets })
@@ -451,10 +412,7 @@ func TestWatchSeesSourceNamedByUncleanAbsolutePath(t *testing.T) {
 	}
 	r := newReloadEnv(t, map[string]string{"c.yaml": base})
 	x := r.pid("a:x")
-	quiet, logs := r.watchQuiet()
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled()
 	resets := quiet.resets.Load()
 	saveRename(t, filepath.Join(dir, "lua", "w.lua"), "return 2")
 	deadline := time.Now().Add(5 * time.Second)
@@ -505,10 +463,7 @@ func TestWatchSeesSymlinkSwapUpdate(t *testing.T) {
 	if err := r.rt.Start(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	quiet, logs := r.watchQuiet()
-	waitUntil(t, "the rescan armed", func() bool { return quiet.resets.Load() >= 1 })
-	quiet.fire()
-	waitUntil(t, "the start-up rescan done", func() bool { return len(logs.find(slog.LevelDebug, "reload details")) == 1 })
+	quiet, logs := r.watchSettled()
 
 	resets := quiet.resets.Load()
 	mk("v2", base+"  - {name: y, kind: test.svc, lifecycle: {auto_start: true}}\n")

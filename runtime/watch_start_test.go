@@ -64,12 +64,16 @@ func (r *reloadEnv) watchQuiet() (*manualTimer, *recordLog) {
 	return quiet, logs
 }
 
-// watchWith is watchQuiet with opts (its runtime, loader, paths, config,
-// logger and debounce are set here) and the watcher too.
+// watchWith is watchQuiet with opts (its runtime, loader, config, logger
+// and debounce are set here, and its paths when it has none: r.dir) and
+// the watcher too.
 func (r *reloadEnv) watchWith(opts WatchOptions) (*Watcher, *manualTimer, *recordLog) {
 	r.t.Helper()
 	quiet, logs := newManualTimer(), &recordLog{}
-	opts.Runtime, opts.Loader, opts.Paths, opts.Config = r.rt, r.loader, []string{r.dir}, r.rt.Config()
+	if len(opts.Paths) == 0 {
+		opts.Paths = []string{r.dir}
+	}
+	opts.Runtime, opts.Loader, opts.Config = r.rt, r.loader, r.rt.Config()
 	opts.Logger, opts.quiet = slog.New(logs), quiet
 	w, err := Watch(opts)
 	if err != nil {
