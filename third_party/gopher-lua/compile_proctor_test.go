@@ -232,3 +232,29 @@ func TestNestingAsLua51(t *testing.T) {
 		})
 	}
 }
+
+// TestAmbiguousCallAsLua51: a call's '(' on a later line than what it
+// calls is Lua 5.1's "ambiguous syntax"; the check looked at the token
+// after the arguments' ')' and so almost never fired: `local a = f` and
+// `(g)()` on the next line parsed as one call, f(g)(). A table
+// constructor's field name is looked past by C Lua, which reads a call
+// there.
+func TestAmbiguousCallAsLua51(t *testing.T) {
+	for _, tc := range []struct {
+		src       string
+		ambiguous bool
+	}{
+		{"local a = f\n(g)()", true},
+		{"f()\n(g)()", true},
+		{"return (1)\n(g)()", true},
+		{"a = 1\n(f)()", false},
+		{"f(\n1)", false},
+		{"local t = {f\n(1)}", false},
+	} {
+		_, err := parse.Parse(strings.NewReader(tc.src), "t.lua")
+		got := err != nil && strings.Contains(err.Error(), "ambiguous syntax")
+		if got != tc.ambiguous || !tc.ambiguous && err != nil {
+			t.Errorf("%q: %v, want ambiguous %v", tc.src, err, tc.ambiguous)
+		}
+	}
+}

@@ -294,19 +294,12 @@ func (sc *Scanner) Scan(lexer *Lexer) (ast.Token, error) {
 redo:
 	var err error
 	tok := ast.Token{}
-	newline := false
 
 	ch := sc.skipWhiteSpace(whitespace1)
 	if ch == '\n' || ch == '\r' {
-		newline = true
 		ch = sc.skipWhiteSpace(whitespace2)
 	}
 
-	if ch == '(' && lexer.PrevTokenType == ')' {
-		lexer.PNewLine = newline
-	} else {
-		lexer.PNewLine = false
-	}
 
 	var _buf bytes.Buffer
 	buf := &_buf
@@ -453,7 +446,15 @@ finally:
 type Lexer struct {
 	scanner       *Scanner
 	Stmts         []ast.Stmt
-	PNewLine      bool
+	// proctor: lastLine is the line the previous token ended on, and
+	// newlineParens the '(' tokens on a later line than it: a call's
+	// arguments opened there are Lua 5.1's ambiguous syntax (lparser.c's
+	// funcargs: "function call x new statement"), which Lua 5.2 reads
+	// as a call. (gopher-lua looked at a flag of the last token scanned
+	// when the arguments were reduced, which was that of the token
+	// after ')', and so almost never saw it.)
+	lastLine      int
+	newlineParens map[ast.Position]bool
 	Token         ast.Token
 	PrevTokenType int
 	// proctor: nesting is what the parser holds open (nesting.go). Past
@@ -466,6 +467,7 @@ type Lexer struct {
 }
 
 func (lx *Lexer) Lex(lval *yySymType) int {
+	beforePrev := lx.PrevTokenType
 	lx.PrevTokenType = lx.Token.Type
 	tok, err := lx.scanner.Scan(lx)
 	if err != nil {
@@ -476,6 +478,18 @@ func (lx *Lexer) Lex(lval *yySymType) int {
 	}
 	lval.token = tok
 	lx.Token = tok
+	// Not after a name that may begin a table constructor's field ({f,
+	// ,f or ;f): C Lua looks ahead past such a name for its '=', which
+	// moves its last line to the '(' (lparser.c's constructor), and so
+	// reads {f<newline>(1)} as a call.
+	fieldName := lx.PrevTokenType == TIdent && (beforePrev == '{' || beforePrev == ',' || beforePrev == ';')
+	if tok.Type == '(' && lx.lastLine > 0 && tok.Pos.Line > lx.lastLine && !fieldName {
+		if lx.newlineParens == nil {
+			lx.newlineParens = map[ast.Position]bool{}
+		}
+		lx.newlineParens[tok.Pos] = true
+	}
+	lx.lastLine = lx.scanner.Pos.Line
 	if !lx.nesting.next(tok.Type) {
 		panic(&Error{
 			Pos:     ast.Position{Source: lx.scanner.Pos.Source, Line: tok.Pos.Line, Column: 1},
@@ -484,6 +498,10 @@ func (lx *Lexer) Lex(lval *yySymType) int {
 	}
 	return int(tok.Type)
 }
+
+// ambiguousCall reports whether the '(' tok, which opens a call's
+// arguments, is on a later line than the token before it.
+func (lx *Lexer) ambiguousCall(tok ast.Token) bool { return lx.newlineParens[tok.Pos] }
 
 func (lx *Lexer) Error(message string) {
 	panic(lx.scanner.Error(lx.Token.Str, message))

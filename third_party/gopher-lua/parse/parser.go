@@ -1247,7 +1247,7 @@ yydefault:
 		yyDollar = yyS[yypt-2 : yypt+1]
 //line parser.go.y:431
 		{
-			if yylex.(*Lexer).PNewLine {
+			if yylex.(*Lexer).ambiguousCall(yyDollar[1].token) {
 				yylex.(*Lexer).TokenError(yyDollar[1].token, "ambiguous syntax (function call x new statement)")
 			}
 			yyVAL.exprlist = []ast.Expr{}
@@ -1256,7 +1256,7 @@ yydefault:
 		yyDollar = yyS[yypt-3 : yypt+1]
 //line parser.go.y:437
 		{
-			if yylex.(*Lexer).PNewLine {
+			if yylex.(*Lexer).ambiguousCall(yyDollar[1].token) {
 				yylex.(*Lexer).TokenError(yyDollar[1].token, "ambiguous syntax (function call x new statement)")
 			}
 			yyVAL.exprlist = yyDollar[2].exprlist
