@@ -119,6 +119,7 @@ func (l *Loader) Load(paths ...string) (*Config, error) {
 func (l *Loader) LoadContext(ctx context.Context, paths ...string) (*Config, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.read = nil // until this load has read what it reads
 	kinds := l.Kinds
 	if kinds == nil {
 		kinds = registry.NewRegistry()
