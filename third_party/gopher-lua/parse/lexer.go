@@ -300,7 +300,6 @@ redo:
 		ch = sc.skipWhiteSpace(whitespace2)
 	}
 
-
 	var _buf bytes.Buffer
 	buf := &_buf
 	tok.Pos = sc.Pos
@@ -444,8 +443,8 @@ finally:
 // yacc interface {{{
 
 type Lexer struct {
-	scanner       *Scanner
-	Stmts         []ast.Stmt
+	scanner *Scanner
+	Stmts   []ast.Stmt
 	// proctor: lastLine is the line the previous token ended on, and
 	// newlineParens the '(' tokens on a later line than it: a call's
 	// arguments opened there are Lua 5.1's ambiguous syntax (lparser.c's
