@@ -1,13 +1,9 @@
 package supervisor
 
 import (
-	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"testing"
 
-	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/runtime"
 )
@@ -15,46 +11,6 @@ import (
 // Reloads while the root supervisor has a restart of an entry pending
 // (the instance crashed; the backoff runs), and a crash soon after a
 // reload followed by another.
-
-type reloadRoot struct {
-	t      *testing.T
-	rt     *runtime.Runtime
-	loader *config.Loader
-	path   string
-}
-
-func newReloadRoot(t *testing.T, yaml string) *reloadRoot {
-	t.Helper()
-	kinds := registry.NewRegistry()
-	kinds.Register(rootTestKind{})
-	a := &reloadRoot{t: t, loader: &config.Loader{Kinds: kinds}, path: filepath.Join(t.TempDir(), "c.yaml")}
-	a.write(yaml)
-	cfg, err := a.loader.Load(a.path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.rt, _ = rootStart(t, kinds, cfg, nil)
-	return a
-}
-
-func (a *reloadRoot) write(yaml string) {
-	a.t.Helper()
-	if err := os.WriteFile(a.path, []byte(yaml), 0o644); err != nil {
-		a.t.Fatal(err)
-	}
-}
-
-func (a *reloadRoot) reload(yaml string) runtime.ReloadSummary {
-	a.t.Helper()
-	a.write(yaml)
-	_, sum, err := a.rt.Reload(context.Background(), a.loader, a.path)
-	if err != nil {
-		a.t.Fatal(err)
-	}
-	return sum
-}
-
-func (a *reloadRoot) status(id registry.ID) (runtime.EntryInfo, bool) { return a.rt.Info(id) }
 
 const pendingConf = `namespace: a
 entries:
@@ -83,7 +39,7 @@ func (a *reloadRoot) crashPending(id registry.ID) {
 // pending: a lifecycle-only change keeps the instance, so the pending
 // restart must still bring it back: nothing that was running is lost.
 func TestRootLifecycleOnlyChangeWhileRestartPending(t *testing.T) {
-	a := newReloadRoot(t, rootConf("s", "true", ""))
+	a := newReloadRoot(t, nil, rootConf("s", "true", ""))
 	a.crashPending("a:s")
 	sum := a.reload(rootConf("s", "true", ", max_attempts: 5"))
 	if len(sum.Updated) != 1 || len(sum.Restarted) != 0 {
@@ -105,7 +61,7 @@ func TestRootLifecycleOnlyChangeWhileRestartPending(t *testing.T) {
 // reload in the history reads clean while a:t crash-loops on its new
 // code.
 func TestReloadCrashCountedThoughAnIdleReloadFollowed(t *testing.T) {
-	a := newReloadRoot(t, rootConf("s", "true", ""))
+	a := newReloadRoot(t, nil, rootConf("s", "true", ""))
 	two := rootConf("s", "true", "") + "  - {name: t, kind: roottest.svc, lifecycle: {auto_start: true}}\n"
 	a.reload(two)
 	a.reload(two) // nothing changed

@@ -3,14 +3,11 @@ package supervisor
 import (
 	"context"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/proctor-run/proctor/config"
 	"github.com/proctor-run/proctor/internal/testutil"
 	"github.com/proctor-run/proctor/registry"
 	"github.com/proctor-run/proctor/runtime"
@@ -41,29 +38,12 @@ func TestReloadReplacesAnEntryWhileItCrashes(t *testing.T) {
 	kinds := registry.NewRegistry()
 	kinds.Register(crashingStartKind{"crashtest.gone_a", calls})
 	kinds.Register(crashingStartKind{"crashtest.gone_b", calls})
-	p := filepath.Join(t.TempDir(), "c.yaml")
-	conf := func(kind string) []byte {
-		return fmt.Appendf(nil, "namespace: a\nentries:\n  - {name: s, kind: %s, lifecycle: {auto_start: true, restart: {initial_delay: 1ms, max_delay: 5ms, max_attempts: 2}}}\n", kind)
+	conf := func(kind string) string {
+		return fmt.Sprintf("namespace: a\nentries:\n  - {name: s, kind: %s, lifecycle: {auto_start: true, restart: {initial_delay: 1ms, max_delay: 5ms, max_attempts: 2}}}\n", kind)
 	}
-	if err := os.WriteFile(p, conf("crashtest.gone_a"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	loader := &config.Loader{Kinds: kinds}
-	cfg, err := loader.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt, _ := rootStart(t, kinds, cfg, nil)
+	a := newReloadRoot(t, kinds, conf("crashtest.gone_a"))
+	rt := a.rt
 	var before int32
-	reload := func(kind string) {
-		t.Helper()
-		if err := os.WriteFile(p, conf(kind), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := rt.Reload(context.Background(), loader, p); err != nil {
-			t.Fatal(err)
-		}
-	}
 	failed := func() bool {
 		info, _ := rt.Info("a:s")
 		return info.Status == runtime.StatusFailed
@@ -73,18 +53,13 @@ func TestReloadReplacesAnEntryWhileItCrashes(t *testing.T) {
 		if i%2 == 0 {
 			kind = "crashtest.gone_b"
 		}
-		if err := os.WriteFile(p, conf(kind), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		if _, _, err := rt.Reload(context.Background(), loader, p); err != nil {
-			t.Fatal(err)
-		}
+		a.reload(conf(kind))
 	}
 	// Then, with no restart of it pending, one more replacement: its
 	// starts from here on are its own.
 	testutil.EventuallyWithin(t, 20*time.Second, "a:s failed after the reloads", failed)
 	before = calls.Load()
-	reload("crashtest.gone_b") // the 30th reload left gone_a
+	a.reload(conf("crashtest.gone_b")) // the 30th reload left gone_a
 	testutil.EventuallyExplained(t, 20*time.Second, "a:s failed after the last reload", func() bool {
 		info, _ := rt.Info("a:s")
 		return info.Status == runtime.StatusFailed

@@ -100,6 +100,53 @@ func rootStart(t *testing.T, kinds *registry.Registry, cfg *config.Config, log *
 	return rt, root
 }
 
+// reloadRoot is a runtime under a root, started from the file path,
+// which reload writes and reloads.
+type reloadRoot struct {
+	t      *testing.T
+	rt     *runtime.Runtime
+	loader *config.Loader
+	path   string
+}
+
+// newReloadRoot writes yaml to a file, loads it with kinds (nil:
+// rootTestKind's alone) and starts it under a root (rootStart).
+func newReloadRoot(t *testing.T, kinds *registry.Registry, yaml string) *reloadRoot {
+	t.Helper()
+	if kinds == nil {
+		kinds = registry.NewRegistry()
+		kinds.Register(rootTestKind{})
+	}
+	a := &reloadRoot{t: t, loader: &config.Loader{Kinds: kinds}, path: filepath.Join(t.TempDir(), "c.yaml")}
+	a.write(yaml)
+	cfg, err := a.loader.Load(a.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.rt, _ = rootStart(t, kinds, cfg, nil)
+	return a
+}
+
+func (a *reloadRoot) write(yaml string) {
+	a.t.Helper()
+	if err := os.WriteFile(a.path, []byte(yaml), 0o644); err != nil {
+		a.t.Fatal(err)
+	}
+}
+
+// reload writes yaml and reloads it.
+func (a *reloadRoot) reload(yaml string) runtime.ReloadSummary {
+	a.t.Helper()
+	a.write(yaml)
+	_, sum, err := a.rt.Reload(context.Background(), a.loader, a.path)
+	if err != nil {
+		a.t.Fatal(err)
+	}
+	return sum
+}
+
+func (a *reloadRoot) status(id registry.ID) (runtime.EntryInfo, bool) { return a.rt.Info(id) }
+
 func rootCrash(t *testing.T, rt *runtime.Runtime, id registry.ID, topic string) process.PID {
 	t.Helper()
 	var inst registry.Instance
@@ -474,10 +521,8 @@ func TestRootStaleRestartKeepsAttempts(t *testing.T) {
 	kinds := registry.NewRegistry()
 	kinds.Register(rootTestKind{})
 	kinds.Register(rootTestKindB{})
-	dir := t.TempDir()
-	p := filepath.Join(dir, "c.yaml")
-	conf := func(kind string) []byte {
-		return fmt.Appendf(nil, `namespace: a
+	conf := func(kind string) string {
+		return fmt.Sprintf(`namespace: a
 entries:
   - name: s
     kind: %s
@@ -486,29 +531,8 @@ entries:
       restart: {initial_delay: 300ms, max_delay: 10s, backoff_factor: 1, max_attempts: 2}
 `, kind)
 	}
-	if err := os.WriteFile(p, conf("roottest.svc"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	loader := &config.Loader{Kinds: kinds}
-	cfg, err := loader.Load(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	node := process.NewNode(process.Options{Name: "root-test"})
-	rt := runtime.NewRuntime(runtime.RuntimeOptions{Node: node, Kinds: kinds})
-	root, err := StartRoot(RootOptions{Node: node, Runtime: rt, Jitter: func() float64 { return 0.5 }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	rt.SetOwner(root)
-	t.Cleanup(func() {
-		rt.Stop(context.Background())
-		root.Stop(context.Background())
-		goleak.VerifyNone(t)
-	})
-	if err := rt.Start(context.Background(), cfg); err != nil {
-		t.Fatal(err)
-	}
+	a := newReloadRoot(t, kinds, conf("roottest.svc"))
+	rt := a.rt
 	// Attempt 1 is pending (300ms) when a reload replaces the entry.
 	first := rootCrash(t, rt, "a:s", "crash")
 	rootWaitFor(t, "waiting for its restart", func() bool {
@@ -516,12 +540,7 @@ entries:
 		return info.Status == runtime.StatusStarting
 	})
 	// A change of kind restarts the waiting entry at once.
-	if err := os.WriteFile(p, conf("roottest.svcb"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := rt.Reload(context.Background(), loader, p); err != nil {
-		t.Fatal(err)
-	}
+	a.reload(conf("roottest.svcb"))
 	prev := rootCrash(t, rt, "a:s", "crash") // attempt 1 of the new budget
 	if prev == first {
 		t.Fatal("the reload did not replace the instance")
